@@ -1,0 +1,47 @@
+package queue
+
+import (
+	"context"
+	"time"
+)
+
+// Cancel cancels a task. A pending task becomes cancelled at once and
+// leaves the index. A running task gets cancel_requested: its worker sees
+// it on its next heartbeat and acknowledges with AckCancel (or finishes
+// anyway). Cancelling a task already cancelled, or already asked to
+// cancel, returns it unchanged; cancelling any other terminal task is a
+// *StateError.
+func (q *Queue) Cancel(ctx context.Context, id string, now time.Time) (Task, error) {
+	now = norm(now)
+	if err := ValidateID(id); err != nil {
+		return Task{}, err
+	}
+	var unchanged *Task
+	t, _, err := q.update(ctx, id, func(t *Task) error {
+		switch {
+		case t.Status == StatusPending:
+			cancel(t, now)
+		case t.Status == StatusRunning && !t.CancelRequested:
+			t.CancelRequested = true
+			t.UpdatedAt = now
+		case t.Status == StatusRunning || t.Status == StatusCancelled:
+			unchanged = ptr(t.clone())
+			return errUnchanged
+		default:
+			return &StateError{ID: id, Op: "cancel", Status: t.Status}
+		}
+		return nil
+	})
+	if err == errUnchanged {
+		return *unchanged, nil
+	}
+	return t, err
+}
+
+func cancel(t *Task, now time.Time) {
+	t.Status = StatusCancelled
+	t.CancelledAt = ptr(now)
+	t.UpdatedAt = now
+	clearLease(t)
+	t.IndexKey = ""
+}

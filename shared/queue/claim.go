@@ -1,0 +1,229 @@
+package queue
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/s3q/s3q/shared/store"
+)
+
+// ClaimRequest asks for work from one queue.
+type ClaimRequest struct {
+	// Queue to claim from. Defaults to "default".
+	Queue string `json:"queue,omitempty"`
+	// TaskTypes limits the claim to these types. Defaults to any type.
+	// The type is not in the index key, so a mixed queue costs one GET per
+	// task of another type (remembered afterwards); give each type its own
+	// queue when that matters.
+	TaskTypes []string `json:"task_types,omitempty"`
+	// LeaseFor is the lease length. 0 means each task's own timeout;
+	// negative or over MaxLease is ErrInvalidLeaseDuration.
+	LeaseFor time.Duration `json:"-"`
+	// WorkerID is recorded on the task, for people. Optional.
+	WorkerID string `json:"worker_id,omitempty"`
+	// MaxTasks is how many tasks to claim at most. Defaults to 1.
+	MaxTasks int `json:"max_tasks,omitempty"`
+}
+
+// Claim leases up to MaxTasks available tasks of a queue and returns them,
+// or an empty slice (and no error) when nothing is available.
+//
+// Order, best effort: tasks with a deadline, earliest deadline first, then
+// the rest, oldest available_at first. Each task is started by one
+// conditional write of its record, so of many concurrent claimers exactly
+// one gets it, and no claim returns a task whose lease another holder still
+// has. Along the way Claim does the sweeper's work on what it meets: a
+// pending task whose expires_at <= now is marked expired and never started;
+// a running task whose lease has expired is reclaimed (started again under
+// the new lease, or failed when its attempts are spent, or expired when
+// its deadline has passed); a stale marker is deleted.
+//
+// A task with ttl_from=first_attempt gets its expires_at on its first claim.
+func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]Claimed, error) {
+	now = norm(now)
+	if req.Queue == "" {
+		req.Queue = DefaultQueue
+	}
+	if err := ValidateQueueName(req.Queue); err != nil {
+		return nil, err
+	}
+	filter := typeFilter{}
+	for _, tt := range req.TaskTypes {
+		if err := ValidateTaskType("task_types", tt); err != nil {
+			return nil, err
+		}
+		filter[tt] = true
+	}
+	if req.LeaseFor < 0 || req.LeaseFor > MaxLease {
+		return nil, fmt.Errorf("lease_for %s: %w", req.LeaseFor, ErrInvalidLeaseDuration)
+	}
+	if err := validText("worker_id", req.WorkerID, MaxWorkerIDBytes); err != nil {
+		return nil, err
+	}
+	switch {
+	case req.MaxTasks == 0:
+		req.MaxTasks = 1
+	case req.MaxTasks < 0 || req.MaxTasks > MaxClaim:
+		return nil, invalid("max_tasks", "must be between 1 and %d", MaxClaim)
+	}
+
+	out := []Claimed{}
+	for shard0 := 0; shard0 < q.opts.Shards && len(out) < req.MaxTasks; shard0++ {
+		// Start at a random shard so claimers spread over them.
+		shard := (shard0 + rand.IntN(q.opts.Shards)) % q.opts.Shards
+		for _, prefix := range []string{deadlinePrefix(req.Queue, shard), readyPrefix(req.Queue, shard)} {
+			pages := 0
+			for len(out) < req.MaxTasks {
+				m, ok, err := q.next(ctx, prefix, now, filter, &pages)
+				if err != nil {
+					return out, err
+				}
+				if !ok {
+					break
+				}
+				c, err := q.tryClaim(ctx, m, req, filter, now)
+				if err != nil {
+					if len(out) > 0 {
+						return out, nil // hand over what we have; the error repeats next time
+					}
+					return nil, err
+				}
+				if c != nil {
+					out = append(out, *c)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// tryClaim examines one candidate marker and claims its task if it can.
+// It returns nil, nil when the candidate was not claimable (and deals with
+// it: expired, reclaimed-and-failed, stale marker deleted, or skipped).
+func (q *Queue) tryClaim(ctx context.Context, m marker, req ClaimRequest, filter typeFilter, now time.Time) (*Claimed, error) {
+	cur, etag, err := q.load(ctx, m.id)
+	if errors.Is(err, ErrNotFound) {
+		// A marker without a record: a submit crashed between its writes,
+		// or is between them now.
+		q.dropStale(ctx, m, now)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	q.rememberType(cur.ID, cur.TaskType)
+	if cur.IndexKey != m.key {
+		q.dropStale(ctx, m, now)
+		// The record's own marker, if due, will be met in its turn.
+		return nil, nil
+	}
+	if !filter.accepts(cur.TaskType) {
+		q.unpop(m)
+		return nil, nil
+	}
+	switch cur.Status {
+	case StatusPending:
+		if cur.deadlinePassed(now) {
+			_, err := q.expireLoaded(ctx, cur, etag, ReasonTTL, now)
+			return nil, ignoreLost(err)
+		}
+		if cur.AvailableAt.After(now) {
+			return nil, nil // the marker is older than the record; not due yet
+		}
+	case StatusRunning:
+		if cur.leaseValid(now) {
+			q.skipUntil(m.key, *cur.LeaseExpiresAt)
+			return nil, nil
+		}
+		// The lease has expired: reclaim.
+		if cur.deadlinePassed(now) {
+			_, err := q.expireLoaded(ctx, cur, etag, ReasonTTL, now)
+			return nil, ignoreLost(err)
+		}
+		if cur.Attempt >= cur.MaxAttempts {
+			next := cur.clone()
+			deadLetter(&next, fmt.Sprintf("lease expired after attempt %d of %d", cur.Attempt, cur.MaxAttempts), now)
+			_, err := q.commit(ctx, &cur, etag, &next)
+			return nil, ignoreLost(err)
+		}
+	default:
+		// Terminal, with a marker it still names: a crash after the write.
+		next := cur.clone()
+		next.IndexKey = ""
+		_, err := q.commit(ctx, &cur, etag, &next)
+		return nil, ignoreLost(err)
+	}
+
+	next := cur.clone()
+	start(&next, req, now)
+	newETag, err := q.commit(ctx, &cur, etag, &next)
+	if errors.Is(err, store.ErrPrecondition) {
+		q.lostRace(now)
+		return nil, nil // another claimer won
+	}
+	if err != nil {
+		return nil, err
+	}
+	_ = newETag
+	q.skipUntil(m.key, *next.LeaseExpiresAt)
+	return &Claimed{Task: next, Lease: Lease{TaskID: next.ID, Token: next.LeaseToken, ExpiresAt: *next.LeaseExpiresAt}}, nil
+}
+
+// start turns a pending (or lease-expired running) task into a running one
+// under a new lease.
+func start(t *Task, req ClaimRequest, now time.Time) {
+	leaseFor := req.LeaseFor
+	if leaseFor == 0 {
+		leaseFor = t.Timeout.Std()
+	}
+	if leaseFor <= 0 {
+		leaseFor = DefaultTimeout
+	}
+	t.Status = StatusRunning
+	t.Attempt++
+	t.LeaseToken = newToken()
+	t.LeaseExpiresAt = ptr(now.Add(leaseFor))
+	t.WorkerID = req.WorkerID
+	t.UpdatedAt = now
+	t.CancelRequested = false
+	if t.StartedAt == nil {
+		t.StartedAt = ptr(now)
+	}
+	if t.TTLFrom == TTLFromFirstAttempt && t.ExpiresAt == nil && t.TTL != nil {
+		t.ExpiresAt = ptr(now.Add(t.TTL.Std()))
+	}
+}
+
+// deadLetter moves a task to failed, the dead-letter state.
+func deadLetter(t *Task, reason string, now time.Time) {
+	t.Status = StatusFailed
+	t.LastError = reason
+	t.FailedAt = ptr(now)
+	t.UpdatedAt = now
+	clearLease(t)
+	t.IndexKey = ""
+}
+
+func clearLease(t *Task) {
+	t.LeaseToken = ""
+	t.LeaseExpiresAt = nil
+}
+
+// ignoreLost treats a lost race as nothing to report: someone else acted.
+func ignoreLost(err error) error {
+	if errors.Is(err, store.ErrPrecondition) || errors.Is(err, ErrConflict) {
+		return nil
+	}
+	return err
+}
+
+func newToken() string {
+	var b [16]byte
+	_, _ = crand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

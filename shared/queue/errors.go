@@ -1,0 +1,79 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Lease errors. A lease operation (heartbeat, complete, fail, reschedule,
+// cancel acknowledgement) returns one of these, wrapped, and changes
+// nothing, when the lease it names is no longer the task's valid lease.
+var (
+	// ErrNotRunning means the task is not in status running.
+	ErrNotRunning = errors.New("queue: task not running")
+	// ErrLeaseMismatch means the token is not the task's current lease token.
+	ErrLeaseMismatch = errors.New("queue: lease mismatch")
+	// ErrLeaseExpired means the lease had expired at the given now.
+	ErrLeaseExpired = errors.New("queue: lease expired")
+	// ErrInvalidLeaseDuration means a lease_for that is negative or over MaxLease.
+	ErrInvalidLeaseDuration = errors.New("queue: invalid lease duration")
+)
+
+// Other sentinels.
+var (
+	// ErrNotFound means no task has the given id.
+	ErrNotFound = errors.New("queue: task not found")
+	// ErrInvalidInput is wrapped by every *ValidationError about a bad field.
+	ErrInvalidInput = errors.New("queue: invalid input")
+	// ErrTooLarge is wrapped by a *ValidationError about an oversize field.
+	ErrTooLarge = errors.New("queue: input too large")
+	// ErrConflict means the operation lost a race it could not resolve by
+	// re-reading within its retry budget, or met another writer half-way
+	// (a dedup key claimed a moment ago). Retrying later is safe.
+	ErrConflict = errors.New("queue: conflict, retry")
+)
+
+// ValidationError reports one bad field of a request. Nothing was written.
+// It wraps ErrInvalidInput, or ErrTooLarge for a size limit.
+type ValidationError struct {
+	Field   string // the request field, in its JSON spelling (e.g. "ttl")
+	Message string // what is wrong, for a person
+	Err     error  // ErrInvalidInput or ErrTooLarge
+}
+
+func (e *ValidationError) Error() string {
+	if e.Field == "" {
+		return "invalid input: " + e.Message
+	}
+	return fmt.Sprintf("invalid %s: %s", e.Field, e.Message)
+}
+
+// Unwrap returns ErrInvalidInput or ErrTooLarge.
+func (e *ValidationError) Unwrap() error {
+	if e.Err == nil {
+		return ErrInvalidInput
+	}
+	return e.Err
+}
+
+func invalid(field, format string, args ...any) error {
+	return &ValidationError{Field: field, Message: fmt.Sprintf(format, args...), Err: ErrInvalidInput}
+}
+
+// StateError reports an operation the task's status does not allow, such
+// as cancelling a completed task or retrying an expired one. Nothing was
+// written.
+type StateError struct {
+	ID     string
+	Op     string // "cancel", "retry", "expire", ...
+	Status Status // the status the task was in
+	Reason string // optional detail
+}
+
+func (e *StateError) Error() string {
+	msg := fmt.Sprintf("cannot %s task %s in status %s", e.Op, e.ID, e.Status)
+	if e.Reason != "" {
+		msg += ": " + e.Reason
+	}
+	return msg
+}

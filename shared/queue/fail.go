@@ -1,0 +1,49 @@
+package queue
+
+import (
+	"context"
+	"time"
+)
+
+// FailRequest describes a failed attempt.
+type FailRequest struct {
+	// Error is the failure message, kept as last_error (at most 8 KiB).
+	Error string `json:"error"`
+	// Retryable says whether another attempt may succeed. Defaults to true.
+	Retryable *bool `json:"retryable,omitempty"`
+}
+
+// Fail records a failed attempt of a running task. The core decides what
+// follows: while attempts remain and the error is retryable, the task goes
+// back to pending with available_at = now + backoff(attempt) (exponential,
+// with jitter) and its expires_at unchanged, so a backoff that lands past
+// the deadline means the task expires instead of running; otherwise it
+// goes to failed, the dead-letter state (listable, retryable by hand).
+func (q *Queue) Fail(ctx context.Context, id, token string, req FailRequest, now time.Time) (Task, error) {
+	now = norm(now)
+	if err := validText("error", req.Error, MaxErrorBytes); err != nil {
+		return Task{}, err
+	}
+	retryable := req.Retryable == nil || *req.Retryable
+	return q.leaseOp(ctx, id, token, now, func(t *Task) error {
+		t.LastError = req.Error
+		t.FailedAt = ptr(now)
+		if !retryable || t.Attempt >= t.MaxAttempts {
+			deadLetter(t, req.Error, now)
+			return nil
+		}
+		backToPending(t, now.Add(q.opts.Backoff(t.Attempt)), now, q.opts.Shards)
+		return nil
+	})
+}
+
+// backToPending makes a running task pending again, available at avail,
+// under the index marker that fits its (unchanged) deadline.
+func backToPending(t *Task, avail, now time.Time, shards int) {
+	t.Status = StatusPending
+	t.AvailableAt = avail
+	t.UpdatedAt = now
+	clearLease(t)
+	t.CancelRequested = false
+	t.IndexKey = indexKeyFor(t, shards)
+}

@@ -1,0 +1,46 @@
+package queue
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"time"
+)
+
+// NewID returns a fresh task id: a lowercase UUIDv7 whose 48-bit
+// millisecond timestamp is taken from now, so ids sort by creation.
+func NewID(now time.Time) string {
+	var b [16]byte
+	_, _ = rand.Read(b[6:])
+	var ms [8]byte
+	binary.BigEndian.PutUint64(ms[:], uint64(now.UnixMilli()))
+	copy(b[0:6], ms[2:8])
+	b[6] = (b[6] & 0x0f) | 0x70 // version 7
+	b[8] = (b[8] & 0x3f) | 0x80 // RFC 4122 variant
+	var s [36]byte
+	hex.Encode(s[0:8], b[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], b[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], b[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], b[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:36], b[10:16])
+	return string(s[:])
+}
+
+// idTime returns the creation time encoded in a UUIDv7 id (millisecond
+// precision), or the zero time when id is malformed.
+func idTime(id string) time.Time {
+	if len(id) != 36 {
+		return time.Time{}
+	}
+	raw, err := hex.DecodeString(id[0:8] + id[9:13])
+	if err != nil {
+		return time.Time{}
+	}
+	var ms [8]byte
+	copy(ms[2:], raw)
+	return time.UnixMilli(int64(binary.BigEndian.Uint64(ms[:]))).UTC()
+}

@@ -1,0 +1,109 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// checkLease validates a lease against the record at now: the task must
+// be running, the token must be its lease token, and the lease must not
+// have expired. Every lease operation calls it before changing anything.
+func checkLease(t *Task, token string, now time.Time) error {
+	if t.Status != StatusRunning {
+		return fmt.Errorf("task %s is %s: %w", t.ID, t.Status, ErrNotRunning)
+	}
+	if token == "" || token != t.LeaseToken {
+		return fmt.Errorf("task %s: %w", t.ID, ErrLeaseMismatch)
+	}
+	if t.LeaseExpiresAt == nil {
+		return fmt.Errorf("task %s has no lease expiry: %w", t.ID, ErrLeaseExpired)
+	}
+	if !now.Before(*t.LeaseExpiresAt) {
+		return fmt.Errorf("task %s lease expired at %s: %w", t.ID, t.LeaseExpiresAt.Format(time.RFC3339Nano), ErrLeaseExpired)
+	}
+	return nil
+}
+
+// leaseOp runs one lease operation: validate the id, then read, check the
+// lease and apply fn in one conditional write, re-reading on a lost race.
+// On any error nothing is written.
+func (q *Queue) leaseOp(ctx context.Context, id, token string, now time.Time, fn func(t *Task) error) (Task, error) {
+	if err := ValidateID(id); err != nil {
+		return Task{}, err
+	}
+	t, _, err := q.update(ctx, id, func(t *Task) error {
+		if err := checkLease(t, token, now); err != nil {
+			return err
+		}
+		return fn(t)
+	})
+	return t, err
+}
+
+// leaseFor resolves a requested lease length: 0 means the task's timeout.
+func leaseForTask(t *Task, d time.Duration) (time.Duration, error) {
+	if d < 0 || d > MaxLease {
+		return 0, fmt.Errorf("lease_for %s: %w", d, ErrInvalidLeaseDuration)
+	}
+	if d == 0 {
+		d = t.Timeout.Std()
+	}
+	if d <= 0 {
+		d = DefaultTimeout
+	}
+	return d, nil
+}
+
+// Heartbeat extends the lease on a running task to now + leaseFor (0 means
+// the task's timeout) and returns the task, whose CancelRequested tells
+// the worker to stop. The token stays the same.
+func (q *Queue) Heartbeat(ctx context.Context, id, token string, leaseFor time.Duration, now time.Time) (Claimed, error) {
+	now = norm(now)
+	if leaseFor < 0 || leaseFor > MaxLease {
+		return Claimed{}, fmt.Errorf("lease_for %s: %w", leaseFor, ErrInvalidLeaseDuration)
+	}
+	t, err := q.leaseOp(ctx, id, token, now, func(t *Task) error {
+		d, err := leaseForTask(t, leaseFor)
+		if err != nil {
+			return err
+		}
+		t.LeaseExpiresAt = ptr(now.Add(d))
+		t.UpdatedAt = now
+		return nil
+	})
+	if err != nil {
+		return Claimed{}, err
+	}
+	return Claimed{Task: t, Lease: Lease{TaskID: t.ID, Token: t.LeaseToken, ExpiresAt: *t.LeaseExpiresAt}}, nil
+}
+
+// Complete finishes a running task with an output (JSON, at most 256 KiB)
+// and drops its index marker.
+func (q *Queue) Complete(ctx context.Context, id, token string, output []byte, now time.Time) (Task, error) {
+	now = norm(now)
+	if err := validJSON("output", output); err != nil {
+		return Task{}, err
+	}
+	return q.leaseOp(ctx, id, token, now, func(t *Task) error {
+		t.Status = StatusCompleted
+		if len(output) > 0 {
+			t.Output = append([]byte(nil), output...)
+		}
+		t.CompletedAt = ptr(now)
+		t.UpdatedAt = now
+		clearLease(t)
+		t.IndexKey = ""
+		return nil
+	})
+}
+
+// AckCancel is the lease holder's acknowledgement of a cancel request (or
+// its own decision to give up): the running task becomes cancelled.
+func (q *Queue) AckCancel(ctx context.Context, id, token string, now time.Time) (Task, error) {
+	now = norm(now)
+	return q.leaseOp(ctx, id, token, now, func(t *Task) error {
+		cancel(t, now)
+		return nil
+	})
+}

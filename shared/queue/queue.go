@@ -1,0 +1,253 @@
+// Package queue is the s3q task queue core: the task model and every state
+// transition, over a store.Store. Each transition is one conditional write
+// of the task record (tasks/{id}.json); index markers around it are hints
+// that make "what is due now" cheap to find, written before the record
+// names them and deleted after it stops naming them.
+//
+// Every time-dependent call takes now explicitly; the core never reads the
+// clock. now is truncated to microseconds and converted to UTC.
+//
+// The contract, operation by operation, is on the methods of Queue. Errors
+// are the sentinels and types in errors.go, wrapped; a failed call changes
+// nothing (a stale marker is the most it can leave behind, and the next
+// scan repairs it).
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/s3q/s3q/shared/store"
+)
+
+// Defaults applied to a submit that names none.
+const (
+	DefaultQueue       = "default"
+	DefaultMaxAttempts = 3
+	DefaultTimeout     = 5 * time.Minute
+)
+
+// TypeDefaults are per-task-type defaults (config/task_types.json in the
+// bucket, loaded by a DefaultsSource). Zero fields do not apply.
+type TypeDefaults struct {
+	TTL         *time.Duration
+	TTLFrom     TTLFrom
+	MaxAttempts int
+	Timeout     time.Duration
+}
+
+// DefaultsSource supplies per-task-type defaults. Lookup returns false when
+// the type has none.
+type DefaultsSource interface {
+	TaskTypeDefaults(ctx context.Context, taskType string, now time.Time) (TypeDefaults, bool, error)
+}
+
+// Options tune a Queue. The zero value is ready to use.
+type Options struct {
+	// Shards spreads each queue's markers over this many prefixes, to pass
+	// S3's per-prefix write limit. Every process of a deployment must use
+	// the same value. Defaults to 1.
+	Shards int
+
+	// DefaultTTL applies to submits that give no ttl and whose task type
+	// has no default. Defaults to none (tasks never expire).
+	DefaultTTL time.Duration
+
+	// TypeDefaults supplies per-task-type defaults. Defaults to none.
+	TypeDefaults DefaultsSource
+
+	// Backoff returns the delay before retry number attempt (1 for the
+	// first retry). Defaults to ExponentialBackoff(2s, 1h) with jitter.
+	Backoff func(attempt int) time.Duration
+
+	// ListCacheFor is how long one LIST of an index prefix serves later
+	// claims by this Queue before it is listed again. A task submitted
+	// through another process becomes visible to this one within this
+	// time; this Queue's own writes are visible at once. Defaults to 1s;
+	// a negative value lists on every claim.
+	ListCacheFor time.Duration
+
+	// StaleMarkerGrace is how far behind now a marker's time must be before
+	// a scan deletes it as stale (its record does not name it). A writer
+	// puts a marker a moment before its record names it; the grace keeps
+	// scans from deleting such a marker in that moment. Defaults to 2m.
+	StaleMarkerGrace time.Duration
+
+	// MaxScanPages bounds the LIST pages one claim reads per index prefix
+	// when the head of the prefix holds nothing claimable. Defaults to 3.
+	MaxScanPages int
+
+	// NewID makes task ids. Defaults to NewID (UUIDv7 from now).
+	NewID func(now time.Time) string
+}
+
+// Queue is the task queue over one store. It is safe for concurrent use,
+// and one Queue per process is the intended use: it keeps a small cache of
+// index listings and of tasks known to be leased, which saves requests.
+type Queue struct {
+	store store.Store
+	opts  Options
+
+	mu    sync.Mutex
+	bufs  map[string]*scanBuf  // index prefix -> last listing
+	skip  map[string]time.Time // marker key -> skip until
+	types map[string]string    // task id -> task type (immutable)
+	// lastLoss is when a claim of this Queue last lost a race.
+	lastLoss time.Time
+}
+
+// New returns a Queue over s.
+func New(s store.Store, opts Options) *Queue {
+	if opts.Shards <= 0 {
+		opts.Shards = 1
+	}
+	if opts.Backoff == nil {
+		opts.Backoff = ExponentialBackoff(2*time.Second, time.Hour)
+	}
+	if opts.ListCacheFor == 0 {
+		opts.ListCacheFor = time.Second
+	}
+	if opts.StaleMarkerGrace <= 0 {
+		opts.StaleMarkerGrace = 2 * time.Minute
+	}
+	if opts.MaxScanPages <= 0 {
+		opts.MaxScanPages = 3
+	}
+	if opts.NewID == nil {
+		opts.NewID = NewID
+	}
+	return &Queue{
+		store: s, opts: opts,
+		bufs: make(map[string]*scanBuf), skip: make(map[string]time.Time), types: make(map[string]string),
+	}
+}
+
+// Store returns the store the queue works on.
+func (q *Queue) Store() store.Store { return q.store }
+
+// ExponentialBackoff returns a backoff of base·2^(attempt-1), capped at
+// max, with equal jitter: a uniformly random value in [d/2, d).
+func ExponentialBackoff(base, max time.Duration) func(attempt int) time.Duration {
+	return func(attempt int) time.Duration {
+		if attempt < 1 {
+			attempt = 1
+		}
+		d := base
+		for i := 1; i < attempt && d < max; i++ {
+			d *= 2
+		}
+		if d > max {
+			d = max
+		}
+		half := d / 2
+		return half + time.Duration(rand.Int64N(int64(half)+1))
+	}
+}
+
+// norm is the one place now is normalised: UTC, microseconds.
+func norm(now time.Time) time.Time { return now.UTC().Truncate(time.Microsecond) }
+
+// maxCASAttempts bounds a read-modify-write loop that keeps losing races.
+const maxCASAttempts = 8
+
+// load reads and decodes a task record.
+func (q *Queue) load(ctx context.Context, id string) (Task, string, error) {
+	obj, err := q.store.Get(ctx, TaskKey(id))
+	if errors.Is(err, store.ErrNotFound) {
+		return Task{}, "", fmt.Errorf("task %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Task{}, "", fmt.Errorf("get task %s: %w", id, err)
+	}
+	var t Task
+	if err := decodeTask(obj.Body, &t); err != nil {
+		return Task{}, "", fmt.Errorf("decode task %s: %w", id, err)
+	}
+	return t, obj.ETag, nil
+}
+
+func decodeTask(b []byte, t *Task) error { return json.Unmarshal(b, t) }
+
+func encode(t *Task) ([]byte, error) {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil, fmt.Errorf("encode task %s: %w", t.ID, err)
+	}
+	return b, nil
+}
+
+// commit replaces cur (read with etag) by next in one conditional write,
+// with the marker protocol around it: a marker next names and cur does not
+// is written first; a marker cur names and next does not is deleted after.
+// A lost race returns store.ErrPrecondition with the record unchanged; a
+// marker written for it is left as a stale hint (never deleted here: a
+// winner may name the same key).
+func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) (string, error) {
+	body, err := encode(next)
+	if err != nil {
+		return "", err
+	}
+	if next.IndexKey != "" && next.IndexKey != cur.IndexKey {
+		if err := q.putMarker(ctx, next.IndexKey); err != nil {
+			return "", err
+		}
+	}
+	newETag, err := q.store.PutIfMatch(ctx, TaskKey(next.ID), body, etag)
+	if err != nil {
+		return "", fmt.Errorf("write task %s: %w", next.ID, err)
+	}
+	if cur.IndexKey != "" && cur.IndexKey != next.IndexKey {
+		// Best effort: a marker left behind is stale and the next scan
+		// that meets it deletes it.
+		_ = q.store.Delete(ctx, cur.IndexKey)
+	}
+	return newETag, nil
+}
+
+func (q *Queue) putMarker(ctx context.Context, key string) error {
+	if _, err := q.store.Put(ctx, key, nil); err != nil {
+		return fmt.Errorf("write marker %s: %w", key, err)
+	}
+	q.invalidate(key)
+	return nil
+}
+
+// update is the read-modify-write loop of a transition on one task: it
+// loads the record, lets fn change a copy (or refuse with an error, which
+// is returned with nothing written), and commits; on a lost race it reads
+// again. It returns the committed record and its ETag.
+func (q *Queue) update(ctx context.Context, id string, fn func(t *Task) error) (Task, string, error) {
+	for i := 0; i < maxCASAttempts; i++ {
+		cur, etag, err := q.load(ctx, id)
+		if err != nil {
+			return Task{}, "", err
+		}
+		next := cur.clone()
+		if err := fn(&next); err != nil {
+			return Task{}, "", err
+		}
+		newETag, err := q.commit(ctx, &cur, etag, &next)
+		if errors.Is(err, store.ErrPrecondition) {
+			continue
+		}
+		if err != nil {
+			return Task{}, "", err
+		}
+		return next, newETag, nil
+	}
+	return Task{}, "", fmt.Errorf("update task %s: %w", id, ErrConflict)
+}
+
+// Get returns the task with the given id.
+func (q *Queue) Get(ctx context.Context, id string) (Task, error) {
+	if err := ValidateID(id); err != nil {
+		return Task{}, err
+	}
+	t, _, err := q.load(ctx, id)
+	return t, err
+}

@@ -1,0 +1,157 @@
+package queuetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/s3q/s3q/shared/queue"
+)
+
+func wantState(t testing.TB, err error, status queue.Status) {
+	t.Helper()
+	var se *queue.StateError
+	if !errors.As(err, &se) || se.Status != status {
+		t.Fatalf("err = %v, want a *queue.StateError in status %s", err, status)
+	}
+}
+
+func runCancel(t *testing.T, f Factory) {
+	t.Run("cancel_of_a_pending_task_cancels_it_at_once", func(t *testing.T) {
+		e := newEnv(t, f)
+		task := e.submit(queue.SubmitRequest{}, t0)
+		got, err := e.q.Cancel(ctx, task.ID, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantStatus(t, got, queue.StatusCancelled)
+		wantTime(t, "cancelled_at", got.CancelledAt, t0)
+		if m := e.markers(); len(m) != 0 {
+			t.Fatalf("markers left: %v", m)
+		}
+		e.claimNone(t0)
+		again, err := e.q.Cancel(ctx, task.ID, t0.Add(time.Second))
+		if err != nil || again.Status != queue.StatusCancelled {
+			t.Fatalf("cancel twice: %v %v", again.Status, err)
+		}
+	})
+
+	t.Run("cancel_of_a_running_task_requests_it_and_the_holder_acknowledges", func(t *testing.T) {
+		e := newEnv(t, f)
+		task := e.submit(queue.SubmitRequest{}, t0)
+		c := e.claimOne(t0)
+		got, err := e.q.Cancel(ctx, task.ID, t0.Add(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantStatus(t, got, queue.StatusRunning)
+		if !got.CancelRequested {
+			t.Fatal("cancel_requested not set")
+		}
+		hb, err := e.q.Heartbeat(ctx, task.ID, c.Lease.Token, 0, t0.Add(2*time.Second))
+		if err != nil || !hb.Task.CancelRequested {
+			t.Fatalf("heartbeat does not show the cancel request: %v %v", hb.Task.CancelRequested, err)
+		}
+		acked, err := e.q.AckCancel(ctx, task.ID, c.Lease.Token, t0.Add(3*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantStatus(t, acked, queue.StatusCancelled)
+		if m := e.markers(); len(m) != 0 {
+			t.Fatalf("markers left: %v", m)
+		}
+	})
+
+	t.Run("cancel_of_a_completed_task_is_a_state_error", func(t *testing.T) {
+		e := newEnv(t, f)
+		e.submit(queue.SubmitRequest{}, t0)
+		c := e.claimOne(t0)
+		if _, err := e.q.Complete(ctx, c.Task.ID, c.Lease.Token, nil, t0); err != nil {
+			t.Fatal(err)
+		}
+		before := e.raw(c.Task.ID)
+		_, err := e.q.Cancel(ctx, c.Task.ID, t0)
+		wantState(t, err, queue.StatusCompleted)
+		if string(e.raw(c.Task.ID)) != string(before) {
+			t.Fatal("a refused cancel changed the record")
+		}
+		_, err = e.q.Cancel(ctx, queue.NewID(t0), t0)
+		wantErr(t, err, queue.ErrNotFound)
+	})
+
+	t.Run("retry_puts_a_failed_or_cancelled_task_back_with_fresh_attempts", func(t *testing.T) {
+		e := newEnv(t, f)
+		task := e.submit(queue.SubmitRequest{MaxAttempts: 1}, t0)
+		c := e.claimOne(t0)
+		if _, err := e.q.Fail(ctx, task.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.q.Retry(ctx, task.ID, t0.Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantStatus(t, got, queue.StatusPending)
+		if got.Attempt != 0 || !got.AvailableAt.Equal(t0.Add(time.Minute)) {
+			t.Fatalf("attempt %d available_at %s", got.Attempt, got.AvailableAt)
+		}
+		e.claimOne(t0.Add(time.Minute))
+
+		cancelled := e.submit(queue.SubmitRequest{}, t0)
+		if _, err := e.q.Cancel(ctx, cancelled.ID, t0); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := e.q.Retry(ctx, cancelled.ID, t0.Add(2*time.Minute)); err != nil || got.Status != queue.StatusPending {
+			t.Fatalf("retry cancelled: %v %v", got.Status, err)
+		}
+	})
+
+	t.Run("an_expired_task_cannot_be_retried", func(t *testing.T) {
+		e := newEnv(t, f)
+		task := e.submit(queue.SubmitRequest{TTL: dur("0s")}, t0)
+		before := e.raw(task.ID)
+		_, err := e.q.Retry(ctx, task.ID, t0)
+		wantState(t, err, queue.StatusExpired)
+		if string(e.raw(task.ID)) != string(before) {
+			t.Fatal("a refused retry changed the record")
+		}
+		// Nor a failed one whose deadline has passed.
+		late := e.submit(queue.SubmitRequest{TTL: dur("1m"), MaxAttempts: 1}, t0)
+		c := e.claimOne(t0)
+		if _, err := e.q.Fail(ctx, late.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.q.Retry(ctx, late.ID, t0.Add(time.Minute))
+		wantState(t, err, queue.StatusFailed)
+	})
+
+	t.Run("expire_by_hand_marks_a_pending_task_expired_and_refuses_a_running_one", func(t *testing.T) {
+		e := newEnv(t, f)
+		task := e.submit(queue.SubmitRequest{}, t0)
+		other := e.submit(queue.SubmitRequest{}, t0)
+		got, err := e.q.Expire(ctx, task.ID, t0.Add(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantStatus(t, got, queue.StatusExpired)
+		if got.ExpiryReason != queue.ReasonManual {
+			t.Fatalf("expiry_reason = %q", got.ExpiryReason)
+		}
+		c := e.claimOne(t0.Add(time.Second))
+		if c.Task.ID != other.ID {
+			t.Fatal("claimed the expired task")
+		}
+		_, err = e.q.Expire(ctx, other.ID, t0.Add(2*time.Second))
+		wantState(t, err, queue.StatusRunning)
+	})
+
+	t.Run("mark_expired_for_ttl_refuses_a_task_whose_deadline_has_not_passed", func(t *testing.T) {
+		e := newEnv(t, f)
+		task := e.submit(queue.SubmitRequest{TTL: dur("1h")}, t0)
+		_, err := e.q.MarkExpired(ctx, task.ID, queue.ReasonTTL, t0.Add(time.Minute))
+		wantState(t, err, queue.StatusPending)
+		got, err := e.q.MarkExpired(ctx, task.ID, queue.ReasonTTL, t0.Add(time.Hour))
+		if err != nil || got.Status != queue.StatusExpired {
+			t.Fatalf("mark expired at the deadline: %v %v", got.Status, err)
+		}
+	})
+}

@@ -1,0 +1,234 @@
+package queuetest
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/s3q/s3q/shared/queue"
+)
+
+func runLease(t *testing.T, f Factory) {
+	t.Run("heartbeat_extends_the_lease_and_keeps_the_token", func(t *testing.T) {
+		e := newEnv(t, f)
+		e.submit(queue.SubmitRequest{}, t0)
+		c := e.claim(queue.ClaimRequest{LeaseFor: time.Minute}, t0)[0]
+		hb, err := e.q.Heartbeat(ctx, c.Task.ID, c.Lease.Token, 2*time.Minute, t0.Add(50*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hb.Lease.Token != c.Lease.Token || !hb.Lease.ExpiresAt.Equal(t0.Add(170*time.Second)) {
+			t.Fatalf("heartbeat lease %+v", hb.Lease)
+		}
+		// Past the original expiry, the extended lease still holds.
+		other := e.reopen()
+		if cs, _ := other.Claim(ctx, queue.ClaimRequest{}, t0.Add(2*time.Minute)); len(cs) != 0 {
+			t.Fatal("claimed a task whose lease was extended")
+		}
+		if _, err := e.q.Complete(ctx, c.Task.ID, c.Lease.Token, nil, t0.Add(2*time.Minute)); err != nil {
+			t.Fatalf("complete under the extended lease: %v", err)
+		}
+	})
+
+	t.Run("complete_stores_the_output_and_drops_the_marker", func(t *testing.T) {
+		e := newEnv(t, f)
+		e.submit(queue.SubmitRequest{TTL: dur("1h")}, t0)
+		c := e.claimOne(t0)
+		done, err := e.q.Complete(ctx, c.Task.ID, c.Lease.Token, []byte(`{"sent":true}`), t0.Add(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantStatus(t, done, queue.StatusCompleted)
+		got := e.get(c.Task.ID)
+		wantStatus(t, got, queue.StatusCompleted)
+		wantTime(t, "completed_at", got.CompletedAt, t0.Add(time.Second))
+		wantTime(t, "expires_at", got.ExpiresAt, t0.Add(time.Hour)) // still reported
+		if string(got.Output) != `{"sent":true}` || got.LeaseToken != "" || got.IndexKey != "" {
+			t.Fatalf("completed record: output=%s token=%q index=%q", got.Output, got.LeaseToken, got.IndexKey)
+		}
+		if m := e.markers(); len(m) != 0 {
+			t.Fatalf("markers left: %v", m)
+		}
+		e.claimNone(t0.Add(time.Hour))
+	})
+
+	t.Run("every_lease_error_leaves_the_record_byte_for_byte_unchanged", func(t *testing.T) {
+		e := newEnv(t, f)
+		a := e.submit(queue.SubmitRequest{}, t0)
+		b := e.submit(queue.SubmitRequest{}, t0)
+		c := e.claimOne(t0)
+		runID, pendID := c.Task.ID, b.ID
+		if runID == b.ID {
+			pendID = a.ID
+		}
+		type op struct {
+			name string
+			call func(id, token string, now time.Time) error
+		}
+		ops := []op{
+			{"heartbeat", func(id, tok string, now time.Time) error {
+				_, err := e.q.Heartbeat(ctx, id, tok, time.Minute, now)
+				return err
+			}},
+			{"complete", func(id, tok string, now time.Time) error {
+				_, err := e.q.Complete(ctx, id, tok, []byte(`1`), now)
+				return err
+			}},
+			{"fail", func(id, tok string, now time.Time) error {
+				_, err := e.q.Fail(ctx, id, tok, queue.FailRequest{Error: "x"}, now)
+				return err
+			}},
+			{"reschedule", func(id, tok string, now time.Time) error {
+				_, err := e.q.Reschedule(ctx, id, tok, queue.RescheduleRequest{Delay: queue.Duration(time.Minute)}, now)
+				return err
+			}},
+			{"ack_cancel", func(id, tok string, now time.Time) error {
+				_, err := e.q.AckCancel(ctx, id, tok, now)
+				return err
+			}},
+		}
+		lease := c.Task.Timeout.Std()
+		for _, o := range ops {
+			cases := []struct {
+				what  string
+				id    string
+				token string
+				now   time.Time
+				want  error
+			}{
+				{"not running", pendID, c.Lease.Token, t0, queue.ErrNotRunning},
+				{"wrong token", runID, "not-the-token", t0, queue.ErrLeaseMismatch},
+				{"empty token", runID, "", t0, queue.ErrLeaseMismatch},
+				{"expired lease", runID, c.Lease.Token, t0.Add(lease), queue.ErrLeaseExpired},
+			}
+			for _, tc := range cases {
+				before := map[string][]byte{runID: e.raw(runID), pendID: e.raw(pendID)}
+				keys := e.allKeys()
+				err := o.call(tc.id, tc.token, tc.now)
+				if err == nil {
+					t.Fatalf("%s with %s: no error", o.name, tc.what)
+				}
+				wantErr(t, err, tc.want)
+				for id, b := range before {
+					if after := e.raw(id); !bytes.Equal(after, b) {
+						t.Fatalf("%s with %s changed task %s:\nbefore %s\nafter  %s", o.name, tc.what, id, b, after)
+					}
+				}
+				if after := e.allKeys(); len(after) != len(keys) {
+					t.Fatalf("%s with %s changed the keys: %v -> %v", o.name, tc.what, keys, after)
+				}
+			}
+		}
+		_, err := e.q.Heartbeat(ctx, runID, c.Lease.Token, -time.Second, t0)
+		wantErr(t, err, queue.ErrInvalidLeaseDuration)
+		_, err = e.q.Heartbeat(ctx, "../../etc/passwd", c.Lease.Token, time.Second, t0)
+		wantField(t, err, "id")
+		_, err = e.q.Complete(ctx, queue.NewID(t0), "tok", nil, t0)
+		wantErr(t, err, queue.ErrNotFound)
+	})
+
+	t.Run("fail_retries_with_backoff_and_keeps_expires_at", func(t *testing.T) {
+		e := newEnv(t, f)
+		task := e.submit(queue.SubmitRequest{TTL: dur("1h"), MaxAttempts: 3}, t0)
+		c := e.claimOne(t0)
+		failedAt := t0.Add(time.Second)
+		got, err := e.q.Fail(ctx, task.ID, c.Lease.Token, queue.FailRequest{Error: "smtp 451"}, failedAt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantStatus(t, got, queue.StatusPending)
+		if !got.AvailableAt.Equal(failedAt.Add(10*time.Second)) || got.LastError != "smtp 451" || got.Attempt != 1 {
+			t.Fatalf("retry: available_at=%s last_error=%q attempt=%d", got.AvailableAt, got.LastError, got.Attempt)
+		}
+		wantTime(t, "expires_at", got.ExpiresAt, t0.Add(time.Hour))
+		e.claimNone(failedAt.Add(10*time.Second - time.Microsecond))
+		c2 := e.claimOne(failedAt.Add(10 * time.Second))
+		got, err = e.q.Fail(ctx, task.ID, c2.Lease.Token, queue.FailRequest{Error: "again"}, failedAt.Add(11*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.AvailableAt.Equal(failedAt.Add(31 * time.Second)) {
+			t.Fatalf("second backoff: available_at %s, want +20s", got.AvailableAt)
+		}
+		if m := e.markers(); len(m) != 1 || m[0] != got.IndexKey {
+			t.Fatalf("markers %v, index_key %s", m, got.IndexKey)
+		}
+	})
+
+	t.Run("fail_with_attempts_spent_dead_letters_the_task", func(t *testing.T) {
+		e := newEnv(t, f)
+		task := e.submit(queue.SubmitRequest{MaxAttempts: 2}, t0)
+		now := t0
+		for i := 1; i <= 2; i++ {
+			c := e.claimOne(now)
+			got, err := e.q.Fail(ctx, task.ID, c.Lease.Token, queue.FailRequest{Error: "boom"}, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			now = now.Add(time.Hour)
+			if i == 2 {
+				wantStatus(t, got, queue.StatusFailed)
+				wantTime(t, "failed_at", got.FailedAt, now.Add(-time.Hour))
+			}
+		}
+		e.claimNone(now)
+		if m := e.markers(); len(m) != 0 {
+			t.Fatalf("markers left: %v", m)
+		}
+		if res, _ := e.q.List(ctx, queue.ListRequest{Status: queue.StatusFailed}); len(res.Tasks) != 1 {
+			t.Fatalf("dead-lettered task not listable: %+v", res)
+		}
+	})
+
+	t.Run("fail_with_a_permanent_error_dead_letters_at_once", func(t *testing.T) {
+		e := newEnv(t, f)
+		task := e.submit(queue.SubmitRequest{MaxAttempts: 5}, t0)
+		c := e.claimOne(t0)
+		no := false
+		got, err := e.q.Fail(ctx, task.ID, c.Lease.Token, queue.FailRequest{Error: "bad address", Retryable: &no}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantStatus(t, got, queue.StatusFailed)
+		if got.Attempt != 1 || got.LastError != "bad address" {
+			t.Fatalf("attempt %d last_error %q", got.Attempt, got.LastError)
+		}
+	})
+
+	t.Run("a_retry_whose_backoff_lands_past_the_deadline_expires", func(t *testing.T) {
+		e := newEnv(t, f)
+		task := e.submit(queue.SubmitRequest{TTL: dur("5s")}, t0)
+		c := e.claimOne(t0)
+		if _, err := e.q.Fail(ctx, task.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		e.claimNone(t0.Add(11 * time.Second)) // available again, but past expires_at
+		got := e.get(task.ID)
+		wantStatus(t, got, queue.StatusExpired)
+		if got.Attempt != 1 {
+			t.Fatalf("attempt = %d", got.Attempt)
+		}
+	})
+
+	t.Run("reschedule_delays_without_using_an_attempt_and_may_extend_the_deadline", func(t *testing.T) {
+		e := newEnv(t, f)
+		task := e.submit(queue.SubmitRequest{TTL: dur("10m"), MaxAttempts: 1}, t0)
+		c := e.claimOne(t0)
+		got, err := e.q.Reschedule(ctx, task.ID, c.Lease.Token, queue.RescheduleRequest{
+			Delay: queue.Duration(15 * time.Minute), ExtendExpiration: queue.Duration(20 * time.Minute),
+		}, t0.Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantStatus(t, got, queue.StatusPending)
+		wantTime(t, "expires_at", got.ExpiresAt, t0.Add(30*time.Minute))
+		if got.Attempt != 0 || !got.AvailableAt.Equal(t0.Add(16*time.Minute)) {
+			t.Fatalf("attempt %d available_at %s", got.Attempt, got.AvailableAt)
+		}
+		e.claimNone(t0.Add(15 * time.Minute))
+		c2 := e.claimOne(t0.Add(16 * time.Minute))
+		if c2.Task.Attempt != 1 {
+			t.Fatalf("attempt after reschedule = %d, want 1 (max_attempts 1 still allows it)", c2.Task.Attempt)
+		}
+	})
+}

@@ -1,0 +1,195 @@
+package queuetest
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/s3q/s3q/shared/queue"
+)
+
+// Workers is the number of concurrent claimers in the race cases.
+const Workers = 16
+
+func runRace(t *testing.T, f Factory) {
+	t.Run("many_claimers_one_task_exactly_one_wins", func(t *testing.T) {
+		e := newEnv(t, f)
+		for round := 0; round < 3; round++ {
+			now := t0.Add(time.Duration(round) * time.Hour)
+			task := e.submit(queue.SubmitRequest{}, now)
+			var wins atomic.Int32
+			var wg sync.WaitGroup
+			errs := make(chan error, Workers)
+			start := make(chan struct{})
+			for w := 0; w < Workers; w++ {
+				q := e.reopen() // each claimer its own process
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					cs, err := q.Claim(ctx, queue.ClaimRequest{LeaseFor: time.Minute}, now)
+					if err != nil {
+						errs <- err
+						return
+					}
+					for _, c := range cs {
+						if c.Task.ID == task.ID {
+							wins.Add(1)
+						}
+					}
+				}()
+			}
+			close(start)
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatalf("claim: %v", err)
+			}
+			if n := wins.Load(); n != 1 {
+				t.Fatalf("round %d: %d claimers won the task, want exactly 1", round, n)
+			}
+			got := e.get(task.ID)
+			if got.Attempt != 1 {
+				t.Fatalf("attempt = %d after one winning claim", got.Attempt)
+			}
+			if _, err := e.q.Complete(ctx, task.ID, got.LeaseToken, nil, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+
+	t.Run("sixteen_workers_complete_every_task_exactly_once", func(t *testing.T) {
+		e := newEnv(t, f)
+		n := 300
+		if f.Real {
+			n = 200
+		}
+		for i := 0; i < n; i++ {
+			req := queue.SubmitRequest{TaskType: "job", Input: jsonOf(i)}
+			if i%3 == 0 {
+				req.TTL = dur("1h")
+			}
+			e.submit(req, t0)
+		}
+		// Half the workers are processes of their own, half share one
+		// Queue (one process running 8 claim loops).
+		shared := e.reopen()
+		begin := time.Now()
+		clock := func() time.Time { return t0.Add(time.Since(begin)) }
+
+		var mu sync.Mutex
+		holder := map[string]queue.Lease{} // task -> current lease
+		completed := map[string]int{}
+		var violations []string
+		var done atomic.Int32
+		var wg sync.WaitGroup
+		errs := make(chan error, Workers)
+		for w := 0; w < Workers; w++ {
+			q := shared
+			if w%2 == 0 {
+				q = e.reopen()
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				deadline := time.Now().Add(60 * time.Second)
+				for int(done.Load()) < n {
+					if time.Now().After(deadline) {
+						errs <- fmt.Errorf("worker gave up with %d of %d done", done.Load(), n)
+						return
+					}
+					now := clock()
+					cs, err := q.Claim(ctx, queue.ClaimRequest{LeaseFor: 10 * time.Minute, WorkerID: fmt.Sprint(w)}, now)
+					if err != nil {
+						errs <- err
+						return
+					}
+					for _, c := range cs {
+						mu.Lock()
+						if prev, ok := holder[c.Task.ID]; ok && now.Before(prev.ExpiresAt) {
+							violations = append(violations, fmt.Sprintf("task %s claimed while lease %s was valid", c.Task.ID, prev.Token))
+						}
+						holder[c.Task.ID] = c.Lease
+						mu.Unlock()
+						_, err := q.Complete(ctx, c.Task.ID, c.Lease.Token, jsonOf(w), clock())
+						mu.Lock()
+						if err == nil {
+							completed[c.Task.ID]++
+							delete(holder, c.Task.ID)
+							done.Add(1)
+						} else {
+							violations = append(violations, fmt.Sprintf("complete %s: %v", c.Task.ID, err))
+						}
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if len(violations) > 0 {
+			t.Fatalf("%d violations, first: %s", len(violations), violations[0])
+		}
+		if len(completed) != n {
+			t.Fatalf("%d tasks completed, want %d", len(completed), n)
+		}
+		for id, c := range completed {
+			if c != 1 {
+				t.Fatalf("task %s completed %d times", id, c)
+			}
+			if got := e.get(id); got.Status != queue.StatusCompleted || got.Attempt != 1 {
+				t.Fatalf("task %s: status %s attempt %d", id, got.Status, got.Attempt)
+			}
+		}
+		if m := e.markers(); len(m) != 0 {
+			t.Fatalf("%d markers left, e.g. %s", len(m), m[0])
+		}
+	})
+
+	t.Run("concurrent_submits_with_one_dedup_key_make_one_task", func(t *testing.T) {
+		e := newEnv(t, f)
+		var wg sync.WaitGroup
+		ids := make(chan string, Workers)
+		errs := make(chan error, Workers)
+		start := make(chan struct{})
+		for w := 0; w < Workers; w++ {
+			q := e.reopen()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				res, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "x", DedupKey: "once"}, t0)
+				if err != nil {
+					errs <- err
+					return
+				}
+				ids <- res.Task.ID
+			}()
+		}
+		close(start)
+		wg.Wait()
+		close(ids)
+		close(errs)
+		for err := range errs {
+			if !errors.Is(err, queue.ErrConflict) {
+				t.Fatalf("submit: %v", err)
+			}
+		}
+		seen := map[string]bool{}
+		for id := range ids {
+			seen[id] = true
+		}
+		if len(seen) != 1 {
+			t.Fatalf("%d distinct tasks for one dedup key", len(seen))
+		}
+		if n := len(e.keys("tasks/")); n != 1 {
+			t.Fatalf("%d task records for one dedup key", n)
+		}
+	})
+}

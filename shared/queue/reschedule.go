@@ -1,0 +1,46 @@
+package queue
+
+import (
+	"context"
+	"time"
+)
+
+// RescheduleRequest asks to run a running task again later.
+type RescheduleRequest struct {
+	// Delay until the task is available again. Defaults to 0 (now).
+	Delay Duration `json:"delay,omitempty"`
+	// ExtendExpiration moves the task's expires_at later by this much: the
+	// only way a deadline ever moves. Ignored for a task without one.
+	ExtendExpiration Duration `json:"extend_expiration,omitempty"`
+}
+
+// Reschedule puts a running task back to pending, available at now +
+// Delay, and gives back the attempt its claim used (a reschedule is not a
+// failure). With ExtendExpiration its deadline moves that much later.
+func (q *Queue) Reschedule(ctx context.Context, id, token string, req RescheduleRequest, now time.Time) (Task, error) {
+	now = norm(now)
+	if req.Delay < 0 {
+		return Task{}, invalid("delay", "must not be negative")
+	}
+	if req.ExtendExpiration < 0 {
+		return Task{}, invalid("extend_expiration", "must not be negative")
+	}
+	avail := now.Add(req.Delay.Std())
+	if err := validTime("delay", avail); err != nil {
+		return Task{}, err
+	}
+	return q.leaseOp(ctx, id, token, now, func(t *Task) error {
+		if t.ExpiresAt != nil && req.ExtendExpiration > 0 {
+			exp := t.ExpiresAt.Add(req.ExtendExpiration.Std())
+			if err := validTime("extend_expiration", exp); err != nil {
+				return err
+			}
+			t.ExpiresAt = &exp
+		}
+		if t.Attempt > 0 {
+			t.Attempt--
+		}
+		backToPending(t, avail, now, q.opts.Shards)
+		return nil
+	})
+}

@@ -1,0 +1,206 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"time"
+)
+
+// scanBuf is the last listing of one index prefix, kept so that one LIST
+// serves many claims (DESIGN.md §7: LIST pages amortised). Entries are
+// hints: every one is checked against its record before anything acts.
+type scanBuf struct {
+	entries   []marker
+	listedAt  time.Time
+	truncated bool
+	valid     bool
+}
+
+// maxSkip bounds the skip cache; it is cleared when it grows past this.
+const maxSkip = 100_000
+
+// spread is how many of the earliest due candidates a claim picks among at
+// random, so that claimers in different processes rarely race for the
+// same task while order stays close to earliest-first.
+const spread = 8
+
+// invalidate drops the listing of the prefix a marker key belongs to, so
+// this Queue's own writes are seen by its next claim at once.
+func (q *Queue) invalidate(key string) {
+	dir := key[:strings.LastIndexByte(key, '/')+1]
+	q.mu.Lock()
+	delete(q.bufs, dir)
+	q.mu.Unlock()
+}
+
+// skipUntil records that a marker is not worth a GET before until.
+func (q *Queue) skipUntil(key string, until time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.skip) >= maxSkip {
+		clear(q.skip)
+	}
+	q.skip[key] = until
+}
+
+func (q *Queue) rememberType(id, taskType string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.types) >= maxSkip {
+		clear(q.types)
+	}
+	q.types[id] = taskType
+}
+
+// typeFilter is the set of task types a claim accepts; empty accepts all.
+type typeFilter map[string]bool
+
+func (f typeFilter) accepts(taskType string) bool { return len(f) == 0 || f[taskType] }
+
+// next pops the next candidate of prefix for a claim at now: a marker that
+// is due (or overdue for expiry), not known to be leased, and not known to
+// be of a type the claim does not take. It lists the prefix when the
+// cached listing is stale or holds nothing due, at most maxPages times per
+// claim (pages counts them). ok is false when nothing is left.
+func (q *Queue) next(ctx context.Context, prefix string, now time.Time, filter typeFilter, pages *int) (marker, bool, error) {
+	for {
+		q.mu.Lock()
+		b := q.bufs[prefix]
+		fresh := b != nil && b.valid && !now.Before(b.listedAt) && (q.opts.ListCacheFor < 0 || now.Sub(b.listedAt) < q.opts.ListCacheFor)
+		if b != nil && fresh {
+			if m, ok := q.popLocked(b, now, filter); ok {
+				q.mu.Unlock()
+				return m, true, nil
+			}
+		}
+		// Nothing due in the cached listing. List again when it is stale,
+		// or when it was cut short and there may be more further on.
+		var startAfter string
+		switch {
+		case !fresh:
+		case b.truncated && len(b.entries) > 0:
+			startAfter = b.entries[len(b.entries)-1].key
+		default:
+			q.mu.Unlock()
+			return marker{}, false, nil
+		}
+		q.mu.Unlock()
+		if *pages >= q.opts.MaxScanPages {
+			return marker{}, false, nil
+		}
+		*pages++
+		page, err := q.store.List(ctx, prefix, startAfter, 0)
+		if err != nil {
+			return marker{}, false, fmt.Errorf("list %s: %w", prefix, err)
+		}
+		nb := &scanBuf{listedAt: now, truncated: page.Truncated, valid: true}
+		for _, it := range page.Items {
+			if m, ok := parseMarker(it.Key); ok {
+				nb.entries = append(nb.entries, m)
+			}
+		}
+		if startAfter != "" && len(nb.entries) == 0 {
+			nb.truncated = false
+		}
+		q.mu.Lock()
+		q.bufs[prefix] = nb
+		q.mu.Unlock()
+	}
+}
+
+// popLocked removes and returns one candidate from b. Callers hold q.mu.
+func (q *Queue) popLocked(b *scanBuf, now time.Time, filter typeFilter) (marker, bool) {
+	var picks []int
+	for i, m := range b.entries {
+		if !m.due(now) && !m.expired(now) {
+			if m.expires.IsZero() {
+				break // ready/ sorts by available_at: nothing later is due
+			}
+			continue // deadline/ sorts by expires_at: a later one may be due
+		}
+		if until, ok := q.skip[m.key]; ok && now.Before(until) {
+			continue
+		}
+		if tt, ok := q.types[m.id]; ok && !filter.accepts(tt) {
+			continue
+		}
+		picks = append(picks, i)
+		if len(picks) == spread {
+			break
+		}
+	}
+	if len(picks) == 0 {
+		return marker{}, false
+	}
+	i := picks[0]
+	// An overdue marker goes first: expiring it is the sweep's job done
+	// early. Otherwise, when this Queue has lately lost races to other
+	// claimers, pick among the first few so that they rarely collide.
+	if !b.entries[i].expired(now) && q.contended(now) {
+		i = picks[rand.IntN(len(picks))]
+	}
+	m := b.entries[i]
+	b.entries = append(b.entries[:i], b.entries[i+1:]...)
+	return m, true
+}
+
+// unpop puts back a candidate another claim of this Queue may want (one
+// that accepts its task type).
+func (q *Queue) unpop(m marker) {
+	dir := m.key[:strings.LastIndexByte(m.key, '/')+1]
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	b := q.bufs[dir]
+	if b == nil {
+		return
+	}
+	i := sort.Search(len(b.entries), func(i int) bool { return b.entries[i].key >= m.key })
+	if i < len(b.entries) && b.entries[i].key == m.key {
+		return
+	}
+	b.entries = append(b.entries, marker{})
+	copy(b.entries[i+1:], b.entries[i:])
+	b.entries[i] = m
+}
+
+// lostRace notes that a claim lost a race at now.
+func (q *Queue) lostRace(now time.Time) {
+	q.mu.Lock()
+	q.lastLoss = now
+	q.mu.Unlock()
+}
+
+// contended reports whether this Queue lost a race in the last ten
+// seconds. Callers hold q.mu.
+func (q *Queue) contended(now time.Time) bool {
+	return !q.lastLoss.IsZero() && now.Sub(q.lastLoss) < 10*time.Second
+}
+
+// markerTime is the time a marker's key carries: available_at for ready/
+// and deadline/, the lease expiry for leases/.
+func (m marker) time() time.Time {
+	if !m.lease.IsZero() {
+		return m.lease
+	}
+	return m.available
+}
+
+// staleOK reports whether a marker its record does not name may be deleted
+// at now: only once its time is StaleMarkerGrace behind now, so a marker a
+// writer has just put, and is about to name, is never taken for stale.
+func (q *Queue) staleOK(m marker, now time.Time) bool {
+	return m.time().Before(now.Add(-q.opts.StaleMarkerGrace))
+}
+
+// dropStale deletes a marker whose record does not name it, once that is
+// safe; until then, it is skipped.
+func (q *Queue) dropStale(ctx context.Context, m marker, now time.Time) {
+	if q.staleOK(m, now) {
+		_ = q.store.Delete(ctx, m.key)
+		return
+	}
+	q.skipUntil(m.key, m.time().Add(q.opts.StaleMarkerGrace))
+}

@@ -1,0 +1,394 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/s3q/s3q/shared/store"
+)
+
+// SubmitRequest is one task to submit. It is also the JSON body of
+// POST /tasks; unknown fields are the API layer's to reject.
+type SubmitRequest struct {
+	// TaskType names the handler. Required: 1-128 of A-Z a-z 0-9 _ . : -.
+	TaskType string `json:"task_type"`
+	// Queue is the named queue. Defaults to "default".
+	Queue string `json:"queue,omitempty"`
+	// Input is the task's JSON input, at most 256 KiB.
+	Input json.RawMessage `json:"input,omitempty"`
+
+	// TTL is the time to live ("90s", "30m", "1h", "7d"); 0 submits an
+	// already-expired task. At most one of TTL, TTLSeconds and ExpiresAt.
+	// Defaults to the task type's default, then the global default, then
+	// none (never expires).
+	TTL *Duration `json:"ttl,omitempty"`
+	// TTLSeconds is TTL in seconds.
+	TTLSeconds *int64 `json:"ttl_seconds,omitempty"`
+	// ExpiresAt is an absolute deadline for starting. An ExpiresAt before
+	// ScheduleAt is allowed: the task will expire without running.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	// TTLFrom is "submission" (default) or "first_attempt".
+	TTLFrom TTLFrom `json:"ttl_from,omitempty"`
+
+	// ScheduleAt is the earliest claim time. At most one of ScheduleAt and
+	// Delay. Defaults to now.
+	ScheduleAt *time.Time `json:"schedule_at,omitempty"`
+	// Delay is ScheduleAt relative to now; no maximum.
+	Delay *Duration `json:"delay,omitempty"`
+
+	// DedupKey makes the submit idempotent: while a live (pending or
+	// running) task in the same queue holds the key, submitting it again
+	// returns that task with Deduplicated set.
+	DedupKey string `json:"dedup_key,omitempty"`
+	// MaxAttempts is how many claims the task gets. 0 means the default (3).
+	MaxAttempts int `json:"max_attempts,omitempty"`
+	// Timeout is the lease length of a claim that names none. Defaults to 5m.
+	Timeout *Duration `json:"timeout,omitempty"`
+
+	// ParentID makes the task a child: unless it gives its own deadline it
+	// inherits the parent's expires_at.
+	ParentID string `json:"parent_id,omitempty"`
+	// OnParentExpired is "run" (default) or "cancel": what happens to this
+	// task, if running, when its parent expires.
+	OnParentExpired string `json:"on_parent_expired,omitempty"`
+}
+
+// SubmitResult is the outcome of one submit.
+type SubmitResult struct {
+	Task Task `json:"task"`
+	// Deduplicated is true when a live task already held the dedup key and
+	// was returned instead of a new one.
+	Deduplicated bool `json:"deduplicated,omitempty"`
+}
+
+// Submit validates req, creates the task and returns it. Writes, in order:
+// the dedup pointer (if any), the index marker, the record (create-only).
+// A crash between them leaves at most a stale marker or an orphaned dedup
+// pointer, both repaired later; the task exists once Submit returns.
+// A bad field returns a *ValidationError and writes nothing.
+func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (SubmitResult, error) {
+	now = norm(now)
+	t, err := q.build(ctx, req, now)
+	if err != nil {
+		return SubmitResult{}, err
+	}
+	if t.DedupKey != "" {
+		existing, dup, err := q.holdDedup(ctx, &t, now)
+		if err != nil {
+			return SubmitResult{}, err
+		}
+		if dup {
+			return SubmitResult{Task: existing, Deduplicated: true}, nil
+		}
+	}
+	if err := q.create(ctx, &t); err != nil {
+		return SubmitResult{}, err
+	}
+	return SubmitResult{Task: t}, nil
+}
+
+// create writes a new task's marker, then its record.
+func (q *Queue) create(ctx context.Context, t *Task) error {
+	body, err := encode(t)
+	if err != nil {
+		return err
+	}
+	if t.IndexKey != "" {
+		if err := q.putMarker(ctx, t.IndexKey); err != nil {
+			return err
+		}
+	}
+	if _, err := q.store.PutIfAbsent(ctx, TaskKey(t.ID), body); err != nil {
+		if errors.Is(err, store.ErrPrecondition) {
+			// A fresh UUIDv7 only exists already if an earlier attempt of
+			// this very write landed (a retried request). Check it is ours.
+			if obj, gerr := q.store.Get(ctx, TaskKey(t.ID)); gerr == nil && string(obj.Body) == string(body) {
+				return nil
+			}
+		}
+		return fmt.Errorf("create task %s: %w", t.ID, err)
+	}
+	return nil
+}
+
+// build validates a request and makes the new task record, without writing.
+func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Task, error) {
+	if req.Queue == "" {
+		req.Queue = DefaultQueue
+	}
+	if err := ValidateQueueName(req.Queue); err != nil {
+		return Task{}, err
+	}
+	if err := ValidateTaskType("task_type", req.TaskType); err != nil {
+		return Task{}, err
+	}
+	if err := validJSON("input", req.Input); err != nil {
+		return Task{}, err
+	}
+	if err := validText("dedup_key", req.DedupKey, MaxDedupKeyBytes); err != nil {
+		return Task{}, err
+	}
+	if req.MaxAttempts < 0 || req.MaxAttempts > MaxAttemptsLimit {
+		return Task{}, invalid("max_attempts", "must be between 1 and %d (0 means the default, %d)", MaxAttemptsLimit, DefaultMaxAttempts)
+	}
+	if req.Timeout != nil && (req.Timeout.Std() <= 0 || req.Timeout.Std() > MaxLease) {
+		return Task{}, invalid("timeout", "must be more than 0 and at most %s", FormatDuration(MaxLease))
+	}
+	switch req.TTLFrom {
+	case "", TTLFromSubmission, TTLFromFirstAttempt:
+	default:
+		return Task{}, invalid("ttl_from", "%q is not one of submission, first_attempt", clip(string(req.TTLFrom)))
+	}
+	switch req.OnParentExpired {
+	case "", OnParentExpiredRun, OnParentExpiredCancel:
+	default:
+		return Task{}, invalid("on_parent_expired", "%q is not one of run, cancel", clip(req.OnParentExpired))
+	}
+	if req.OnParentExpired != "" && req.ParentID == "" {
+		return Task{}, invalid("on_parent_expired", "needs parent_id")
+	}
+
+	// When it can first run.
+	avail := now
+	switch {
+	case req.ScheduleAt != nil && req.Delay != nil:
+		return Task{}, invalid("delay", "give schedule_at or delay, not both")
+	case req.ScheduleAt != nil:
+		if err := validTime("schedule_at", *req.ScheduleAt); err != nil {
+			return Task{}, err
+		}
+		if s := norm(*req.ScheduleAt); s.After(now) {
+			avail = s
+		}
+	case req.Delay != nil:
+		if req.Delay.Std() < 0 {
+			return Task{}, invalid("delay", "must not be negative")
+		}
+		avail = now.Add(req.Delay.Std())
+		if err := validTime("delay", avail); err != nil {
+			return Task{}, err
+		}
+	}
+
+	// Its time to live, from the request.
+	var ttl *time.Duration
+	given := 0
+	if req.TTL != nil {
+		given++
+		ttl = ptr(req.TTL.Std())
+	}
+	if req.TTLSeconds != nil {
+		given++
+		ttl = ptr(time.Duration(*req.TTLSeconds) * time.Second)
+		if *req.TTLSeconds > int64(maxTime.Sub(minTime)/time.Second) {
+			return Task{}, invalid("ttl_seconds", "is too large")
+		}
+	}
+	if req.ExpiresAt != nil {
+		given++
+	}
+	if given > 1 {
+		field := "expires_at"
+		if req.ExpiresAt == nil {
+			field = "ttl_seconds"
+		}
+		return Task{}, invalid(field, "give one of ttl, ttl_seconds and expires_at")
+	}
+	if ttl != nil && *ttl < 0 {
+		field := "ttl"
+		if req.TTLSeconds != nil {
+			field = "ttl_seconds"
+		}
+		return Task{}, invalid(field, "must not be negative (0 submits an already-expired task)")
+	}
+	if req.ExpiresAt != nil {
+		if err := validTime("expires_at", *req.ExpiresAt); err != nil {
+			return Task{}, err
+		}
+		if req.TTLFrom == TTLFromFirstAttempt {
+			return Task{}, invalid("ttl_from", "first_attempt needs a ttl, not expires_at")
+		}
+	}
+
+	t := Task{
+		ID:              q.opts.NewID(now),
+		Queue:           req.Queue,
+		TaskType:        req.TaskType,
+		Status:          StatusPending,
+		Input:           req.Input,
+		CreatedAt:       now,
+		UpdatedAt:       now,
+		AvailableAt:     avail,
+		DedupKey:        req.DedupKey,
+		ParentID:        req.ParentID,
+		OnParentExpired: req.OnParentExpired,
+		MaxAttempts:     req.MaxAttempts,
+		Timeout:         Duration(DefaultTimeout),
+	}
+	if req.Timeout != nil {
+		t.Timeout = *req.Timeout
+	}
+	if req.ExpiresAt != nil {
+		t.ExpiresAt = ptr(norm(*req.ExpiresAt))
+	}
+
+	// Defaults, most specific first: request > parent > task type > global.
+	ttlFrom := req.TTLFrom
+	if req.ParentID != "" {
+		if err := ValidateID(req.ParentID); err != nil {
+			return Task{}, &ValidationError{Field: "parent_id", Message: err.(*ValidationError).Message, Err: ErrInvalidInput}
+		}
+		parent, _, err := q.load(ctx, req.ParentID)
+		if errors.Is(err, ErrNotFound) {
+			return Task{}, invalid("parent_id", "no task %s", req.ParentID)
+		}
+		if err != nil {
+			return Task{}, err
+		}
+		if ttl == nil && t.ExpiresAt == nil && parent.ExpiresAt != nil {
+			t.ExpiresAt = ptr(*parent.ExpiresAt) // the parent's remaining TTL
+		}
+	}
+	if q.opts.TypeDefaults != nil {
+		d, ok, err := q.opts.TypeDefaults.TaskTypeDefaults(ctx, req.TaskType, now)
+		if err != nil {
+			return Task{}, fmt.Errorf("task type defaults: %w", err)
+		}
+		if ok {
+			if ttl == nil && t.ExpiresAt == nil && req.ParentID == "" && d.TTL != nil {
+				ttl = ptr(*d.TTL)
+			}
+			if ttlFrom == "" {
+				ttlFrom = d.TTLFrom
+			}
+			if t.MaxAttempts == 0 {
+				t.MaxAttempts = d.MaxAttempts
+			}
+			if req.Timeout == nil && d.Timeout > 0 {
+				t.Timeout = Duration(d.Timeout)
+			}
+		}
+	}
+	if ttl == nil && t.ExpiresAt == nil && req.ParentID == "" && q.opts.DefaultTTL > 0 {
+		ttl = ptr(q.opts.DefaultTTL)
+	}
+	if t.MaxAttempts == 0 {
+		t.MaxAttempts = DefaultMaxAttempts
+	}
+
+	// The deadline.
+	if ttl != nil {
+		switch {
+		case ttlFrom == TTLFromFirstAttempt && *ttl > 0:
+			t.TTL, t.TTLFrom = ptr(Duration(*ttl)), TTLFromFirstAttempt
+		default:
+			t.ExpiresAt = ptr(now.Add(*ttl))
+		}
+	}
+	if t.ExpiresAt != nil {
+		if err := validTime("ttl", *t.ExpiresAt); err != nil {
+			return Task{}, err
+		}
+	}
+
+	// ttl=0 (or a deadline already past) submits an already-expired task.
+	if t.deadlinePassed(now) {
+		t.Status = StatusExpired
+		t.ExpiredAt = ptr(now)
+		t.ExpiryReason = ReasonTTL
+		return t, nil
+	}
+	t.IndexKey = indexKeyFor(&t, q.opts.Shards)
+	return t, nil
+}
+
+// dedupPointer is the body of dedup/{queue}/{sha256(key)}.
+type dedupPointer struct {
+	TaskID    string    `json:"task_id"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// holdDedup takes the dedup key for t, or returns the live task that holds
+// it. The pointer is create-only; a pointer whose task is terminal, or
+// missing for longer than StaleMarkerGrace (a submit that crashed), is
+// taken over by compare-and-swap.
+func (q *Queue) holdDedup(ctx context.Context, t *Task, now time.Time) (Task, bool, error) {
+	key := DedupKey(t.Queue, t.DedupKey)
+	body, _ := json.Marshal(dedupPointer{TaskID: t.ID, CreatedAt: now})
+	for i := 0; i < maxCASAttempts; i++ {
+		_, err := q.store.PutIfAbsent(ctx, key, body)
+		if err == nil {
+			return Task{}, false, nil
+		}
+		if !errors.Is(err, store.ErrPrecondition) {
+			return Task{}, false, fmt.Errorf("write dedup key: %w", err)
+		}
+		obj, err := q.store.Get(ctx, key)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // deleted meanwhile: try to create it again
+		}
+		if err != nil {
+			return Task{}, false, fmt.Errorf("read dedup key: %w", err)
+		}
+		var p dedupPointer
+		if err := json.Unmarshal(obj.Body, &p); err != nil || validID(p.TaskID) != nil {
+			p = dedupPointer{} // unreadable: take it over
+		}
+		if p.TaskID != "" {
+			holder, _, err := q.load(ctx, p.TaskID)
+			switch {
+			case err == nil && !holder.Status.Terminal():
+				return holder, true, nil
+			case err == nil:
+				// terminal: the key is free again
+			case errors.Is(err, ErrNotFound):
+				if now.Sub(p.CreatedAt) < q.opts.StaleMarkerGrace {
+					// Another submit holds the key and has not written its
+					// task yet, or crashed a moment ago.
+					return Task{}, false, fmt.Errorf("dedup key %q is being taken by task %s: %w", clip(t.DedupKey), p.TaskID, ErrConflict)
+				}
+			default:
+				return Task{}, false, err
+			}
+		}
+		if _, err := q.store.PutIfMatch(ctx, key, body, obj.ETag); err == nil {
+			return Task{}, false, nil
+		} else if !errors.Is(err, store.ErrPrecondition) {
+			return Task{}, false, fmt.Errorf("take over dedup key: %w", err)
+		}
+	}
+	return Task{}, false, fmt.Errorf("dedup key %q: %w", clip(t.DedupKey), ErrConflict)
+}
+
+// BatchResult is the outcome of one item of a batch submit: a result or an
+// error, never both.
+type BatchResult struct {
+	Result SubmitResult
+	Err    error
+}
+
+// SubmitBatch submits each request independently (up to MaxBatch), a few
+// at a time, and returns one result per request in order. One bad item
+// does not stop the others.
+func (q *Queue) SubmitBatch(ctx context.Context, reqs []SubmitRequest, now time.Time) ([]BatchResult, error) {
+	if len(reqs) > MaxBatch {
+		return nil, &ValidationError{Field: "tasks", Message: fmt.Sprintf("has %d tasks, over the limit of %d", len(reqs), MaxBatch), Err: ErrTooLarge}
+	}
+	out := make([]BatchResult, len(reqs))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i := range reqs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out[i].Result, out[i].Err = q.Submit(ctx, reqs[i], now)
+		}()
+	}
+	wg.Wait()
+	return out, nil
+}

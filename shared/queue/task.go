@@ -1,0 +1,166 @@
+package queue
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Status is the state of a task. See the state machine in DESIGN.md §2.
+type Status string
+
+// The statuses of a task.
+const (
+	StatusPending   Status = "pending"   // waiting to be claimed (maybe not yet available)
+	StatusRunning   Status = "running"   // claimed, under a lease
+	StatusCompleted Status = "completed" // finished with an output
+	StatusFailed    Status = "failed"    // the dead-letter state: attempts spent or a permanent error
+	StatusCancelled Status = "cancelled" // cancelled before it ran, or acknowledged by its worker
+	StatusExpired   Status = "expired"   // its deadline passed before it started; terminal
+	StatusArchived  Status = "archived"  // a terminal task moved out of the hot listing
+)
+
+// Statuses lists every status, in lifecycle order.
+var Statuses = []Status{StatusPending, StatusRunning, StatusCompleted, StatusFailed, StatusCancelled, StatusExpired, StatusArchived}
+
+// Valid reports whether s is a known status.
+func (s Status) Valid() bool {
+	for _, v := range Statuses {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Terminal reports whether a task in status s will never run again on its
+// own (failed and cancelled tasks can still be retried by hand).
+func (s Status) Terminal() bool {
+	switch s {
+	case StatusCompleted, StatusFailed, StatusCancelled, StatusExpired, StatusArchived:
+		return true
+	}
+	return false
+}
+
+// TTLFrom says when a task's time-to-live starts counting.
+type TTLFrom string
+
+const (
+	// TTLFromSubmission starts the clock at creation: expires_at is fixed
+	// then and never moved by retries. The default.
+	TTLFromSubmission TTLFrom = "submission"
+	// TTLFromFirstAttempt starts the clock at the first claim: time spent
+	// waiting in the queue does not count. expires_at is set by that claim.
+	TTLFromFirstAttempt TTLFrom = "first_attempt"
+)
+
+// Expiry reasons, as recorded in Task.ExpiryReason and in Task Expired events.
+const (
+	ReasonTTL           = "ttl"
+	ReasonParentExpired = "parent_expired"
+	ReasonManual        = "manual"
+)
+
+// What a running child does when its parent expires.
+const (
+	OnParentExpiredRun    = "run"    // the default: it runs on
+	OnParentExpiredCancel = "cancel" // it gets cancel_requested
+)
+
+// Task is the JSON record stored at tasks/{id}.json, the source of truth
+// for one task. Every change to it is one conditional write; bucket
+// versioning keeps its history.
+type Task struct {
+	ID       string          `json:"id"`
+	Queue    string          `json:"queue"`
+	TaskType string          `json:"task_type"`
+	Status   Status          `json:"status"`
+	Input    json.RawMessage `json:"input,omitempty"`
+	Output   json.RawMessage `json:"output,omitempty"`
+
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	AvailableAt time.Time `json:"available_at"` // earliest claim time
+
+	// ExpiresAt is the deadline for starting; nil means never. It is always
+	// present in JSON (null when unset) so every response carries it.
+	ExpiresAt    *time.Time `json:"expires_at"`
+	ExpiredAt    *time.Time `json:"expired_at,omitempty"`
+	ExpiryReason string     `json:"expiry_reason,omitempty"` // ttl, parent_expired or manual
+	TTL          *Duration  `json:"ttl,omitempty"`           // kept when ttl_from is first_attempt
+	TTLFrom      TTLFrom    `json:"ttl_from,omitempty"`
+
+	DedupKey        string `json:"dedup_key,omitempty"`
+	ParentID        string `json:"parent_id,omitempty"`
+	OnParentExpired string `json:"on_parent_expired,omitempty"`
+
+	Attempt     int      `json:"attempt"`      // claims so far (a reschedule gives its claim back)
+	MaxAttempts int      `json:"max_attempts"` // claims allowed before the task fails
+	Timeout     Duration `json:"timeout"`      // lease length when a claim names none
+
+	LeaseToken     string     `json:"lease_token,omitempty"`
+	LeaseExpiresAt *time.Time `json:"lease_expires_at,omitempty"`
+	WorkerID       string     `json:"worker_id,omitempty"`
+	StartedAt      *time.Time `json:"started_at,omitempty"` // first claim
+
+	LastError       string     `json:"last_error,omitempty"`
+	FailedAt        *time.Time `json:"failed_at,omitempty"`
+	CompletedAt     *time.Time `json:"completed_at,omitempty"`
+	CancelledAt     *time.Time `json:"cancelled_at,omitempty"`
+	CancelRequested bool       `json:"cancel_requested,omitempty"`
+
+	// IndexKey is the key of the task's one index marker (ready/, deadline/
+	// or leases/), empty when it has none. The marker is written before the
+	// record names it and deleted after the record stops naming it, so a
+	// marker the record does not name is stale and may be deleted.
+	IndexKey string `json:"index_key,omitempty"`
+}
+
+// ExpiredAt reports whether the task's start deadline has passed at now.
+func (t *Task) deadlinePassed(now time.Time) bool {
+	return t.ExpiresAt != nil && !now.Before(*t.ExpiresAt)
+}
+
+// leaseValid reports whether the task holds a lease that is still valid at now.
+func (t *Task) leaseValid(now time.Time) bool {
+	return t.Status == StatusRunning && t.LeaseExpiresAt != nil && now.Before(*t.LeaseExpiresAt)
+}
+
+// Remaining returns the time left until the task's deadline at now, and
+// false when the task has no deadline. It is negative once the deadline
+// has passed.
+func (t *Task) Remaining(now time.Time) (time.Duration, bool) {
+	if t.ExpiresAt == nil {
+		return 0, false
+	}
+	return t.ExpiresAt.Sub(now), true
+}
+
+// Lease is a claim on a running task: whoever holds the token may
+// heartbeat, complete, fail, reschedule or acknowledge a cancel until
+// ExpiresAt.
+type Lease struct {
+	TaskID    string    `json:"task_id"`
+	Token     string    `json:"token"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// Claimed is one task handed to a worker, with its lease.
+type Claimed struct {
+	Task  Task  `json:"task"`
+	Lease Lease `json:"lease"`
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// clone returns a deep enough copy of t to mutate without touching t.
+func (t Task) clone() Task {
+	c := t
+	if t.Input != nil {
+		c.Input = append(json.RawMessage(nil), t.Input...)
+	}
+	if t.Output != nil {
+		c.Output = append(json.RawMessage(nil), t.Output...)
+	}
+	return c
+}

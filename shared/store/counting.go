@@ -1,0 +1,154 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+)
+
+// Kind is the billing class of a request.
+type Kind int
+
+// The request kinds Counting tells apart. S3 bills PUT, COPY, POST and LIST
+// at one price, GET and HEAD at another, and DELETE not at all.
+const (
+	KindPut Kind = iota
+	KindGet
+	KindList
+	KindDelete
+	KindHead
+	numKinds
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindPut:
+		return "put"
+	case KindGet:
+		return "get"
+	case KindList:
+		return "list"
+	case KindDelete:
+		return "delete"
+	case KindHead:
+		return "head"
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// Counts is a snapshot of request counts by kind.
+type Counts struct {
+	Put, Get, List, Delete, Head int64
+}
+
+// Total returns the number of requests of every kind.
+func (c Counts) Total() int64 { return c.Put + c.Get + c.List + c.Delete + c.Head }
+
+// Sub returns c minus o, for measuring a span between two snapshots.
+func (c Counts) Sub(o Counts) Counts {
+	return Counts{Put: c.Put - o.Put, Get: c.Get - o.Get, List: c.List - o.List, Delete: c.Delete - o.Delete, Head: c.Head - o.Head}
+}
+
+// Add returns c plus o.
+func (c Counts) Add(o Counts) Counts {
+	return Counts{Put: c.Put + o.Put, Get: c.Get + o.Get, List: c.List + o.List, Delete: c.Delete + o.Delete, Head: c.Head + o.Head}
+}
+
+// S3 list prices in US dollars per request (us-east-1, S3 Standard).
+const (
+	PricePutClass = 0.005 / 1000  // PUT, COPY, POST, LIST
+	PriceGetClass = 0.0004 / 1000 // GET, HEAD
+)
+
+// USD returns what the counted requests cost at S3 list prices. DELETE is free.
+func (c Counts) USD() float64 {
+	return float64(c.Put+c.List)*PricePutClass + float64(c.Get+c.Head)*PriceGetClass
+}
+
+// String formats the counts as "requests=N put=N list=N get=N delete=N head=N".
+func (c Counts) String() string {
+	return fmt.Sprintf("requests=%d put=%d list=%d get=%d delete=%d head=%d", c.Total(), c.Put, c.List, c.Get, c.Delete, c.Head)
+}
+
+// Counting wraps a Store and counts every request by kind, whether it
+// succeeds or fails. It is safe for concurrent use.
+type Counting struct {
+	inner Store
+	n     [numKinds]atomic.Int64
+}
+
+var _ Store = (*Counting)(nil)
+
+// NewCounting returns a counting wrapper around inner.
+func NewCounting(inner Store) *Counting { return &Counting{inner: inner} }
+
+// Counts returns a snapshot of the counts so far.
+func (c *Counting) Counts() Counts {
+	return Counts{
+		Put: c.n[KindPut].Load(), Get: c.n[KindGet].Load(), List: c.n[KindList].Load(),
+		Delete: c.n[KindDelete].Load(), Head: c.n[KindHead].Load(),
+	}
+}
+
+// Reset sets every count to zero.
+func (c *Counting) Reset() {
+	for i := range c.n {
+		c.n[i].Store(0)
+	}
+}
+
+func (c *Counting) add(k Kind) { c.n[k].Add(1) }
+
+// Get implements Store.
+func (c *Counting) Get(ctx context.Context, key string) (Object, error) {
+	c.add(KindGet)
+	return c.inner.Get(ctx, key)
+}
+
+// Head implements Store.
+func (c *Counting) Head(ctx context.Context, key string) (Info, error) {
+	c.add(KindHead)
+	return c.inner.Head(ctx, key)
+}
+
+// PutIfAbsent implements Store.
+func (c *Counting) PutIfAbsent(ctx context.Context, key string, body []byte) (string, error) {
+	c.add(KindPut)
+	return c.inner.PutIfAbsent(ctx, key, body)
+}
+
+// PutIfMatch implements Store.
+func (c *Counting) PutIfMatch(ctx context.Context, key string, body []byte, etag string) (string, error) {
+	c.add(KindPut)
+	return c.inner.PutIfMatch(ctx, key, body, etag)
+}
+
+// Put implements Store.
+func (c *Counting) Put(ctx context.Context, key string, body []byte) (string, error) {
+	c.add(KindPut)
+	return c.inner.Put(ctx, key, body)
+}
+
+// Delete implements Store.
+func (c *Counting) Delete(ctx context.Context, key string) error {
+	c.add(KindDelete)
+	return c.inner.Delete(ctx, key)
+}
+
+// List implements Store.
+func (c *Counting) List(ctx context.Context, prefix, startAfter string, limit int) (Page, error) {
+	c.add(KindList)
+	return c.inner.List(ctx, prefix, startAfter, limit)
+}
+
+// Versions implements Store. It counts one LIST (one page of versions).
+func (c *Counting) Versions(ctx context.Context, key string) ([]Version, error) {
+	c.add(KindList)
+	return c.inner.Versions(ctx, key)
+}
+
+// GetVersion implements Store.
+func (c *Counting) GetVersion(ctx context.Context, key, versionID string) (Object, error) {
+	c.add(KindGet)
+	return c.inner.GetVersion(ctx, key, versionID)
+}
