@@ -152,6 +152,109 @@ func runRace(t *testing.T, f Factory) {
 		}
 	})
 
+	t.Run("workers_that_crash_mid_lease_lose_no_task_and_none_runs_twice_under_a_valid_lease", func(t *testing.T) {
+		e := newEnv(t, f)
+		n := 120
+		for i := 0; i < n; i++ {
+			e.submit(queue.SubmitRequest{TaskType: "job", MaxAttempts: 50}, t0)
+		}
+		begin := time.Now()
+		clock := func() time.Time { return t0.Add(time.Since(begin)) }
+		const lease = 300 * time.Millisecond
+
+		// Claims of each task in the order the store took them (attempt
+		// order). Goroutines read the clock before they claim, so their
+		// registration order here may differ; the attempt number does not.
+		type claimRec struct {
+			now     time.Time
+			expires time.Time
+		}
+		var mu sync.Mutex
+		claims := map[string]map[int]claimRec{}
+		completed := map[string]int{}
+		var violations []string
+		var done, abandoned atomic.Int32
+		var wg sync.WaitGroup
+		errs := make(chan error, Workers)
+		for w := 0; w < Workers; w++ {
+			q := e.reopen()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				deadline := time.Now().Add(90 * time.Second)
+				for k := 0; int(done.Load()) < n; k++ {
+					if time.Now().After(deadline) {
+						errs <- fmt.Errorf("gave up with %d of %d done", done.Load(), n)
+						return
+					}
+					now := clock()
+					cs, err := q.Claim(ctx, queue.ClaimRequest{LeaseFor: lease, MaxTasks: 2}, now)
+					if err != nil {
+						errs <- err
+						return
+					}
+					if len(cs) == 0 {
+						time.Sleep(5 * time.Millisecond) // wait for leases to run out
+					}
+					for i, c := range cs {
+						mu.Lock()
+						if claims[c.Task.ID] == nil {
+							claims[c.Task.ID] = map[int]claimRec{}
+						}
+						if _, dup := claims[c.Task.ID][c.Task.Attempt]; dup {
+							violations = append(violations, fmt.Sprintf("task %s: attempt %d claimed twice", c.Task.ID, c.Task.Attempt))
+						}
+						claims[c.Task.ID][c.Task.Attempt] = claimRec{now: now, expires: c.Lease.ExpiresAt}
+						mu.Unlock()
+						// Every third claim of a worker is abandoned: the worker "crashes".
+						if (k+i+w)%3 == 0 {
+							abandoned.Add(1)
+							continue
+						}
+						_, err := q.Complete(ctx, c.Task.ID, c.Lease.Token, nil, clock())
+						mu.Lock()
+						switch {
+						case err == nil:
+							completed[c.Task.ID]++
+							done.Add(1)
+						case errors.Is(err, queue.ErrLeaseExpired) || errors.Is(err, queue.ErrLeaseMismatch) || errors.Is(err, queue.ErrNotRunning):
+							// slow worker: its lease ran out and the task went to someone else
+						default:
+							violations = append(violations, fmt.Sprintf("complete %s: %v", c.Task.ID, err))
+						}
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		for id, byAttempt := range claims {
+			for a, c := range byAttempt {
+				if prev, ok := byAttempt[a-1]; ok && c.now.Before(prev.expires) {
+					violations = append(violations, fmt.Sprintf("task %s: attempt %d claimed at %s while attempt %d's lease ran to %s", id, a, c.now, a-1, prev.expires))
+				}
+			}
+		}
+		if len(violations) > 0 {
+			t.Fatalf("%d violations, first: %s", len(violations), violations[0])
+		}
+		if abandoned.Load() == 0 {
+			t.Fatal("no claim was abandoned: the case tested nothing")
+		}
+		if len(completed) != n {
+			t.Fatalf("%d tasks completed, want %d", len(completed), n)
+		}
+		for id, c := range completed {
+			if c != 1 {
+				t.Fatalf("task %s completed %d times", id, c)
+			}
+		}
+	})
+
 	t.Run("concurrent_submits_with_one_dedup_key_make_one_task", func(t *testing.T) {
 		e := newEnv(t, f)
 		var wg sync.WaitGroup

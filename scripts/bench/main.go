@@ -1,0 +1,232 @@
+// Command bench measures s3q against a real S3 gateway (versitygw, started
+// on a loopback port for the run) and prints one line per figure:
+//
+//	bench lifecycle ttl=no requests=N put=N list=N get=N delete=N usd_per_million=X
+//	bench lifecycle ttl=yes ...
+//	bench throughput server=versitygw workers=W tasks_per_s=X raw_ops_per_s=Y bound_ratio=R
+//
+// Lifecycle: tasks are submitted by one process and then claimed and
+// completed one at a time by another (a worker), as in production; the
+// requests of the whole submit → claim → complete path are counted and
+// divided by the number of tasks, so a LIST page that serves many claims is
+// amortised over them. Prices are S3 list prices: PUT/LIST $0.005 per
+// 1,000, GET $0.0004 per 1,000, DELETE free.
+//
+// Throughput: W claim-and-complete loops in one worker process (one
+// queue.Queue) drain a backlog; raw_ops_per_s is the server's own rate of
+// conditional PUT+GET pairs with W goroutines in the same run, and
+// bound_ratio = tasks_per_s × requests_per_task ÷ (2 × raw_ops_per_s): the
+// share of the server's request rate the queue turns into work.
+//
+// Nothing here fails on a timing; it only prints.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/s3local"
+	"github.com/s3q/s3q/shared/store"
+)
+
+func main() {
+	tasks := flag.Int("tasks", 1000, "tasks per lifecycle figure")
+	throughputTasks := flag.Int("throughput-tasks", 400, "backlog drained per throughput figure")
+	workers := flag.String("workers", "1,4,16", "worker counts for the throughput figures")
+	rawFor := flag.Duration("raw-for", 2*time.Second, "how long to measure the raw PUT+GET rate")
+	flag.Parse()
+	log.SetFlags(0)
+	log.SetPrefix("bench: ")
+
+	ctx := context.Background()
+	fmt.Fprintln(os.Stderr, "bench: starting versitygw", s3local.VersityGWVersion)
+	srv, err := s3local.StartVersityGW(ctx, "")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+
+	for _, ttl := range []bool{false, true} {
+		c, err := lifecycle(ctx, srv, *tasks, ttl)
+		if err != nil {
+			log.Fatal(err)
+		}
+		n := float64(*tasks)
+		yes := map[bool]string{false: "no", true: "yes"}[ttl]
+		fmt.Printf("bench lifecycle ttl=%s requests=%.2f put=%.2f list=%.3f get=%.2f delete=%.2f usd_per_million=%.2f\n",
+			yes, float64(c.Total())/n, float64(c.Put)/n, float64(c.List)/n, float64(c.Get+c.Head)/n, float64(c.Delete)/n, c.USD()/n*1e6)
+	}
+
+	for _, ws := range strings.Split(*workers, ",") {
+		w, err := strconv.Atoi(strings.TrimSpace(ws))
+		if err != nil || w < 1 {
+			log.Fatalf("bad worker count %q", ws)
+		}
+		tps, rpt, err := throughput(ctx, srv, w, *throughputTasks)
+		if err != nil {
+			log.Fatal(err)
+		}
+		raw, err := rawRate(ctx, srv, w, *rawFor)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("bench throughput server=versitygw workers=%d tasks_per_s=%.1f raw_ops_per_s=%.1f bound_ratio=%.2f requests_per_task=%.2f\n",
+			w, tps, raw, tps*rpt/(2*raw), rpt)
+	}
+}
+
+func prefix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "bench-" + hex.EncodeToString(b[:]) + "/"
+}
+
+// lifecycle submits n tasks, then claims and completes them one at a time
+// in a second process, and returns the requests of all of it.
+func lifecycle(ctx context.Context, srv *s3local.Server, n int, ttl bool) (store.Counts, error) {
+	counting := store.NewCounting(srv.Store(prefix()))
+	submitter := queue.New(counting, queue.Options{})
+	for i := 0; i < n; i++ {
+		req := queue.SubmitRequest{TaskType: "bench", Input: []byte(`{"n":1}`)}
+		if ttl {
+			d := queue.Duration(time.Hour)
+			req.TTL = &d
+		}
+		if _, err := submitter.Submit(ctx, req, time.Now()); err != nil {
+			return store.Counts{}, err
+		}
+	}
+	worker := queue.New(counting, queue.Options{})
+	for done := 0; done < n; {
+		cs, err := worker.Claim(ctx, queue.ClaimRequest{LeaseFor: time.Minute}, time.Now())
+		if err != nil {
+			return store.Counts{}, err
+		}
+		if len(cs) == 0 {
+			return store.Counts{}, fmt.Errorf("lifecycle: nothing to claim after %d of %d", done, n)
+		}
+		for _, c := range cs {
+			if _, err := worker.Complete(ctx, c.Task.ID, c.Lease.Token, []byte(`{"ok":true}`), time.Now()); err != nil {
+				return store.Counts{}, err
+			}
+			done++
+		}
+	}
+	return counting.Counts(), nil
+}
+
+// throughput drains a backlog of n tasks with w claim loops sharing one
+// Queue and returns tasks per second and requests per task of the drain.
+func throughput(ctx context.Context, srv *s3local.Server, w, n int) (float64, float64, error) {
+	counting := store.NewCounting(srv.Store(prefix()))
+	q := queue.New(counting, queue.Options{})
+	reqs := make([]queue.SubmitRequest, n)
+	for i := range reqs {
+		reqs[i] = queue.SubmitRequest{TaskType: "bench"}
+	}
+	for i := 0; i < n; i += queue.MaxBatch {
+		res, err := q.SubmitBatch(ctx, reqs[i:min(n, i+queue.MaxBatch)], time.Now())
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				return 0, 0, r.Err
+			}
+		}
+	}
+	worker := queue.New(counting, queue.Options{})
+	before := counting.Counts()
+	var done atomic.Int64
+	var firstErr error
+	var once sync.Once
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := 0; i < w; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			idle := 0
+			for done.Load() < int64(n) && idle < 200 {
+				cs, err := worker.Claim(ctx, queue.ClaimRequest{LeaseFor: time.Minute}, time.Now())
+				if err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+				if len(cs) == 0 {
+					idle++
+					time.Sleep(5 * time.Millisecond) // the other loops hold the rest
+					continue
+				}
+				idle = 0
+				for _, c := range cs {
+					if _, err := worker.Complete(ctx, c.Task.ID, c.Lease.Token, nil, time.Now()); err != nil {
+						once.Do(func() { firstErr = err })
+						return
+					}
+					done.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if firstErr != nil {
+		return 0, 0, firstErr
+	}
+	if got := done.Load(); got != int64(n) {
+		return 0, 0, fmt.Errorf("throughput: %d of %d tasks done", got, n)
+	}
+	used := counting.Counts().Sub(before)
+	return float64(n) / elapsed.Seconds(), float64(used.Total()) / float64(n), nil
+}
+
+// rawRate measures the server's rate of conditional PUT+GET pairs (a GET,
+// then a PUT If-Match of the ETag it returned) with w goroutines, each on
+// its own key, for d.
+func rawRate(ctx context.Context, srv *s3local.Server, w int, d time.Duration) (float64, error) {
+	s := srv.Store(prefix())
+	var pairs atomic.Int64
+	var firstErr error
+	var once sync.Once
+	var wg sync.WaitGroup
+	stop := time.Now().Add(d)
+	start := time.Now()
+	for i := 0; i < w; i++ {
+		key := fmt.Sprintf("raw/%d", i)
+		if _, err := s.PutIfAbsent(ctx, key, []byte(`{"v":0}`)); err != nil {
+			return 0, err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for v := 1; time.Now().Before(stop); v++ {
+				obj, err := s.Get(ctx, key)
+				if err == nil {
+					_, err = s.PutIfMatch(ctx, key, []byte(fmt.Sprintf(`{"v":%d}`, v)), obj.ETag)
+				}
+				if err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+				pairs.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return 0, firstErr
+	}
+	return float64(pairs.Load()) / time.Since(start).Seconds(), nil
+}
