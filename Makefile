@@ -25,10 +25,9 @@ vet:
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
-## versitygw: install the real S3 gateway the tests run against (pinned, into .bin/)
-versitygw: $(VERSITYGW)
-$(VERSITYGW):
-	bash scripts/install-versitygw
+## versitygw: install the real S3 gateway the tests run against (pinned, into .bin/; idempotent)
+versitygw:
+	@bash scripts/install-versitygw >/dev/null
 
 ## dev: the whole queue locally (arrives with the HTTP API; see README)
 dev:

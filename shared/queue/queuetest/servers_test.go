@@ -1,40 +1,19 @@
 package queuetest_test
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/s3q/s3q/shared/queue/queuetest"
-	"github.com/s3q/s3q/shared/s3local"
 	"github.com/s3q/s3q/shared/s3local/s3localtest"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/memstore"
 )
 
 // The servers every test of the package shares, started once by TestMain.
-var gofakes3, versitygw *s3local.Server
+var servers s3localtest.Servers
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var err error
-	if gofakes3, err = s3local.StartGoFakeS3(s3local.GoFakeS3Options{}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer gofakes3.Close()
-	if versitygw, err = s3local.StartVersityGW(ctx, ""); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer versitygw.Close()
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(s3localtest.Main(m, &servers)) }
 
 func TestConformanceMem(t *testing.T) {
 	queuetest.Run(t, queuetest.Factory{
@@ -46,13 +25,13 @@ func TestConformanceMem(t *testing.T) {
 func TestConformanceGoFakeS3(t *testing.T) {
 	queuetest.Run(t, queuetest.Factory{
 		Name: "gofakes3", Real: true,
-		New: func(t testing.TB) store.Store { return s3localtest.NewStore(t, gofakes3) },
+		New: func(t testing.TB) store.Store { return s3localtest.NewStore(t, servers.GoFakeS3) },
 	})
 }
 
 func TestConformanceVersityGW(t *testing.T) {
 	queuetest.Run(t, queuetest.Factory{
 		Name: "versitygw", Real: true,
-		New: func(t testing.TB) store.Store { return s3localtest.NewStore(t, versitygw) },
+		New: func(t testing.TB) store.Store { return s3localtest.NewStore(t, servers.VersityGW) },
 	})
 }
