@@ -81,8 +81,9 @@ func main() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Printf("bench throughput server=versitygw workers=%d tasks_per_s=%.1f raw_ops_per_s=%.1f bound_ratio=%.2f requests_per_task=%.2f\n",
-			w, tps, raw, tps*rpt/(2*raw), rpt)
+		fmt.Fprintf(os.Stderr, "bench: workers=%d drained with %.2f requests per task\n", w, rpt)
+		fmt.Printf("bench throughput server=versitygw workers=%d tasks_per_s=%.1f raw_ops_per_s=%.1f bound_ratio=%.2f\n",
+			w, tps, raw, tps*rpt/(2*raw))
 	}
 }
 
