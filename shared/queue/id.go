@@ -2,6 +2,7 @@ package queue
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"time"
@@ -12,6 +13,21 @@ import (
 func NewID(now time.Time) string {
 	var b [16]byte
 	_, _ = rand.Read(b[6:])
+	return formatID(now, b)
+}
+
+// DerivedID returns the UUIDv7 for a name at a time: the same (at, name)
+// always gives the same id, and its timestamp is at. A schedule derives the
+// id of the task it fires at a cron time from (schedule id, fire time), so
+// that a retried or racing fire can never make a second task.
+func DerivedID(at time.Time, name string) string {
+	sum := sha256.Sum256([]byte(name + "\x00" + at.UTC().Format(time.RFC3339Nano)))
+	var b [16]byte
+	copy(b[6:], sum[:10])
+	return formatID(at, b)
+}
+
+func formatID(now time.Time, b [16]byte) string {
 	var ms [8]byte
 	binary.BigEndian.PutUint64(ms[:], uint64(now.UnixMilli()))
 	copy(b[0:6], ms[2:8])

@@ -89,3 +89,16 @@ func TestDedupKeyIsHashedIntoTheKey(t *testing.T) {
 		t.Fatalf("DedupKey = %s", k)
 	}
 }
+
+func TestDerivedIDIsStableAndValid(t *testing.T) {
+	a, b := DerivedID(kt0, "sched-1"), DerivedID(kt0, "sched-1")
+	if a != b || ValidateID(a) != nil {
+		t.Fatalf("DerivedID not stable or not valid: %s %s", a, b)
+	}
+	if DerivedID(kt0, "sched-2") == a || DerivedID(kt0.Add(time.Minute), "sched-1") == a {
+		t.Fatal("different inputs gave the same id")
+	}
+	if !idTime(a).Equal(kt0) {
+		t.Fatalf("timestamp %s", idTime(a))
+	}
+}

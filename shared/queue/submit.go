@@ -14,6 +14,13 @@ import (
 // SubmitRequest is one task to submit. It is also the JSON body of
 // POST /tasks; unknown fields are the API layer's to reject.
 type SubmitRequest struct {
+	// ID, when set, is the id the task must have instead of a fresh one:
+	// a valid UUIDv7 (see DerivedID). It is not part of the HTTP API. A
+	// task with that id that already exists is returned with Deduplicated
+	// set, whatever its status, so one id can never make two tasks: that
+	// is how a schedule fires exactly once per cron time.
+	ID string `json:"-"`
+
 	// TaskType names the handler. Required: 1-128 of A-Z a-z 0-9 _ . : -.
 	TaskType string `json:"task_type"`
 	// Queue is the named queue. Defaults to "default".
@@ -86,6 +93,12 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 		}
 	}
 	if err := q.create(ctx, &t); err != nil {
+		if req.ID != "" && errors.Is(err, store.ErrPrecondition) {
+			existing, _, lerr := q.load(ctx, t.ID)
+			if lerr == nil {
+				return SubmitResult{Task: existing, Deduplicated: true}, nil
+			}
+		}
 		return SubmitResult{}, err
 	}
 	return SubmitResult{Task: t}, nil
@@ -214,8 +227,15 @@ func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Ta
 		}
 	}
 
+	id := q.opts.NewID(now)
+	if req.ID != "" {
+		if err := ValidateID(req.ID); err != nil {
+			return Task{}, err
+		}
+		id = req.ID
+	}
 	t := Task{
-		ID:              q.opts.NewID(now),
+		ID:              id,
 		Queue:           req.Queue,
 		TaskType:        req.TaskType,
 		Status:          StatusPending,

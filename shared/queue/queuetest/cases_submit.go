@@ -267,3 +267,27 @@ func (s staticDefaults) TaskTypeDefaults(_ context.Context, taskType string, _ t
 	d, ok := s[taskType]
 	return d, ok, nil
 }
+
+func runSubmitWithID(t *testing.T, f Factory) {
+	t.Run("a_given_id_makes_at_most_one_task_even_after_the_first_finished", func(t *testing.T) {
+		e := newEnv(t, f)
+		id := queue.DerivedID(t0, "schedule-a")
+		first, err := e.q.Submit(ctx, queue.SubmitRequest{ID: id, TaskType: "tick"}, t0)
+		if err != nil || first.Task.ID != id || first.Deduplicated {
+			t.Fatalf("first: %+v %v", first, err)
+		}
+		c := e.claimOne(t0)
+		if _, err := e.q.Complete(ctx, c.Task.ID, c.Lease.Token, nil, t0); err != nil {
+			t.Fatal(err)
+		}
+		again, err := e.q.Submit(ctx, queue.SubmitRequest{ID: id, TaskType: "tick"}, t0.Add(time.Minute))
+		if err != nil || !again.Deduplicated || again.Task.Status != queue.StatusCompleted {
+			t.Fatalf("again: dedup=%v status=%s err=%v", again.Deduplicated, again.Task.Status, err)
+		}
+		if n := len(e.keys("tasks/")); n != 1 {
+			t.Fatalf("%d tasks", n)
+		}
+		_, err = e.q.Submit(ctx, queue.SubmitRequest{ID: "not-an-id", TaskType: "tick"}, t0)
+		wantField(t, err, "id")
+	})
+}

@@ -33,7 +33,7 @@ type Factory struct {
 
 // Run runs every case against f.
 func Run(t *testing.T, f Factory) {
-	t.Run("submit", func(t *testing.T) { runSubmit(t, f) })
+	t.Run("submit", func(t *testing.T) { runSubmit(t, f); runSubmitWithID(t, f) })
 	t.Run("claim", func(t *testing.T) { runClaim(t, f) })
 	t.Run("lease", func(t *testing.T) { runLease(t, f) })
 	t.Run("cancel_retry_expire", func(t *testing.T) { runCancel(t, f) })
