@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/s3q/s3q/shared/worker"
+)
+
+func init() {
+	var types, queueName, execCmd, workerID string
+	var concurrency int
+	var lease durationFlag
+	register(&command{
+		name: "worker", summary: "run a worker that executes a command per task",
+		details: `Claims tasks of the given types and runs --exec for each (through sh -c):
+the task's input is on its stdin, its stdout is the task's output (JSON as is,
+anything else as a JSON string), and a non-zero exit fails the attempt (it is
+retried with backoff while attempts remain; exit code 3 fails it for good).
+The command sees S3Q_TASK_ID, S3Q_TASK_TYPE, S3Q_ATTEMPT and S3Q_EXPIRES_AT,
+and is killed if the lease is lost or the task is cancelled. SIGTERM or
+Ctrl-C stops claiming and lets running commands finish (up to 30s).
+
+Example:
+  s3q worker --type email.send --exec 'jq -r .to | xargs ./send-mail'`,
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&types, "type", "", "task `types` to run, comma-separated (required)")
+			fs.StringVar(&types, "t", "", "")
+			fs.StringVar(&execCmd, "exec", "", "`command` to run per task (required)")
+			fs.StringVar(&queueName, "queue", "", "queue to claim from (default \"default\")")
+			fs.IntVar(&concurrency, "concurrency", 1, "tasks to run at once")
+			fs.Var(&lease, "lease", "lease length per claim and heartbeat (default: each task's timeout)")
+			fs.StringVar(&workerID, "id", "", "worker `id` recorded on tasks (default host-pid)")
+		},
+		run: func(ctx context.Context, e *env, args []string) error {
+			if len(args) != 0 {
+				return usageErr("worker takes no arguments")
+			}
+			if types == "" || execCmd == "" {
+				return usageErr("--type and --exec are required")
+			}
+			c, err := newClient(ctx, e)
+			if err != nil {
+				return err
+			}
+			log := slog.New(slog.NewJSONHandler(e.stderr, nil))
+			w := worker.New(c, worker.Options{Queue: queueName, Concurrency: concurrency, LeaseFor: lease.d, WorkerID: workerID, Logger: log})
+			h := execHandler(execCmd)
+			for _, t := range strings.Split(types, ",") {
+				w.Handle(strings.TrimSpace(t), h)
+			}
+			log.Info("worker started", "types", types, "url", e.url, "concurrency", concurrency)
+			return w.Run(ctx)
+		},
+	})
+}
+
+// execHandler runs a shell command per task.
+func execHandler(command string) worker.Handler {
+	return func(ctx context.Context, t *worker.Task) (json.RawMessage, error) {
+		cmd := exec.CommandContext(ctx, "sh", "-c", command)
+		cmd.Stdin = bytes.NewReader(t.Input)
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		cmd.Env = append(os.Environ(),
+			"S3Q_TASK_ID="+t.ID, "S3Q_TASK_TYPE="+t.TaskType, "S3Q_ATTEMPT="+strconv.Itoa(t.Attempt))
+		if t.ExpiresAt != nil {
+			cmd.Env = append(cmd.Env, "S3Q_EXPIRES_AT="+t.ExpiresAt.UTC().Format(time.RFC3339Nano))
+		}
+		err := cmd.Run()
+		if err != nil {
+			msg := strings.TrimSpace(errOut.String())
+			if len(msg) > 2000 {
+				msg = msg[len(msg)-2000:]
+			}
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				err = fmt.Errorf("exit %d: %s", exit.ExitCode(), msg)
+				if exit.ExitCode() == 3 {
+					return nil, worker.Permanent(err)
+				}
+			}
+			return nil, err
+		}
+		raw := bytes.TrimSpace(out.Bytes())
+		if len(raw) == 0 {
+			return nil, nil
+		}
+		if json.Valid(raw) {
+			return raw, nil
+		}
+		return json.Marshal(string(raw))
+	}
+}

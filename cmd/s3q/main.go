@@ -1,0 +1,207 @@
+// Command s3q is the command line of s3q: submit and inspect tasks, run a
+// worker, run the whole queue locally (s3q dev) and invoke the Lambda
+// handlers with sample events. Run `s3q help` for the commands.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// command is one subcommand.
+type command struct {
+	name    string
+	args    string // e.g. "ID"
+	summary string
+	details string
+	flags   func(fs *flag.FlagSet) // defines the command's flags
+	run     func(ctx context.Context, env *env, args []string) error
+}
+
+// env is what every command gets: global flags and where to print.
+type env struct {
+	stdout, stderr io.Writer
+	stdin          io.Reader
+	url            string
+	output         string // text or json
+}
+
+var commands = map[string]*command{}
+
+func register(c *command) { commands[c.name] = c }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// errUsage marks an error the user fixes by reading the help.
+var errUsage = errors.New("usage")
+
+func usageErr(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+}
+
+// run is main without the process: it returns the exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		if len(args) > 1 {
+			if c, ok := commands[args[1]]; ok {
+				printCommandHelp(stdout, c)
+				return 0
+			}
+		}
+		printHelp(stdout)
+		return 0
+	}
+	if args[0] == "version" || args[0] == "--version" {
+		fmt.Fprintln(stdout, "s3q", version)
+		return 0
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "s3q: unknown command %q\n\n", args[0])
+		printHelp(stderr)
+		return 2
+	}
+	e := &env{stdout: stdout, stderr: stderr, stdin: stdin}
+	fs := flag.NewFlagSet("s3q "+c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	defaultURL := os.Getenv("S3Q_URL")
+	if defaultURL == "" {
+		defaultURL = "http://127.0.0.1:8080"
+	}
+	fs.StringVar(&e.url, "url", defaultURL, "")
+	fs.StringVar(&e.output, "output", "text", "")
+	fs.StringVar(&e.output, "o", "text", "")
+	if c.flags != nil {
+		c.flags(fs)
+	}
+	pos, err := parseInterleaved(fs, args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		printCommandHelp(stdout, c)
+		return 0
+	}
+	if err == nil && e.output != "text" && e.output != "json" {
+		err = usageErr("--output must be text or json, not %q", e.output)
+	}
+	if err == nil {
+		err = c.run(ctx, e, pos)
+	}
+	if err != nil {
+		if errors.Is(err, errUsage) || strings.HasPrefix(err.Error(), "flag provided") || strings.Contains(err.Error(), "invalid value") {
+			fmt.Fprintf(stderr, "s3q %s: %s\n\nRun 's3q %s --help' for usage.\n", c.name, strings.TrimPrefix(err.Error(), "usage: "), c.name)
+			return 2
+		}
+		fmt.Fprintf(stderr, "s3q %s: %v\n", c.name, err)
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			fmt.Fprintf(stderr, "\nNo s3q API answers at %s. Start one with 'make dev' (or 's3q dev'), or point --url / S3Q_URL at yours.\n", e.url)
+		}
+		return 1
+	}
+	return 0
+}
+
+// parseInterleaved parses flags wherever they appear among the positional
+// arguments ("s3q status ID --output json").
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if rest[0] == "--" {
+			return append(pos, rest[1:]...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+const version = "0.1.0"
+
+func printHelp(w io.Writer) {
+	fmt.Fprint(w, `s3q — a serverless task queue whose only state is one S3 bucket.
+
+Usage:
+  s3q <command> [arguments] [flags]
+
+Commands:
+`)
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprint(w, `
+Global flags:
+  --url URL        the s3q API (default $S3Q_URL or http://127.0.0.1:8080);
+                   requests to *.amazonaws.com are signed with AWS SigV4
+  -o, --output F   text (default) or json
+
+Durations accept s, m, h and d: 90s, 30m, 1h, 7d, 1d12h.
+Times are RFC 3339: 2026-01-28T09:00:00Z.
+
+Run 's3q <command> --help' for a command's flags.
+`)
+}
+
+func printCommandHelp(w io.Writer, c *command) {
+	fmt.Fprintf(w, "s3q %s — %s\n\nUsage:\n  s3q %s %s[flags]\n", c.name, c.summary, c.name, withSpace(c.args))
+	if c.details != "" {
+		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.details))
+	}
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	if c.flags != nil {
+		c.flags(fs)
+	}
+	// An alias (-t for --type) shares its flag's Value and has no usage.
+	aliases := map[flag.Value]string{}
+	fs.VisitAll(func(f *flag.Flag) {
+		if f.Usage == "" {
+			aliases[f.Value] = "-" + f.Name
+		}
+	})
+	var lines []string
+	fs.VisitAll(func(f *flag.Flag) {
+		if f.Usage == "" {
+			return
+		}
+		arg, usage := flag.UnquoteUsage(f)
+		name := "--" + f.Name
+		if a, ok := aliases[f.Value]; ok {
+			name = a + ", " + name
+		}
+		if arg != "" {
+			name += " " + strings.ToUpper(arg)
+		}
+		lines = append(lines, fmt.Sprintf("  %-24s %s", name, usage))
+	})
+	if len(lines) > 0 {
+		fmt.Fprintf(w, "\nFlags:\n%s\n", strings.Join(lines, "\n"))
+	}
+	fmt.Fprint(w, "\nGlobal flags: --url URL, -o/--output text|json (see 's3q help').\n")
+}
+
+func withSpace(s string) string {
+	if s == "" {
+		return ""
+	}
+	return s + " "
+}

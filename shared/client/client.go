@@ -1,0 +1,160 @@
+// Package client speaks the s3q HTTP API (DESIGN.md §8) from Go: the
+// server's JSON in and out, errors as *Error values that match the queue's
+// sentinels with errors.Is, and AWS SigV4 signing when the API is behind
+// API Gateway with IAM auth.
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/config"
+)
+
+// Options configure a Client. The zero value talks unsigned HTTP with
+// http.DefaultClient, which is right for `s3q dev` on localhost.
+type Options struct {
+	// HTTPClient sends the requests. Defaults to a client with a 60s
+	// timeout (longer than the longest long-poll).
+	HTTPClient *http.Client
+	// SigV4 signs every request for API Gateway IAM auth ("execute-api").
+	// Defaults to true when the base URL's host ends in amazonaws.com.
+	SigV4 *bool
+	// Region for SigV4. Defaults to the region in an execute-api host
+	// name, then the AWS config's region.
+	Region string
+	// Credentials for SigV4. Defaults to the AWS default credential chain.
+	Credentials aws.CredentialsProvider
+	// UserAgent is sent with every request. Defaults to "s3q-client".
+	UserAgent string
+}
+
+// Client calls one s3q API. It is safe for concurrent use.
+type Client struct {
+	base   *url.URL
+	http   *http.Client
+	ua     string
+	sign   bool
+	region string
+	creds  aws.CredentialsProvider
+	signer *v4.Signer
+}
+
+// New returns a client for the API at baseURL (e.g. http://127.0.0.1:8080
+// or https://abc.execute-api.eu-west-1.amazonaws.com). Loading AWS
+// credentials, when signing, uses ctx.
+func New(ctx context.Context, baseURL string, opts Options) (*Client, error) {
+	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("client: base URL %q: want http(s)://host[:port][/stage]", baseURL)
+	}
+	c := &Client{base: u, http: opts.HTTPClient, ua: opts.UserAgent, region: opts.Region, creds: opts.Credentials}
+	if c.http == nil {
+		c.http = &http.Client{Timeout: 60 * time.Second}
+	}
+	if c.ua == "" {
+		c.ua = "s3q-client"
+	}
+	c.sign = strings.HasSuffix(u.Hostname(), ".amazonaws.com")
+	if opts.SigV4 != nil {
+		c.sign = *opts.SigV4
+	}
+	if c.sign {
+		if c.region == "" {
+			c.region = regionFromHost(u.Hostname())
+		}
+		if c.creds == nil || c.region == "" {
+			cfg, err := config.LoadDefaultConfig(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("client: load AWS config for SigV4: %w", err)
+			}
+			if c.creds == nil {
+				c.creds = cfg.Credentials
+			}
+			if c.region == "" {
+				c.region = cfg.Region
+			}
+		}
+		if c.region == "" {
+			return nil, errors.New("client: SigV4 needs a region: set Options.Region or AWS_REGION")
+		}
+		c.signer = v4.NewSigner()
+	}
+	return c, nil
+}
+
+// regionFromHost reads the region of {api}.execute-api.{region}.amazonaws.com.
+func regionFromHost(host string) string {
+	parts := strings.Split(host, ".")
+	for i, p := range parts {
+		if p == "execute-api" && i+1 < len(parts) {
+			return parts[i+1]
+		}
+	}
+	return ""
+}
+
+// do sends one request with a JSON body (nil for none) and decodes a JSON
+// answer into out (nil to discard). It returns the HTTP status. A status
+// of 400 or more is returned as an *Error.
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, body, out any) (int, error) {
+	var payload []byte
+	if body != nil {
+		var err error
+		if payload, err = json.Marshal(body); err != nil {
+			return 0, fmt.Errorf("client: encode request: %w", err)
+		}
+	}
+	u := *c.base
+	u.Path = c.base.Path + path
+	u.RawQuery = query.Encode()
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(payload))
+	if err != nil {
+		return 0, fmt.Errorf("client: %w", err)
+	}
+	req.Header.Set("User-Agent", c.ua)
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.sign {
+		creds, err := c.creds.Retrieve(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("client: AWS credentials: %w", err)
+		}
+		sum := sha256.Sum256(payload)
+		if err := c.signer.SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "execute-api", c.region, time.Now()); err != nil {
+			return 0, fmt.Errorf("client: sign request: %w", err)
+		}
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("client: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return resp.StatusCode, fmt.Errorf("client: read %s %s: %w", method, path, err)
+	}
+	if resp.StatusCode >= 400 {
+		return resp.StatusCode, decodeError(resp, raw)
+	}
+	if out != nil && len(raw) > 0 && resp.StatusCode != http.StatusNoContent {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return resp.StatusCode, fmt.Errorf("client: decode %s %s answer: %w", method, path, err)
+		}
+	}
+	return resp.StatusCode, nil
+}

@@ -1,0 +1,352 @@
+// Package worker runs task handlers: it claims tasks of the types it has
+// handlers for, heartbeats before each lease runs out, gives the handler a
+// context that is cancelled when the lease is lost or a cancel is
+// requested, completes or fails the task by the handler's result, backs
+// off when idle, and on shutdown stops claiming, lets running handlers
+// finish, and hands back any task it could not finish so nothing is lost.
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/s3q/s3q/shared/client"
+	"github.com/s3q/s3q/shared/queue"
+)
+
+// API is what a worker needs from the queue: *client.Client implements it.
+type API interface {
+	Claim(ctx context.Context, req client.ClaimRequest) ([]client.Claimed, error)
+	Heartbeat(ctx context.Context, l client.Lease, leaseFor time.Duration) (client.Claimed, error)
+	Complete(ctx context.Context, l client.Lease, output json.RawMessage) (client.Task, error)
+	Fail(ctx context.Context, l client.Lease, msg string, retryable bool) (client.Task, error)
+	Reschedule(ctx context.Context, l client.Lease, delay, extend time.Duration) (client.Task, error)
+	AckCancel(ctx context.Context, l client.Lease) (client.Task, error)
+}
+
+var _ API = (*client.Client)(nil)
+
+// Handler does the work of one task and returns its output (JSON, nil for
+// none) or an error: a plain error is retried while attempts remain,
+// Permanent(err) is not, and Reschedule(...) puts the task back for later.
+// ctx is cancelled when the lease is lost or a cancel is requested
+// (context.Cause tells which: ErrLeaseLost, ErrCancelRequested).
+type Handler func(ctx context.Context, t *Task) (json.RawMessage, error)
+
+// Causes of a handler context's cancellation.
+var (
+	ErrLeaseLost       = errors.New("worker: lease lost")
+	ErrCancelRequested = errors.New("worker: cancel requested")
+	ErrShutdown        = errors.New("worker: shutting down")
+)
+
+// Task is the task a handler works on.
+type Task struct {
+	client.Task
+	Lease client.Lease
+	now   func() time.Time
+}
+
+// Remaining returns the time left until the task's deadline (expires_at),
+// and false when it has none. A running task is never stopped by its
+// deadline; a handler may read this and give up early.
+func (t *Task) Remaining() (time.Duration, bool) { return t.Task.Task.Remaining(t.now()) }
+
+// ShouldAbort reports whether less than margin is left until the task's
+// deadline (false when it has none).
+func (t *Task) ShouldAbort(margin time.Duration) bool {
+	left, ok := t.Remaining()
+	return ok && left < margin
+}
+
+// Options tune a Worker.
+type Options struct {
+	// Queue to claim from. Defaults to "default".
+	Queue string
+	// WorkerID is recorded on claimed tasks. Defaults to host-pid.
+	WorkerID string
+	// Concurrency is how many tasks run at once. Defaults to 1.
+	Concurrency int
+	// LeaseFor is the lease asked for at claim and on each heartbeat.
+	// Defaults to 0: each task's own timeout.
+	LeaseFor time.Duration
+	// IdleBackoff is the first wait after a claim finds nothing; it doubles
+	// up to MaxIdleBackoff. Defaults to 1s and 30s: an idle worker makes one
+	// claim (one LIST per index prefix) every 30s and sees new work within 30s.
+	IdleBackoff, MaxIdleBackoff time.Duration
+	// ShutdownGrace is how long running handlers may finish after the Run
+	// context is cancelled; then they are cancelled and their tasks handed
+	// back. Defaults to 30s.
+	ShutdownGrace time.Duration
+	// Logger for structured logs. Defaults to slog.Default().
+	Logger *slog.Logger
+	// Now is the clock handlers see through Task.Remaining. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// Worker claims and runs tasks. Register handlers with Handle, then Run.
+type Worker struct {
+	api      API
+	opts     Options
+	handlers map[string]Handler
+	log      *slog.Logger
+}
+
+// New returns a worker over api.
+func New(api API, opts Options) *Worker {
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 1
+	}
+	if opts.WorkerID == "" {
+		host, _ := os.Hostname()
+		opts.WorkerID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if opts.IdleBackoff <= 0 {
+		opts.IdleBackoff = time.Second
+	}
+	if opts.MaxIdleBackoff <= 0 {
+		opts.MaxIdleBackoff = 30 * time.Second
+	}
+	if opts.ShutdownGrace <= 0 {
+		opts.ShutdownGrace = 30 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Worker{api: api, opts: opts, handlers: map[string]Handler{}, log: opts.Logger}
+}
+
+// Handle registers the handler of a task type.
+func (w *Worker) Handle(taskType string, h Handler) { w.handlers[taskType] = h }
+
+// Run claims and runs tasks until ctx is cancelled (SIGTERM, say), then
+// stops claiming, waits up to ShutdownGrace for running handlers, cancels
+// the rest and hands their tasks back (reschedule, available at once).
+// It returns nil after a clean shutdown.
+func (w *Worker) Run(ctx context.Context) error {
+	if len(w.handlers) == 0 {
+		return errors.New("worker: no handlers registered")
+	}
+	types := make([]string, 0, len(w.handlers))
+	for t := range w.handlers {
+		types = append(types, t)
+	}
+	sort.Strings(types)
+
+	// Handlers run under their own context, cancelled only ShutdownGrace
+	// after ctx, so a SIGTERM lets running work finish.
+	work, cancelWork := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancelWork(nil)
+	slots := make(chan struct{}, w.opts.Concurrency)
+	var running sync.WaitGroup
+	backoff := time.Duration(0)
+
+	for ctx.Err() == nil {
+		// Wait for a free slot.
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			continue
+		}
+		free := 1
+		for len(slots) < cap(slots) {
+			slots <- struct{}{}
+			free++
+		}
+		cs, err := w.api.Claim(ctx, client.ClaimRequest{
+			Queue: w.opts.Queue, TaskTypes: types, LeaseFor: w.opts.LeaseFor, WorkerID: w.opts.WorkerID, MaxTasks: free,
+		})
+		for i := len(cs); i < free; i++ {
+			<-slots
+		}
+		if err != nil && ctx.Err() == nil {
+			w.log.Warn("claim failed", "error", err)
+		}
+		if len(cs) == 0 || err != nil {
+			backoff = nextBackoff(backoff, w.opts.IdleBackoff, w.opts.MaxIdleBackoff)
+			sleep(ctx, backoff)
+			continue
+		}
+		backoff = 0
+		for _, c := range cs {
+			running.Add(1)
+			go func() {
+				defer func() { <-slots; running.Done() }()
+				w.run(work, c)
+			}()
+		}
+	}
+
+	w.log.Info("worker stopping: no new claims; waiting for running tasks", "grace", w.opts.ShutdownGrace.String())
+	done := make(chan struct{})
+	go func() { running.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(w.opts.ShutdownGrace):
+		cancelWork(ErrShutdown)
+		<-done
+	}
+	return nil
+}
+
+func nextBackoff(cur, first, max time.Duration) time.Duration {
+	if cur == 0 {
+		return first
+	}
+	if cur *= 2; cur > max {
+		cur = max
+	}
+	return cur
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// run works one claimed task to its end.
+func (w *Worker) run(parent context.Context, c client.Claimed) {
+	log := w.log.With("task_id", c.Task.ID, "task_type", c.Task.TaskType, "attempt", c.Task.Attempt)
+	h := w.handlers[c.Task.TaskType]
+	// Lease operations outlive a cancelled handler context.
+	opCtx := context.WithoutCancel(parent)
+	if h == nil { // the claim filters by type; this is a safety net
+		_, _ = w.api.Fail(opCtx, c.Lease, "no handler for task type "+c.Task.TaskType, true)
+		return
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	task := &Task{Task: c.Task, Lease: c.Lease, now: w.opts.Now}
+
+	stopBeat := make(chan struct{})
+	beatDone := make(chan struct{})
+	go func() {
+		defer close(beatDone)
+		w.heartbeat(opCtx, task, stopBeat, cancel, log)
+	}()
+	start := time.Now()
+	out, err := safeCall(ctx, h, task)
+	close(stopBeat)
+	<-beatDone
+
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, ErrLeaseLost):
+		log.Warn("lease lost; result dropped", "error", err)
+		return
+	case errors.Is(cause, ErrCancelRequested):
+		if _, aerr := w.api.AckCancel(opCtx, task.Lease); aerr != nil {
+			log.Warn("cancel acknowledgement failed", "error", aerr)
+		}
+		log.Info("task cancelled on request")
+		return
+	case errors.Is(cause, ErrShutdown):
+		if _, rerr := w.api.Reschedule(opCtx, task.Lease, 0, 0); rerr != nil {
+			log.Warn("handing back on shutdown failed; the lease will run out", "error", rerr)
+		} else {
+			log.Info("task handed back on shutdown")
+		}
+		return
+	}
+	var res *rescheduleError
+	switch {
+	case err == nil:
+		_, err = w.api.Complete(opCtx, task.Lease, out)
+		if err != nil {
+			log.Warn("complete failed", "error", err)
+			return
+		}
+		log.Info("task completed", "duration_ms", time.Since(start).Milliseconds())
+	case errors.As(err, &res):
+		if _, rerr := w.api.Reschedule(opCtx, task.Lease, res.delay, res.extend); rerr != nil {
+			log.Warn("reschedule failed", "error", rerr)
+		}
+	default:
+		retryable := !IsPermanent(err)
+		if _, ferr := w.api.Fail(opCtx, task.Lease, err.Error(), retryable); ferr != nil {
+			log.Warn("fail failed", "error", ferr)
+			return
+		}
+		log.Info("task failed", "error", err.Error(), "retryable", retryable)
+	}
+}
+
+// heartbeat extends the lease at a third of its length until stop, and
+// cancels the handler when the lease is lost or a cancel is requested.
+func (w *Worker) heartbeat(ctx context.Context, t *Task, stop <-chan struct{}, cancel context.CancelCauseFunc, log *slog.Logger) {
+	for {
+		left := time.Until(t.Lease.ExpiresAt)
+		interval := left / 3
+		if interval < 100*time.Millisecond {
+			interval = 100 * time.Millisecond
+		}
+		select {
+		case <-stop:
+			return
+		case <-time.After(interval):
+		}
+		hb, err := w.api.Heartbeat(ctx, t.Lease, w.opts.LeaseFor)
+		switch {
+		case errors.Is(err, queue.ErrLeaseExpired), errors.Is(err, queue.ErrLeaseMismatch), errors.Is(err, queue.ErrNotRunning), errors.Is(err, queue.ErrNotFound):
+			cancel(ErrLeaseLost)
+			return
+		case err != nil:
+			log.Warn("heartbeat failed; retrying", "error", err)
+			continue
+		}
+		t.Lease = hb.Lease
+		if hb.Task.CancelRequested {
+			cancel(ErrCancelRequested)
+			return
+		}
+	}
+}
+
+// safeCall runs a handler, turning a panic into a failure.
+func safeCall(ctx context.Context, h Handler, t *Task) (out json.RawMessage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("handler panicked: %v", r)
+		}
+	}()
+	return h(ctx, t)
+}
+
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// Permanent marks err as not worth retrying: the task goes straight to
+// failed (the dead-letter state).
+func Permanent(err error) error { return &permanentError{err: err} }
+
+// IsPermanent reports whether err was marked with Permanent.
+func IsPermanent(err error) bool {
+	var p *permanentError
+	return errors.As(err, &p)
+}
+
+type rescheduleError struct{ delay, extend time.Duration }
+
+func (e *rescheduleError) Error() string { return "reschedule in " + queue.FormatDuration(e.delay) }
+
+// Reschedule, returned by a handler, puts the task back to run again after
+// delay without using up an attempt, moving its deadline extend later.
+func Reschedule(delay, extend time.Duration) error {
+	return &rescheduleError{delay: delay, extend: extend}
+}
