@@ -69,7 +69,10 @@ func (q *Queue) next(ctx context.Context, prefix string, now time.Time, filter t
 	for {
 		q.mu.Lock()
 		b := q.bufs[prefix]
-		fresh := b != nil && b.valid && !now.Before(b.listedAt) && (q.opts.ListCacheFor < 0 || now.Sub(b.listedAt) < q.opts.ListCacheFor)
+		// A listing is fresh when this claim made it, or when it is younger
+		// than ListCacheFor (negative: never).
+		fresh := b != nil && b.valid && (*pages > 0 ||
+			q.opts.ListCacheFor >= 0 && !now.Before(b.listedAt) && now.Sub(b.listedAt) < q.opts.ListCacheFor)
 		if b != nil && fresh {
 			if m, ok := q.popLocked(b, now, filter); ok {
 				q.mu.Unlock()

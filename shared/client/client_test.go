@@ -1,0 +1,191 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/s3q/s3q/shared/api"
+	"github.com/s3q/s3q/shared/client"
+	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/s3local"
+	"github.com/s3q/s3q/shared/s3local/s3localtest"
+)
+
+var servers s3localtest.Servers
+
+func TestMain(m *testing.M) { os.Exit(s3localtest.Main(m, &servers)) }
+
+var ctx = context.Background()
+
+// newAPI serves the real API over a queue on srv and returns a client.
+func newAPI(t *testing.T, srv *s3local.Server) *client.Client {
+	t.Helper()
+	q := queue.New(s3localtest.NewStore(t, srv), queue.Options{})
+	ts := httptest.NewServer(api.New(q, api.Options{Logger: slog.New(slog.DiscardHandler)}))
+	t.Cleanup(ts.Close)
+	c, err := client.New(ctx, ts.URL, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestClientAgainstTheAPI(t *testing.T) {
+	for name, srv := range map[string]*s3local.Server{"gofakes3": servers.GoFakeS3, "versitygw": servers.VersityGW} {
+		t.Run(name, func(t *testing.T) {
+			c := newAPI(t, srv)
+
+			t.Run("a_task_goes_through_submit_claim_heartbeat_and_complete", func(t *testing.T) {
+				ttl := queue.Duration(time.Hour)
+				res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "c.one", Queue: "lifecycle", Input: []byte(`{"n":1}`), TTL: &ttl}})
+				if err != nil || res.Status != http.StatusCreated || res.Task.ID == "" {
+					t.Fatalf("submit: %+v %v", res, err)
+				}
+				if res.Task.ExpiresInSeconds == nil || *res.Task.ExpiresInSeconds < 3590 || res.Task.LeaseToken != "" {
+					t.Fatalf("submit answer: expires_in_seconds %v lease_token %q", res.Task.ExpiresInSeconds, res.Task.LeaseToken)
+				}
+				cs, err := c.Claim(ctx, client.ClaimRequest{Queue: "lifecycle", LeaseFor: time.Minute, WorkerID: "w"})
+				if err != nil || len(cs) != 1 || cs[0].Task.ID != res.Task.ID || cs[0].Lease.Token == "" {
+					t.Fatalf("claim: %+v %v", cs, err)
+				}
+				hb, err := c.Heartbeat(ctx, cs[0].Lease, 2*time.Minute)
+				if err != nil || !hb.Lease.ExpiresAt.After(cs[0].Lease.ExpiresAt) {
+					t.Fatalf("heartbeat: %+v %v", hb, err)
+				}
+				done, err := c.Complete(ctx, hb.Lease, []byte(`{"ok":true}`))
+				if err != nil || done.Status != queue.StatusCompleted || string(done.Output) != `{"ok":true}` {
+					t.Fatalf("complete: %+v %v", done, err)
+				}
+				got, err := c.Get(ctx, res.Task.ID)
+				if err != nil || got.Status != queue.StatusCompleted {
+					t.Fatalf("get: %+v %v", got, err)
+				}
+				vs, err := c.History(ctx, res.Task.ID)
+				if err != nil || len(vs) != 3 || vs[0].Task.Status != queue.StatusPending || vs[2].Task.Status != queue.StatusCompleted {
+					t.Fatalf("history: %d versions %v", len(vs), err)
+				}
+			})
+
+			t.Run("an_empty_claim_returns_no_tasks_and_no_error", func(t *testing.T) {
+				cs, err := c.Claim(ctx, client.ClaimRequest{Queue: "empty"})
+				if err != nil || len(cs) != 0 {
+					t.Fatalf("claim: %+v %v", cs, err)
+				}
+			})
+
+			t.Run("api_errors_match_the_queue_sentinels", func(t *testing.T) {
+				_, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "bad/type"}})
+				var apiErr *client.Error
+				if !errors.As(err, &apiErr) || apiErr.Status != 400 || apiErr.Field != "task_type" || !errors.Is(err, queue.ErrInvalidInput) {
+					t.Fatalf("bad submit: %v", err)
+				}
+				_, err = c.Get(ctx, queue.NewID(time.Now()))
+				if !errors.Is(err, queue.ErrNotFound) {
+					t.Fatalf("get unknown: %v", err)
+				}
+				res, _ := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "c.err", Queue: "errs"}})
+				cs, _ := c.Claim(ctx, client.ClaimRequest{Queue: "errs"})
+				if len(cs) != 1 {
+					t.Fatal("no claim")
+				}
+				bad := cs[0].Lease
+				bad.Token = "nope"
+				if _, err := c.Complete(ctx, bad, nil); !errors.Is(err, queue.ErrLeaseMismatch) {
+					t.Fatalf("wrong token: %v", err)
+				}
+				if _, err := c.Fail(ctx, cs[0].Lease, "boom", false); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := c.Complete(ctx, cs[0].Lease, nil); !errors.Is(err, queue.ErrNotRunning) {
+					t.Fatalf("complete a failed task: %v", err)
+				}
+				if tk, err := c.Retry(ctx, res.Task.ID); err != nil || tk.Status != queue.StatusPending {
+					t.Fatalf("retry: %v %v", tk.Status, err)
+				}
+				if tk, err := c.Expire(ctx, res.Task.ID); err != nil || tk.Status != queue.StatusExpired {
+					t.Fatalf("expire: %v %v", tk.Status, err)
+				}
+			})
+
+			t.Run("batch_and_list_page_through_tasks", func(t *testing.T) {
+				reqs := []queue.SubmitRequest{{TaskType: "b", Queue: "batch"}, {TaskType: "b/../x", Queue: "batch"}, {TaskType: "b", Queue: "batch"}}
+				items, err := c.SubmitBatch(ctx, reqs)
+				if err != nil || len(items) != 3 || items[0].Task == nil || items[1].Error == nil || items[1].Error.Field != "tasks[1].task_type" || items[2].Task == nil {
+					t.Fatalf("batch: %+v %v", items, err)
+				}
+				res, err := c.List(ctx, queue.ListRequest{Queue: "batch", Status: queue.StatusPending, Limit: 1})
+				if err != nil || len(res.Tasks) != 1 || res.NextCursor == "" {
+					t.Fatalf("list page 1: %+v %v", res, err)
+				}
+				res2, err := c.List(ctx, queue.ListRequest{Queue: "batch", Status: queue.StatusPending, Limit: 1, Cursor: res.NextCursor})
+				if err != nil || len(res2.Tasks) != 1 || res2.Tasks[0].ID == res.Tasks[0].ID {
+					t.Fatalf("list page 2: %+v %v", res2, err)
+				}
+			})
+
+			t.Run("cancel_of_a_running_task_is_seen_on_heartbeat_and_acknowledged", func(t *testing.T) {
+				res, _ := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "c", Queue: "cancel"}})
+				cs, _ := c.Claim(ctx, client.ClaimRequest{Queue: "cancel", LeaseFor: time.Minute})
+				if len(cs) != 1 {
+					t.Fatal("no claim")
+				}
+				if tk, err := c.Cancel(ctx, res.Task.ID); err != nil || !tk.CancelRequested {
+					t.Fatalf("cancel: %+v %v", tk, err)
+				}
+				hb, err := c.Heartbeat(ctx, cs[0].Lease, 0)
+				if err != nil || !hb.Task.CancelRequested {
+					t.Fatalf("heartbeat: %v %v", hb.Task.CancelRequested, err)
+				}
+				if tk, err := c.AckCancel(ctx, cs[0].Lease); err != nil || tk.Status != queue.StatusCancelled {
+					t.Fatalf("ack: %v %v", tk.Status, err)
+				}
+			})
+		})
+	}
+}
+
+func TestSigV4SignsRequestsForExecuteAPI(t *testing.T) {
+	var auth, date string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth, date = r.Header.Get("Authorization"), r.Header.Get("X-Amz-Date")
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"task":{"id":"x","status":"pending"}}`))
+	}))
+	defer ts.Close()
+	yes := true
+	c, err := client.New(ctx, ts.URL, client.Options{
+		SigV4: &yes, Region: "eu-west-1",
+		Credentials: aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(ctx, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/") || !strings.Contains(auth, "/eu-west-1/execute-api/aws4_request") || date == "" {
+		t.Fatalf("Authorization = %q, X-Amz-Date = %q", auth, date)
+	}
+	unsigned, _ := client.New(ctx, ts.URL, client.Options{})
+	if _, err := unsigned.Get(ctx, "x"); err != nil || auth != "" {
+		t.Fatalf("a localhost client signed its request: %q %v", auth, err)
+	}
+}
+
+func TestNewRejectsABadURL(t *testing.T) {
+	for _, u := range []string{"", "localhost:8080", "ftp://x", "http://"} {
+		if _, err := client.New(ctx, u, client.Options{}); err == nil {
+			t.Errorf("New(%q) accepted", u)
+		}
+	}
+}

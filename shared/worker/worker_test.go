@@ -1,0 +1,230 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/s3q/s3q/shared/api"
+	"github.com/s3q/s3q/shared/client"
+	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/s3local/s3localtest"
+	"github.com/s3q/s3q/shared/worker"
+)
+
+var servers s3localtest.Servers
+
+func TestMain(m *testing.M) { os.Exit(s3localtest.Main(m, &servers)) }
+
+var bg = context.Background()
+
+// setup serves the real API over versitygw with immediate retries and
+// returns a client and the queue behind it.
+func setup(t *testing.T) (*client.Client, *queue.Queue) {
+	t.Helper()
+	q := queue.New(s3localtest.NewStore(t, servers.VersityGW), queue.Options{
+		Backoff: func(int) time.Duration { return 0 }, ListCacheFor: -1,
+	})
+	ts := httptest.NewServer(api.New(q, api.Options{Logger: slog.New(slog.DiscardHandler)}))
+	t.Cleanup(ts.Close)
+	c, err := client.New(bg, ts.URL, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, q
+}
+
+func submit(t *testing.T, c *client.Client, req queue.SubmitRequest) string {
+	t.Helper()
+	res, err := c.Submit(bg, client.SubmitRequest{SubmitRequest: req})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Task.ID
+}
+
+// runUntil runs w until cond holds (or 20s pass), then stops it.
+func runUntil(t *testing.T, w *worker.Worker, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(bg)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatal("condition not met in 20s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func status(t *testing.T, c *client.Client, id string) func() bool {
+	return func() bool {
+		task, err := c.Get(bg, id)
+		return err == nil && task.Status.Terminal()
+	}
+}
+
+func fastOpts() worker.Options {
+	return worker.Options{IdleBackoff: 20 * time.Millisecond, MaxIdleBackoff: 50 * time.Millisecond, WorkerID: "test"}
+}
+
+func TestWorkerCompletesWithTheHandlersOutputAndSeesTheDeadline(t *testing.T) {
+	c, _ := setup(t)
+	ttl := queue.Duration(time.Hour)
+	id := submit(t, c, queue.SubmitRequest{TaskType: "echo", Input: []byte(`{"x":1}`), TTL: &ttl})
+	w := worker.New(c, fastOpts())
+	var left time.Duration
+	w.Handle("echo", func(ctx context.Context, task *worker.Task) (json.RawMessage, error) {
+		left, _ = task.Remaining()
+		if task.ShouldAbort(time.Minute) {
+			return nil, errors.New("too late")
+		}
+		return task.Input, nil
+	})
+	runUntil(t, w, status(t, c, id))
+	got, _ := c.Get(bg, id)
+	if got.Status != queue.StatusCompleted || string(got.Output) != `{"x":1}` {
+		t.Fatalf("task %s output %s", got.Status, got.Output)
+	}
+	if left < 59*time.Minute || left > time.Hour {
+		t.Fatalf("Remaining() = %s, want about 1h", left)
+	}
+}
+
+func TestAFailingHandlerIsRetriedThenDeadLettered(t *testing.T) {
+	c, _ := setup(t)
+	id := submit(t, c, queue.SubmitRequest{TaskType: "flaky", MaxAttempts: 3})
+	var calls atomic.Int32
+	w := worker.New(c, fastOpts())
+	w.Handle("flaky", func(context.Context, *worker.Task) (json.RawMessage, error) {
+		calls.Add(1)
+		return nil, errors.New("smtp 451")
+	})
+	runUntil(t, w, status(t, c, id))
+	got, _ := c.Get(bg, id)
+	if got.Status != queue.StatusFailed || got.LastError != "smtp 451" || calls.Load() != 3 {
+		t.Fatalf("status %s last_error %q calls %d", got.Status, got.LastError, calls.Load())
+	}
+}
+
+func TestAPermanentErrorFailsAtOnceAndAPanicIsAFailure(t *testing.T) {
+	c, _ := setup(t)
+	perm := submit(t, c, queue.SubmitRequest{TaskType: "perm", MaxAttempts: 5})
+	boom := submit(t, c, queue.SubmitRequest{TaskType: "boom", MaxAttempts: 1})
+	w := worker.New(c, fastOpts())
+	w.Handle("perm", func(context.Context, *worker.Task) (json.RawMessage, error) {
+		return nil, worker.Permanent(errors.New("bad address"))
+	})
+	w.Handle("boom", func(context.Context, *worker.Task) (json.RawMessage, error) { panic("oops") })
+	runUntil(t, w, func() bool { return status(t, c, perm)() && status(t, c, boom)() })
+	p, _ := c.Get(bg, perm)
+	b, _ := c.Get(bg, boom)
+	if p.Status != queue.StatusFailed || p.Attempt != 1 || b.Status != queue.StatusFailed || b.LastError == "" {
+		t.Fatalf("permanent: %s attempt %d; panic: %s %q", p.Status, p.Attempt, b.Status, b.LastError)
+	}
+}
+
+func TestACancelRequestCancelsTheHandlerAndIsAcknowledged(t *testing.T) {
+	c, _ := setup(t)
+	id := submit(t, c, queue.SubmitRequest{TaskType: "slow"})
+	w := worker.New(c, worker.Options{IdleBackoff: 20 * time.Millisecond, MaxIdleBackoff: 50 * time.Millisecond, LeaseFor: 600 * time.Millisecond})
+	started := make(chan struct{}, 1)
+	var cause atomic.Value
+	w.Handle("slow", func(ctx context.Context, _ *worker.Task) (json.RawMessage, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		cause.Store(context.Cause(ctx))
+		return nil, ctx.Err()
+	})
+	go func() {
+		<-started
+		_, _ = c.Cancel(bg, id)
+	}()
+	runUntil(t, w, status(t, c, id))
+	got, _ := c.Get(bg, id)
+	if got.Status != queue.StatusCancelled || cause.Load() != worker.ErrCancelRequested {
+		t.Fatalf("status %s cause %v", got.Status, cause.Load())
+	}
+}
+
+func TestAHandlerThatOutlivesItsLeaseLosesItWithoutCompleting(t *testing.T) {
+	c, q := setup(t)
+	id := submit(t, c, queue.SubmitRequest{TaskType: "stuck", MaxAttempts: 5})
+	w := worker.New(c, worker.Options{IdleBackoff: 20 * time.Millisecond, MaxIdleBackoff: 50 * time.Millisecond, LeaseFor: 900 * time.Millisecond})
+	got := make(chan error, 1)
+	w.Handle("stuck", func(ctx context.Context, task *worker.Task) (json.RawMessage, error) {
+		// Someone else takes the task over: the next heartbeat finds a
+		// different lease and the handler is told.
+		cs, err := q.Claim(bg, queue.ClaimRequest{}, task.Lease.ExpiresAt)
+		if err != nil || len(cs) != 1 {
+			t.Errorf("takeover claim: %v %d", err, len(cs))
+		}
+		<-ctx.Done()
+		got <- context.Cause(ctx)
+		return nil, nil
+	})
+	ctx, cancel := context.WithCancel(bg)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	select {
+	case cause := <-got:
+		if cause != worker.ErrLeaseLost {
+			t.Fatalf("cause %v", cause)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("handler never learned it lost its lease")
+	}
+	cancel()
+	<-done
+	task, _ := c.Get(bg, id)
+	if task.Status != queue.StatusRunning || task.Attempt != 2 {
+		t.Fatalf("status %s attempt %d: the old holder must not have completed it", task.Status, task.Attempt)
+	}
+}
+
+func TestShutdownLetsRunningWorkFinishAndHandsBackWhatCannot(t *testing.T) {
+	c, _ := setup(t)
+	quick := submit(t, c, queue.SubmitRequest{TaskType: "quick"})
+	w := worker.New(c, worker.Options{IdleBackoff: 20 * time.Millisecond, MaxIdleBackoff: 50 * time.Millisecond, Concurrency: 2, ShutdownGrace: 300 * time.Millisecond})
+	started := make(chan struct{}, 2)
+	w.Handle("quick", func(ctx context.Context, _ *worker.Task) (json.RawMessage, error) {
+		started <- struct{}{}
+		time.Sleep(100 * time.Millisecond) // finishes inside the grace
+		return []byte(`"done"`), nil
+	})
+	stuck := submit(t, c, queue.SubmitRequest{TaskType: "forever"})
+	w.Handle("forever", func(ctx context.Context, _ *worker.Task) (json.RawMessage, error) {
+		started <- struct{}{}
+		<-ctx.Done() // only the end of the grace stops it
+		return nil, ctx.Err()
+	})
+	ctx, cancel := context.WithCancel(bg)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	<-started
+	<-started
+	cancel() // SIGTERM
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	q1, _ := c.Get(bg, quick)
+	s1, _ := c.Get(bg, stuck)
+	if q1.Status != queue.StatusCompleted {
+		t.Fatalf("quick task %s: a running task must finish on shutdown", q1.Status)
+	}
+	if s1.Status != queue.StatusPending || s1.Attempt != 0 {
+		t.Fatalf("stuck task %s attempt %d: it must be handed back, runnable, attempt given back", s1.Status, s1.Attempt)
+	}
+}
