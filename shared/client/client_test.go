@@ -71,7 +71,7 @@ func TestClientAgainstTheAPI(t *testing.T) {
 					t.Fatalf("get: %+v %v", got, err)
 				}
 				vs, err := c.History(ctx, res.Task.ID)
-				if err != nil || len(vs) != 3 || vs[0].Task.Status != queue.StatusPending || vs[2].Task.Status != queue.StatusCompleted {
+				if err != nil || len(vs) != 4 || vs[0].Task.Status != queue.StatusPending || vs[2].Task.Status != queue.StatusRunning || vs[3].Task.Status != queue.StatusCompleted {
 					t.Fatalf("history: %d versions %v", len(vs), err)
 				}
 			})
