@@ -4,12 +4,20 @@ BIN       := $(CURDIR)/.bin
 VERSITYGW := $(BIN)/versitygw
 export S3Q_VERSITYGW := $(VERSITYGW)
 
-.PHONY: test test-short bench vet fmt dev versitygw clean
+.PHONY: test test-go fuzz test-short bench vet fmt dev versitygw clean
 
-## test: vet, format check, and every test (mem store, gofakes3, versitygw) with the race detector
-test: versitygw vet
-	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
+## test: the one test command: vet, gofmt, every Go test with -race (mem store,
+## gofakes3, versitygw), a short fuzz of the HTTP API, and the CDK template tests
+test: test-go fuzz infra-test
+
+test-go: versitygw vet
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^infra/')); if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+## fuzz: feed the HTTP API random requests for a while (FUZZTIME, default 10s)
+FUZZTIME ?= 10s
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzAPI -fuzztime $(FUZZTIME) ./shared/api
 
 ## test-short: the mem-store runs only, no race detector (seconds)
 test-short:
@@ -29,9 +37,62 @@ fmt:
 versitygw:
 	@bash scripts/install-versitygw >/dev/null
 
-## dev: the whole queue locally (arrives with the HTTP API; see README)
+## dev: the whole queue locally: in-process S3, the HTTP API on 127.0.0.1:8080, sweep and tick on a timer
+## (DEV_FLAGS="--tick 5s --data-dir .s3q" for more)
+DEV_FLAGS ?=
 dev:
-	@echo "make dev arrives with the HTTP API (issue: the HTTP API, the Lambda functions, the CLI and make dev)"; exit 1
+	$(GO) run ./cmd/s3q dev $(DEV_FLAGS)
 
 clean:
 	rm -rf .bin dist cdk.out
+
+# --- deploy (infra/) ---
+# The CDK app lives in infra/ (its own Go module, so `go test ./...` above
+# never compiles the CDK bindings). The CDK CLI is pinned in
+# infra/_cdkcli/package-lock.json and installed there by `npm ci`.
+ENV       ?= dev
+CDK_CLI   := infra/_cdkcli/node_modules/.bin
+CDK       := cd infra && JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 _cdkcli/node_modules/.bin/cdk
+CDK_FLAGS ?=
+
+.PHONY: build synth diff deploy cdk-bootstrap localstack-deploy infra-test coldstart cdk-cli
+
+## build: cross-compile every functions/<name> for Lambda (provided.al2023, arm64) into dist/<name>.zip
+build:
+	@bash scripts/build-functions
+
+cdk-cli: $(CDK_CLI)/cdk
+$(CDK_CLI)/cdk: infra/_cdkcli/package-lock.json
+	cd infra/_cdkcli && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+## synth: the CloudFormation template of s3q-$(ENV) into cdk.out/ (cdk-nag runs too)
+synth: build cdk-cli
+	$(CDK) synth --quiet -c env=$(ENV) $(CDK_FLAGS)
+
+## diff: what `make deploy ENV=x` would change in the account
+diff: build cdk-cli
+	$(CDK) diff -c env=$(ENV) $(CDK_FLAGS) s3q-$(ENV)
+
+## deploy: deploy stack s3q-$(ENV) with the credentials of the environment (AWS_PROFILE, ...)
+deploy: build cdk-cli
+	$(CDK) deploy -c env=$(ENV) --require-approval $(or $(APPROVAL),broadening) $(CDK_FLAGS) s3q-$(ENV)
+
+## cdk-bootstrap: once per account and region, before the first deploy
+cdk-bootstrap: cdk-cli
+	$(CDK) bootstrap -c env=$(ENV) $(CDK_FLAGS)
+
+## localstack-deploy: deploy s3q-$(ENV) to LocalStack with cdklocal and run scripts/e2e against it
+localstack-deploy: cdk-cli
+	ENV=$(ENV) bash localstack/deploy
+
+## infra-test: vet, gofmt and the template tests of infra/ (assertions + cdk-nag)
+infra-test:
+	@unformatted=$$(cd infra && gofmt -l $$(find . -name '*.go' -not -path './_cdkcli/*')); if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
+	cd infra && $(GO) vet ./...
+	cd infra && JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 $(GO) test -count=1 ./...
+
+## coldstart: each function's time to ready and first event, on this machine
+coldstart:
+	$(GO) run ./scripts/coldstart
+# --- end deploy ---

@@ -66,15 +66,16 @@ func newClient(ctx context.Context, e *env) (*client.Client, error) {
 }
 
 func init() {
-	var (
-		taskType, input, queueName, dedup, parent, ttlFrom, file string
-		ttl, in, wait, timeout                                   durationFlag
-		expiresAt, at                                            timeFlag
-		maxAttempts                                              int
-	)
-	register(&command{
-		name: "submit", summary: "submit a task (or many from a JSONL file)",
-		details: `Submits one task and prints it. Input is JSON, inline or @file.
+	register(func() *command {
+		var (
+			taskType, input, queueName, dedup, parent, ttlFrom, file string
+			ttl, in, wait, timeout                                   durationFlag
+			expiresAt, at                                            timeFlag
+			maxAttempts                                              int
+		)
+		return &command{
+			name: "submit", summary: "submit a task (or many from a JSONL file)",
+			details: `Submits one task and prints it. Input is JSON, inline or @file.
 With --file, submits every line of a JSON Lines file (one submit request per
 line, as in the HTTP API) in batches of 500, with progress on stderr.
 
@@ -83,204 +84,96 @@ Examples:
   s3q submit -t report.build -i @input.json --at 2026-01-28T09:00:00Z --expires-at 2026-01-28T17:00:00Z
   s3q submit -t ping --in 10m --dedup-key ping-42 --wait 20s
   s3q submit --file tasks.jsonl`,
-		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&taskType, "type", "", "task `type` (required)")
-			fs.StringVar(&taskType, "t", "", "")
-			fs.StringVar(&input, "input", "", "input `json`, or @file")
-			fs.StringVar(&input, "i", "", "")
-			fs.Var(&ttl, "ttl", "time to live: the task expires if not started within `duration`")
-			fs.Var(&expiresAt, "expires-at", "absolute deadline for starting (RFC 3339 `time`)")
-			fs.StringVar(&ttlFrom, "ttl-from", "", "when the ttl starts: submission (default) or first_attempt")
-			fs.Var(&at, "at", "run no earlier than this RFC 3339 `time`")
-			fs.Var(&in, "in", "run no earlier than `duration` from now")
-			fs.StringVar(&dedup, "dedup-key", "", "idempotency `key`: returns the live task holding it")
-			fs.StringVar(&queueName, "queue", "", "queue `name` (default \"default\")")
-			fs.StringVar(&queueName, "q", "", "")
-			fs.IntVar(&maxAttempts, "max-attempts", 0, "claims allowed before the task fails (default 3)")
-			fs.Var(&timeout, "timeout", "lease length of each attempt, a `duration` (default 5m)")
-			fs.StringVar(&parent, "parent", "", "parent task `id`: the task inherits its deadline")
-			fs.Var(&wait, "wait", "wait up to `duration` (max 25s) for the outcome")
-			fs.StringVar(&file, "file", "", "submit every line of a JSON Lines `file` (- for stdin)")
-		},
-		run: func(ctx context.Context, e *env, args []string) error {
-			if len(args) > 0 {
-				return usageErr("submit takes no arguments, got %q", args[0])
-			}
-			c, err := newClient(ctx, e)
-			if err != nil {
-				return err
-			}
-			if file != "" {
-				if taskType != "" || input != "" {
-					return usageErr("--file cannot be combined with --type or --input")
-				}
-				return submitFile(ctx, e, c, file)
-			}
-			if taskType == "" {
-				return usageErr("--type is required")
-			}
-			req := queue.SubmitRequest{TaskType: taskType, Queue: queueName, DedupKey: dedup, MaxAttempts: maxAttempts, ParentID: parent, TTLFrom: queue.TTLFrom(ttlFrom)}
-			if input != "" {
-				raw, err := readInput(input)
-				if err != nil {
-					return err
-				}
-				req.Input = raw
-			}
-			if ttl.set {
-				req.TTL = ptr(queue.Duration(ttl.d))
-			}
-			if expiresAt.set {
-				req.ExpiresAt = &expiresAt.t
-			}
-			if at.set {
-				req.ScheduleAt = &at.t
-			}
-			if in.set {
-				req.Delay = ptr(queue.Duration(in.d))
-			}
-			if timeout.set {
-				req.Timeout = ptr(queue.Duration(timeout.d))
-			}
-			res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: req, Wait: wait.d})
-			if err != nil {
-				return err
-			}
-			if e.output == "json" {
-				return printJSON(e.stdout, res)
-			}
-			switch {
-			case res.Deduplicated:
-				fmt.Fprintln(e.stdout, "deduplicated: a live task already holds this key")
-			case res.Status == 202:
-				fmt.Fprintln(e.stdout, "still running when the wait ran out")
-			}
-			printTask(e.stdout, res.Task, time.Now())
-			return nil
-		},
-	})
-
-	register(&command{
-		name: "status", args: "ID", summary: "show a task, with its deadline and time left",
-		run: func(ctx context.Context, e *env, args []string) error {
-			if len(args) != 1 {
-				return usageErr("status takes one task ID")
-			}
-			c, err := newClient(ctx, e)
-			if err != nil {
-				return err
-			}
-			t, err := c.Get(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if e.output == "json" {
-				return printJSON(e.stdout, map[string]any{"task": t})
-			}
-			printTask(e.stdout, t, time.Now())
-			return nil
-		},
-	})
-
-	var status, ltype, lqueue, cursor string
-	var limit int
-	var all bool
-	register(&command{
-		name: "list", summary: "list tasks by status, queue and type",
-		details: `Lists tasks oldest first, one page at a time; --all follows the cursor.
-Examples:
-  s3q list --status expired
-  s3q list --status failed --queue emails --all -o json`,
-		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&status, "status", "", "only this `status`: pending running completed failed cancelled expired archived")
-			fs.StringVar(&ltype, "type", "", "only this task `type`")
-			fs.StringVar(&lqueue, "queue", "", "only this `queue`")
-			fs.IntVar(&limit, "limit", 100, "tasks per page (max 1000)")
-			fs.StringVar(&cursor, "cursor", "", "continue from a previous page's next_cursor")
-			fs.BoolVar(&all, "all", false, "follow the cursor to the end")
-		},
-		run: func(ctx context.Context, e *env, args []string) error {
-			if len(args) != 0 {
-				return usageErr("list takes no arguments")
-			}
-			c, err := newClient(ctx, e)
-			if err != nil {
-				return err
-			}
-			var tasks []client.Task
-			req := queue.ListRequest{Status: queue.Status(status), TaskType: ltype, Queue: lqueue, Limit: limit, Cursor: cursor}
-			next := ""
-			for {
-				res, err := c.List(ctx, req)
-				if err != nil {
-					return err
-				}
-				tasks = append(tasks, res.Tasks...)
-				next = res.NextCursor
-				if !all || next == "" {
-					break
-				}
-				req.Cursor = next
-			}
-			if e.output == "json" {
-				return printJSON(e.stdout, map[string]any{"tasks": tasks, "next_cursor": next})
-			}
-			printTable(e.stdout, tasks, time.Now())
-			if next != "" {
-				fmt.Fprintf(e.stderr, "more: s3q list --cursor %s (or --all)\n", next)
-			}
-			return nil
-		},
-	})
-
-	register(&command{
-		name: "history", args: "ID", summary: "show every version of a task's record",
-		run: func(ctx context.Context, e *env, args []string) error {
-			if len(args) != 1 {
-				return usageErr("history takes one task ID")
-			}
-			c, err := newClient(ctx, e)
-			if err != nil {
-				return err
-			}
-			vs, err := c.History(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if e.output == "json" {
-				return printJSON(e.stdout, map[string]any{"versions": vs})
-			}
-			for i, v := range vs {
-				fmt.Fprintf(e.stdout, "Version %d: %s%s  (%s)\n", i+1, v.Task.Status, historyDetail(v.Task), v.ModifiedAt.UTC().Format(time.RFC3339))
-			}
-			return nil
-		},
-	})
-
-	for _, op := range []struct{ name, summary string }{
-		{"cancel", "cancel a pending task, or ask a running one to stop"},
-		{"retry", "put a failed or cancelled task back to pending"},
-		{"expire", "mark a pending task expired now"},
-	} {
-		register(&command{
-			name: op.name, args: "ID", summary: op.summary,
+			flags: func(fs *flag.FlagSet) {
+				fs.StringVar(&taskType, "type", "", "task `type` (required)")
+				fs.StringVar(&taskType, "t", "", "")
+				fs.StringVar(&input, "input", "", "input `json`, or @file")
+				fs.StringVar(&input, "i", "", "")
+				fs.Var(&ttl, "ttl", "time to live: the task expires if not started within `duration`")
+				fs.Var(&expiresAt, "expires-at", "absolute deadline for starting (RFC 3339 `time`)")
+				fs.StringVar(&ttlFrom, "ttl-from", "", "when the ttl starts: submission (default) or first_attempt")
+				fs.Var(&at, "at", "run no earlier than this RFC 3339 `time`")
+				fs.Var(&in, "in", "run no earlier than `duration` from now")
+				fs.StringVar(&dedup, "dedup-key", "", "idempotency `key`: returns the live task holding it")
+				fs.StringVar(&queueName, "queue", "", "queue `name` (default \"default\")")
+				fs.StringVar(&queueName, "q", "", "")
+				fs.IntVar(&maxAttempts, "max-attempts", 0, "claims allowed before the task fails (default 3)")
+				fs.Var(&timeout, "timeout", "lease length of each attempt, a `duration` (default 5m)")
+				fs.StringVar(&parent, "parent", "", "parent task `id`: the task inherits its deadline")
+				fs.Var(&wait, "wait", "wait up to `duration` (max 25s) for the outcome")
+				fs.StringVar(&file, "file", "", "submit every line of a JSON Lines `file` (- for stdin)")
+			},
 			run: func(ctx context.Context, e *env, args []string) error {
-				if len(args) != 1 {
-					return usageErr("%s takes one task ID", op.name)
+				if len(args) > 0 {
+					return usageErr("submit takes no arguments, got %q", args[0])
 				}
 				c, err := newClient(ctx, e)
 				if err != nil {
 					return err
 				}
-				var t client.Task
-				switch op.name {
-				case "cancel":
-					t, err = c.Cancel(ctx, args[0])
-				case "retry":
-					t, err = c.Retry(ctx, args[0])
-				default:
-					t, err = c.Expire(ctx, args[0])
+				if file != "" {
+					if taskType != "" || input != "" {
+						return usageErr("--file cannot be combined with --type or --input")
+					}
+					return submitFile(ctx, e, c, file)
 				}
+				if taskType == "" {
+					return usageErr("--type is required")
+				}
+				req := queue.SubmitRequest{TaskType: taskType, Queue: queueName, DedupKey: dedup, MaxAttempts: maxAttempts, ParentID: parent, TTLFrom: queue.TTLFrom(ttlFrom)}
+				if input != "" {
+					raw, err := readInput(input)
+					if err != nil {
+						return err
+					}
+					req.Input = raw
+				}
+				if ttl.set {
+					req.TTL = ptr(queue.Duration(ttl.d))
+				}
+				if expiresAt.set {
+					req.ExpiresAt = &expiresAt.t
+				}
+				if at.set {
+					req.ScheduleAt = &at.t
+				}
+				if in.set {
+					req.Delay = ptr(queue.Duration(in.d))
+				}
+				if timeout.set {
+					req.Timeout = ptr(queue.Duration(timeout.d))
+				}
+				res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: req, Wait: wait.d})
+				if err != nil {
+					return err
+				}
+				if e.output == "json" {
+					return printJSON(e.stdout, res)
+				}
+				switch {
+				case res.Deduplicated:
+					fmt.Fprintln(e.stdout, "deduplicated: a live task already holds this key")
+				case res.Status == 202:
+					fmt.Fprintln(e.stdout, "still running when the wait ran out")
+				}
+				printTask(e.stdout, res.Task, time.Now())
+				return nil
+			},
+		}
+	})
+
+	register(func() *command {
+		return &command{
+			name: "status", args: "ID", summary: "show a task, with its deadline and time left",
+			run: func(ctx context.Context, e *env, args []string) error {
+				if len(args) != 1 {
+					return usageErr("status takes one task ID")
+				}
+				c, err := newClient(ctx, e)
+				if err != nil {
+					return err
+				}
+				t, err := c.Get(ctx, args[0])
 				if err != nil {
 					return err
 				}
@@ -290,6 +183,123 @@ Examples:
 				printTask(e.stdout, t, time.Now())
 				return nil
 			},
+		}
+	})
+
+	register(func() *command {
+		var status, ltype, lqueue, cursor string
+		var limit int
+		var all bool
+		return &command{
+			name: "list", summary: "list tasks by status, queue and type",
+			details: `Lists tasks oldest first, one page at a time; --all follows the cursor.
+Examples:
+  s3q list --status expired
+  s3q list --status failed --queue emails --all -o json`,
+			flags: func(fs *flag.FlagSet) {
+				fs.StringVar(&status, "status", "", "only this `status`: pending running completed failed cancelled expired archived")
+				fs.StringVar(&ltype, "type", "", "only this task `type`")
+				fs.StringVar(&lqueue, "queue", "", "only this `queue`")
+				fs.IntVar(&limit, "limit", 100, "tasks per page (max 1000)")
+				fs.StringVar(&cursor, "cursor", "", "continue from a previous page's next_cursor")
+				fs.BoolVar(&all, "all", false, "follow the cursor to the end")
+			},
+			run: func(ctx context.Context, e *env, args []string) error {
+				if len(args) != 0 {
+					return usageErr("list takes no arguments")
+				}
+				c, err := newClient(ctx, e)
+				if err != nil {
+					return err
+				}
+				var tasks []client.Task
+				req := queue.ListRequest{Status: queue.Status(status), TaskType: ltype, Queue: lqueue, Limit: limit, Cursor: cursor}
+				next := ""
+				for {
+					res, err := c.List(ctx, req)
+					if err != nil {
+						return err
+					}
+					tasks = append(tasks, res.Tasks...)
+					next = res.NextCursor
+					if !all || next == "" {
+						break
+					}
+					req.Cursor = next
+				}
+				if e.output == "json" {
+					return printJSON(e.stdout, map[string]any{"tasks": tasks, "next_cursor": next})
+				}
+				printTable(e.stdout, tasks, time.Now())
+				if next != "" {
+					fmt.Fprintf(e.stderr, "more: s3q list --cursor %s (or --all)\n", next)
+				}
+				return nil
+			},
+		}
+	})
+
+	register(func() *command {
+		return &command{
+			name: "history", args: "ID", summary: "show every version of a task's record",
+			run: func(ctx context.Context, e *env, args []string) error {
+				if len(args) != 1 {
+					return usageErr("history takes one task ID")
+				}
+				c, err := newClient(ctx, e)
+				if err != nil {
+					return err
+				}
+				vs, err := c.History(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				if e.output == "json" {
+					return printJSON(e.stdout, map[string]any{"versions": vs})
+				}
+				for i, v := range vs {
+					fmt.Fprintf(e.stdout, "Version %d: %s%s  (%s)\n", i+1, v.Task.Status, historyDetail(v.Task), v.ModifiedAt.UTC().Format(time.RFC3339))
+				}
+				return nil
+			},
+		}
+	})
+
+	for _, op := range []struct{ name, summary string }{
+		{"cancel", "cancel a pending task, or ask a running one to stop"},
+		{"retry", "put a failed or cancelled task back to pending"},
+		{"expire", "mark a pending task expired now"},
+	} {
+		register(func() *command {
+			return &command{
+				name: op.name, args: "ID", summary: op.summary,
+				run: func(ctx context.Context, e *env, args []string) error {
+					if len(args) != 1 {
+						return usageErr("%s takes one task ID", op.name)
+					}
+					c, err := newClient(ctx, e)
+					if err != nil {
+						return err
+					}
+					var t client.Task
+					switch op.name {
+					case "cancel":
+						t, err = c.Cancel(ctx, args[0])
+					case "retry":
+						t, err = c.Retry(ctx, args[0])
+					default:
+						t, err = c.Expire(ctx, args[0])
+					}
+					if err != nil {
+						return err
+					}
+					if e.output == "json" {
+						return printJSON(e.stdout, map[string]any{"task": t})
+					}
+					printTask(e.stdout, t, time.Now())
+					return nil
+				},
+			}
 		})
 	}
 }

@@ -34,9 +34,11 @@ type env struct {
 	output         string // text or json
 }
 
-var commands = map[string]*command{}
+// commands holds a factory per command, so that every run gets fresh flag
+// variables.
+var commands = map[string]func() *command{}
 
-func register(c *command) { commands[c.name] = c }
+func register(f func() *command) { commands[f().name] = f }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -53,10 +55,27 @@ func usageErr(format string, args ...any) error {
 
 // run is main without the process: it returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// Global flags may come before the command too: s3q --url U status ID.
+	var leading []string
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") && args[0] != "-h" && args[0] != "--help" && args[0] != "--version" {
+		name, _, hasValue := strings.Cut(strings.TrimLeft(args[0], "-"), "=")
+		if name != "url" && name != "output" && name != "o" {
+			fmt.Fprintf(stderr, "s3q: unknown global flag %s\n\nRun 's3q help' for usage.\n", args[0])
+			return 2
+		}
+		n := 2
+		if hasValue || len(args) < 2 {
+			n = 1
+		}
+		leading, args = append(leading, args[:n]...), args[n:]
+	}
+	if len(args) > 0 && len(leading) > 0 {
+		args = append(append([]string{args[0]}, leading...), args[1:]...)
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if len(args) > 1 {
-			if c, ok := commands[args[1]]; ok {
-				printCommandHelp(stdout, c)
+			if f, ok := commands[args[1]]; ok {
+				printCommandHelp(stdout, f())
 				return 0
 			}
 		}
@@ -67,12 +86,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintln(stdout, "s3q", version)
 		return 0
 	}
-	c, ok := commands[args[0]]
+	factory, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "s3q: unknown command %q\n\n", args[0])
 		printHelp(stderr)
 		return 2
 	}
+	c := factory()
 	e := &env{stdout: stdout, stderr: stderr, stdin: stdin}
 	fs := flag.NewFlagSet("s3q "+c.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -147,7 +167,7 @@ Commands:
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n]().summary)
 	}
 	fmt.Fprint(w, `
 Global flags:

@@ -122,7 +122,7 @@ func printTable(w io.Writer, tasks []client.Task, now time.Time) {
 	fmt.Fprintln(tw, "ID\tTYPE\tQUEUE\tSTATUS\tATTEMPT\tCREATED\tEXPIRES")
 	for _, t := range tasks {
 		exp := "-"
-		if t.ExpiresAt != nil {
+		if t.ExpiresAt != nil && !t.Status.Terminal() {
 			exp = relative(*t.ExpiresAt, now)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", t.ID, t.TaskType, t.Queue, t.Status, t.Attempt, t.MaxAttempts, relative(t.CreatedAt, now), exp)

@@ -183,7 +183,7 @@ func (q *Queue) contended(now time.Time) bool {
 }
 
 // markerTime is the time a marker's key carries: available_at for ready/
-// and deadline/, the lease expiry for leases/.
+// and deadline/, the lease expiry for a parked lease (sweep/).
 func (m marker) time() time.Time {
 	if !m.lease.IsZero() {
 		return m.lease
@@ -198,12 +198,18 @@ func (q *Queue) staleOK(m marker, now time.Time) bool {
 	return m.time().Before(now.Add(-q.opts.StaleMarkerGrace))
 }
 
+// youngMarkerSkip is how long a claim leaves alone a marker its record
+// does not name (yet) and that is too young to delete: most likely a writer
+// is between its two writes, which takes milliseconds.
+const youngMarkerSkip = time.Second
+
 // dropStale deletes a marker whose record does not name it, once that is
-// safe; until then, it is skipped.
+// safe; until then, it is skipped for a moment, not for the whole grace:
+// the writer that put it is most likely about to name it.
 func (q *Queue) dropStale(ctx context.Context, m marker, now time.Time) {
 	if q.staleOK(m, now) {
 		_ = q.store.Delete(ctx, m.key)
 		return
 	}
-	q.skipUntil(m.key, m.time().Add(q.opts.StaleMarkerGrace))
+	q.skipUntil(m.key, now.Add(youngMarkerSkip))
 }

@@ -1,0 +1,37 @@
+// Command schedule-tick is the Lambda function EventBridge fires every minute to
+// fire the due cron schedules.
+// It is thin: configuration from the environment (see package config), then
+// the handler of package lambdafn.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/s3q/s3q/shared/config"
+	"github.com/s3q/s3q/shared/lambdafn"
+)
+
+func main() {
+	cfg, err := config.FromEnv(os.Getenv)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "schedule-tick: %v\n", err)
+		os.Exit(1)
+	}
+	deps, err := lambdafn.DepsFromConfig(context.Background(), cfg, os.Stdout)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "schedule-tick: %v\n", err)
+		os.Exit(1)
+	}
+	// deps.Tick is the tick's work; until it is wired here, the function
+	// logs that it has nothing to do and reports wired=false.
+	h, err := lambdafn.New("schedule-tick", deps)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "schedule-tick: %v\n", err)
+		os.Exit(1)
+	}
+	lambda.Start(h)
+}

@@ -1,0 +1,267 @@
+package s3qstack
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/constructs-go/constructs/v10"
+)
+
+// Settings are the per-environment knobs of one stack. They come from CDK
+// context (see SettingsFromContext): cdk.json documents every default, and
+// `cdk deploy -c s3q:<field>=<value>` overrides one for a single run.
+type Settings struct {
+	// MemoryMB is the memory of every function. Defaults to 256.
+	MemoryMB int `json:"memoryMb"`
+
+	// APITimeoutSeconds is the timeout of the functions behind the HTTP API
+	// (submit, claim, tasks, schedules). API Gateway gives up after 30 s, so
+	// anything above 29 only wastes money. Defaults to 29.
+	APITimeoutSeconds int `json:"apiTimeoutSeconds"`
+
+	// TimerTimeoutSeconds is the timeout of sweep-expired and schedule-tick.
+	// It should stay below the tick rate so runs do not pile up.
+	// Defaults to 55.
+	TimerTimeoutSeconds int `json:"timerTimeoutSeconds"`
+
+	// LogRetentionDays is how long function and API access logs are kept;
+	// one of CloudWatch's allowed values (1, 3, 5, 7, 14, 30, 60, 90, ...).
+	// Defaults to 14 in dev, 90 in prod, 30 elsewhere.
+	LogRetentionDays int `json:"logRetentionDays"`
+
+	// RetainData keeps the bucket and the log groups when the stack is
+	// deleted. When false the bucket is emptied and deleted with the stack
+	// (autoDeleteObjects). Defaults to true in prod, false elsewhere.
+	RetainData *bool `json:"retainData,omitempty"`
+
+	// DefaultTTL is the global default TTL of a task without one
+	// (S3Q_DEFAULT_TTL: "90s", "30m", "1h", "7d"); empty means none.
+	// Defaults to "".
+	DefaultTTL string `json:"defaultTtl"`
+
+	// TickRateMinutes is how often sweep-expired and schedule-tick run.
+	// Defaults to 1.
+	TickRateMinutes int `json:"tickRateMinutes"`
+
+	// NoncurrentVersionDays is how long an old version of an object (the
+	// task history) is kept after it was replaced. Defaults to 30.
+	NoncurrentVersionDays int `json:"noncurrentVersionDays"`
+
+	// TerminalRetentionDays is how long a task record tagged terminal
+	// (TerminalTagKey=TerminalTagValue) is kept. Defaults to 30.
+	TerminalRetentionDays int `json:"terminalRetentionDays"`
+
+	// ArtifactDays is the lifecycle backstop for artifacts/: the sweep
+	// deletes them earlier. Defaults to 1.
+	ArtifactDays int `json:"artifactDays"`
+
+	// Shards is S3Q_SHARDS: index prefixes per queue. Every process of a
+	// deployment must agree on it. Defaults to 1.
+	Shards int `json:"shards"`
+
+	// Prefix is S3Q_PREFIX: a key prefix for everything s3q stores, so the
+	// bucket can hold other data. Empty or ending in "/". Defaults to "".
+	Prefix string `json:"prefix"`
+
+	// Endpoint is S3Q_ENDPOINT, an S3 endpoint other than AWS's (LocalStack:
+	// http://localhost.localstack.cloud:4566). Defaults to "" (AWS).
+	Endpoint string `json:"endpoint"`
+
+	// Architecture of the functions: "arm64" (Graviton, cheaper per ms) or
+	// "x86_64" (for LocalStack on an x86 machine, which cannot run arm64
+	// binaries). scripts/build-functions must build the same (GOARCH).
+	// Defaults to arm64.
+	Architecture string `json:"architecture"`
+
+	// LogLevel is S3Q_LOG_LEVEL (debug, info, warn, error). Defaults to info.
+	LogLevel string `json:"logLevel"`
+
+	// ThrottleRatePerSecond and ThrottleBurst limit the HTTP API's default
+	// stage. Defaults to 100 and 200.
+	ThrottleRatePerSecond int `json:"throttleRatePerSecond"`
+	ThrottleBurst         int `json:"throttleBurst"`
+
+	// AlarmTopicARN, when set, is an SNS topic every alarm notifies.
+	// Defaults to "" (alarms without actions).
+	AlarmTopicARN string `json:"alarmTopicArn"`
+}
+
+// Retain reports whether data outlives the stack.
+func (s Settings) Retain() bool { return s.RetainData != nil && *s.RetainData }
+
+// DefaultSettings returns the built-in settings of an environment; cdk.json
+// repeats them so they are visible where they are changed.
+func DefaultSettings(env string) Settings {
+	retain := env == "prod"
+	days := 30
+	switch env {
+	case "dev":
+		days = 14
+	case "prod":
+		days = 90
+	}
+	return Settings{
+		MemoryMB:              256,
+		APITimeoutSeconds:     29,
+		TimerTimeoutSeconds:   55,
+		LogRetentionDays:      days,
+		RetainData:            &retain,
+		TickRateMinutes:       1,
+		NoncurrentVersionDays: 30,
+		TerminalRetentionDays: 30,
+		ArtifactDays:          1,
+		Shards:                1,
+		LogLevel:              "info",
+		Architecture:          "arm64",
+		ThrottleRatePerSecond: 100,
+		ThrottleBurst:         200,
+	}
+}
+
+// Context keys read by SettingsFromContext and the app.
+const (
+	// ContextEnv names the environment: the stack is s3q-<env>.
+	ContextEnv = "env"
+	// ContextSettings holds a JSON object of Settings per environment name.
+	ContextSettings = "s3q:settings"
+	// ContextAssetDir is the folder holding <function>.zip. Defaults to ../dist.
+	ContextAssetDir = "s3q:assetDir"
+	// ContextOverridePrefix prefixes a single-setting override, as in
+	// `-c s3q:memoryMb=512`.
+	ContextOverridePrefix = "s3q:"
+)
+
+var envNameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,15}$`)
+
+// ValidEnvName reports whether env can name a stack and every resource in it
+// (lowercase letters, digits and '-', at most 16 characters).
+func ValidEnvName(env string) error {
+	if !envNameRE.MatchString(env) {
+		return fmt.Errorf("environment name %q must match %s", env, envNameRE)
+	}
+	return nil
+}
+
+// SettingsFromContext resolves the settings of env, most specific last:
+// DefaultSettings(env), then context "s3q:settings".<env> (cdk.json), then
+// single overrides "s3q:<jsonField>" (from -c on the command line).
+func SettingsFromContext(node constructs.Node, env string) (Settings, error) {
+	s := DefaultSettings(env)
+	if raw := node.TryGetContext(strPtr(ContextSettings)); raw != nil {
+		all, ok := raw.(map[string]interface{})
+		if !ok {
+			return s, fmt.Errorf("context %s must be an object of environments", ContextSettings)
+		}
+		if perEnv, ok := all[env]; ok {
+			b, err := json.Marshal(perEnv)
+			if err != nil {
+				return s, err
+			}
+			if err := strictUnmarshal(b, &s); err != nil {
+				return s, fmt.Errorf("context %s.%s: %w", ContextSettings, env, err)
+			}
+		}
+	}
+	overrides := map[string]interface{}{}
+	for _, field := range jsonFields() {
+		v := node.TryGetContext(strPtr(ContextOverridePrefix + field.name))
+		if v == nil {
+			continue
+		}
+		if str, ok := v.(string); ok && field.kind != "string" {
+			// -c gives strings; a setting that is a number or a bool is parsed.
+			parsed, err := parseScalar(str, field.kind)
+			if err != nil {
+				return s, fmt.Errorf("context %s%s: %w", ContextOverridePrefix, field.name, err)
+			}
+			v = parsed
+		}
+		overrides[field.name] = v
+	}
+	if len(overrides) > 0 {
+		b, _ := json.Marshal(overrides)
+		if err := strictUnmarshal(b, &s); err != nil {
+			return s, fmt.Errorf("context overrides: %w", err)
+		}
+	}
+	return s, s.Validate()
+}
+
+// Validate checks the settings before they reach a template.
+func (s Settings) Validate() error {
+	var errs []string
+	check := func(ok bool, format string, args ...interface{}) {
+		if !ok {
+			errs = append(errs, fmt.Sprintf(format, args...))
+		}
+	}
+	check(s.MemoryMB >= 128 && s.MemoryMB <= 10240, "memoryMb %d not in [128, 10240]", s.MemoryMB)
+	check(s.APITimeoutSeconds >= 1 && s.APITimeoutSeconds <= 30, "apiTimeoutSeconds %d not in [1, 30]", s.APITimeoutSeconds)
+	check(s.TimerTimeoutSeconds >= 1 && s.TimerTimeoutSeconds <= 900, "timerTimeoutSeconds %d not in [1, 900]", s.TimerTimeoutSeconds)
+	_, okRetention := retentions[s.LogRetentionDays]
+	check(okRetention, "logRetentionDays %d is not a CloudWatch retention", s.LogRetentionDays)
+	check(s.TickRateMinutes >= 1, "tickRateMinutes %d < 1", s.TickRateMinutes)
+	check(s.NoncurrentVersionDays >= 1, "noncurrentVersionDays %d < 1", s.NoncurrentVersionDays)
+	check(s.TerminalRetentionDays >= 1, "terminalRetentionDays %d < 1", s.TerminalRetentionDays)
+	check(s.ArtifactDays >= 1, "artifactDays %d < 1", s.ArtifactDays)
+	check(s.Shards >= 1 && s.Shards <= 64, "shards %d not in [1, 64]", s.Shards)
+	check(s.Prefix == "" || (strings.HasSuffix(s.Prefix, "/") && !strings.HasPrefix(s.Prefix, "/") && !strings.ContainsAny(s.Prefix, "*?")),
+		"prefix %q must be empty or end in / (no leading /, no wildcards)", s.Prefix)
+	check(map[string]bool{"debug": true, "info": true, "warn": true, "error": true}[s.LogLevel], "logLevel %q not one of debug, info, warn, error", s.LogLevel)
+	check(s.Architecture == "arm64" || s.Architecture == "x86_64", "architecture %q not arm64 or x86_64", s.Architecture)
+	check(s.Endpoint == "" || strings.HasPrefix(s.Endpoint, "http://") || strings.HasPrefix(s.Endpoint, "https://"), "endpoint %q is not a URL", s.Endpoint)
+	check(s.ThrottleRatePerSecond >= 1 && s.ThrottleBurst >= 1, "throttle rate and burst must be >= 1")
+	check(s.RetainData != nil, "retainData must be set")
+	if len(errs) > 0 {
+		return fmt.Errorf("settings: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// retentions maps the day counts CloudWatch Logs accepts to CDK's names.
+var retentions = map[int]awslogs.RetentionDays{
+	1: awslogs.RetentionDays_ONE_DAY, 3: awslogs.RetentionDays_THREE_DAYS, 5: awslogs.RetentionDays_FIVE_DAYS,
+	7: awslogs.RetentionDays_ONE_WEEK, 14: awslogs.RetentionDays_TWO_WEEKS, 30: awslogs.RetentionDays_ONE_MONTH,
+	60: awslogs.RetentionDays_TWO_MONTHS, 90: awslogs.RetentionDays_THREE_MONTHS, 120: awslogs.RetentionDays_FOUR_MONTHS,
+	150: awslogs.RetentionDays_FIVE_MONTHS, 180: awslogs.RetentionDays_SIX_MONTHS, 365: awslogs.RetentionDays_ONE_YEAR,
+	400: awslogs.RetentionDays_THIRTEEN_MONTHS, 545: awslogs.RetentionDays_EIGHTEEN_MONTHS, 731: awslogs.RetentionDays_TWO_YEARS,
+	1096: awslogs.RetentionDays_THREE_YEARS, 1827: awslogs.RetentionDays_FIVE_YEARS, 2192: awslogs.RetentionDays_SIX_YEARS,
+	2557: awslogs.RetentionDays_SEVEN_YEARS, 2922: awslogs.RetentionDays_EIGHT_YEARS, 3288: awslogs.RetentionDays_NINE_YEARS,
+	3653: awslogs.RetentionDays_TEN_YEARS,
+}
+
+type jsonField struct{ name, kind string }
+
+// jsonFields lists the JSON names of Settings with their kinds.
+func jsonFields() []jsonField {
+	return []jsonField{
+		{"memoryMb", "int"}, {"apiTimeoutSeconds", "int"}, {"timerTimeoutSeconds", "int"},
+		{"logRetentionDays", "int"}, {"retainData", "bool"}, {"defaultTtl", "string"},
+		{"tickRateMinutes", "int"}, {"noncurrentVersionDays", "int"}, {"terminalRetentionDays", "int"},
+		{"artifactDays", "int"}, {"shards", "int"}, {"prefix", "string"}, {"logLevel", "string"},
+		{"endpoint", "string"}, {"architecture", "string"},
+		{"throttleRatePerSecond", "int"}, {"throttleBurst", "int"}, {"alarmTopicArn", "string"},
+	}
+}
+
+func parseScalar(s, kind string) (interface{}, error) {
+	switch kind {
+	case "int":
+		return strconv.Atoi(s)
+	case "bool":
+		return strconv.ParseBool(s)
+	}
+	return s, nil
+}
+
+func strictUnmarshal(b []byte, v interface{}) error {
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+func strPtr(s string) *string { return &s }

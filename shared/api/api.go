@@ -1,0 +1,98 @@
+// Package api is the HTTP API of s3q (DESIGN.md §8) for the task routes:
+// submit (one and batch, with an optional synchronous wait), get, list,
+// history, cancel, retry, expire, claim (with an optional long-poll) and
+// the lease operations heartbeat, complete, fail and reschedule.
+//
+// An *API is an http.Handler over a *queue.Queue. It knows nothing about
+// Lambda: package lambdafn turns API Gateway events into requests for it,
+// and the dev server and tests serve it with net/http directly.
+//
+// Wire format: JSON in and out, snake_case. One task is {"task": {...}},
+// many are {"tasks": [...], "next_cursor": "..."}. A task is the queue.Task
+// record without its lease token (a token only ever appears in a lease
+// object, {"task_id", "token", "expires_at"}) and without its internal
+// index key, with expires_at always present (null when none) and
+// expires_in_seconds (whole seconds, rounded down, negative once passed)
+// when it has a deadline. Errors are {"error": {"code", "message",
+// "field"}}, with the codes in errors.go.
+package api
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/reqcount"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxBodyBytes = 6 << 20          // Lambda's synchronous payload limit
+	DefaultMaxWait      = 25 * time.Second // API Gateway's limit is 30s
+)
+
+// Options tune an API. The zero value is ready to use.
+type Options struct {
+	// Now is the clock the API reads for every core call and for
+	// expires_in_seconds. Waits and long-polls sleep in real time but
+	// decide deadlines by this clock. Defaults to time.Now.
+	Now func() time.Time
+
+	// Logger receives one line per request (route, method, status, task
+	// ids, duration, and the S3 requests made when the queue's store is
+	// wrapped by reqcount.Wrap) and the details of any 5xx. Defaults to
+	// slog.Default().
+	Logger *slog.Logger
+
+	// MaxBodyBytes is the largest request body accepted; a larger one is
+	// answered 413 too_large without being read further. Defaults to
+	// DefaultMaxBodyBytes (6 MiB).
+	MaxBodyBytes int64
+
+	// MaxWait caps the "wait" of a submit and of a claim long-poll; a
+	// longer wait is a 400. Defaults to DefaultMaxWait (25s).
+	MaxWait time.Duration
+
+	// Routes limits the API to these route keys (see Routes, e.g.
+	// "POST /claim"); any other route answers 404 not_found, as an HTTP
+	// function does for a route that is not its own. Unknown keys never
+	// match. Defaults to every route.
+	Routes []string
+}
+
+// API serves the task routes over one queue. It is safe for concurrent use.
+type API struct {
+	q      *queue.Queue
+	opts   Options
+	now    func() time.Time
+	log    *slog.Logger
+	routes []*route
+	// counted is true when the queue's store is wrapped by reqcount.Wrap,
+	// so that each request can log the S3 requests it made.
+	counted bool
+}
+
+var _ http.Handler = (*API)(nil)
+
+// New returns the API over q.
+func New(q *queue.Queue, opts Options) *API {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.MaxWait <= 0 {
+		opts.MaxWait = DefaultMaxWait
+	}
+	a := &API{q: q, opts: opts, now: opts.Now, log: opts.Logger, routes: table}
+	if len(opts.Routes) > 0 {
+		a.routes = selectRoutes(opts.Routes)
+	}
+	a.counted = reqcount.Wrapped(q.Store())
+	return a
+}

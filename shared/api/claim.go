@@ -1,0 +1,84 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/s3q/s3q/shared/queue"
+)
+
+// Long-poll of a claim: after an empty claim it claims again after
+// claimPollMin, doubling up to claimPollMax, so an idle 20s long-poll
+// makes about 7 claims (each a LIST of the queue's deadline/ and ready/
+// prefixes, one LIST page serving claims within the queue's
+// ListCacheFor).
+const (
+	claimPollMin = 500 * time.Millisecond
+	claimPollMax = 5 * time.Second
+)
+
+// claimBody is the body of POST /claim.
+type claimBody struct {
+	Queue     string          `json:"queue"`
+	TaskTypes []string        `json:"task_types"`
+	LeaseFor  *queue.Duration `json:"lease_for"`
+	WorkerID  string          `json:"worker_id"`
+	MaxTasks  int             `json:"max_tasks"`
+	Wait      *queue.Duration `json:"wait"`
+}
+
+// claim serves POST /claim: 200 with up to max_tasks claimed tasks and
+// their leases, or 204 (no body) when nothing is available, after
+// long-polling for up to wait.
+func (a *API) claim(rq *request) (reply, error) {
+	var body claimBody
+	if err := decodeObject(rq.body, &body, ""); err != nil {
+		return reply{}, err
+	}
+	wait, err := waitFor("wait", body.Wait, a.opts.MaxWait)
+	if err != nil {
+		return reply{}, err
+	}
+	req := queue.ClaimRequest{Queue: body.Queue, TaskTypes: body.TaskTypes, WorkerID: body.WorkerID, MaxTasks: body.MaxTasks}
+	if body.LeaseFor != nil {
+		req.LeaseFor = body.LeaseFor.Std()
+	}
+	end := time.Now().Add(wait)
+	if dl, ok := rq.ctx.Deadline(); ok && dl.Add(-ctxMargin).Before(end) {
+		end = dl.Add(-ctxMargin)
+	}
+	poll := claimPollMin
+	for {
+		claimed, err := a.q.Claim(rq.ctx, req, a.now())
+		if len(claimed) > 0 {
+			// A claim that fails after leasing some tasks hands them over;
+			// the error will come back on the next claim.
+			return a.claimReply(rq, claimed), nil
+		}
+		if err != nil {
+			return reply{}, err
+		}
+		left := time.Until(end)
+		if left <= 0 {
+			return reply{status: http.StatusNoContent}, nil
+		}
+		timer := time.NewTimer(min(poll, left))
+		select {
+		case <-rq.ctx.Done():
+			timer.Stop()
+			return reply{status: http.StatusNoContent}, nil
+		case <-timer.C:
+		}
+		poll = min(2*poll, claimPollMax)
+	}
+}
+
+func (a *API) claimReply(rq *request, claimed []queue.Claimed) reply {
+	now := a.now()
+	out := claimReply{Tasks: make([]claimedView, len(claimed))}
+	for i, c := range claimed {
+		out.Tasks[i] = claimedView{Task: view(c.Task, now), Lease: c.Lease}
+		rq.log.addIDs(c.Task.ID)
+	}
+	return reply{status: http.StatusOK, body: out}
+}

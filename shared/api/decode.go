@@ -1,0 +1,205 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/s3q/s3q/shared/queue"
+)
+
+// readBody reads a request body of at most max bytes; a longer one is a
+// 413 and is not read further.
+func readBody(r *http.Request, max int64) ([]byte, error) {
+	if r.ContentLength > max {
+		return nil, tooLarge("", "the body is %d bytes, over the limit of %d", r.ContentLength, max)
+	}
+	if r.Body == nil {
+		return nil, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, max+1))
+	if err != nil {
+		return nil, badInput("", "cannot read the body: %v", err)
+	}
+	if int64(len(b)) > max {
+		return nil, tooLarge("", "the body is over the limit of %d bytes", max)
+	}
+	return b, nil
+}
+
+// decodeObject decodes a JSON object into the struct dst points to,
+// strictly: every key must be a field of dst (by its exact JSON name,
+// embedded structs included), and a value that does not fit its field is
+// an error naming that field. An empty body is the empty object. Field
+// names in errors are prefixed with prefix (for batch items: "tasks[3].").
+func decodeObject(body []byte, dst any, prefix string) error {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return nil
+	}
+	if body[0] != '{' {
+		return badInput(strings.TrimSuffix(prefix, "."), "want a JSON object")
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(body, &obj); err != nil {
+		return badInput(strings.TrimSuffix(prefix, "."), "malformed JSON: %s", jsonMessage(err))
+	}
+	v := reflect.ValueOf(dst).Elem()
+	fields := fieldsOf(v.Type())
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		idx, ok := fields[k]
+		if !ok {
+			return badInput(prefix+clip(k), "unknown field %q; known fields: %s", clip(k), strings.Join(fieldNames(fields), ", "))
+		}
+		if err := json.Unmarshal(obj[k], v.FieldByIndex(idx).Addr().Interface()); err != nil {
+			return badInput(prefix+k, "%s", jsonMessage(err))
+		}
+	}
+	return nil
+}
+
+// jsonMessage says what is wrong with a JSON value, for a person.
+func jsonMessage(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		return fmt.Sprintf("want %s, not a JSON %s", kindName(te.Type), te.Value)
+	case errors.As(err, &se):
+		return fmt.Sprintf("%s (at byte %d)", strings.TrimPrefix(se.Error(), "json: "), se.Offset)
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// kindName names a Go type the way a JSON user thinks of it.
+func kindName(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == reflect.TypeFor[time.Time]():
+		return "an RFC 3339 time string"
+	case t == reflect.TypeFor[queue.Duration]():
+		return `a duration like "90s" or a number of seconds`
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return "an integer"
+	case reflect.Float64, reflect.Float32:
+		return "a number"
+	case reflect.Slice:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return t.String()
+}
+
+// fieldsOf maps the JSON names of a struct's fields (embedded structs'
+// included) to their indexes. Fields tagged "-" are not settable.
+var fieldCache sync.Map // reflect.Type -> map[string][]int
+
+func fieldsOf(t reflect.Type) map[string][]int {
+	if m, ok := fieldCache.Load(t); ok {
+		return m.(map[string][]int)
+	}
+	m := map[string][]int{}
+	addFields(t, nil, m)
+	fieldCache.Store(t, m)
+	return m
+}
+
+func addFields(t reflect.Type, index []int, m map[string][]int) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		idx := append(slices.Clone(index), i)
+		tag := f.Tag.Get("json")
+		if tag == "-" || !f.IsExported() {
+			continue // an unexported embedded struct's fields cannot be set by reflection
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			addFields(f.Type, idx, m)
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if _, dup := m[name]; !dup || len(idx) < len(m[name]) {
+			m[name] = idx
+		}
+	}
+}
+
+func fieldNames(m map[string][]int) []string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// queryParams checks a query string against the parameters a route
+// accepts: an unknown or repeated parameter is a 400.
+func queryParams(q url.Values, accepted []string) (map[string]string, error) {
+	out := make(map[string]string, len(q))
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !slices.Contains(accepted, k) {
+			if len(accepted) == 0 {
+				return nil, badInput(clip(k), "unknown query parameter %q; this route takes none", clip(k))
+			}
+			return nil, badInput(clip(k), "unknown query parameter %q; known: %s", clip(k), strings.Join(accepted, ", "))
+		}
+		if len(q[k]) > 1 {
+			return nil, badInput(k, "query parameter %q is given %d times", k, len(q[k]))
+		}
+		out[k] = q[k][0]
+	}
+	return out, nil
+}
+
+// waitFor checks a requested wait: absent or 0 is no wait; it must not be
+// negative nor over max.
+func waitFor(field string, d *queue.Duration, max time.Duration) (time.Duration, error) {
+	if d == nil {
+		return 0, nil
+	}
+	w := d.Std()
+	if w < 0 || w > max {
+		return 0, badInput(field, "must be between 0s and %s", queue.FormatDuration(max))
+	}
+	return w, nil
+}
+
+// clip shortens what a client sent for an error message.
+func clip(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	return strings.ToValidUTF8(s, "?")
+}

@@ -1,0 +1,115 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/store"
+)
+
+// Error codes, the "code" of an error body. Each goes with one HTTP status.
+const (
+	CodeInvalidInput         = "invalid_input"          // 400: a bad field, bad JSON, an unknown field or query parameter
+	CodeInvalidLeaseDuration = "invalid_lease_duration" // 400: lease_for negative or over 12h
+	CodeNotFound             = "not_found"              // 404: no such task, or no such route
+	CodeMethodNotAllowed     = "method_not_allowed"     // 405: the path is served, not with this method
+	CodeNotRunning           = "not_running"            // 409: a lease operation on a task that is not running
+	CodeLeaseMismatch        = "lease_mismatch"         // 409: a lease token that is not the task's
+	CodeLeaseExpired         = "lease_expired"          // 409: a lease that has expired
+	CodeInvalidState         = "invalid_state"          // 409: the task's status does not allow the operation
+	CodeConflict             = "conflict"               // 409: lost a race too often; retrying later is safe
+	CodeTooLarge             = "too_large"              // 413: a body, input, output or batch over its limit
+	CodeInternal             = "internal"               // 500: a bug or a configuration problem, never bad input
+	CodeThrottled            = "throttled"              // 503: S3 throttled or failed transiently; see Retry-After
+	CodeDeadlineExceeded     = "deadline_exceeded"      // 504: the task's deadline passed while waiting, or the request ran out of time
+)
+
+// retryAfterSeconds is the Retry-After of a 503.
+const retryAfterSeconds = "2"
+
+// Error is an error response: the HTTP status and the body
+// {"error": {"code", "message", "field"}}.
+type Error struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Field names the request field at fault, in its JSON spelling, when
+	// one is.
+	Field string `json:"field,omitempty"`
+
+	allow string // the Allow header of a 405
+}
+
+// Error returns the status, code, field and message in one line.
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%d %s (%s): %s", e.Status, e.Code, e.Field, e.Message)
+	}
+	return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message)
+}
+
+// errorBody is the JSON of an error response. Task is set by a sync wait
+// whose task passed its deadline (504), so the caller sees where it ended.
+type errorBody struct {
+	Error *Error    `json:"error"`
+	Task  *taskView `json:"task,omitempty"`
+}
+
+func badInput(field, format string, args ...any) *Error {
+	return &Error{Status: http.StatusBadRequest, Code: CodeInvalidInput, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+func tooLarge(field, format string, args ...any) *Error {
+	return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+func notFound(format string, args ...any) *Error {
+	return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: fmt.Sprintf(format, args...)}
+}
+
+// toError maps an error from the core, the store or this package to the
+// error response it gets. Anything it does not recognise is a 500: bad
+// input never gets there, because every validation failure of the core is
+// a *queue.ValidationError.
+func toError(err error) *Error {
+	var (
+		e  *Error
+		ve *queue.ValidationError
+		se *queue.StateError
+	)
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.As(err, &ve):
+		if errors.Is(err, queue.ErrTooLarge) {
+			return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge, Field: ve.Field, Message: ve.Error()}
+		}
+		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidInput, Field: ve.Field, Message: ve.Error()}
+	case errors.Is(err, queue.ErrInvalidLeaseDuration):
+		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidLeaseDuration, Field: "lease_for",
+			Message: "lease_for must be more than 0 and at most " + queue.FormatDuration(queue.MaxLease) + " (0 or absent means the task's timeout)"}
+	case errors.Is(err, queue.ErrNotFound):
+		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error()}
+	case errors.Is(err, queue.ErrNotRunning):
+		return &Error{Status: http.StatusConflict, Code: CodeNotRunning, Message: err.Error()}
+	case errors.Is(err, queue.ErrLeaseMismatch):
+		return &Error{Status: http.StatusConflict, Code: CodeLeaseMismatch, Message: err.Error()}
+	case errors.Is(err, queue.ErrLeaseExpired):
+		return &Error{Status: http.StatusConflict, Code: CodeLeaseExpired, Message: err.Error()}
+	case errors.As(err, &se):
+		return &Error{Status: http.StatusConflict, Code: CodeInvalidState, Message: se.Error()}
+	case errors.Is(err, queue.ErrConflict):
+		return &Error{Status: http.StatusConflict, Code: CodeConflict, Message: err.Error()}
+	case errors.Is(err, store.ErrRetryable):
+		return &Error{Status: http.StatusServiceUnavailable, Code: CodeThrottled, Message: "the store is busy or briefly unavailable; retry after a moment"}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &Error{Status: http.StatusGatewayTimeout, Code: CodeDeadlineExceeded, Message: "the request ran out of time"}
+	case errors.Is(err, context.Canceled):
+		// The caller went away; nobody reads this answer.
+		return &Error{Status: http.StatusServiceUnavailable, Code: CodeThrottled, Message: "the request was cancelled"}
+	}
+	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}
+}

@@ -1,0 +1,32 @@
+package api_test
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/s3q/s3q/shared/api"
+	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/reqcount"
+	"github.com/s3q/s3q/shared/store/memstore"
+)
+
+// The API over a queue, served by net/http. On AWS the Lambda functions
+// of package lambdafn serve the same API from API Gateway events.
+func ExampleNew() {
+	q := queue.New(reqcount.Wrap(memstore.New()), queue.Options{})
+	srv := httptest.NewServer(api.New(q, api.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	defer srv.Close()
+
+	resp, _ := http.Post(srv.URL+"/tasks", "application/json", strings.NewReader(`{"task_type":"email.send","ttl":"1h"}`))
+	fmt.Println(resp.Status)
+	resp, _ = http.Post(srv.URL+"/tasks", "application/json", strings.NewReader(`{"task_type":"email.send","ttl":"1h","colour":"red"}`))
+	b, _ := io.ReadAll(resp.Body)
+	fmt.Print(resp.Status, " ", string(b))
+	// Output:
+	// 201 Created
+	// 400 Bad Request {"error":{"code":"invalid_input","message":"unknown field \"colour\"; known fields: dedup_key, delay, expires_at, input, max_attempts, on_parent_expired, parent_id, queue, schedule_at, task_type, timeout, ttl, ttl_from, ttl_seconds, wait","field":"colour"}}
+}

@@ -1,0 +1,95 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/s3q/s3q/shared/queue"
+)
+
+// decodeLease decodes a lease operation's body and checks that it names
+// a lease token (*token), the token of the lease a claim handed out.
+func decodeLease(rq *request, body any, token *string) error {
+	if err := decodeObject(rq.body, body, ""); err != nil {
+		return err
+	}
+	if *token == "" {
+		return badInput("lease_token", "is required: give the token of the lease the claim returned")
+	}
+	return nil
+}
+
+// heartbeatBody is the body of POST /tasks/{id}/heartbeat.
+type heartbeatBody struct {
+	LeaseToken string `json:"lease_token"`
+	// LeaseFor is the new lease length from now. Defaults to the task's timeout.
+	LeaseFor *queue.Duration `json:"lease_for"`
+}
+
+// heartbeat serves POST /tasks/{id}/heartbeat: the lease is extended and
+// the task returned with the lease; cancel_requested tells the worker to stop.
+func (a *API) heartbeat(rq *request) (reply, error) {
+	var body heartbeatBody
+	if err := decodeLease(rq, &body, &body.LeaseToken); err != nil {
+		return reply{}, err
+	}
+	var d queue.Duration
+	if body.LeaseFor != nil {
+		d = *body.LeaseFor
+	}
+	c, err := a.q.Heartbeat(rq.ctx, rq.id, body.LeaseToken, d.Std(), a.now())
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{status: http.StatusOK, body: claimedView{Task: view(c.Task, a.now()), Lease: c.Lease}}, nil
+}
+
+// completeBody is the body of POST /tasks/{id}/complete.
+type completeBody struct {
+	LeaseToken string          `json:"lease_token"`
+	Output     json.RawMessage `json:"output"`
+}
+
+// complete serves POST /tasks/{id}/complete.
+func (a *API) complete(rq *request) (reply, error) {
+	var body completeBody
+	if err := decodeLease(rq, &body, &body.LeaseToken); err != nil {
+		return reply{}, err
+	}
+	t, err := a.q.Complete(rq.ctx, rq.id, body.LeaseToken, body.Output, a.now())
+	return a.taskOrError(t, err)
+}
+
+// failBody is the body of POST /tasks/{id}/fail.
+type failBody struct {
+	LeaseToken string `json:"lease_token"`
+	queue.FailRequest
+}
+
+// fail serves POST /tasks/{id}/fail: the core retries the task with
+// backoff, or dead-letters it (status failed).
+func (a *API) fail(rq *request) (reply, error) {
+	var body failBody
+	if err := decodeLease(rq, &body, &body.LeaseToken); err != nil {
+		return reply{}, err
+	}
+	t, err := a.q.Fail(rq.ctx, rq.id, body.LeaseToken, body.FailRequest, a.now())
+	return a.taskOrError(t, err)
+}
+
+// rescheduleBody is the body of POST /tasks/{id}/reschedule.
+type rescheduleBody struct {
+	LeaseToken string `json:"lease_token"`
+	queue.RescheduleRequest
+}
+
+// reschedule serves POST /tasks/{id}/reschedule: the task goes back to
+// pending after delay, its deadline moved by extend_expiration.
+func (a *API) reschedule(rq *request) (reply, error) {
+	var body rescheduleBody
+	if err := decodeLease(rq, &body, &body.LeaseToken); err != nil {
+		return reply{}, err
+	}
+	t, err := a.q.Reschedule(rq.ctx, rq.id, body.LeaseToken, body.RescheduleRequest, a.now())
+	return a.taskOrError(t, err)
+}

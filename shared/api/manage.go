@@ -1,0 +1,62 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/s3q/s3q/shared/queue"
+)
+
+// cancelBody is the body of POST /tasks/{id}/cancel. Without a lease
+// token it is anyone's cancel; with one it is the lease holder's
+// acknowledgement of a cancel request (the running task becomes cancelled).
+type cancelBody struct {
+	LeaseToken string `json:"lease_token"`
+}
+
+// cancel serves POST /tasks/{id}/cancel: a pending task is cancelled at
+// once, a running one gets cancel_requested; with lease_token the running
+// task is cancelled by its lease holder.
+func (a *API) cancel(rq *request) (reply, error) {
+	var body cancelBody
+	if err := decodeObject(rq.body, &body, ""); err != nil {
+		return reply{}, err
+	}
+	var (
+		t   queue.Task
+		err error
+	)
+	if body.LeaseToken != "" {
+		t, err = a.q.AckCancel(rq.ctx, rq.id, body.LeaseToken, a.now())
+	} else {
+		t, err = a.q.Cancel(rq.ctx, rq.id, a.now())
+	}
+	return a.taskOrError(t, err)
+}
+
+// retry serves POST /tasks/{id}/retry: a failed or cancelled task goes
+// back to pending with fresh attempts.
+func (a *API) retry(rq *request) (reply, error) {
+	if err := decodeObject(rq.body, &struct{}{}, ""); err != nil {
+		return reply{}, err
+	}
+	t, err := a.q.Retry(rq.ctx, rq.id, a.now())
+	return a.taskOrError(t, err)
+}
+
+// expire serves POST /tasks/{id}/expire: a pending task is marked expired
+// by hand (reason "manual").
+func (a *API) expire(rq *request) (reply, error) {
+	if err := decodeObject(rq.body, &struct{}{}, ""); err != nil {
+		return reply{}, err
+	}
+	t, err := a.q.Expire(rq.ctx, rq.id, a.now())
+	return a.taskOrError(t, err)
+}
+
+// taskOrError is the 200 {"task": ...} of an operation, or its error.
+func (a *API) taskOrError(t queue.Task, err error) (reply, error) {
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{status: http.StatusOK, body: taskReply{Task: view(t, a.now())}}, nil
+}

@@ -1,0 +1,155 @@
+package api
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+)
+
+// handler serves one route: it reads rq and returns what to answer, or an
+// error that errors.go turns into an error response.
+type handler func(a *API, rq *request) (reply, error)
+
+// route is one method and path pattern, such as "POST /tasks/{id}/fail".
+type route struct {
+	method  string
+	pattern string
+	segs    []string // pattern split at "/", "{id}" a wildcard
+	query   []string // the query parameters it accepts
+	serve   handler
+}
+
+// key is the route key, as API Gateway spells it: "POST /tasks/{id}/fail".
+func (rt *route) key() string { return rt.method + " " + rt.pattern }
+
+// literal counts the pattern's literal segments: the more, the more specific.
+func (rt *route) literal() int {
+	n := 0
+	for _, s := range rt.segs {
+		if s != "{id}" {
+			n++
+		}
+	}
+	return n
+}
+
+func newRoute(key string, query []string, h handler) *route {
+	method, pattern, _ := strings.Cut(key, " ")
+	return &route{method: method, pattern: pattern, segs: strings.Split(pattern[1:], "/"), query: query, serve: h}
+}
+
+// table is every route, in the order Routes lists them.
+var table = []*route{
+	newRoute("POST /tasks", nil, (*API).submit),
+	newRoute("POST /tasks/batch", nil, (*API).submitBatch),
+	newRoute("GET /tasks", []string{"status", "queue", "task_type", "limit", "cursor"}, (*API).list),
+	newRoute("GET /tasks/{id}", nil, (*API).get),
+	newRoute("GET /tasks/{id}/history", nil, (*API).history),
+	newRoute("POST /tasks/{id}/cancel", nil, (*API).cancel),
+	newRoute("POST /tasks/{id}/retry", nil, (*API).retry),
+	newRoute("POST /tasks/{id}/expire", nil, (*API).expire),
+	newRoute("POST /claim", nil, (*API).claim),
+	newRoute("POST /tasks/{id}/heartbeat", nil, (*API).heartbeat),
+	newRoute("POST /tasks/{id}/complete", nil, (*API).complete),
+	newRoute("POST /tasks/{id}/fail", nil, (*API).fail),
+	newRoute("POST /tasks/{id}/reschedule", nil, (*API).reschedule),
+}
+
+// Routes returns the key of every route the API serves, as API Gateway
+// route keys ("POST /tasks", "GET /tasks/{id}", ...).
+func Routes() []string {
+	keys := make([]string, len(table))
+	for i, rt := range table {
+		keys[i] = rt.key()
+	}
+	return keys
+}
+
+// Match returns the key of the route that serves method and path (a
+// decoded URL path such as "/tasks/0190.../complete"), and false when no
+// route matches both. It is how a caller in front of several handlers
+// (the dev server) picks the one for a request.
+func Match(method, path string) (string, bool) {
+	rt, _, _ := match(table, method, path)
+	if rt == nil {
+		return "", false
+	}
+	return rt.key(), true
+}
+
+// Allowed returns the methods that some route serves path with, in route
+// order: none when no route has the path.
+func Allowed(path string) []string {
+	_, _, allow := match(table, "", path)
+	return allow
+}
+
+// selectRoutes returns the routes of table whose keys are in keys.
+func selectRoutes(keys []string) []*route {
+	var out []*route
+	for _, rt := range table {
+		if slices.Contains(keys, rt.key()) {
+			out = append(out, rt)
+		}
+	}
+	return out
+}
+
+// match finds the route for method and path among routes. It returns the
+// route and the {id} segment; or nil and the methods that the path does
+// allow (none: 404; some: 405).
+func match(routes []*route, method, path string) (*route, string, []string) {
+	if !strings.HasPrefix(path, "/") {
+		return nil, "", nil
+	}
+	segs := strings.Split(path[1:], "/")
+	var best *route
+	var bestID string
+	var allow []string
+	for _, rt := range routes {
+		id, ok := matchSegs(rt.segs, segs)
+		if !ok {
+			continue
+		}
+		if rt.method != method {
+			if !slices.Contains(allow, rt.method) {
+				allow = append(allow, rt.method)
+			}
+			continue
+		}
+		if best == nil || rt.literal() > best.literal() {
+			best, bestID = rt, id
+		}
+	}
+	if best != nil {
+		return best, bestID, nil
+	}
+	return nil, "", allow
+}
+
+// matchSegs matches a path's segments against a pattern's and returns the
+// {id} segment, which must not be empty.
+func matchSegs(pattern, segs []string) (string, bool) {
+	if len(pattern) != len(segs) {
+		return "", false
+	}
+	id := ""
+	for i, p := range pattern {
+		switch {
+		case p == "{id}":
+			if segs[i] == "" {
+				return "", false
+			}
+			id = segs[i]
+		case p != segs[i]:
+			return "", false
+		}
+	}
+	return id, true
+}
+
+// methodNotAllowed is the error of a path served with other methods.
+func methodNotAllowed(method string, allow []string) *Error {
+	return &Error{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed,
+		Message: clip(method) + " is not allowed here; use " + strings.Join(allow, ", "), allow: strings.Join(allow, ", ")}
+}

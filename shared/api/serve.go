@@ -1,0 +1,161 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"runtime/debug"
+	"slices"
+	"time"
+
+	"github.com/s3q/s3q/shared/reqcount"
+)
+
+// request is what a route handler gets: the parts of the HTTP request it
+// may use, already checked against the route.
+type request struct {
+	ctx   context.Context
+	id    string            // the {id} path segment, not yet validated
+	query map[string]string // accepted query parameters
+	body  []byte
+	log   *requestLog
+}
+
+// reply is what a handler answers: a status and a body to encode as JSON
+// (none for a nil body). code is the error code a non-error reply stands
+// for, for the log (a 504 of a sync wait).
+type reply struct {
+	status int
+	body   any
+	code   string
+}
+
+// ServeHTTP serves one request. It never panics: a panic in a handler is
+// logged with its stack and answered 500 internal.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rl := &requestLog{method: r.Method, path: r.URL.Path}
+	ctx := r.Context()
+	var counts *reqcount.Counter
+	if a.counted {
+		ctx, counts = reqcount.Start(ctx)
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	defer func() {
+		if p := recover(); p != nil {
+			a.log.ErrorContext(ctx, "panic serving request", "route", rl.route, "method", rl.method, "path", rl.path,
+				"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			if !sw.wroteHeader {
+				a.writeError(sw, &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}, nil)
+			}
+			rl.code = CodeInternal
+		}
+		a.logRequest(ctx, rl, sw.status, time.Since(start), counts)
+	}()
+
+	rp, err := a.serve(ctx, r, rl)
+	if err != nil {
+		e := toError(err)
+		if e.Status >= 500 {
+			rl.err = err
+		}
+		rl.code = e.Code
+		a.writeError(sw, e, nil)
+		return
+	}
+	rl.code = rp.code
+	a.writeReply(sw, rp)
+}
+
+// serve routes r, reads and checks what the route takes, and runs its
+// handler.
+func (a *API) serve(ctx context.Context, r *http.Request, rl *requestLog) (reply, error) {
+	rt, id, _ := match(table, r.Method, r.URL.Path)
+	if rt == nil || !slices.Contains(a.routes, rt) {
+		rl.route = "unmatched"
+		if rt != nil {
+			// A route of the API, but not of this one (Options.Routes).
+			return reply{}, notFound("route %s is not served here", rt.key())
+		}
+		if _, _, allow := match(a.routes, r.Method, r.URL.Path); len(allow) > 0 {
+			return reply{}, methodNotAllowed(r.Method, allow)
+		}
+		return reply{}, notFound("no route %s %s", clip(r.Method), clip(r.URL.Path))
+	}
+	rl.route = rt.key()
+	if id != "" {
+		rl.ids = append(rl.ids, id)
+	}
+	rawQuery, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return reply{}, badInput("", "malformed query string: %v", err)
+	}
+	query, err := queryParams(rawQuery, rt.query)
+	if err != nil {
+		return reply{}, err
+	}
+	var body []byte
+	if rt.method != http.MethodGet {
+		if body, err = readBody(r, a.opts.MaxBodyBytes); err != nil {
+			return reply{}, err
+		}
+	}
+	return rt.serve(a, &request{ctx: ctx, id: id, query: query, body: body, log: rl})
+}
+
+// writeReply writes a reply: JSON, or no body at all when it has none.
+func (a *API) writeReply(w http.ResponseWriter, rp reply) {
+	if rp.body == nil {
+		w.WriteHeader(rp.status)
+		return
+	}
+	a.writeJSON(w, rp.status, rp.body)
+}
+
+// writeError writes an error response, with the task when there is one.
+func (a *API) writeError(w http.ResponseWriter, e *Error, task *taskView) {
+	if e.Status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", retryAfterSeconds)
+	}
+	if e.allow != "" {
+		w.Header().Set("Allow", e.allow)
+	}
+	a.writeJSON(w, e.Status, errorBody{Error: e, Task: task})
+}
+
+func (a *API) writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only a bug gets here: every body is made of plain types.
+		a.log.Error("encode response", "error", err)
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":{"code":"internal","message":"internal error"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", fmt.Sprint(len(b)+1))
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// statusWriter remembers the status written through it.
+type statusWriter struct {
+	http.ResponseWriter
+	status      int
+	wroteHeader bool
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if !w.wroteHeader {
+		w.status, w.wroteHeader = status, true
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}

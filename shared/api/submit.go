@@ -1,0 +1,102 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/s3q/s3q/shared/queue"
+)
+
+// submitBody is the body of POST /tasks: a queue.SubmitRequest and an
+// optional wait for the outcome.
+type submitBody struct {
+	queue.SubmitRequest
+	// Wait, when set, waits up to this long for the task to finish
+	// (DESIGN §6): a duration string or a number of seconds.
+	Wait *queue.Duration `json:"wait,omitempty"`
+}
+
+// submit serves POST /tasks: 201 with the new task, 200 with
+// "deduplicated": true when a live task holds the dedup key; with a wait,
+// 200 with the finished task, 202 when the wait ran out, 504 when the
+// task's deadline passed first.
+func (a *API) submit(rq *request) (reply, error) {
+	var body submitBody
+	if err := decodeObject(rq.body, &body, ""); err != nil {
+		return reply{}, err
+	}
+	wait, err := waitFor("wait", body.Wait, a.opts.MaxWait)
+	if err != nil {
+		return reply{}, err
+	}
+	res, err := a.q.Submit(rq.ctx, body.SubmitRequest, a.now())
+	if err != nil {
+		return reply{}, err
+	}
+	rq.log.addIDs(res.Task.ID)
+	if wait > 0 {
+		return a.awaitOutcome(rq, res, wait)
+	}
+	status := http.StatusCreated
+	if res.Deduplicated {
+		status = http.StatusOK
+	}
+	return reply{status: status, body: taskReply{Task: view(res.Task, a.now()), Deduplicated: res.Deduplicated}}, nil
+}
+
+// batchBody is the body of POST /tasks/batch.
+type batchBody struct {
+	Tasks []json.RawMessage `json:"tasks"`
+}
+
+// submitBatch serves POST /tasks/batch: 200 with one result per task, in
+// order, each the task (and whether it was deduplicated) or the error it
+// got, as an error body would carry it. A body that is not a batch at all
+// (not an object, no tasks, too many) is a 400 or 413 and submits nothing.
+func (a *API) submitBatch(rq *request) (reply, error) {
+	var body batchBody
+	if err := decodeObject(rq.body, &body, ""); err != nil {
+		return reply{}, err
+	}
+	if len(body.Tasks) == 0 {
+		return reply{}, badInput("tasks", "is required: give at least one task")
+	}
+	if len(body.Tasks) > queue.MaxBatch {
+		return reply{}, tooLarge("tasks", "has %d tasks, over the limit of %d", len(body.Tasks), queue.MaxBatch)
+	}
+	results := make([]batchItem, len(body.Tasks))
+	var reqs []queue.SubmitRequest
+	var at []int // index in results of each of reqs
+	for i, raw := range body.Tasks {
+		var req queue.SubmitRequest
+		if err := decodeObject(raw, &req, fmt.Sprintf("tasks[%d].", i)); err != nil {
+			results[i].Error = toError(err)
+			continue
+		}
+		reqs = append(reqs, req)
+		at = append(at, i)
+	}
+	if len(reqs) > 0 {
+		out, err := a.q.SubmitBatch(rq.ctx, reqs, a.now())
+		if err != nil {
+			return reply{}, err
+		}
+		now := a.now()
+		for j, r := range out {
+			i := at[j]
+			if r.Err != nil {
+				results[i].Error = toError(r.Err)
+				if results[i].Error.Field != "" {
+					results[i].Error.Field = fmt.Sprintf("tasks[%d].%s", i, results[i].Error.Field)
+				}
+				continue
+			}
+			v := view(r.Result.Task, now)
+			dedup := r.Result.Deduplicated
+			results[i].Task, results[i].Deduplicated = &v, &dedup
+			rq.log.addIDs(v.ID)
+		}
+	}
+	return reply{status: http.StatusOK, body: batchReply{Results: results}}, nil
+}

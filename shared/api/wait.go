@@ -1,0 +1,124 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/s3q/s3q/shared/queue"
+)
+
+// Polling of a synchronous wait: the task record is read (one GET) after
+// waitPollMin, then at intervals growing to waitPollMax. GETs are the
+// cheap request class; a 25s wait costs about 30 of them.
+const (
+	waitPollMin = 100 * time.Millisecond
+	waitPollMax = time.Second
+	// ctxMargin is kept back from the request's own deadline (a Lambda's
+	// timeout) so that the wait can still answer.
+	ctxMargin = 500 * time.Millisecond
+)
+
+// awaitOutcome waits up to wait (real time) for a submitted task to
+// finish, reading its record now and then (DESIGN §6):
+//
+//   - finished (completed, failed, cancelled, archived): 200 with the task;
+//   - its expires_at passed first (by Options.Now): 504 deadline_exceeded,
+//     after marking a pending task expired, or asking a running one to
+//     cancel (a running task is never interrupted by its deadline);
+//   - the wait ran out first: 202 with the task as it is.
+func (a *API) awaitOutcome(rq *request, res queue.SubmitResult, wait time.Duration) (reply, error) {
+	end := time.Now().Add(wait)
+	if dl, ok := rq.ctx.Deadline(); ok && dl.Add(-ctxMargin).Before(end) {
+		end = dl.Add(-ctxMargin)
+	}
+	t := res.Task
+	poll := waitPollMin
+	for {
+		now := a.now()
+		switch {
+		case t.Status == queue.StatusExpired:
+			return a.deadlineReply(t, now), nil
+		case t.Status.Terminal():
+			return reply{status: http.StatusOK, body: taskReply{Task: view(t, now), Deduplicated: res.Deduplicated}}, nil
+		case t.ExpiresAt != nil && !now.Before(*t.ExpiresAt):
+			next, done, err := a.stopAtDeadline(rq, t, now)
+			if err != nil {
+				return reply{}, err
+			}
+			if done {
+				return a.deadlineReply(next, now), nil
+			}
+			t = next // it changed meanwhile: look again
+			continue
+		}
+		left := time.Until(end)
+		if left <= 0 {
+			return reply{status: http.StatusAccepted, body: taskReply{Task: view(t, now), Deduplicated: res.Deduplicated}}, nil
+		}
+		sleep := min(poll, left)
+		if t.ExpiresAt != nil {
+			sleep = max(min(sleep, t.ExpiresAt.Sub(now)), time.Millisecond)
+		}
+		timer := time.NewTimer(sleep)
+		select {
+		case <-rq.ctx.Done():
+			timer.Stop()
+			return reply{}, rq.ctx.Err()
+		case <-timer.C:
+		}
+		poll = min(2*poll, waitPollMax)
+		var err error
+		if t, err = a.q.Get(rq.ctx, t.ID); err != nil {
+			return reply{}, err
+		}
+	}
+}
+
+// stopAtDeadline acts on a task whose deadline passed during a wait: a
+// pending task is marked expired, a running one gets cancel_requested. It
+// returns the task and true when done, or the re-read task and false when
+// the task changed status meanwhile.
+func (a *API) stopAtDeadline(rq *request, t queue.Task, now time.Time) (queue.Task, bool, error) {
+	var (
+		next queue.Task
+		err  error
+	)
+	switch t.Status {
+	case queue.StatusPending:
+		next, err = a.q.MarkExpired(rq.ctx, t.ID, queue.ReasonTTL, now)
+	case queue.StatusRunning:
+		next, err = a.q.Cancel(rq.ctx, t.ID, now)
+	default:
+		return t, true, nil
+	}
+	var se *queue.StateError
+	if errors.As(err, &se) {
+		next, err = a.q.Get(rq.ctx, t.ID)
+		return next, false, err
+	}
+	if err != nil {
+		return queue.Task{}, false, err
+	}
+	return next, true, nil
+}
+
+// deadlineReply is the 504 of a wait whose task passed its deadline: the
+// error and the task as it ended.
+func (a *API) deadlineReply(t queue.Task, now time.Time) reply {
+	state := "it expired before it started"
+	if t.Status == queue.StatusRunning {
+		state = "it is running and was asked to cancel"
+	}
+	msg := fmt.Sprintf("task %s passed its deadline before it finished; %s", t.ID, state)
+	if t.ExpiresAt != nil {
+		msg = fmt.Sprintf("task %s passed its deadline %s before it finished; %s", t.ID, t.ExpiresAt.Format(time.RFC3339), state)
+	}
+	v := view(t, now)
+	return reply{
+		status: http.StatusGatewayTimeout,
+		code:   CodeDeadlineExceeded,
+		body:   errorBody{Error: &Error{Status: http.StatusGatewayTimeout, Code: CodeDeadlineExceeded, Message: msg}, Task: &v},
+	}
+}

@@ -1,0 +1,82 @@
+package api
+
+import (
+	"time"
+
+	"github.com/s3q/s3q/shared/queue"
+)
+
+// taskView is a task as the API shows it: the record without its lease
+// token (a token only appears in a lease object, handed to the claimer)
+// and without its internal index key, plus expires_in_seconds.
+//
+// The two shadowing fields are always empty: being shallower than the
+// embedded record's fields of the same JSON name, they hide them.
+type taskView struct {
+	queue.Task
+	LeaseToken       string `json:"lease_token,omitempty"`
+	IndexKey         string `json:"index_key,omitempty"`
+	ExpiresInSeconds *int64 `json:"expires_in_seconds,omitempty"`
+}
+
+// view returns t as the API shows it at now.
+func view(t queue.Task, now time.Time) taskView {
+	v := taskView{Task: t}
+	if left, ok := t.Remaining(now); ok {
+		secs := int64(left / time.Second)
+		if left < 0 && left%time.Second != 0 {
+			secs-- // round down: -0.5s is -1, not 0
+		}
+		v.ExpiresInSeconds = &secs
+	}
+	return v
+}
+
+// taskReply is {"task": ...}, with "deduplicated": true when a submit
+// returned the live task already holding its dedup key.
+type taskReply struct {
+	Task         taskView `json:"task"`
+	Deduplicated bool     `json:"deduplicated,omitempty"`
+}
+
+// listReply is a page of tasks.
+type listReply struct {
+	Tasks      []taskView `json:"tasks"`
+	NextCursor string     `json:"next_cursor,omitempty"`
+}
+
+// batchItem is one result of a batch submit: a task or an error.
+type batchItem struct {
+	Task         *taskView `json:"task,omitempty"`
+	Deduplicated *bool     `json:"deduplicated,omitempty"`
+	Error        *Error    `json:"error,omitempty"`
+}
+
+// batchReply is the answer of POST /tasks/batch, one result per task in
+// the order given.
+type batchReply struct {
+	Results []batchItem `json:"results"`
+}
+
+// claimedView is a claimed task with its lease.
+type claimedView struct {
+	Task  taskView    `json:"task"`
+	Lease queue.Lease `json:"lease"`
+}
+
+// claimReply is the answer of POST /claim when it got work.
+type claimReply struct {
+	Tasks []claimedView `json:"tasks"`
+}
+
+// versionView is one stored version of a task record.
+type versionView struct {
+	VersionID  string    `json:"version_id"`
+	ModifiedAt time.Time `json:"modified_at"`
+	Task       taskView  `json:"task"`
+}
+
+// historyReply is the answer of GET /tasks/{id}/history, oldest first.
+type historyReply struct {
+	Versions []versionView `json:"versions"`
+}

@@ -1,0 +1,154 @@
+// Package config reads the configuration of an s3q process (a Lambda
+// function, the dev server, the CLI) from environment variables, checks
+// it, and builds the store and queue it describes.
+//
+//	S3Q_BUCKET       the state bucket (required)
+//	S3Q_PREFIX       key prefix for everything s3q stores: empty or ending in "/"
+//	S3Q_ENDPOINT     S3 endpoint override, such as http://127.0.0.1:7070 (path-style)
+//	AWS_REGION       the bucket's region (else the SDK's default chain)
+//	S3Q_DEFAULT_TTL  global default time to live: "90s", "30m", "1h", "7d"; empty or 0 for none
+//	S3Q_SHARDS       index prefixes per queue, 1-256; every process must agree (default 1)
+//	S3Q_LOG_LEVEL    debug, info, warn or error (default info)
+//	S3Q_EVENT_BUS    EventBridge bus for Task Expired events (used by the sweep)
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/s3q/s3q/shared/queue"
+)
+
+// The environment variables FromEnv reads.
+const (
+	EnvBucket     = "S3Q_BUCKET"
+	EnvPrefix     = "S3Q_PREFIX"
+	EnvEndpoint   = "S3Q_ENDPOINT"
+	EnvRegion     = "AWS_REGION"
+	EnvDefaultTTL = "S3Q_DEFAULT_TTL"
+	EnvShards     = "S3Q_SHARDS"
+	EnvLogLevel   = "S3Q_LOG_LEVEL"
+	EnvEventBus   = "S3Q_EVENT_BUS"
+)
+
+// MaxShards is the most index shards a deployment may use.
+const MaxShards = 256
+
+// Config is the configuration of one s3q process.
+type Config struct {
+	// Bucket is the S3 bucket holding all state. Required.
+	Bucket string
+	// Prefix is put before every key, so the bucket can hold other data.
+	// Empty or ending in "/". Defaults to "".
+	Prefix string
+	// Endpoint overrides the S3 endpoint (a local or S3-compatible server);
+	// requests then use path-style addressing. Defaults to AWS S3.
+	Endpoint string
+	// Region is the bucket's region. Defaults to the AWS SDK's chain.
+	Region string
+	// DefaultTTL is the global default time to live of a task. Defaults to
+	// none (tasks never expire unless asked).
+	DefaultTTL time.Duration
+	// Shards is the number of index prefixes per queue. Defaults to 1.
+	Shards int
+	// LogLevel is the lowest level logged. Defaults to info.
+	LogLevel slog.Level
+	// EventBus is the EventBridge bus the sweep publishes Task Expired
+	// events to. Defaults to none (no events).
+	EventBus string
+}
+
+// FieldError is one invalid environment variable.
+type FieldError struct {
+	Var     string // the variable, such as "S3Q_SHARDS"
+	Message string // what is wrong and what would be right
+}
+
+// Error returns the variable and what is wrong with it.
+func (e *FieldError) Error() string { return e.Var + " " + e.Message }
+
+// FromEnv reads the configuration from getenv (os.Getenv in a process, a
+// map lookup in a test) and checks it. Every problem is reported at once,
+// as a *FieldError each, joined in one error beginning "config: ".
+func FromEnv(getenv func(string) string) (Config, error) {
+	var errs []error
+	bad := func(v, format string, args ...any) {
+		errs = append(errs, &FieldError{Var: v, Message: fmt.Sprintf(format, args...)})
+	}
+	get := func(v string) string { return strings.TrimSpace(getenv(v)) }
+
+	c := Config{
+		Bucket:   get(EnvBucket),
+		Prefix:   getenv(EnvPrefix),
+		Endpoint: get(EnvEndpoint),
+		Region:   get(EnvRegion),
+		EventBus: get(EnvEventBus),
+		Shards:   1,
+	}
+	switch {
+	case c.Bucket == "":
+		bad(EnvBucket, "is required: the name of the bucket s3q keeps its state in")
+	case !validBucket(c.Bucket):
+		bad(EnvBucket, "%q is not a bucket name: 3-63 of a-z 0-9 . -, starting and ending with a letter or digit", c.Bucket)
+	}
+	if c.Prefix != "" && (!strings.HasSuffix(c.Prefix, "/") || strings.HasPrefix(c.Prefix, "/") || strings.Contains(c.Prefix, "..") || strings.ContainsFunc(c.Prefix, isControl)) {
+		bad(EnvPrefix, "%q must end in \"/\", not start with one, and hold no \"..\" or control characters (e.g. \"s3q/\")", c.Prefix)
+	}
+	if c.Endpoint != "" {
+		u, err := url.Parse(c.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad(EnvEndpoint, "%q is not an endpoint URL such as http://127.0.0.1:7070", c.Endpoint)
+		}
+	}
+	if s := get(EnvDefaultTTL); s != "" {
+		d, err := queue.ParseDuration(s)
+		switch {
+		case err != nil:
+			bad(EnvDefaultTTL, "%q is not a duration such as 90s, 30m, 1h or 7d", s)
+		case d < 0:
+			bad(EnvDefaultTTL, "%q must not be negative (0 or empty means no default)", s)
+		default:
+			c.DefaultTTL = d
+		}
+	}
+	if s := get(EnvShards); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > MaxShards {
+			bad(EnvShards, "%q is not a number of shards from 1 to %d", s, MaxShards)
+		} else {
+			c.Shards = n
+		}
+	}
+	if s := get(EnvLogLevel); s != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(s)); err != nil {
+			bad(EnvLogLevel, "%q is not one of debug, info, warn, error", s)
+		}
+	}
+	if len(errs) > 0 {
+		return Config{}, fmt.Errorf("config: %w", errors.Join(errs...))
+	}
+	return c, nil
+}
+
+// validBucket checks an S3 bucket name, loosely: what S3 itself allows.
+func validBucket(name string) bool {
+	if len(name) < 3 || len(name) > 63 {
+		return false
+	}
+	for i, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+		case (r == '-' || r == '.') && i > 0 && i < len(name)-1:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }

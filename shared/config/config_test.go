@@ -1,0 +1,67 @@
+package config_test
+
+import (
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/s3q/s3q/shared/config"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestFromEnv(t *testing.T) {
+	t.Run("a_full_environment_is_read", func(t *testing.T) {
+		c, err := config.FromEnv(env(map[string]string{
+			"S3Q_BUCKET": "my-bucket", "S3Q_PREFIX": "dev/", "S3Q_ENDPOINT": "http://127.0.0.1:7070",
+			"AWS_REGION": "eu-west-1", "S3Q_DEFAULT_TTL": "7d", "S3Q_SHARDS": "4", "S3Q_LOG_LEVEL": "debug",
+			"S3Q_EVENT_BUS": "s3q-dev",
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := config.Config{Bucket: "my-bucket", Prefix: "dev/", Endpoint: "http://127.0.0.1:7070", Region: "eu-west-1",
+			DefaultTTL: 7 * 24 * time.Hour, Shards: 4, LogLevel: slog.LevelDebug, EventBus: "s3q-dev"}
+		if c != want {
+			t.Errorf("got %+v\nwant %+v", c, want)
+		}
+	})
+	t.Run("only_the_bucket_is_required", func(t *testing.T) {
+		c, err := config.FromEnv(env(map[string]string{"S3Q_BUCKET": "b12"}))
+		if err != nil || c.Shards != 1 || c.LogLevel != slog.LevelInfo || c.DefaultTTL != 0 {
+			t.Errorf("got %+v, %v", c, err)
+		}
+	})
+	t.Run("every_problem_is_reported_at_once_naming_its_variable", func(t *testing.T) {
+		_, err := config.FromEnv(env(map[string]string{
+			"S3Q_PREFIX": "dev", "S3Q_ENDPOINT": "localhost:7070", "S3Q_DEFAULT_TTL": "soon",
+			"S3Q_SHARDS": "0", "S3Q_LOG_LEVEL": "loud",
+		}))
+		if err == nil {
+			t.Fatal("no error")
+		}
+		for _, v := range []string{"S3Q_BUCKET is required", "S3Q_PREFIX", "S3Q_ENDPOINT", "S3Q_DEFAULT_TTL", "S3Q_SHARDS", "S3Q_LOG_LEVEL"} {
+			if !strings.Contains(err.Error(), v) {
+				t.Errorf("the error does not mention %s: %v", v, err)
+			}
+		}
+		var fe *config.FieldError
+		if !errors.As(err, &fe) {
+			t.Errorf("no *FieldError in %v", err)
+		}
+	})
+	t.Run("a_bad_bucket_name_is_refused", func(t *testing.T) {
+		for _, b := range []string{"ab", "My_Bucket", "-lead", "a/b"} {
+			if _, err := config.FromEnv(env(map[string]string{"S3Q_BUCKET": b})); err == nil {
+				t.Errorf("bucket %q accepted", b)
+			}
+		}
+	})
+	t.Run("a_negative_default_ttl_is_refused", func(t *testing.T) {
+		if _, err := config.FromEnv(env(map[string]string{"S3Q_BUCKET": "bkt", "S3Q_DEFAULT_TTL": "-1h"})); err == nil {
+			t.Error("accepted")
+		}
+	})
+}

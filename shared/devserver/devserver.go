@@ -1,0 +1,177 @@
+// Package devserver runs the whole s3q queue on one machine, for `s3q dev`
+// (`make dev`) and for tests: the full HTTP API on a local address, served
+// through the very Lambda handlers the functions run (each net/http request
+// becomes an API Gateway HTTP API event), the sweep-expired and
+// schedule-tick handlers fired on a timer with EventBridge scheduled
+// events, and the state in an in-process gofakes3 S3 server (in memory, or
+// persisted to a directory) or in any real S3 endpoint.
+package devserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/s3q/s3q/shared/lambdafn"
+	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/reqcount"
+)
+
+// Defaults of Options.
+const (
+	DefaultAddr         = "127.0.0.1:8080"
+	DefaultTickInterval = time.Minute
+	DefaultBucket       = "s3q"
+)
+
+// Options configure Run. The zero value serves on DefaultAddr with an
+// in-memory S3 server.
+type Options struct {
+	// Addr is the address the API listens on; port 0 picks a free one.
+	// Defaults to DefaultAddr (127.0.0.1:8080).
+	Addr string
+
+	// DataDir, when set, makes the in-process S3 server persist its bucket
+	// to a file in this directory (created if needed), so that tasks
+	// survive a restart. That backend keeps only the current version of
+	// each object: GET /tasks/{id}/history shows the latest version only.
+	// Defaults to none: everything lives in memory and is lost on exit.
+	DataDir string
+
+	// Endpoint, when set, uses this S3 endpoint (any real S3 or
+	// S3-compatible server, path-style) instead of the in-process one.
+	// Bucket must exist there; it should be versioned for history.
+	Endpoint string
+	// Bucket is the bucket to use. Defaults to DefaultBucket ("s3q").
+	Bucket string
+	// Prefix is put before every key. Empty or ending in "/". Defaults to "".
+	Prefix string
+	// Region is the signing region of Endpoint. Defaults to us-east-1.
+	Region string
+	// AccessKey and SecretKey are Endpoint's credentials. Defaults to the
+	// AWS SDK's default credential chain.
+	AccessKey, SecretKey string
+
+	// Shards and DefaultTTL are the queue's (queue.Options). Default to 1
+	// shard and no default TTL.
+	Shards     int
+	DefaultTTL time.Duration
+
+	// TickInterval is how often sweep-expired and schedule-tick fire.
+	// Defaults to DefaultTickInterval (60s), as in the deployed stack.
+	TickInterval time.Duration
+
+	// Sweep and Tick are the timer functions' work (lambdafn.Deps). Default
+	// to none: the timer functions log that they have nothing to do.
+	Sweep, Tick lambdafn.TimerFunc
+
+	// Out receives the banner: the URL, where the state lives, and a curl
+	// example. Defaults to os.Stdout.
+	Out io.Writer
+	// Logger receives one JSON line per request and per timer run.
+	// Defaults to JSON on os.Stderr.
+	Logger *slog.Logger
+
+	// Started, when set, is called with the API's base URL (such as
+	// "http://127.0.0.1:8080") once it accepts requests.
+	Started func(baseURL string)
+}
+
+// Run serves the queue until ctx is cancelled, then shuts down cleanly:
+// it stops the timer, lets requests in flight finish (up to 5s), and stops
+// the S3 server it started. It returns nil after a clean shutdown.
+func Run(ctx context.Context, opts Options) error {
+	if opts.Addr == "" {
+		opts.Addr = DefaultAddr
+	}
+	if opts.Bucket == "" {
+		opts.Bucket = DefaultBucket
+	}
+	if opts.TickInterval <= 0 {
+		opts.TickInterval = DefaultTickInterval
+	}
+	if opts.Out == nil {
+		opts.Out = os.Stdout
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+
+	st, err := openStore(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer st.close()
+
+	q := queue.New(reqcount.Wrap(st.store), queue.Options{Shards: opts.Shards, DefaultTTL: opts.DefaultTTL})
+	deps := lambdafn.Deps{Queue: q, Store: st.store, Logger: opts.Logger, Sweep: opts.Sweep, Tick: opts.Tick}
+	handlers := map[string]lambda.Handler{}
+	for _, name := range lambdafn.Names() {
+		if handlers[name], err = lambdafn.New(name, deps); err != nil {
+			return err
+		}
+	}
+
+	ln, err := net.Listen("tcp", opts.Addr)
+	if err != nil {
+		return fmt.Errorf("devserver: listen on %s: %w", opts.Addr, err)
+	}
+	srv := &http.Server{Handler: &gateway{handlers: handlers, log: opts.Logger}, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	baseURL := "http://" + ln.Addr().String()
+	banner(opts.Out, baseURL, st.describe, opts.TickInterval)
+	if opts.Started != nil {
+		opts.Started(baseURL)
+	}
+
+	timerCtx, stopTimer := context.WithCancel(ctx)
+	timerDone := make(chan struct{})
+	go func() {
+		defer close(timerDone)
+		runTimers(timerCtx, opts.TickInterval, handlers, opts.Logger)
+	}()
+
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		stopTimer()
+		<-timerDone
+		return fmt.Errorf("devserver: serve: %w", err)
+	}
+	stopTimer()
+	<-timerDone
+	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		_ = srv.Close() // long-polls still waiting: cut them
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("devserver: serve: %w", err)
+	}
+	return nil
+}
+
+// banner prints where the API is and how to try it.
+func banner(w io.Writer, baseURL, storage string, tick time.Duration) {
+	fmt.Fprintf(w, `s3q dev: the HTTP API is at %[1]s
+  state:  %[2]s
+  timers: sweep-expired and schedule-tick every %[3]s
+
+Try it:
+  curl -s -X POST %[1]s/tasks -d '{"task_type":"hello","input":{"name":"world"},"ttl":"1h"}'
+  curl -s -X POST %[1]s/claim -d '{"lease_for":"1m","worker_id":"me"}'
+  curl -s -X POST %[1]s/tasks/ID/complete -d '{"lease_token":"TOKEN","output":{"ok":true}}'
+  curl -s '%[1]s/tasks?status=completed'
+
+`, baseURL, storage, queue.FormatDuration(tick))
+}

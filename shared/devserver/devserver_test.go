@@ -1,0 +1,227 @@
+package devserver_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/s3q/s3q/shared/devserver"
+	"github.com/s3q/s3q/shared/s3local"
+)
+
+// dev runs a dev server until the test ends and returns its base URL.
+type dev struct {
+	url  string
+	out  *bytes.Buffer
+	stop func() error
+}
+
+func start(t *testing.T, opts devserver.Options) *dev {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan string, 1)
+	opts.Addr = "127.0.0.1:0"
+	opts.Started = func(u string) { started <- u }
+	d := &dev{out: &bytes.Buffer{}}
+	opts.Out = d.out
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	}
+	done := make(chan error, 1)
+	go func() { done <- devserver.Run(ctx, opts) }()
+	select {
+	case d.url = <-started:
+	case err := <-done:
+		t.Fatalf("Run: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the dev server did not start")
+	}
+	var once sync.Once
+	var err error
+	d.stop = func() error {
+		once.Do(func() { cancel(); err = <-done })
+		return err
+	}
+	t.Cleanup(func() { d.stop() })
+	return d
+}
+
+// call sends a request and decodes a JSON answer.
+func call(t *testing.T, method, url, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	if len(b) > 0 {
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("%s %s: %d %s is not JSON", method, url, resp.StatusCode, b)
+		}
+	}
+	if ct := resp.Header.Get("Content-Type"); len(b) > 0 && ct != "application/json" {
+		t.Errorf("Content-Type = %q", ct)
+	}
+	return resp.StatusCode, m
+}
+
+func field(m map[string]any, path ...string) any {
+	var v any = m
+	for _, p := range path {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[p]
+		case []any:
+			if p != "0" || len(x) == 0 {
+				return nil
+			}
+			v = x[0]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
+func TestDevServer(t *testing.T) {
+	var sweeps, ticks atomic.Int64
+	d := start(t, devserver.Options{
+		TickInterval: 50 * time.Millisecond,
+		Sweep:        func(context.Context, time.Time) (any, error) { sweeps.Add(1); return nil, nil },
+		Tick:         func(context.Context, time.Time) (any, error) { ticks.Add(1); return nil, nil },
+	})
+
+	t.Run("it_prints_the_url_and_a_curl_example", func(t *testing.T) {
+		if out := d.out.String(); !strings.Contains(out, d.url) || !strings.Contains(out, "curl -s -X POST "+d.url+"/tasks") {
+			t.Errorf("banner:\n%s", out)
+		}
+	})
+	t.Run("a_task_is_submitted_claimed_and_completed_over_http", func(t *testing.T) {
+		status, sub := call(t, "POST", d.url+"/tasks", `{"task_type":"hello","input":{"name":"world"},"ttl":"1h"}`)
+		if status != 201 || field(sub, "task", "expires_in_seconds") == nil {
+			t.Fatalf("submit: %d %v", status, sub)
+		}
+		id := field(sub, "task", "id").(string)
+		status, cl := call(t, "POST", d.url+"/claim", `{"lease_for":"1m","worker_id":"me"}`)
+		if status != 200 || field(cl, "tasks", "0", "task", "id") != id {
+			t.Fatalf("claim: %d %v", status, cl)
+		}
+		token := field(cl, "tasks", "0", "lease", "token").(string)
+		status, done := call(t, "POST", d.url+"/tasks/"+id+"/complete", `{"lease_token":"`+token+`","output":{"ok":true}}`)
+		if status != 200 || field(done, "task", "status") != "completed" {
+			t.Fatalf("complete: %d %v", status, done)
+		}
+		status, hist := call(t, "GET", d.url+"/tasks/"+id+"/history", "")
+		if status != 200 || len(hist["versions"].([]any)) != 3 {
+			t.Errorf("history: %d %v", status, hist)
+		}
+	})
+	t.Run("an_empty_claim_is_204_and_errors_keep_their_shape", func(t *testing.T) {
+		if status, body := call(t, "POST", d.url+"/claim", `{"queue":"empty"}`); status != 204 || body != nil {
+			t.Errorf("claim: %d %v", status, body)
+		}
+		if status, body := call(t, "POST", d.url+"/tasks", `{"task_type":"t","bogus":1}`); status != 400 || field(body, "error", "field") != "bogus" {
+			t.Errorf("unknown field: %d %v", status, body)
+		}
+		if status, body := call(t, "DELETE", d.url+"/claim", ``); status != 405 || field(body, "error", "code") != "method_not_allowed" {
+			t.Errorf("wrong method: %d %v", status, body)
+		}
+		if status, body := call(t, "GET", d.url+"/nope", ``); status != 404 || field(body, "error", "code") != "not_found" {
+			t.Errorf("unknown route: %d %v", status, body)
+		}
+		if status, body := call(t, "POST", d.url+"/tasks", `{"task_type":"t","input":"`+strings.Repeat("x", 7<<20)+`"}`); status != 413 {
+			t.Errorf("huge body: %d %v", status, body)
+		}
+	})
+	t.Run("the_timers_fire_sweep_and_tick", func(t *testing.T) {
+		deadline := time.Now().Add(5 * time.Second)
+		for (sweeps.Load() < 2 || ticks.Load() < 2) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if sweeps.Load() < 2 || ticks.Load() < 2 {
+			t.Errorf("sweeps %d, ticks %d in 5s at a 50ms interval", sweeps.Load(), ticks.Load())
+		}
+	})
+	t.Run("it_shuts_down_cleanly_when_the_context_ends", func(t *testing.T) {
+		if err := d.stop(); err != nil {
+			t.Fatalf("Run returned %v", err)
+		}
+		if _, err := http.Get(d.url + "/tasks"); err == nil {
+			t.Errorf("still serving after shutdown")
+		}
+	})
+}
+
+func TestDevServerDataDir(t *testing.T) {
+	dir := t.TempDir()
+	d := start(t, devserver.Options{DataDir: dir})
+	_, sub := call(t, "POST", d.url+"/tasks", `{"task_type":"kept","ttl":"1h"}`)
+	id, _ := field(sub, "task", "id").(string)
+	if id == "" {
+		t.Fatalf("submit: %v", sub)
+	}
+	if err := d.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	d2 := start(t, devserver.Options{DataDir: dir})
+	if status, got := call(t, "GET", d2.url+"/tasks/"+id, ""); status != 200 || field(got, "task", "task_type") != "kept" {
+		t.Fatalf("after a restart: %d %v", status, got)
+	}
+	status, cl := call(t, "POST", d2.url+"/claim", `{"lease_for":"1m"}`)
+	if status != 200 || field(cl, "tasks", "0", "task", "id") != id {
+		t.Fatalf("claim after a restart: %d %v", status, cl)
+	}
+	if status, hist := call(t, "GET", d2.url+"/tasks/"+id+"/history", ""); status != 200 || len(hist["versions"].([]any)) != 1 {
+		t.Errorf("history keeps the current version: %d %v", status, hist)
+	}
+}
+
+func TestDevServerEndpoint(t *testing.T) {
+	t.Run("an_endpoint_that_does_not_answer_fails_at_start", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		err := devserver.Run(ctx, devserver.Options{Addr: "127.0.0.1:0", Endpoint: "http://127.0.0.1:1", Out: io.Discard,
+			AccessKey: "a", SecretKey: "b"})
+		if err == nil || !strings.Contains(err.Error(), "does not answer") {
+			t.Errorf("Run = %v", err)
+		}
+	})
+	t.Run("a_real_endpoint_serves_the_api", func(t *testing.T) {
+		srv, err := s3local.StartGoFakeS3(s3local.GoFakeS3Options{Bucket: "elsewhere"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		d := start(t, devserver.Options{Endpoint: srv.Endpoint, Bucket: "elsewhere", Prefix: "dev/", AccessKey: srv.AccessKey, SecretKey: srv.SecretKey})
+		if status, body := call(t, "POST", d.url+"/tasks", `{"task_type":"t"}`); status != 201 {
+			t.Fatalf("submit: %d %v", status, body)
+		}
+		if !strings.Contains(d.out.String(), "bucket elsewhere at "+srv.Endpoint) {
+			t.Errorf("banner:\n%s", d.out)
+		}
+		if page, err := srv.Store("dev/").List(t.Context(), "tasks/", "", 0); err != nil || len(page.Items) != 1 {
+			t.Errorf("the task is not in the endpoint's bucket: %v %v", page, err)
+		}
+	})
+	t.Run("an_endpoint_and_a_data_dir_together_are_refused", func(t *testing.T) {
+		err := devserver.Run(context.Background(), devserver.Options{Endpoint: "http://127.0.0.1:1", DataDir: t.TempDir(), Out: io.Discard})
+		if err == nil {
+			t.Error("no error")
+		}
+	})
+}

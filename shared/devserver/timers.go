@@ -1,0 +1,51 @@
+package devserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/s3q/s3q/shared/lambdafn"
+)
+
+// runTimers fires sweep-expired and schedule-tick every interval until ctx
+// is done, as the stack's two EventBridge rules do. An error of a timer
+// function is logged (by the function) and the next run goes on.
+func runTimers(ctx context.Context, interval time.Duration, handlers map[string]lambda.Handler, log *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			for _, name := range []string{lambdafn.SweepExpired, lambdafn.ScheduleTick} {
+				payload, _ := json.Marshal(ScheduledEvent(name, now))
+				if _, err := handlers[name].Invoke(ctx, payload); err != nil && ctx.Err() == nil {
+					log.Debug("timer function failed", "function", name, "error", err)
+				}
+			}
+		}
+	}
+}
+
+// ScheduledEvent is the EventBridge "Scheduled Event" the rule of a timer
+// function sends at now.
+func ScheduledEvent(function string, now time.Time) events.EventBridgeEvent {
+	return events.EventBridgeEvent{
+		Version:    "0",
+		ID:         rand.Text(),
+		DetailType: "Scheduled Event",
+		Source:     "aws.events",
+		AccountID:  "000000000000",
+		Time:       now.UTC().Truncate(time.Second),
+		Region:     "us-east-1",
+		Resources:  []string{"arn:aws:events:us-east-1:000000000000:rule/s3q-dev-" + function},
+		Detail:     json.RawMessage(`{}`),
+	}
+}

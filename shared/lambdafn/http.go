@@ -1,0 +1,82 @@
+package lambdafn
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/s3q/s3q/shared/api"
+)
+
+// httpFunction is an HTTP function: the API limited to its routes.
+type httpFunction struct {
+	api *api.API
+}
+
+func newHTTP(name string, d Deps) *httpFunction {
+	return &httpFunction{api: api.New(d.Queue, api.Options{Now: d.Now, Logger: d.Logger, Routes: routes[name]})}
+}
+
+// handle serves one API Gateway HTTP API event. It never returns an error:
+// a request that cannot be made from the event is a 400, anything else is
+// answered by the API (which never panics).
+func (f *httpFunction) handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	r, err := RequestFromEvent(ctx, ev)
+	if err != nil {
+		body := `{"error":{"code":"invalid_input","message":` + quote(err.Error()) + `}}`
+		return events.APIGatewayV2HTTPResponse{
+			StatusCode: http.StatusBadRequest,
+			Headers:    map[string]string{"Content-Type": "application/json"},
+			Body:       body,
+		}, nil
+	}
+	rec := newRecorder()
+	f.api.ServeHTTP(rec, r)
+	return rec.response(), nil
+}
+
+// recorder is an http.ResponseWriter that keeps the response in memory.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func newRecorder() *recorder { return &recorder{header: http.Header{}} }
+
+func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.WriteHeader(http.StatusOK)
+	return r.body.Write(b)
+}
+
+// response is the recorded response as API Gateway takes it: headers
+// joined with commas, a text body as is, any other body in base64.
+func (r *recorder) response() events.APIGatewayV2HTTPResponse {
+	status := r.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	out := events.APIGatewayV2HTTPResponse{StatusCode: status, Headers: map[string]string{}}
+	for k, vs := range r.header {
+		out.Headers[k] = strings.Join(vs, ",")
+	}
+	if b := r.body.Bytes(); utf8.Valid(b) {
+		out.Body = string(b)
+	} else {
+		out.Body, out.IsBase64Encoded = base64.StdEncoding.EncodeToString(b), true
+	}
+	return out
+}

@@ -1,0 +1,139 @@
+// Package lambdafn builds the s3q Lambda functions as a library, so that
+// functions/<name>/main.go, the dev server, `s3q invoke` and tests all run
+// the very same handlers.
+//
+// The HTTP functions ("submit", "claim", "tasks") take API Gateway HTTP API
+// events (payload format 2.0) and serve them through api.API, limited to
+// the routes each function owns: a route that is not its own answers 404.
+// The timer functions ("sweep-expired", "schedule-tick") take EventBridge
+// scheduled events and call Deps.Sweep and Deps.Tick with the event's time.
+package lambdafn
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/s3q/s3q/shared/api"
+	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/reqcount"
+	"github.com/s3q/s3q/shared/store"
+)
+
+// The function names.
+const (
+	Submit       = "submit"
+	Claim        = "claim"
+	Tasks        = "tasks"
+	SweepExpired = "sweep-expired"
+	ScheduleTick = "schedule-tick"
+)
+
+// routes are the API routes each HTTP function owns.
+var routes = map[string][]string{
+	Submit: {"POST /tasks", "POST /tasks/batch"},
+	Claim:  {"POST /claim"},
+	Tasks: {
+		"GET /tasks", "GET /tasks/{id}", "GET /tasks/{id}/history",
+		"POST /tasks/{id}/cancel", "POST /tasks/{id}/retry", "POST /tasks/{id}/expire",
+		"POST /tasks/{id}/heartbeat", "POST /tasks/{id}/complete", "POST /tasks/{id}/fail",
+		"POST /tasks/{id}/reschedule",
+	},
+}
+
+// Names returns the name of every function, HTTP ones first.
+func Names() []string { return []string{Submit, Claim, Tasks, SweepExpired, ScheduleTick} }
+
+// Routes returns the API route keys an HTTP function owns ("POST /claim"),
+// or nil for a timer function or an unknown name.
+func Routes(name string) []string { return slices.Clone(routes[name]) }
+
+// FunctionFor returns the name of the HTTP function that owns a route key,
+// and false when none does.
+func FunctionFor(routeKey string) (string, bool) {
+	for _, name := range []string{Submit, Claim, Tasks} {
+		if slices.Contains(routes[name], routeKey) {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// FunctionForRequest returns the name of the HTTP function a request goes
+// to: the owner of the route it matches; else the owner of a route with
+// its path and another method (which answers 405); else "tasks" (which
+// answers 404). The dev server routes with it, as API Gateway does with
+// the stack's routes.
+func FunctionForRequest(method, path string) string {
+	if key, ok := api.Match(method, path); ok {
+		if fn, ok := FunctionFor(key); ok {
+			return fn
+		}
+	}
+	for _, m := range api.Allowed(path) {
+		if key, ok := api.Match(m, path); ok {
+			if fn, ok := FunctionFor(key); ok {
+				return fn
+			}
+		}
+	}
+	return Tasks
+}
+
+// TimerFunc is the work a timer function does at now, returning a report
+// (any JSON value) for its log line and its response.
+type TimerFunc func(ctx context.Context, now time.Time) (any, error)
+
+// Deps is what the functions run on.
+type Deps struct {
+	// Queue is the task queue. Required by the HTTP functions, unless
+	// Store is given: then it is queue.New(reqcount.Wrap(Store)).
+	Queue *queue.Queue
+	// Store is the store the queue works on, for wiring Sweep and Tick.
+	// Optional.
+	Store store.Store
+	// Logger receives one JSON line per invocation. Defaults to
+	// slog.Default().
+	Logger *slog.Logger
+	// Now is the clock. Defaults to time.Now.
+	Now func() time.Time
+	// Sweep is the work of sweep-expired: reclaim expired leases, expire
+	// overdue tasks, publish Task Expired events. Defaults to none: the
+	// function logs that it has nothing to do and says so in its report.
+	Sweep TimerFunc
+	// Tick is the work of schedule-tick: fire the due cron schedules.
+	// Defaults to none, like Sweep.
+	Tick TimerFunc
+}
+
+// New returns the handler of the named function, ready for lambda.Start
+// or for Invoke with an event's JSON.
+func New(name string, d Deps) (lambda.Handler, error) {
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	d.Logger = d.Logger.With("function", name)
+	switch name {
+	case Submit, Claim, Tasks:
+		if d.Queue == nil && d.Store != nil {
+			d.Queue = queue.New(reqcount.Wrap(d.Store), queue.Options{})
+		}
+		if d.Queue == nil {
+			return nil, fmt.Errorf("lambdafn: function %s needs Deps.Queue or Deps.Store", name)
+		}
+		return lambda.NewHandler(newHTTP(name, d).handle), nil
+	case SweepExpired:
+		return lambda.NewHandler(newTimer(name, d.Sweep, d).handle), nil
+	case ScheduleTick:
+		return lambda.NewHandler(newTimer(name, d.Tick, d).handle), nil
+	}
+	return nil, fmt.Errorf("lambdafn: no function %q; the functions are %s", name, strings.Join(Names(), ", "))
+}

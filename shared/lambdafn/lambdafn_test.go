@@ -1,0 +1,221 @@
+package lambdafn_test
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/s3q/s3q/shared/lambdafn"
+	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/reqcount"
+	"github.com/s3q/s3q/shared/s3local/s3localtest"
+	"github.com/s3q/s3q/shared/store"
+)
+
+// The servers every test of the package shares, started once by TestMain.
+var servers s3localtest.Servers
+
+func TestMain(m *testing.M) { os.Exit(s3localtest.Main(m, &servers)) }
+
+// eventsDir is the repository's events/ folder.
+const eventsDir = "../../events"
+
+// fixture is the state an event needs: a task in some status.
+type fixture func(t *testing.T, q *queue.Queue) (id, token string)
+
+func none(*testing.T, *queue.Queue) (string, string) { return "", "" }
+
+func pendingTask(t *testing.T, q *queue.Queue) (string, string) {
+	t.Helper()
+	ttl := queue.Duration(time.Hour)
+	res, err := q.Submit(t.Context(), queue.SubmitRequest{TaskType: "email.send", TTL: &ttl}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Task.ID, ""
+}
+
+func runningTask(t *testing.T, q *queue.Queue) (string, string) {
+	t.Helper()
+	pendingTask(t, q)
+	c, err := q.Claim(t.Context(), queue.ClaimRequest{LeaseFor: time.Minute}, time.Now())
+	if err != nil || len(c) != 1 {
+		t.Fatalf("claim: %v %v", c, err)
+	}
+	return c[0].Task.ID, c[0].Lease.Token
+}
+
+func cancelledTask(t *testing.T, q *queue.Queue) (string, string) {
+	t.Helper()
+	id, _ := pendingTask(t, q)
+	if _, err := q.Cancel(t.Context(), id, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return id, ""
+}
+
+// eventCase is one sample event sent to its function.
+type eventCase struct {
+	file     string
+	function string
+	setup    fixture
+	status   int
+	// want are dotted paths into the answer's JSON body and their values.
+	want map[string]any
+}
+
+var eventCases = []eventCase{
+	{"submit.json", "submit", none, 201, map[string]any{"task.status": "pending", "task.task_type": "email.send", "task.expires_in_seconds": float64(3599)}},
+	{"submit-wait.json", "submit", none, 202, map[string]any{"task.status": "pending"}},
+	{"submit-batch.json", "submit", none, 200, map[string]any{"results.0.task.status": "pending", "results.2.task.queue": "reports", "results.1.deduplicated": false}},
+	{"claim.json", "claim", pendingTask, 200, map[string]any{"tasks.0.task.status": "running", "tasks.0.task.worker_id": "worker-1"}},
+	{"tasks-get.json", "tasks", pendingTask, 200, map[string]any{"task.status": "pending"}},
+	{"tasks-list.json", "tasks", pendingTask, 200, map[string]any{"tasks.0.status": "pending"}},
+	{"tasks-history.json", "tasks", runningTask, 200, map[string]any{"versions.0.task.status": "pending", "versions.1.task.status": "running"}},
+	{"tasks-cancel.json", "tasks", pendingTask, 200, map[string]any{"task.status": "cancelled"}},
+	{"tasks-cancel-ack.json", "tasks", runningTask, 200, map[string]any{"task.status": "cancelled"}},
+	{"tasks-retry.json", "tasks", cancelledTask, 200, map[string]any{"task.status": "pending"}},
+	{"tasks-expire.json", "tasks", pendingTask, 200, map[string]any{"task.status": "expired", "task.expiry_reason": "manual"}},
+	{"tasks-heartbeat.json", "tasks", runningTask, 200, map[string]any{"task.status": "running"}},
+	{"tasks-complete.json", "tasks", runningTask, 200, map[string]any{"task.status": "completed", "task.output.message_id": "0100018d-example"}},
+	{"tasks-fail.json", "tasks", runningTask, 200, map[string]any{"task.status": "pending", "task.last_error": "SMTP 451: try again later"}},
+	{"tasks-reschedule.json", "tasks", runningTask, 200, map[string]any{"task.status": "pending", "task.attempt": float64(0)}},
+}
+
+// readEvent reads a sample event and fills in its placeholders.
+func readEvent(t *testing.T, file, id, token string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(eventsDir, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []byte(strings.NewReplacer("{{task_id}}", id, "{{lease_token}}", token).Replace(string(b)))
+}
+
+// invoke runs a function's handler on a payload as Lambda would and
+// decodes its API Gateway response and JSON body.
+func invoke(t *testing.T, name string, d lambdafn.Deps, payload []byte) (events.APIGatewayV2HTTPResponse, map[string]any) {
+	t.Helper()
+	h, err := lambdafn.New(name, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.Invoke(t.Context(), payload)
+	if err != nil {
+		t.Fatalf("invoke %s: %v", name, err)
+	}
+	var resp events.APIGatewayV2HTTPResponse
+	if err := json.Unmarshal(out, &resp); err != nil {
+		t.Fatalf("%s answered %s: %v", name, out, err)
+	}
+	var body map[string]any
+	if resp.Body != "" {
+		if err := json.Unmarshal([]byte(resp.Body), &body); err != nil {
+			t.Fatalf("%s body is not JSON: %s", name, resp.Body)
+		}
+	}
+	return resp, body
+}
+
+func deps(q *queue.Queue) lambdafn.Deps {
+	return lambdafn.Deps{Queue: q, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+}
+
+func TestSampleEvents(t *testing.T) {
+	for _, srv := range []struct {
+		name string
+		new  func(t *testing.T) store.Store
+	}{
+		{"gofakes3", func(t *testing.T) store.Store { return s3localtest.NewStore(t, servers.GoFakeS3) }},
+		{"versitygw", func(t *testing.T) store.Store { return s3localtest.NewStore(t, servers.VersityGW) }},
+	} {
+		t.Run(srv.name, func(t *testing.T) {
+			t.Parallel()
+			for _, c := range eventCases {
+				t.Run(strings.TrimSuffix(c.file, ".json")+"_answers_"+strconv.Itoa(c.status), func(t *testing.T) {
+					t.Parallel()
+					q := queue.New(reqcount.Wrap(srv.new(t)), queue.Options{})
+					id, token := c.setup(t, q)
+					resp, body := invoke(t, c.function, deps(q), readEvent(t, c.file, id, token))
+					if resp.StatusCode != c.status {
+						t.Fatalf("status %d, want %d: %s", resp.StatusCode, c.status, resp.Body)
+					}
+					if ct := resp.Headers["Content-Type"]; ct != "application/json" {
+						t.Errorf("Content-Type = %q", ct)
+					}
+					for path, want := range c.want {
+						if got := dig(body, path); got != want {
+							t.Errorf("%s = %v, want %v: %s", path, got, want, resp.Body)
+						}
+					}
+					if strings.Contains(resp.Body, `"lease_token"`) {
+						t.Errorf("a lease token leaked: %s", resp.Body)
+					}
+				})
+			}
+		})
+	}
+}
+
+// Every HTTP event sent to a function that does not own its route is a 404.
+func TestEventsToTheWrongFunctionAre404(t *testing.T) {
+	q := queue.New(s3localtest.NewStore(t, servers.GoFakeS3), queue.Options{})
+	for _, c := range eventCases {
+		for _, fn := range []string{"submit", "claim", "tasks"} {
+			if fn == c.function {
+				continue
+			}
+			resp, body := invoke(t, fn, deps(q), readEvent(t, c.file, "01900000-0000-7000-8000-000000000000", "x"))
+			if resp.StatusCode != 404 || dig(body, "error.code") != "not_found" {
+				t.Errorf("%s sent to %s: %d %s, want 404 not_found", c.file, fn, resp.StatusCode, resp.Body)
+			}
+		}
+	}
+}
+
+// Every file in events/ has a case here, so none goes untested.
+func TestEveryEventFileIsTested(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(eventsDir, "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no events: %v", err)
+	}
+	tested := map[string]bool{"sweep-expired.json": true, "schedule-tick.json": true}
+	for _, c := range eventCases {
+		tested[c.file] = true
+	}
+	for _, f := range files {
+		if !tested[filepath.Base(f)] {
+			t.Errorf("events/%s has no test case", filepath.Base(f))
+		}
+	}
+}
+
+// dig walks a decoded JSON value by a dotted path ("tasks.0.task.id").
+func dig(v any, path string) any {
+	for _, p := range strings.Split(path, ".") {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[p]
+		case []any:
+			i := 0
+			for _, c := range p {
+				i = i*10 + int(c-'0')
+			}
+			if i >= len(x) {
+				return nil
+			}
+			v = x[i]
+		default:
+			return nil
+		}
+	}
+	return v
+}

@@ -1,0 +1,65 @@
+package reqcount_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/s3q/s3q/shared/reqcount"
+	"github.com/s3q/s3q/shared/store"
+	"github.com/s3q/s3q/shared/store/memstore"
+)
+
+func TestCounting(t *testing.T) {
+	t.Run("each_context_counts_its_own_requests_while_others_run", func(t *testing.T) {
+		s := reqcount.Wrap(memstore.New())
+		var wg sync.WaitGroup
+		counters := make([]*reqcount.Counter, 8)
+		for i := range counters {
+			ctx, c := reqcount.Start(context.Background())
+			counters[i] = c
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range i + 1 {
+					_, _ = s.Put(ctx, "k", []byte("v"))
+					_, _ = s.Get(ctx, "k")
+				}
+				_, _ = s.List(ctx, "", "", 0)
+			}()
+		}
+		wg.Wait()
+		for i, c := range counters {
+			want := store.Counts{Put: int64(i + 1), Get: int64(i + 1), List: 1}
+			if got := c.Counts(); got != want {
+				t.Errorf("counter %d = %v, want %v", i, got, want)
+			}
+		}
+	})
+	t.Run("every_kind_is_counted", func(t *testing.T) {
+		s := reqcount.Wrap(memstore.New())
+		ctx, c := reqcount.Start(context.Background())
+		etag, _ := s.PutIfAbsent(ctx, "k", []byte("1"))
+		_, _ = s.PutIfMatch(ctx, "k", []byte("2"), etag)
+		_, _ = s.Head(ctx, "k")
+		vs, _ := s.Versions(ctx, "k")
+		_, _ = s.GetVersion(ctx, "k", vs[0].VersionID)
+		_ = s.Delete(ctx, "k")
+		want := store.Counts{Put: 2, Head: 1, List: 1, Get: 1, Delete: 1}
+		if got := c.Counts(); got != want {
+			t.Errorf("counts = %v, want %v", got, want)
+		}
+	})
+	t.Run("a_context_without_a_counter_passes_through", func(t *testing.T) {
+		s := reqcount.Wrap(memstore.New())
+		if _, err := s.Put(context.Background(), "k", []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("wrapping_twice_wraps_once", func(t *testing.T) {
+		s := reqcount.Wrap(memstore.New())
+		if reqcount.Wrap(s) != s || !reqcount.Wrapped(s) || reqcount.Wrapped(memstore.New()) {
+			t.Error("Wrap/Wrapped")
+		}
+	})
+}
