@@ -8,6 +8,10 @@ import (
 	"time"
 )
 
+// maxDurationSeconds is the largest duration a JSON number may give: about
+// 290 years, what a time.Duration holds.
+const maxDurationSeconds = float64(1<<63-1) / float64(time.Second)
+
 // Duration is a time.Duration that reads and writes as a string such as
 // "90s", "30m", "1h30m" or "7d". JSON numbers are read as seconds.
 type Duration time.Duration
@@ -85,6 +89,9 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 		var secs float64
 		if err := json.Unmarshal(b, &secs); err != nil {
 			return fmt.Errorf("want a duration like \"1h\" or a number of seconds")
+		}
+		if secs > maxDurationSeconds || secs < -maxDurationSeconds {
+			return fmt.Errorf("%v seconds is out of range (at most %.0f)", secs, maxDurationSeconds)
 		}
 		*d = Duration(time.Duration(secs * float64(time.Second)))
 		return nil

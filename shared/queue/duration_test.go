@@ -51,6 +51,11 @@ func TestDurationJSONReadsStringsAndSeconds(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"D":"soon"}`), &v); err == nil {
 		t.Fatal("accepted a bad duration")
 	}
+	for _, huge := range []string{`1e300`, `-1e300`, `9300000000000000000`} {
+		if err := json.Unmarshal([]byte(`{"D":`+huge+`}`), &v); err == nil {
+			t.Fatalf("accepted %s seconds (it overflows)", huge)
+		}
+	}
 	b, _ := json.Marshal(v)
 	if string(b) != `{"D":"1m30s"}` {
 		t.Fatalf("marshal: %s", b)

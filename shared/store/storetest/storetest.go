@@ -88,6 +88,13 @@ func runRecorded(t testing.TB, fn func(testing.TB)) []string {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		defer func() {
+			// A case that keeps going after a recorded error may index past
+			// what it got; that is one more failure, not a crashed binary.
+			if p := recover(); p != nil {
+				r.fail(fmt.Sprintf("panicked: %v", p))
+			}
+		}()
 		fn(r)
 	}()
 	<-done
