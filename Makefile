@@ -23,9 +23,11 @@ fuzz:
 test-short:
 	$(GO) test -count=1 ./shared/queue/ ./shared/store/...
 
-## bench: request counts and dollars per task lifecycle, throughput on versitygw
+## bench: request counts and dollars per task lifecycle, throughput on versitygw,
+## sweep and tick cost against the backlog, and API latency through the dev server
 bench: versitygw
 	$(GO) run ./scripts/bench
+	$(GO) run ./scripts/latency
 
 vet:
 	$(GO) vet ./...
