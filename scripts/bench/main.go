@@ -85,6 +85,9 @@ func main() {
 		fmt.Printf("bench throughput server=versitygw workers=%d tasks_per_s=%.1f raw_ops_per_s=%.1f bound_ratio=%.2f\n",
 			w, tps, raw, tps*rpt/(2*raw))
 	}
+	if err := benchSweep(ctx, srv); err != nil {
+		log.Fatal(err)
+	}
 }
 
 func prefix() string {

@@ -53,7 +53,7 @@ func main() {
 				Msg    string `json:"msg"`
 				Route  string `json:"route"`
 				Status int    `json:"status"`
-				S3    struct {
+				S3     struct {
 					Requests float64 `json:"requests"`
 				} `json:"s3"`
 			}

@@ -40,8 +40,9 @@ type ClaimRequest struct {
 // has. Along the way Claim does the sweeper's work on what it meets: a
 // pending task whose expires_at <= now is marked expired and never started;
 // a running task whose lease has expired is reclaimed (started again under
-// the new lease, or failed when its attempts are spent, or expired when
-// its deadline has passed); a stale marker is deleted.
+// the new lease, or expired when its deadline has passed, or cancelled
+// when a cancel was requested, or failed when its attempts are spent); a
+// stale marker is deleted.
 //
 // A task with ttl_from=first_attempt gets its expires_at on its first claim.
 func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]Claimed, error) {
@@ -141,13 +142,7 @@ func (q *Queue) tryClaim(ctx context.Context, m marker, req ClaimRequest, filter
 			return nil, nil
 		}
 		// The lease has expired: reclaim.
-		if cur.deadlinePassed(now) {
-			_, err := q.expireLoaded(ctx, cur, etag, ReasonTTL, now)
-			return nil, ignoreLost(err)
-		}
-		if cur.Attempt >= cur.MaxAttempts {
-			next := cur.clone()
-			deadLetter(&next, fmt.Sprintf("lease expired after attempt %d of %d", cur.Attempt, cur.MaxAttempts), now)
+		if next := cur.clone(); settleLapsed(&next, now) {
 			_, err := q.commit(ctx, &cur, etag, &next)
 			return nil, ignoreLost(err)
 		}
@@ -199,11 +194,31 @@ func start(t *Task, req ClaimRequest, now time.Time) {
 	}
 }
 
+// settleLapsed decides the end of a running task whose lease has lapsed
+// and that may not run again: expired when its deadline has passed,
+// cancelled when a cancel was requested, failed when its attempts are
+// spent. It changes t and returns true, or returns false (t unchanged)
+// when the task may run again.
+func settleLapsed(t *Task, now time.Time) bool {
+	switch {
+	case t.deadlinePassed(now):
+		expire(t, ReasonTTL, now)
+	case t.CancelRequested:
+		cancel(t, now)
+	case t.Attempt >= t.MaxAttempts:
+		deadLetter(t, fmt.Sprintf("lease expired after attempt %d of %d", t.Attempt, t.MaxAttempts), now)
+	default:
+		return false
+	}
+	return true
+}
+
 // deadLetter moves a task to failed, the dead-letter state.
 func deadLetter(t *Task, reason string, now time.Time) {
 	t.Status = StatusFailed
 	t.LastError = reason
 	t.FailedAt = ptr(now)
+	t.DeadLetterEventSentAt = nil // owed: the sweep publishes it (outbox)
 	t.UpdatedAt = now
 	clearLease(t)
 	t.IndexKey = ""

@@ -48,6 +48,7 @@ func expire(t *Task, reason string, now time.Time) {
 	t.Status = StatusExpired
 	t.ExpiredAt = ptr(now)
 	t.ExpiryReason = reason
+	t.ExpiryEventSentAt = nil // owed: the sweep publishes it (outbox)
 	t.UpdatedAt = now
 	clearLease(t)
 	t.IndexKey = ""

@@ -12,12 +12,49 @@ import (
 // The bucket layout (DESIGN.md §7). Every index key sorts by time: a
 // fixed-width UTC timestamp comes first, so lexical order is time order
 // and "what is due now" is a LIST from the start of a prefix.
+//
+//	tasks/{id}.json                          the record
+//	ready/{queue}/{shard}/{avail}_{id}       pending, no deadline
+//	deadline/{queue}/{shard}/{exp}_{avail}_{id}
+//	                                         pending with a deadline (the marker stays while it runs)
+//	dedup/{queue}/{sha256(key)}              dedup pointer
+//	sweep/{time}_{kind}_{subject}            the sweep index, one LIST reads its head:
+//	  sweep/20000101T000000.000000Z_queue_{name}   queue registry (sorts first, never deleted)
+//	  sweep/{lease_exp}_lease_{id}           a running task parked by the sweep (its index_key)
+//	  sweep/{at}_event_{id}                  outbox: follow-up work owed since a transition at {at}
+//	  sweep/{gc_at}_artifacts_{id}           the task's artifacts fall due for deletion
+//	children/{parent_id}.flag                the task has (had) children
+//	children/{parent_id}/{child_id}          a child that is not terminal
+//	artifacts/{id}/{name}                    artifacts (presigned URLs)
 const (
 	prefixTasks    = "tasks/"
 	prefixReady    = "ready/"
 	prefixDeadline = "deadline/"
-	prefixLeases   = "leases/"
 	prefixDedup    = "dedup/"
+	// prefixSweep is the sweep index: every key is {time}_{kind}_{subject}
+	// and sorts by time, so one LIST from the start reads the head of all
+	// the sweep's work at once (parked leases, the event outbox, artifact
+	// deletion, and the queue registry, which sorts first).
+	prefixSweep     = "sweep/"
+	prefixChildren  = "children/"
+	prefixArtifacts = "artifacts/"
+)
+
+// The kinds of entry in the sweep index (sweep/{time}_{kind}_{subject}).
+const (
+	// sweepLease is a running task parked by the sweep until its lease
+	// expires: the record's index_key. Claims never see it.
+	sweepLease = "lease"
+	// sweepEvent is the outbox: a transition at time owes follow-up work
+	// (a Task Expired or Task Dead-Lettered event, the expiry of its
+	// pending children, the deletion of its artifacts). Written before the
+	// record changes, deleted once the work is done.
+	sweepEvent = "event"
+	// sweepArtifacts says a task's artifacts fall due for deletion at time.
+	sweepArtifacts = "artifacts"
+	// sweepQueue is the queue registry: one key per queue ever submitted
+	// to, at minTime so that it heads every listing. Never deleted.
+	sweepQueue = "queue"
 )
 
 // keyTimeLayout is the fixed-width time format of index keys, microsecond
@@ -78,9 +115,83 @@ func indexKeyFor(t *Task, shards int) string {
 	return readyPrefix(t.Queue, shard) + keyTime(t.AvailableAt) + "_" + t.ID
 }
 
-// leaseKeyFor returns the marker key of a running task parked by lease expiry.
+// leaseKeyFor returns the marker key of a running task parked by the sweep
+// until its lease expires.
 func leaseKeyFor(id string, leaseExpiresAt time.Time) string {
-	return prefixLeases + keyTime(leaseExpiresAt) + "_" + id
+	return sweepKey(leaseExpiresAt, sweepLease, id)
+}
+
+// sweepKey returns a key of the sweep index.
+func sweepKey(at time.Time, kind, subject string) string {
+	return prefixSweep + keyTime(at) + "_" + kind + "_" + subject
+}
+
+// outboxKey returns the outbox entry of a transition of t (at t.UpdatedAt).
+func outboxKey(t *Task) string { return sweepKey(t.UpdatedAt, sweepEvent, t.ID) }
+
+// queueKey returns the registry entry of a queue.
+func queueKey(name string) string { return sweepKey(minTime, sweepQueue, name) }
+
+// childKey returns the marker that lists a child under its parent while
+// the child is not terminal: children/{parent_id}/{child_id}.
+func childKey(parentID, childID string) string {
+	return prefixChildren + parentID + "/" + childID
+}
+
+func childrenPrefix(parentID string) string { return prefixChildren + parentID + "/" }
+
+// parentFlagKey returns the flag that a task has (or had) children:
+// children/{parent_id}.flag, outside the prefix of its children's markers
+// (and not named like it: a file-backed server such as versitygw cannot
+// hold both "a" and "a/b"). The sweep HEADs it (a GET-class request)
+// before it LISTs the children of an expired task, so that expiring a
+// task without children costs no LIST.
+func parentFlagKey(parentID string) string { return prefixChildren + parentID + ".flag" }
+
+// ArtifactPrefix returns the prefix under which a task's artifacts live.
+func ArtifactPrefix(taskID string) string { return prefixArtifacts + taskID + "/" }
+
+// ArtifactKey returns the key of one artifact of a task. Both parts must
+// have been validated (ValidateID, ValidateArtifactName).
+func ArtifactKey(taskID, name string) string { return ArtifactPrefix(taskID) + name }
+
+// sweepEntry is a parsed key of the sweep index.
+type sweepEntry struct {
+	key     string
+	at      time.Time
+	kind    string
+	subject string // a task id, or a queue name for sweepQueue
+}
+
+// parseSweepKey parses a sweep/ key. It returns false for anything else,
+// which the sweep skips.
+func parseSweepKey(key string) (sweepEntry, bool) {
+	rest, ok := strings.CutPrefix(key, prefixSweep)
+	if !ok {
+		return sweepEntry{}, false
+	}
+	parts := strings.SplitN(rest, "_", 3)
+	if len(parts) != 3 {
+		return sweepEntry{}, false
+	}
+	at, err := parseKeyTime(parts[0])
+	if err != nil {
+		return sweepEntry{}, false
+	}
+	e := sweepEntry{key: key, at: at, kind: parts[1], subject: parts[2]}
+	switch e.kind {
+	case sweepQueue:
+		if !reQueue.MatchString(e.subject) {
+			return sweepEntry{}, false
+		}
+	case sweepLease, sweepEvent, sweepArtifacts:
+		if validID(e.subject) != nil {
+			return sweepEntry{}, false
+		}
+	default:
+		return sweepEntry{}, false
+	}
+	return e, true
 }
 
 // DedupKey returns the key of the pointer that holds a dedup key in a queue.
@@ -105,7 +216,7 @@ func (m marker) due(now time.Time) bool { return !m.available.After(now) }
 // expired reports whether the marker's deadline has passed at now.
 func (m marker) expired(now time.Time) bool { return !m.expires.IsZero() && !now.Before(m.expires) }
 
-// parseMarker parses a ready/, deadline/ or leases/ key. It returns false
+// parseMarker parses a ready/, deadline/ or sweep/ lease key. It returns false
 // for anything else, which callers skip: keys are hints, never trusted.
 func parseMarker(key string) (marker, bool) {
 	m := marker{key: key}
@@ -121,9 +232,12 @@ func parseMarker(key string) (marker, bool) {
 			m.available, err = parseKeyTime(parts[1])
 		}
 		m.id = parts[2]
-	case strings.HasPrefix(key, prefixLeases) && len(parts) == 2:
-		m.lease, err = parseKeyTime(parts[0])
-		m.id = parts[1]
+	case strings.HasPrefix(key, prefixSweep):
+		e, ok := parseSweepKey(key)
+		if !ok || e.kind != sweepLease {
+			return marker{}, false
+		}
+		m.lease, m.id = e.at, e.subject
 	default:
 		return marker{}, false
 	}

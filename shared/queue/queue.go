@@ -97,6 +97,10 @@ type Queue struct {
 	bufs  map[string]*scanBuf  // index prefix -> last listing
 	skip  map[string]time.Time // marker key -> skip until
 	types map[string]string    // task id -> task type (immutable)
+	// queues are the queues this Queue has registered (see register).
+	queues map[string]bool
+	// parents are the tasks this Queue has flagged as parents.
+	parents map[string]bool
 	// lastLoss is when a claim of this Queue last lost a race.
 	lastLoss time.Time
 }
@@ -124,6 +128,7 @@ func New(s store.Store, opts Options) *Queue {
 	return &Queue{
 		store: s, opts: opts,
 		bufs: make(map[string]*scanBuf), skip: make(map[string]time.Time), types: make(map[string]string),
+		queues: make(map[string]bool), parents: make(map[string]bool),
 	}
 }
 
@@ -187,6 +192,12 @@ func encode(t *Task) ([]byte, error) {
 // A lost race returns store.ErrPrecondition with the record unchanged; a
 // marker written for it is left as a stale hint (never deleted here: a
 // winner may name the same key).
+//
+// The same protocol keeps two more hints: an outbox entry is written
+// before a transition that owes follow-up work (followUpDue: an event, a
+// cascade, artifact deletion), and a child's children/ marker exists while
+// the child is not terminal (written before it revives, deleted after it
+// finishes).
 func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) (string, error) {
 	body, err := encode(next)
 	if err != nil {
@@ -194,6 +205,16 @@ func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) 
 	}
 	if next.IndexKey != "" && next.IndexKey != cur.IndexKey {
 		if err := q.putMarker(ctx, next.IndexKey); err != nil {
+			return "", err
+		}
+	}
+	if followUpDue(cur, next) {
+		if err := q.putHint(ctx, outboxKey(next)); err != nil {
+			return "", err
+		}
+	}
+	if next.ParentID != "" && cur.Status.Terminal() && !next.Status.Terminal() {
+		if err := q.putChildHints(ctx, next.ParentID, next.ID); err != nil {
 			return "", err
 		}
 	}
@@ -206,7 +227,38 @@ func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) 
 		// that meets it deletes it.
 		_ = q.store.Delete(ctx, cur.IndexKey)
 	}
+	if next.ParentID != "" && !cur.Status.Terminal() && next.Status.Terminal() {
+		_ = q.store.Delete(ctx, childKey(next.ParentID, next.ID)) // best effort, as above
+	}
 	return newETag, nil
+}
+
+// putChildHints writes the hints of a live child: its parent's flag (once
+// per Queue and parent) and its own marker under the parent.
+func (q *Queue) putChildHints(ctx context.Context, parentID, childID string) error {
+	q.mu.Lock()
+	flagged := q.parents[parentID]
+	q.mu.Unlock()
+	if !flagged {
+		if err := q.putHint(ctx, parentFlagKey(parentID)); err != nil {
+			return err
+		}
+		q.mu.Lock()
+		if len(q.parents) >= maxSkip {
+			clear(q.parents)
+		}
+		q.parents[parentID] = true
+		q.mu.Unlock()
+	}
+	return q.putHint(ctx, childKey(parentID, childID))
+}
+
+// putHint writes an empty hint object that is not an index marker.
+func (q *Queue) putHint(ctx context.Context, key string) error {
+	if _, err := q.store.Put(ctx, key, nil); err != nil {
+		return fmt.Errorf("write %s: %w", key, err)
+	}
+	return nil
 }
 
 func (q *Queue) putMarker(ctx context.Context, key string) error {

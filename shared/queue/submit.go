@@ -73,14 +73,25 @@ type SubmitResult struct {
 }
 
 // Submit validates req, creates the task and returns it. Writes, in order:
-// the dedup pointer (if any), the index marker, the record (create-only).
-// A crash between them leaves at most a stale marker or an orphaned dedup
-// pointer, both repaired later; the task exists once Submit returns.
-// A bad field returns a *ValidationError and writes nothing.
+// the dedup pointer (if any), the queue's registry entry (once per process
+// and queue), the hints the task needs (for a child, its parent's flag and
+// its children/ marker; the outbox entry of a task expired on arrival), the index
+// marker, the record (create-only). A crash between them leaves at most a
+// stale hint or an orphaned dedup pointer, both repaired later; the task
+// exists once Submit returns. A bad field returns a *ValidationError and
+// writes nothing.
+//
+// A child of an expired parent is expired on arrival (reason
+// parent_expired). A child whose parent expires while it is being
+// submitted is expired right after (one more GET of the parent), so the
+// sweep's cascade can never miss it.
 func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (SubmitResult, error) {
 	now = norm(now)
 	t, err := q.build(ctx, req, now)
 	if err != nil {
+		return SubmitResult{}, err
+	}
+	if err := q.register(ctx, t.Queue); err != nil {
 		return SubmitResult{}, err
 	}
 	if t.DedupKey != "" {
@@ -101,14 +112,52 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 		}
 		return SubmitResult{}, err
 	}
+	if t.ParentID != "" && t.Status == StatusPending {
+		// The parent may have expired since build read it, and its
+		// cascade may have listed its children before this one's marker
+		// existed. Best effort: the window is that of one request.
+		if parent, _, err := q.load(ctx, t.ParentID); err == nil && parent.Status == StatusExpired {
+			if exp, err := q.MarkExpired(ctx, t.ID, ReasonParentExpired, now); err == nil {
+				t = exp
+			}
+		}
+	}
 	return SubmitResult{Task: t}, nil
 }
 
-// create writes a new task's marker, then its record.
+// register writes the queue's entry in the registry the sweep reads
+// (create-only, so it is written once per bucket), once per Queue.
+func (q *Queue) register(ctx context.Context, name string) error {
+	q.mu.Lock()
+	done := q.queues[name]
+	q.mu.Unlock()
+	if done {
+		return nil
+	}
+	if _, err := q.store.PutIfAbsent(ctx, queueKey(name), nil); err != nil && !errors.Is(err, store.ErrPrecondition) {
+		return fmt.Errorf("register queue %s: %w", name, err)
+	}
+	q.mu.Lock()
+	q.queues[name] = true
+	q.mu.Unlock()
+	return nil
+}
+
+// create writes a new task's hints and marker, then its record.
 func (q *Queue) create(ctx context.Context, t *Task) error {
 	body, err := encode(t)
 	if err != nil {
 		return err
+	}
+	if t.ParentID != "" && !t.Status.Terminal() {
+		if err := q.putChildHints(ctx, t.ParentID, t.ID); err != nil {
+			return err
+		}
+	}
+	if followUpDue(&Task{}, t) {
+		if err := q.putHint(ctx, outboxKey(t)); err != nil {
+			return err
+		}
 	}
 	if t.IndexKey != "" {
 		if err := q.putMarker(ctx, t.IndexKey); err != nil {
@@ -258,6 +307,7 @@ func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Ta
 
 	// Defaults, most specific first: request > parent > task type > global.
 	ttlFrom := req.TTLFrom
+	parentExpired := false
 	if req.ParentID != "" {
 		if err := ValidateID(req.ParentID); err != nil {
 			return Task{}, &ValidationError{Field: "parent_id", Message: err.(*ValidationError).Message, Err: ErrInvalidInput}
@@ -272,6 +322,7 @@ func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Ta
 		if ttl == nil && t.ExpiresAt == nil && parent.ExpiresAt != nil {
 			t.ExpiresAt = ptr(*parent.ExpiresAt) // the parent's remaining TTL
 		}
+		parentExpired = parent.Status == StatusExpired
 	}
 	if q.opts.TypeDefaults != nil {
 		d, ok, err := q.opts.TypeDefaults.TaskTypeDefaults(ctx, req.TaskType, now)
@@ -315,11 +366,14 @@ func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Ta
 		}
 	}
 
-	// ttl=0 (or a deadline already past) submits an already-expired task.
+	// ttl=0 (or a deadline already past) submits an already-expired task,
+	// and so does a parent that has expired: its children expire with it.
+	if parentExpired {
+		expire(&t, ReasonParentExpired, now)
+		return t, nil
+	}
 	if t.deadlinePassed(now) {
-		t.Status = StatusExpired
-		t.ExpiredAt = ptr(now)
-		t.ExpiryReason = ReasonTTL
+		expire(&t, ReasonTTL, now)
 		return t, nil
 	}
 	t.IndexKey = indexKeyFor(&t, q.opts.Shards)

@@ -109,14 +109,27 @@ type Task struct {
 	CancelledAt     *time.Time `json:"cancelled_at,omitempty"`
 	CancelRequested bool       `json:"cancel_requested,omitempty"`
 
-	// IndexKey is the key of the task's one index marker (ready/, deadline/
-	// or leases/), empty when it has none. The marker is written before the
-	// record names it and deleted after the record stops naming it, so a
-	// marker the record does not name is stale and may be deleted.
+	// ExpiryEventSentAt is when the sweep published this task's Task
+	// Expired event; nil while an expired task's event is still owed.
+	ExpiryEventSentAt *time.Time `json:"expiry_event_sent_at,omitempty"`
+	// DeadLetterEventSentAt is when the sweep published the Task
+	// Dead-Lettered event of the task's latest move to failed; nil while
+	// a failed task's event is still owed.
+	DeadLetterEventSentAt *time.Time `json:"dead_letter_event_sent_at,omitempty"`
+	// ArtifactsExpireAt is when the sweep deletes the task's artifacts
+	// (artifacts/{id}/), rounded up to the minute: the latest expiry of a
+	// presigned PUT URL issued for it. Nil when none was ever issued.
+	ArtifactsExpireAt *time.Time `json:"artifacts_expire_at,omitempty"`
+
+	// IndexKey is the key of the task's one index marker (ready/,
+	// deadline/, or sweep/{lease_exp}_lease_{id} for a running task the
+	// sweep parked), empty when it has none. The marker is written before
+	// the record names it and deleted after the record stops naming it, so
+	// a marker the record does not name is stale and may be deleted.
 	IndexKey string `json:"index_key,omitempty"`
 }
 
-// ExpiredAt reports whether the task's start deadline has passed at now.
+// deadlinePassed reports whether the task's start deadline has passed at now.
 func (t *Task) deadlinePassed(now time.Time) bool {
 	return t.ExpiresAt != nil && !now.Before(*t.ExpiresAt)
 }
@@ -134,6 +147,37 @@ func (t *Task) Remaining(now time.Time) (time.Duration, bool) {
 		return 0, false
 	}
 	return t.ExpiresAt.Sub(now), true
+}
+
+// owesExpiryEvent reports whether an expired task's event is still owed.
+func (t *Task) owesExpiryEvent() bool {
+	return t.Status == StatusExpired && t.ExpiryEventSentAt == nil
+}
+
+// owesDeadLetterEvent reports whether a failed task's event is still owed.
+func (t *Task) owesDeadLetterEvent() bool {
+	return t.Status == StatusFailed && t.DeadLetterEventSentAt == nil
+}
+
+// ArtifactURLExpiry returns when a presigned artifact URL issued at now
+// for the task expires: min(now + ttl, expires_at) (DESIGN.md §6).
+func (t *Task) ArtifactURLExpiry(ttl time.Duration, now time.Time) time.Time {
+	until := now.Add(ttl)
+	if t.ExpiresAt != nil && t.ExpiresAt.Before(until) {
+		until = *t.ExpiresAt
+	}
+	return until
+}
+
+// ArtifactLifetime returns when the task's temporary artifacts must be
+// gone at the latest: min(created_at + ttl, expires_at), fixed at creation
+// (seed 003's DeadlineGuard).
+func (t *Task) ArtifactLifetime(ttl time.Duration) time.Time {
+	until := t.CreatedAt.Add(ttl)
+	if t.ExpiresAt != nil && t.ExpiresAt.Before(until) {
+		until = *t.ExpiresAt
+	}
+	return until
 }
 
 // Lease is a claim on a running task: whoever holds the token may

@@ -200,14 +200,27 @@ func crashOnce(t *testing.T, f Factory, cc crashCase, n int, mode store.FaultMod
 	if m := e.markers(); len(m) != 0 {
 		t.Fatalf("markers left after recovery: %v (task %s)", m, got.Status)
 	}
+	if h := e.hints(); len(h) != 0 {
+		t.Fatalf("hints left after recovery: %v (task %s)", h, got.Status)
+	}
+	if (got.Status == queue.StatusExpired && got.ExpiryEventSentAt == nil) ||
+		(got.Status == queue.StatusFailed && got.DeadLetterEventSentAt == nil) {
+		t.Fatalf("after recovery task %s is %s with its event still owed", id, got.Status)
+	}
 }
 
 // recoverAll is the next process: it claims and completes whatever is
-// there, well past every lease and the stale-marker grace.
+// there, well past every lease and the stale-marker grace, and then
+// sweeps, which publishes what the crashed process left owed.
 func recoverAll(t *testing.T, e *env, from time.Time) {
 	t.Helper()
 	q := e.reopen()
 	now := from.Add(time.Hour)
+	defer func() {
+		if _, err := q.Sweep(ctx, now, queue.SweepOptions{}); err != nil {
+			t.Fatalf("recovery sweep: %v", err)
+		}
+	}()
 	for i := 0; i < 20; i++ {
 		cs, err := q.Claim(ctx, queue.ClaimRequest{MaxTasks: 10}, now)
 		if err != nil {

@@ -40,6 +40,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("list_history", func(t *testing.T) { runList(t, f) })
 	t.Run("race", func(t *testing.T) { runRace(t, f) })
 	t.Run("crash", func(t *testing.T) { runCrash(t, f) })
+	t.Run("sweep", func(t *testing.T) { runSweep(t, f) })
 }
 
 // t0 is the fixed start of every case's clock.
@@ -146,13 +147,32 @@ func (e *env) keys(prefix string) []string {
 	return out
 }
 
-// markers returns every index marker (ready/, deadline/, leases/).
+// markers returns every index marker: ready/, deadline/ and the parked
+// leases of the sweep index (sweep/{time}_lease_{id}).
 func (e *env) markers() []string {
 	var out []string
-	for _, p := range []string{"ready/", "deadline/", "leases/"} {
+	for _, p := range []string{"ready/", "deadline/"} {
 		out = append(out, e.keys(p)...)
 	}
+	for _, k := range e.keys("sweep/") {
+		if strings.Contains(k, "_lease_") {
+			out = append(out, k)
+		}
+	}
 	return out
+}
+
+// hints returns the hints that wait for work: outbox and artifact entries
+// of the sweep index and children/ markers (not the queue registry, which
+// stays, nor parked leases, which markers returns).
+func (e *env) hints() []string {
+	var out []string
+	for _, k := range e.keys("sweep/") {
+		if strings.Contains(k, "_event_") || strings.Contains(k, "_artifacts_") {
+			out = append(out, k)
+		}
+	}
+	return append(out, e.keys("children/")...)
 }
 
 // allKeys returns every key in the store.

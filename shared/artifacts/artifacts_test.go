@@ -1,0 +1,135 @@
+package artifacts_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/s3q/s3q/shared/artifacts"
+	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/s3local"
+	"github.com/s3q/s3q/shared/s3local/s3localtest"
+)
+
+var servers s3localtest.Servers
+
+func TestMain(m *testing.M) { os.Exit(s3localtest.Main(m, &servers)) }
+
+var ctx = context.Background()
+
+func TestPresignedURLsWorkOnGoFakeS3(t *testing.T) { presignedURLsWork(t, servers.GoFakeS3) }
+
+func TestPresignedURLsWorkOnVersityGW(t *testing.T) { presignedURLsWork(t, servers.VersityGW) }
+
+func do(t *testing.T, u artifacts.URL, body []byte) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(u.Method, u.URL, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range u.Headers {
+		req.Header[k] = v
+	}
+	if body == nil {
+		req.Body = nil
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, b
+}
+
+func presignedURLsWork(t *testing.T, srv *s3local.Server) {
+	prefix := "test-" + rand.Text() + "/"
+	q := queue.New(srv.Store(prefix), queue.Options{})
+	svc := artifacts.New(q, srv.Client(), srv.Bucket, prefix, artifacts.Options{TTL: time.Hour})
+	// Presigned URLs are checked against the server's clock: use the real one.
+	now := time.Now().UTC().Truncate(time.Second)
+
+	res, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "ingest", TTL: durp(30 * time.Minute)}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Task.ID
+	put, err := svc.PutURL(ctx, id, "photo.jpg", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if put.Method != http.MethodPut || !put.ExpiresAt.Equal(now.Add(30*time.Minute)) || !strings.Contains(put.URL, "X-Amz-Expires=1800") {
+		t.Fatalf("put url: %+v", put)
+	}
+	if code, body := do(t, put, []byte("jpeg bytes")); code != http.StatusOK {
+		t.Fatalf("PUT through the URL: %d %s", code, body)
+	}
+	get, err := svc.GetURL(ctx, id, "photo.jpg", now.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !get.ExpiresAt.Equal(now.Add(30 * time.Minute)) {
+		t.Fatalf("get url expires %s", get.ExpiresAt)
+	}
+	if code, body := do(t, get, nil); code != http.StatusOK || string(body) != "jpeg bytes" {
+		t.Fatalf("GET through the URL: %d %q", code, body)
+	}
+	if _, err := svc.GetURL(ctx, id, "missing.txt", now); !errors.Is(err, artifacts.ErrNoArtifact) || !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("missing artifact: %v", err)
+	}
+	var ve *queue.ValidationError
+	if _, err := svc.PutURL(ctx, id, "../other/x", now); !errors.As(err, &ve) || ve.Field != "name" {
+		t.Fatalf("bad name: %v", err)
+	}
+	if _, err := svc.PutURL(ctx, queue.NewID(now), "x", now); !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("unknown task: %v", err)
+	}
+
+	// The sweep deletes them once the task has finished.
+	c, err := q.Claim(ctx, queue.ClaimRequest{}, now)
+	if err != nil || len(c) != 1 {
+		t.Fatalf("claim: %v %v", c, err)
+	}
+	if _, err := q.Complete(ctx, id, c[0].Lease.Token, nil, now); err != nil {
+		t.Fatal(err)
+	}
+	var se *queue.StateError
+	if _, err := svc.PutURL(ctx, id, "late.txt", now); !errors.As(err, &se) {
+		t.Fatalf("put url for a finished task: %v", err)
+	}
+	rep, err := q.Sweep(ctx, now.Add(time.Minute), queue.SweepOptions{})
+	if err != nil || rep.ArtifactsDeleted != 1 {
+		t.Fatalf("sweep: %v %+v", err, rep)
+	}
+	if code, _ := do(t, get, nil); code != http.StatusNotFound {
+		t.Fatalf("GET after the sweep: %d", code)
+	}
+
+	// A URL past its expiry is refused (versitygw checks; gofakes3 does not).
+	if srv.Name == "versitygw" {
+		old := now.Add(-3 * time.Hour)
+		res, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "ingest"}, old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stale, err := svc.PutURL(ctx, res.Task.ID, "x", old.Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code, body := do(t, stale, []byte("x")); code != http.StatusForbidden {
+			t.Fatalf("PUT through an expired URL: %d %s", code, body)
+		}
+	}
+}
+
+func durp(d time.Duration) *queue.Duration {
+	v := queue.Duration(d)
+	return &v
+}

@@ -1,0 +1,81 @@
+// Package deadline is seed 003's DeadlineGuard for s3q: one fixed
+// expires_at per task is the single source of truth for how long a worker
+// may keep going, for how long a synchronous wait may last, and for how
+// long the task's temporary artifacts live. Every helper takes now.
+//
+// A running task is never interrupted by its deadline (DESIGN.md §3):
+// these helpers let a handler decide to stop on its own.
+package deadline
+
+import (
+	"time"
+
+	"github.com/s3q/s3q/shared/queue"
+)
+
+// Remaining returns the time left until the task's deadline at now, and
+// false when it has none. It is negative once the deadline has passed.
+func Remaining(t *queue.Task, now time.Time) (time.Duration, bool) {
+	return t.Remaining(now)
+}
+
+// ShouldAbort reports whether a handler working on t should stop at now:
+// when its deadline has passed or less than margin of it is left, or when
+// a cancel was requested. A task without a deadline is aborted only on a
+// cancel request.
+func ShouldAbort(t *queue.Task, now time.Time, margin time.Duration) bool {
+	if t.CancelRequested {
+		return true
+	}
+	left, ok := t.Remaining(now)
+	return ok && left <= margin
+}
+
+// ArtifactLifetime returns when the task's temporary artifacts must be
+// gone at the latest: min(created_at + artifactTTL, expires_at).
+func ArtifactLifetime(t *queue.Task, artifactTTL time.Duration) time.Time {
+	return t.ArtifactLifetime(artifactTTL)
+}
+
+// URLExpiry returns when a presigned artifact URL issued at now expires:
+// min(now + artifactTTL, expires_at) (DESIGN.md §6).
+func URLExpiry(t *queue.Task, artifactTTL time.Duration, now time.Time) time.Time {
+	return t.ArtifactURLExpiry(artifactTTL, now)
+}
+
+// WaitUntil returns how long a synchronous wait for the task's outcome
+// may last at now: at most limit, and no later than its deadline (a task
+// whose deadline passes during the wait answers deadline_exceeded). ok is
+// false when the deadline has already passed.
+func WaitUntil(t *queue.Task, now time.Time, limit time.Duration) (until time.Time, deadlineFirst bool, ok bool) {
+	until = now.Add(limit)
+	if t.ExpiresAt != nil && !t.ExpiresAt.After(until) {
+		return *t.ExpiresAt, true, t.ExpiresAt.After(now)
+	}
+	return until, false, true
+}
+
+// Guard bundles the settings of the helpers, for a handler that calls
+// them often.
+type Guard struct {
+	// ArtifactTTL is the lifetime of a task's temporary artifacts.
+	ArtifactTTL time.Duration
+	// AbortMargin is how much of a task's deadline must be left for a
+	// handler to keep going.
+	AbortMargin time.Duration
+}
+
+// ShouldAbort is ShouldAbort with the guard's margin.
+func (g Guard) ShouldAbort(t *queue.Task, now time.Time) bool {
+	return ShouldAbort(t, now, g.AbortMargin)
+}
+
+// ArtifactLifetime is ArtifactLifetime with the guard's artifact TTL.
+func (g Guard) ArtifactLifetime(t *queue.Task) time.Time {
+	return ArtifactLifetime(t, g.ArtifactTTL)
+}
+
+// URLExpiry is URLExpiry with the guard's artifact TTL.
+func (g Guard) URLExpiry(t *queue.Task, now time.Time) time.Time {
+	return URLExpiry(t, g.ArtifactTTL, now)
+}

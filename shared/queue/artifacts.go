@@ -1,0 +1,126 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/s3q/s3q/shared/store"
+)
+
+// reArtifact is what an artifact name may be: it becomes the last part of
+// artifacts/{task_id}/{name}, so no "/", no "..", no control characters.
+var reArtifact = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// ValidateArtifactName checks an artifact name before it becomes a key:
+// 1-128 of A-Z a-z 0-9 . _ -, starting with a letter or digit, no "..".
+func ValidateArtifactName(name string) error {
+	if !reArtifact.MatchString(name) || strings.Contains(name, "..") {
+		return invalid("name", "%q is not an artifact name: use 1-128 of A-Z a-z 0-9 . _ -, starting with a letter or digit, and no '..'", clip(name))
+	}
+	return nil
+}
+
+// ceilMinute rounds t up to the next whole minute (t itself if whole).
+// Artifact deletion times are kept at minute precision so that many URLs
+// issued within a minute cost one record write, not one each.
+func ceilMinute(t time.Time) time.Time {
+	m := t.Truncate(time.Minute)
+	if m.Equal(t) {
+		return t
+	}
+	return m.Add(time.Minute)
+}
+
+// ReserveArtifacts prepares the upload of artifacts for a task at now and
+// returns the task and the expiry of URLs issued now: min(now + ttl,
+// expires_at). It makes sure the sweep deletes the task's artifacts no
+// earlier than that expiry (rounded up to the minute) and no later than
+// the first sweep after it, or after the task finishes, whichever comes
+// first: when the deletion time must move later it writes an entry in the
+// sweep index and then the record's artifacts_expire_at (one conditional
+// write); otherwise it writes nothing.
+//
+// A task that is terminal, or whose deadline has passed (the URL would be
+// dead on arrival), is a *StateError. ttl must be positive.
+func (q *Queue) ReserveArtifacts(ctx context.Context, id string, ttl time.Duration, now time.Time) (Task, time.Time, error) {
+	now = norm(now)
+	if err := ValidateID(id); err != nil {
+		return Task{}, time.Time{}, err
+	}
+	if ttl <= 0 {
+		return Task{}, time.Time{}, invalid("artifact_ttl", "must be more than 0")
+	}
+	for i := 0; i < maxCASAttempts; i++ {
+		cur, etag, err := q.load(ctx, id)
+		if err != nil {
+			return Task{}, time.Time{}, err
+		}
+		if cur.Status.Terminal() {
+			return Task{}, time.Time{}, &StateError{ID: id, Op: "upload artifacts for", Status: cur.Status}
+		}
+		until := cur.ArtifactURLExpiry(ttl, now)
+		if !until.After(now) {
+			return Task{}, time.Time{}, &StateError{ID: id, Op: "upload artifacts for", Status: cur.Status, Reason: "its deadline has passed"}
+		}
+		gc := ceilMinute(until)
+		if cur.ArtifactsExpireAt != nil && !gc.After(*cur.ArtifactsExpireAt) {
+			return cur, until, nil
+		}
+		if err := q.putHint(ctx, sweepKey(gc, sweepArtifacts, id)); err != nil {
+			return Task{}, time.Time{}, err
+		}
+		next := cur.clone()
+		next.ArtifactsExpireAt = &gc
+		next.UpdatedAt = now
+		if _, err := q.commit(ctx, &cur, etag, &next); err != nil {
+			if errors.Is(err, store.ErrPrecondition) {
+				continue
+			}
+			return Task{}, time.Time{}, err
+		}
+		return next, until, nil
+	}
+	return Task{}, time.Time{}, fmt.Errorf("reserve artifacts of task %s: %w", id, ErrConflict)
+}
+
+// ArtifactReadExpiry returns when a presigned GET URL issued at now for
+// one of the task's artifacts expires: min(now + ttl, expires_at), and no
+// later than the artifacts' deletion. ok is false when no artifact can be
+// read at now (none was ever reserved, or they are past their time).
+func (t *Task) ArtifactReadExpiry(ttl time.Duration, now time.Time) (until time.Time, ok bool) {
+	if t.ArtifactsExpireAt == nil {
+		return time.Time{}, false
+	}
+	until = t.ArtifactURLExpiry(ttl, now)
+	if t.ArtifactsExpireAt.Before(until) {
+		until = *t.ArtifactsExpireAt
+	}
+	return until, until.After(now)
+}
+
+// deleteArtifacts deletes every object under artifacts/{id}/ and returns
+// how many it deleted.
+func (q *Queue) deleteArtifacts(ctx context.Context, id string) (int, error) {
+	prefix := ArtifactPrefix(id)
+	n, after := 0, ""
+	for {
+		page, err := q.store.List(ctx, prefix, after, 0)
+		if err != nil {
+			return n, fmt.Errorf("list %s: %w", prefix, err)
+		}
+		for _, it := range page.Items {
+			if err := q.store.Delete(ctx, it.Key); err != nil {
+				return n, fmt.Errorf("delete %s: %w", it.Key, err)
+			}
+			n++
+		}
+		if !page.Truncated || len(page.Items) == 0 {
+			return n, nil
+		}
+		after = page.Items[len(page.Items)-1].Key
+	}
+}

@@ -1,0 +1,82 @@
+package queuetest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/store"
+)
+
+// runSweepCrash crashes a sweep at each of its writes, before and after
+// the write lands, and checks that the next sweeps finish the work: an
+// overdue parent expired with its pending child, both events published, a
+// running task parked, nothing left behind.
+func runSweepCrash(t *testing.T, f Factory) {
+	setup := func(e *env) (parent, kid, long string) {
+		parent = e.submit(queue.SubmitRequest{TTL: dur("1m")}, t0).ID
+		kid = e.submit(queue.SubmitRequest{ParentID: parent, TTL: dur("1h"), Queue: "kids"}, t0).ID
+		long = e.submit(queue.SubmitRequest{TTL: dur("1m"), Queue: "long"}, t0).ID
+		e.claim(queue.ClaimRequest{Queue: "long", LeaseFor: time.Hour}, t0)
+		return parent, kid, long
+	}
+	now := t0.Add(time.Minute)
+	// One task at a time, so that the n-th write is the same in every run.
+	opts := func(pub queue.EventPublisher) queue.SweepOptions {
+		return queue.SweepOptions{Publisher: pub, Concurrency: 1}
+	}
+
+	e := newEnv(t, f)
+	setup(e)
+	counting := store.NewCounting(e.s)
+	if _, err := queue.New(counting, e.op).Sweep(ctx, now, opts(&recorder{})); err != nil {
+		t.Fatal(err)
+	}
+	writes := int(counting.Counts().Put + counting.Counts().Delete)
+
+	for _, mode := range []store.FaultMode{store.FailBefore, store.FailAfter} {
+		modeName := map[store.FaultMode]string{store.FailBefore: "before", store.FailAfter: "after"}[mode]
+		for n := 1; n <= writes; n++ {
+			name := fmt.Sprintf("a_sweep_crashed_%s_write_%d_of_%d_leaves_work_the_next_sweep_finishes", modeName, n, writes)
+			t.Run(name, func(t *testing.T) {
+				e := newEnv(t, f)
+				parent, kid, long := setup(e)
+				faulty := store.NewFaulty(e.s)
+				pub := &recorder{}
+				faulty.Fail(n, mode)
+				_, _ = queue.New(faulty, e.op).Sweep(ctx, now, opts(pub))
+				if !faulty.Fired() {
+					t.Fatalf("write %d never happened", n)
+				}
+				faulty.Disarm()
+
+				e.sweep(now, pub)                    // at once
+				e.sweep(now.Add(3*time.Minute), pub) // and past the stale-marker grace
+				// A stale marker not yet due is the next claim's to drop.
+				e.claim(queue.ClaimRequest{Queue: "kids"}, now.Add(3*time.Minute))
+				seen := map[string]bool{}
+				for _, ev := range pub.take() {
+					seen[ev.TaskID] = true
+				}
+				for id, reason := range map[string]string{parent: queue.ReasonTTL, kid: queue.ReasonParentExpired} {
+					got := e.get(id)
+					if got.Status != queue.StatusExpired || got.ExpiryReason != reason || got.ExpiryEventSentAt == nil || !seen[id] {
+						t.Fatalf("task %s: %s reason %q sent_at %v published %v", id, got.Status, got.ExpiryReason, got.ExpiryEventSentAt, seen[id])
+					}
+				}
+				got := e.get(long)
+				wantStatus(t, got, queue.StatusRunning)
+				if seen[long] {
+					t.Fatal("an event for a running task")
+				}
+				lease := "sweep/" + keyTime(t0.Add(time.Hour)) + "_lease_" + long
+				if got.IndexKey != lease {
+					t.Fatalf("index_key %s, want %s", got.IndexKey, lease)
+				}
+				wantKeys(t, "markers", e.markers(), lease)
+				wantKeys(t, "hints", e.hints())
+			})
+		}
+	}
+}

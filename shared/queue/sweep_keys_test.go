@@ -1,0 +1,73 @@
+package queue
+
+import (
+	"sort"
+	"testing"
+	"time"
+)
+
+func TestSweepKeysParseAndTheRegistrySortsFirst(t *testing.T) {
+	id := NewID(kt0)
+	keys := []string{
+		sweepKey(kt0.Add(time.Hour), sweepLease, id),
+		sweepKey(kt0, sweepEvent, id),
+		sweepKey(kt0.Add(time.Minute), sweepArtifacts, id),
+		queueKey("my_queue-1"),
+	}
+	sorted := append([]string(nil), keys...)
+	sort.Strings(sorted)
+	if sorted[0] != queueKey("my_queue-1") || sorted[1] != keys[1] || sorted[3] != keys[0] {
+		t.Fatalf("order %v", sorted)
+	}
+	for i, want := range []struct {
+		kind, subject string
+		at            time.Time
+	}{{sweepLease, id, kt0.Add(time.Hour)}, {sweepEvent, id, kt0}, {sweepArtifacts, id, kt0.Add(time.Minute)}, {sweepQueue, "my_queue-1", minTime}} {
+		e, ok := parseSweepKey(keys[i])
+		if !ok || e.kind != want.kind || e.subject != want.subject || !e.at.Equal(want.at) {
+			t.Fatalf("parseSweepKey(%s) = %+v %v", keys[i], e, ok)
+		}
+	}
+	for _, bad := range []string{
+		"sweep/", "sweep/x_event_" + id, "sweep/" + keyTime(kt0) + "_other_" + id,
+		"sweep/" + keyTime(kt0) + "_event_not-an-id", "sweep/" + keyTime(kt0) + "_queue_a/b",
+		"ready/" + keyTime(kt0) + "_event_" + id,
+	} {
+		if e, ok := parseSweepKey(bad); ok {
+			t.Fatalf("parseSweepKey(%s) = %+v", bad, e)
+		}
+	}
+	if _, ok := parseMarker(sweepKey(kt0, sweepEvent, id)); ok {
+		t.Fatal("an outbox entry parsed as an index marker")
+	}
+}
+
+func TestFollowUpIsDueOnEntryToExpiredOrFailedOrToAnEndWithArtifacts(t *testing.T) {
+	later := kt0.Add(time.Hour)
+	for _, tc := range []struct {
+		cur, next Task
+		want      bool
+	}{
+		{Task{Status: StatusPending}, Task{Status: StatusExpired}, true},
+		{Task{}, Task{Status: StatusExpired}, true}, // expired on arrival
+		{Task{Status: StatusRunning}, Task{Status: StatusFailed}, true},
+		{Task{Status: StatusExpired}, Task{Status: StatusExpired}, false}, // noting the event
+		{Task{Status: StatusFailed}, Task{Status: StatusFailed}, false},
+		{Task{Status: StatusRunning}, Task{Status: StatusCompleted}, false},
+		{Task{Status: StatusRunning}, Task{Status: StatusCompleted, UpdatedAt: kt0, ArtifactsExpireAt: &later}, true},
+		{Task{Status: StatusRunning}, Task{Status: StatusCompleted, UpdatedAt: later, ArtifactsExpireAt: &kt0}, false},
+		{Task{Status: StatusRunning}, Task{Status: StatusPending}, false},
+	} {
+		if got := followUpDue(&tc.cur, &tc.next); got != tc.want {
+			t.Fatalf("%s -> %s: %v, want %v", tc.cur.Status, tc.next.Status, got, tc.want)
+		}
+	}
+}
+
+func TestCeilMinute(t *testing.T) {
+	for in, want := range map[time.Duration]time.Duration{0: 0, time.Microsecond: time.Minute, 59 * time.Second: time.Minute, time.Minute: time.Minute, 61 * time.Second: 2 * time.Minute} {
+		if got := ceilMinute(kt0.Add(in)); !got.Equal(kt0.Add(want)) {
+			t.Fatalf("ceilMinute(+%s) = %s", in, got)
+		}
+	}
+}
