@@ -88,6 +88,9 @@ func main() {
 	if err := benchSweep(ctx, srv); err != nil {
 		log.Fatal(err)
 	}
+	if err := benchTick(ctx, srv); err != nil {
+		log.Fatal(err)
+	}
 }
 
 func prefix() string {

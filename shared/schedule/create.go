@@ -1,0 +1,66 @@
+package schedule
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/s3q/s3q/shared/store"
+)
+
+// Create validates req and stores a new schedule, enabled unless req says
+// otherwise, whose first fire is the first cron time after now. A bad
+// field returns a *queue.ValidationError and stores nothing; an id that is
+// taken returns ErrExists.
+//
+// Writes, in order: the definition (create-only), the due marker, the
+// state. A create that crashed part-way is finished by the same create
+// retried (same request), or by any update, pause or resume of the id.
+func (s *Scheduler) Create(ctx context.Context, req Request, now time.Time) (Schedule, error) {
+	now = norm(now)
+	if err := ValidateID(req.ID); err != nil {
+		return Schedule{}, err
+	}
+	def, _, err := req.definition(now)
+	if err != nil {
+		return Schedule{}, err
+	}
+	def.ID, def.Version, def.CreatedAt, def.UpdatedAt = req.ID, 1, now, now
+	body, err := json.Marshal(&def)
+	if err != nil {
+		return Schedule{}, fmt.Errorf("encode schedule %s: %w", def.ID, err)
+	}
+	if _, err := s.store.PutIfAbsent(ctx, DefinitionKey(def.ID), body); err != nil {
+		if !errors.Is(err, store.ErrPrecondition) {
+			return Schedule{}, fmt.Errorf("create schedule %s: %w", def.ID, err)
+		}
+		existing, _, lerr := s.loadDef(ctx, def.ID)
+		switch {
+		case errors.Is(lerr, ErrNotFound):
+			// The key was deleted. Some servers (versitygw) refuse a
+			// create-only write on a key that once existed; write it
+			// plainly instead.
+			if _, err := s.store.Put(ctx, DefinitionKey(def.ID), body); err != nil {
+				return Schedule{}, fmt.Errorf("create schedule %s: %w", def.ID, err)
+			}
+		case lerr != nil:
+			return Schedule{}, lerr
+		default:
+			st, _, err := s.loadState(ctx, def.ID)
+			if err != nil {
+				return Schedule{}, err
+			}
+			if st.follows(&existing) || !sameSpec(&existing, &def) {
+				return Schedule{}, fmt.Errorf("schedule %s: %w", def.ID, ErrExists)
+			}
+			def = existing // the same create, crashed before its state: finish it
+		}
+	}
+	st, err := s.sync(ctx, &def, now)
+	if err != nil {
+		return Schedule{}, err
+	}
+	return s.view(&def, st, now)
+}

@@ -1,0 +1,95 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/s3q/s3q/shared/store"
+)
+
+// Delete removes schedule id: its definition, its due marker and its fire
+// history; tasks it fired are not touched. An unknown id returns
+// ErrNotFound.
+//
+// Writes, in order: delete the definition (from here on the schedule is
+// gone for Get, List and the tick), mark the state deleted
+// (compare-and-swap; the state object stays as a small tombstone so that
+// re-creating the id never depends on re-creating a deleted key), delete
+// the due marker, delete the history. A tick that meets the schedule
+// half-deleted finishes the state and marker steps; Delete retried
+// finishes everything.
+func (s *Scheduler) Delete(ctx context.Context, id string, now time.Time) error {
+	now = norm(now)
+	if err := ValidateID(id); err != nil {
+		return err
+	}
+	_, _, err := s.loadDef(ctx, id)
+	found := err == nil
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if found {
+		if err := s.store.Delete(ctx, DefinitionKey(id)); err != nil {
+			return fmt.Errorf("delete schedule %s: %w", id, err)
+		}
+	}
+	live, err := s.bury(ctx, id, now)
+	if err != nil {
+		return err
+	}
+	if err := s.deleteHistory(ctx, id); err != nil {
+		return err
+	}
+	if !found && !live {
+		return fmt.Errorf("schedule %s: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// bury marks the state of a schedule whose definition is gone as deleted
+// and drops its due marker. live reports whether there was a live state.
+func (s *Scheduler) bury(ctx context.Context, id string, now time.Time) (live bool, err error) {
+	for i := 0; i < maxCASAttempts; i++ {
+		st, etag, err := s.loadState(ctx, id)
+		if err != nil {
+			return false, err
+		}
+		if etag == "" || st.Deleted {
+			return live, nil
+		}
+		live = true
+		ns := st
+		ns.Deleted = true
+		ns.NextRunAt, ns.DueKey = nil, ""
+		ns.Rev++
+		ns.UpdatedAt = now
+		err = s.writeState(ctx, &st, etag, &ns)
+		if errors.Is(err, store.ErrPrecondition) {
+			continue
+		}
+		return true, err
+	}
+	return live, fmt.Errorf("delete state of schedule %s: %w", id, ErrConflict)
+}
+
+// deleteHistory deletes every history entry of a schedule.
+func (s *Scheduler) deleteHistory(ctx context.Context, id string) error {
+	after := ""
+	for {
+		page, err := s.store.List(ctx, HistoryPrefix(id), after, 0)
+		if err != nil {
+			return fmt.Errorf("list history of schedule %s: %w", id, err)
+		}
+		for _, it := range page.Items {
+			if err := s.store.Delete(ctx, it.Key); err != nil {
+				return fmt.Errorf("delete history of schedule %s: %w", id, err)
+			}
+		}
+		if !page.Truncated || len(page.Items) == 0 {
+			return nil
+		}
+		after = page.Items[len(page.Items)-1].Key
+	}
+}

@@ -1,0 +1,78 @@
+package schedule
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/s3q/s3q/shared/queue"
+)
+
+// TaskID returns the id of the task schedule id fires for fireTime:
+// queue.DerivedID(fireTime, "schedule/"+id). The same (schedule, time)
+// always gives the same id, so a fire repeated after a crash, or made by
+// two racing ticks, finds the task the first one made instead of making
+// a second.
+func TaskID(id string, fireTime time.Time) string {
+	return queue.DerivedID(fireTime, "schedule/"+id)
+}
+
+// submit submits the task of one fire of def. With a ttl counted from
+// submission the deadline is fireTime + ttl.
+func (s *Scheduler) submit(ctx context.Context, def *Definition, fireTime, now time.Time) (queue.SubmitResult, error) {
+	req := queue.SubmitRequest{
+		ID:          TaskID(def.ID, fireTime),
+		TaskType:    def.TaskType,
+		Queue:       def.Queue,
+		Input:       def.Input,
+		MaxAttempts: def.MaxAttempts,
+	}
+	if def.TTL != nil {
+		if def.TTLFrom == queue.TTLFromFirstAttempt {
+			ttl := *def.TTL
+			req.TTL, req.TTLFrom = &ttl, queue.TTLFromFirstAttempt
+		} else {
+			exp := fireTime.Add(def.TTL.Std())
+			req.ExpiresAt = &exp
+		}
+	}
+	res, err := s.q.Submit(ctx, req, now)
+	if err != nil {
+		return queue.SubmitResult{}, fmt.Errorf("fire schedule %s at %s: %w", def.ID, fireTime.Format(time.RFC3339), err)
+	}
+	return res, nil
+}
+
+// isInvalid reports whether err is a validation error: the template can
+// never make a task, and retrying will not help.
+func isInvalid(err error) bool {
+	var ve *queue.ValidationError
+	return errors.As(err, &ve)
+}
+
+// putHistory writes one history entry (a plain PUT: a repeated fire
+// rewrites the same key with the same task).
+func (s *Scheduler) putHistory(ctx context.Context, f *Fire) error {
+	body, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
+	if _, err := s.store.Put(ctx, historyKey(f.ScheduleID, f.FireTime, f.Trigger), body); err != nil {
+		return fmt.Errorf("write history of schedule %s: %w", f.ScheduleID, err)
+	}
+	return nil
+}
+
+// busy reports whether task id is pending or running (overlap=skip).
+func (s *Scheduler) busy(ctx context.Context, id string) (bool, error) {
+	t, err := s.q.Get(ctx, id)
+	if errors.Is(err, queue.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("check last task %s: %w", id, err)
+	}
+	return t.Status == queue.StatusPending || t.Status == queue.StatusRunning, nil
+}

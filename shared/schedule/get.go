@@ -1,0 +1,120 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// Get returns schedule id with its run state and next fire times, as of
+// now. An unknown id returns ErrNotFound.
+func (s *Scheduler) Get(ctx context.Context, id string, now time.Time) (Schedule, error) {
+	now = norm(now)
+	if err := ValidateID(id); err != nil {
+		return Schedule{}, err
+	}
+	def, _, err := s.loadDef(ctx, id)
+	if err != nil {
+		return Schedule{}, err
+	}
+	st, _, err := s.loadState(ctx, id)
+	if err != nil {
+		return Schedule{}, err
+	}
+	return s.view(&def, st, now)
+}
+
+// ListRequest selects a page of schedules.
+type ListRequest struct {
+	// Cursor is the NextCursor of the previous page; empty for the first.
+	Cursor string `json:"cursor,omitempty"`
+	// Limit is the most schedules returned. Defaults to 100; at most 1000.
+	Limit int `json:"limit,omitempty"`
+}
+
+// ListResult is one page of schedules, in key order.
+type ListResult struct {
+	Schedules []Schedule `json:"schedules"`
+	// NextCursor continues the listing; empty on the last page.
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// List returns a page of schedules. Each costs two GETs (definition and
+// state). The store lists keys without a delimiter, so the keys of each
+// schedule's state and history are skipped over: one LIST jumps past a
+// schedule's subtree, which costs about one LIST per schedule whose history
+// fills a page.
+func (s *Scheduler) List(ctx context.Context, req ListRequest, now time.Time) (ListResult, error) {
+	now = norm(now)
+	limit := req.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	if limit > 1000 {
+		limit = 1000
+	}
+	after := ""
+	if req.Cursor != "" {
+		if err := ValidateID(req.Cursor); err != nil {
+			return ListResult{}, invalid("cursor", "is not a cursor from a previous page")
+		}
+		after = afterSubtree(req.Cursor)
+	}
+	var ids []string
+	more := false
+	for {
+		page, err := s.store.List(ctx, prefixSchedules, after, 0)
+		if err != nil {
+			return ListResult{}, err
+		}
+		for _, it := range page.Items {
+			if id := idFromDefinitionKey(it.Key); id != "" {
+				if len(ids) == limit {
+					more = true
+					break
+				}
+				ids = append(ids, id)
+			}
+		}
+		if more || !page.Truncated || len(page.Items) == 0 {
+			break
+		}
+		last := page.Items[len(page.Items)-1].Key
+		after = last
+		if id := subtreeOf(last); id != "" {
+			after = afterSubtree(id) // skip the rest of that schedule's state and history
+		}
+	}
+	out := ListResult{Schedules: make([]Schedule, 0, len(ids))}
+	views := make([]*Schedule, len(ids))
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i, id := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			v, err := s.Get(ctx, id, now)
+			if err == nil {
+				views[i] = &v
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for i := range ids {
+		if errs[i] != nil {
+			if errors.Is(errs[i], ErrNotFound) {
+				continue // deleted meanwhile
+			}
+			return ListResult{}, errs[i]
+		}
+		out.Schedules = append(out.Schedules, *views[i])
+	}
+	if more && len(ids) > 0 {
+		out.NextCursor = ids[len(ids)-1]
+	}
+	return out, nil
+}

@@ -1,0 +1,167 @@
+package schedule
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/s3q/s3q/shared/queue"
+)
+
+// Request is a schedule as a client sends it to create or replace one:
+// JSON, snake_case, durations as strings ("90s", "30m", "1h", "7d"). It is
+// the body of POST /schedules and PUT /schedules/{id}; unknown fields are
+// the API layer's to reject.
+//
+// Update replaces the whole definition with the request (omitted optional
+// fields take their defaults), except Enabled: nil keeps the schedule's
+// current state, so editing a paused schedule leaves it paused. To change
+// one field, start from Definition.Request.
+type Request struct {
+	// ID names the schedule: 1-128 of A-Z a-z 0-9 _ -. Required on create;
+	// on update it may be empty or must equal the id being updated.
+	ID string `json:"id,omitempty"`
+
+	// TaskType is the task type of each fired task. Required.
+	TaskType string `json:"task_type"`
+	// Input is the JSON input of each fired task, at most 256 KiB.
+	Input json.RawMessage `json:"input,omitempty"`
+	// Queue is the queue fired tasks go to. Defaults to "default".
+	Queue string `json:"queue,omitempty"`
+	// TTL is each fired task's time to live. With ttl_from=submission (the
+	// default) it counts from the fire time, so a fire that comes late
+	// (after an outage) gets what is left of it, and one later than its
+	// TTL is created already expired and never runs. With
+	// ttl_from=first_attempt it counts from the task's first claim.
+	// Defaults to none (the queue's task-type and global defaults apply).
+	TTL *queue.Duration `json:"ttl,omitempty"`
+	// TTLFrom is "submission" (default) or "first_attempt".
+	TTLFrom queue.TTLFrom `json:"ttl_from,omitempty"`
+	// MaxAttempts of each fired task; 0 means the queue's default (3).
+	MaxAttempts int `json:"max_attempts,omitempty"`
+
+	// Cron is the expression: 5 fields (minute hour day-of-month month
+	// day-of-week) or a descriptor (@hourly, @daily, @weekly, @monthly,
+	// @yearly, @every 15m). Required.
+	Cron string `json:"cron"`
+	// Timezone is the IANA time zone the expression is read in. Defaults
+	// to UTC.
+	Timezone string `json:"timezone,omitempty"`
+	// Enabled is false to create a paused schedule. Defaults to true on
+	// create and to "unchanged" on update.
+	Enabled *bool `json:"enabled,omitempty"`
+	// MissedRuns is "skip" (default) or "catch_up".
+	MissedRuns MissedRuns `json:"missed_runs,omitempty"`
+	// CatchUpWindow bounds how far back catch_up goes; only with
+	// missed_runs=catch_up. Defaults to 24h.
+	CatchUpWindow *queue.Duration `json:"catch_up_window,omitempty"`
+	// Overlap is "allow" (default) or "skip".
+	Overlap Overlap `json:"overlap,omitempty"`
+}
+
+// Request returns the definition as a request that recreates it, for
+// read-modify-write updates (a CLI's "update --cron ...").
+func (d *Definition) Request() Request {
+	enabled := d.Enabled
+	r := Request{
+		ID: d.ID, TaskType: d.TaskType, Input: d.Input, Queue: d.Queue,
+		TTL: d.TTL, TTLFrom: d.TTLFrom, MaxAttempts: d.MaxAttempts,
+		Cron: d.Cron, Timezone: d.Timezone, Enabled: &enabled,
+		MissedRuns: d.MissedRuns, CatchUpWindow: d.CatchUpWindow, Overlap: d.Overlap,
+	}
+	return r
+}
+
+// definition validates r and returns the definition it describes (without
+// id, version and times), and its parsed expression. The first bad field
+// is returned as a *queue.ValidationError.
+func (r *Request) definition(now time.Time) (Definition, *Spec, error) {
+	d := Definition{
+		TaskType: r.TaskType, Input: r.Input, Queue: r.Queue,
+		TTL: r.TTL, TTLFrom: r.TTLFrom, MaxAttempts: r.MaxAttempts,
+		Cron: r.Cron, Timezone: r.Timezone, Enabled: r.Enabled == nil || *r.Enabled,
+		MissedRuns: r.MissedRuns, CatchUpWindow: r.CatchUpWindow, Overlap: r.Overlap,
+	}
+	if d.Queue == "" {
+		d.Queue = queue.DefaultQueue
+	}
+	if d.Timezone == "" {
+		d.Timezone = "UTC"
+	}
+	if d.MissedRuns == "" {
+		d.MissedRuns = MissedSkip
+	}
+	if d.Overlap == "" {
+		d.Overlap = OverlapAllow
+	}
+	if err := queue.ValidateTaskType("task_type", d.TaskType); err != nil {
+		return Definition{}, nil, err
+	}
+	if err := queue.ValidateQueueName(d.Queue); err != nil {
+		return Definition{}, nil, err
+	}
+	if len(d.Input) > queue.MaxInputBytes {
+		return Definition{}, nil, tooLarge("input", "is %d bytes, over the inline limit of %d (256 KiB)", len(d.Input), queue.MaxInputBytes)
+	}
+	if len(d.Input) > 0 && !json.Valid(d.Input) {
+		return Definition{}, nil, invalid("input", "is not valid JSON")
+	}
+	if d.TTL != nil && d.TTL.Std() <= 0 {
+		return Definition{}, nil, invalid("ttl", "must be more than 0")
+	}
+	if d.TTL != nil && d.TTL.Std() > 100*365*24*time.Hour {
+		return Definition{}, nil, invalid("ttl", "is too large")
+	}
+	switch d.TTLFrom {
+	case "", queue.TTLFromSubmission:
+	case queue.TTLFromFirstAttempt:
+		if d.TTL == nil {
+			return Definition{}, nil, invalid("ttl_from", "first_attempt needs a ttl")
+		}
+	default:
+		return Definition{}, nil, invalid("ttl_from", "%q is not one of submission, first_attempt", clip(string(d.TTLFrom)))
+	}
+	if d.MaxAttempts < 0 || d.MaxAttempts > queue.MaxAttemptsLimit {
+		return Definition{}, nil, invalid("max_attempts", "must be between 1 and %d (0 means the default, %d)", queue.MaxAttemptsLimit, queue.DefaultMaxAttempts)
+	}
+	switch d.MissedRuns {
+	case MissedSkip, MissedCatchUp:
+	default:
+		return Definition{}, nil, invalid("missed_runs", "%q is not one of skip, catch_up", clip(string(d.MissedRuns)))
+	}
+	if d.CatchUpWindow != nil {
+		switch w := d.CatchUpWindow.Std(); {
+		case w < 0:
+			return Definition{}, nil, invalid("catch_up_window", "must not be negative")
+		case w > MaxCatchUpWindow:
+			return Definition{}, nil, invalid("catch_up_window", "must be at most %s", queue.FormatDuration(MaxCatchUpWindow))
+		case d.MissedRuns != MissedCatchUp:
+			return Definition{}, nil, invalid("catch_up_window", "needs missed_runs=catch_up")
+		}
+	}
+	switch d.Overlap {
+	case OverlapAllow, OverlapSkip:
+	default:
+		return Definition{}, nil, invalid("overlap", "%q is not one of allow, skip", clip(string(d.Overlap)))
+	}
+	sp, err := ParseSpec(d.Cron, d.Timezone)
+	if err != nil {
+		return Definition{}, nil, err
+	}
+	d.Cron = sp.String()
+	if sp.Next(now).IsZero() {
+		return Definition{}, nil, invalid("cron", "%q never fires", clip(d.Cron))
+	}
+	return d, sp, nil
+}
+
+// sameSpec reports whether a and b define the same schedule, ignoring
+// version and times.
+func sameSpec(a, b *Definition) bool {
+	x, y := *a, *b
+	x.Version, y.Version = 0, 0
+	x.CreatedAt, y.CreatedAt = time.Time{}, time.Time{}
+	x.UpdatedAt, y.UpdatedAt = time.Time{}, time.Time{}
+	bx, _ := json.Marshal(x)
+	by, _ := json.Marshal(y)
+	return string(bx) == string(by)
+}

@@ -1,0 +1,270 @@
+package schedule
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/store"
+)
+
+// Options tune a Scheduler. The zero value is ready to use.
+type Options struct {
+	// StaleMarkerGrace is how far behind now a due marker's time must be
+	// before a tick treats a marker its state does not name (or a marker
+	// without a state) as left by a writer that died, and removes it.
+	// Every writer puts its marker with a time at or after its own now
+	// and finishes its writes well within this. Defaults to 2m.
+	StaleMarkerGrace time.Duration
+
+	// TickBudget is the wall-clock time one Tick may spend before it stops
+	// taking up due schedules and leaves the rest to the next tick (it also
+	// stops 5s before its context's deadline). It is the only clock the
+	// package reads; fire times come from now. Defaults to 40s.
+	TickBudget time.Duration
+
+	// MaxPerTick bounds how many due markers one Tick takes up. Defaults
+	// to no limit (the budget decides).
+	MaxPerTick int
+
+	// MaxCatchUpPerTick bounds how many fires of one catch_up schedule one
+	// Tick makes; the rest are fired by the next ticks, oldest first, as
+	// long as they are still inside the window. Defaults to 100.
+	MaxCatchUpPerTick int
+
+	// Parallel is how many due schedules one Tick works on at once.
+	// Defaults to 4.
+	Parallel int
+}
+
+// Scheduler is the recurring-schedule core over one store, firing tasks
+// into a queue on the same store. It is safe for concurrent use, and any
+// number of Schedulers (processes) may tick the same bucket at once.
+type Scheduler struct {
+	store store.Store
+	q     *queue.Queue
+	opts  Options
+
+	specs sync.Map // cron + "\x00" + timezone -> *Spec
+}
+
+// New returns a Scheduler over s that submits fired tasks through q (a
+// queue on the same store; nil makes one with default options).
+func New(s store.Store, q *queue.Queue, opts Options) *Scheduler {
+	if q == nil {
+		q = queue.New(s, queue.Options{})
+	}
+	if opts.StaleMarkerGrace <= 0 {
+		opts.StaleMarkerGrace = 2 * time.Minute
+	}
+	if opts.TickBudget <= 0 {
+		opts.TickBudget = 40 * time.Second
+	}
+	if opts.MaxCatchUpPerTick <= 0 {
+		opts.MaxCatchUpPerTick = 100
+	}
+	if opts.Parallel <= 0 {
+		opts.Parallel = 4
+	}
+	return &Scheduler{store: s, q: q, opts: opts}
+}
+
+// Queue returns the queue fired tasks go to.
+func (s *Scheduler) Queue() *queue.Queue { return s.q }
+
+// norm is the one place now is normalised: UTC, microseconds.
+func norm(now time.Time) time.Time { return now.UTC().Truncate(time.Microsecond) }
+
+// maxCASAttempts bounds a read-modify-write loop that keeps losing races.
+const maxCASAttempts = 10
+
+// spec returns the parsed expression of def (cached).
+func (s *Scheduler) spec(def *Definition) (*Spec, error) {
+	k := def.Cron + "\x00" + def.Timezone
+	if v, ok := s.specs.Load(k); ok {
+		return v.(*Spec), nil
+	}
+	sp, err := ParseSpec(def.Cron, def.Timezone)
+	if err != nil {
+		return nil, fmt.Errorf("schedule %s: stored expression: %w", def.ID, err)
+	}
+	s.specs.Store(k, sp)
+	return sp, nil
+}
+
+// loadDef reads a definition. A missing one is ErrNotFound.
+func (s *Scheduler) loadDef(ctx context.Context, id string) (Definition, string, error) {
+	obj, err := s.store.Get(ctx, DefinitionKey(id))
+	if errors.Is(err, store.ErrNotFound) {
+		return Definition{}, "", fmt.Errorf("schedule %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Definition{}, "", fmt.Errorf("get schedule %s: %w", id, err)
+	}
+	var d Definition
+	if err := json.Unmarshal(obj.Body, &d); err != nil {
+		return Definition{}, "", fmt.Errorf("decode schedule %s: %w", id, err)
+	}
+	return d, obj.ETag, nil
+}
+
+// loadState reads a state. A missing one is returned as the zero State
+// with an empty ETag and no error.
+func (s *Scheduler) loadState(ctx context.Context, id string) (State, string, error) {
+	obj, err := s.store.Get(ctx, StateKey(id))
+	if errors.Is(err, store.ErrNotFound) {
+		return State{ScheduleID: id}, "", nil
+	}
+	if err != nil {
+		return State{}, "", fmt.Errorf("get state of schedule %s: %w", id, err)
+	}
+	var st State
+	if err := json.Unmarshal(obj.Body, &st); err != nil {
+		return State{}, "", fmt.Errorf("decode state of schedule %s: %w", id, err)
+	}
+	return st, obj.ETag, nil
+}
+
+// writeState replaces cur (read with etag; "" when there was none) by next
+// in one conditional write, with the marker protocol around it: the marker
+// next names is written first, the marker cur names is deleted after. A
+// lost race returns store.ErrPrecondition and leaves the new marker as a
+// stale hint (never deleted here: another writer of the same revision may
+// name the same key).
+func (s *Scheduler) writeState(ctx context.Context, cur *State, etag string, next *State) error {
+	if next.DueKey != "" && next.DueKey != cur.DueKey {
+		if _, err := s.store.Put(ctx, next.DueKey, nil); err != nil {
+			return fmt.Errorf("write due marker %s: %w", next.DueKey, err)
+		}
+	}
+	body, err := json.Marshal(next)
+	if err != nil {
+		return fmt.Errorf("encode state of schedule %s: %w", next.ScheduleID, err)
+	}
+	if etag == "" {
+		_, err = s.store.PutIfAbsent(ctx, StateKey(next.ScheduleID), body)
+	} else {
+		_, err = s.store.PutIfMatch(ctx, StateKey(next.ScheduleID), body, etag)
+	}
+	if err != nil {
+		return fmt.Errorf("write state of schedule %s: %w", next.ScheduleID, err)
+	}
+	if cur.DueKey != "" && cur.DueKey != next.DueKey {
+		// Best effort: a marker left behind is stale (its revision is not
+		// above the state's) and the next tick that meets it deletes it.
+		_ = s.store.Delete(ctx, cur.DueKey)
+	}
+	return nil
+}
+
+// reconcile returns the state st becomes when it follows def, written at
+// now: paused when def is disabled; else the same next fire time when the
+// expression is unchanged, or the first fire time after the definition
+// changed (def.UpdatedAt). A new incarnation of an id (re-created after a
+// delete) starts afresh.
+func (s *Scheduler) reconcile(def *Definition, st State, now time.Time) (State, error) {
+	sp, err := s.spec(def)
+	if err != nil {
+		return State{}, err
+	}
+	sameIncarnation := !st.Deleted && st.DefCreatedAt.Equal(def.CreatedAt)
+	ns := st
+	ns.ScheduleID = def.ID
+	ns.Rev = st.Rev + 1
+	ns.DefVersion, ns.DefCreatedAt = def.Version, def.CreatedAt
+	ns.Deleted = false
+	ns.UpdatedAt = now
+	if !sameIncarnation {
+		ns.LastRunAt, ns.LastTaskID, ns.NextRunAt = nil, "", nil
+	}
+	switch {
+	case !def.Enabled:
+		ns.NextRunAt = nil
+	case sameIncarnation && st.NextRunAt != nil && st.Cron == def.Cron && st.Timezone == def.Timezone:
+		// Unchanged expression: keep the fire time the state waits for.
+	default:
+		from := def.UpdatedAt
+		if ns.LastRunAt != nil && ns.LastRunAt.After(from) {
+			from = *ns.LastRunAt
+		}
+		ns.NextRunAt = timePtr(sp.Next(from))
+	}
+	ns.Cron, ns.Timezone = def.Cron, def.Timezone
+	ns.DueKey = ""
+	if ns.NextRunAt != nil {
+		ns.DueKey = dueKey(markerTime(*ns.NextRunAt, now), def.ID, ns.Rev)
+	}
+	return ns, nil
+}
+
+// markerTime is the time in a due marker's key: the next fire time, or now
+// when that has already passed (a marker is never put behind its
+// writer's now, so that a tick can tell a dead writer's marker by age).
+func markerTime(next, now time.Time) time.Time {
+	if next.Before(now) {
+		return now
+	}
+	return next
+}
+
+// sync brings the state of def's schedule up to date with def and
+// returns it. It is how create, update, pause and resume finish, and how
+// any of them retried after a crash completes.
+func (s *Scheduler) sync(ctx context.Context, def *Definition, now time.Time) (State, error) {
+	for i := 0; i < maxCASAttempts; i++ {
+		st, etag, err := s.loadState(ctx, def.ID)
+		if err != nil {
+			return State{}, err
+		}
+		if st.follows(def) {
+			return st, nil
+		}
+		ns, err := s.reconcile(def, st, now)
+		if err != nil {
+			return State{}, err
+		}
+		err = s.writeState(ctx, &st, etag, &ns)
+		if errors.Is(err, store.ErrPrecondition) {
+			continue
+		}
+		if err != nil {
+			return State{}, err
+		}
+		return ns, nil
+	}
+	return State{}, fmt.Errorf("update state of schedule %s: %w", def.ID, ErrConflict)
+}
+
+// view is the API's picture of a schedule.
+func (s *Scheduler) view(def *Definition, st State, now time.Time) (Schedule, error) {
+	if !st.follows(def) {
+		// A write of the definition that has not reached the state yet
+		// (in progress, or crashed): show what it will be.
+		ns, err := s.reconcile(def, st, now)
+		if err != nil {
+			return Schedule{}, err
+		}
+		st = ns
+	}
+	v := Schedule{Definition: *def, LastRunAt: st.LastRunAt, LastTaskID: st.LastTaskID, NextRunAt: st.NextRunAt, NextRuns: []time.Time{}}
+	if def.Enabled && st.NextRunAt != nil {
+		sp, err := s.spec(def)
+		if err != nil {
+			return Schedule{}, err
+		}
+		v.NextRuns = append(v.NextRuns, *st.NextRunAt)
+		v.NextRuns = append(v.NextRuns, sp.NextN(*st.NextRunAt, NextRunsShown-1)...)
+	}
+	return v, nil
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}

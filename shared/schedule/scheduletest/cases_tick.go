@@ -1,0 +1,330 @@
+package scheduletest
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/schedule"
+	"github.com/s3q/s3q/shared/store"
+)
+
+func runTick(t *testing.T, f Factory) {
+	t.Run("an_idle_tick_costs_one_list", func(t *testing.T) {
+		e := newEnv(t, f)
+		counting := store.NewCounting(e.s)
+		sc := e.process(counting)
+		if _, err := sc.Tick(ctx, t0); err != nil {
+			t.Fatal(err)
+		}
+		if c := counting.Counts(); c.Total() != 1 || c.List != 1 {
+			t.Fatalf("empty bucket: %s", c)
+		}
+		for i := range 20 {
+			e.create(schedule.Request{ID: fmt.Sprintf("s%02d", i), Cron: "0 12 * * *"}, t0)
+		}
+		e.create(schedule.Request{ID: "paused", Cron: "* * * * *", Enabled: ptr(false)}, t0)
+		counting.Reset()
+		rep, err := sc.Tick(ctx, t0.Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := counting.Counts(); c.Total() != 1 || c.List != 1 || rep.Due != 0 {
+			t.Fatalf("nothing due: %s, report %+v", c, rep)
+		}
+	})
+
+	t.Run("a_due_schedule_fires_once_and_its_marker_moves_to_the_next_time", func(t *testing.T) {
+		e := newEnv(t, f)
+		e.create(schedule.Request{ID: "a", Cron: "*/15 * * * *", Queue: "reports", TaskType: "report.make",
+			Input: json.RawMessage(`{"n":1}`), TTL: dur("10m"), MaxAttempts: 5}, t0)
+		at := utc("2026-05-01T09:15:40Z")
+		fire := utc("2026-05-01T09:15:00Z")
+		rep := e.tick(at)
+		if rep.Due != 1 || rep.Fired != 1 || rep.Missed != 0 {
+			t.Fatalf("report %+v", rep)
+		}
+		id := schedule.TaskID("a", fire)
+		if id != queue.DerivedID(fire, "schedule/a") {
+			t.Fatalf("task id %s is not DerivedID(fire time, schedule/a)", id)
+		}
+		wantStrings(t, "tasks", e.taskIDs(), []string{id})
+		task := e.task(id)
+		if task.Queue != "reports" || task.TaskType != "report.make" || string(task.Input) != `{"n":1}` ||
+			task.MaxAttempts != 5 || task.Status != queue.StatusPending || !task.ExpiresAt.Equal(fire.Add(10*time.Minute)) {
+			t.Fatalf("task = %+v", task)
+		}
+		st := e.state("a")
+		if !st.LastRunAt.Equal(fire) || st.LastTaskID != id || !st.NextRunAt.Equal(utc("2026-05-01T09:30:00Z")) {
+			t.Fatalf("state = %+v", st)
+		}
+		wantStrings(t, "due", e.keys("due/"), []string{st.DueKey})
+		h := e.history("a")
+		if len(h) != 1 || h[0].TaskID != id || !h[0].FireTime.Equal(fire) || !h[0].FiredAt.Equal(at) {
+			t.Fatalf("history = %+v", h)
+		}
+		// Ticking again at the same time, or a little later, fires nothing new.
+		e.tick(at)
+		e.tick(at.Add(time.Minute))
+		wantStrings(t, "tasks", e.taskIDs(), []string{id})
+	})
+
+	t.Run("tick_requests_do_not_grow_with_the_stored_schedules", func(t *testing.T) {
+		var counts []store.Counts
+		for _, stored := range []int{10, 100} {
+			e := newEnv(t, f)
+			for i := range stored {
+				e.create(schedule.Request{ID: fmt.Sprintf("idle%03d", i), Cron: "0 0 1 1 *"}, t0)
+			}
+			for i := range 3 {
+				e.create(schedule.Request{ID: fmt.Sprintf("due%d", i), Cron: "* * * * *"}, t0)
+			}
+			counting := store.NewCounting(e.s)
+			proc := e.process(counting)
+			// A first tick warms the process (the queue registers itself
+			// with the sweep once per process); the second is measured.
+			for i, at := range []time.Time{t0.Add(time.Minute), t0.Add(2 * time.Minute)} {
+				counting.Reset()
+				if rep, err := proc.Tick(ctx, at); err != nil || rep.Fired != 3 {
+					t.Fatalf("tick %d: %+v, %v", i, rep, err)
+				}
+			}
+			counts = append(counts, counting.Counts())
+		}
+		if counts[0] != counts[1] {
+			t.Fatalf("10 stored: %s; 100 stored: %s", counts[0], counts[1])
+		}
+		// One LIST, then per fire: GET state and definition; PUT task
+		// marker, task, history, due marker, state; DELETE old marker.
+		if c := counts[0]; c.List != 1 || c.Get != 6 || c.Put != 15 || c.Delete != 3 {
+			t.Fatalf("3 fires cost %s", c)
+		}
+	})
+
+	t.Run("racing_ticks_make_one_task_per_fire", func(t *testing.T) {
+		e := newEnv(t, f)
+		const n = 20
+		for i := range n {
+			e.create(schedule.Request{ID: fmt.Sprintf("s%02d", i), Cron: "*/5 * * * *"}, t0)
+		}
+		at := utc("2026-05-01T09:05:10Z")
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := e.process(e.s).Tick(ctx, at); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		var want []string
+		for i := range n {
+			want = append(want, schedule.TaskID(fmt.Sprintf("s%02d", i), utc("2026-05-01T09:05:00Z")))
+		}
+		wantStrings(t, "tasks", e.taskIDs(), sortedCopy(want))
+		e.tick(at)
+		if due := e.keys("due/"); len(due) != n {
+			t.Fatalf("%d due markers after a clean-up tick, want %d: %v", len(due), n, due)
+		}
+	})
+
+	t.Run("ticks_racing_triggers_and_updates_lose_and_double_no_fire", func(t *testing.T) {
+		e := newEnv(t, f)
+		ids := []string{"a", "b", "c"}
+		for _, id := range ids {
+			e.create(schedule.Request{ID: id, Cron: "*/5 * * * *", Input: json.RawMessage(`0`)}, t0)
+		}
+		var want []string
+		end := t0.Add(10 * time.Minute)
+		for now := t0.Add(time.Minute); !now.After(end); now = now.Add(time.Minute) {
+			var wg sync.WaitGroup
+			errs := make(chan error, 16)
+			for range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if _, err := e.process(e.s).Tick(ctx, now); err != nil {
+						errs <- err
+					}
+				}()
+			}
+			for i, id := range ids {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					sc := e.process(e.s)
+					// An edit of the input (same cron: the next fire stays) and a trigger.
+					if _, err := sc.Update(ctx, id, schedule.Request{TaskType: "report.make", Cron: "*/5 * * * *", Input: json.RawMessage(fmt.Sprint(now.Minute()))}, now); err != nil {
+						errs <- err
+					}
+					if _, err := sc.Trigger(ctx, id, now.Add(time.Duration(i)*time.Second)); err != nil {
+						errs <- err
+					}
+				}()
+				want = append(want, schedule.TaskID(id, now.Add(time.Duration(i)*time.Second)))
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+		}
+		for _, id := range ids {
+			want = append(want, taskIDsFor(id, cronTimes(t, "*/5 * * * *", "UTC", t0, end)...)...)
+		}
+		wantStrings(t, "tasks", e.taskIDs(), sortedCopy(want))
+	})
+
+	t.Run("skip_fires_only_the_latest_missed_time", func(t *testing.T) {
+		e := newEnv(t, f)
+		e.create(schedule.Request{ID: "a", Cron: "*/15 * * * *"}, t0)
+		// No tick from 09:00:30 to 11:07.
+		rep := e.tick(utc("2026-05-01T11:07:00Z"))
+		if rep.Fired != 1 || rep.Missed != 7 {
+			t.Fatalf("report %+v", rep)
+		}
+		wantStrings(t, "tasks", e.taskIDs(), taskIDsFor("a", utc("2026-05-01T11:00:00Z")))
+		if h := e.history("a"); len(h) != 1 || h[0].Missed != 7 {
+			t.Fatalf("history %+v", h)
+		}
+		if st := e.state("a"); !st.NextRunAt.Equal(utc("2026-05-01T11:15:00Z")) {
+			t.Fatalf("next = %s", st.NextRunAt)
+		}
+	})
+
+	t.Run("catch_up_fires_each_missed_time_inside_the_window", func(t *testing.T) {
+		e := newEnv(t, f)
+		e.create(schedule.Request{ID: "a", Cron: "*/15 * * * *", MissedRuns: schedule.MissedCatchUp, CatchUpWindow: dur("1h")}, t0)
+		e.create(schedule.Request{ID: "wide", Cron: "*/15 * * * *", MissedRuns: schedule.MissedCatchUp}, t0) // default 24h
+		rep := e.tick(utc("2026-05-01T11:07:00Z"))
+		if rep.Fired != 4+8 || rep.Missed != 4 {
+			t.Fatalf("report %+v", rep)
+		}
+		// Inside 10:07..11:07: 10:15, 10:30, 10:45, 11:00; 09:15..10:00 are missed.
+		want := taskIDsFor("a", utc("2026-05-01T10:15:00Z"), utc("2026-05-01T10:30:00Z"), utc("2026-05-01T10:45:00Z"), utc("2026-05-01T11:00:00Z"))
+		want = append(want, taskIDsFor("wide", cronTimes(t, "*/15 * * * *", "UTC", t0, utc("2026-05-01T11:07:00Z"))...)...)
+		wantStrings(t, "tasks", e.taskIDs(), sortedCopy(want))
+		if h := e.history("a"); len(h) != 4 || h[0].Missed != 4 {
+			t.Fatalf("history %+v", h)
+		}
+	})
+
+	t.Run("a_catch_up_over_the_per_tick_cap_carries_on_next_tick", func(t *testing.T) {
+		e := newEnv(t, f, func(o *schedule.Options) { o.MaxCatchUpPerTick = 3 })
+		e.create(schedule.Request{ID: "a", Cron: "*/15 * * * *", MissedRuns: schedule.MissedCatchUp}, t0)
+		at := utc("2026-05-01T11:07:00Z") // 8 due: 09:15 .. 11:00
+		if rep := e.tick(at); rep.Fired != 3 {
+			t.Fatalf("first tick %+v", rep)
+		}
+		if st := e.state("a"); !st.NextRunAt.Equal(utc("2026-05-01T10:00:00Z")) {
+			t.Fatalf("next = %s", st.NextRunAt)
+		}
+		if rep := e.tick(at.Add(time.Minute)); rep.Fired != 3 {
+			t.Fatalf("second tick %+v", rep)
+		}
+		if rep := e.tick(at.Add(2 * time.Minute)); rep.Fired != 2 {
+			t.Fatalf("third tick %+v", rep)
+		}
+		wantStrings(t, "tasks", e.taskIDs(), taskIDsFor("a", cronTimes(t, "*/15 * * * *", "UTC", t0, at)...))
+		if st := e.state("a"); !st.NextRunAt.Equal(utc("2026-05-01T11:15:00Z")) {
+			t.Fatalf("next = %s", st.NextRunAt)
+		}
+	})
+
+	t.Run("overlap_skip_waits_while_the_last_task_is_pending_or_running", func(t *testing.T) {
+		e := newEnv(t, f)
+		e.create(schedule.Request{ID: "a", Cron: "*/5 * * * *", Overlap: schedule.OverlapSkip}, t0)
+		first := schedule.TaskID("a", utc("2026-05-01T09:05:00Z"))
+		e.tick(utc("2026-05-01T09:05:10Z"))
+		// Pending: 09:10 is skipped.
+		if rep := e.tick(utc("2026-05-01T09:10:10Z")); rep.Skipped != 1 || rep.Fired != 0 {
+			t.Fatalf("report %+v", rep)
+		}
+		claimed, err := e.q.Claim(ctx, queue.ClaimRequest{LeaseFor: time.Hour}, utc("2026-05-01T09:11:00Z"))
+		if err != nil || len(claimed) != 1 || claimed[0].Task.ID != first {
+			t.Fatalf("claim: %v %v", claimed, err)
+		}
+		// Running: 09:15 is skipped.
+		if rep := e.tick(utc("2026-05-01T09:15:10Z")); rep.Skipped != 1 {
+			t.Fatalf("report %+v", rep)
+		}
+		if _, err := e.q.Complete(ctx, first, claimed[0].Lease.Token, nil, utc("2026-05-01T09:16:00Z")); err != nil {
+			t.Fatal(err)
+		}
+		// Done: 09:20 fires.
+		if rep := e.tick(utc("2026-05-01T09:20:10Z")); rep.Fired != 1 {
+			t.Fatalf("report %+v", rep)
+		}
+		wantStrings(t, "tasks", e.taskIDs(), taskIDsFor("a", utc("2026-05-01T09:05:00Z"), utc("2026-05-01T09:20:00Z")))
+		h := e.history("a")
+		if len(h) != 4 || h[1].Skipped != schedule.SkippedOverlap || h[1].RunningTaskID != first || h[2].Skipped != schedule.SkippedOverlap || h[3].TaskID == "" {
+			t.Fatalf("history %+v", h)
+		}
+	})
+
+	t.Run("a_tick_stops_at_its_budget_and_the_next_tick_carries_on", func(t *testing.T) {
+		e := newEnv(t, f, func(o *schedule.Options) { o.MaxPerTick = 2 })
+		for i := range 5 {
+			e.create(schedule.Request{ID: fmt.Sprintf("s%d", i), Cron: "*/15 * * * *"}, t0)
+		}
+		at := utc("2026-05-01T09:15:10Z")
+		total := 0
+		for i := 0; ; i++ {
+			rep := e.tick(at.Add(time.Duration(i) * time.Minute))
+			total += rep.Fired
+			if !rep.More {
+				break
+			}
+			if rep.Due != 2 || i > 5 {
+				t.Fatalf("report %+v", rep)
+			}
+		}
+		if total != 5 || len(e.taskIDs()) != 5 {
+			t.Fatalf("fired %d, tasks %v", total, e.taskIDs())
+		}
+	})
+
+	t.Run("stale_markers_are_removed_and_young_unnamed_ones_kept", func(t *testing.T) {
+		e := newEnv(t, f)
+		e.create(schedule.Request{ID: "a", Cron: "0 12 * * *"}, t0)
+		st := e.state("a")
+		at := t0.Add(10 * time.Minute)
+		junk := []string{
+			"due/20260501T090000.000000Z_ghost_1",   // no schedule, old: a create that died
+			"due/20260501T090000.000000Z_a_1",       // old revision of a: stale
+			"due/20260501T090000.000000Z_a_7",       // a writer of a's next revision died long ago
+			"due/20260501T090930.000000Z_a_9",       // young: a writer may be about to name it
+			"due/20260501T090930.000000Z_newborn_1", // young, no state yet: a create in progress
+			"due/not-a-marker",                      // not ours: left alone
+		}
+		for _, k := range junk {
+			if _, err := e.s.Put(ctx, k, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rep := e.tick(at)
+		if rep.Stale != 3 || rep.Fired != 0 || rep.Errors != 0 {
+			t.Fatalf("report %+v", rep)
+		}
+		wantStrings(t, "due", e.keys("due/"), []string{
+			"due/20260501T090930.000000Z_a_9", "due/20260501T090930.000000Z_newborn_1", st.DueKey, "due/not-a-marker"})
+		if got := e.state("a"); got.Rev != st.Rev+1 || got.DueKey != st.DueKey {
+			t.Fatalf("state %+v", got) // bumped once for the dead writer, still naming its marker
+		}
+		e.tick(at.Add(5 * time.Minute)) // now they are old too
+		wantStrings(t, "due", e.keys("due/"), []string{st.DueKey, "due/not-a-marker"})
+		if ids := e.taskIDs(); len(ids) != 0 {
+			t.Fatalf("tasks %v", ids)
+		}
+	})
+}
