@@ -20,6 +20,10 @@ sweep-expired and schedule-tick every --tick. Prints the URL and a curl example.
 Everything lives in memory unless --data-dir is given; --endpoint uses any
 real S3 instead (the bucket must exist and should be versioned).
 
+Task Expired and Task Dead-Lettered events go to the log (stderr) and to
+GET /events (the latest 1000, newest first; ?limit=N), in place of an
+EventBridge bus. Presigned artifact URLs point at the S3 server.
+
 Examples:
   s3q dev
   s3q dev --tick 5s --data-dir .s3q

@@ -327,8 +327,14 @@ func historyDetail(t client.Task) string {
 		if t.ExpiredAt != nil {
 			parts = append(parts, "expired_at: "+t.ExpiredAt.UTC().Format(time.RFC3339)+", reason "+t.ExpiryReason)
 		}
+		if t.ExpiryEventSentAt != nil {
+			parts = append(parts, "Task Expired event sent")
+		}
 	case queue.StatusFailed:
 		parts = append(parts, "error: "+clip(t.LastError, 80))
+		if t.DeadLetterEventSentAt != nil {
+			parts = append(parts, "Task Dead-Lettered event sent")
+		}
 	}
 	if len(parts) == 0 {
 		return ""

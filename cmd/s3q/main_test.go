@@ -185,7 +185,7 @@ func TestInvokeRunsAFunctionWithASampleEvent(t *testing.T) {
 		t.Fatalf("invoke submit (%d):\n%s\n%s", code, out, errOut)
 	}
 	out, errOut, code = cli(t, "", "invoke", "sweep-expired", "../../events/sweep-expired.json")
-	if code != 0 || !strings.Contains(out, "sweep-expired") {
+	if code != 0 || !strings.Contains(out, "sweep-expired") || !strings.Contains(out, `"wired": true`) || !strings.Contains(out, `"expired": 0`) {
 		t.Fatalf("invoke sweep (%d):\n%s\n%s", code, out, errOut)
 	}
 	_, errOut, code = cli(t, "", "invoke", "nope", "../../events/submit.json")

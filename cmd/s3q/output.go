@@ -89,6 +89,19 @@ func printTask(w io.Writer, t client.Task, now time.Time) {
 	if t.ExpiredAt != nil {
 		row("expired_at", stamp(t.ExpiredAt, now)+" reason "+t.ExpiryReason)
 	}
+	switch {
+	case t.Status == queue.StatusExpired && t.ExpiryEventSentAt != nil:
+		row("event", "Task Expired sent "+stamp(t.ExpiryEventSentAt, now))
+	case t.Status == queue.StatusExpired:
+		row("event", "Task Expired owed: the next sweep publishes it")
+	case t.Status == queue.StatusFailed && t.DeadLetterEventSentAt != nil:
+		row("event", "Task Dead-Lettered sent "+stamp(t.DeadLetterEventSentAt, now))
+	case t.Status == queue.StatusFailed:
+		row("event", "Task Dead-Lettered owed: the next sweep publishes it")
+	}
+	if t.ArtifactsExpireAt != nil {
+		row("artifacts", "deleted by the first sweep after "+stamp(t.ArtifactsExpireAt, now)+" or once the task has finished")
+	}
 	if t.LeaseExpiresAt != nil {
 		row("lease", "until "+stamp(t.LeaseExpiresAt, now)+" worker "+t.WorkerID)
 	}
@@ -122,7 +135,10 @@ func printTable(w io.Writer, tasks []client.Task, now time.Time) {
 	fmt.Fprintln(tw, "ID\tTYPE\tQUEUE\tSTATUS\tATTEMPT\tCREATED\tEXPIRES")
 	for _, t := range tasks {
 		exp := "-"
-		if t.ExpiresAt != nil && !t.Status.Terminal() {
+		switch {
+		case t.Status == queue.StatusExpired && t.ExpiredAt != nil:
+			exp = "expired " + relative(*t.ExpiredAt, now) + " (" + t.ExpiryReason + ")"
+		case t.ExpiresAt != nil && !t.Status.Terminal():
 			exp = relative(*t.ExpiresAt, now)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", t.ID, t.TaskType, t.Queue, t.Status, t.Attempt, t.MaxAttempts, relative(t.CreatedAt, now), exp)

@@ -7,7 +7,15 @@ import (
 )
 
 // wireTimers gives the dev server the sweep and tick work of the core.
-func wireTimers(o *devserver.Options) {}
+// The sweep's events go to the dev server's publisher: the log and GET
+// /events.
+func wireTimers(o *devserver.Options) {
+	o.Wire = func(d *lambdafn.Deps) {
+		d.Sweep = lambdafn.NewSweep(*d)
+	}
+}
 
 // wireDeps gives an invoked timer function the sweep and tick work.
-func wireDeps(d *lambdafn.Deps, c config.Config) {}
+func wireDeps(d *lambdafn.Deps, c config.Config) {
+	d.Sweep = lambdafn.NewSweep(*d)
+}

@@ -1,5 +1,6 @@
 // Command sweep-expired is the Lambda function EventBridge fires every minute to
-// reclaim expired leases and expire overdue tasks.
+// expire overdue tasks, reclaim expired leases, publish Task Expired and Task
+// Dead-Lettered events and delete the artifacts that are due.
 // It is thin: configuration from the environment (see package config), then
 // the handler of package lambdafn.
 package main
@@ -26,8 +27,9 @@ func main() {
 		fmt.Fprintf(os.Stderr, "sweep-expired: %v\n", err)
 		os.Exit(1)
 	}
-	// deps.Sweep is the sweep's work; until it is wired here, the function
-	// logs that it has nothing to do and reports wired=false.
+	// The sweep: events to the bus in S3Q_EVENT_BUS (else the log), EMF
+	// metrics to stdout after each run.
+	deps.Sweep = lambdafn.NewSweep(deps)
 	h, err := lambdafn.New("sweep-expired", deps)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sweep-expired: %v\n", err)

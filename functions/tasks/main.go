@@ -1,5 +1,6 @@
 // Command tasks is the Lambda function behind every other task route of the HTTP API:
-// get, list, history, cancel, retry, expire, heartbeat, complete, fail, reschedule.
+// get, list, history, cancel, retry, expire, heartbeat, complete, fail, reschedule,
+// and the presigned artifact URLs.
 // It is thin: configuration from the environment (see package config), then
 // the handler of package lambdafn.
 package main

@@ -42,9 +42,13 @@ type Function struct {
 }
 
 // Key prefixes of DESIGN.md §7 as shared/queue and shared/schedule use them
-// (keys.go there): sweep/ is the sweep's index (parked leases, the event
-// outbox, artifact deletion, the queue registry) and children/ a parent's
-// child index; every transition may write or drop entries in both.
+// (keys.go there). DESIGN's leases/ and the queue list live in sweep/, the
+// sweep's one time-sorted index: the queue registry (written by the first
+// submit of a queue), running tasks parked until their lease ends, the
+// outbox of transitions that owe an event (expiry, dead-letter) and the
+// artifact deletion times. children/ is a parent's child index. Every
+// function that submits or makes transitions may write or drop entries in
+// both, and in the index prefixes ready/, deadline/ and dedup/.
 const (
 	pTasks     = "tasks/"
 	pReady     = "ready/"
@@ -91,16 +95,19 @@ func Functions() []Function {
 			Routes: []string{"POST /tasks", "POST /tasks/batch"},
 		},
 		{
+			// Claims never submit: no task type defaults.
 			Name:   "claim",
-			Access: join([]Access{rw(pTasks), r(kTaskTypes)}, markers()),
+			Access: join([]Access{rw(pTasks)}, markers()),
 			Routes: []string{"POST /claim"},
 		},
 		{
+			// No submit route either. Presigned artifact URLs carry the
+			// rights of the role that signs them: PUT and GET (and the
+			// HEAD that checks an artifact exists) on artifacts/*.
 			Name: "tasks",
 			Access: join([]Access{
 				{Prefix: pTasks, Read: true, Write: true, Versions: true},
-				r(kTaskTypes),
-				rw(pArtifacts), // presigned PUT/GET URLs carry the function's own rights
+				rw(pArtifacts),
 			}, markers()),
 			Routes: []string{
 				"GET /tasks", "GET /tasks/{id}", "GET /tasks/{id}/history",
@@ -121,8 +128,10 @@ func Functions() []Function {
 			},
 		},
 		{
+			// Lists a finished task's artifacts and deletes them; never
+			// reads one.
 			Name:      "sweep-expired",
-			Access:    join([]Access{rw(pTasks), {Prefix: pArtifacts, Read: true, Delete: true}}, markers()),
+			Access:    join([]Access{rw(pTasks), {Prefix: pArtifacts, Delete: true}}, markers()),
 			Timer:     true,
 			PutEvents: true,
 		},

@@ -60,9 +60,10 @@ func MetricNamespace(env string) string { return "s3q/" + env }
 
 // DeadLetteredMetric is the metric the dead-letter alarm watches. A metric
 // filter on every function's log group turns each JSON log line with a
-// numeric field of this name (an EMF line or a plain slog attribute, e.g.
-// slog.Info("task dead-lettered", "tasks_dead_lettered_total", 1)) into a
-// data point of that value.
+// numeric field of this name into a data point of that value: the
+// sweep-expired function writes one EMF line per task type and sweep,
+// counting the Task Dead-Lettered events it delivered (shared/metrics'
+// DeadLetteredMetric).
 const DeadLetteredMetric = "tasks_dead_lettered_total"
 
 // NewS3qStack builds the stack "s3q-<env>" (id is used as given).
@@ -259,6 +260,10 @@ func (b *builder) function(fn Function, assetDir string) {
 		"S3Q_PREFIX":    jsii.String(b.s.Prefix),
 		"S3Q_SHARDS":    jsii.String(strconv.Itoa(b.s.Shards)),
 		"S3Q_LOG_LEVEL": jsii.String(b.s.LogLevel),
+		// The EMF metrics (tasks_expired_total, tasks_dead_lettered_total,
+		// ...) go where the dead-letter alarm looks, one namespace per
+		// environment.
+		"S3Q_METRICS_NAMESPACE": jsii.String(MetricNamespace(b.env)),
 	}
 	if b.s.DefaultTTL != "" {
 		env["S3Q_DEFAULT_TTL"] = jsii.String(b.s.DefaultTTL)

@@ -246,6 +246,8 @@ func TestStack(t *testing.T) {
 				"S3Q_PREFIX":    "",
 				"S3Q_SHARDS":    "1",
 				"S3Q_LOG_LEVEL": "info",
+				// EMF metrics in the namespace the dead-letter alarm watches.
+				"S3Q_METRICS_NAMESPACE": MetricNamespace("dev"),
 			}
 			if fn.PutEvents {
 				env["S3Q_EVENT_BUS"] = map[string]interface{}{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^EventBus"))}
@@ -395,9 +397,50 @@ func TestStack(t *testing.T) {
 			{"schedule-tick", "s3:PutObject", "schedules/s/state.json", true},
 			{"schedule-tick", "s3:DeleteObject", "due/t_s", true},
 			{"schedule-tick", "s3:GetObjectVersion", "tasks/x.json", false},
+			{"schedule-tick", "s3:GetObject", "config/task_types.json", true},
+			// Task type defaults are read by the functions that submit.
+			{"claim", "s3:GetObject", "config/task_types.json", false},
+			{"tasks", "s3:GetObject", "config/task_types.json", false},
+			{"sweep-expired", "s3:GetObject", "config/task_types.json", false},
+			// sweep/: the queue registry (first submit), the outbox (every
+			// expiry and dead-letter), parked leases; children/: the child
+			// index. Every function that submits or transitions.
+			{"submit", "s3:PutObject", "sweep/20000101T000000.000000Z_queue_default", true},
+			{"tasks", "s3:PutObject", "sweep/20260101T000000.000000Z_event_x", true},
+			{"tasks", "s3:DeleteObject", "sweep/20260101T000000.000000Z_artifacts_x", true},
+			{"sweep-expired", "s3:PutObject", "sweep/20260101T000000.000000Z_lease_x", true},
+			{"sweep-expired", "s3:DeleteObject", "sweep/20260101T000000.000000Z_event_x", true},
+			{"sweep-expired", "s3:DeleteObject", "children/p/c", true},
+			{"schedule-tick", "s3:PutObject", "sweep/20000101T000000.000000Z_queue_default", true},
+			{"claim", "s3:DeleteObject", "children/p/c", true},
+			// DESIGN §7's leases/ and a queue list are not prefixes of the core.
+			{"claim", "s3:PutObject", "leases/20260101T000000.000000Z_x", false},
+			{"sweep-expired", "s3:GetObject", "leases/20260101T000000.000000Z_x", false},
+			{"submit", "s3:PutObject", "queues/default", false},
+			// Artifacts: the tasks function signs PUT and GET URLs; the
+			// sweep lists and deletes, and reads none.
+			{"tasks", "s3:GetObject", "artifacts/x/out.bin", true},
+			{"tasks", "s3:DeleteObject", "artifacts/x/out.bin", false},
+			{"sweep-expired", "s3:GetObject", "artifacts/x/out.bin", false},
+			{"claim", "s3:PutObject", "artifacts/x/out.bin", false},
 		} {
 			if got := can(c.fn, c.action, c.key); got != c.want {
 				t.Errorf("%s %s %s: allowed %v, want %v", c.fn, c.action, c.key, got, c.want)
+			}
+		}
+	})
+
+	t.Run("the_sweep_may_list_the_artifacts_and_the_sweep_index_it_reads", func(t *testing.T) {
+		var prefixes []interface{}
+		for _, st := range dev.statementsOf(t, "sweep-expired") {
+			if contains(list(st["Action"]), "s3:ListBucket") {
+				cond, _ := st["Condition"].(map[string]interface{})["StringLikeIfExists"].(map[string]interface{})
+				prefixes = list(cond["s3:prefix"])
+			}
+		}
+		for _, want := range []string{"artifacts/*", "sweep/*", "deadline/*", "children/*"} {
+			if !contains(prefixes, want) {
+				t.Errorf("sweep-expired cannot list %s: its ListBucket prefixes are %v", want, prefixes)
 			}
 		}
 	})

@@ -1,7 +1,8 @@
 // Package api is the HTTP API of s3q (DESIGN.md §8) for the task routes:
 // submit (one and batch, with an optional synchronous wait), get, list,
-// history, cancel, retry, expire, claim (with an optional long-poll) and
-// the lease operations heartbeat, complete, fail and reschedule.
+// history, cancel, retry, expire, claim (with an optional long-poll), the
+// lease operations heartbeat, complete, fail and reschedule, and presigned
+// artifact URLs (when Options.Artifacts is set).
 //
 // An *API is an http.Handler over a *queue.Queue. It knows nothing about
 // Lambda: package lambdafn turns API Gateway events into requests for it,
@@ -18,10 +19,12 @@
 package api
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"time"
 
+	"github.com/s3q/s3q/shared/artifacts"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/reqcount"
 )
@@ -59,7 +62,32 @@ type Options struct {
 	// function does for a route that is not its own. Unknown keys never
 	// match. Defaults to every route.
 	Routes []string
+
+	// Artifacts hands out the presigned URLs of POST /tasks/{id}/artifacts
+	// and GET /tasks/{id}/artifacts/{name} (*artifacts.Service). Defaults
+	// to none: those routes answer 404 not_found.
+	Artifacts Artifacts
+
+	// OnSubmit, when set, is called after every successful POST /tasks
+	// and POST /tasks/batch with the tasks it created (not those a dedup
+	// key returned) and the time they were submitted at: the submit
+	// function writes the TTL-at-submit metric from it. It must not block.
+	// Defaults to none.
+	OnSubmit func(created []queue.Task, now time.Time)
 }
+
+// Artifacts issues presigned artifact URLs; *artifacts.Service is one.
+// Errors: a bad task id or artifact name is a *queue.ValidationError, an
+// unknown task queue.ErrNotFound, a missing artifact artifacts.ErrNoArtifact,
+// an upload to a finished or past-deadline task a *queue.StateError.
+type Artifacts interface {
+	// PutURL returns a URL to upload the artifact name of a task at now.
+	PutURL(ctx context.Context, taskID, name string, now time.Time) (artifacts.URL, error)
+	// GetURL returns a URL to download the artifact name of a task at now.
+	GetURL(ctx context.Context, taskID, name string, now time.Time) (artifacts.URL, error)
+}
+
+var _ Artifacts = (*artifacts.Service)(nil)
 
 // API serves the task routes over one queue. It is safe for concurrent use.
 type API struct {

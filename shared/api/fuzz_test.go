@@ -15,7 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/s3q/s3q/shared/api"
+	"github.com/s3q/s3q/shared/artifacts"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/reqcount"
 	"github.com/s3q/s3q/shared/store/memstore"
@@ -35,6 +40,8 @@ func FuzzAPI(f *testing.F) {
 	f.Add("POST", "/tasks", []byte(`{"task_type":"t","ttl":"1h"}`), "Content-Type: application/json")
 	f.Add("POST", "/tasks/{{running}}/complete", []byte(`{"lease_token":"{{token}}","output":{"a":1}}`), "")
 	f.Add("GET", "/tasks?status=pending&limit=5", []byte(nil), "")
+	f.Add("POST", "/tasks/{{pending}}/artifacts", []byte(`{"name":"report.pdf"}`), "")
+	f.Add("GET", "/tasks/{{running}}/artifacts/out.bin", []byte(nil), "")
 	f.Fuzz(func(t *testing.T, method, target string, body []byte, header string) {
 		s := memstore.New()
 		q := queue.New(reqcount.Wrap(s), queue.Options{ListCacheFor: -1})
@@ -74,6 +81,8 @@ func FuzzAPI(f *testing.F) {
 			Logger:       slog.New(slog.NewJSONHandler(io.Discard, nil)),
 			MaxBodyBytes: 64 << 10,
 			MaxWait:      100 * time.Millisecond,
+			// Presigning makes no request: a client of nowhere will do.
+			Artifacts: artifacts.New(q, presigner, "bucket", "", artifacts.Options{}),
 		})
 		before := keys(t, s)
 		rec := httptest.NewRecorder()
@@ -108,3 +117,9 @@ func FuzzAPI(f *testing.F) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// presigner signs artifact URLs in the fuzz test; it is never sent a request.
+var presigner = s3.New(s3.Options{
+	Region: "us-east-1", BaseEndpoint: aws.String("http://127.0.0.1:1"), UsePathStyle: true,
+	Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""),
+})

@@ -14,7 +14,7 @@ type handler func(a *API, rq *request) (reply, error)
 type route struct {
 	method  string
 	pattern string
-	segs    []string // pattern split at "/", "{id}" a wildcard
+	segs    []string // pattern split at "/"; "{id}" and "{name}" are wildcards
 	query   []string // the query parameters it accepts
 	serve   handler
 }
@@ -26,7 +26,7 @@ func (rt *route) key() string { return rt.method + " " + rt.pattern }
 func (rt *route) literal() int {
 	n := 0
 	for _, s := range rt.segs {
-		if s != "{id}" {
+		if !isParam(s) {
 			n++
 		}
 	}
@@ -53,6 +53,8 @@ var table = []*route{
 	newRoute("POST /tasks/{id}/complete", nil, (*API).complete),
 	newRoute("POST /tasks/{id}/fail", nil, (*API).fail),
 	newRoute("POST /tasks/{id}/reschedule", nil, (*API).reschedule),
+	newRoute("POST /tasks/{id}/artifacts", nil, (*API).artifactUpload),
+	newRoute("GET /tasks/{id}/artifacts/{name}", nil, (*API).artifactDownload),
 }
 
 // Routes returns the key of every route the API serves, as API Gateway
@@ -95,19 +97,25 @@ func selectRoutes(keys []string) []*route {
 	return out
 }
 
+// params are the wildcard segments of a matched path: {id} and {name}.
+type params struct{ id, name string }
+
+// isParam reports whether a pattern segment is a wildcard.
+func isParam(seg string) bool { return seg == "{id}" || seg == "{name}" }
+
 // match finds the route for method and path among routes. It returns the
-// route and the {id} segment; or nil and the methods that the path does
-// allow (none: 404; some: 405).
-func match(routes []*route, method, path string) (*route, string, []string) {
+// route and its path parameters; or nil and the methods that the path
+// does allow (none: 404; some: 405).
+func match(routes []*route, method, path string) (*route, params, []string) {
 	if !strings.HasPrefix(path, "/") {
-		return nil, "", nil
+		return nil, params{}, nil
 	}
 	segs := strings.Split(path[1:], "/")
 	var best *route
-	var bestID string
+	var bestParams params
 	var allow []string
 	for _, rt := range routes {
-		id, ok := matchSegs(rt.segs, segs)
+		ps, ok := matchSegs(rt.segs, segs)
 		if !ok {
 			continue
 		}
@@ -118,34 +126,38 @@ func match(routes []*route, method, path string) (*route, string, []string) {
 			continue
 		}
 		if best == nil || rt.literal() > best.literal() {
-			best, bestID = rt, id
+			best, bestParams = rt, ps
 		}
 	}
 	if best != nil {
-		return best, bestID, nil
+		return best, bestParams, nil
 	}
-	return nil, "", allow
+	return nil, params{}, allow
 }
 
 // matchSegs matches a path's segments against a pattern's and returns the
-// {id} segment, which must not be empty.
-func matchSegs(pattern, segs []string) (string, bool) {
+// wildcard segments, none of which may be empty.
+func matchSegs(pattern, segs []string) (params, bool) {
 	if len(pattern) != len(segs) {
-		return "", false
+		return params{}, false
 	}
-	id := ""
+	var ps params
 	for i, p := range pattern {
 		switch {
-		case p == "{id}":
+		case isParam(p):
 			if segs[i] == "" {
-				return "", false
+				return params{}, false
 			}
-			id = segs[i]
+			if p == "{id}" {
+				ps.id = segs[i]
+			} else {
+				ps.name = segs[i]
+			}
 		case p != segs[i]:
-			return "", false
+			return params{}, false
 		}
 	}
-	return id, true
+	return ps, true
 }
 
 // methodNotAllowed is the error of a path served with other methods.

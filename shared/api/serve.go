@@ -18,6 +18,7 @@ import (
 type request struct {
 	ctx   context.Context
 	id    string            // the {id} path segment, not yet validated
+	name  string            // the {name} path segment, not yet validated
 	query map[string]string // accepted query parameters
 	body  []byte
 	log   *requestLog
@@ -72,7 +73,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serve routes r, reads and checks what the route takes, and runs its
 // handler.
 func (a *API) serve(ctx context.Context, r *http.Request, rl *requestLog) (reply, error) {
-	rt, id, _ := match(table, r.Method, r.URL.Path)
+	rt, ps, _ := match(table, r.Method, r.URL.Path)
 	if rt == nil || !slices.Contains(a.routes, rt) {
 		rl.route = "unmatched"
 		if rt != nil {
@@ -85,8 +86,8 @@ func (a *API) serve(ctx context.Context, r *http.Request, rl *requestLog) (reply
 		return reply{}, notFound("no route %s %s", clip(r.Method), clip(r.URL.Path))
 	}
 	rl.route = rt.key()
-	if id != "" {
-		rl.ids = append(rl.ids, id)
+	if ps.id != "" {
+		rl.ids = append(rl.ids, ps.id)
 	}
 	rawQuery, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
@@ -102,7 +103,7 @@ func (a *API) serve(ctx context.Context, r *http.Request, rl *requestLog) (reply
 			return reply{}, err
 		}
 	}
-	return rt.serve(a, &request{ctx: ctx, id: id, query: query, body: body, log: rl})
+	return rt.serve(a, &request{ctx: ctx, id: ps.id, name: ps.name, query: query, body: body, log: rl})
 }
 
 // writeReply writes a reply: JSON, or no body at all when it has none.

@@ -35,6 +35,7 @@ func (a *API) submit(rq *request) (reply, error) {
 		return reply{}, err
 	}
 	rq.log.addIDs(res.Task.ID)
+	a.submitted(created(res))
 	if wait > 0 {
 		return a.awaitOutcome(rq, res, wait)
 	}
@@ -82,6 +83,13 @@ func (a *API) submitBatch(rq *request) (reply, error) {
 		if err != nil {
 			return reply{}, err
 		}
+		var ok []queue.SubmitResult
+		for _, r := range out {
+			if r.Err == nil {
+				ok = append(ok, r.Result)
+			}
+		}
+		a.submitted(created(ok...))
 		now := a.now()
 		for j, r := range out {
 			i := at[j]
@@ -99,4 +107,23 @@ func (a *API) submitBatch(rq *request) (reply, error) {
 		}
 	}
 	return reply{status: http.StatusOK, body: batchReply{Results: results}}, nil
+}
+
+// submitted passes the tasks a submit created to Options.OnSubmit.
+func (a *API) submitted(tasks []queue.Task) {
+	if a.opts.OnSubmit != nil && len(tasks) > 0 {
+		a.opts.OnSubmit(tasks, a.now())
+	}
+}
+
+// created returns the tasks a submit created, leaving out those a dedup
+// key returned.
+func created(results ...queue.SubmitResult) []queue.Task {
+	var out []queue.Task
+	for _, r := range results {
+		if !r.Deduplicated {
+			out = append(out, r.Task)
+		}
+	}
+	return out
 }

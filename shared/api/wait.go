@@ -108,8 +108,11 @@ func (a *API) stopAtDeadline(rq *request, t queue.Task, now time.Time) (queue.Ta
 // error and the task as it ended.
 func (a *API) deadlineReply(t queue.Task, now time.Time) reply {
 	state := "it expired before it started"
-	if t.Status == queue.StatusRunning {
+	switch t.Status {
+	case queue.StatusRunning:
 		state = "it is running and was asked to cancel"
+	case queue.StatusCancelled:
+		state = "nobody held its lease any more, so it was cancelled"
 	}
 	msg := fmt.Sprintf("task %s passed its deadline before it finished; %s", t.ID, state)
 	if t.ExpiresAt != nil {

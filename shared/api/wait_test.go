@@ -75,8 +75,10 @@ func TestSyncWait(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, memstore.New(), api.Options{})
 		id := e.submit(`{"task_type":"t","ttl":"1h","dedup_key":"job-1"}`)
-		e.claim()
-		e.clock.Advance(2 * time.Hour) // the deadline has passed; the task runs on
+		if r := e.do("POST", "/claim", `{"lease_for":"3h"}`); r.status != http.StatusOK {
+			t.Fatalf("claim: %d %s", r.status, r.raw)
+		}
+		e.clock.Advance(2 * time.Hour) // the deadline has passed; the task runs on under its lease
 		// The same dedup key with a wait waits on the running task.
 		r := e.do("POST", "/tasks", `{"task_type":"t","dedup_key":"job-1","wait":"20s"}`)
 		if r.status != http.StatusGatewayTimeout || str(r.body, "error.code") != "deadline_exceeded" {

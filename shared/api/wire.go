@@ -1,6 +1,7 @@
 package api
 
 import (
+	"net/http"
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
@@ -79,4 +80,21 @@ type versionView struct {
 // historyReply is the answer of GET /tasks/{id}/history, oldest first.
 type historyReply struct {
 	Versions []versionView `json:"versions"`
+}
+
+// artifactView is a presigned artifact URL: upload_url from POST
+// /tasks/{id}/artifacts, download_url from GET /tasks/{id}/artifacts/{name}.
+// headers, when present, must be sent with the request as they are.
+type artifactView struct {
+	TaskID      string      `json:"task_id"`
+	Name        string      `json:"name"`
+	UploadURL   string      `json:"upload_url,omitempty"`
+	DownloadURL string      `json:"download_url,omitempty"`
+	Headers     http.Header `json:"headers,omitempty"`
+	ExpiresAt   time.Time   `json:"expires_at"`
+}
+
+// artifactReply is {"artifact": ...}.
+type artifactReply struct {
+	Artifact artifactView `json:"artifact"`
 }

@@ -1,15 +1,26 @@
 // Package config reads the configuration of an s3q process (a Lambda
 // function, the dev server, the CLI) from environment variables, checks
-// it, and builds the store and queue it describes.
+// it, and builds what it describes: the store, the queue, the artifact
+// service and the event publisher.
 //
-//	S3Q_BUCKET       the state bucket (required)
-//	S3Q_PREFIX       key prefix for everything s3q stores: empty or ending in "/"
-//	S3Q_ENDPOINT     S3 endpoint override, such as http://127.0.0.1:7070 (path-style)
-//	AWS_REGION       the bucket's region (else the SDK's default chain)
-//	S3Q_DEFAULT_TTL  global default time to live: "90s", "30m", "1h", "7d"; empty or 0 for none
-//	S3Q_SHARDS       index prefixes per queue, 1-256; every process must agree (default 1)
-//	S3Q_LOG_LEVEL    debug, info, warn or error (default info)
-//	S3Q_EVENT_BUS    EventBridge bus for Task Expired events (used by the sweep)
+//	S3Q_BUCKET             the state bucket (required)
+//	S3Q_PREFIX             key prefix for everything s3q stores: empty or ending in "/"
+//	S3Q_ENDPOINT           S3 endpoint override, such as http://127.0.0.1:7070 (path-style);
+//	                       S3 only, never EventBridge
+//	AWS_REGION             the bucket's region (else the SDK's default chain)
+//	S3Q_DEFAULT_TTL        global default time to live: "90s", "30m", "1h", "7d"; empty or 0 for none
+//	S3Q_SHARDS             index prefixes per queue, 1-256; every process must agree (default 1)
+//	S3Q_LOG_LEVEL          debug, info, warn or error (default info)
+//	S3Q_EVENT_BUS          EventBridge bus for the sweep's Task Expired and Task Dead-Lettered
+//	                       events; none: the events go to the log
+//	S3Q_ARTIFACT_TTL       lifetime of a presigned artifact URL before the task's deadline
+//	                       bounds it (default 1h)
+//	S3Q_METRICS_NAMESPACE  CloudWatch namespace of the EMF metrics (default s3q; the stack
+//	                       sets s3q/<env>)
+//
+// Per-task-type defaults (ttl, ttl_from, max_attempts, timeout) come from
+// config/task_types.json in the bucket (package tasktypes), not from the
+// environment.
 package config
 
 import (
@@ -21,19 +32,22 @@ import (
 	"strings"
 	"time"
 
+	"github.com/s3q/s3q/shared/artifacts"
 	"github.com/s3q/s3q/shared/queue"
 )
 
 // The environment variables FromEnv reads.
 const (
-	EnvBucket     = "S3Q_BUCKET"
-	EnvPrefix     = "S3Q_PREFIX"
-	EnvEndpoint   = "S3Q_ENDPOINT"
-	EnvRegion     = "AWS_REGION"
-	EnvDefaultTTL = "S3Q_DEFAULT_TTL"
-	EnvShards     = "S3Q_SHARDS"
-	EnvLogLevel   = "S3Q_LOG_LEVEL"
-	EnvEventBus   = "S3Q_EVENT_BUS"
+	EnvBucket           = "S3Q_BUCKET"
+	EnvPrefix           = "S3Q_PREFIX"
+	EnvEndpoint         = "S3Q_ENDPOINT"
+	EnvRegion           = "AWS_REGION"
+	EnvDefaultTTL       = "S3Q_DEFAULT_TTL"
+	EnvShards           = "S3Q_SHARDS"
+	EnvLogLevel         = "S3Q_LOG_LEVEL"
+	EnvEventBus         = "S3Q_EVENT_BUS"
+	EnvArtifactTTL      = "S3Q_ARTIFACT_TTL"
+	EnvMetricsNamespace = "S3Q_METRICS_NAMESPACE"
 )
 
 // MaxShards is the most index shards a deployment may use.
@@ -59,8 +73,15 @@ type Config struct {
 	// LogLevel is the lowest level logged. Defaults to info.
 	LogLevel slog.Level
 	// EventBus is the EventBridge bus the sweep publishes Task Expired
-	// events to. Defaults to none (no events).
+	// and Task Dead-Lettered events to. Defaults to none: the events go to
+	// the log.
 	EventBus string
+	// ArtifactTTL is artifact_ttl: how long a presigned artifact URL lives
+	// before the task's deadline bounds it. Defaults to 1h.
+	ArtifactTTL time.Duration
+	// MetricsNamespace is the CloudWatch namespace of the EMF metrics.
+	// Defaults to "s3q".
+	MetricsNamespace string
 }
 
 // FieldError is one invalid environment variable.
@@ -89,6 +110,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		Region:   get(EnvRegion),
 		EventBus: get(EnvEventBus),
 		Shards:   1,
+
+		ArtifactTTL:      artifacts.DefaultTTL,
+		MetricsNamespace: "s3q",
 	}
 	switch {
 	case c.Bucket == "":
@@ -114,6 +138,24 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			bad(EnvDefaultTTL, "%q must not be negative (0 or empty means no default)", s)
 		default:
 			c.DefaultTTL = d
+		}
+	}
+	if s := get(EnvArtifactTTL); s != "" {
+		d, err := queue.ParseDuration(s)
+		switch {
+		case err != nil:
+			bad(EnvArtifactTTL, "%q is not a duration such as 15m, 1h or 1d", s)
+		case d <= 0:
+			bad(EnvArtifactTTL, "%q must be more than 0 (empty means %s)", s, queue.FormatDuration(artifacts.DefaultTTL))
+		default:
+			c.ArtifactTTL = d
+		}
+	}
+	if s := get(EnvMetricsNamespace); s != "" {
+		if !validNamespace(s) {
+			bad(EnvMetricsNamespace, "%q is not a CloudWatch namespace: 1-255 of A-Z a-z 0-9 . - _ / # : and space, not starting with \"AWS/\" (e.g. s3q/prod)", s)
+		} else {
+			c.MetricsNamespace = s
 		}
 	}
 	if s := get(EnvShards); s != "" {
@@ -144,6 +186,22 @@ func validBucket(name string) bool {
 		switch {
 		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
 		case (r == '-' || r == '.') && i > 0 && i < len(name)-1:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// validNamespace checks a CloudWatch metric namespace.
+func validNamespace(ns string) bool {
+	if len(ns) > 255 || strings.HasPrefix(ns, "AWS/") {
+		return false
+	}
+	for _, r := range ns {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case strings.ContainsRune(".-_/#: ", r):
 		default:
 			return false
 		}

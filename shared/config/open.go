@@ -2,24 +2,38 @@ package config
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3q/s3q/shared/artifacts"
+	"github.com/s3q/s3q/shared/events"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/reqcount"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/s3store"
+	"github.com/s3q/s3q/shared/tasktypes"
 )
 
-// Store returns the store the configuration describes: the bucket under
-// Prefix, through the endpoint override (path-style) if any, with the AWS
-// SDK's default credential chain. It makes no request.
-func (c Config) Store(ctx context.Context) (store.Store, error) {
-	client, err := s3store.NewClient(ctx, s3store.Config{
+// S3Client returns the S3 client the configuration describes: through the
+// endpoint override (path-style) if any, with the AWS SDK's default
+// credential chain. It makes no request.
+func (c Config) S3Client(ctx context.Context) (*s3.Client, error) {
+	return s3store.NewClient(ctx, s3store.Config{
 		Endpoint:  c.Endpoint,
 		Region:    c.Region,
 		PathStyle: c.Endpoint != "",
 	})
+}
+
+// Store returns the store the configuration describes: the bucket under
+// Prefix, through S3Client. It makes no request.
+func (c Config) Store(ctx context.Context) (store.Store, error) {
+	client, err := c.S3Client(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -27,11 +41,18 @@ func (c Config) Store(ctx context.Context) (store.Store, error) {
 }
 
 // Queue returns the queue over s with the configuration's shards and
-// default TTL. The store is wrapped by reqcount.Wrap, so each HTTP request
-// and timer run can log the S3 requests it made; Queue.Store() returns
-// the wrapper.
+// default TTL, and the per-task-type defaults of config/task_types.json in
+// the bucket (tasktypes.Source, read at most every 30s). The store is
+// wrapped by reqcount.Wrap, so each HTTP request and timer run can log the
+// S3 requests it made (the defaults' reads included); Queue.Store()
+// returns the wrapper.
 func (c Config) Queue(s store.Store) *queue.Queue {
-	return queue.New(reqcount.Wrap(s), queue.Options{Shards: c.Shards, DefaultTTL: c.DefaultTTL})
+	w := reqcount.Wrap(s)
+	return queue.New(w, queue.Options{
+		Shards:       c.Shards,
+		DefaultTTL:   c.DefaultTTL,
+		TypeDefaults: tasktypes.NewSource(w, 0),
+	})
 }
 
 // Open returns the store and the queue over it.
@@ -41,6 +62,44 @@ func (c Config) Open(ctx context.Context) (store.Store, *queue.Queue, error) {
 		return nil, nil, err
 	}
 	return s, c.Queue(s), nil
+}
+
+// Artifacts returns the service that hands out presigned artifact URLs
+// for the tasks of q (a queue on this configuration's bucket), signed by
+// client (from S3Client: the URLs then point at Endpoint when it is set),
+// with URLs living ArtifactTTL before the task's deadline bounds them.
+func (c Config) Artifacts(q *queue.Queue, client *s3.Client) *artifacts.Service {
+	return artifacts.New(q, client, c.Bucket, c.Prefix, artifacts.Options{TTL: c.ArtifactTTL})
+}
+
+// AWS returns the AWS SDK configuration for services other than S3: the
+// default chain, in Region when it is set. Endpoint is not part of it: it
+// redirects S3 only, never EventBridge.
+func (c Config) AWS(ctx context.Context) (aws.Config, error) {
+	var opts []func(*awsconfig.LoadOptions) error
+	if c.Region != "" {
+		opts = append(opts, awsconfig.WithRegion(c.Region))
+	}
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("load aws config: %w", err)
+	}
+	return cfg, nil
+}
+
+// Publisher returns where the sweep's Task Expired and Task Dead-Lettered
+// events go: the EventBridge bus EventBus (a client made from AWS), or,
+// when no bus is configured, the log (events.Log on logger). It makes no
+// request.
+func (c Config) Publisher(ctx context.Context, logger *slog.Logger) (queue.EventPublisher, error) {
+	if c.EventBus == "" {
+		return events.Log{Logger: logger}, nil
+	}
+	awsCfg, err := c.AWS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return events.NewEventBridgeFromConfig(awsCfg, c.EventBus, events.EventBridgeOptions{}), nil
 }
 
 // Logger returns a JSON logger writing to w at the configured level: one

@@ -5,6 +5,10 @@
 // schedule-tick handlers fired on a timer with EventBridge scheduled
 // events, and the state in an in-process gofakes3 S3 server (in memory, or
 // persisted to a directory) or in any real S3 endpoint.
+//
+// Task events go to the log and to an in-memory ring that the dev-only
+// route GET /events serves (newest first, ?limit=N), in place of an
+// EventBridge bus. Presigned artifact URLs point at the S3 server.
 package devserver
 
 import (
@@ -20,9 +24,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/s3q/s3q/shared/artifacts"
+	"github.com/s3q/s3q/shared/events"
 	"github.com/s3q/s3q/shared/lambdafn"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/reqcount"
+	"github.com/s3q/s3q/shared/tasktypes"
 )
 
 // Defaults of Options.
@@ -30,6 +37,7 @@ const (
 	DefaultAddr         = "127.0.0.1:8080"
 	DefaultTickInterval = time.Minute
 	DefaultBucket       = "s3q"
+	DefaultRecentEvents = 1000
 )
 
 // Options configure Run. The zero value serves on DefaultAddr with an
@@ -69,9 +77,21 @@ type Options struct {
 	// Defaults to DefaultTickInterval (60s), as in the deployed stack.
 	TickInterval time.Duration
 
-	// Sweep and Tick are the timer functions' work (lambdafn.Deps). Default
-	// to none: the timer functions log that they have nothing to do.
+	// Wire, when set, completes the Deps the functions run on, once the
+	// store and the queue exist: cmd/s3q sets the sweep and tick work here
+	// (Sweep: lambdafn.NewSweep). The Deps carry the dev server's event
+	// publisher (the log, and the ring behind GET /events) and its
+	// artifact service. Defaults to none.
+	Wire func(d *lambdafn.Deps)
+
+	// Sweep and Tick are the timer functions' work (lambdafn.Deps); when
+	// set they win over what Wire sets. Default to none: the timer
+	// functions log that they have nothing to do.
 	Sweep, Tick lambdafn.TimerFunc
+
+	// RecentEvents is how many of the latest task events GET /events
+	// keeps. Defaults to DefaultRecentEvents (1000).
+	RecentEvents int
 
 	// Out receives the banner: the URL, where the state lives, and a curl
 	// example. Defaults to os.Stdout.
@@ -111,8 +131,29 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer st.close()
 
-	q := queue.New(reqcount.Wrap(st.store), queue.Options{Shards: opts.Shards, DefaultTTL: opts.DefaultTTL})
-	deps := lambdafn.Deps{Queue: q, Store: st.store, Logger: opts.Logger, Sweep: opts.Sweep, Tick: opts.Tick}
+	counted := reqcount.Wrap(st.store)
+	q := queue.New(counted, queue.Options{
+		Shards: opts.Shards, DefaultTTL: opts.DefaultTTL,
+		TypeDefaults: tasktypes.NewSource(counted, 0),
+	})
+	if opts.RecentEvents <= 0 {
+		opts.RecentEvents = DefaultRecentEvents
+	}
+	ring := events.NewRing(opts.RecentEvents)
+	deps := lambdafn.Deps{
+		Queue: q, Store: st.store, Logger: opts.Logger,
+		Publisher: events.Multi(events.Log{Logger: opts.Logger}, ring),
+		Artifacts: artifacts.New(q, st.client, opts.Bucket, opts.Prefix, artifacts.Options{}),
+	}
+	if opts.Wire != nil {
+		opts.Wire(&deps)
+	}
+	if opts.Sweep != nil {
+		deps.Sweep = opts.Sweep
+	}
+	if opts.Tick != nil {
+		deps.Tick = opts.Tick
+	}
 	handlers := map[string]lambda.Handler{}
 	for _, name := range lambdafn.Names() {
 		if handlers[name], err = lambdafn.New(name, deps); err != nil {
@@ -124,12 +165,12 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("devserver: listen on %s: %w", opts.Addr, err)
 	}
-	srv := &http.Server{Handler: &gateway{handlers: handlers, log: opts.Logger}, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: &gateway{handlers: handlers, log: opts.Logger, events: ring}, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
 	baseURL := "http://" + ln.Addr().String()
-	banner(opts.Out, baseURL, st.describe, opts.TickInterval)
+	banner(opts.Out, baseURL, st.describe, opts.TickInterval, deps.Sweep != nil)
 	if opts.Started != nil {
 		opts.Started(baseURL)
 	}
@@ -162,16 +203,23 @@ func Run(ctx context.Context, opts Options) error {
 }
 
 // banner prints where the API is and how to try it.
-func banner(w io.Writer, baseURL, storage string, tick time.Duration) {
+func banner(w io.Writer, baseURL, storage string, tick time.Duration, sweeping bool) {
+	events := "GET /events shows the latest Task Expired and Task Dead-Lettered events (dev only)"
+	if !sweeping {
+		events = "GET /events would show task events, but no sweep is wired into this build"
+	}
 	fmt.Fprintf(w, `s3q dev: the HTTP API is at %[1]s
   state:  %[2]s
   timers: sweep-expired and schedule-tick every %[3]s
+  events: %[4]s
 
 Try it:
   curl -s -X POST %[1]s/tasks -d '{"task_type":"hello","input":{"name":"world"},"ttl":"1h"}'
   curl -s -X POST %[1]s/claim -d '{"lease_for":"1m","worker_id":"me"}'
   curl -s -X POST %[1]s/tasks/ID/complete -d '{"lease_token":"TOKEN","output":{"ok":true}}'
   curl -s '%[1]s/tasks?status=completed'
+  curl -s -X POST %[1]s/tasks -d '{"task_type":"hello","ttl":"5s"}'   # expires at the next sweep after 5s
+  curl -s '%[1]s/events?limit=10'
 
-`, baseURL, storage, queue.FormatDuration(tick))
+`, baseURL, storage, queue.FormatDuration(tick), events)
 }

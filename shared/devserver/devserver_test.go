@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/devserver"
+	"github.com/s3q/s3q/shared/lambdafn"
 	"github.com/s3q/s3q/shared/s3local"
 )
 
@@ -222,6 +223,101 @@ func TestDevServerEndpoint(t *testing.T) {
 		err := devserver.Run(context.Background(), devserver.Options{Endpoint: "http://127.0.0.1:1", DataDir: t.TempDir(), Out: io.Discard})
 		if err == nil {
 			t.Error("no error")
+		}
+	})
+}
+
+func TestDevServerEventsAndArtifacts(t *testing.T) {
+	d := start(t, devserver.Options{
+		TickInterval: 50 * time.Millisecond,
+		Wire:         func(deps *lambdafn.Deps) { deps.Sweep = lambdafn.NewSweep(*deps) },
+	})
+
+	t.Run("the_banner_points_at_get_events", func(t *testing.T) {
+		if out := d.out.String(); !strings.Contains(out, "GET /events shows the latest Task Expired") || !strings.Contains(out, d.url+"/events") {
+			t.Errorf("banner:\n%s", out)
+		}
+	})
+	t.Run("get_events_shows_task_expired_and_task_dead_lettered_events_newest_first", func(t *testing.T) {
+		// ttl 0: expired at submit; the next sweep publishes its event.
+		status, sub := call(t, "POST", d.url+"/tasks", `{"task_type":"too.late","ttl":0}`)
+		if status != 201 || field(sub, "task", "status") != "expired" {
+			t.Fatalf("submit: %d %v", status, sub)
+		}
+		expired := field(sub, "task", "id").(string)
+		// max_attempts 1 and a failure: dead-lettered.
+		call(t, "POST", d.url+"/tasks", `{"task_type":"doomed","max_attempts":1,"queue":"dl"}`)
+		status, cl := call(t, "POST", d.url+"/claim", `{"queue":"dl","lease_for":"1m"}`)
+		if status != 200 {
+			t.Fatalf("claim: %d %v", status, cl)
+		}
+		failed := field(cl, "tasks", "0", "task", "id").(string)
+		token := field(cl, "tasks", "0", "lease", "token").(string)
+		if status, f := call(t, "POST", d.url+"/tasks/"+failed+"/fail", `{"lease_token":"`+token+`","error":"boom"}`); status != 200 || field(f, "task", "status") != "failed" {
+			t.Fatalf("fail: %d %v", status, f)
+		}
+
+		var evs []any
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			_, body := call(t, "GET", d.url+"/events", "")
+			if evs, _ = body["events"].([]any); len(evs) >= 2 {
+				break
+			}
+			time.Sleep(20 * time.Millisecond) // the next timer run, not the expiry
+		}
+		if len(evs) != 2 {
+			t.Fatalf("events after 10s of sweeps every 50ms: %v", evs)
+		}
+		seen := map[string]string{}
+		for _, e := range evs {
+			m := e.(map[string]any)
+			if m["source"] != "s3q" || field(m, "detail", "task_id") != m["task_id"] {
+				t.Errorf("event %v", m)
+			}
+			seen[m["task_id"].(string)] = m["detail_type"].(string)
+		}
+		if seen[expired] != "Task Expired" || seen[failed] != "Task Dead-Lettered" {
+			t.Errorf("events %v", evs)
+		}
+		if status, body := call(t, "GET", d.url+"/events?limit=1", ""); status != 200 || len(body["events"].([]any)) != 1 {
+			t.Errorf("limit=1: %d %v", status, body)
+		}
+		if status, body := call(t, "GET", d.url+"/events?limit=0", ""); status != 400 || field(body, "error", "field") != "limit" {
+			t.Errorf("limit=0: %d %v", status, body)
+		}
+		if status, body := call(t, "POST", d.url+"/events", ""); status != 405 || field(body, "error", "code") != "method_not_allowed" {
+			t.Errorf("POST /events: %d %v", status, body)
+		}
+		if status, hist := call(t, "GET", d.url+"/tasks/"+expired, ""); status != 200 || field(hist, "task", "expiry_event_sent_at") == nil {
+			t.Errorf("the record does not note its event: %d %v", status, hist)
+		}
+	})
+	t.Run("artifact_urls_point_at_the_dev_s3_server", func(t *testing.T) {
+		_, sub := call(t, "POST", d.url+"/tasks", `{"task_type":"render","ttl":"1h"}`)
+		id := field(sub, "task", "id").(string)
+		status, up := call(t, "POST", d.url+"/tasks/"+id+"/artifacts", `{"name":"out.txt"}`)
+		if status != 201 {
+			t.Fatalf("POST artifacts: %d %v", status, up)
+		}
+		req, _ := http.NewRequest("PUT", field(up, "artifact", "upload_url").(string), strings.NewReader("hello"))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("PUT: %v %v", resp, err)
+		}
+		resp.Body.Close()
+		status, down := call(t, "GET", d.url+"/tasks/"+id+"/artifacts/out.txt", "")
+		if status != 200 {
+			t.Fatalf("GET artifact: %d %v", status, down)
+		}
+		resp, err = http.Get(field(down, "artifact", "download_url").(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(b) != "hello" {
+			t.Fatalf("GET through the URL: %d %q", resp.StatusCode, b)
 		}
 	})
 }

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/s3q/s3q/shared/api"
+	s3qevents "github.com/s3q/s3q/shared/events"
 	"github.com/s3q/s3q/shared/lambdafn"
 )
 
@@ -20,9 +22,14 @@ import (
 type gateway struct {
 	handlers map[string]lambda.Handler
 	log      *slog.Logger
+	events   *s3qevents.Ring // the task events GET /events shows
 }
 
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == eventsPath {
+		g.serveEvents(w, r)
+		return
+	}
 	ev, err := lambdafn.EventFromRequest(r, api.DefaultMaxBodyBytes)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_input", err.Error())
@@ -69,6 +76,54 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // writeError writes an error in the API's shape.
 func writeError(w http.ResponseWriter, status int, code, message string) {
 	b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": code, "message": message}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// eventsPath is the dev server's own route: the task events the sweep
+// published, in place of an EventBridge bus. It is not part of the API
+// and is not deployed.
+const eventsPath = "/events"
+
+// eventsReply is the answer of GET /events.
+type eventsReply struct {
+	Events []s3qevents.Record `json:"events"`
+}
+
+// serveEvents serves GET /events?limit=N: the latest task events, newest
+// first, at most limit (default all kept).
+func (g *gateway) serveEvents(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed here; use GET")
+		return
+	}
+	limit := 0
+	for k, vs := range r.URL.Query() {
+		if k != "limit" {
+			writeErrorField(w, http.StatusBadRequest, "invalid_input", k, "unknown query parameter "+strconv.Quote(k)+"; known: limit")
+			return
+		}
+		n, err := strconv.Atoi(vs[0])
+		if err != nil || n < 1 {
+			writeErrorField(w, http.StatusBadRequest, "invalid_input", "limit", strconv.Quote(vs[0])+" is not a number of events (at least 1)")
+			return
+		}
+		limit = n
+	}
+	b, err := json.Marshal(eventsReply{Events: g.events.Recent(limit)})
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "internal", "encode events: "+err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// writeErrorField writes an error naming the request field at fault.
+func writeErrorField(w http.ResponseWriter, status int, code, field, message string) {
+	b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": code, "message": message, "field": field}})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))

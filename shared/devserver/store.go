@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/s3q/s3q/shared/s3local"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/s3store"
@@ -15,6 +17,7 @@ import (
 // devStore is where the dev server keeps its state.
 type devStore struct {
 	store    store.Store
+	client   *s3.Client   // the store's client, which signs presigned artifact URLs
 	describe string       // for the banner
 	close    func() error // stops a server Run started
 }
@@ -41,6 +44,7 @@ func openStore(ctx context.Context, opts Options) (*devStore, error) {
 		}
 		return &devStore{
 			store:    srv.Store(opts.Prefix),
+			client:   srv.client,
 			describe: fmt.Sprintf("bucket %s in gofakes3 at %s, persisted to %s (current versions only)", opts.Bucket, srv.Endpoint, path),
 			close:    srv.Close,
 		}, nil
@@ -51,6 +55,7 @@ func openStore(ctx context.Context, opts Options) (*devStore, error) {
 		}
 		return &devStore{
 			store:    srv.Store(opts.Prefix),
+			client:   srv.Client(),
 			describe: fmt.Sprintf("bucket %s in gofakes3 at %s, in memory (lost on exit; --data-dir keeps it)", opts.Bucket, srv.Endpoint),
 			close:    srv.Close,
 		}, nil
@@ -74,6 +79,7 @@ func openEndpoint(ctx context.Context, opts Options) (*devStore, error) {
 	}
 	return &devStore{
 		store:    s,
+		client:   client,
 		describe: fmt.Sprintf("bucket %s at %s", opts.Bucket, opts.Endpoint),
 		close:    func() error { return nil },
 	}, nil

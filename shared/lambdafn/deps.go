@@ -5,16 +5,36 @@ import (
 	"io"
 
 	"github.com/s3q/s3q/shared/config"
+	"github.com/s3q/s3q/shared/metrics"
+	"github.com/s3q/s3q/shared/store/s3store"
 )
 
-// DepsFromConfig builds the Deps of a function from its configuration: the
-// store and queue it describes and a JSON logger writing to w (os.Stdout
-// in Lambda, where CloudWatch Logs picks it up). Sweep and Tick are left
-// for the caller to wire.
+// DepsFromConfig builds the Deps of a function from its configuration:
+// the store and queue it describes (with the task-type defaults of
+// config/task_types.json and S3Q_DEFAULT_TTL), a JSON logger and the EMF
+// metrics both writing to w (os.Stdout in Lambda, where CloudWatch Logs
+// picks them up), the artifact service (presigned URLs signed by the
+// process's credentials), and the event publisher (the EventBridge bus
+// S3Q_EVENT_BUS, else the log). It makes no request. Sweep and Tick are
+// left for the caller to wire: NewSweep(deps) is the sweep.
 func DepsFromConfig(ctx context.Context, c config.Config, w io.Writer) (Deps, error) {
-	s, q, err := c.Open(ctx)
+	client, err := c.S3Client(ctx)
 	if err != nil {
 		return Deps{}, err
 	}
-	return Deps{Queue: q, Store: s, Logger: c.Logger(w)}, nil
+	s := s3store.New(client, c.Bucket, c.Prefix)
+	q := c.Queue(s)
+	logger := c.Logger(w)
+	pub, err := c.Publisher(ctx, logger)
+	if err != nil {
+		return Deps{}, err
+	}
+	return Deps{
+		Queue:     q,
+		Store:     s,
+		Logger:    logger,
+		Publisher: pub,
+		Metrics:   metrics.New(w, c.MetricsNamespace),
+		Artifacts: c.Artifacts(q, client),
+	}, nil
 }

@@ -6,11 +6,13 @@ import (
 	"encoding/base64"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/s3q/s3q/shared/api"
+	"github.com/s3q/s3q/shared/queue"
 )
 
 // httpFunction is an HTTP function: the API limited to its routes.
@@ -19,7 +21,15 @@ type httpFunction struct {
 }
 
 func newHTTP(name string, d Deps) *httpFunction {
-	return &httpFunction{api: api.New(d.Queue, api.Options{Now: d.Now, Logger: d.Logger, Routes: routes[name]})}
+	opts := api.Options{Now: d.Now, Logger: d.Logger, Routes: routes[name], Artifacts: d.Artifacts}
+	if d.Metrics != nil {
+		opts.OnSubmit = func(tasks []queue.Task, now time.Time) {
+			if err := d.Metrics.SubmitTTL(tasks, now); err != nil {
+				d.Logger.Warn("write submit metrics", "error", err)
+			}
+		}
+	}
+	return &httpFunction{api: api.New(d.Queue, opts)}
 }
 
 // handle serves one API Gateway HTTP API event. It never returns an error:

@@ -7,6 +7,12 @@
 // the routes each function owns: a route that is not its own answers 404.
 // The timer functions ("sweep-expired", "schedule-tick") take EventBridge
 // scheduled events and call Deps.Sweep and Deps.Tick with the event's time.
+//
+// DepsFromConfig builds the Deps a deployed function runs on from its
+// environment (package config); NewSweep is the sweep's work over them
+// (events to the bus or the log, EMF metrics to stdout). The submit
+// function writes the TTL-at-submit metric, the tasks function hands out
+// presigned artifact URLs.
 package lambdafn
 
 import (
@@ -20,6 +26,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/s3q/s3q/shared/api"
+	"github.com/s3q/s3q/shared/metrics"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/reqcount"
 	"github.com/s3q/s3q/shared/store"
@@ -43,6 +50,7 @@ var routes = map[string][]string{
 		"POST /tasks/{id}/cancel", "POST /tasks/{id}/retry", "POST /tasks/{id}/expire",
 		"POST /tasks/{id}/heartbeat", "POST /tasks/{id}/complete", "POST /tasks/{id}/fail",
 		"POST /tasks/{id}/reschedule",
+		"POST /tasks/{id}/artifacts", "GET /tasks/{id}/artifacts/{name}",
 	},
 }
 
@@ -102,9 +110,20 @@ type Deps struct {
 	Logger *slog.Logger
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
+	// Publisher delivers the Task Expired and Task Dead-Lettered events of
+	// the sweep (NewSweep). Defaults to the log (events.Log on Logger).
+	Publisher queue.EventPublisher
+	// Metrics receives the CloudWatch EMF metrics: the sweep's
+	// (NewSweep) and the TTL of each submitted task (the submit
+	// function). Defaults to none.
+	Metrics *metrics.Emitter
+	// Artifacts hands out the presigned artifact URLs of the tasks
+	// function. Defaults to none: the artifact routes answer 404.
+	Artifacts api.Artifacts
 	// Sweep is the work of sweep-expired: reclaim expired leases, expire
-	// overdue tasks, publish Task Expired events. Defaults to none: the
-	// function logs that it has nothing to do and says so in its report.
+	// overdue tasks, publish Task Expired events (NewSweep). Defaults to
+	// none: the function logs that it has nothing to do and says so in its
+	// report.
 	Sweep TimerFunc
 	// Tick is the work of schedule-tick: fire the due cron schedules.
 	// Defaults to none, like Sweep.

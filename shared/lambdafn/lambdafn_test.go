@@ -1,6 +1,7 @@
 package lambdafn_test
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -13,11 +14,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/s3q/s3q/shared/artifacts"
 	"github.com/s3q/s3q/shared/lambdafn"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/reqcount"
+	"github.com/s3q/s3q/shared/s3local"
 	"github.com/s3q/s3q/shared/s3local/s3localtest"
-	"github.com/s3q/s3q/shared/store"
 )
 
 // The servers every test of the package shares, started once by TestMain.
@@ -88,6 +90,21 @@ var eventCases = []eventCase{
 	{"tasks-complete.json", "tasks", runningTask, 200, map[string]any{"task.status": "completed", "task.output.message_id": "0100018d-example"}},
 	{"tasks-fail.json", "tasks", runningTask, 200, map[string]any{"task.status": "pending", "task.last_error": "SMTP 451: try again later"}},
 	{"tasks-reschedule.json", "tasks", runningTask, 200, map[string]any{"task.status": "pending", "task.attempt": float64(0)}},
+	{"tasks-artifact-put.json", "tasks", pendingTask, 201, map[string]any{"artifact.name": "report.pdf", "artifact.download_url": nil}},
+	{"tasks-artifact-get.json", "tasks", uploadedArtifact, 200, map[string]any{"artifact.name": "report.pdf", "artifact.upload_url": nil}},
+}
+
+// uploadedArtifact is a pending task with an artifact report.pdf.
+func uploadedArtifact(t *testing.T, q *queue.Queue) (string, string) {
+	t.Helper()
+	id, _ := pendingTask(t, q)
+	if _, _, err := q.ReserveArtifacts(t.Context(), id, time.Hour, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Store().Put(t.Context(), queue.ArtifactKey(id, "report.pdf"), []byte("%PDF-1.7")); err != nil {
+		t.Fatal(err)
+	}
+	return id, ""
 }
 
 // readEvent reads a sample event and fills in its placeholders.
@@ -130,21 +147,18 @@ func deps(q *queue.Queue) lambdafn.Deps {
 }
 
 func TestSampleEvents(t *testing.T) {
-	for _, srv := range []struct {
-		name string
-		new  func(t *testing.T) store.Store
-	}{
-		{"gofakes3", func(t *testing.T) store.Store { return s3localtest.NewStore(t, servers.GoFakeS3) }},
-		{"versitygw", func(t *testing.T) store.Store { return s3localtest.NewStore(t, servers.VersityGW) }},
-	} {
-		t.Run(srv.name, func(t *testing.T) {
+	for _, srv := range []*s3local.Server{servers.GoFakeS3, servers.VersityGW} {
+		t.Run(srv.Name, func(t *testing.T) {
 			t.Parallel()
 			for _, c := range eventCases {
 				t.Run(strings.TrimSuffix(c.file, ".json")+"_answers_"+strconv.Itoa(c.status), func(t *testing.T) {
 					t.Parallel()
-					q := queue.New(reqcount.Wrap(srv.new(t)), queue.Options{})
+					prefix := "test-" + rand.Text() + "/"
+					q := queue.New(reqcount.Wrap(srv.Store(prefix)), queue.Options{})
+					d := deps(q)
+					d.Artifacts = artifacts.New(q, srv.Client(), srv.Bucket, prefix, artifacts.Options{})
 					id, token := c.setup(t, q)
-					resp, body := invoke(t, c.function, deps(q), readEvent(t, c.file, id, token))
+					resp, body := invoke(t, c.function, d, readEvent(t, c.file, id, token))
 					if resp.StatusCode != c.status {
 						t.Fatalf("status %d, want %d: %s", resp.StatusCode, c.status, resp.Body)
 					}

@@ -190,6 +190,22 @@ func (e *Emitter) TasksExpired(taskType string, n int, at time.Time) error {
 		[]Metric{{Name: "tasks_expired_total", Unit: Count, Values: []float64{float64(n)}}}, nil)
 }
 
+// DeadLetteredMetric is the metric of tasks that landed in failed, the
+// dead-letter state, by task type. The stack's dead-letter alarm watches
+// it (a metric filter on every function's log group picks up any line
+// carrying it).
+const DeadLetteredMetric = "tasks_dead_lettered_total"
+
+// TasksDeadLettered writes tasks_dead_lettered_total for one task type: n
+// tasks of that type landed in failed (a worker's last failure, or a
+// lapsed lease with its attempts spent). The sweep counts the Task
+// Dead-Lettered events it delivered, so each is counted once, or twice if
+// a sweep dies between publishing an event and noting it.
+func (e *Emitter) TasksDeadLettered(taskType string, n int, at time.Time) error {
+	return e.Emit(at, map[string]string{"task_type": taskType},
+		[]Metric{{Name: DeadLetteredMetric, Unit: Count, Values: []float64{float64(n)}}}, nil)
+}
+
 // SubmitTTL writes the TTL distribution at submit: task_ttl_seconds, one
 // value per submitted task of the type that has a deadline (its
 // expires_at - created_at, or its ttl when ttl_from is first_attempt).

@@ -119,3 +119,14 @@ func TestSubmitTTLWritesADistributionPerTaskType(t *testing.T) {
 		t.Fatalf("report: %v", docs[3])
 	}
 }
+
+func TestTasksDeadLetteredWritesTheMetricTheAlarmWatches(t *testing.T) {
+	var buf bytes.Buffer
+	if err := metrics.New(&buf, "").TasksDeadLettered("mail", 2, t0); err != nil {
+		t.Fatal(err)
+	}
+	docs := lines(t, buf.String())
+	if len(docs) != 1 || docs[0]["task_type"] != "mail" || docs[0][metrics.DeadLetteredMetric] != 2.0 || metrics.DeadLetteredMetric != "tasks_dead_lettered_total" {
+		t.Fatalf("lines %v", docs)
+	}
+}

@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// Cancel cancels a task. A pending task becomes cancelled at once and
-// leaves the index. A running task gets cancel_requested: its worker sees
+// Cancel cancels a task. A pending task, or a running one whose lease has
+// lapsed, becomes cancelled at once and leaves the index. A running task gets cancel_requested: its worker sees
 // it on its next heartbeat and acknowledges with AckCancel (or finishes
 // anyway). Cancelling a task already cancelled, or already asked to
 // cancel, returns it unchanged; cancelling any other terminal task is a
@@ -19,7 +19,8 @@ func (q *Queue) Cancel(ctx context.Context, id string, now time.Time) (Task, err
 	var unchanged *Task
 	t, _, err := q.update(ctx, id, func(t *Task) error {
 		switch {
-		case t.Status == StatusPending:
+		case t.Status == StatusPending, t.Status == StatusRunning && !t.leaseValid(now):
+			// Pending, or running under a lease nobody holds any more.
 			cancel(t, now)
 		case t.Status == StatusRunning && !t.CancelRequested:
 			t.CancelRequested = true

@@ -74,9 +74,10 @@ func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]C
 	}
 
 	out := []Claimed{}
-	for shard0 := 0; shard0 < q.opts.Shards && len(out) < req.MaxTasks; shard0++ {
-		// Start at a random shard so claimers spread over them.
-		shard := (shard0 + rand.IntN(q.opts.Shards)) % q.opts.Shards
+	// Visit every shard once, from a random one so claimers spread over them.
+	first := rand.IntN(q.opts.Shards)
+	for i := 0; i < q.opts.Shards && len(out) < req.MaxTasks; i++ {
+		shard := (first + i) % q.opts.Shards
 		for _, prefix := range []string{deadlinePrefix(req.Queue, shard), readyPrefix(req.Queue, shard)} {
 			pages := 0
 			for len(out) < req.MaxTasks {
@@ -182,7 +183,7 @@ func start(t *Task, req ClaimRequest, now time.Time) {
 	t.Status = StatusRunning
 	t.Attempt++
 	t.LeaseToken = newToken()
-	t.LeaseExpiresAt = ptr(now.Add(leaseFor))
+	t.LeaseExpiresAt = ptr(norm(now.Add(leaseFor)))
 	t.WorkerID = req.WorkerID
 	t.UpdatedAt = now
 	t.CancelRequested = false
@@ -190,7 +191,7 @@ func start(t *Task, req ClaimRequest, now time.Time) {
 		t.StartedAt = ptr(now)
 	}
 	if t.TTLFrom == TTLFromFirstAttempt && t.ExpiresAt == nil && t.TTL != nil {
-		t.ExpiresAt = ptr(now.Add(t.TTL.Std()))
+		t.ExpiresAt = ptr(norm(now.Add(t.TTL.Std())))
 	}
 }
 

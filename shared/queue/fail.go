@@ -18,7 +18,8 @@ type FailRequest struct {
 // back to pending with available_at = now + backoff(attempt) (exponential,
 // with jitter) and its expires_at unchanged, so a backoff that lands past
 // the deadline means the task expires instead of running; otherwise it
-// goes to failed, the dead-letter state (listable, retryable by hand).
+// goes to failed, the dead-letter state (listable, retryable by hand). A
+// task whose cancel was requested is cancelled instead of retried.
 func (q *Queue) Fail(ctx context.Context, id, token string, req FailRequest, now time.Time) (Task, error) {
 	now = norm(now)
 	if err := validText("error", req.Error, MaxErrorBytes); err != nil {
@@ -28,11 +29,14 @@ func (q *Queue) Fail(ctx context.Context, id, token string, req FailRequest, now
 	return q.leaseOp(ctx, id, token, now, func(t *Task) error {
 		t.LastError = req.Error
 		t.FailedAt = ptr(now)
-		if !retryable || t.Attempt >= t.MaxAttempts {
+		switch {
+		case t.CancelRequested:
+			cancel(t, now)
+		case !retryable || t.Attempt >= t.MaxAttempts:
 			deadLetter(t, req.Error, now)
-			return nil
+		default:
+			backToPending(t, now.Add(q.opts.Backoff(t.Attempt)), now, q.opts.Shards)
 		}
-		backToPending(t, now.Add(q.opts.Backoff(t.Attempt)), now, q.opts.Shards)
 		return nil
 	})
 }
@@ -41,7 +45,7 @@ func (q *Queue) Fail(ctx context.Context, id, token string, req FailRequest, now
 // under the index marker that fits its (unchanged) deadline.
 func backToPending(t *Task, avail, now time.Time, shards int) {
 	t.Status = StatusPending
-	t.AvailableAt = avail
+	t.AvailableAt = norm(avail)
 	t.UpdatedAt = now
 	clearLease(t)
 	t.CancelRequested = false

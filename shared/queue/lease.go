@@ -68,7 +68,7 @@ func (q *Queue) Heartbeat(ctx context.Context, id, token string, leaseFor time.D
 		if err != nil {
 			return err
 		}
-		t.LeaseExpiresAt = ptr(now.Add(d))
+		t.LeaseExpiresAt = ptr(norm(now.Add(d)))
 		t.UpdatedAt = now
 		return nil
 	})

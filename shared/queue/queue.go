@@ -14,6 +14,7 @@
 package queue
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -79,7 +80,8 @@ type Options struct {
 	StaleMarkerGrace time.Duration
 
 	// MaxScanPages bounds the LIST pages one claim reads per index prefix
-	// when the head of the prefix holds nothing claimable. Defaults to 3.
+	// when the pages before hold nothing it can take (running tasks,
+	// other task types, deadlines not yet available). Defaults to 20.
 	MaxScanPages int
 
 	// NewID makes task ids. Defaults to NewID (UUIDv7 from now).
@@ -120,7 +122,7 @@ func New(s store.Store, opts Options) *Queue {
 		opts.StaleMarkerGrace = 2 * time.Minute
 	}
 	if opts.MaxScanPages <= 0 {
-		opts.MaxScanPages = 3
+		opts.MaxScanPages = 20
 	}
 	if opts.NewID == nil {
 		opts.NewID = NewID
@@ -219,6 +221,14 @@ func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) 
 		}
 	}
 	newETag, err := q.store.PutIfMatch(ctx, TaskKey(next.ID), body, etag)
+	if err != nil && !errors.Is(err, store.ErrPrecondition) {
+		// The write may have landed with its answer lost: if the record now
+		// holds exactly what we wrote, it did (a lease token or an update
+		// time makes every body of ours unique).
+		if obj, gerr := q.store.Get(ctx, TaskKey(next.ID)); gerr == nil && bytes.Equal(obj.Body, body) {
+			newETag, err = obj.ETag, nil
+		}
+	}
 	if err != nil {
 		return "", fmt.Errorf("write task %s: %w", next.ID, err)
 	}

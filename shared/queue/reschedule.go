@@ -31,11 +31,15 @@ func (q *Queue) Reschedule(ctx context.Context, id, token string, req Reschedule
 	}
 	return q.leaseOp(ctx, id, token, now, func(t *Task) error {
 		if t.ExpiresAt != nil && req.ExtendExpiration > 0 {
-			exp := t.ExpiresAt.Add(req.ExtendExpiration.Std())
+			exp := norm(t.ExpiresAt.Add(req.ExtendExpiration.Std()))
 			if err := validTime("extend_expiration", exp); err != nil {
 				return err
 			}
 			t.ExpiresAt = &exp
+		}
+		if t.CancelRequested {
+			cancel(t, now) // a cancel request wins over running it again
+			return nil
 		}
 		if t.Attempt > 0 {
 			t.Attempt--

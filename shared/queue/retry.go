@@ -2,8 +2,12 @@ package queue
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/s3q/s3q/shared/store"
 )
 
 // errUnchanged aborts an update that has nothing to write.
@@ -13,11 +17,22 @@ var errUnchanged = errors.New("queue: unchanged")
 // now, with a fresh set of attempts (attempt resets to 0; last_error is
 // kept for the record). An expired task cannot be retried, nor can a task
 // whose deadline has passed (it would expire at once): both are a
-// *StateError. Submit a new task instead.
+// *StateError. Submit a new task instead. A task with a dedup key first
+// takes its key back; when another live task holds it now, the retry is a
+// *StateError, so one key never has two live tasks.
 func (q *Queue) Retry(ctx context.Context, id string, now time.Time) (Task, error) {
 	now = norm(now)
 	if err := ValidateID(id); err != nil {
 		return Task{}, err
+	}
+	cur, _, err := q.load(ctx, id)
+	if err != nil {
+		return Task{}, err
+	}
+	if cur.DedupKey != "" && (cur.Status == StatusFailed || cur.Status == StatusCancelled) && !cur.deadlinePassed(now) {
+		if err := q.retakeDedup(ctx, &cur, now); err != nil {
+			return Task{}, err
+		}
 	}
 	t, _, err := q.update(ctx, id, func(t *Task) error {
 		if t.Status != StatusFailed && t.Status != StatusCancelled {
@@ -32,4 +47,45 @@ func (q *Queue) Retry(ctx context.Context, id string, now time.Time) (Task, erro
 		return nil
 	})
 	return t, err
+}
+
+// retakeDedup makes t's dedup pointer name t again, marked reviving,
+// before a retry brings t back; it refuses when another live task holds
+// the key.
+func (q *Queue) retakeDedup(ctx context.Context, t *Task, now time.Time) error {
+	key := DedupKey(t.Queue, t.DedupKey)
+	body, _ := json.Marshal(dedupPointer{TaskID: t.ID, CreatedAt: now, Reviving: true})
+	for i := 0; i < maxCASAttempts; i++ {
+		obj, err := q.store.Get(ctx, key)
+		if errors.Is(err, store.ErrNotFound) {
+			if _, err := q.store.PutIfAbsent(ctx, key, body); err == nil {
+				return nil
+			} else if !errors.Is(err, store.ErrPrecondition) {
+				return fmt.Errorf("write dedup key: %w", err)
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read dedup key: %w", err)
+		}
+		var p dedupPointer
+		_ = json.Unmarshal(obj.Body, &p)
+		if p.TaskID != t.ID && validID(p.TaskID) == nil {
+			holder, _, err := q.load(ctx, p.TaskID)
+			switch {
+			case err == nil && !holder.Status.Terminal():
+				return &StateError{ID: t.ID, Op: "retry", Status: t.Status, Reason: fmt.Sprintf("its dedup key is held by live task %s", holder.ID)}
+			case errors.Is(err, ErrNotFound) && now.Sub(p.CreatedAt) < q.opts.StaleMarkerGrace:
+				return fmt.Errorf("dedup key %q is being taken by task %s: %w", clip(t.DedupKey), p.TaskID, ErrConflict)
+			case err != nil && !errors.Is(err, ErrNotFound):
+				return err
+			}
+		}
+		if _, err := q.store.PutIfMatch(ctx, key, body, obj.ETag); err == nil {
+			return nil
+		} else if !errors.Is(err, store.ErrPrecondition) {
+			return fmt.Errorf("retake dedup key: %w", err)
+		}
+	}
+	return fmt.Errorf("dedup key %q: %w", clip(t.DedupKey), ErrConflict)
 }

@@ -15,7 +15,9 @@ import (
 type scanBuf struct {
 	entries   []marker
 	listedAt  time.Time
-	truncated bool
+	truncated bool   // more keys follow the page
+	lastKey   string // the page's last key, where the next page starts
+	end       bool   // a ready/ key not yet due was seen: nothing later is due
 	valid     bool
 }
 
@@ -79,13 +81,14 @@ func (q *Queue) next(ctx context.Context, prefix string, now time.Time, filter t
 				return m, true, nil
 			}
 		}
-		// Nothing due in the cached listing. List again when it is stale,
-		// or when it was cut short and there may be more further on.
+		// Nothing to take in the cached listing. List again from the head
+		// when it is stale, or read the next page when it was cut short and
+		// something further on may be due.
 		var startAfter string
 		switch {
 		case !fresh:
-		case b.truncated && len(b.entries) > 0:
-			startAfter = b.entries[len(b.entries)-1].key
+		case b.truncated && !b.end:
+			startAfter = b.lastKey
 		default:
 			q.mu.Unlock()
 			return marker{}, false, nil
@@ -99,14 +102,12 @@ func (q *Queue) next(ctx context.Context, prefix string, now time.Time, filter t
 		if err != nil {
 			return marker{}, false, fmt.Errorf("list %s: %w", prefix, err)
 		}
-		nb := &scanBuf{listedAt: now, truncated: page.Truncated, valid: true}
+		nb := &scanBuf{listedAt: now, truncated: page.Truncated && len(page.Items) > 0, valid: true}
 		for _, it := range page.Items {
+			nb.lastKey = it.Key
 			if m, ok := parseMarker(it.Key); ok {
 				nb.entries = append(nb.entries, m)
 			}
-		}
-		if startAfter != "" && len(nb.entries) == 0 {
-			nb.truncated = false
 		}
 		q.mu.Lock()
 		q.bufs[prefix] = nb
@@ -120,7 +121,8 @@ func (q *Queue) popLocked(b *scanBuf, now time.Time, filter typeFilter) (marker,
 	for i, m := range b.entries {
 		if !m.due(now) && !m.expired(now) {
 			if m.expires.IsZero() {
-				break // ready/ sorts by available_at: nothing later is due
+				b.end = true // ready/ sorts by available_at: nothing later is due
+				break
 			}
 			continue // deadline/ sorts by expires_at: a later one may be due
 		}

@@ -230,7 +230,7 @@ func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Ta
 		if req.Delay.Std() < 0 {
 			return Task{}, invalid("delay", "must not be negative")
 		}
-		avail = now.Add(req.Delay.Std())
+		avail = norm(now.Add(req.Delay.Std()))
 		if err := validTime("delay", avail); err != nil {
 			return Task{}, err
 		}
@@ -357,7 +357,7 @@ func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Ta
 		case ttlFrom == TTLFromFirstAttempt && *ttl > 0:
 			t.TTL, t.TTLFrom = ptr(Duration(*ttl)), TTLFromFirstAttempt
 		default:
-			t.ExpiresAt = ptr(now.Add(*ttl))
+			t.ExpiresAt = ptr(norm(now.Add(*ttl)))
 		}
 	}
 	if t.ExpiresAt != nil {
@@ -384,6 +384,10 @@ func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Ta
 type dedupPointer struct {
 	TaskID    string    `json:"task_id"`
 	CreatedAt time.Time `json:"created_at"`
+	// Reviving marks a pointer retaken by Retry for a finished task it is
+	// about to bring back: until StaleMarkerGrace has passed, a submit
+	// must not take the key over on the ground that its task is finished.
+	Reviving bool `json:"reviving,omitempty"`
 }
 
 // holdDedup takes the dedup key for t, or returns the live task that holds
@@ -412,11 +416,16 @@ func (q *Queue) holdDedup(ctx context.Context, t *Task, now time.Time) (Task, bo
 		if err := json.Unmarshal(obj.Body, &p); err != nil || validID(p.TaskID) != nil {
 			p = dedupPointer{} // unreadable: take it over
 		}
+		if p.TaskID == t.ID {
+			return Task{}, false, nil // ours: an earlier attempt of this very submit
+		}
 		if p.TaskID != "" {
 			holder, _, err := q.load(ctx, p.TaskID)
 			switch {
 			case err == nil && !holder.Status.Terminal():
 				return holder, true, nil
+			case err == nil && p.Reviving && now.Sub(p.CreatedAt) < q.opts.StaleMarkerGrace:
+				return Task{}, false, fmt.Errorf("dedup key %q: task %s is being retried: %w", clip(t.DedupKey), p.TaskID, ErrConflict)
 			case err == nil:
 				// terminal: the key is free again
 			case errors.Is(err, ErrNotFound):

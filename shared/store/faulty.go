@@ -20,6 +20,9 @@ const (
 	// FailAfter applies the request and then fails it: the process died
 	// after S3 applied the write but before it saw the answer.
 	FailAfter
+	// LoseAnswer applies the request and fails it, and later requests go
+	// on working: the answer was lost on the network, the process lives.
+	LoseAnswer
 )
 
 // Faulty wraps a Store and fails chosen requests, to simulate a crash
@@ -34,6 +37,7 @@ type Faulty struct {
 	failAt  int
 	mode    FaultMode
 	failAll bool // after the injected failure, fail every request (the process is dead)
+	fired   bool // the armed failure happened
 }
 
 var _ Store = (*Faulty)(nil)
@@ -43,11 +47,11 @@ func NewFaulty(inner Store) *Faulty { return &Faulty{inner: inner} }
 
 // Fail arms the n-th write from now (n >= 1) to fail with the given mode.
 // After it fires, every later request fails too, as a dead process's
-// would, until Disarm is called.
+// would, until Disarm is called (with LoseAnswer, later requests work).
 func (f *Faulty) Fail(n int, mode FaultMode) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.seen, f.failAt, f.mode, f.failAll = 0, n, mode, false
+	f.seen, f.failAt, f.mode, f.failAll, f.fired = 0, n, mode, false, false
 }
 
 // Disarm stops injecting failures: the process has restarted.
@@ -61,7 +65,7 @@ func (f *Faulty) Disarm() {
 func (f *Faulty) Fired() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.failAll
+	return f.failAll || f.fired
 }
 
 // decide numbers one request and says whether to fail it before or after.
@@ -78,8 +82,12 @@ func (f *Faulty) decide(write bool) (before, after bool) {
 	if f.seen != f.failAt {
 		return false, false
 	}
-	f.failAll = true
-	return f.mode == FailBefore, f.mode == FailAfter
+	f.fired = true
+	f.failAll = f.mode != LoseAnswer
+	if f.mode == LoseAnswer {
+		f.failAt = 0
+	}
+	return f.mode == FailBefore, f.mode != FailBefore
 }
 
 func injected() error { return Retryable(ErrInjected) }

@@ -1,0 +1,60 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/s3q/s3q/shared/artifacts"
+)
+
+// artifactBody is the body of POST /tasks/{id}/artifacts.
+type artifactBody struct {
+	Name string `json:"name"`
+}
+
+// artifactUpload serves POST /tasks/{id}/artifacts: 201 with a presigned
+// PUT URL for the artifact named in the body, living until min(now +
+// artifact_ttl, the task's expires_at) (DESIGN §6). The task must be
+// pending or running and before its deadline (else 409 invalid_state).
+func (a *API) artifactUpload(rq *request) (reply, error) {
+	if a.opts.Artifacts == nil {
+		return reply{}, noArtifacts()
+	}
+	var body artifactBody
+	if err := decodeObject(rq.body, &body, ""); err != nil {
+		return reply{}, err
+	}
+	if body.Name == "" {
+		return reply{}, badInput("name", "is required: the artifact's name, such as \"report.pdf\"")
+	}
+	u, err := a.opts.Artifacts.PutURL(rq.ctx, rq.id, body.Name, a.now())
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{status: http.StatusCreated, body: artifactReply{Artifact: artifactView{
+		TaskID: u.TaskID, Name: u.Name, UploadURL: u.URL, Headers: u.Headers, ExpiresAt: u.ExpiresAt,
+	}}}, nil
+}
+
+// artifactDownload serves GET /tasks/{id}/artifacts/{name}: 200 with a
+// presigned GET URL, or 404 when the task has no such artifact (never
+// uploaded, deleted by the sweep, or past its time).
+func (a *API) artifactDownload(rq *request) (reply, error) {
+	if a.opts.Artifacts == nil {
+		return reply{}, noArtifacts()
+	}
+	u, err := a.opts.Artifacts.GetURL(rq.ctx, rq.id, rq.name, a.now())
+	if errors.Is(err, artifacts.ErrNoArtifact) {
+		return reply{}, notFound("task %s has no artifact %s (never uploaded, deleted, or past its time)", clip(rq.id), clip(rq.name))
+	}
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{status: http.StatusOK, body: artifactReply{Artifact: artifactView{
+		TaskID: u.TaskID, Name: u.Name, DownloadURL: u.URL, Headers: u.Headers, ExpiresAt: u.ExpiresAt,
+	}}}, nil
+}
+
+func noArtifacts() *Error {
+	return notFound("artifacts are not enabled on this API (no artifact service is configured)")
+}

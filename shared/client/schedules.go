@@ -1,0 +1,102 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/s3q/s3q/shared/schedule"
+)
+
+// Schedule routes of the API (DESIGN §8): POST /schedules, GET /schedules,
+// GET|PUT|DELETE /schedules/{id}, POST /schedules/{id}/pause|resume|trigger,
+// GET /schedules/{id}/history.
+
+type scheduleReply struct {
+	Schedule schedule.Schedule `json:"schedule"`
+}
+
+// CreateSchedule creates a cron schedule.
+func (c *Client) CreateSchedule(ctx context.Context, req schedule.Request) (schedule.Schedule, error) {
+	var res scheduleReply
+	_, err := c.do(ctx, http.MethodPost, "/schedules", nil, req, &res)
+	return res.Schedule, err
+}
+
+// UpdateSchedule replaces a schedule's definition (Enabled nil: unchanged).
+func (c *Client) UpdateSchedule(ctx context.Context, id string, req schedule.Request) (schedule.Schedule, error) {
+	var res scheduleReply
+	_, err := c.do(ctx, http.MethodPut, "/schedules/"+url.PathEscape(id), nil, req, &res)
+	return res.Schedule, err
+}
+
+// GetSchedule returns a schedule with its next 5 fire times.
+func (c *Client) GetSchedule(ctx context.Context, id string) (schedule.Schedule, error) {
+	var res scheduleReply
+	_, err := c.do(ctx, http.MethodGet, "/schedules/"+url.PathEscape(id), nil, nil, &res)
+	return res.Schedule, err
+}
+
+// ListSchedules returns one page of schedules.
+func (c *Client) ListSchedules(ctx context.Context, req schedule.ListRequest) (schedule.ListResult, error) {
+	q := url.Values{}
+	if req.Limit > 0 {
+		q.Set("limit", strconv.Itoa(req.Limit))
+	}
+	if req.Cursor != "" {
+		q.Set("cursor", req.Cursor)
+	}
+	var res schedule.ListResult
+	_, err := c.do(ctx, http.MethodGet, "/schedules", q, nil, &res)
+	return res, err
+}
+
+// DeleteSchedule deletes a schedule; the tasks it fired stay.
+func (c *Client) DeleteSchedule(ctx context.Context, id string) error {
+	_, err := c.do(ctx, http.MethodDelete, "/schedules/"+url.PathEscape(id), nil, nil, nil)
+	return err
+}
+
+func (c *Client) scheduleOp(ctx context.Context, id, op string) (schedule.Schedule, error) {
+	var res scheduleReply
+	_, err := c.do(ctx, http.MethodPost, "/schedules/"+url.PathEscape(id)+"/"+op, nil, struct{}{}, &res)
+	return res.Schedule, err
+}
+
+// PauseSchedule stops a schedule from firing.
+func (c *Client) PauseSchedule(ctx context.Context, id string) (schedule.Schedule, error) {
+	return c.scheduleOp(ctx, id, "pause")
+}
+
+// ResumeSchedule lets a paused schedule fire again, from now on.
+func (c *Client) ResumeSchedule(ctx context.Context, id string) (schedule.Schedule, error) {
+	return c.scheduleOp(ctx, id, "resume")
+}
+
+// TriggerSchedule fires a schedule once, now.
+func (c *Client) TriggerSchedule(ctx context.Context, id string) (schedule.Fire, error) {
+	var res struct {
+		Fire schedule.Fire `json:"fire"`
+	}
+	_, err := c.do(ctx, http.MethodPost, "/schedules/"+url.PathEscape(id)+"/trigger", nil, struct{}{}, &res)
+	return res.Fire, err
+}
+
+// ScheduleHistory returns one page of a schedule's fires, oldest first.
+func (c *Client) ScheduleHistory(ctx context.Context, id string, req schedule.HistoryRequest) (schedule.HistoryResult, error) {
+	q := url.Values{}
+	if req.Since != nil {
+		q.Set("since", req.Since.UTC().Format(time.RFC3339Nano))
+	}
+	if req.Limit > 0 {
+		q.Set("limit", strconv.Itoa(req.Limit))
+	}
+	if req.Cursor != "" {
+		q.Set("cursor", req.Cursor)
+	}
+	var res schedule.HistoryResult
+	_, err := c.do(ctx, http.MethodGet, "/schedules/"+url.PathEscape(id)+"/history", q, nil, &res)
+	return res, err
+}

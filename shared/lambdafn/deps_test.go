@@ -1,0 +1,270 @@
+package lambdafn_test
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/s3q/s3q/shared/config"
+	"github.com/s3q/s3q/shared/lambdafn"
+	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/tasktypes"
+)
+
+// bus is a local endpoint that speaks EventBridge's PutEvents protocol
+// (awsJson1_1) and keeps the entries it was sent.
+type bus struct {
+	mu      sync.Mutex
+	entries []map[string]any
+	bad     []string // what was wrong with the requests
+}
+
+func (b *bus) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if got := r.Header.Get("X-Amz-Target"); got != "AWSEvents.PutEvents" {
+		b.bad = append(b.bad, "X-Amz-Target "+got)
+	}
+	if auth := r.Header.Get("Authorization"); !strings.Contains(auth, "/us-east-1/events/aws4_request") {
+		b.bad = append(b.bad, "Authorization "+auth)
+	}
+	var in struct{ Entries []map[string]any }
+	body, _ := io.ReadAll(r.Body)
+	if err := json.Unmarshal(body, &in); err != nil {
+		b.bad = append(b.bad, "body "+string(body))
+	}
+	b.entries = append(b.entries, in.Entries...)
+	out := struct {
+		FailedEntryCount int
+		Entries          []map[string]string
+	}{}
+	for range in.Entries {
+		out.Entries = append(out.Entries, map[string]string{"EventId": rand.Text()})
+	}
+	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	json.NewEncoder(w).Encode(out)
+}
+
+// fromEnv sets the environment a deployed function has, pointing S3 at
+// the gofakes3 server under a fresh prefix, and returns its configuration.
+// The AWS SDK reads the process environment, so tests using it do not run
+// in parallel.
+func fromEnv(t *testing.T, extra map[string]string) config.Config {
+	t.Helper()
+	srv := servers.GoFakeS3
+	env := map[string]string{
+		"S3Q_BUCKET": srv.Bucket, "S3Q_PREFIX": "test-" + rand.Text() + "/", "S3Q_ENDPOINT": srv.Endpoint,
+		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": srv.AccessKey, "AWS_SECRET_ACCESS_KEY": srv.SecretKey,
+		"AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull, "AWS_EC2_METADATA_DISABLED": "true",
+		"S3Q_EVENT_BUS": "", "S3Q_DEFAULT_TTL": "", "AWS_ENDPOINT_URL": "", "AWS_ENDPOINT_URL_EVENTBRIDGE": "", "S3Q_METRICS_NAMESPACE": "",
+	}
+	for k, v := range extra {
+		env[k] = v
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	c, err := config.FromEnv(os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// lines splits JSON lines written by the logger and the metrics.
+func lines(t *testing.T, out *bytes.Buffer) []map[string]any {
+	t.Helper()
+	var ls []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(out.Bytes()))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("not a JSON line: %s", sc.Bytes())
+		}
+		ls = append(ls, m)
+	}
+	return ls
+}
+
+// emf returns the EMF lines that carry metric name.
+func emf(ls []map[string]any, name string) []map[string]any {
+	var out []map[string]any
+	for _, l := range ls {
+		if _, ok := l["_aws"]; ok && l[name] != nil {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// eventTime is the time of events/sweep-expired.json.
+var eventTime = time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
+
+func ttl(d time.Duration) *queue.Duration { v := queue.Duration(d); return &v }
+
+func TestSweepExpiredWiredFromConfig(t *testing.T) {
+	t.Run("it_publishes_task_expired_to_the_event_bus_not_to_the_s3_endpoint_and_writes_emf_metrics", func(t *testing.T) {
+		b := &bus{}
+		fake := httptest.NewServer(b)
+		defer fake.Close()
+		c := fromEnv(t, map[string]string{"S3Q_EVENT_BUS": "s3q-test", "AWS_ENDPOINT_URL_EVENTBRIDGE": fake.URL, "S3Q_METRICS_NAMESPACE": "s3q/test"})
+		var out bytes.Buffer
+		d, err := lambdafn.DepsFromConfig(t.Context(), c, &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Sweep = lambdafn.NewSweep(d)
+		// Due an hour before the sample event's time: no waiting.
+		res, err := d.Queue.Submit(t.Context(), queue.SubmitRequest{TaskType: "email.send", TTL: ttl(time.Hour)}, eventTime.Add(-2*time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		soon, err := d.Queue.Submit(t.Context(), queue.SubmitRequest{TaskType: "email.send", TTL: ttl(time.Hour)}, eventTime.Add(-58*time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		// A worker's last failure: dead-lettered, and its event owed.
+		if _, err := d.Queue.Submit(t.Context(), queue.SubmitRequest{TaskType: "report.build", Queue: "reports", MaxAttempts: 1}, eventTime.Add(-time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		cl, err := d.Queue.Claim(t.Context(), queue.ClaimRequest{Queue: "reports", LeaseFor: time.Minute}, eventTime.Add(-time.Hour))
+		if err != nil || len(cl) != 1 || cl[0].Task.TaskType != "report.build" {
+			t.Fatalf("claim: %v %v", cl, err)
+		}
+		if f, err := d.Queue.Fail(t.Context(), cl[0].Task.ID, cl[0].Lease.Token, queue.FailRequest{Error: "boom"}, eventTime.Add(-time.Hour)); err != nil || f.Status != queue.StatusFailed {
+			t.Fatalf("fail: %+v %v", f, err)
+		}
+
+		rep := invokeTimer(t, "sweep-expired", d)
+		result := rep.Result.(map[string]any)
+		if !rep.Wired || result["expired"] != 1.0 || result["events_sent"] != 2.0 || result["near_expiration"] != 1.0 {
+			t.Fatalf("report %+v", rep)
+		}
+		if got, _ := d.Queue.Get(t.Context(), res.Task.ID); got.Status != queue.StatusExpired || got.ExpiryEventSentAt == nil {
+			t.Fatalf("task after the sweep: %+v", got)
+		}
+		if got, _ := d.Queue.Get(t.Context(), soon.Task.ID); got.Status != queue.StatusPending {
+			t.Fatalf("a task due in 2 minutes is %s", got.Status)
+		}
+
+		b.mu.Lock()
+		entries, bad := b.entries, b.bad
+		b.mu.Unlock()
+		if len(bad) > 0 || len(entries) != 2 {
+			t.Fatalf("the bus got %d entries, problems %v", len(entries), bad)
+		}
+		if entries[0]["DetailType"] == "Task Dead-Lettered" {
+			entries[0], entries[1] = entries[1], entries[0]
+		}
+		if entries[1]["DetailType"] != "Task Dead-Lettered" {
+			t.Errorf("second entry %v", entries[1])
+		}
+		e := entries[0]
+		var detail map[string]any
+		json.Unmarshal([]byte(e["Detail"].(string)), &detail)
+		if e["Source"] != "s3q" || e["DetailType"] != "Task Expired" || e["EventBusName"] != "s3q-test" ||
+			detail["task_id"] != res.Task.ID || detail["reason"] != "ttl" || detail["age_seconds"] != 7200.0 {
+			t.Fatalf("entry %v", e)
+		}
+
+		ls := lines(t, &out)
+		total := emf(ls, "tasks_expired_total")
+		if len(total) != 1 || total[0]["task_type"] != "email.send" || total[0]["tasks_expired_total"] != 1.0 {
+			t.Errorf("tasks_expired_total lines: %v", total)
+		}
+		sweep := emf(ls, "sweep_duration")
+		if len(sweep) != 1 || sweep[0]["tasks_near_expiration"] != 1.0 || sweep[0]["sweep_requests"] == nil {
+			t.Errorf("sweep metric lines: %v", sweep)
+		}
+		// What the stack's dead-letter alarm watches, in the stack's namespace.
+		dl := emf(ls, "tasks_dead_lettered_total")
+		if len(dl) != 1 || dl[0]["task_type"] != "report.build" || dl[0]["tasks_dead_lettered_total"] != 1.0 {
+			t.Errorf("tasks_dead_lettered_total lines: %v", dl)
+		}
+		for _, l := range emf(ls, "service") {
+			if ns := l["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)["Namespace"]; ns != "s3q/test" {
+				t.Errorf("namespace %v, want S3Q_METRICS_NAMESPACE's", ns)
+			}
+		}
+	})
+
+	t.Run("without_an_event_bus_the_events_go_to_the_log", func(t *testing.T) {
+		c := fromEnv(t, nil)
+		var out bytes.Buffer
+		d, err := lambdafn.DepsFromConfig(t.Context(), c, &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Sweep = lambdafn.NewSweep(d)
+		res, err := d.Queue.Submit(t.Context(), queue.SubmitRequest{TaskType: "report.build", TTL: ttl(time.Minute)}, eventTime.Add(-time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep := invokeTimer(t, "sweep-expired", d); rep.Result.(map[string]any)["events_sent"] != 1.0 {
+			t.Fatalf("report %+v", rep)
+		}
+		found := false
+		for _, l := range lines(t, &out) {
+			if l["msg"] == "event" && l["detail_type"] == "Task Expired" && l["task_id"] == res.Task.ID {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no Task Expired event in the log:\n%s", out.String())
+		}
+	})
+
+	t.Run("the_queue_takes_task_type_defaults_from_the_bucket_and_the_default_ttl_from_the_env", func(t *testing.T) {
+		c := fromEnv(t, map[string]string{"S3Q_DEFAULT_TTL": "7d"})
+		d, err := lambdafn.DepsFromConfig(t.Context(), c, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := `{"task_types":{"report.build":{"ttl":"30m","ttl_from":"first_attempt","max_attempts":5}}}`
+		if _, err := d.Store.Put(t.Context(), tasktypes.Key, []byte(cfg)); err != nil {
+			t.Fatal(err)
+		}
+		typed, err := d.Queue.Submit(t.Context(), queue.SubmitRequest{TaskType: "report.build"}, eventTime)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tk := typed.Task; tk.TTL == nil || tk.TTL.Std() != 30*time.Minute || tk.TTLFrom != queue.TTLFromFirstAttempt || tk.MaxAttempts != 5 || tk.ExpiresAt != nil {
+			t.Errorf("a report.build task: %+v", tk)
+		}
+		other, err := d.Queue.Submit(t.Context(), queue.SubmitRequest{TaskType: "email.send"}, eventTime)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tk := other.Task; tk.ExpiresAt == nil || !tk.ExpiresAt.Equal(eventTime.Add(7*24*time.Hour)) || tk.MaxAttempts != queue.DefaultMaxAttempts {
+			t.Errorf("an email.send task: %+v", tk)
+		}
+	})
+
+	t.Run("the_submit_function_writes_the_ttl_at_submit_metric", func(t *testing.T) {
+		c := fromEnv(t, nil)
+		var out bytes.Buffer
+		d, err := lambdafn.DepsFromConfig(t.Context(), c, &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, _ := invoke(t, "submit", d, readEvent(t, "submit.json", "", ""))
+		if resp.StatusCode != 201 {
+			t.Fatalf("submit: %d %s", resp.StatusCode, resp.Body)
+		}
+		got := emf(lines(t, &out), "task_ttl_seconds")
+		if len(got) != 1 || got[0]["task_type"] != "email.send" || got[0]["task_ttl_seconds"] != 3600.0 {
+			t.Errorf("task_ttl_seconds lines: %v\n%s", got, out.String())
+		}
+	})
+}

@@ -1,0 +1,86 @@
+package lambdafn
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/s3q/s3q/shared/events"
+	"github.com/s3q/s3q/shared/queue"
+)
+
+// NewSweep returns the work of sweep-expired over d.Queue (required): one
+// queue.Queue.Sweep at the event's time, its events delivered by
+// d.Publisher (the log when nil), then, when d.Metrics is set, its
+// metrics: the sweep's line (duration, requests, tasks_expired,
+// tasks_near_expiration, ...), tasks_expired_total by task type, and
+// tasks_dead_lettered_total by task type (from the Task Dead-Lettered
+// events it delivered). A metric that cannot be written is logged and
+// does not fail the sweep. The report is the queue.SweepReport. The sweep
+// stops 3s before the invocation's deadline and the next one carries on.
+func NewSweep(d Deps) TimerFunc {
+	logger := d.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	pub := d.Publisher
+	if pub == nil {
+		pub = events.Log{Logger: logger}
+	}
+	return func(ctx context.Context, now time.Time) (any, error) {
+		dl := &deadLetters{pub: pub, byType: map[string]int{}}
+		rep, err := d.Queue.Sweep(ctx, now, queue.SweepOptions{Publisher: dl})
+		if d.Metrics != nil {
+			if merr := d.Metrics.Sweep(rep, now); merr != nil {
+				logger.WarnContext(ctx, "write sweep metrics", "error", merr)
+			}
+			for _, tt := range dl.types() {
+				if merr := d.Metrics.TasksDeadLettered(tt, dl.byType[tt], now); merr != nil {
+					logger.WarnContext(ctx, "write dead-letter metrics", "error", merr)
+				}
+			}
+		}
+		return rep, err
+	}
+}
+
+// deadLetters is a publisher that counts, by task type, the Task
+// Dead-Lettered events its publisher delivered.
+type deadLetters struct {
+	pub    queue.EventPublisher
+	mu     sync.Mutex
+	byType map[string]int
+}
+
+func (p *deadLetters) Publish(ctx context.Context, evs []queue.Event) ([]error, error) {
+	errs, err := p.pub.Publish(ctx, evs)
+	if err != nil {
+		return errs, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, ev := range evs {
+		if ev.DetailType != queue.DetailTypeTaskDeadLettered || (errs != nil && (i >= len(errs) || errs[i] != nil)) {
+			continue
+		}
+		var detail queue.DeadLetteredDetail
+		if json.Unmarshal(ev.Detail, &detail) == nil && detail.TaskType != "" {
+			p.byType[detail.TaskType]++
+		}
+	}
+	return errs, nil
+}
+
+func (p *deadLetters) types() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]string, 0, len(p.byType))
+	for tt := range p.byType {
+		out = append(out, tt)
+	}
+	sort.Strings(out)
+	return out
+}
