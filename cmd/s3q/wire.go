@@ -12,10 +12,12 @@ import (
 func wireTimers(o *devserver.Options) {
 	o.Wire = func(d *lambdafn.Deps) {
 		d.Sweep = lambdafn.NewSweep(*d)
+		d.Tick = lambdafn.NewTick(*d)
 	}
 }
 
 // wireDeps gives an invoked timer function the sweep and tick work.
 func wireDeps(d *lambdafn.Deps, c config.Config) {
 	d.Sweep = lambdafn.NewSweep(*d)
+	d.Tick = lambdafn.NewTick(*d)
 }

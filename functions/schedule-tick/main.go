@@ -26,8 +26,8 @@ func main() {
 		fmt.Fprintf(os.Stderr, "schedule-tick: %v\n", err)
 		os.Exit(1)
 	}
-	// deps.Tick is the tick's work; until it is wired here, the function
-	// logs that it has nothing to do and reports wired=false.
+	// The tick: every due cron schedule fires once per cron time.
+	deps.Tick = lambdafn.NewTick(deps)
 	h, err := lambdafn.New("schedule-tick", deps)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "schedule-tick: %v\n", err)

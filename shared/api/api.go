@@ -27,6 +27,7 @@ import (
 	"github.com/s3q/s3q/shared/artifacts"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/reqcount"
+	"github.com/s3q/s3q/shared/schedule"
 )
 
 // Defaults of Options.
@@ -74,6 +75,10 @@ type Options struct {
 	// function writes the TTL-at-submit metric from it. It must not block.
 	// Defaults to none.
 	OnSubmit func(created []queue.Task, now time.Time)
+
+	// Schedules serves the /schedules routes (DESIGN §8). Defaults to
+	// none: those routes answer 404 not_found.
+	Schedules *schedule.Scheduler
 }
 
 // Artifacts issues presigned artifact URLs; *artifacts.Service is one.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store"
 )
 
@@ -21,6 +22,7 @@ const (
 	CodeLeaseExpired         = "lease_expired"          // 409: a lease that has expired
 	CodeInvalidState         = "invalid_state"          // 409: the task's status does not allow the operation
 	CodeConflict             = "conflict"               // 409: lost a race too often; retrying later is safe
+	CodeAlreadyExists        = "already_exists"         // 409: a schedule with that id exists
 	CodeTooLarge             = "too_large"              // 413: a body, input, output or batch over its limit
 	CodeInternal             = "internal"               // 500: a bug or a configuration problem, never bad input
 	CodeThrottled            = "throttled"              // 503: S3 throttled or failed transiently; see Retry-After
@@ -91,8 +93,10 @@ func toError(err error) *Error {
 	case errors.Is(err, queue.ErrInvalidLeaseDuration):
 		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidLeaseDuration, Field: "lease_for",
 			Message: "lease_for must be more than 0 and at most " + queue.FormatDuration(queue.MaxLease) + " (0 or absent means the task's timeout)"}
-	case errors.Is(err, queue.ErrNotFound):
+	case errors.Is(err, queue.ErrNotFound), errors.Is(err, schedule.ErrNotFound):
 		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error()}
+	case errors.Is(err, schedule.ErrExists):
+		return &Error{Status: http.StatusConflict, Code: CodeAlreadyExists, Field: "id", Message: err.Error()}
 	case errors.Is(err, queue.ErrNotRunning):
 		return &Error{Status: http.StatusConflict, Code: CodeNotRunning, Message: err.Error()}
 	case errors.Is(err, queue.ErrLeaseMismatch):

@@ -106,7 +106,7 @@ func logLines(t *testing.T, b *bytes.Buffer) []map[string]any {
 func TestZeroOptions(t *testing.T) {
 	h := api.New(newEnv(t, memstore.New(), api.Options{}).q, api.Options{})
 	var _ http.Handler = h
-	if got := api.Routes(); len(got) != 15 || got[0] != "POST /tasks" {
+	if got := api.Routes(); len(got) != 24 || got[0] != "POST /tasks" {
 		t.Errorf("Routes() = %v", got)
 	}
 	if k, ok := api.Match("POST", "/tasks/"+unknownID+"/complete"); !ok || k != "POST /tasks/{id}/complete" {

@@ -55,6 +55,15 @@ var table = []*route{
 	newRoute("POST /tasks/{id}/reschedule", nil, (*API).reschedule),
 	newRoute("POST /tasks/{id}/artifacts", nil, (*API).artifactUpload),
 	newRoute("GET /tasks/{id}/artifacts/{name}", nil, (*API).artifactDownload),
+	newRoute("POST /schedules", nil, (*API).scheduleCreate),
+	newRoute("GET /schedules", []string{"limit", "cursor"}, (*API).scheduleList),
+	newRoute("GET /schedules/{id}", nil, (*API).scheduleGet),
+	newRoute("PUT /schedules/{id}", nil, (*API).scheduleUpdate),
+	newRoute("DELETE /schedules/{id}", nil, (*API).scheduleDelete),
+	newRoute("POST /schedules/{id}/pause", nil, (*API).schedulePause),
+	newRoute("POST /schedules/{id}/resume", nil, (*API).scheduleResume),
+	newRoute("POST /schedules/{id}/trigger", nil, (*API).scheduleTrigger),
+	newRoute("GET /schedules/{id}/history", []string{"since", "limit", "cursor"}, (*API).scheduleHistory),
 }
 
 // Routes returns the key of every route the API serves, as API Gateway

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/s3q/s3q/shared/reqcount"
@@ -86,8 +87,8 @@ func (a *API) serve(ctx context.Context, r *http.Request, rl *requestLog) (reply
 		return reply{}, notFound("no route %s %s", clip(r.Method), clip(r.URL.Path))
 	}
 	rl.route = rt.key()
-	if ps.id != "" {
-		rl.ids = append(rl.ids, ps.id)
+	if ps.id != "" && !strings.HasPrefix(rt.pattern, "/schedules") {
+		rl.ids = append(rl.ids, ps.id) // a task id; schedule ids are not logged as such
 	}
 	rawQuery, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {

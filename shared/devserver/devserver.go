@@ -29,6 +29,7 @@ import (
 	"github.com/s3q/s3q/shared/lambdafn"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/reqcount"
+	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/tasktypes"
 )
 
@@ -144,6 +145,7 @@ func Run(ctx context.Context, opts Options) error {
 		Queue: q, Store: st.store, Logger: opts.Logger,
 		Publisher: events.Multi(events.Log{Logger: opts.Logger}, ring),
 		Artifacts: artifacts.New(q, st.client, opts.Bucket, opts.Prefix, artifacts.Options{}),
+		Scheduler: schedule.New(counted, q, schedule.Options{}),
 	}
 	if opts.Wire != nil {
 		opts.Wire(&deps)

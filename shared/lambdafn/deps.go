@@ -6,6 +6,7 @@ import (
 
 	"github.com/s3q/s3q/shared/config"
 	"github.com/s3q/s3q/shared/metrics"
+	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store/s3store"
 )
 
@@ -15,8 +16,9 @@ import (
 // metrics both writing to w (os.Stdout in Lambda, where CloudWatch Logs
 // picks them up), the artifact service (presigned URLs signed by the
 // process's credentials), and the event publisher (the EventBridge bus
-// S3Q_EVENT_BUS, else the log). It makes no request. Sweep and Tick are
-// left for the caller to wire: NewSweep(deps) is the sweep.
+// S3Q_EVENT_BUS, else the log) and the scheduler of the cron schedules.
+// It makes no request. Sweep and Tick are left for the caller to wire:
+// NewSweep(deps) is the sweep, NewTick(deps) the tick.
 func DepsFromConfig(ctx context.Context, c config.Config, w io.Writer) (Deps, error) {
 	client, err := c.S3Client(ctx)
 	if err != nil {
@@ -36,5 +38,6 @@ func DepsFromConfig(ctx context.Context, c config.Config, w io.Writer) (Deps, er
 		Publisher: pub,
 		Metrics:   metrics.New(w, c.MetricsNamespace),
 		Artifacts: c.Artifacts(q, client),
+		Scheduler: schedule.New(s, q, schedule.Options{}),
 	}, nil
 }

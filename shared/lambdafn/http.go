@@ -21,7 +21,7 @@ type httpFunction struct {
 }
 
 func newHTTP(name string, d Deps) *httpFunction {
-	opts := api.Options{Now: d.Now, Logger: d.Logger, Routes: routes[name], Artifacts: d.Artifacts}
+	opts := api.Options{Now: d.Now, Logger: d.Logger, Routes: routes[name], Artifacts: d.Artifacts, Schedules: d.Scheduler}
 	if d.Metrics != nil {
 		opts.OnSubmit = func(tasks []queue.Task, now time.Time) {
 			if err := d.Metrics.SubmitTTL(tasks, now); err != nil {

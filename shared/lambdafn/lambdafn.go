@@ -2,7 +2,7 @@
 // functions/<name>/main.go, the dev server, `s3q invoke` and tests all run
 // the very same handlers.
 //
-// The HTTP functions ("submit", "claim", "tasks") take API Gateway HTTP API
+// The HTTP functions ("submit", "claim", "tasks", "schedules") take API Gateway HTTP API
 // events (payload format 2.0) and serve them through api.API, limited to
 // the routes each function owns: a route that is not its own answers 404.
 // The timer functions ("sweep-expired", "schedule-tick") take EventBridge
@@ -29,6 +29,7 @@ import (
 	"github.com/s3q/s3q/shared/metrics"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/reqcount"
+	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store"
 )
 
@@ -37,6 +38,7 @@ const (
 	Submit       = "submit"
 	Claim        = "claim"
 	Tasks        = "tasks"
+	Schedules    = "schedules"
 	SweepExpired = "sweep-expired"
 	ScheduleTick = "schedule-tick"
 )
@@ -52,10 +54,15 @@ var routes = map[string][]string{
 		"POST /tasks/{id}/reschedule",
 		"POST /tasks/{id}/artifacts", "GET /tasks/{id}/artifacts/{name}",
 	},
+	Schedules: {
+		"POST /schedules", "GET /schedules", "GET /schedules/{id}", "PUT /schedules/{id}", "DELETE /schedules/{id}",
+		"POST /schedules/{id}/pause", "POST /schedules/{id}/resume", "POST /schedules/{id}/trigger",
+		"GET /schedules/{id}/history",
+	},
 }
 
 // Names returns the name of every function, HTTP ones first.
-func Names() []string { return []string{Submit, Claim, Tasks, SweepExpired, ScheduleTick} }
+func Names() []string { return []string{Submit, Claim, Tasks, Schedules, SweepExpired, ScheduleTick} }
 
 // Routes returns the API route keys an HTTP function owns ("POST /claim"),
 // or nil for a timer function or an unknown name.
@@ -64,7 +71,7 @@ func Routes(name string) []string { return slices.Clone(routes[name]) }
 // FunctionFor returns the name of the HTTP function that owns a route key,
 // and false when none does.
 func FunctionFor(routeKey string) (string, bool) {
-	for _, name := range []string{Submit, Claim, Tasks} {
+	for _, name := range []string{Submit, Claim, Tasks, Schedules} {
 		if slices.Contains(routes[name], routeKey) {
 			return name, true
 		}
@@ -125,9 +132,12 @@ type Deps struct {
 	// none: the function logs that it has nothing to do and says so in its
 	// report.
 	Sweep TimerFunc
-	// Tick is the work of schedule-tick: fire the due cron schedules.
-	// Defaults to none, like Sweep.
+	// Tick is the work of schedule-tick: fire the due cron schedules
+	// (NewTick). Defaults to none, like Sweep.
 	Tick TimerFunc
+	// Scheduler serves the schedules function's routes and is the tick's
+	// work. Defaults to none: the schedule routes answer 404.
+	Scheduler *schedule.Scheduler
 }
 
 // New returns the handler of the named function, ready for lambda.Start
@@ -141,7 +151,7 @@ func New(name string, d Deps) (lambda.Handler, error) {
 	}
 	d.Logger = d.Logger.With("function", name)
 	switch name {
-	case Submit, Claim, Tasks:
+	case Submit, Claim, Tasks, Schedules:
 		if d.Queue == nil && d.Store != nil {
 			d.Queue = queue.New(reqcount.Wrap(d.Store), queue.Options{})
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/s3q/s3q/shared/reqcount"
 	"github.com/s3q/s3q/shared/s3local"
 	"github.com/s3q/s3q/shared/s3local/s3localtest"
+	"github.com/s3q/s3q/shared/schedule"
 )
 
 // The servers every test of the package shares, started once by TestMain.
@@ -92,6 +93,37 @@ var eventCases = []eventCase{
 	{"tasks-reschedule.json", "tasks", runningTask, 200, map[string]any{"task.status": "pending", "task.attempt": float64(0)}},
 	{"tasks-artifact-put.json", "tasks", pendingTask, 201, map[string]any{"artifact.name": "report.pdf", "artifact.download_url": nil}},
 	{"tasks-artifact-get.json", "tasks", uploadedArtifact, 200, map[string]any{"artifact.name": "report.pdf", "artifact.upload_url": nil}},
+	{"schedules-create.json", "schedules", none, 201, map[string]any{"schedule.id": "hourly-cleanup", "schedule.timezone": "Europe/Berlin", "schedule.enabled": true}},
+	{"schedules-list.json", "schedules", nightlySchedule, 200, map[string]any{"schedules.0.id": "nightly-report"}},
+	{"schedules-get.json", "schedules", nightlySchedule, 200, map[string]any{"schedule.id": "nightly-report", "schedule.cron": "0 2 * * *"}},
+	{"schedules-update.json", "schedules", nightlySchedule, 200, map[string]any{"schedule.cron": "30 2 * * 1-5", "schedule.missed_runs": "catch_up"}},
+	{"schedules-delete.json", "schedules", nightlySchedule, 204, nil},
+	{"schedules-pause.json", "schedules", nightlySchedule, 200, map[string]any{"schedule.enabled": false, "schedule.next_run_at": nil}},
+	{"schedules-resume.json", "schedules", nightlySchedule, 200, map[string]any{"schedule.enabled": true}},
+	{"schedules-trigger.json", "schedules", nightlySchedule, 200, map[string]any{"fire.schedule_id": "nightly-report", "fire.trigger": true}},
+	{"schedules-history.json", "schedules", triggeredSchedule, 200, map[string]any{"fires.0.schedule_id": "nightly-report"}},
+}
+
+// nightlySchedule is the schedule the schedule events name.
+func nightlySchedule(t *testing.T, q *queue.Queue) (string, string) {
+	t.Helper()
+	ttl := queue.Duration(time.Hour)
+	if _, err := schedule.New(q.Store(), q, schedule.Options{}).Create(t.Context(), schedule.Request{
+		ID: "nightly-report", TaskType: "report.build", Cron: "0 2 * * *", Timezone: "Europe/Berlin", TTL: &ttl,
+	}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return "", ""
+}
+
+// triggeredSchedule is nightlySchedule fired once.
+func triggeredSchedule(t *testing.T, q *queue.Queue) (string, string) {
+	t.Helper()
+	nightlySchedule(t, q)
+	if _, err := schedule.New(q.Store(), q, schedule.Options{}).Trigger(t.Context(), "nightly-report", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return "", ""
 }
 
 // uploadedArtifact is a pending task with an artifact report.pdf.
@@ -156,13 +188,14 @@ func TestSampleEvents(t *testing.T) {
 					prefix := "test-" + rand.Text() + "/"
 					q := queue.New(reqcount.Wrap(srv.Store(prefix)), queue.Options{})
 					d := deps(q)
+					d.Scheduler = schedule.New(q.Store(), q, schedule.Options{})
 					d.Artifacts = artifacts.New(q, srv.Client(), srv.Bucket, prefix, artifacts.Options{})
 					id, token := c.setup(t, q)
 					resp, body := invoke(t, c.function, d, readEvent(t, c.file, id, token))
 					if resp.StatusCode != c.status {
 						t.Fatalf("status %d, want %d: %s", resp.StatusCode, c.status, resp.Body)
 					}
-					if ct := resp.Headers["Content-Type"]; ct != "application/json" {
+					if ct := resp.Headers["Content-Type"]; c.status != 204 && ct != "application/json" {
 						t.Errorf("Content-Type = %q", ct)
 					}
 					for path, want := range c.want {
@@ -183,7 +216,7 @@ func TestSampleEvents(t *testing.T) {
 func TestEventsToTheWrongFunctionAre404(t *testing.T) {
 	q := queue.New(s3localtest.NewStore(t, servers.GoFakeS3), queue.Options{})
 	for _, c := range eventCases {
-		for _, fn := range []string{"submit", "claim", "tasks"} {
+		for _, fn := range []string{"submit", "claim", "tasks", "schedules"} {
 			if fn == c.function {
 				continue
 			}

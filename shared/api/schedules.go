@@ -1,0 +1,184 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/s3q/s3q/shared/schedule"
+)
+
+// The schedule routes (DESIGN §8): POST /schedules, GET /schedules,
+// GET|PUT|DELETE /schedules/{id}, POST /schedules/{id}/pause|resume|trigger,
+// GET /schedules/{id}/history. They need Options.Schedules; without it
+// they answer 404.
+
+type scheduleReply struct {
+	Schedule schedule.Schedule `json:"schedule"`
+}
+
+func (a *API) scheduler() (*schedule.Scheduler, error) {
+	if a.opts.Schedules == nil {
+		return nil, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "schedules are not served by this API"}
+	}
+	return a.opts.Schedules, nil
+}
+
+func (a *API) scheduleOut(status int, s schedule.Schedule, err error) (reply, error) {
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{status: status, body: scheduleReply{Schedule: s}}, nil
+}
+
+// scheduleCreate serves POST /schedules: 201 with the schedule.
+func (a *API) scheduleCreate(rq *request) (reply, error) {
+	sc, err := a.scheduler()
+	if err != nil {
+		return reply{}, err
+	}
+	var req schedule.Request
+	if err := decodeObject(rq.body, &req, ""); err != nil {
+		return reply{}, err
+	}
+	s, err := sc.Create(rq.ctx, req, a.now())
+	return a.scheduleOut(http.StatusCreated, s, err)
+}
+
+// scheduleList serves GET /schedules?limit=&cursor=.
+func (a *API) scheduleList(rq *request) (reply, error) {
+	sc, err := a.scheduler()
+	if err != nil {
+		return reply{}, err
+	}
+	req := schedule.ListRequest{Cursor: rq.query["cursor"]}
+	if req.Limit, err = queryLimit(rq); err != nil {
+		return reply{}, err
+	}
+	res, err := sc.List(rq.ctx, req, a.now())
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{status: http.StatusOK, body: res}, nil
+}
+
+// scheduleGet serves GET /schedules/{id}: the schedule and its next 5 fire times.
+func (a *API) scheduleGet(rq *request) (reply, error) {
+	sc, err := a.scheduler()
+	if err != nil {
+		return reply{}, err
+	}
+	s, err := sc.Get(rq.ctx, rq.id, a.now())
+	return a.scheduleOut(http.StatusOK, s, err)
+}
+
+// scheduleUpdate serves PUT /schedules/{id}: the whole definition replaced.
+func (a *API) scheduleUpdate(rq *request) (reply, error) {
+	sc, err := a.scheduler()
+	if err != nil {
+		return reply{}, err
+	}
+	var req schedule.Request
+	if err := decodeObject(rq.body, &req, ""); err != nil {
+		return reply{}, err
+	}
+	s, err := sc.Update(rq.ctx, rq.id, req, a.now())
+	return a.scheduleOut(http.StatusOK, s, err)
+}
+
+// scheduleDelete serves DELETE /schedules/{id}: 204.
+func (a *API) scheduleDelete(rq *request) (reply, error) {
+	sc, err := a.scheduler()
+	if err != nil {
+		return reply{}, err
+	}
+	if err := sc.Delete(rq.ctx, rq.id, a.now()); err != nil {
+		return reply{}, err
+	}
+	return reply{status: http.StatusNoContent}, nil
+}
+
+// schedulePause serves POST /schedules/{id}/pause.
+func (a *API) schedulePause(rq *request) (reply, error) {
+	sc, err := a.scheduler()
+	if err != nil {
+		return reply{}, err
+	}
+	if err := decodeObject(rq.body, &struct{}{}, ""); err != nil {
+		return reply{}, err
+	}
+	s, err := sc.Pause(rq.ctx, rq.id, a.now())
+	return a.scheduleOut(http.StatusOK, s, err)
+}
+
+// scheduleResume serves POST /schedules/{id}/resume.
+func (a *API) scheduleResume(rq *request) (reply, error) {
+	sc, err := a.scheduler()
+	if err != nil {
+		return reply{}, err
+	}
+	if err := decodeObject(rq.body, &struct{}{}, ""); err != nil {
+		return reply{}, err
+	}
+	s, err := sc.Resume(rq.ctx, rq.id, a.now())
+	return a.scheduleOut(http.StatusOK, s, err)
+}
+
+// scheduleTrigger serves POST /schedules/{id}/trigger: {"fire": {...}}.
+func (a *API) scheduleTrigger(rq *request) (reply, error) {
+	sc, err := a.scheduler()
+	if err != nil {
+		return reply{}, err
+	}
+	if err := decodeObject(rq.body, &struct{}{}, ""); err != nil {
+		return reply{}, err
+	}
+	f, err := sc.Trigger(rq.ctx, rq.id, a.now())
+	if err != nil {
+		return reply{}, err
+	}
+	rq.log.addIDs(f.TaskID)
+	return reply{status: http.StatusOK, body: struct {
+		Fire schedule.Fire `json:"fire"`
+	}{f}}, nil
+}
+
+// scheduleHistory serves GET /schedules/{id}/history?since=&limit=&cursor=.
+func (a *API) scheduleHistory(rq *request) (reply, error) {
+	sc, err := a.scheduler()
+	if err != nil {
+		return reply{}, err
+	}
+	req := schedule.HistoryRequest{Cursor: rq.query["cursor"]}
+	if req.Limit, err = queryLimit(rq); err != nil {
+		return reply{}, err
+	}
+	if s, ok := rq.query["since"]; ok {
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return reply{}, badInput("since", "%q is not an RFC 3339 time", clip(s))
+		}
+		req.Since = &t
+	}
+	res, err := sc.History(rq.ctx, rq.id, req)
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{status: http.StatusOK, body: res}, nil
+}
+
+// queryLimit reads an optional positive ?limit=.
+func queryLimit(rq *request) (int, error) {
+	s, ok := rq.query["limit"]
+	if !ok {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, badInput("limit", "%q is not an integer", clip(s))
+	}
+	if n < 1 {
+		return 0, badInput("limit", "must be at least 1")
+	}
+	return n, nil
+}
