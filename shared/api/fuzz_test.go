@@ -62,7 +62,7 @@ func FuzzAPI(f *testing.F) {
 
 		u, err := url.ParseRequestURI(sub.Replace(target))
 		if err != nil {
-			t.Skip()
+			return // not a request target a client could send; nothing to check
 		}
 		body = []byte(sub.Replace(string(body)))
 		req := httptest.NewRequest("GET", "/", bytes.NewReader(body))

@@ -159,6 +159,12 @@ func ExponentialBackoff(base, max time.Duration) func(attempt int) time.Duration
 // norm is the one place now is normalised: UTC, microseconds.
 func norm(now time.Time) time.Time { return now.UTC().Truncate(time.Microsecond) }
 
+// TerminalTag is the object tag of a task record in a terminal status
+// (completed, failed, cancelled, expired, archived): the stack's lifecycle
+// rule deletes such records after its retention period. A retried task
+// loses it on its next write.
+const TerminalTag = "s3q-terminal=true"
+
 // maxCASAttempts bounds a read-modify-write loop that keeps losing races.
 const maxCASAttempts = 8
 
@@ -220,7 +226,13 @@ func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) 
 			return "", err
 		}
 	}
-	newETag, err := q.store.PutIfMatch(ctx, TaskKey(next.ID), body, etag)
+	wctx := ctx
+	if next.Status.Terminal() {
+		// The bucket's lifecycle rule deletes finished records after the
+		// retention period by this tag (infra: TerminalTagKey).
+		wctx = store.WithTags(ctx, TerminalTag)
+	}
+	newETag, err := q.store.PutIfMatch(wctx, TaskKey(next.ID), body, etag)
 	if err != nil && !errors.Is(err, store.ErrPrecondition) {
 		// The write may have landed with its answer lost: if the record now
 		// holds exactly what we wrote, it did (a lease token or an update

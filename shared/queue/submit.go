@@ -164,7 +164,11 @@ func (q *Queue) create(ctx context.Context, t *Task) error {
 			return err
 		}
 	}
-	if _, err := q.store.PutIfAbsent(ctx, TaskKey(t.ID), body); err != nil {
+	wctx := ctx
+	if t.Status.Terminal() { // expired on arrival
+		wctx = store.WithTags(ctx, TerminalTag)
+	}
+	if _, err := q.store.PutIfAbsent(wctx, TaskKey(t.ID), body); err != nil {
 		if errors.Is(err, store.ErrPrecondition) {
 			// A fresh UUIDv7 only exists already if an earlier attempt of
 			// this very write landed (a retried request). Check it is ours.

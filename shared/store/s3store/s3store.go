@@ -163,6 +163,9 @@ func (s *Store) put(ctx context.Context, key string, body []byte, condition func
 		Body:          bytes.NewReader(body),
 		ContentLength: aws.Int64(int64(len(body))),
 	}
+	if tags := store.TagsFrom(ctx); tags != "" {
+		in.Tagging = aws.String(tags) // x-amz-tagging, for lifecycle rules
+	}
 	opts := s.idempotent
 	if condition != nil {
 		condition(in)
