@@ -99,6 +99,9 @@ type Queue struct {
 	bufs  map[string]*scanBuf  // index prefix -> last listing
 	skip  map[string]time.Time // marker key -> skip until
 	types map[string]string    // task id -> task type (immutable)
+	// listing holds, per index prefix, the channel a LIST in flight
+	// closes when it is done.
+	listing map[string]chan struct{}
 	// queues are the queues this Queue has registered (see register).
 	queues map[string]bool
 	// parents are the tasks this Queue has flagged as parents.
@@ -130,7 +133,8 @@ func New(s store.Store, opts Options) *Queue {
 	return &Queue{
 		store: s, opts: opts,
 		bufs: make(map[string]*scanBuf), skip: make(map[string]time.Time), types: make(map[string]string),
-		queues: make(map[string]bool), parents: make(map[string]bool),
+		listing: make(map[string]chan struct{}),
+		queues:  make(map[string]bool), parents: make(map[string]bool),
 	}
 }
 

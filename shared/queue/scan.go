@@ -93,13 +93,33 @@ func (q *Queue) next(ctx context.Context, prefix string, now time.Time, filter t
 			q.mu.Unlock()
 			return marker{}, false, nil
 		}
-		q.mu.Unlock()
+		// One claim of this Queue lists a prefix at a time; the others wait
+		// for its listing instead of sending the same LIST (a herd of them
+		// each second would cost requests and slow the server).
+		if wait, busy := q.listing[prefix]; busy && startAfter == "" && q.opts.ListCacheFor >= 0 {
+			q.mu.Unlock()
+			select {
+			case <-wait:
+			case <-ctx.Done():
+				return marker{}, false, ctx.Err()
+			}
+			*pages++ // the listing was made for this claim too
+			continue
+		}
 		if *pages >= q.opts.MaxScanPages {
+			q.mu.Unlock()
 			return marker{}, false, nil
 		}
+		done := make(chan struct{})
+		q.listing[prefix] = done
+		q.mu.Unlock()
 		*pages++
 		page, err := q.store.List(ctx, prefix, startAfter, 0)
 		if err != nil {
+			q.mu.Lock()
+			delete(q.listing, prefix)
+			close(done)
+			q.mu.Unlock()
 			return marker{}, false, fmt.Errorf("list %s: %w", prefix, err)
 		}
 		nb := &scanBuf{listedAt: now, truncated: page.Truncated && len(page.Items) > 0, valid: true}
@@ -111,6 +131,8 @@ func (q *Queue) next(ctx context.Context, prefix string, now time.Time, filter t
 		}
 		q.mu.Lock()
 		q.bufs[prefix] = nb
+		delete(q.listing, prefix)
+		close(done) // the waiters find the new listing
 		q.mu.Unlock()
 	}
 }
