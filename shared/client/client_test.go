@@ -27,8 +27,9 @@ func TestMain(m *testing.M) { os.Exit(s3localtest.Main(m, &servers)) }
 
 var ctx = context.Background()
 
-// newAPI serves the real API over a queue on srv and returns a client.
-func newAPI(t *testing.T, srv *s3local.Server) *client.Client {
+// newAPI serves the real API over a queue on srv and returns a client and
+// the queue behind it.
+func newAPI(t *testing.T, srv *s3local.Server) (*client.Client, *queue.Queue) {
 	t.Helper()
 	q := queue.New(s3localtest.NewStore(t, srv), queue.Options{})
 	ts := httptest.NewServer(api.New(q, api.Options{Logger: slog.New(slog.DiscardHandler)}))
@@ -37,13 +38,13 @@ func newAPI(t *testing.T, srv *s3local.Server) *client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return c, q
 }
 
 func TestClientAgainstTheAPI(t *testing.T) {
 	for name, srv := range map[string]*s3local.Server{"gofakes3": servers.GoFakeS3, "versitygw": servers.VersityGW} {
 		t.Run(name, func(t *testing.T) {
-			c := newAPI(t, srv)
+			c, q := newAPI(t, srv)
 
 			t.Run("a_task_goes_through_submit_claim_heartbeat_and_complete", func(t *testing.T) {
 				ttl := queue.Duration(time.Hour)
@@ -108,6 +109,12 @@ func TestClientAgainstTheAPI(t *testing.T) {
 				}
 				if _, err := c.Complete(ctx, cs[0].Lease, nil); !errors.Is(err, queue.ErrNotRunning) {
 					t.Fatalf("complete a failed task: %v", err)
+				}
+				if _, err := c.Retry(ctx, res.Task.ID); !errors.As(err, &apiErr) || apiErr.Code != "invalid_state" {
+					t.Fatalf("retry while the dead-letter event is owed: %v, want 409 invalid_state", err)
+				}
+				if _, err := q.Sweep(ctx, time.Now(), queue.SweepOptions{}); err != nil { // the deployment's sweep-expired
+					t.Fatal(err)
 				}
 				if tk, err := c.Retry(ctx, res.Task.ID); err != nil || tk.Status != queue.StatusPending {
 					t.Fatalf("retry: %v %v", tk.Status, err)

@@ -156,7 +156,7 @@ func (q *Queue) tryClaim(ctx context.Context, m marker, req ClaimRequest, filter
 	}
 
 	next := cur.clone()
-	start(&next, req, now)
+	start(&next, req, now, q.opts.Shards)
 	newETag, err := q.commit(ctx, &cur, etag, &next)
 	if errors.Is(err, store.ErrPrecondition) {
 		q.lostRace(now)
@@ -172,7 +172,7 @@ func (q *Queue) tryClaim(ctx context.Context, m marker, req ClaimRequest, filter
 
 // start turns a pending (or lease-expired running) task into a running one
 // under a new lease.
-func start(t *Task, req ClaimRequest, now time.Time) {
+func start(t *Task, req ClaimRequest, now time.Time, shards int) {
 	leaseFor := req.LeaseFor
 	if leaseFor == 0 {
 		leaseFor = t.Timeout.Std()
@@ -192,6 +192,11 @@ func start(t *Task, req ClaimRequest, now time.Time) {
 	}
 	if t.TTLFrom == TTLFromFirstAttempt && t.ExpiresAt == nil && t.TTL != nil {
 		t.ExpiresAt = ptr(norm(now.Add(t.TTL.Std())))
+		// Now it has a deadline: its marker moves to deadline/, where the
+		// sweep finds it if its worker dies (two requests, first claim only).
+		if m, ok := parseMarker(t.IndexKey); ok && m.lease.IsZero() {
+			t.IndexKey = indexKeyFor(t, shards)
+		}
 	}
 }
 

@@ -70,6 +70,11 @@ func (q *Queue) Heartbeat(ctx context.Context, id, token string, leaseFor time.D
 		}
 		t.LeaseExpiresAt = ptr(norm(now.Add(d)))
 		t.UpdatedAt = now
+		// A task parked by the sweep until its lease ends is found again at
+		// that time: a shorter lease moves the parked marker earlier.
+		if m, ok := parseMarker(t.IndexKey); ok && !m.lease.IsZero() && m.lease.After(*t.LeaseExpiresAt) {
+			t.IndexKey = leaseKeyFor(t.ID, *t.LeaseExpiresAt)
+		}
 		return nil
 	})
 	if err != nil {

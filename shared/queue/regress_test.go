@@ -125,6 +125,9 @@ func TestRetryNeverMakesTwoLiveTasksForOneDedupKey(t *testing.T) {
 	if _, err := q.Complete(bg, b.Task.ID, cb[0].Lease.Token, nil, T0.Add(3*time.Second)); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := q.Sweep(bg, T0.Add(4*time.Second), queue.SweepOptions{}); err != nil { // publishes a's Task Dead-Lettered event
+		t.Fatal(err)
+	}
 	if r, err := q.Retry(bg, a.Task.ID, T0.Add(4*time.Second)); err != nil || r.Status != queue.StatusPending {
 		t.Fatalf("retry once the key is free: %v %v", r.Status, err)
 	}

@@ -29,6 +29,20 @@ func (q *Queue) Retry(ctx context.Context, id string, now time.Time) (Task, erro
 	if err != nil {
 		return Task{}, err
 	}
+	if cur.owesDeadLetterEvent() {
+		// Reviving it now would drop the Task Dead-Lettered event the next
+		// sweep owes for it.
+		return Task{}, &StateError{ID: id, Op: "retry", Status: cur.Status, Reason: "its Task Dead-Lettered event is not published yet; retry after the next sweep (within a minute)"}
+	}
+	if cur.ParentID != "" && (cur.Status == StatusFailed || cur.Status == StatusCancelled) {
+		parent, _, err := q.load(ctx, cur.ParentID)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return Task{}, err
+		}
+		if err == nil && parent.Status == StatusExpired {
+			return Task{}, &StateError{ID: id, Op: "retry", Status: cur.Status, Reason: "its parent " + parent.ID + " has expired"}
+		}
+	}
 	if cur.DedupKey != "" && (cur.Status == StatusFailed || cur.Status == StatusCancelled) && !cur.deadlinePassed(now) {
 		if err := q.retakeDedup(ctx, &cur, now); err != nil {
 			return Task{}, err

@@ -303,7 +303,7 @@ func (r *sweepRun) readSweepHead(ctx context.Context) (map[string]bool, []sweepE
 	var due []sweepEntry
 	after := ""
 	for pages := 0; ; pages++ {
-		if pages == maxHeadPages || (pages > 0 && r.out(ctx)) {
+		if pages == maxHeadPages || r.out(ctx) { // also before the first page: a late sweep lists nothing more
 			r.mu.Lock()
 			r.rep.Incomplete = true
 			r.mu.Unlock()
@@ -346,7 +346,7 @@ func (r *sweepRun) readDeadlineHead(ctx context.Context, prefix string) ([]marke
 	after := ""
 	horizon := r.now.Add(r.opts.NearWindow)
 	for pages := 0; ; pages++ {
-		if pages == maxHeadPages || (pages > 0 && r.out(ctx)) {
+		if pages == maxHeadPages || r.out(ctx) { // also before the first page: a late sweep lists nothing more
 			r.mu.Lock()
 			r.rep.Incomplete = true
 			r.mu.Unlock()

@@ -86,6 +86,11 @@ func runCancel(t *testing.T, f Factory) {
 		if _, err := e.q.Fail(ctx, task.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
 			t.Fatal(err)
 		}
+		_, err := e.q.Retry(ctx, task.ID, t0.Add(time.Second))
+		wantState(t, err, queue.StatusFailed) // its Task Dead-Lettered event is owed
+		if _, err := e.q.Sweep(ctx, t0.Add(time.Second), queue.SweepOptions{}); err != nil {
+			t.Fatal(err)
+		}
 		got, err := e.q.Retry(ctx, task.ID, t0.Add(time.Minute))
 		if err != nil {
 			t.Fatal(err)

@@ -41,6 +41,10 @@ func crashCases() []crashCase {
 		if _, err := e.q.Fail(ctx, id, tok, queue.FailRequest{Error: "x"}, t0); err != nil {
 			e.t.Fatal(err)
 		}
+		// The sweep publishes its Task Dead-Lettered event; only then may it be retried.
+		if _, err := e.q.Sweep(ctx, t0, queue.SweepOptions{}); err != nil {
+			e.t.Fatal(err)
+		}
 		return id, ""
 	}
 	return []crashCase{
