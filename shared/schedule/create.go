@@ -15,8 +15,10 @@ import (
 // field returns a *queue.ValidationError and stores nothing; an id that is
 // taken returns ErrExists.
 //
-// Writes, in order: the definition (create-only), the due marker, the
-// state. A create that crashed part-way is finished by the same create
+// Writes, in order: a due marker at now (so that a tick finishes a create
+// that dies after its definition write), the definition (create-only),
+// the due marker of the first fire, the state; then the first marker is
+// deleted. A create that crashed part-way is finished by the same create
 // retried (same request), or by any update, pause or resume of the id.
 func (s *Scheduler) Create(ctx context.Context, req Request, now time.Time) (Schedule, error) {
 	now = norm(now)
@@ -31,6 +33,10 @@ func (s *Scheduler) Create(ctx context.Context, req Request, now time.Time) (Sch
 	body, err := json.Marshal(&def)
 	if err != nil {
 		return Schedule{}, fmt.Errorf("encode schedule %s: %w", def.ID, err)
+	}
+	intent, err := s.putIntent(ctx, def.ID, now)
+	if err != nil {
+		return Schedule{}, err
 	}
 	if _, err := s.store.PutIfAbsent(ctx, DefinitionKey(def.ID), body); err != nil {
 		if !errors.Is(err, store.ErrPrecondition) {
@@ -53,6 +59,11 @@ func (s *Scheduler) Create(ctx context.Context, req Request, now time.Time) (Sch
 				return Schedule{}, err
 			}
 			if st.follows(&existing) || !sameSpec(&existing, &def) {
+				if !existing.CreatedAt.Equal(now) {
+					// Not a create racing at the same now, whose
+					// marker could have the same key.
+					s.dropIntent(ctx, intent, &st)
+				}
 				return Schedule{}, fmt.Errorf("schedule %s: %w", def.ID, ErrExists)
 			}
 			def = existing // the same create, crashed before its state: finish it
@@ -62,5 +73,6 @@ func (s *Scheduler) Create(ctx context.Context, req Request, now time.Time) (Sch
 	if err != nil {
 		return Schedule{}, err
 	}
+	s.dropIntent(ctx, intent, &st)
 	return s.view(&def, st, now)
 }

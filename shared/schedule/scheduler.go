@@ -161,6 +161,32 @@ func (s *Scheduler) writeState(ctx context.Context, cur *State, etag string, nex
 	return nil
 }
 
+// putIntent writes, before a write of schedule id's definition, a due
+// marker at now with a revision above the state's: if the writer dies
+// after the definition lands and before the state follows it, the marker
+// makes a tick look at the schedule and bring the state up to date (see
+// handle). It returns the marker's key, for dropIntent.
+func (s *Scheduler) putIntent(ctx context.Context, id string, now time.Time) (string, error) {
+	st, _, err := s.loadState(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	key := dueKey(now, id, st.Rev+1)
+	if _, err := s.store.Put(ctx, key, nil); err != nil {
+		return "", fmt.Errorf("write due marker %s: %w", key, err)
+	}
+	return key, nil
+}
+
+// dropIntent deletes the marker of putIntent once the state follows the
+// definition, unless the state names it (best effort: a marker left
+// behind is stale, and a tick deletes it).
+func (s *Scheduler) dropIntent(ctx context.Context, key string, st *State) {
+	if key != "" && key != st.DueKey {
+		_ = s.store.Delete(ctx, key)
+	}
+}
+
 // reconcile returns the state st becomes when it follows def, written at
 // now: paused when def is disabled; else the same next fire time when the
 // expression is unchanged, or the first fire time after the definition

@@ -184,11 +184,47 @@ func (s *Scheduler) handle(ctx context.Context, m dueMarker, now time.Time) (out
 				m, raced = named, false
 				continue
 			}
-			switch {
-			case raced && etag != "" && m.rev <= st.Rev:
+			if raced && etag != "" && m.rev <= st.Rev {
 				// Another tick fired it and deletes it (or, if it dies
 				// first, a later tick does).
 				return out, nil
+			}
+			// A create, update, pause or resume puts a marker before its
+			// definition write: if the state does not follow the
+			// definition, its writer is still at work or died, and this
+			// marker may be the only hint. Bring the state up to date
+			// (which also fences a slow writer: its state write now
+			// fails and it starts over), then take up the marker the new
+			// state names if that is due.
+			def, _, err := s.loadDef(ctx, m.id)
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				return out, err
+			}
+			if err == nil && !st.follows(&def) {
+				ns, err := s.reconcile(&def, st, now)
+				if err != nil {
+					return out, err
+				}
+				if err := s.writeState(ctx, &st, etag, &ns); err != nil {
+					if errors.Is(err, store.ErrPrecondition) {
+						continue
+					}
+					return out, err
+				}
+				if ns.DueKey != m.key {
+					if err := s.store.Delete(ctx, m.key); err != nil {
+						return out, fmt.Errorf("delete stale marker %s: %w", m.key, err)
+					}
+					out.stale++
+				}
+				nm, ok := parseDueKey(ns.DueKey)
+				if !ok || nm.at.After(now) {
+					return out, nil
+				}
+				m, raced = nm, false
+				continue
+			}
+			switch {
 			case etag != "" && m.rev <= st.Rev:
 				// The state has moved past it: stale.
 			case !m.at.Before(old):

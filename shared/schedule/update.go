@@ -17,7 +17,8 @@ import (
 // fire is not lost by editing the input). A bad field returns a
 // *queue.ValidationError and changes nothing; an unknown id ErrNotFound.
 //
-// Writes: the definition (compare-and-swap), then the state as in Create.
+// Writes: a due marker at now, the definition (compare-and-swap), then the
+// state as in Create.
 func (s *Scheduler) Update(ctx context.Context, id string, req Request, now time.Time) (Schedule, error) {
 	now = norm(now)
 	if err := ValidateID(id); err != nil {
@@ -87,7 +88,11 @@ func (s *Scheduler) change(ctx context.Context, id string, now time.Time, fn fun
 		if err != nil {
 			return Schedule{}, err
 		}
+		intent := ""
 		if changed {
+			if intent, err = s.putIntent(ctx, id, now); err != nil {
+				return Schedule{}, err
+			}
 			next.Version = cur.Version + 1
 			next.UpdatedAt = now
 			body, err := json.Marshal(&next)
@@ -105,6 +110,7 @@ func (s *Scheduler) change(ctx context.Context, id string, now time.Time, fn fun
 		if err != nil {
 			return Schedule{}, err
 		}
+		s.dropIntent(ctx, intent, &st)
 		return s.view(&next, st, now)
 	}
 	return Schedule{}, fmt.Errorf("update schedule %s: %w", id, ErrConflict)

@@ -41,6 +41,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("cron", func(t *testing.T) { runCron(t, f) })
 	t.Run("crash", func(t *testing.T) { runCrash(t, f) })
 	t.Run("day", func(t *testing.T) { runDay(t, f) })
+	t.Run("review", func(t *testing.T) { runReview(t, f) })
 }
 
 var ctx = context.Background()
