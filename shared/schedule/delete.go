@@ -25,17 +25,19 @@ func (s *Scheduler) Delete(ctx context.Context, id string, now time.Time) error 
 	if err := ValidateID(id); err != nil {
 		return err
 	}
-	_, _, err := s.loadDef(ctx, id)
+	def, _, err := s.loadDef(ctx, id)
 	found := err == nil
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
+	var incarnation *time.Time
 	if found {
 		if err := s.store.Delete(ctx, DefinitionKey(id)); err != nil {
 			return fmt.Errorf("delete schedule %s: %w", id, err)
 		}
+		incarnation = &def.CreatedAt
 	}
-	live, err := s.bury(ctx, id, now)
+	live, err := s.bury(ctx, id, incarnation, now)
 	if err != nil {
 		return err
 	}
@@ -48,9 +50,13 @@ func (s *Scheduler) Delete(ctx context.Context, id string, now time.Time) error 
 	return nil
 }
 
-// bury marks the state of a schedule whose definition is gone as deleted
-// and drops its due marker. live reports whether there was a live state.
-func (s *Scheduler) bury(ctx context.Context, id string, now time.Time) (live bool, err error) {
+// bury marks the state of a deleted schedule as deleted and drops its due
+// marker. live reports whether there was a live state. The state is
+// marked only when it follows the deleted incarnation (created at
+// incarnation; nil when the definition was already gone), or when no
+// definition exists: a create of the same id that landed since the
+// definition was deleted keeps its state.
+func (s *Scheduler) bury(ctx context.Context, id string, incarnation *time.Time, now time.Time) (live bool, err error) {
 	for i := 0; i < maxCASAttempts; i++ {
 		st, etag, err := s.loadState(ctx, id)
 		if err != nil {
@@ -59,19 +65,34 @@ func (s *Scheduler) bury(ctx context.Context, id string, now time.Time) (live bo
 		if etag == "" || st.Deleted {
 			return live, nil
 		}
+		if incarnation == nil || !st.DefCreatedAt.Equal(*incarnation) {
+			_, _, err := s.loadDef(ctx, id)
+			if err == nil {
+				return live, nil // a new incarnation: its writer or a tick brings the state up to date
+			}
+			if !errors.Is(err, ErrNotFound) {
+				return live, err
+			}
+		}
 		live = true
-		ns := st
-		ns.Deleted = true
-		ns.NextRunAt, ns.DueKey = nil, ""
-		ns.Rev++
-		ns.UpdatedAt = now
-		err = s.writeState(ctx, &st, etag, &ns)
+		err = s.tombstone(ctx, st, etag, now)
 		if errors.Is(err, store.ErrPrecondition) {
 			continue
 		}
 		return true, err
 	}
 	return live, fmt.Errorf("delete state of schedule %s: %w", id, ErrConflict)
+}
+
+// tombstone marks st (read with etag) deleted in one conditional write and
+// drops its due marker.
+func (s *Scheduler) tombstone(ctx context.Context, st State, etag string, now time.Time) error {
+	ns := st
+	ns.Deleted = true
+	ns.NextRunAt, ns.DueKey = nil, ""
+	ns.Rev++
+	ns.UpdatedAt = now
+	return s.writeState(ctx, &st, etag, &ns)
 }
 
 // deleteHistory deletes every history entry of a schedule.

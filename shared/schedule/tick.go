@@ -253,8 +253,13 @@ func (s *Scheduler) handle(ctx context.Context, m dueMarker, now time.Time) (out
 		}
 		def, _, err := s.loadDef(ctx, m.id)
 		if errors.Is(err, ErrNotFound) {
-			// Deleted (Delete removes the definition first): finish it.
-			if _, err := s.bury(ctx, m.id, now); err != nil {
+			// Deleted (Delete removes the definition first): finish it,
+			// on the state read here (a create of the id since then
+			// changed the state, and the write fails).
+			if err := s.tombstone(ctx, st, etag, now); err != nil {
+				if errors.Is(err, store.ErrPrecondition) {
+					continue
+				}
 				return out, err
 			}
 			out.stale++

@@ -16,6 +16,9 @@ func runReview(t *testing.T, f Factory) {
 	t.Run("an_unretried_create_resume_or_update_that_dies_at_any_write_still_fires_every_cron_time_after_it", func(t *testing.T) {
 		unretriedCrashes(t, f)
 	})
+	t.Run("a_delete_racing_a_create_of_the_same_id_leaves_the_new_schedule_alive", func(t *testing.T) {
+		deleteRacingCreate(t, f)
+	})
 }
 
 // unretriedCrashes crashes each operation that enables a schedule at each
