@@ -319,6 +319,25 @@ func (s *Scheduler) fire(ctx context.Context, def *Definition, st State, etag st
 	ns.Rev++
 	ns.UpdatedAt = now
 	known, lastBusy := false, false // whether ns.LastTaskID's status is known here
+	if def.Overlap == OverlapSkip && times[0].After(*st.NextRunAt) {
+		// A tick that died before its state write may have fired
+		// st.NextRunAt: that task, not the state's last one, is the one
+		// a fire must wait for, and its time was not missed.
+		prev := *st.NextRunAt
+		t, err := s.q.Get(ctx, TaskID(def.ID, prev))
+		switch {
+		case errors.Is(err, queue.ErrNotFound):
+		case err != nil:
+			return out, fmt.Errorf("check task %s: %w", TaskID(def.ID, prev), err)
+		default:
+			if missed > 0 {
+				missed--
+				out.missed--
+			}
+			ns.LastRunAt, ns.LastTaskID = &prev, t.ID
+			known, lastBusy = true, t.Status == queue.StatusPending || t.Status == queue.StatusRunning
+		}
+	}
 	for i, ft := range times {
 		f := Fire{ScheduleID: def.ID, FireTime: ft, FiredAt: now}
 		if i == 0 {

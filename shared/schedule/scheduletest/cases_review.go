@@ -19,6 +19,9 @@ func runReview(t *testing.T, f Factory) {
 	t.Run("a_delete_racing_a_create_of_the_same_id_leaves_the_new_schedule_alive", func(t *testing.T) {
 		deleteRacingCreate(t, f)
 	})
+	t.Run("an_overlap_skip_fire_waits_for_the_task_of_a_tick_that_died_before_its_state_write", func(t *testing.T) {
+		overlapAfterDeadTick(t, f)
+	})
 }
 
 // unretriedCrashes crashes each operation that enables a schedule at each
