@@ -70,12 +70,12 @@
 // (an outage, or a tick that stopped at its budget) fires, with
 // missed_runs=skip (the default), only the latest of them; with
 // missed_runs=catch_up, each one within catch_up_window (default 24h) of
-// now, oldest first, at most Options.MaxCatchUpPerTick per tick (the next
-// ticks carry on), and always at least the latest. With overlap=skip a
-// fire is not made while the last fired task (last_task_id, or the task
-// of next_run_at made by a tick that died before its state write) is
-// pending or running; the time is recorded in the history as skipped. A
-// task's ttl
+// now, oldest first, at most Options.MaxCatchUpPerTick per tick and as
+// many as the tick's budget allows (the next ticks carry on), and always
+// at least the latest. With overlap=skip a fire is not made while the
+// last fired task (last_task_id, or the task of next_run_at made by a
+// tick that died before its state write) is pending or running; the time
+// is recorded in the history as skipped. A task's ttl
 // counts from its fire time (ttl_from=submission), so a late fire gets
 // what is left and one later than its ttl is created already expired.
 //

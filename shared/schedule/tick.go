@@ -36,7 +36,10 @@ type TickReport struct {
 	More bool `json:"more"`
 }
 
-type outcome struct{ fired, skipped, missed, stale, raced int }
+type outcome struct {
+	fired, skipped, missed, stale, raced int
+	more                                 bool // a catch-up stopped at the budget
+}
 
 func (r *TickReport) add(o outcome) {
 	r.Fired += o.fired
@@ -44,6 +47,7 @@ func (r *TickReport) add(o outcome) {
 	r.Missed += o.missed
 	r.Stale += o.stale
 	r.Raced += o.raced
+	r.More = r.More || o.more
 }
 
 // duePages are how many due/ keys the LISTs of one tick ask for, in
@@ -80,14 +84,17 @@ func (s *Scheduler) Tick(ctx context.Context, now time.Time) (TickReport, error)
 		wg   sync.WaitGroup
 	)
 	sem := make(chan struct{}, s.opts.Parallel)
-	outOfBudget := func() bool {
+	// outOfTime is the budget of the work: TickBudget, and 5s before
+	// ctx's deadline (left for the state writes of the work under way).
+	outOfTime := func() bool {
 		if ctx.Err() != nil || time.Since(start) > s.opts.TickBudget {
 			return true
 		}
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < 5*time.Second {
-			return true
-		}
-		return s.opts.MaxPerTick > 0 && rep.Due >= s.opts.MaxPerTick
+		dl, ok := ctx.Deadline()
+		return ok && time.Until(dl) < 5*time.Second
+	}
+	outOfBudget := func() bool {
+		return outOfTime() || s.opts.MaxPerTick > 0 && rep.Due >= s.opts.MaxPerTick
 	}
 	// Starting after the bare prefix lists the same keys, and lets a
 	// server that scans from its start-after key (gofakes3) seek there.
@@ -132,7 +139,7 @@ pages:
 			sem <- struct{}{}
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				o, err := s.handle(ctx, m, now)
+				o, err := s.handle(ctx, m, now, outOfTime)
 				mu.Lock()
 				defer mu.Unlock()
 				rep.add(o)
@@ -159,8 +166,9 @@ pages:
 	return rep, errors.Join(errs...)
 }
 
-// handle takes up one due marker.
-func (s *Scheduler) handle(ctx context.Context, m dueMarker, now time.Time) (outcome, error) {
+// handle takes up one due marker; a catch-up stops making fires when
+// stop reports true.
+func (s *Scheduler) handle(ctx context.Context, m dueMarker, now time.Time, stop func() bool) (outcome, error) {
 	var out outcome
 	old := now.Add(-s.opts.StaleMarkerGrace)
 	raced := false // lost a state write to another tick: the winner deletes this marker
@@ -292,13 +300,13 @@ func (s *Scheduler) handle(ctx context.Context, m dueMarker, now time.Time) (out
 		if st.NextRunAt == nil || st.NextRunAt.After(now) {
 			return out, nil
 		}
-		o, err := s.fire(ctx, &def, st, etag, now)
+		o, err := s.fire(ctx, &def, st, etag, now, stop)
 		if errors.Is(err, store.ErrPrecondition) {
 			out.raced++ // another tick moved the state on; look again
 			raced = true
 			continue
 		}
-		out.fired, out.skipped, out.missed = o.fired, o.skipped, o.missed
+		out.fired, out.skipped, out.missed, out.more = o.fired, o.skipped, o.missed, o.more
 		return out, err
 	}
 	return out, fmt.Errorf("tick schedule %s: %w", m.id, ErrConflict)
@@ -306,8 +314,10 @@ func (s *Scheduler) handle(ctx context.Context, m dueMarker, now time.Time) (out
 
 // fire makes the fires of a due schedule whose state st (read with etag)
 // follows def, then moves the state on. The state write is the last step:
-// until it lands, a repeat finds the same tasks.
-func (s *Scheduler) fire(ctx context.Context, def *Definition, st State, etag string, now time.Time) (outcome, error) {
+// until it lands, a repeat finds the same tasks. When stop reports true
+// before a fire of a catch-up, the state moves on to that fire's time only
+// (as at MaxCatchUpPerTick), and the next tick carries on from there.
+func (s *Scheduler) fire(ctx context.Context, def *Definition, st State, etag string, now time.Time, stop func() bool) (outcome, error) {
 	var out outcome
 	sp, err := s.spec(def)
 	if err != nil {
@@ -339,6 +349,11 @@ func (s *Scheduler) fire(ctx context.Context, def *Definition, st State, etag st
 		}
 	}
 	for i, ft := range times {
+		if i > 0 && stop() {
+			rest, out.more = ft, true
+			times = times[:i]
+			break
+		}
 		f := Fire{ScheduleID: def.ID, FireTime: ft, FiredAt: now}
 		if i == 0 {
 			f.Missed = missed

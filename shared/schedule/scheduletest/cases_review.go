@@ -22,6 +22,9 @@ func runReview(t *testing.T, f Factory) {
 	t.Run("an_overlap_skip_fire_waits_for_the_task_of_a_tick_that_died_before_its_state_write", func(t *testing.T) {
 		overlapAfterDeadTick(t, f)
 	})
+	t.Run("a_catch_up_tick_stops_at_its_budget_and_the_next_ticks_carry_on", func(t *testing.T) {
+		catchUpBudget(t, f)
+	})
 }
 
 // unretriedCrashes crashes each operation that enables a schedule at each
