@@ -19,11 +19,19 @@ func TaskID(id string, fireTime time.Time) string {
 	return queue.DerivedID(fireTime, "schedule/"+id)
 }
 
+// TriggerTaskID returns the id of the task of a Trigger of schedule id at
+// now: queue.DerivedID(now, "schedule/"+id+"/trigger"). It differs from
+// every TaskID, so a trigger at a cron time does not take the cron fire's
+// task.
+func TriggerTaskID(id string, now time.Time) string {
+	return queue.DerivedID(now, "schedule/"+id+"/trigger")
+}
+
 // submit submits the task of one fire of def. With a ttl counted from
 // submission the deadline is fireTime + ttl.
-func (s *Scheduler) submit(ctx context.Context, def *Definition, fireTime, now time.Time) (queue.SubmitResult, error) {
+func (s *Scheduler) submit(ctx context.Context, def *Definition, taskID string, fireTime, now time.Time) (queue.SubmitResult, error) {
 	req := queue.SubmitRequest{
-		ID:          TaskID(def.ID, fireTime),
+		ID:          taskID,
 		TaskType:    def.TaskType,
 		Queue:       def.Queue,
 		Input:       def.Input,

@@ -116,7 +116,9 @@ type Fire struct {
 	ScheduleID string    `json:"schedule_id"`
 	FireTime   time.Time `json:"fire_time"`
 	// TaskID is the task the fire submitted (empty when skipped). Its id is
-	// queue.DerivedID(FireTime, "schedule/"+ScheduleID).
+	// queue.DerivedID(FireTime, "schedule/"+ScheduleID) (TaskID), or for a
+	// Trigger queue.DerivedID(FireTime, "schedule/"+ScheduleID+"/trigger")
+	// (TriggerTaskID).
 	TaskID  string    `json:"task_id,omitempty"`
 	FiredAt time.Time `json:"fired_at"`
 	// Skipped says why no task was submitted: "overlap" (the task in

@@ -374,7 +374,7 @@ func (s *Scheduler) fire(ctx context.Context, def *Definition, st State, etag st
 				continue
 			}
 		}
-		res, err := s.submit(ctx, def, ft, now)
+		res, err := s.submit(ctx, def, TaskID(def.ID, ft), ft, now)
 		if err != nil {
 			if !isInvalid(err) {
 				return out, err

@@ -10,8 +10,9 @@ import (
 
 // Trigger fires schedule id once, now, whatever its cron says and whether
 // or not it is paused, and returns the history entry (whose TaskID is the
-// task). The task id is TaskID(id, now): a trigger retried with the same
-// now finds the same task. Overlap is not applied (the user asked), but the
+// task). The task id is TriggerTaskID(id, now): a trigger retried with
+// the same now finds the same task, and a trigger at a cron time does not
+// take that fire's task. Overlap is not applied (the user asked), but the
 // task becomes the schedule's last task, so an overlap=skip schedule waits
 // for it. An unknown id returns ErrNotFound.
 func (s *Scheduler) Trigger(ctx context.Context, id string, now time.Time) (Fire, error) {
@@ -23,7 +24,7 @@ func (s *Scheduler) Trigger(ctx context.Context, id string, now time.Time) (Fire
 	if err != nil {
 		return Fire{}, err
 	}
-	res, err := s.submit(ctx, &def, now, now)
+	res, err := s.submit(ctx, &def, TriggerTaskID(id, now), now, now)
 	if err != nil {
 		return Fire{}, err
 	}

@@ -100,7 +100,7 @@ func crashOps() []crashOp {
 				return err
 			},
 			check: func(t *testing.T, e *env) {
-				wantStrings(t, "tasks", e.taskIDs(), taskIDsFor("a", crashAt))
+				wantStrings(t, "tasks", e.taskIDs(), []string{schedule.TriggerTaskID("a", crashAt)})
 				if h := e.history("a"); len(h) != 1 || !h[0].Trigger {
 					t.Fatalf("history %+v", h)
 				}

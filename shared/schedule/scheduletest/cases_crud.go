@@ -247,7 +247,7 @@ func runCRUD(t *testing.T, f Factory) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !f1.Trigger || f1.TaskID != schedule.TaskID("a", at) || !f1.FireTime.Equal(at) {
+		if !f1.Trigger || f1.TaskID != schedule.TriggerTaskID("a", at) || !f1.FireTime.Equal(at) {
 			t.Fatalf("fire = %+v", f1)
 		}
 		f2, err := e.sc.Trigger(ctx, "a", at) // retried: the same task
@@ -268,7 +268,7 @@ func runCRUD(t *testing.T, f Factory) {
 		if len(h) != 2 || !h[0].Trigger || h[0].TaskID != f1.TaskID {
 			t.Fatalf("history = %+v", h)
 		}
-		if sc := e.get("a", at); sc.LastTaskID != schedule.TaskID("a", at.Add(time.Second)) {
+		if sc := e.get("a", at); sc.LastTaskID != schedule.TriggerTaskID("a", at.Add(time.Second)) {
 			t.Fatalf("last task = %s", sc.LastTaskID)
 		}
 	})

@@ -22,6 +22,23 @@ func runReview(t *testing.T, f Factory) {
 	t.Run("an_overlap_skip_fire_waits_for_the_task_of_a_tick_that_died_before_its_state_write", func(t *testing.T) {
 		overlapAfterDeadTick(t, f)
 	})
+	t.Run("a_trigger_at_a_cron_time_makes_a_task_of_its_own", func(t *testing.T) {
+		e := newEnv(t, f)
+		e.create(schedule.Request{ID: "a", Cron: "*/15 * * * *"}, t0)
+		at := utc("2026-05-01T09:15:00Z")
+		fr, err := e.sc.Trigger(ctx, "a", at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.tick(at.Add(10 * time.Second))
+		ids := e.taskIDs()
+		if len(ids) != 2 {
+			t.Fatalf("a trigger and a cron fire at the same time made tasks %v, want two", ids)
+		}
+		if fr.TaskID == schedule.TaskID("a", at) {
+			t.Fatalf("the trigger took the cron fire's task id %s", fr.TaskID)
+		}
+	})
 	t.Run("a_catch_up_tick_stops_at_its_budget_and_the_next_ticks_carry_on", func(t *testing.T) {
 		catchUpBudget(t, f)
 	})

@@ -171,7 +171,7 @@ func runTick(t *testing.T, f Factory) {
 						errs <- err
 					}
 				}()
-				want = append(want, schedule.TaskID(id, now.Add(time.Duration(i)*time.Second)))
+				want = append(want, schedule.TriggerTaskID(id, now.Add(time.Duration(i)*time.Second)))
 			}
 			wg.Wait()
 			close(errs)
