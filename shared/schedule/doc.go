@@ -63,6 +63,9 @@
 // This is robfig/cron's behaviour, except that robfig fires a repeated
 // time twice whatever the hour field; like cron(8) and EventBridge
 // Scheduler, a fixed-time schedule here runs once.
+// Zones whose clocks move by 30 minutes (Australia/Lord_Howe) are not
+// handled correctly by robfig/cron: there "0 0 * * *" skips 2026-04-06
+// and "30 1 * * *" fires twice on 2026-10-04 (01:30 and 02:30).
 //
 // # Missed runs, overlap, catch-up
 //
