@@ -59,9 +59,11 @@ func (s *Scheduler) Create(ctx context.Context, req Request, now time.Time) (Sch
 				return Schedule{}, err
 			}
 			if st.follows(&existing) || !sameSpec(&existing, &def) {
-				if !existing.CreatedAt.Equal(now) {
-					// Not a create racing at the same now, whose
-					// marker could have the same key.
+				if st.follows(&existing) {
+					// The create that made it is finished and needs no
+					// marker (the same key as ours when it ran at the
+					// same now): ours goes. Otherwise it may be the
+					// hint a tick needs to finish that create.
 					s.dropIntent(ctx, intent, &st)
 				}
 				return Schedule{}, fmt.Errorf("schedule %s: %w", def.ID, ErrExists)
