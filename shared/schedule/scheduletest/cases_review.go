@@ -16,6 +16,9 @@ func runReview(t *testing.T, f Factory) {
 	t.Run("an_unretried_create_resume_or_update_that_dies_at_any_write_still_fires_every_cron_time_after_it", func(t *testing.T) {
 		unretriedCrashes(t, f)
 	})
+	t.Run("a_create_that_stalls_before_its_state_write_past_its_first_fire_still_fires_every_cron_time", func(t *testing.T) {
+		createStalledBeforeState(t, f)
+	})
 	t.Run("a_delete_racing_a_create_of_the_same_id_leaves_the_new_schedule_alive", func(t *testing.T) {
 		deleteRacingCreate(t, f)
 	})
@@ -211,4 +214,34 @@ func catchUpBudget(t *testing.T, f Factory) {
 	if h := e.history("a"); len(h) != len(want) {
 		t.Fatalf("%d history entries, want %d", len(h), len(want))
 	}
+}
+
+// stallStore runs before once, before the first PutIfAbsent of key.
+type stallStore struct {
+	store.Store
+	key    string
+	once   sync.Once
+	before func()
+}
+
+func (s *stallStore) PutIfAbsent(ctx context.Context, key string, body []byte) (string, error) {
+	if key == s.key {
+		s.once.Do(s.before)
+	}
+	return s.Store.PutIfAbsent(ctx, key, body)
+}
+
+func createStalledBeforeState(t *testing.T, f Factory) {
+	e := newEnv(t, f)
+	at := utc("2026-05-01T09:14:30Z") // the first fire, 09:15, is close
+	st := &stallStore{Store: e.s, key: schedule.StateKey("a"), before: func() {
+		// The create stalls past the first fire time and the
+		// stale-marker grace; a tick meets its marker.
+		e.tick(utc("2026-05-01T09:17:30Z"))
+	}}
+	if _, err := e.process(st).Create(ctx, schedule.Request{ID: "a", TaskType: "report.make", Cron: "*/15 * * * *"}, at); err != nil {
+		t.Fatal(err)
+	}
+	e.tickEvery(utc("2026-05-01T09:17:30Z"), utc("2026-05-01T10:02:30Z"), 5*time.Minute)
+	wantStrings(t, "tasks", e.taskIDs(), taskIDsFor("a", cronTimes(t, "*/15 * * * *", "UTC", at, utc("2026-05-01T10:02:30Z"))...))
 }
