@@ -29,7 +29,9 @@ func TestASweepCrashedOnAnyPathLeavesWorkTheNextOneFinishes(t *testing.T) {
 		}
 		s.Put(bg, queue.ArtifactKey(done, "x"), nil)
 		c = claim1(t, q, queue.ClaimRequest{Queue: "a"}, T0)
-		if _, err := q.Complete(bg, done, c.Lease.Token, nil, T0.Add(time.Minute)); err != nil { t.Fatal(err) }
+		if _, err := q.Complete(bg, done, c.Lease.Token, nil, T0.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
 		return
 	}
 	now := T0.Add(21 * time.Minute)
@@ -79,4 +81,13 @@ func TestASweepCrashedOnAnyPathLeavesWorkTheNextOneFinishes(t *testing.T) {
 	}
 }
 
-func contains(s, sub string) bool { return len(s) >= len(sub) && (func() bool { for i := 0; i+len(sub) <= len(s); i++ { if s[i:i+len(sub)] == sub { return true } }; return false })() }
+func contains(s, sub string) bool {
+	return len(s) >= len(sub) && (func() bool {
+		for i := 0; i+len(sub) <= len(s); i++ {
+			if s[i:i+len(sub)] == sub {
+				return true
+			}
+		}
+		return false
+	})()
+}
