@@ -1,34 +1,7 @@
 // Command submit is the Lambda function behind POST /tasks and POST /tasks/batch.
-// It is thin: configuration from the environment (see package config), then
-// the handler of package lambdafn.
+// It is thin: everything is in lambdafn.Main.
 package main
 
-import (
-	"context"
-	"fmt"
-	"os"
+import "github.com/s3q/s3q/shared/lambdafn"
 
-	"github.com/aws/aws-lambda-go/lambda"
-
-	"github.com/s3q/s3q/shared/config"
-	"github.com/s3q/s3q/shared/lambdafn"
-)
-
-func main() {
-	cfg, err := config.FromEnv(os.Getenv)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "submit: %v\n", err)
-		os.Exit(1)
-	}
-	deps, err := lambdafn.DepsFromConfig(context.Background(), cfg, os.Stdout)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "submit: %v\n", err)
-		os.Exit(1)
-	}
-	h, err := lambdafn.New("submit", deps)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "submit: %v\n", err)
-		os.Exit(1)
-	}
-	lambda.Start(h)
-}
+func main() { lambdafn.Main(lambdafn.Submit) }
