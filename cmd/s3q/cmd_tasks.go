@@ -163,30 +163,6 @@ Examples:
 	})
 
 	register(func() *command {
-		return &command{
-			name: "status", args: "ID", summary: "show a task, with its deadline and time left",
-			run: func(ctx context.Context, e *env, args []string) error {
-				if len(args) != 1 {
-					return usageErr("status takes one task ID")
-				}
-				c, err := newClient(ctx, e)
-				if err != nil {
-					return err
-				}
-				t, err := c.Get(ctx, args[0])
-				if err != nil {
-					return err
-				}
-				if e.output == "json" {
-					return printJSON(e.stdout, map[string]any{"task": t})
-				}
-				printTask(e.stdout, t, time.Now())
-				return nil
-			},
-		}
-	})
-
-	register(func() *command {
 		var status, ltype, lqueue, cursor string
 		var limit int
 		var all bool
@@ -265,10 +241,15 @@ Examples:
 		}
 	})
 
-	for _, op := range []struct{ name, summary string }{
-		{"cancel", "cancel a pending task, or ask a running one to stop"},
-		{"retry", "put a failed or cancelled task back to pending"},
-		{"expire", "mark a pending task expired now"},
+	// Commands that take one task ID, make one call and show the task.
+	for _, op := range []struct {
+		name, summary string
+		call          func(c *client.Client, ctx context.Context, id string) (client.Task, error)
+	}{
+		{"status", "show a task, with its deadline and time left", (*client.Client).Get},
+		{"cancel", "cancel a pending task, or ask a running one to stop", (*client.Client).Cancel},
+		{"retry", "put a failed or cancelled task back to pending", (*client.Client).Retry},
+		{"expire", "mark a pending task expired now", (*client.Client).Expire},
 	} {
 		register(func() *command {
 			return &command{
@@ -281,15 +262,7 @@ Examples:
 					if err != nil {
 						return err
 					}
-					var t client.Task
-					switch op.name {
-					case "cancel":
-						t, err = c.Cancel(ctx, args[0])
-					case "retry":
-						t, err = c.Retry(ctx, args[0])
-					default:
-						t, err = c.Expire(ctx, args[0])
-					}
+					t, err := op.call(c, ctx, args[0])
 					if err != nil {
 						return err
 					}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -100,19 +101,16 @@ func (a *API) scheduleDelete(rq *request) (reply, error) {
 
 // schedulePause serves POST /schedules/{id}/pause.
 func (a *API) schedulePause(rq *request) (reply, error) {
-	sc, err := a.scheduler()
-	if err != nil {
-		return reply{}, err
-	}
-	if err := decodeObject(rq.body, &struct{}{}, ""); err != nil {
-		return reply{}, err
-	}
-	s, err := sc.Pause(rq.ctx, rq.id, a.now())
-	return a.scheduleOut(http.StatusOK, s, err)
+	return a.scheduleAction(rq, (*schedule.Scheduler).Pause)
 }
 
 // scheduleResume serves POST /schedules/{id}/resume.
 func (a *API) scheduleResume(rq *request) (reply, error) {
+	return a.scheduleAction(rq, (*schedule.Scheduler).Resume)
+}
+
+// scheduleAction serves a POST on one schedule with an empty body.
+func (a *API) scheduleAction(rq *request, act func(*schedule.Scheduler, context.Context, string, time.Time) (schedule.Schedule, error)) (reply, error) {
 	sc, err := a.scheduler()
 	if err != nil {
 		return reply{}, err
@@ -120,7 +118,7 @@ func (a *API) scheduleResume(rq *request) (reply, error) {
 	if err := decodeObject(rq.body, &struct{}{}, ""); err != nil {
 		return reply{}, err
 	}
-	s, err := sc.Resume(rq.ctx, rq.id, a.now())
+	s, err := act(sc, rq.ctx, rq.id, a.now())
 	return a.scheduleOut(http.StatusOK, s, err)
 }
 
