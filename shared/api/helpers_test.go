@@ -159,20 +159,13 @@ func (e *env) running() (string, string) {
 func keys(t *testing.T, s store.Store) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	after := ""
-	for {
-		p, err := s.List(t.Context(), "", after, 0)
+	for it, err := range store.All(t.Context(), s, "") {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, it := range p.Items {
-			out[it.Key] = it.ETag
-			after = it.Key
-		}
-		if !p.Truncated {
-			return out
-		}
+		out[it.Key] = it.ETag
 	}
+	return out
 }
 
 // get walks a decoded JSON value by a dotted path ("tasks.0.task.id").

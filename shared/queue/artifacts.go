@@ -106,21 +106,15 @@ func (t *Task) ArtifactReadExpiry(ttl time.Duration, now time.Time) (until time.
 // how many it deleted.
 func (q *Queue) deleteArtifacts(ctx context.Context, id string) (int, error) {
 	prefix := ArtifactPrefix(id)
-	n, after := 0, ""
-	for {
-		page, err := q.store.List(ctx, prefix, after, 0)
+	n := 0
+	for it, err := range store.All(ctx, q.store, prefix) {
 		if err != nil {
 			return n, fmt.Errorf("list %s: %w", prefix, err)
 		}
-		for _, it := range page.Items {
-			if err := q.store.Delete(ctx, it.Key); err != nil {
-				return n, fmt.Errorf("delete %s: %w", it.Key, err)
-			}
-			n++
+		if err := q.store.Delete(ctx, it.Key); err != nil {
+			return n, fmt.Errorf("delete %s: %w", it.Key, err)
 		}
-		if !page.Truncated || len(page.Items) == 0 {
-			return n, nil
-		}
-		after = page.Items[len(page.Items)-1].Key
+		n++
 	}
+	return n, nil
 }

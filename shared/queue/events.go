@@ -42,9 +42,9 @@ type EventPublisher interface {
 	Publish(ctx context.Context, events []Event) ([]error, error)
 }
 
-// ExpiredDetail is the detail of a Task Expired event, exactly the fields
-// of DESIGN.md §3. Absent dedup_key, parent_id and expires_at are null.
-type ExpiredDetail struct {
+// EventTask is the part of every event's detail that names its task.
+// Absent dedup_key, parent_id and expires_at are null.
+type EventTask struct {
 	TaskID    string     `json:"task_id"`
 	Queue     string     `json:"queue"`
 	TaskType  string     `json:"task_type"`
@@ -52,7 +52,21 @@ type ExpiredDetail struct {
 	ParentID  *string    `json:"parent_id"`
 	CreatedAt time.Time  `json:"created_at"`
 	ExpiresAt *time.Time `json:"expires_at"`
-	ExpiredAt time.Time  `json:"expired_at"`
+}
+
+func eventTask(t *Task) EventTask {
+	return EventTask{
+		TaskID: t.ID, Queue: t.Queue, TaskType: t.TaskType,
+		DedupKey: nullable(t.DedupKey), ParentID: nullable(t.ParentID),
+		CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt,
+	}
+}
+
+// ExpiredDetail is the detail of a Task Expired event, exactly the fields
+// of DESIGN.md §3.
+type ExpiredDetail struct {
+	EventTask
+	ExpiredAt time.Time `json:"expired_at"`
 	// AgeSeconds is expired_at - created_at, in seconds.
 	AgeSeconds float64 `json:"age_seconds"`
 	// Reason is ttl, parent_expired or manual.
@@ -61,17 +75,11 @@ type ExpiredDetail struct {
 
 // DeadLetteredDetail is the detail of a Task Dead-Lettered event.
 type DeadLetteredDetail struct {
-	TaskID      string     `json:"task_id"`
-	Queue       string     `json:"queue"`
-	TaskType    string     `json:"task_type"`
-	DedupKey    *string    `json:"dedup_key"`
-	ParentID    *string    `json:"parent_id"`
-	CreatedAt   time.Time  `json:"created_at"`
-	ExpiresAt   *time.Time `json:"expires_at"`
-	FailedAt    time.Time  `json:"failed_at"`
-	Attempt     int        `json:"attempt"`
-	MaxAttempts int        `json:"max_attempts"`
-	LastError   string     `json:"last_error"`
+	EventTask
+	FailedAt    time.Time `json:"failed_at"`
+	Attempt     int       `json:"attempt"`
+	MaxAttempts int       `json:"max_attempts"`
+	LastError   string    `json:"last_error"`
 }
 
 func nullable(s string) *string {
@@ -88,9 +96,7 @@ func ExpiredEvent(t *Task) Event {
 		at = *t.ExpiredAt
 	}
 	d := ExpiredDetail{
-		TaskID: t.ID, Queue: t.Queue, TaskType: t.TaskType,
-		DedupKey: nullable(t.DedupKey), ParentID: nullable(t.ParentID),
-		CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, ExpiredAt: at,
+		EventTask: eventTask(t), ExpiredAt: at,
 		AgeSeconds: at.Sub(t.CreatedAt).Seconds(),
 		Reason:     t.ExpiryReason,
 	}
@@ -105,9 +111,7 @@ func DeadLetteredEvent(t *Task) Event {
 		at = *t.FailedAt
 	}
 	d := DeadLetteredDetail{
-		TaskID: t.ID, Queue: t.Queue, TaskType: t.TaskType,
-		DedupKey: nullable(t.DedupKey), ParentID: nullable(t.ParentID),
-		CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, FailedAt: at,
+		EventTask: eventTask(t), FailedAt: at,
 		Attempt: t.Attempt, MaxAttempts: t.MaxAttempts, LastError: t.LastError,
 	}
 	b, _ := json.Marshal(d)

@@ -203,29 +203,21 @@ func (r *sweepRun) cascade(ctx context.Context, parent *Task) ([]*followUp, erro
 	}
 	prefix := childrenPrefix(parent.ID)
 	var out []*followUp
-	after := ""
-	for {
-		page, err := r.q.store.List(ctx, prefix, after, 0)
+	for it, err := range store.All(ctx, r.q.store, prefix) {
 		if err != nil {
 			return out, fmt.Errorf("list %s: %w", prefix, err)
 		}
-		for _, it := range page.Items {
-			id := strings.TrimPrefix(it.Key, prefix)
-			if validID(id) != nil {
-				continue
-			}
-			f, err := r.cascadeChild(ctx, parent, id, it.Key)
-			if err != nil {
-				return out, err
-			}
-			if f != nil {
-				out = append(out, f)
-			}
+		id := strings.TrimPrefix(it.Key, prefix)
+		if validID(id) != nil {
+			continue
 		}
-		if !page.Truncated || len(page.Items) == 0 {
-			break
+		f, err := r.cascadeChild(ctx, parent, id, it.Key)
+		if err != nil {
+			return out, err
 		}
-		after = page.Items[len(page.Items)-1].Key
+		if f != nil {
+			out = append(out, f)
+		}
 	}
 	// Done: no child can be added any more (a submit that raced this
 	// cascade expires its child itself).

@@ -254,12 +254,17 @@ func (r *sweepRun) run(ctx context.Context) error {
 // out reports whether the sweep must start no new work.
 func (r *sweepRun) out(ctx context.Context) bool {
 	if ctx.Err() != nil || (!r.opts.Deadline.IsZero() && !r.opts.Clock().Before(r.opts.Deadline)) {
-		r.mu.Lock()
-		r.rep.Incomplete = true
-		r.mu.Unlock()
-		return true
+		return r.incomplete()
 	}
 	return false
+}
+
+// incomplete notes that work was left for the next sweep; it returns true.
+func (r *sweepRun) incomplete() bool {
+	r.mu.Lock()
+	r.rep.Incomplete = true
+	r.mu.Unlock()
+	return true
 }
 
 // parallel runs jobs, Concurrency at a time, until they are done or the
@@ -303,10 +308,7 @@ func (r *sweepRun) readSweepHead(ctx context.Context) (map[string]bool, []sweepE
 	var due []sweepEntry
 	after := ""
 	for pages := 0; ; pages++ {
-		if pages == maxHeadPages || r.out(ctx) { // also before the first page: a late sweep lists nothing more
-			r.mu.Lock()
-			r.rep.Incomplete = true
-			r.mu.Unlock()
+		if r.out(ctx) || pages == maxHeadPages && r.incomplete() { // also before the first page: a late sweep lists nothing more
 			break
 		}
 		page, err := r.q.store.List(ctx, prefixSweep, after, 0)
@@ -346,10 +348,7 @@ func (r *sweepRun) readDeadlineHead(ctx context.Context, prefix string) ([]marke
 	after := ""
 	horizon := r.now.Add(r.opts.NearWindow)
 	for pages := 0; ; pages++ {
-		if pages == maxHeadPages || r.out(ctx) { // also before the first page: a late sweep lists nothing more
-			r.mu.Lock()
-			r.rep.Incomplete = true
-			r.mu.Unlock()
+		if r.out(ctx) || pages == maxHeadPages && r.incomplete() { // also before the first page: a late sweep lists nothing more
 			break
 		}
 		page, err := r.q.store.List(ctx, prefix, after, 0)

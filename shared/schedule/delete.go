@@ -97,20 +97,13 @@ func (s *Scheduler) tombstone(ctx context.Context, st State, etag string, now ti
 
 // deleteHistory deletes every history entry of a schedule.
 func (s *Scheduler) deleteHistory(ctx context.Context, id string) error {
-	after := ""
-	for {
-		page, err := s.store.List(ctx, HistoryPrefix(id), after, 0)
+	for it, err := range store.All(ctx, s.store, HistoryPrefix(id)) {
 		if err != nil {
 			return fmt.Errorf("list history of schedule %s: %w", id, err)
 		}
-		for _, it := range page.Items {
-			if err := s.store.Delete(ctx, it.Key); err != nil {
-				return fmt.Errorf("delete history of schedule %s: %w", id, err)
-			}
+		if err := s.store.Delete(ctx, it.Key); err != nil {
+			return fmt.Errorf("delete history of schedule %s: %w", id, err)
 		}
-		if !page.Truncated || len(page.Items) == 0 {
-			return nil
-		}
-		after = page.Items[len(page.Items)-1].Key
 	}
+	return nil
 }

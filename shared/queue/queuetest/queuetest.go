@@ -131,17 +131,11 @@ func (e *env) raw(id string) []byte {
 func (e *env) keys(prefix string) []string {
 	e.t.Helper()
 	var out []string
-	after := ""
-	for {
-		p, err := e.s.List(ctx, prefix, after, 0)
+	for it, err := range store.All(ctx, e.s, prefix) {
 		if err != nil {
 			e.t.Fatalf("list %s: %v", prefix, err)
 		}
-		out = append(out, p.Keys()...)
-		if !p.Truncated || len(p.Items) == 0 {
-			break
-		}
-		after = p.Items[len(p.Items)-1].Key
+		out = append(out, it.Key)
 	}
 	sort.Strings(out)
 	return out

@@ -121,17 +121,11 @@ func (e *env) keys(prefix string) []string {
 func listKeys(t testing.TB, s store.Store, prefix string) []string {
 	t.Helper()
 	var out []string
-	after := ""
-	for {
-		p, err := s.List(ctx, prefix, after, 0)
+	for it, err := range store.All(ctx, s, prefix) {
 		if err != nil {
 			t.Fatalf("list %s: %v", prefix, err)
 		}
-		out = append(out, p.Keys()...)
-		if !p.Truncated || len(p.Items) == 0 {
-			break
-		}
-		after = p.Items[len(p.Items)-1].Key
+		out = append(out, it.Key)
 	}
 	sort.Strings(out)
 	return out
