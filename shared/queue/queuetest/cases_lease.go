@@ -2,6 +2,7 @@ package queuetest
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,7 +115,7 @@ func runLease(t *testing.T, f Factory) {
 						t.Fatalf("%s with %s changed task %s:\nbefore %s\nafter  %s", o.name, tc.what, id, b, after)
 					}
 				}
-				if after := e.allKeys(); len(after) != len(keys) {
+				if after := e.allKeys(); strings.Join(after, "\n") != strings.Join(keys, "\n") {
 					t.Fatalf("%s with %s changed the keys: %v -> %v", o.name, tc.what, keys, after)
 				}
 			}

@@ -279,6 +279,14 @@ func runDay(t *testing.T, f Factory) {
 		if perKind["paused"] != 0 || perKind["catch_up 0 * * * *"] == 0 {
 			t.Fatalf("fires by kind: %v", perKind)
 		}
+		// In the store itself: a paused schedule has no fire history.
+		for _, sc := range scheds {
+			if sc.req.Enabled != nil {
+				if h := e.keys(schedule.HistoryPrefix(sc.req.ID)); len(h) != 0 {
+					t.Fatalf("paused schedule %s has fired: %v", sc.req.ID, clipList(h))
+				}
+			}
+		}
 		// Every enabled schedule's state names a marker that exists.
 		due := map[string]bool{}
 		for _, k := range e.keys("due/") {
