@@ -69,9 +69,9 @@ func init() {
 	register(func() *command {
 		var (
 			taskType, input, queueName, dedup, parent, ttlFrom, file, id string
-			ttl, in, wait, timeout                                   durationFlag
-			expiresAt, at                                            timeFlag
-			maxAttempts                                              int
+			ttl, in, wait, timeout                                       durationFlag
+			expiresAt, at                                                timeFlag
+			maxAttempts                                                  int
 		)
 		return &command{
 			name: "submit", summary: "submit a task (or many from a JSONL file)",
