@@ -83,3 +83,16 @@ func PutOwn(ctx context.Context, s Store, key string, body []byte) (string, erro
 	}
 	return "", err
 }
+
+// DeleteOwn deletes key and recognises its own delete when the answer was
+// lost: after an error it checks key and succeeds when key is gone.
+func DeleteOwn(ctx context.Context, s Store, key string) error {
+	err := s.Delete(ctx, key)
+	if err == nil {
+		return nil
+	}
+	if _, herr := s.Head(ctx, key); errors.Is(herr, ErrNotFound) {
+		return nil
+	}
+	return err
+}

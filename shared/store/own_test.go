@@ -58,7 +58,7 @@ func TestCreateOwnRecognisesItsOwnWriteAfterALostAnswer(t *testing.T) {
 	}
 }
 
-func TestSwapOwnAndPutOwnRecogniseTheirOwnWriteAfterALostAnswer(t *testing.T) {
+func TestSwapOwnPutOwnAndDeleteOwnRecogniseTheirOwnWriteAfterALostAnswer(t *testing.T) {
 	f := store.NewFaulty(memstore.New())
 	etag, _ := f.Put(ctx, "k", []byte("1"))
 	f.FailMatching(store.OpPutIfMatch, "", store.LoseAnswer, 1)
@@ -75,5 +75,13 @@ func TestSwapOwnAndPutOwnRecogniseTheirOwnWriteAfterALostAnswer(t *testing.T) {
 	f.FailMatching(store.OpPut, "", store.FailBefore, 1)
 	if _, err := store.PutOwn(ctx, f, "n", nil); !errors.Is(err, store.ErrRetryable) {
 		t.Fatalf("an unapplied put: %v", err)
+	}
+	f.FailMatching(store.OpDelete, "", store.LoseAnswer, 1)
+	if err := store.DeleteOwn(ctx, f, "m"); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	f.FailMatching(store.OpDelete, "", store.FailBefore, 1)
+	if err := store.DeleteOwn(ctx, f, "k"); !errors.Is(err, store.ErrRetryable) {
+		t.Fatalf("an unapplied delete: %v", err)
 	}
 }

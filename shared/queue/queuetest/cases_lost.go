@@ -3,6 +3,7 @@ package queuetest
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -198,6 +199,27 @@ func runLostSubmit(t *testing.T, f Factory) {
 			t.Fatalf("%d events, want 1", len(evs))
 		}
 	})
+
+	for _, suffix := range []string{".flag", ""} {
+		t.Run("a_child_submit_whose_parent_hint_answer_was_lost_still_joins_the_cascade"+strings.ReplaceAll(suffix, ".", "_"), func(t *testing.T) {
+			e, fs := newLossEnv(t, f)
+			parent := e.submit(queue.SubmitRequest{TTL: dur("1m")}, t0)
+			prefix := "children/" + parent.ID + suffix
+			if suffix == "" {
+				prefix += "/"
+			}
+			lose(fs, store.OpPut, prefix)
+			child, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", ParentID: parent.ID}, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantHits(t, fs, 1)
+			e.consistent()
+			e.sweep(t0.Add(2*time.Minute), nil)
+			e.sweep(t0.Add(3*time.Minute), nil)
+			wantStatus(t, e.get(child.Task.ID), queue.StatusExpired)
+		})
+	}
 
 	t.Run("a_submit_retried_with_its_id_after_the_answer_was_lost_replays_the_task", func(t *testing.T) {
 		e, _ := newLossEnv(t, f)
@@ -554,6 +576,35 @@ func runLostManage(t *testing.T, f Factory) {
 			e.sweep(t0.Add(time.Minute), pub)
 			if evs := byTask(t, pub.take()); len(evs) != 1 {
 				t.Fatalf("%d events, want 1", len(evs))
+			}
+		})
+
+		t.Run("a_sweep_whose_event_note_on_the_"+c.name+"_answer_was_lost_publishes_once", func(t *testing.T) {
+			e, fs := newLossEnv(t, f)
+			a := e.submit(queue.SubmitRequest{}, t0)
+			if _, err := e.q.Expire(ctx, a.ID, t0); err != nil {
+				t.Fatal(err)
+			}
+			if c.op == store.OpPut {
+				lose(fs, store.OpDelete, c.prefix) // the outbox entry's delete
+			} else {
+				lose(fs, c.op, c.prefix) // the note of expiry_event_sent_at
+			}
+			pub := &recorder{}
+			if _, err := e.q.Sweep(ctx, t0.Add(time.Minute), queue.SweepOptions{Publisher: pub}); err != nil {
+				t.Fatal(err)
+			}
+			wantHits(t, fs, 1)
+			e.sweep(t0.Add(2*time.Minute), pub)
+			e.sweep(t0.Add(3*time.Minute), pub)
+			if evs := byTask(t, pub.take()); len(evs) != 1 {
+				t.Fatalf("%d events, want 1", len(evs))
+			}
+			if got := e.get(a.ID); got.ExpiryEventSentAt == nil {
+				t.Fatal("the event is still owed")
+			}
+			if h := e.hints(); len(h) != 0 {
+				t.Fatalf("hints left: %v", h)
 			}
 		})
 
