@@ -130,6 +130,7 @@ func runLost(t *testing.T, f Factory) {
 	runLostDedup(t, f)
 	runLostLease(t, f)
 	runLostManage(t, f)
+	runIDBudget(t, f)
 }
 
 func runLostSubmit(t *testing.T, f Factory) {
@@ -629,4 +630,28 @@ func runLostManage(t *testing.T, f Factory) {
 			e.consistent()
 		})
 	}
+}
+
+// runIDBudget checks that an id costs no request: a submit with one makes
+// the same two writes as one without (DESIGN §7's budget).
+func runIDBudget(t *testing.T, f Factory) {
+	t.Run("a_submit_with_an_id_costs_the_same_requests_as_one_without", func(t *testing.T) {
+		e := newEnv(t, f)
+		q, counts := e.counted()
+		if _, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "warm"}, t0); err != nil { // the queue registry, once
+			t.Fatal(err)
+		}
+		counts.Reset()
+		if _, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "a"}, t0); err != nil {
+			t.Fatal(err)
+		}
+		without := counts.Counts()
+		counts.Reset()
+		if _, err := q.Submit(ctx, queue.SubmitRequest{ID: queue.NewID(t0), TaskType: "a"}, t0); err != nil {
+			t.Fatal(err)
+		}
+		if with := counts.Counts(); with != without || with.Total() != 2 {
+			t.Fatalf("with an id: %v; without: %v; want 2 PUTs each", with, without)
+		}
+	})
 }
