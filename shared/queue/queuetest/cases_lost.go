@@ -131,6 +131,7 @@ func runLost(t *testing.T, f Factory) {
 	runLostLease(t, f)
 	runLostManage(t, f)
 	runIDBudget(t, f)
+	runIDRace(t, f)
 }
 
 func runLostSubmit(t *testing.T, f Factory) {
@@ -653,5 +654,51 @@ func runIDBudget(t *testing.T, f Factory) {
 		if with := counts.Counts(); with != without || with.Total() != 2 {
 			t.Fatalf("with an id: %v; without: %v; want 2 PUTs each", with, without)
 		}
+	})
+}
+
+// runIDRace submits one request with one id from many goroutines at once.
+func runIDRace(t *testing.T, f Factory) {
+	t.Run("concurrent_submits_with_one_id_make_one_task_and_the_rest_replay_it", func(t *testing.T) {
+		e := newEnv(t, f)
+		n := 4
+		if f.Real {
+			n = 12
+		}
+		req := queue.SubmitRequest{ID: queue.NewID(t0), TaskType: "email.send", DedupKey: "k"}
+		type out struct {
+			res queue.SubmitResult
+			err error
+		}
+		outs := make(chan out, n)
+		for i := 0; i < n; i++ {
+			go func() {
+				q := e.reopen() // separate processes
+				res, err := q.Submit(ctx, req, t0.Add(time.Duration(i)*time.Millisecond))
+				outs <- out{res, err}
+			}()
+		}
+		created := 0
+		for i := 0; i < n; i++ {
+			o := <-outs
+			if o.err != nil {
+				// Racing takers of one dedup key may be told to retry.
+				if !errors.Is(o.err, queue.ErrConflict) {
+					t.Fatalf("submit: %v", o.err)
+				}
+				continue
+			}
+			if o.res.Task.ID != req.ID || o.res.Deduplicated {
+				t.Fatalf("answer: %+v", o.res)
+			}
+			if !o.res.Replayed {
+				created++
+			}
+		}
+		if created != 1 {
+			t.Fatalf("%d submits created the task, want 1", created)
+		}
+		wantTasks(t, e, 1)
+		e.consistent()
 	})
 }
