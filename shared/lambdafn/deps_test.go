@@ -17,6 +17,7 @@ import (
 	"github.com/s3q/s3q/shared/config"
 	"github.com/s3q/s3q/shared/lambdafn"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/tasktypes"
 )
 
@@ -267,4 +268,27 @@ func TestSweepExpiredWiredFromConfig(t *testing.T) {
 			t.Errorf("task_ttl_seconds lines: %v\n%s", got, out.String())
 		}
 	})
+}
+
+// The scheduler works through the same counted store as the queue, so the
+// tick's requests (and the schedule routes') are in its s3_requests.
+func TestScheduleTickCountsItsRequests(t *testing.T) {
+	c := fromEnv(t, nil)
+	d, err := lambdafn.DepsFromConfig(t.Context(), c, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Tick = lambdafn.NewTick(d)
+	// Nothing due: the tick makes one LIST of due/, and says so.
+	if rep := invokeTimer(t, "schedule-tick", d); rep.S3Requests != 1 {
+		t.Fatalf("an idle tick counted %d requests, want 1 (the LIST of due/)", rep.S3Requests)
+	}
+	if _, err := d.Scheduler.Create(t.Context(), schedule.Request{ID: "every-minute", TaskType: "email.send", Cron: "* * * * *"},
+		eventTime.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	rep := invokeTimer(t, "schedule-tick", d)
+	if fired := rep.Result.(map[string]any)["fired"]; fired != 1.0 || rep.S3Requests < 5 {
+		t.Fatalf("a tick that fired %v counted %d requests: %+v", fired, rep.S3Requests, rep)
+	}
 }
