@@ -246,7 +246,7 @@ func newAccessEnv(t *testing.T) *accessEnv {
 
 // world fills the bucket with every kind of state a function may meet at
 // now: tasks past their deadline (one with a dedup key, one a parent with
-// a pending child), a lapsed lease on the last attempt, a running task
+// a pending child), a ttl_from=first_attempt task, a lapsed lease on the last attempt, a running task
 // with a deadline (parked by the sweep), a dead-lettered task whose event
 // is owed, artifacts past their lifetime, task-type defaults, and cron
 // schedules due now (one with overlap=skip and a pending last task).
@@ -273,6 +273,8 @@ func world(t *testing.T, q *queue.Queue, now time.Time) {
 	parent := submit(queue.SubmitRequest{TaskType: "email.send", TTL: &hour}, past)
 	submit(queue.SubmitRequest{TaskType: "email.send", ParentID: parent.ID, OnParentExpired: "cancel"}, past)
 	submit(queue.SubmitRequest{TaskType: "email.send", TTL: &hour, DedupKey: "welcome-42"}, past)
+	// Its deadline starts at its first claim, which moves it to deadline/.
+	submit(queue.SubmitRequest{TaskType: "email.send", TTL: &hour, TTLFrom: queue.TTLFromFirstAttempt}, past)
 
 	// Claimed before the tasks above are due: a lapsed lease on its last
 	// attempt, and a running task with a deadline and a long lease.
@@ -318,6 +320,10 @@ func world(t *testing.T, q *queue.Queue, now time.Time) {
 	must(err)
 	_, err = sc.Create(ctx, schedule.Request{ID: "plain", TaskType: "cleanup.run", Cron: "* * * * *"}, past)
 	must(err)
+	// Last due 30 minutes ago with a ttl of 1m: its task expires on arrival.
+	minute := queue.Duration(time.Minute)
+	_, err = sc.Create(ctx, schedule.Request{ID: "late", TaskType: "cleanup.run", Cron: "30 * * * *", TTL: &minute}, past)
+	must(err)
 
 	// A parent without a deadline expired by hand: its pending child (in
 	// ready/) is the sweep's to expire.
@@ -355,6 +361,11 @@ func accessCases() []accessCase {
 		for _, child := range []bool{false, true} {
 			out = append(out, accessCase{function: lambdafn.Tasks, file: file, setup: taskIn(state, child)})
 		}
+		// A running task past its deadline that a sweep parked: its
+		// marker is in sweep/.
+		if state == "running" {
+			out = append(out, accessCase{function: lambdafn.Tasks, file: file, setup: parkedTask})
+		}
 	}
 	return append(out,
 		// Claims that meet every kind of task: more than one, any type.
@@ -364,11 +375,11 @@ func accessCases() []accessCase {
 			body: func(string) string { return `{"queue":"leases","max_tasks":10,"lease_for":"1m"}` }},
 		accessCase{function: lambdafn.Claim, file: "claim.json", setup: none,
 			body: func(string) string { return `{"queue":"parked","max_tasks":10}` }},
-		// A child, a typed task (defaults), a dedup key whose holder expired,
-		// and an already-expired task (ttl 0).
+		// A child with a typed task's defaults, and an already-expired task
+		// (ttl 0) with a dedup key.
 		accessCase{function: lambdafn.Submit, file: "submit.json", setup: pendingTask,
 			body: func(id string) string {
-				return `{"task_type":"report.build","parent_id":"` + id + `","dedup_key":"welcome-42"}`
+				return `{"task_type":"report.build","parent_id":"` + id + `"}`
 			}},
 		accessCase{function: lambdafn.Submit, file: "submit.json", setup: none,
 			body: func(string) string { return `{"task_type":"email.send","ttl":"0s","dedup_key":"gone"}` }},
@@ -416,6 +427,28 @@ func taskIn(state string, child bool) fixture {
 		}
 		return res.Task.ID, ""
 	}
+}
+
+// parkedTask is a running task past its deadline, parked by a sweep until
+// its lease ends (its marker moved to sweep/).
+func parkedTask(t *testing.T, q *queue.Queue) (string, string) {
+	t.Helper()
+	now := time.Now()
+	minute := queue.Duration(time.Minute)
+	if _, err := q.Submit(t.Context(), queue.SubmitRequest{TaskType: "email.send", Queue: "parking", TTL: &minute}, now.Add(-2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := q.Claim(t.Context(), queue.ClaimRequest{Queue: "parking", LeaseFor: 10 * time.Minute}, now.Add(-2*time.Minute))
+	if err != nil || len(c) != 1 {
+		t.Fatalf("claim: %v %v", c, err)
+	}
+	if _, err := q.Sweep(t.Context(), now, queue.SweepOptions{Queues: []string{"parking"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := q.Get(t.Context(), c[0].Task.ID); err != nil || !strings.HasPrefix(got.IndexKey, "sweep/") {
+		t.Fatalf("not parked: %+v %v", got, err)
+	}
+	return c[0].Task.ID, c[0].Lease.Token
 }
 
 func lastAttempt(t *testing.T, q *queue.Queue) (string, string) {
@@ -516,6 +549,9 @@ func runAccessCase(t *testing.T, c accessCase, e *accessEnv, mode string, n int)
 	}
 	if err != nil {
 		t.Fatalf("%s %s: %v", c.function, c.file, err)
+	}
+	if testing.Verbose() {
+		t.Logf("%s %s: %.300s", c.function, c.file, out)
 	}
 	if bytes.Contains(out, []byte(`"statusCode":5`)) {
 		t.Fatalf("%s %s answered %s", c.function, c.file, out)
