@@ -15,7 +15,8 @@ import (
 // config/task_types.json and S3Q_DEFAULT_TTL), a JSON logger and the EMF
 // metrics both writing to w (os.Stdout in Lambda, where CloudWatch Logs
 // picks them up), the artifact service (presigned URLs signed by the
-// process's credentials), and the event publisher (the EventBridge bus
+// process's credentials), the longest wait (S3Q_MAX_WAIT), and the event
+// publisher (the EventBridge bus
 // S3Q_EVENT_BUS, else the log) and the scheduler of the cron schedules.
 // The queue, the scheduler and the task-type defaults all work through one
 // reqcount-wrapped store (Queue.Store()), so every request of an HTTP
@@ -42,5 +43,6 @@ func DepsFromConfig(ctx context.Context, c config.Config, w io.Writer) (Deps, er
 		Metrics:   metrics.New(w, c.MetricsNamespace),
 		Artifacts: c.Artifacts(q, client),
 		Scheduler: schedule.New(q.Store(), q, schedule.Options{}),
+		MaxWait:   c.MaxWait,
 	}, nil
 }
