@@ -520,7 +520,7 @@ func (b *builder) s3Statements(fn Function) []awsiam.PolicyStatement {
 		}
 		sort.Strings(actions)
 		pattern := b.key(a.Prefix)
-		if strings.HasSuffix(a.Prefix, "/") {
+		if a.Prefix == "" || strings.HasSuffix(a.Prefix, "/") {
 			pattern += "*"
 		}
 		k := strings.Join(actions, ",")
@@ -536,7 +536,9 @@ func (b *builder) s3Statements(fn Function) []awsiam.PolicyStatement {
 		var resources []*string
 		for _, p := range byActions[k] {
 			resources = append(resources, b.out.Bucket.ArnForObjects(jsii.String(p)))
-			if strings.HasSuffix(p, "*") {
+			// A wildcard over the whole deployment (an empty prefix) is
+			// never suppressed: it stays an IAM5 finding.
+			if strings.HasSuffix(p, "*") && p != b.key("*") {
 				b.wildcards[fn.Name] = append(b.wildcards[fn.Name], p)
 			}
 		}
