@@ -73,6 +73,19 @@ type recorder struct {
 	mu    sync.Mutex
 	on    bool
 	got   map[grant]bool
+	// plain are the keys of records written by an unconditional PUT,
+	// which the stack's bucket policy refuses (see conditionalOnly).
+	plain []string
+}
+
+// conditionalOnly reports whether the bucket policy of the stack refuses a
+// PUT of key without If-None-Match or If-Match: task records, dedup
+// pointers, schedule definitions and states (infra/s3qstack's
+// ConditionalWriteKeys: tasks/*, dedup/*, schedules/*.json). A schedule's
+// fire history (schedules/{id}/history/{t}) is written plainly.
+func conditionalOnly(key string) bool {
+	return strings.HasPrefix(key, "tasks/") || strings.HasPrefix(key, "dedup/") ||
+		(strings.HasPrefix(key, "schedules/") && strings.HasSuffix(key, ".json"))
 }
 
 var _ store.Store = (*recorder)(nil)
@@ -124,6 +137,13 @@ func (r *recorder) PutIfMatch(ctx context.Context, key string, body []byte, etag
 
 func (r *recorder) Put(ctx context.Context, key string, body []byte) (string, error) {
 	r.recordPut(ctx, key)
+	if conditionalOnly(key) {
+		r.mu.Lock()
+		if r.on {
+			r.plain = append(r.plain, key)
+		}
+		r.mu.Unlock()
+	}
 	return r.inner.Put(ctx, key, body)
 }
 
@@ -579,6 +599,9 @@ func recordAccess(t *testing.T) map[string][]grant {
 				for g := range e.rec.got {
 					byFn[c.function][g] = true
 				}
+				for _, k := range e.rec.plain {
+					t.Errorf("%s (%s) writes %s without If-None-Match or If-Match, which the bucket policy refuses", c.function, c.file, k)
+				}
 				if mode == "" || !fired {
 					break
 				}
@@ -602,8 +625,9 @@ func recordAccess(t *testing.T) map[string][]grant {
 }
 
 // TestS3AccessFixture keeps infra/s3qstack/testdata/s3_access.json equal
-// to the S3 requests the handlers make (see recorder). Run with -update
-// to rewrite it.
+// to the S3 requests the handlers make (see recorder), and checks that no
+// handler writes a record the bucket policy admits only conditionally
+// with a plain PUT. Run with -update to rewrite the fixture.
 func TestS3AccessFixture(t *testing.T) {
 	got := recordAccess(t)
 	for _, fn := range lambdafn.Names() {
