@@ -84,6 +84,7 @@ const (
 	TerminalTagValue = "true"
 )
 
+// on is the access of actions under prefix.
 func on(prefix string, actions ...string) Access { return Access{Prefix: prefix, Actions: actions} }
 
 // Functions returns every function of the stack, in a fixed order.
@@ -122,7 +123,7 @@ func Functions() []Function {
 			Name: "tasks",
 			Access: []Access{
 				on(pTasks, GetObject, PutObject, PutObjectTagging, ListBucket, GetObjectVersion, ListBucketVersions),
-				on(pArtifacts, GetObject, PutObject), // signed into the URLs, never made
+				on(pArtifacts, GetObject, PutObject), // signed into the URLs
 				on(pReady, PutObject, DeleteObject), on(pDeadline, PutObject, DeleteObject),
 				on(pDedup, GetObject, PutObject),       // a retry takes its dedup key again
 				on(pSweep, PutObject, DeleteObject),    // outbox and artifact entries; a parked task's marker

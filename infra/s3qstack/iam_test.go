@@ -240,3 +240,31 @@ func dedup(ss []string) []string {
 	}
 	return out
 }
+
+func TestLoadIsolationSettingsAreChecked(t *testing.T) {
+	for name, c := range map[string]struct {
+		change func(*Settings)
+		want   string
+	}{
+		"a_wait_as_long_as_the_function_timeout": {func(s *Settings) { s.MaxWaitSeconds = s.APITimeoutSeconds }, "maxWaitSeconds"},
+		"no_wait":                                {func(s *Settings) { s.MaxWaitSeconds = 0 }, "maxWaitSeconds"},
+		"a_negative_reservation":                 {func(s *Settings) { s.SweepReservedConcurrency = -1 }, "sweepReservedConcurrency"},
+		"a_claim_throttle_of_zero":               {func(s *Settings) { s.ClaimThrottleRate = 0 }, "claimThrottleRate"},
+		"a_batch_burst_of_zero":                  {func(s *Settings) { s.BatchThrottleBurst = 0 }, "batchThrottleBurst"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := DefaultSettings("dev")
+			c.change(&s)
+			if err := s.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Validate() = %v, want an error naming %s", err, c.want)
+			}
+		})
+	}
+	t.Run("no_reservation_is_allowed", func(t *testing.T) {
+		s := DefaultSettings("dev")
+		s.SweepReservedConcurrency, s.TickReservedConcurrency = 0, 0
+		if err := s.Validate(); err != nil || s.reservedConcurrency("sweep-expired") != 0 {
+			t.Errorf("%v", err)
+		}
+	})
+}
