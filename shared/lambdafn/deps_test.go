@@ -351,3 +351,31 @@ func TestMaxWaitFromTheEnvironment(t *testing.T) {
 		t.Errorf("a refused submit left tasks: %+v %v", l, err)
 	}
 }
+
+// A timer's log line says which rule fired it and which invocation ran it.
+func TestTheTimerLogLineNamesTheRuleAndTheInvocation(t *testing.T) {
+	c := fromEnv(t, nil)
+	var out bytes.Buffer
+	d, err := lambdafn.DepsFromConfig(t.Context(), c, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Tick = lambdafn.NewTick(d)
+	h, err := lambdafn.New("schedule-tick", d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := lambdacontext.NewContext(t.Context(), &lambdacontext.LambdaContext{AwsRequestID: "8f5e1c2a-0000-4000-8000-000000000002"})
+	if _, err := h.Invoke(ctx, readEvent(t, "schedule-tick.json", "", "")); err != nil {
+		t.Fatal(err)
+	}
+	var line map[string]any
+	for _, l := range lines(t, &out) {
+		if l["msg"] == "timer" {
+			line = l
+		}
+	}
+	if line["caller_arn"] != "arn:aws:events:us-east-1:123456789012:rule/s3q-dev-schedule-tick" || line["lambda_request_id"] != "8f5e1c2a-0000-4000-8000-000000000002" {
+		t.Errorf("timer line %v", line)
+	}
+}
