@@ -308,15 +308,22 @@ func (b *builder) logGroup(id, name string) awslogs.LogGroup {
 // route), and the answer. requestId is also the request_id of the
 // function's own log line of the request.
 var AccessLogFormat = map[string]string{
-	"requestId": "$context.requestId", "ip": "$context.identity.sourceIp",
-	"callerArn": "$context.identity.userArn", "caller": "$context.identity.caller",
-	"user": "$context.identity.user", "accountId": "$context.identity.accountId",
-	"accessKey":   "$context.identity.accessKey",
-	"requestTime": "$context.requestTime", "method": "$context.httpMethod",
-	"path": "$context.path", "routeKey": "$context.routeKey",
-	"status": "$context.status", "latencyMs": "$context.responseLatency",
+	"requestId":            "$context.requestId",
+	"callerArn":            "$context.identity.userArn",
+	"caller":               "$context.identity.caller",
+	"user":                 "$context.identity.user",
+	"accountId":            "$context.identity.accountId",
+	"accessKey":            "$context.identity.accessKey",
+	"ip":                   "$context.identity.sourceIp",
+	"requestTime":          "$context.requestTime",
+	"method":               "$context.httpMethod",
+	"path":                 "$context.path",
+	"routeKey":             "$context.routeKey",
+	"status":               "$context.status",
+	"latencyMs":            "$context.responseLatency",
 	"integrationLatencyMs": "$context.integrationLatency",
-	"integrationError":     "$context.integrationErrorMessage", "authError": "$context.authorizer.error",
+	"integrationError":     "$context.integrationErrorMessage",
+	"authError":            "$context.authorizer.error",
 }
 
 func (b *builder) api() {
