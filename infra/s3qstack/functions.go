@@ -160,8 +160,8 @@ func Functions() []Function {
 			Access: []Access{
 				on(pTasks, GetObject, PutObject, PutObjectTagging),
 				on(pArtifacts, ListBucket, DeleteObject),
-				on(pDeadline, ListBucket, DeleteObject),
-				on(pReady, DeleteObject), // a pending child of an expired parent
+				on(pDeadline, ListBucket, PutObject, DeleteObject),
+				on(pReady, PutObject, DeleteObject), // a pending child of an expired parent; a repaired marker
 				on(pSweep, ListBucket, PutObject, DeleteObject),
 				on(pChildren, ListBucket, GetObject, DeleteObject),
 			},

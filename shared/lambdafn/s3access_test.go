@@ -345,6 +345,25 @@ func world(t *testing.T, q *queue.Queue, now time.Time) {
 	_, err = sc.Create(ctx, schedule.Request{ID: "late", TaskType: "cleanup.run", Cron: "30 * * * *", TTL: &minute}, past)
 	must(err)
 
+	// Pending tasks (with a deadline and without) whose records name a
+	// parked-lease entry: the core never writes one; the sweep repairs it
+	// with the marker each needs.
+	long10h := queue.Duration(10 * time.Hour)
+	for _, ttl := range []*queue.Duration{nil, &long10h} {
+		odd := submit(queue.SubmitRequest{TaskType: "email.send", Queue: "odd", TTL: ttl}, past)
+		obj, err := q.Store().Get(ctx, queue.TaskKey(odd.ID))
+		must(err)
+		var rec map[string]any
+		must(json.Unmarshal(obj.Body, &rec))
+		lease := "sweep/" + past.UTC().Format("20060102T150405.000000Z") + "_lease_" + odd.ID
+		rec["index_key"] = lease
+		body, _ := json.Marshal(rec)
+		_, err = q.Store().PutIfMatch(ctx, queue.TaskKey(odd.ID), body, obj.ETag)
+		must(err)
+		_, err = q.Store().Put(ctx, lease, nil)
+		must(err)
+	}
+
 	// A parent without a deadline expired by hand: its pending child (in
 	// ready/) is the sweep's to expire.
 	family, _ := parentWithPlainChild(t, q)
