@@ -17,6 +17,9 @@
 //	                       bounds it (default 1h)
 //	S3Q_METRICS_NAMESPACE  CloudWatch namespace of the EMF metrics (default s3q; the stack
 //	                       sets s3q/<env>)
+//	S3Q_MAX_WAIT           the longest "wait" a submit or a claim long-poll may ask for; a
+//	                       longer one is refused with a 400 naming wait (default 25s;
+//	                       the stack sets its maxWaitSeconds)
 //
 // Per-task-type defaults (ttl, ttl_from, max_attempts, timeout) come from
 // config/task_types.json in the bucket (package tasktypes), not from the
@@ -48,7 +51,15 @@ const (
 	EnvEventBus         = "S3Q_EVENT_BUS"
 	EnvArtifactTTL      = "S3Q_ARTIFACT_TTL"
 	EnvMetricsNamespace = "S3Q_METRICS_NAMESPACE"
+	EnvMaxWait          = "S3Q_MAX_WAIT"
 )
+
+// DefaultMaxWait is MaxWait when S3Q_MAX_WAIT is not set: under API
+// Gateway's 30 s limit with room for the answer.
+const DefaultMaxWait = 25 * time.Second
+
+// MaxMaxWait is the most S3Q_MAX_WAIT may be: Lambda's longest run.
+const MaxMaxWait = 15 * time.Minute
 
 // MaxShards is the most index shards a deployment may use.
 const MaxShards = 256
@@ -82,6 +93,11 @@ type Config struct {
 	// MetricsNamespace is the CloudWatch namespace of the EMF metrics.
 	// Defaults to "s3q".
 	MetricsNamespace string
+	// MaxWait is the longest "wait" of a submit or a claim long-poll the
+	// API accepts; a longer one is a 400 invalid_input naming wait. Each
+	// second of a wait holds a function invocation (and its memory) for
+	// that second. Defaults to DefaultMaxWait (25s).
+	MaxWait time.Duration
 }
 
 // FieldError is one invalid environment variable.
@@ -113,6 +129,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 
 		ArtifactTTL:      artifacts.DefaultTTL,
 		MetricsNamespace: "s3q",
+		MaxWait:          DefaultMaxWait,
 	}
 	switch {
 	case c.Bucket == "":
@@ -149,6 +166,17 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			bad(EnvArtifactTTL, "%q must be more than 0 (empty means %s)", s, queue.FormatDuration(artifacts.DefaultTTL))
 		default:
 			c.ArtifactTTL = d
+		}
+	}
+	if s := get(EnvMaxWait); s != "" {
+		d, err := queue.ParseDuration(s)
+		switch {
+		case err != nil:
+			bad(EnvMaxWait, "%q is not a duration such as 20s", s)
+		case d <= 0 || d > MaxMaxWait:
+			bad(EnvMaxWait, "%q must be more than 0 and at most %s (empty means %s)", s, queue.FormatDuration(MaxMaxWait), queue.FormatDuration(DefaultMaxWait))
+		default:
+			c.MaxWait = d
 		}
 	}
 	if s := get(EnvMetricsNamespace); s != "" {

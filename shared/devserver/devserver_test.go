@@ -321,3 +321,21 @@ func TestDevServerEventsAndArtifacts(t *testing.T) {
 		}
 	})
 }
+
+// --max-wait bounds the waits of the dev server's API as S3Q_MAX_WAIT does
+// on Lambda: a longer one is a 400 naming wait.
+func TestDevServerMaxWait(t *testing.T) {
+	d := start(t, devserver.Options{MaxWait: 2 * time.Second})
+	for _, c := range []struct{ path, body string }{
+		{"/claim", `{"wait":"3s"}`},
+		{"/tasks", `{"task_type":"a.b","wait":"3s"}`},
+	} {
+		status, body := call(t, "POST", d.url+c.path, c.body)
+		if status != 400 || field(body, "error", "field") != "wait" {
+			t.Errorf("POST %s %s: %d %v", c.path, c.body, status, body)
+		}
+	}
+	if status, _ := call(t, "POST", d.url+"/claim", `{"wait":"1s"}`); status != 204 {
+		t.Errorf("a 1s wait: %d, want 204", status)
+	}
+}
