@@ -45,7 +45,9 @@ func main() {
 	throughputTasks := flag.Int("throughput-tasks", 400, "backlog drained per throughput figure")
 	workers := flag.String("workers", "1,4,16", "worker counts for the throughput figures")
 	rawFor := flag.Duration("raw-for", 2*time.Second, "how long to measure the raw PUT+GET rate")
+	only := flag.String("only", "", "run only these figures, comma-separated: lifecycle, throughput, sweep, tick")
 	flag.Parse()
+	run := func(figure string) bool { return *only == "" || strings.Contains(","+*only+",", ","+figure+",") }
 	log.SetFlags(0)
 	log.SetPrefix("bench: ")
 
@@ -58,6 +60,9 @@ func main() {
 	defer srv.Close()
 
 	for _, ttl := range []bool{false, true} {
+		if !run("lifecycle") {
+			break
+		}
 		c, err := lifecycle(ctx, srv, *tasks, ttl)
 		if err != nil {
 			log.Fatal(err)
@@ -69,6 +74,9 @@ func main() {
 	}
 
 	for _, ws := range strings.Split(*workers, ",") {
+		if !run("throughput") {
+			break
+		}
 		w, err := strconv.Atoi(strings.TrimSpace(ws))
 		if err != nil || w < 1 {
 			log.Fatalf("bad worker count %q", ws)
@@ -85,11 +93,15 @@ func main() {
 		fmt.Printf("bench throughput server=versitygw workers=%d tasks_per_s=%.1f raw_ops_per_s=%.1f bound_ratio=%.2f\n",
 			w, tps, raw, tps*rpt/(2*raw))
 	}
-	if err := benchSweep(ctx, srv); err != nil {
-		log.Fatal(err)
+	if run("sweep") {
+		if err := benchSweep(ctx, srv); err != nil {
+			log.Fatal(err)
+		}
 	}
-	if err := benchTick(ctx, srv); err != nil {
-		log.Fatal(err)
+	if run("tick") {
+		if err := benchTick(ctx, srv); err != nil {
+			log.Fatal(err)
+		}
 	}
 }
 
