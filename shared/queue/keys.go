@@ -24,6 +24,7 @@ import (
 //	  sweep/{gc_at}_artifacts_{id}           the task's artifacts fall due for deletion
 //	  sweep/20000101T000000.000000Z_queue_{name}   the old queue registry: read once as a wake-up, then deleted
 //	sweep/wake/{minute}_{queue}              wake-up: the queue may hold a deadline/ marker due from {minute}
+//	status/{status}/{queue}/{id}             a task in a rare status (failed, expired, cancelled)
 //	children/{parent_id}.flag                the task has (had) children
 //	children/{parent_id}/{child_id}          a child that is not terminal
 //	artifacts/{id}/{name}                    artifacts (presigned URLs)
@@ -42,7 +43,10 @@ const (
 	// written before the marker. It sorts after every time key of
 	// prefixSweep (a digit), so a LIST of the sweep index's head never
 	// reads into it.
-	prefixWake      = "sweep/wake/"
+	prefixWake = "sweep/wake/"
+	// prefixStatus is the index of the rare statuses, so that listing
+	// failed, expired or cancelled tasks reads them and not every record.
+	prefixStatus    = "status/"
 	prefixChildren  = "children/"
 	prefixArtifacts = "artifacts/"
 )
@@ -178,6 +182,32 @@ func queueOfMarker(key string) string {
 		}
 	}
 	return ""
+}
+
+// indexedStatus reports whether tasks in status s have a status/ marker:
+// the rare ones, failed (dead-lettered), expired and cancelled. Completed
+// is the common end and pending and running move too often; listing them
+// scans the records, a bounded number per call.
+func indexedStatus(s Status) bool {
+	return s == StatusFailed || s == StatusExpired || s == StatusCancelled
+}
+
+// statusKey returns the status/ marker of a task in an indexed status, or
+// "" for any other status: status/{status}/{queue}/{id}.
+func statusKey(t *Task) string {
+	if !indexedStatus(t.Status) {
+		return ""
+	}
+	return statusPrefix(t.Status, t.Queue) + t.ID
+}
+
+// statusPrefix returns the prefix of the status/ markers of status in
+// queue, or of every queue when queue is "".
+func statusPrefix(status Status, queue string) string {
+	if queue == "" {
+		return prefixStatus + string(status) + "/"
+	}
+	return prefixStatus + string(status) + "/" + queue + "/"
 }
 
 // childKey returns the marker that lists a child under its parent while

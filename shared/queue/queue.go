@@ -209,7 +209,9 @@ func encode(t *Task) ([]byte, error) {
 // before a transition that owes follow-up work (followUpDue: an event, a
 // cascade, artifact deletion), and a child's children/ marker exists while
 // the child is not terminal (written before it revives, deleted after it
-// finishes).
+// finishes), and a task in a rare status (failed, expired, cancelled) has
+// its status/ marker (written before it enters the status, deleted after
+// it leaves it).
 func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) (string, error) {
 	body, err := encode(next)
 	if err != nil {
@@ -227,6 +229,11 @@ func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) 
 	}
 	if next.ParentID != "" && cur.Status.Terminal() && !next.Status.Terminal() {
 		if err := q.putChildHints(ctx, next.ParentID, next.ID); err != nil {
+			return "", err
+		}
+	}
+	if k := statusKey(next); k != "" && next.Status != cur.Status {
+		if err := q.putHint(ctx, k); err != nil {
 			return "", err
 		}
 	}
@@ -255,6 +262,9 @@ func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) 
 	}
 	if next.ParentID != "" && !cur.Status.Terminal() && next.Status.Terminal() {
 		_ = q.store.Delete(ctx, childKey(next.ParentID, next.ID)) // best effort, as above
+	}
+	if k := statusKey(cur); k != "" && next.Status != cur.Status {
+		_ = q.store.Delete(ctx, k) // best effort, as above
 	}
 	return newETag, nil
 }

@@ -143,6 +143,11 @@ func (q *Queue) create(ctx context.Context, t *Task) error {
 			return err
 		}
 	}
+	if k := statusKey(t); k != "" { // expired on arrival
+		if err := q.putHint(ctx, k); err != nil {
+			return err
+		}
+	}
 	wctx := ctx
 	if t.Status.Terminal() { // expired on arrival
 		wctx = store.WithTags(ctx, TerminalTag)

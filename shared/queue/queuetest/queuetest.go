@@ -37,7 +37,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("claim", func(t *testing.T) { runClaim(t, f) })
 	t.Run("lease", func(t *testing.T) { runLease(t, f) })
 	t.Run("cancel_retry_expire", func(t *testing.T) { runCancel(t, f) })
-	t.Run("list_history", func(t *testing.T) { runList(t, f) })
+	t.Run("list_history", func(t *testing.T) { runList(t, f); runListCost(t, f) })
 	t.Run("race", func(t *testing.T) { runRace(t, f) })
 	t.Run("crash", func(t *testing.T) { runCrash(t, f) })
 	t.Run("sweep", func(t *testing.T) { runSweep(t, f); runSweepQueues(t, f) })
