@@ -18,14 +18,20 @@ type sweepHead struct {
 	wakeFrom string
 }
 
+// maxLegacyPerSweep bounds the old registry entries one sweep takes as
+// wake-ups; the rest wait for the next sweep.
+const maxLegacyPerSweep = 5_000
+
 // readSweepHead lists the sweep index from its start up to the first entry
 // after now. The wake-ups sort after every time entry: when nothing
 // future comes first, the same pages show the head of sweep/wake/ too, and
-// an idle deployment's sweep costs one LIST.
+// an idle deployment's sweep costs one LIST. Pages that hold only old
+// registry entries (which sort first) do not count against maxHeadPages,
+// so that however many there are, the sweep reaches its own work.
 func (r *sweepRun) readSweepHead(ctx context.Context) (sweepHead, error) {
 	var h sweepHead
 	after := ""
-	for pages := 0; ; pages++ {
+	for pages := 0; ; {
 		if r.out(ctx) || pages == maxHeadPages && r.incomplete() { // also before the first page: a late sweep lists nothing more
 			return h, nil
 		}
@@ -33,7 +39,7 @@ func (r *sweepRun) readSweepHead(ctx context.Context) (sweepHead, error) {
 		if err != nil {
 			return h, fmt.Errorf("list %s: %w", prefixSweep, err)
 		}
-		stop, inWake := false, false
+		stop, inWake, legacyOnly := false, false, true
 		for _, it := range page.Items {
 			if strings.HasPrefix(it.Key, prefixWake) {
 				inWake = true
@@ -49,16 +55,19 @@ func (r *sweepRun) readSweepHead(ctx context.Context) (sweepHead, error) {
 			}
 			e, ok := parseSweepKey(it.Key)
 			if !ok {
+				legacyOnly = false
 				continue
 			}
 			if e.at.After(r.now) {
 				stop = true // the wake-ups are listed on their own
 				break
 			}
-			if e.kind == sweepQueue {
-				h.legacy = append(h.legacy, wakeEntry{key: e.key, at: e.at, queue: e.subject})
-			} else {
+			switch {
+			case e.kind != sweepQueue:
 				h.due = append(h.due, e)
+				legacyOnly = false
+			case len(h.legacy) < maxLegacyPerSweep:
+				h.legacy = append(h.legacy, wakeEntry{key: e.key, at: e.at, queue: e.subject})
 			}
 		}
 		switch {
@@ -70,6 +79,9 @@ func (r *sweepRun) readSweepHead(ctx context.Context) (sweepHead, error) {
 		case inWake:
 			h.wakeFrom = page.Items[len(page.Items)-1].Key
 			return h, nil
+		}
+		if !legacyOnly {
+			pages++
 		}
 		after = page.Items[len(page.Items)-1].Key
 	}

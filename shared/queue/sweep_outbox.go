@@ -14,7 +14,29 @@ import (
 // finish does the follow-up work of the outbox: cascades, artifact
 // deletion, events, then the record notes and the outbox entries go.
 func (r *sweepRun) finish(ctx context.Context) {
-	// Expired parents: their children, a generation at a time.
+	r.cascadeAll(ctx)
+	all := r.followUps()
+	if len(all) == 0 {
+		return // nothing owed: not a reason to call the sweep incomplete
+	}
+	r.deleteFinishedArtifacts(ctx, all)
+	if r.out(ctx) {
+		return
+	}
+	r.publishOwed(ctx, all)
+	// Note what was sent on each record, then drop its outbox entries.
+	var jobs []func(context.Context)
+	for _, f := range all {
+		if f.sent {
+			jobs = append(jobs, func(ctx context.Context) { r.settle(ctx, f) })
+		}
+	}
+	r.parallel(ctx, jobs)
+}
+
+// cascadeAll deals with the children of expired parents, a generation at
+// a time, at most maxCascadeDepth deep.
+func (r *sweepRun) cascadeAll(ctx context.Context) {
 	level := r.followUps()
 	for depth := 0; depth < maxCascadeDepth && len(level) > 0; depth++ {
 		var mu sync.Mutex
@@ -40,8 +62,11 @@ func (r *sweepRun) finish(ctx context.Context) {
 		r.parallel(ctx, jobs)
 		level = children
 	}
+}
 
-	all := r.followUps()
+// deleteFinishedArtifacts deletes the artifacts of the finished tasks
+// among the follow-ups.
+func (r *sweepRun) deleteFinishedArtifacts(ctx context.Context, all []*followUp) {
 	var jobs []func(context.Context)
 	for _, f := range all {
 		if f.task.Status.Terminal() && f.task.ArtifactsExpireAt != nil {
@@ -56,11 +81,11 @@ func (r *sweepRun) finish(ctx context.Context) {
 		}
 	}
 	r.parallel(ctx, jobs)
-	if r.out(ctx) {
-		return
-	}
+}
 
-	// Events, in one Publish (the publisher batches).
+// publishOwed publishes the events the follow-ups owe, in one Publish
+// (the publisher batches), and marks each follow-up sent or not.
+func (r *sweepRun) publishOwed(ctx context.Context, all []*followUp) {
 	var events []Event
 	var owners []*followUp
 	for _, f := range all {
@@ -79,43 +104,34 @@ func (r *sweepRun) finish(ctx context.Context) {
 			owners = append(owners, f)
 		}
 	}
-	if len(events) > 0 {
-		errs, err := r.publish(ctx, events)
-		var first error
-		for i, f := range owners {
-			if err != nil || (i < len(errs) && errs[i] != nil) {
-				f.sent = false
-				r.add(&r.rep.EventsFailed, 1)
-				if first == nil && err == nil {
-					first = errs[i]
-				}
-			} else {
-				r.mu.Lock()
-				r.rep.EventsSent++
-				if events[i].DetailType == DetailTypeTaskExpired {
-					r.rep.ExpiredByType[f.task.TaskType]++
-				}
-				r.mu.Unlock()
-			}
-		}
-		switch {
-		case err != nil:
-			r.fail(fmt.Errorf("publish %d events: %w", len(events), err))
-		case first != nil:
-			// Owed still: the next sweep publishes them again.
-			r.fail(fmt.Errorf("publish: %d of %d events undelivered, first: %w", r.rep.EventsFailed, len(events), first))
-		}
+	if len(events) == 0 {
+		return
 	}
-
-	// Note what was sent on each record, then drop its outbox entries.
-	jobs = jobs[:0]
-	for _, f := range all {
-		if !f.sent {
+	errs, err := r.publish(ctx, events)
+	var first error
+	for i, f := range owners {
+		if err != nil || (i < len(errs) && errs[i] != nil) {
+			f.sent = false
+			r.add(&r.rep.EventsFailed, 1)
+			if first == nil && err == nil {
+				first = errs[i]
+			}
 			continue
 		}
-		jobs = append(jobs, func(ctx context.Context) { r.settle(ctx, f) })
+		r.mu.Lock()
+		r.rep.EventsSent++
+		if events[i].DetailType == DetailTypeTaskExpired {
+			r.rep.ExpiredByType[f.task.TaskType]++
+		}
+		r.mu.Unlock()
 	}
-	r.parallel(ctx, jobs)
+	switch {
+	case err != nil:
+		r.fail(fmt.Errorf("publish %d events: %w", len(events), err))
+	case first != nil:
+		// Owed still: the next sweep publishes them again.
+		r.fail(fmt.Errorf("publish: %d of %d events undelivered, first: %w", r.rep.EventsFailed, len(events), first))
+	}
 }
 
 // followUps returns the queued follow-ups in a stable order.

@@ -92,4 +92,40 @@ func runSweepQueues(t *testing.T, f Factory) {
 			t.Fatalf("idle sweep: %v", rep.Requests)
 		}
 	})
+
+	t.Run("an_old_registry_of_many_queues_does_not_stop_the_sweep_publishing_events", func(t *testing.T) {
+		n := 21_000 // more than the pages a sweep reads of its index's head
+		if f.Real {
+			n = 300
+		}
+		e := newEnv(t, f)
+		owed := e.submit(queue.SubmitRequest{}, t0)
+		if _, err := e.q.Expire(ctx, owed.ID, t0); err != nil {
+			t.Fatal(err)
+		}
+		keys := make([]string, n)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("sweep/20000101T000000.000000Z_queue_old-%05d", i)
+		}
+		e.putMany(keys)
+		gate := &deadlineLists{Store: e.s}
+		wall := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+		clock := func() time.Time {
+			if gate.n.Load() >= 50 {
+				return wall
+			}
+			return wall.Add(-time.Second)
+		}
+		pub := &recorder{}
+		rep, err := queue.New(gate, e.op).Sweep(ctx, t0.Add(time.Minute), queue.SweepOptions{Publisher: pub, Deadline: wall, Clock: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.Incomplete || rep.EventsSent != 1 || rep.QueuesDue != min(n, 5_000) || rep.Queues >= rep.QueuesDue {
+			t.Fatalf("first sweep: %+v", rep)
+		}
+		if evs := pub.take(); len(evs) != 1 || evs[0].TaskID != owed.ID {
+			t.Fatalf("events: %+v", evs)
+		}
+	})
 }
