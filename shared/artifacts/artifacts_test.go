@@ -149,6 +149,50 @@ func presignedURLsWork(t *testing.T, srv *s3local.Server) {
 	}
 }
 
+// TestAURLIssuedBeforeTheTaskFinishedUploadsNothingThatOutlivesIt: S3
+// cannot revoke a presigned URL, so an upload through a URL issued while
+// the task ran still lands after the task is cancelled; the sweep deletes
+// it at the artifacts' time, which no URL outlives. A new URL is refused.
+func TestAURLIssuedBeforeTheTaskFinishedUploadsNothingThatOutlivesIt(t *testing.T) {
+	for _, srv := range []*s3local.Server{servers.GoFakeS3, servers.VersityGW} {
+		t.Run(srv.Name, func(t *testing.T) {
+			prefix := "test-" + rand.Text() + "/"
+			q := queue.New(srv.Store(prefix), queue.Options{})
+			svc := artifacts.New(q, srv.Client(), srv.Bucket, prefix, artifacts.Options{TTL: 10 * time.Minute})
+			now := time.Now().UTC().Truncate(time.Second)
+			res, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "ingest"}, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := res.Task.ID
+			put, err := svc.PutURL(ctx, id, "out.bin", 3, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := q.Cancel(ctx, id, now); err != nil {
+				t.Fatal(err)
+			}
+			var se *queue.StateError
+			if _, err := svc.PutURL(ctx, id, "out.bin", 3, now); !errors.As(err, &se) {
+				t.Fatalf("a new URL for a cancelled task: %v", err)
+			}
+			if _, err := q.Sweep(ctx, now.Add(time.Minute), queue.SweepOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if code, body := do(t, put, []byte("abc")); code != http.StatusOK {
+				t.Fatalf("late PUT through the old URL: %d %s", code, body)
+			}
+			rep, err := q.Sweep(ctx, put.ExpiresAt.Add(time.Minute), queue.SweepOptions{})
+			if err != nil || rep.ArtifactsDeleted != 1 {
+				t.Fatalf("sweep at the artifacts' time: %+v %v", rep, err)
+			}
+			if _, err := q.Store().Head(ctx, queue.ArtifactKey(id, "out.bin")); err == nil {
+				t.Fatal("the late upload outlived its URL")
+			}
+		})
+	}
+}
+
 // TestAnUploadURLRefusesABodyOfAnotherSizeOnVersityGW: the URL signs the
 // declared Content-Length, so a real S3 refuses a larger (or smaller)
 // body; gofakes3 checks no signatures, so only versitygw can show it.
