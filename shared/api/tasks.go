@@ -18,7 +18,9 @@ func (a *API) get(rq *request) (reply, error) {
 }
 
 // list serves GET /tasks?status=&queue=&task_type=&limit=&cursor=: a page
-// of tasks, oldest first, and next_cursor when more may follow.
+// of tasks and next_cursor when more may follow. Each call examines at
+// most queue.MaxExamined records; failed, expired and cancelled tasks
+// come from their index (see queue.Queue.List for what each costs).
 func (a *API) list(rq *request) (reply, error) {
 	req := queue.ListRequest{
 		Status:   queue.Status(rq.query["status"]),

@@ -49,10 +49,15 @@ const MaxExamined = 200
 // are stored. Markers are hints: each record is read and must still be in
 // that status.
 //
-// Any other listing (pending, running, completed, archived, or no status)
-// scans the records, oldest first (ids are time-ordered): one LIST of
-// tasks/ and up to MaxExamined GETs, read 16 at a time until Limit match.
-// It is an operator's tool, not a claim path.
+// Pending tasks of one queue are listed from the claim indexes, in claim
+// order (deadline/ earliest deadline first, then ready/ oldest first, shard
+// by shard): a LIST per prefix read and a GET per marker examined, until
+// Limit match; a running task's marker (it keeps it) is skipped.
+//
+// Any other listing (running, completed, archived, pending across queues,
+// or no status) scans the records, oldest first (ids are time-ordered):
+// one LIST of tasks/ and up to MaxExamined GETs, until Limit match. It is
+// an operator's tool, not a claim path.
 func (q *Queue) List(ctx context.Context, req ListRequest) (ListResult, error) {
 	if req.Status != "" && !req.Status.Valid() {
 		return ListResult{}, invalid("status", "%q is not one of pending, running, completed, failed, cancelled, expired, archived", clip(string(req.Status)))
@@ -76,6 +81,9 @@ func (q *Queue) List(ctx context.Context, req ListRequest) (ListResult, error) {
 	if indexedStatus(req.Status) {
 		return q.listIndexed(ctx, req)
 	}
+	if req.Status == StatusPending && req.Queue != "" {
+		return q.listPending(ctx, req)
+	}
 	startAfter := ""
 	if req.Cursor != "" {
 		if validID(req.Cursor) != nil {
@@ -97,20 +105,24 @@ func (q *Queue) List(ctx context.Context, req ListRequest) (ListResult, error) {
 }
 
 // listCandidate is one record a listing may return: its id, the cursor
-// that continues after it, and the key that named it.
+// that continues after it, and the key that named it. A candidate named
+// by an index marker (marker) matches only while its record names that
+// marker.
 type listCandidate struct {
 	id, cursor string
 	info       store.Info
+	marker     bool
 }
 
-// collect reads candidates in order, 16 at a time, until Limit match,
-// and pages: more is true when the LIST had more keys after them. A
-// candidate that does not match is passed to miss, when set, with its
-// record (nil when gone).
+// collect reads candidates in order until Limit match, as many at once as
+// are still wanted (doubling after misses, at most 16), and pages: more
+// is true when the LIST had more keys after them. A candidate that does
+// not match is passed to miss, when set, with its record (nil when gone).
 func (q *Queue) collect(ctx context.Context, req ListRequest, cands []listCandidate, more bool, miss func(c listCandidate, t *Task)) (ListResult, error) {
-	const chunk = 16
 	res := ListResult{Tasks: []Task{}}
+	chunk := 0
 	for start := 0; start < len(cands); start += chunk {
+		chunk = min(max(req.Limit-len(res.Tasks), 2*chunk, 1), 16)
 		part := cands[start:min(start+chunk, len(cands))]
 		ids := make([]string, len(part))
 		for i, c := range part {
@@ -121,7 +133,8 @@ func (q *Queue) collect(ctx context.Context, req ListRequest, cands []listCandid
 			return ListResult{}, err
 		}
 		for i, t := range tasks {
-			if t == nil || (req.Status != "" && t.Status != req.Status) || (req.Queue != "" && t.Queue != req.Queue) {
+			if t == nil || (req.Status != "" && t.Status != req.Status) || (req.Queue != "" && t.Queue != req.Queue) ||
+				(part[i].marker && t.IndexKey != part[i].info.Key) {
 				if miss != nil {
 					miss(part[i], t)
 				}
@@ -177,6 +190,45 @@ func (q *Queue) listIndexed(ctx context.Context, req ListRequest) (ListResult, e
 		_ = q.store.Delete(ctx, key) // best effort: the next listing tries again
 	}
 	return res, err
+}
+
+// listPending lists the pending tasks of one queue from its deadline/ and
+// ready/ markers; the cursor is the last marker key examined.
+func (q *Queue) listPending(ctx context.Context, req ListRequest) (ListResult, error) {
+	var prefixes []string
+	for _, p := range []func(string, int) string{deadlinePrefix, readyPrefix} {
+		for shard := 0; shard < q.opts.Shards; shard++ {
+			prefixes = append(prefixes, p(req.Queue, shard))
+		}
+	}
+	first, after := 0, ""
+	if req.Cursor != "" {
+		first = -1
+		for i, p := range prefixes {
+			if strings.HasPrefix(req.Cursor, p) {
+				first, after = i, req.Cursor
+			}
+		}
+		if _, ok := parseMarker(req.Cursor); !ok || first < 0 {
+			return ListResult{}, invalid("cursor", "is not a cursor from a previous listing of queue %s", req.Queue)
+		}
+	}
+	var cands []listCandidate
+	more := false
+	for i := first; i < len(prefixes) && !more; i++ {
+		page, err := q.store.List(ctx, prefixes[i], after, MaxExamined-len(cands))
+		if err != nil {
+			return ListResult{}, fmt.Errorf("list %s: %w", prefixes[i], err)
+		}
+		for _, it := range page.Items {
+			if m, ok := parseMarker(it.Key); ok {
+				cands = append(cands, listCandidate{id: m.id, cursor: it.Key, info: it, marker: true})
+			}
+		}
+		after = ""
+		more = page.Truncated || (len(cands) >= MaxExamined && i < len(prefixes)-1)
+	}
+	return q.collect(ctx, req, cands, more, nil)
 }
 
 // validStatusCursor checks a status/ marker's name below its prefix:

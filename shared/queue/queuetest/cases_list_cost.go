@@ -120,14 +120,54 @@ func runListCost(t *testing.T, f Factory) {
 		if err != nil || len(res.Tasks) != 1 || res.Tasks[0].ID != done.ID {
 			t.Fatalf("second page: %+v %v", res, err)
 		}
-		// A match found early stops the reading: a GET per 16 at most.
+		// A match found early stops the reading.
 		q, n = e.counted()
 		if res, err := q.List(ctx, queue.ListRequest{Status: queue.StatusPending, Limit: 1}); err != nil || len(res.Tasks) != 1 {
 			t.Fatalf("pending: %+v %v", res, err)
 		}
-		if got := n.Counts(); got != (store.Counts{List: 1, Get: 16}) {
+		if got := n.Counts(); got != (store.Counts{List: 1, Get: 1}) {
 			t.Fatalf("pending limit=1 cost %v", got)
 		}
+		// Pending in one queue reads its claim indexes: a LIST of each of
+		// deadline/ and ready/, and a GET per task.
+		q, n = e.counted()
+		if res, err := q.List(ctx, queue.ListRequest{Status: queue.StatusPending, Queue: "bulk", Limit: 1}); err != nil || len(res.Tasks) != 1 || res.NextCursor == "" {
+			t.Fatalf("pending in bulk: %+v %v", res, err)
+		}
+		if got := n.Counts(); got != (store.Counts{List: 2, Get: 1}) {
+			t.Fatalf("pending in bulk, limit=1, cost %v", got)
+		}
+	})
+
+	t.Run("pending_tasks_of_a_queue_list_in_claim_order_without_the_running_ones", func(t *testing.T) {
+		e := newEnv(t, f)
+		a := e.submit(queue.SubmitRequest{Queue: "p"}, t0)
+		b := e.submit(queue.SubmitRequest{Queue: "p"}, t0.Add(time.Second))
+		d := e.submit(queue.SubmitRequest{Queue: "p", TTL: dur("1h")}, t0.Add(2*time.Second))
+		c := e.claim(queue.ClaimRequest{Queue: "p"}, t0.Add(3*time.Second))[0] // the deadline first
+		if c.Task.ID != d.ID {
+			t.Fatalf("claimed %s, want the task with a deadline", c.Task.ID)
+		}
+		e.submit(queue.SubmitRequest{Queue: "q"}, t0)
+		var got []string
+		req := queue.ListRequest{Status: queue.StatusPending, Queue: "p", Limit: 1}
+		for pages := 0; pages < 5; pages++ {
+			res, err := e.q.List(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, task := range res.Tasks {
+				got = append(got, task.ID)
+			}
+			if req.Cursor = res.NextCursor; req.Cursor == "" {
+				break
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint([]string{a.ID, b.ID}) {
+			t.Fatalf("listed %v, want %v", got, []string{a.ID, b.ID})
+		}
+		_, err := e.q.List(ctx, queue.ListRequest{Status: queue.StatusPending, Queue: "p", Cursor: "ready/q/0/" + keyTime(t0) + "_" + a.ID})
+		wantField(t, err, "cursor") // another queue's marker
 	})
 
 	t.Run("stale_status_markers_are_skipped_and_deleted_once_past_the_grace", func(t *testing.T) {
