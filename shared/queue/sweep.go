@@ -103,15 +103,21 @@ const maxCascadeDepth = 4
 
 // Sweep does the periodic work of DESIGN.md §3 and §7 at now, reading only
 // the heads of time-sorted indexes, so that its cost grows with what is
-// due, not with what is stored:
+// due, not with what is stored, nor with how many queues exist:
 //
-//   - one LIST of the sweep index (sweep/) reads the queue registry and
-//     everything due there: parked leases that have run out, the outbox of
-//     transitions that owe follow-up work, artifacts due for deletion;
-//   - one LIST per queue and shard reads the head of deadline/ up to the
-//     first deadline after now.
+//   - first, one LIST of the sweep index (sweep/) reads everything due
+//     there: parked leases that have run out, the outbox of transitions
+//     that owe follow-up work, artifacts due for deletion; that work and
+//     its events are done before any queue is read;
+//   - then the queues with a wake-up due (sweep/wake/{minute}_{queue},
+//     written before every deadline/ marker; the same LIST shows them when
+//     nothing future comes first): one LIST per queue and shard reads the
+//     head of deadline/ up to the first deadline after now, Concurrency
+//     queues at a time, until Deadline. A queue whose head holds nothing
+//     due loses its wake-ups once they are StaleMarkerGrace old.
 //
-// An idle deployment (nothing due) costs those LISTs and nothing else.
+// An idle deployment (nothing due) costs one LIST, or two when a future
+// lease or artifact entry comes before the wake-ups, and nothing else.
 //
 // Then, each by one conditional write of its record: a pending task past
 // its expires_at is marked expired (expired_at, expiry_reason ttl) and its
