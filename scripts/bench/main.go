@@ -4,6 +4,7 @@
 //	bench lifecycle ttl=no requests=N put=N list=N get=N delete=N usd_per_million=X
 //	bench lifecycle ttl=yes ...
 //	bench throughput server=versitygw workers=W tasks_per_s=X raw_ops_per_s=Y bound_ratio=R
+//	bench sweep ..., bench tick ..., bench list ..., bench history ... (sweep.go, tick.go, list.go)
 //
 // Lifecycle: tasks are submitted by one process and then claimed and
 // completed one at a time by another (a worker), as in production; the
@@ -45,7 +46,7 @@ func main() {
 	throughputTasks := flag.Int("throughput-tasks", 400, "backlog drained per throughput figure")
 	workers := flag.String("workers", "1,4,16", "worker counts for the throughput figures")
 	rawFor := flag.Duration("raw-for", 2*time.Second, "how long to measure the raw PUT+GET rate")
-	only := flag.String("only", "", "run only these figures, comma-separated: lifecycle, throughput, sweep, tick")
+	only := flag.String("only", "", "run only these figures, comma-separated: lifecycle, throughput, sweep, tick, list")
 	flag.Parse()
 	run := func(figure string) bool { return *only == "" || strings.Contains(","+*only+",", ","+figure+",") }
 	log.SetFlags(0)
@@ -100,6 +101,11 @@ func main() {
 	}
 	if run("tick") {
 		if err := benchTick(ctx, srv); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if run("list") {
+		if err := benchList(ctx, srv, 1000); err != nil {
 			log.Fatal(err)
 		}
 	}
