@@ -15,6 +15,8 @@
 //	                       events; none: the events go to the log
 //	S3Q_ARTIFACT_TTL       lifetime of a presigned artifact URL before the task's deadline
 //	                       bounds it (default 1h)
+//	S3Q_MAX_ARTIFACT_BYTES the largest artifact an upload URL accepts, in bytes (default
+//	                       104857600, 100 MiB; at most 5 GiB, S3's limit for one PUT)
 //	S3Q_METRICS_NAMESPACE  CloudWatch namespace of the EMF metrics (default s3q; the stack
 //	                       sets s3q/<env>)
 //	S3Q_MAX_WAIT           the longest "wait" a submit or a claim long-poll may ask for; a
@@ -50,6 +52,7 @@ const (
 	EnvLogLevel         = "S3Q_LOG_LEVEL"
 	EnvEventBus         = "S3Q_EVENT_BUS"
 	EnvArtifactTTL      = "S3Q_ARTIFACT_TTL"
+	EnvMaxArtifactBytes = "S3Q_MAX_ARTIFACT_BYTES"
 	EnvMetricsNamespace = "S3Q_METRICS_NAMESPACE"
 	EnvMaxWait          = "S3Q_MAX_WAIT"
 )
@@ -90,6 +93,10 @@ type Config struct {
 	// ArtifactTTL is artifact_ttl: how long a presigned artifact URL lives
 	// before the task's deadline bounds it. Defaults to 1h.
 	ArtifactTTL time.Duration
+	// MaxArtifactBytes is the largest artifact an upload URL accepts: an
+	// upload request declares its size, at most this, and the URL is
+	// signed for exactly that Content-Length. Defaults to 100 MiB.
+	MaxArtifactBytes int64
 	// MetricsNamespace is the CloudWatch namespace of the EMF metrics.
 	// Defaults to "s3q".
 	MetricsNamespace string
@@ -128,6 +135,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		Shards:   1,
 
 		ArtifactTTL:      artifacts.DefaultTTL,
+		MaxArtifactBytes: artifacts.DefaultMaxBytes,
 		MetricsNamespace: "s3q",
 		MaxWait:          DefaultMaxWait,
 	}
@@ -177,6 +185,14 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			bad(EnvMaxWait, "%q must be more than 0 and at most %s (empty means %s)", s, queue.FormatDuration(MaxMaxWait), queue.FormatDuration(DefaultMaxWait))
 		default:
 			c.MaxWait = d
+		}
+	}
+	if s := get(EnvMaxArtifactBytes); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 1 || n > artifacts.MaxPutBytes {
+			bad(EnvMaxArtifactBytes, "%q is not a number of bytes from 1 to %d (empty means %d, 100 MiB)", s, artifacts.MaxPutBytes, artifacts.DefaultMaxBytes)
+		} else {
+			c.MaxArtifactBytes = n
 		}
 	}
 	if s := get(EnvMetricsNamespace); s != "" {

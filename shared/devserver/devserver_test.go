@@ -296,7 +296,7 @@ func TestDevServerEventsAndArtifacts(t *testing.T) {
 	t.Run("artifact_urls_point_at_the_dev_s3_server", func(t *testing.T) {
 		_, sub := call(t, "POST", d.url+"/tasks", `{"task_type":"render","ttl":"1h"}`)
 		id := field(sub, "task", "id").(string)
-		status, up := call(t, "POST", d.url+"/tasks/"+id+"/artifacts", `{"name":"out.txt"}`)
+		status, up := call(t, "POST", d.url+"/tasks/"+id+"/artifacts", `{"name":"out.txt","size":5}`)
 		if status != 201 {
 			t.Fatalf("POST artifacts: %d %v", status, up)
 		}

@@ -174,8 +174,8 @@ type signingArtifacts struct {
 	r     *recorder
 }
 
-func (a signingArtifacts) PutURL(ctx context.Context, taskID, name string, now time.Time) (artifacts.URL, error) {
-	u, err := a.inner.PutURL(ctx, taskID, name, now)
+func (a signingArtifacts) PutURL(ctx context.Context, taskID, name string, size int64, now time.Time) (artifacts.URL, error) {
+	u, err := a.inner.PutURL(ctx, taskID, name, size, now)
 	if err == nil {
 		a.r.record("s3:PutObject", queue.ArtifactKey(taskID, name))
 	}
