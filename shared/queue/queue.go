@@ -86,6 +86,27 @@ type Options struct {
 
 	// NewID makes task ids. Defaults to NewID (UUIDv7 from now).
 	NewID func(now time.Time) string
+
+	// RequireDeclared makes a submit to a queue without a declaration
+	// (queues/{name}.json) fail with ErrQueueNotFound, and a claim from
+	// one too. When false (auto_declare), the first submit to a queue
+	// declares it with no settings of its own. Defaults to false; a
+	// deployment's configuration sets it unless S3Q_AUTO_DECLARE is on.
+	RequireDeclared bool
+
+	// MaxQueues is the most queues a deployment declares, by hand or on
+	// submit. Defaults to DefaultMaxQueues (1,000).
+	MaxQueues int
+
+	// AllowInsecureTargets accepts http:// push targets (s3q dev).
+	// Defaults to false: https only.
+	AllowInsecureTargets bool
+
+	// DeclCacheFor is how long a queue's declaration, once read, serves
+	// this Queue's submits and claims before it is read again: a changed
+	// declaration (defaults, max_concurrency) applies within this time.
+	// Defaults to DefaultDeclCacheFor (30s).
+	DeclCacheFor time.Duration
 }
 
 // Queue is the task queue over one store. It is safe for concurrent use,
@@ -106,6 +127,10 @@ type Queue struct {
 	queues map[string]bool
 	// parents are the tasks this Queue has flagged as parents.
 	parents map[string]bool
+	// decls caches queue declarations (Options.DeclCacheFor).
+	decls map[string]declEntry
+	// slots caches, per slot key, until when it is known to be held.
+	slots map[string]time.Time
 	// lastLoss is when a claim of this Queue last lost a race.
 	lastLoss time.Time
 }
@@ -130,11 +155,18 @@ func New(s store.Store, opts Options) *Queue {
 	if opts.NewID == nil {
 		opts.NewID = NewID
 	}
+	if opts.MaxQueues <= 0 {
+		opts.MaxQueues = DefaultMaxQueues
+	}
+	if opts.DeclCacheFor <= 0 {
+		opts.DeclCacheFor = DefaultDeclCacheFor
+	}
 	return &Queue{
 		store: s, opts: opts,
 		bufs: make(map[string]*scanBuf), skip: make(map[string]time.Time), types: make(map[string]string),
 		listing: make(map[string]chan struct{}),
 		queues:  make(map[string]bool), parents: make(map[string]bool),
+		decls: make(map[string]declEntry), slots: make(map[string]time.Time),
 	}
 }
 
@@ -255,6 +287,9 @@ func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) 
 	}
 	if next.ParentID != "" && !cur.Status.Terminal() && next.Status.Terminal() {
 		_ = q.store.Delete(ctx, childKey(next.ParentID, next.ID)) // best effort, as above
+	}
+	if releasesSlot(cur, next) {
+		_ = q.store.Delete(ctx, cur.SlotKey) // best effort: taken over later (slots.go)
 	}
 	return newETag, nil
 }
