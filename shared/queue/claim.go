@@ -47,6 +47,10 @@ type ClaimRequest struct {
 // A task with ttl_from=first_attempt gets its expires_at on its first claim.
 func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]Claimed, error) {
 	now = norm(now)
+	var err error
+	if req.Queue, err = q.scoped("queue", req.Queue); err != nil {
+		return nil, err
+	}
 	if req.Queue == "" {
 		req.Queue = DefaultQueue
 	}

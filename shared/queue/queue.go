@@ -112,7 +112,15 @@ type Options struct {
 // Queue is the task queue over one store. It is safe for concurrent use,
 // and one Queue per process is the intended use: it keeps a small cache of
 // index listings and of tasks known to be leased, which saves requests.
+// In returns a view of it limited to the tasks of one queue.
 type Queue struct {
+	*state
+	// scope, when set, is the only queue whose tasks this view acts on.
+	scope string
+}
+
+// state is what the views of one Queue share.
+type state struct {
 	store store.Store
 	opts  Options
 
@@ -161,14 +169,24 @@ func New(s store.Store, opts Options) *Queue {
 	if opts.DeclCacheFor <= 0 {
 		opts.DeclCacheFor = DefaultDeclCacheFor
 	}
-	return &Queue{
+	return &Queue{state: &state{
 		store: s, opts: opts,
 		bufs: make(map[string]*scanBuf), skip: make(map[string]time.Time), types: make(map[string]string),
 		listing: make(map[string]chan struct{}),
 		queues:  make(map[string]bool), parents: make(map[string]bool),
 		decls: make(map[string]declEntry), slots: make(map[string]time.Time),
-	}
+	}}
 }
+
+// In returns a view of q that acts only on the tasks of the named queue
+// (DESIGN §12.3): every operation by task id (Get, History, the lease
+// operations, Cancel, Retry, Expire, ...) answers ErrNotFound for a task
+// of another queue, as if it did not exist, and writes nothing. The view
+// shares q's caches; the name must be valid (ValidateQueueName).
+func (q *Queue) In(name string) *Queue { return &Queue{state: q.state, scope: name} }
+
+// Scope returns the queue a view made by In is limited to, or "".
+func (q *Queue) Scope() string { return q.scope }
 
 // Store returns the store the queue works on.
 func (q *Queue) Store() store.Store { return q.store }
@@ -216,6 +234,9 @@ func (q *Queue) load(ctx context.Context, id string) (Task, string, error) {
 	var t Task
 	if err := decodeTask(obj.Body, &t); err != nil {
 		return Task{}, "", fmt.Errorf("decode task %s: %w", id, err)
+	}
+	if q.scope != "" && t.Queue != q.scope {
+		return Task{}, "", fmt.Errorf("task %s in queue %s: %w", id, q.scope, ErrNotFound)
 	}
 	return t, obj.ETag, nil
 }

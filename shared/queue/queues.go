@@ -21,9 +21,9 @@ import (
 
 // Limits of a declaration.
 const (
-	DefaultMaxQueues   = 1000
-	MaxQueueShards     = 256
-	MaxConcurrencyCap  = 1000 // most slots of a queue: one LIST page
+	DefaultMaxQueues    = 1000
+	MaxQueueShards      = 256
+	MaxConcurrencyCap   = 1000 // most slots of a queue: one LIST page
 	DefaultDeclCacheFor = 30 * time.Second
 )
 
@@ -555,3 +555,15 @@ func (q *Queue) shardsOf(name string) int {
 
 // readShards returns the shards a reader of a queue's markers visits.
 func (q *Queue) readShards(name string) int { return max(q.shardsOf(name), q.opts.Shards) }
+
+// scoped applies a view's scope (In) to the queue a request names: empty
+// becomes the scope, another name is a *ValidationError of field.
+func (q *Queue) scoped(field, name string) (string, error) {
+	if q.scope == "" || name == q.scope {
+		return name, nil
+	}
+	if name == "" {
+		return q.scope, nil
+	}
+	return "", invalid(field, "is %q, but the request is addressed to queue %q", clip(name), q.scope)
+}

@@ -192,6 +192,10 @@ func (q *Queue) create(ctx context.Context, t *Task) error {
 
 // build validates a request and makes the new task record, without writing.
 func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Task, error) {
+	var err error
+	if req.Queue, err = q.scoped("queue", req.Queue); err != nil {
+		return Task{}, err
+	}
 	if req.Queue == "" {
 		req.Queue = DefaultQueue
 	}
