@@ -139,6 +139,8 @@ type state struct {
 	decls map[string]declEntry
 	// slots caches, per slot key, until when it is known to be held.
 	slots map[string]time.Time
+	// slotLists caches the last LIST of each queue's slots.
+	slotLists map[string]slotListing
 	// lastLoss is when a claim of this Queue last lost a race.
 	lastLoss time.Time
 }
@@ -174,7 +176,7 @@ func New(s store.Store, opts Options) *Queue {
 		bufs: make(map[string]*scanBuf), skip: make(map[string]time.Time), types: make(map[string]string),
 		listing: make(map[string]chan struct{}),
 		queues:  make(map[string]bool), parents: make(map[string]bool),
-		decls: make(map[string]declEntry), slots: make(map[string]time.Time),
+		decls: make(map[string]declEntry), slots: make(map[string]time.Time), slotLists: make(map[string]slotListing),
 	}}
 }
 
