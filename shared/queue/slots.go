@@ -76,9 +76,9 @@ func slotIndex(key string) int {
 // slotRun is what one claim call knows of a queue's slots.
 type slotRun struct {
 	listed   bool
-	listedAt time.Time // when this run LISTed; zero for a cached listing
-	slots  map[int]store.Info // by number: ETag and size (free or held)
-	busy   bool               // no slot was free
+	listedAt time.Time          // when this run LISTed; zero for a cached listing
+	slots    map[int]store.Info // by number: ETag and size (free or held)
+	busy     bool               // no slot was free
 }
 
 // takeSlot takes a free slot of queue d for t, which is about to start
