@@ -572,3 +572,16 @@ func (q *Queue) scoped(field, name string) (string, error) {
 	}
 	return "", invalid(field, "is %q, but the request is addressed to queue %q", clip(name), q.scope)
 }
+
+// CheckQueue reports whether tasks may be submitted to a queue: nil when
+// it is declared or Options.RequireDeclared is off (a submit would
+// declare it), ErrQueueNotFound otherwise. A schedule is checked with it
+// when it is made, so that it never fires into a queue that refuses its
+// tasks.
+func (q *Queue) CheckQueue(ctx context.Context, name string, now time.Time) error {
+	if err := ValidateQueueName(name); err != nil {
+		return err
+	}
+	_, err := q.declared(ctx, name, false, norm(now))
+	return err
+}
