@@ -335,12 +335,38 @@ func (q *Queue) GetQueue(ctx context.Context, name string, now time.Time) (Decla
 // without it, an undeclared queue is ErrQueueNotFound. Only found
 // declarations are cached, so a new queue is usable at once.
 func (q *Queue) declared(ctx context.Context, name string, create bool, now time.Time) (Declaration, error) {
-	q.mu.Lock()
-	e, ok := q.decls[name]
-	q.mu.Unlock()
-	if ok && e.found && now.Sub(e.at) < q.opts.DeclCacheFor && !now.Before(e.at) {
-		return e.d, nil
+	for {
+		q.mu.Lock()
+		e, ok := q.decls[name]
+		if ok && e.found && now.Sub(e.at) < q.opts.DeclCacheFor && !now.Before(e.at) {
+			q.mu.Unlock()
+			return e.d, nil
+		}
+		// One read per queue at a time: the submits of a batch, or the
+		// fires of a tick, that miss together share it.
+		if ch, busy := q.declLoading[name]; busy {
+			q.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return Declaration{}, ctx.Err()
+			}
+		}
+		ch := make(chan struct{})
+		q.declLoading[name] = ch
+		q.mu.Unlock()
+		d, err := q.readDeclared(ctx, name, create, now)
+		q.mu.Lock()
+		delete(q.declLoading, name)
+		q.mu.Unlock()
+		close(ch)
+		return d, err
 	}
+}
+
+// readDeclared is declared's read of the store.
+func (q *Queue) readDeclared(ctx context.Context, name string, create bool, now time.Time) (Declaration, error) {
 	d, _, err := q.loadQueue(ctx, name)
 	if errors.Is(err, ErrQueueNotFound) && !q.opts.RequireDeclared {
 		if !create {
