@@ -189,9 +189,6 @@ func New(s store.Store, opts Options) *Queue {
 // shares q's caches; the name must be valid (ValidateQueueName).
 func (q *Queue) In(name string) *Queue { return &Queue{state: q.state, scope: name} }
 
-// Scope returns the queue a view made by In is limited to, or "".
-func (q *Queue) Scope() string { return q.scope }
-
 // Store returns the store the queue works on.
 func (q *Queue) Store() store.Store { return q.store }
 

@@ -365,6 +365,59 @@ func runConcurrency(t *testing.T, f Factory) {
 		}
 	})
 
+	t.Run("workers_claiming_and_completing_at_once_never_run_more_than_max_concurrency", func(t *testing.T) {
+		e := newEnv(t, f)
+		const limit, tasks = 2, 24
+		e.declare(queue.Declaration{Name: "steady", MaxConcurrency: limit}, t0)
+		for i := 0; i < tasks; i++ {
+			e.submit(queue.SubmitRequest{Queue: "steady"}, t0)
+		}
+		var running, most, done atomic.Int32
+		var wg sync.WaitGroup
+		errs := make(chan error, Workers)
+		for w := 0; w < Workers/2; w++ {
+			q := e.reopen() // each worker its own process, with its own cached listings
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; done.Load() < tasks && i < 40*tasks; i++ {
+					now := t0.Add(time.Duration(i) * 100 * time.Millisecond)
+					cs, err := q.Claim(ctx, queue.ClaimRequest{Queue: "steady", LeaseFor: time.Hour}, now)
+					if err != nil {
+						errs <- err
+						return
+					}
+					for _, c := range cs {
+						// Counted from the claim until before the complete: a
+						// window inside the one the slot is held in, so more
+						// than max_concurrency counted at once is a real breach.
+						n := running.Add(1)
+						for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+						}
+						time.Sleep(time.Millisecond) // the work (wall time; the clock is now)
+						running.Add(-1)
+						if _, err := q.Complete(ctx, c.Task.ID, c.Lease.Token, nil, now); err != nil {
+							errs <- err
+							return
+						}
+						done.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if done.Load() != tasks {
+			t.Fatalf("%d of %d tasks done", done.Load(), tasks)
+		}
+		if m := most.Load(); m > limit {
+			t.Fatalf("%d tasks ran at once, max_concurrency is %d", m, limit)
+		}
+	})
+
 	t.Run("every_way_out_of_running_gives_the_slot_back", func(t *testing.T) {
 		e := newEnv(t, f)
 		e.declare(queue.Declaration{Name: "one", MaxConcurrency: 1}, t0)
