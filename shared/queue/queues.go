@@ -520,7 +520,8 @@ const maxDeleteChecks = 100
 // most 100, more refuse at once) and deletes the stale ones it meets. A
 // submit that read the declaration within Options.DeclCacheFor before the
 // delete may still land; declaring the queue again makes its tasks
-// reachable again.
+// reachable again. A running task whose marker the sweep parked (in
+// sweep/, not under the queue's prefixes) is not seen.
 func (q *Queue) DeleteQueue(ctx context.Context, name string, now time.Time) error {
 	now = norm(now)
 	if err := ValidateQueueName(name); err != nil {
