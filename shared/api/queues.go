@@ -94,9 +94,13 @@ func (a *API) queueDelete(rq *request) (reply, error) {
 	return reply{status: http.StatusNoContent}, nil
 }
 
+// maxCountedQueues bounds a page of GET /queues with counts: each count is
+// two LISTs or more, so a page of 100 is about 200.
+const maxCountedQueues = 100
+
 // queueList serves GET /queues?limit=&cursor=&counts=: declared queues by
 // name, each with its counts unless counts=false (they cost LISTs: see
-// queue.Queue.CountQueue).
+// queue.Queue.CountQueue; at most maxCountedQueues a page with counts).
 func (a *API) queueList(rq *request) (reply, error) {
 	req := queue.ListQueuesRequest{Cursor: rq.query["cursor"]}
 	var err error
@@ -108,6 +112,9 @@ func (a *API) queueList(rq *request) (reply, error) {
 		if counts, err = strconv.ParseBool(s); err != nil {
 			return reply{}, badInput("counts", "%q is not true or false", clip(s))
 		}
+	}
+	if counts && req.Limit > maxCountedQueues {
+		return reply{}, badInput("limit", "is at most %d with counts (each costs LISTs); add counts=false for up to 1000", maxCountedQueues)
 	}
 	res, err := a.q.ListQueues(rq.ctx, req)
 	if err != nil {

@@ -52,6 +52,8 @@ var queueCases = []routeCase{
 	{name: "list_queues_shows_counts", setup: pending, method: "GET", path: "/queues", status: 200,
 		check: all(wantField("queues.0.name", "default"), wantField("queues.0.counts.live", float64(1)))},
 	{name: "list_queues_without_counts", setup: pending, method: "GET", path: "/queues?counts=false", status: 200, check: wantField("queues.0.counts", nil)},
+	{name: "list_queues_of_more_than_100_with_counts_is_400", method: "GET", path: "/queues?limit=101", status: 400, code: "invalid_input", field: "limit"},
+	{name: "list_queues_of_1000_without_counts", setup: pending, method: "GET", path: "/queues?limit=1000&counts=false", status: 200, check: wantField("queues.0.name", "default")},
 	{name: "list_queues_with_a_bad_counts_is_400", method: "GET", path: "/queues?counts=maybe", status: 400, code: "invalid_input", field: "counts"},
 	{name: "delete_a_queue_with_a_pending_task_is_409", setup: pending, method: "DELETE", path: "/queues/default", status: 409, code: "queue_not_empty"},
 	{name: "delete_an_empty_queue_is_204", setup: declared, method: "DELETE", path: "/queues/emails", status: 204},
