@@ -189,7 +189,7 @@ func (q *Queue) Declare(ctx context.Context, d Declaration, now time.Time) (Decl
 			if d.Shards == 0 {
 				d.Shards = q.opts.Shards
 			}
-			err := q.createQueue(ctx, d)
+			err := q.createQueue(ctx, d, etag)
 			if errors.Is(err, store.ErrPrecondition) {
 				continue // declared a moment ago: replace it
 			}
@@ -226,11 +226,13 @@ func (q *Queue) Declare(ctx context.Context, d Declaration, now time.Time) (Decl
 	return Declaration{}, false, fmt.Errorf("declare queue %s: %w", d.Name, ErrConflict)
 }
 
-// createQueue writes a new declaration create-only, after checking that
-// the deployment holds fewer than MaxQueues (one LIST page of queues/ per
-// 1,000 queues). Two creates racing at the limit may both pass: the limit
-// bounds what a caller can make, not to the unit.
-func (q *Queue) createQueue(ctx context.Context, d Declaration) error {
+// createQueue writes a new declaration, after checking that the
+// deployment holds fewer than MaxQueues (one LIST page of queues/ per
+// 1,000 queues): create-only, or over the tombstone of a deleted queue of
+// that name (If-Match on tombstone, its ETag). Two creates racing at the
+// limit may both pass: the limit bounds what a caller can make, not to
+// the unit.
+func (q *Queue) createQueue(ctx context.Context, d Declaration, tombstone string) error {
 	n, err := q.countQueues(ctx, q.opts.MaxQueues)
 	if err != nil {
 		return err
@@ -242,13 +244,19 @@ func (q *Queue) createQueue(ctx context.Context, d Declaration) error {
 	if err != nil {
 		return fmt.Errorf("encode queue %s: %w", d.Name, err)
 	}
-	if _, err := q.store.PutIfAbsent(ctx, QueueKey(d.Name), body); err != nil {
-		if errors.Is(err, store.ErrPrecondition) {
+	var err2 error
+	if tombstone != "" {
+		_, err2 = q.store.PutIfMatch(ctx, QueueKey(d.Name), body, tombstone)
+	} else {
+		_, err2 = q.store.PutIfAbsent(ctx, QueueKey(d.Name), body)
+	}
+	if err := err2; err != nil {
+		if errors.Is(err, store.ErrPrecondition) || errors.Is(err, store.ErrNotFound) {
 			// Ours, if the answer of an earlier attempt was lost.
 			if obj, gerr := q.store.Get(ctx, QueueKey(d.Name)); gerr == nil && string(obj.Body) == string(body) {
 				return nil
 			}
-			return err
+			return fmt.Errorf("write queue %s: %w", d.Name, store.ErrPrecondition)
 		}
 		return fmt.Errorf("write queue %s: %w", d.Name, err)
 	}
@@ -264,7 +272,7 @@ func (q *Queue) countQueues(ctx context.Context, limit int) (int, error) {
 			return 0, fmt.Errorf("list queues: %w", err)
 		}
 		for _, o := range page.Items {
-			if queueNameFromKey(o.Key) != "" {
+			if queueNameFromKey(o.Key) != "" && !isTombstone(o.Size) {
 				n++
 			}
 		}
@@ -287,7 +295,16 @@ func queueNameFromKey(key string) string {
 	return name
 }
 
-// loadQueue reads a declaration; ErrQueueNotFound when there is none.
+// queueTombstone is the body a deleted queue's declaration is replaced
+// by: a key is never deleted and created again (versitygw refuses
+// If-None-Match while a delete marker is the current version), so a
+// queue declared again swaps its tombstone by If-Match.
+var queueTombstone = []byte("{}")
+
+func isTombstone(size int64) bool { return size <= int64(len(queueTombstone)) }
+
+// loadQueue reads a declaration; ErrQueueNotFound when there is none, with
+// the ETag of the tombstone of a deleted one.
 func (q *Queue) loadQueue(ctx context.Context, name string) (Declaration, string, error) {
 	obj, err := q.store.Get(ctx, QueueKey(name))
 	if errors.Is(err, store.ErrNotFound) {
@@ -295,6 +312,9 @@ func (q *Queue) loadQueue(ctx context.Context, name string) (Declaration, string
 	}
 	if err != nil {
 		return Declaration{}, "", fmt.Errorf("get queue %s: %w", name, err)
+	}
+	if isTombstone(int64(len(obj.Body))) {
+		return Declaration{}, obj.ETag, fmt.Errorf("queue %s: %w", name, ErrQueueNotFound)
 	}
 	var d Declaration
 	if err := json.Unmarshal(obj.Body, &d); err != nil {
@@ -367,13 +387,13 @@ func (q *Queue) declared(ctx context.Context, name string, create bool, now time
 
 // readDeclared is declared's read of the store.
 func (q *Queue) readDeclared(ctx context.Context, name string, create bool, now time.Time) (Declaration, error) {
-	d, _, err := q.loadQueue(ctx, name)
+	d, tombstone, err := q.loadQueue(ctx, name)
 	if errors.Is(err, ErrQueueNotFound) && !q.opts.RequireDeclared {
 		if !create {
 			return Declaration{Name: name, Shards: q.opts.Shards}, nil
 		}
 		d = Declaration{Name: name, Shards: q.opts.Shards, AutoDeclared: true, CreatedAt: now, UpdatedAt: now}
-		err = q.createQueue(ctx, d)
+		err = q.createQueue(ctx, d, tombstone)
 		if errors.Is(err, store.ErrPrecondition) {
 			d, _, err = q.loadQueue(ctx, name) // declared by someone else meanwhile
 		}
@@ -422,7 +442,7 @@ func (q *Queue) ListQueues(ctx context.Context, req ListQueuesRequest) (ListQueu
 	out := ListQueuesResult{Queues: []Declaration{}}
 	for _, o := range page.Items {
 		name := queueNameFromKey(o.Key)
-		if name == "" {
+		if name == "" || isTombstone(o.Size) {
 			continue
 		}
 		d, _, err := q.loadQueue(ctx, name)
@@ -515,7 +535,8 @@ func (q *Queue) CountQueue(ctx context.Context, d Declaration, now time.Time) (Q
 // records; more markers than this refuse the delete at once.
 const maxDeleteChecks = 100
 
-// DeleteQueue deletes a queue's declaration. A queue that still holds a
+// DeleteQueue deletes a queue's declaration (replaces it by a tombstone,
+// which reads as no declaration). A queue that still holds a
 // live (pending or running) task is refused with ErrQueueNotEmpty: it checks each index marker against its record (at
 // most 100, more refuse at once) and deletes the stale ones it meets. A
 // submit that read the declaration within Options.DeclCacheFor before the
@@ -527,7 +548,7 @@ func (q *Queue) DeleteQueue(ctx context.Context, name string, now time.Time) err
 	if err := ValidateQueueName(name); err != nil {
 		return err
 	}
-	d, _, err := q.loadQueue(ctx, name)
+	d, etag, err := q.loadQueue(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -564,7 +585,11 @@ func (q *Queue) DeleteQueue(ctx context.Context, name string, now time.Time) err
 			}
 		}
 	}
-	if err := q.store.Delete(ctx, QueueKey(name)); err != nil {
+	// A tombstone, by If-Match: a declaration changed meanwhile is kept.
+	if _, err := q.store.PutIfMatch(ctx, QueueKey(name), queueTombstone, etag); err != nil {
+		if errors.Is(err, store.ErrPrecondition) {
+			return fmt.Errorf("delete queue %s: changed meanwhile: %w", name, ErrConflict)
+		}
 		return fmt.Errorf("delete queue %s: %w", name, err)
 	}
 	q.mu.Lock()

@@ -63,6 +63,22 @@ func runQueues(t *testing.T, f Factory) {
 		_, err = e.q.GetQueue(ctx, "emails", t0)
 		wantErr(t, err, queue.ErrQueueNotFound)
 		wantErr(t, e.q.DeleteQueue(ctx, "emails", t0), queue.ErrQueueNotFound)
+		list, err = e.q.ListQueues(ctx, queue.ListQueuesRequest{})
+		if err != nil || len(list.Queues) != 1 || list.Queues[0].Name != "a-first" {
+			t.Fatalf("list after the delete: %+v %v", list, err)
+		}
+		// Declared again, by hand and by a submit (the key is never
+		// deleted: versitygw refuses If-None-Match over a delete marker).
+		if d, created, err := e.q.Declare(ctx, queue.Declaration{Name: "emails", MaxAttempts: 4}, t0.Add(time.Hour)); err != nil || !created || !d.CreatedAt.Equal(t0.Add(time.Hour)) {
+			t.Fatalf("declare again: %+v %v %v", d, created, err)
+		}
+		if err := e.q.DeleteQueue(ctx, "a-first", t0); err != nil {
+			t.Fatal(err)
+		}
+		e.reopen().Submit(ctx, queue.SubmitRequest{TaskType: "t", Queue: "a-first"}, t0)
+		if d, err := e.q.GetQueue(ctx, "a-first", t0); err != nil || !d.AutoDeclared {
+			t.Fatalf("auto-declared again: %+v %v", d, err)
+		}
 	})
 
 	t.Run("a_bad_declaration_names_its_field_and_writes_nothing", func(t *testing.T) {
@@ -197,6 +213,11 @@ func runQueues(t *testing.T, f Factory) {
 		if n := len(e.keys("tasks/")); n != 1 {
 			t.Fatalf("%d tasks, want only b's", n)
 		}
+		// A deleted queue makes room.
+		if err := e.q.DeleteQueue(ctx, "a", t0); err != nil {
+			t.Fatal(err)
+		}
+		e.declare(queue.Declaration{Name: "c"}, t0)
 	})
 
 	t.Run("a_queue_with_live_tasks_is_not_deleted", func(t *testing.T) {
