@@ -60,7 +60,7 @@ const (
 	pDue       = "due/"
 	pArtifacts = "artifacts/"
 	pQueues    = "queues/" // declared queues (DESIGN §12.2)
-	pSlots     = "slots/"  // concurrency slots of queues with max_concurrency
+	pSlots     = "slots/"  // concurrency slots of queues with max_concurrency, freed by If-Match
 	kTaskTypes = "config/task_types.json"
 )
 
@@ -101,19 +101,19 @@ func Functions() []Function {
 			// Claims never submit: no task type defaults. They read the
 			// queue's declaration and take its concurrency slots.
 			Name:   "claim",
-			Access: join([]Access{rw(pTasks), r(pQueues), rwd(pSlots)}, markers()),
+			Access: join([]Access{rw(pTasks), r(pQueues), rw(pSlots)}, markers()),
 			Routes: []string{"POST /queues/{queue}/claim"},
 		},
 		{
 			// No submit route either. Presigned artifact URLs carry the
 			// rights of the role that signs them: PUT and GET (and the
 			// HEAD that checks an artifact exists) on artifacts/*. It
-			// declares and deletes queues, and gives back a slot when a
-			// lease holder finishes.
+			// declares and deletes queues (a tombstone, never a DELETE),
+			// and frees a slot (If-Match) when a lease holder finishes.
 			Name: "tasks",
 			Access: join([]Access{
 				{Prefix: pTasks, Read: true, Write: true, Versions: true},
-				rw(pArtifacts), rwd(pQueues), {Prefix: pSlots, Read: true, Delete: true},
+				rw(pArtifacts), rw(pQueues), rw(pSlots),
 			}, markers()),
 			Routes: []string{
 				"GET /queues", "PUT /queues/{queue}", "GET /queues/{queue}", "DELETE /queues/{queue}",
@@ -137,9 +137,9 @@ func Functions() []Function {
 		},
 		{
 			// Lists a finished task's artifacts and deletes them; never
-			// reads one.
+			// reads one. Frees the slot of a lapsed lease it settles.
 			Name:      "sweep-expired",
-			Access:    join([]Access{rw(pTasks), {Prefix: pArtifacts, Delete: true}}, markers()),
+			Access:    join([]Access{rw(pTasks), {Prefix: pArtifacts, Delete: true}, {Prefix: pSlots, Write: true}}, markers()),
 			Timer:     true,
 			PutEvents: true,
 		},

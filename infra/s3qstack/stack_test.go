@@ -423,10 +423,12 @@ func TestStack(t *testing.T) {
 			{"claim", "s3:GetObject", "queues/default.json", true},
 			{"claim", "s3:PutObject", "queues/default.json", false},
 			{"claim", "s3:PutObject", "slots/default/0000", true},
-			{"claim", "s3:DeleteObject", "slots/default/0000", true},
-			{"tasks", "s3:DeleteObject", "slots/default/0000", true},
-			{"tasks", "s3:PutObject", "slots/default/0000", false},
-			{"tasks", "s3:DeleteObject", "queues/default.json", true},
+			{"claim", "s3:DeleteObject", "slots/default/0000", false}, // slots are freed by If-Match, never deleted
+			{"tasks", "s3:PutObject", "slots/default/0000", true},
+			{"tasks", "s3:DeleteObject", "slots/default/0000", false},
+			{"tasks", "s3:PutObject", "queues/default.json", true},
+			{"tasks", "s3:DeleteObject", "queues/default.json", false}, // a deleted queue is a tombstone
+			{"sweep-expired", "s3:PutObject", "slots/default/0000", true},
 			{"submit", "s3:PutObject", "slots/default/0000", false},
 			// Artifacts: the tasks function signs PUT and GET URLs; the
 			// sweep lists and deletes, and reads none.
