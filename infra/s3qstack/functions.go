@@ -73,6 +73,9 @@ const (
 	pSchedules = "schedules/"
 	pDue       = "due/"
 	pArtifacts = "artifacts/"
+	pQueues    = "queues/" // declared queues (DESIGN §12.2)
+	pSlots     = "slots/"  // concurrency slots of queues with max_concurrency, freed by If-Match
+	pStatus    = "status/" // failed, expired and cancelled tasks, for listing by status
 	kTaskTypes = "config/task_types.json"
 )
 
@@ -91,66 +94,85 @@ func on(prefix string, actions ...string) Access { return Access{Prefix: prefix,
 func Functions() []Function {
 	return []Function{
 		{
+			// Reads the queue's declaration; declares it under auto_declare.
 			Name: "submit",
 			Access: []Access{
 				on(pTasks, GetObject, PutObject, PutObjectTagging), // ttl 0: expired on arrival
 				on(kTaskTypes, GetObject),
-				on(pReady, PutObject), on(pDeadline, PutObject),
-				on(pDedup, GetObject, PutObject), // never deleted: a finished holder's key is taken over
-				on(pSweep, PutObject),            // the queue registry, the outbox of a ttl-0 task
-				on(pChildren, PutObject),         // a child's entry in its parent's index
+				on(pQueues, GetObject, PutObject, ListBucket), // the declaration; written under auto_declare
+				on(pReady, GetObject, PutObject),
+				on(pDeadline, GetObject, PutObject, DeleteObject),
+				on(pDedup, GetObject, PutObject),    // never deleted: a finished holder's key is taken over
+				on(pSweep, GetObject, PutObject),    // wake-ups, the outbox of a ttl-0 task
+				on(pChildren, GetObject, PutObject), // a child's entry in its parent's index
+				on(pStatus, GetObject, PutObject),
 			},
-			Routes: []string{"POST /tasks", "POST /tasks/batch"},
+			Routes: []string{"POST /queues/{queue}/tasks", "POST /queues/{queue}/tasks/batch"},
 		},
 		{
 			// Claims never submit: no task type defaults, no dedup keys.
 			// A claim expires what it meets and starts a first_attempt
-			// task's deadline.
+			// task's deadline. They read the queue's declaration and take its
+			// concurrency slots.
 			Name: "claim",
 			Access: []Access{
 				on(pTasks, GetObject, PutObject, PutObjectTagging),
-				on(pReady, ListBucket, DeleteObject),
-				on(pDeadline, ListBucket, PutObject, DeleteObject),
-				on(pSweep, PutObject),       // the outbox of what it expires or dead-letters
-				on(pChildren, DeleteObject), // a finished child leaves its parent's index
+				on(pQueues, GetObject),
+				on(pSlots, GetObject, PutObject, ListBucket), // max_concurrency: listed, taken by If-None-Match/If-Match
+				on(pReady, DeleteObject, ListBucket),
+				on(pDeadline, GetObject, PutObject, DeleteObject, ListBucket),
+				on(pSweep, GetObject, PutObject), // the outbox of what it expires or dead-letters
+				on(pChildren, DeleteObject),      // a finished child leaves its parent's index
+				on(pStatus, GetObject, PutObject),
 			},
-			Routes: []string{"POST /claim"},
+			Routes: []string{"POST /queues/{queue}/claim"},
 		},
 		{
 			// No submit route either. Presigned artifact URLs carry the
 			// rights of the role that signs them: PUT and GET (and the
-			// HEAD that checks an artifact exists) on artifacts/*.
+			// HEAD that checks an artifact exists) on artifacts/*. It
+			// declares and deletes queues (a tombstone, never a DELETE),
+			// and frees a slot (If-Match) when a lease holder finishes.
 			Name: "tasks",
 			Access: []Access{
 				on(pTasks, GetObject, PutObject, PutObjectTagging, ListBucket, GetObjectVersion, ListBucketVersions),
+				on(pQueues, GetObject, PutObject, ListBucket), // declared, replaced by If-Match, deleted as a tombstone
+				on(pSlots, PutObject, ListBucket),             // freed (If-Match) when a lease holder finishes
+				on(pReady, GetObject, PutObject, DeleteObject, ListBucket),
+				on(pDeadline, GetObject, PutObject, DeleteObject, ListBucket),
+				on(pDedup, GetObject, PutObject), // a retry takes its dedup key again
+				on(pSweep, GetObject, PutObject, DeleteObject),
+				on(pChildren, GetObject, PutObject, DeleteObject),
+				on(pStatus, GetObject, PutObject, DeleteObject),
 				on(pArtifacts, GetObject, PutObject), // signed into the URLs
-				on(pReady, PutObject, DeleteObject), on(pDeadline, PutObject, DeleteObject),
-				on(pDedup, GetObject, PutObject),       // a retry takes its dedup key again
-				on(pSweep, PutObject, DeleteObject),    // outbox and artifact entries; a parked task's marker
-				on(pChildren, PutObject, DeleteObject), // a retried child rejoins its parent's index
 			},
 			Routes: []string{
-				"GET /tasks", "GET /tasks/{id}", "GET /tasks/{id}/history",
-				"POST /tasks/{id}/cancel", "POST /tasks/{id}/retry", "POST /tasks/{id}/expire",
-				"POST /tasks/{id}/heartbeat", "POST /tasks/{id}/complete", "POST /tasks/{id}/fail",
-				"POST /tasks/{id}/reschedule",
-				"POST /tasks/{id}/artifacts", "GET /tasks/{id}/artifacts/{name}",
+				"GET /queues", "PUT /queues/{queue}", "GET /queues/{queue}", "DELETE /queues/{queue}",
+				"GET /tasks", "GET /queues/{queue}/tasks",
+				"GET /queues/{queue}/tasks/{id}", "GET /queues/{queue}/tasks/{id}/history",
+				"POST /queues/{queue}/tasks/{id}/cancel", "POST /queues/{queue}/tasks/{id}/retry", "POST /queues/{queue}/tasks/{id}/expire",
+				"POST /queues/{queue}/tasks/{id}/heartbeat", "POST /queues/{queue}/tasks/{id}/complete", "POST /queues/{queue}/tasks/{id}/fail",
+				"POST /queues/{queue}/tasks/{id}/reschedule",
+				"POST /queues/{queue}/tasks/{id}/artifacts", "GET /queues/{queue}/tasks/{id}/artifacts/{name}",
 			},
 		},
 		{
 			Name: "schedules",
 			Access: []Access{
-				on(pSchedules, GetObject, PutObject, DeleteObject, ListBucket),
-				on(pDue, PutObject, DeleteObject),
-				on(pTasks, GetObject, PutObject), // trigger: a fired task (GET recognises a retried create)
+				on(pTasks, GetObject, PutObject), // trigger: a fired task
 				on(kTaskTypes, GetObject),
-				on(pReady, PutObject), on(pDeadline, PutObject), on(pSweep, PutObject),
+				on(pQueues, GetObject),
+				on(pReady, GetObject, PutObject),
+				on(pDeadline, GetObject, PutObject),
+				on(pSweep, GetObject, PutObject),
+				on(pSchedules, GetObject, PutObject, DeleteObject, ListBucket),
+				on(pDue, GetObject, PutObject, DeleteObject),
 			},
 			Routes: []string{
-				"POST /schedules", "GET /schedules",
-				"GET /schedules/{id}", "PUT /schedules/{id}", "DELETE /schedules/{id}",
-				"POST /schedules/{id}/pause", "POST /schedules/{id}/resume", "POST /schedules/{id}/trigger",
-				"GET /schedules/{id}/history",
+				"POST /queues/{queue}/schedules", "GET /queues/{queue}/schedules",
+				"GET /queues/{queue}/schedules/{id}", "PUT /queues/{queue}/schedules/{id}", "DELETE /queues/{queue}/schedules/{id}",
+				"POST /queues/{queue}/schedules/{id}/pause", "POST /queues/{queue}/schedules/{id}/resume", "POST /queues/{queue}/schedules/{id}/trigger",
+				"GET /queues/{queue}/schedules/{id}/history",
 			},
 		},
 		{
@@ -159,11 +181,13 @@ func Functions() []Function {
 			Name: "sweep-expired",
 			Access: []Access{
 				on(pTasks, GetObject, PutObject, PutObjectTagging),
-				on(pArtifacts, ListBucket, DeleteObject),
-				on(pDeadline, ListBucket, PutObject, DeleteObject),
-				on(pReady, PutObject, DeleteObject), // a pending child of an expired parent; a repaired marker
-				on(pSweep, ListBucket, PutObject, DeleteObject),
-				on(pChildren, ListBucket, GetObject, DeleteObject),
+				on(pSlots, PutObject), // the slot of a lapsed lease it settles (If-Match)
+				on(pReady, GetObject, PutObject, DeleteObject),
+				on(pDeadline, GetObject, PutObject, DeleteObject, ListBucket),
+				on(pSweep, GetObject, PutObject, DeleteObject, ListBucket),
+				on(pChildren, GetObject, DeleteObject, ListBucket),
+				on(pStatus, GetObject, PutObject),
+				on(pArtifacts, DeleteObject, ListBucket),
 			},
 			Timer:     true,
 			PutEvents: true,
@@ -171,11 +195,15 @@ func Functions() []Function {
 		{
 			Name: "schedule-tick",
 			Access: []Access{
-				on(pSchedules, GetObject, PutObject),
-				on(pDue, ListBucket, PutObject, DeleteObject),
-				on(pTasks, GetObject, PutObject, PutObjectTagging), // a late fire may expire on arrival
+				on(pTasks, GetObject, PutObject, PutObjectTagging),
 				on(kTaskTypes, GetObject),
-				on(pReady, PutObject), on(pDeadline, PutObject), on(pSweep, PutObject),
+				on(pQueues, GetObject),
+				on(pReady, GetObject, PutObject),
+				on(pDeadline, GetObject, PutObject),
+				on(pSweep, GetObject, PutObject),
+				on(pStatus, GetObject, PutObject),
+				on(pSchedules, GetObject, PutObject),
+				on(pDue, GetObject, PutObject, DeleteObject, ListBucket),
 			},
 			Timer: true,
 		},

@@ -178,9 +178,20 @@ func (b *builder) bucket() {
 			},
 			{
 				// Backstop: the sweep deletes artifacts earlier (DESIGN §6).
-				Id:         jsii.String("artifacts"),
-				Prefix:     jsii.String(b.key(pArtifacts)),
-				Expiration: awscdk.Duration_Days(jsii.Number(float64(b.s.ArtifactDays))),
+				// A deleted artifact's old bodies go a day later: where two
+				// rules overlap, S3 applies the shorter expiration.
+				Id:                          jsii.String("artifacts"),
+				Prefix:                      jsii.String(b.key(pArtifacts)),
+				Expiration:                  awscdk.Duration_Days(jsii.Number(float64(b.s.ArtifactDays))),
+				NoncurrentVersionExpiration: awscdk.Duration_Days(jsii.Number(1)),
+			},
+			{
+				// The status/ index (failed, expired, cancelled) goes with
+				// the terminal records it points at; a listing skips and
+				// deletes markers whose record is gone anyway.
+				Id:         jsii.String("status-index"),
+				Prefix:     jsii.String(b.key(pStatus)),
+				Expiration: awscdk.Duration_Days(jsii.Number(float64(b.s.TerminalRetentionDays))),
 			},
 			{
 				// Terminal task records, tagged by the core.

@@ -3,6 +3,7 @@
 //
 //	bench lifecycle ttl=no requests=N put=N list=N get=N delete=N usd_per_million=X
 //	bench lifecycle ttl=yes ...
+//	bench lifecycle ttl=no max_concurrency=10 ...   (a queue declared with max_concurrency)
 //	bench throughput server=versitygw workers=W tasks_per_s=X raw_ops_per_s=Y bound_ratio=R
 //	bench sweep ..., bench tick ..., bench list ..., bench history ... (sweep.go, tick.go, list.go)
 //
@@ -60,20 +61,26 @@ func main() {
 	}
 	defer srv.Close()
 
-	for _, ttl := range []bool{false, true} {
+	for _, v := range []struct {
+		ttl bool
+		mc  int
+	}{{false, 0}, {true, 0}, {false, 10}} {
 		if !run("lifecycle") {
 			break
 		}
-		c, err := lifecycle(ctx, srv, *tasks, ttl)
+		c, err := lifecycle(ctx, srv, *tasks, v.ttl, v.mc)
 		if err != nil {
 			log.Fatal(err)
 		}
 		n := float64(*tasks)
-		yes := map[bool]string{false: "no", true: "yes"}[ttl]
-		fmt.Printf("bench lifecycle ttl=%s requests=%.2f put=%.2f list=%.3f get=%.2f delete=%.2f usd_per_million=%.2f\n",
-			yes, float64(c.Total())/n, float64(c.Put)/n, float64(c.List)/n, float64(c.Get+c.Head)/n, float64(c.Delete)/n, c.USD()/n*1e6)
+		yes := map[bool]string{false: "no", true: "yes"}[v.ttl]
+		mc := ""
+		if v.mc > 0 {
+			mc = fmt.Sprintf(" max_concurrency=%d", v.mc)
+		}
+		fmt.Printf("bench lifecycle ttl=%s%s requests=%.2f put=%.2f list=%.3f get=%.2f delete=%.2f usd_per_million=%.2f\n",
+			yes, mc, float64(c.Total())/n, float64(c.Put)/n, float64(c.List)/n, float64(c.Get+c.Head)/n, float64(c.Delete)/n, c.USD()/n*1e6)
 	}
-
 	for _, ws := range strings.Split(*workers, ",") {
 		if !run("throughput") {
 			break
@@ -118,10 +125,17 @@ func prefix() string {
 }
 
 // lifecycle submits n tasks, then claims and completes them one at a time
-// in a second process, and returns the requests of all of it.
-func lifecycle(ctx context.Context, srv *s3local.Server, n int, ttl bool) (store.Counts, error) {
+// in a second process, and returns the requests of all of it. With mc > 0
+// the queue is declared first with that max_concurrency.
+func lifecycle(ctx context.Context, srv *s3local.Server, n int, ttl bool, mc int) (store.Counts, error) {
 	counting := store.NewCounting(srv.Store(prefix()))
 	submitter := queue.New(counting, queue.Options{})
+	if mc > 0 {
+		if _, _, err := submitter.Declare(ctx, queue.Declaration{Name: queue.DefaultQueue, MaxConcurrency: mc}, time.Now()); err != nil {
+			return store.Counts{}, err
+		}
+		counting.Reset()
+	}
 	for i := 0; i < n; i++ {
 		// With an id, as every client sends one (DESIGN §12.1): it costs
 		// no request.

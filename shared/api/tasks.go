@@ -7,18 +7,19 @@ import (
 	"github.com/s3q/s3q/shared/queue"
 )
 
-// get serves GET /tasks/{id}: the task, with expires_in_seconds when it
+// get serves GET /queues/{queue}/tasks/{id}: the task, with expires_in_seconds when it
 // has a deadline.
 func (a *API) get(rq *request) (reply, error) {
-	t, err := a.q.Get(rq.ctx, rq.id)
+	t, err := rq.q.Get(rq.ctx, rq.id)
 	if err != nil {
 		return reply{}, err
 	}
 	return reply{status: http.StatusOK, body: taskReply{Task: view(t, a.now())}}, nil
 }
 
-// list serves GET /tasks?status=&queue=&task_type=&limit=&cursor=: a page
-// of tasks and next_cursor when more may follow. Each call examines at
+// list serves GET /queues/{queue}/tasks?status=&task_type=&limit=&cursor=
+// and the operator route GET /tasks?status=&queue=&task_type=...: a page
+// of tasks, oldest first, and next_cursor when more may follow. Each call examines at
 // most queue.MaxExamined records; failed, expired and cancelled tasks
 // come from their index (see queue.Queue.List for what each costs).
 func (a *API) list(rq *request) (reply, error) {
@@ -39,7 +40,7 @@ func (a *API) list(rq *request) (reply, error) {
 		}
 		req.Limit = n
 	}
-	res, err := a.q.List(rq.ctx, req)
+	res, err := rq.q.List(rq.ctx, req)
 	if err != nil {
 		return reply{}, err
 	}
@@ -51,7 +52,7 @@ func (a *API) list(rq *request) (reply, error) {
 	return reply{status: http.StatusOK, body: out}, nil
 }
 
-// history serves GET /tasks/{id}/history?limit=&cursor=: one page of the
+// history serves GET /queues/{queue}/tasks/{id}/history?limit=&cursor=: one page of the
 // stored versions of the record, oldest first (limit defaults to 100, at
 // most 1000), with next_cursor when more follow. It costs one LIST of
 // versions and one GET per version returned.
@@ -61,7 +62,7 @@ func (a *API) history(rq *request) (reply, error) {
 	if req.Limit, err = queryLimit(rq); err != nil {
 		return reply{}, err
 	}
-	res, err := a.q.HistoryPage(rq.ctx, rq.id, req)
+	res, err := rq.q.HistoryPage(rq.ctx, rq.id, req)
 	if err != nil {
 		return reply{}, err
 	}

@@ -20,6 +20,8 @@ type taskView struct {
 	EndedLeaseToken  string `json:"ended_lease_token,omitempty"`
 	RequestHash      string `json:"request_hash,omitempty"`
 	IndexKey         string `json:"index_key,omitempty"`
+	SlotKey          string `json:"slot_key,omitempty"`
+	SlotETag         string `json:"slot_etag,omitempty"`
 	ExpiresInSeconds *int64 `json:"expires_in_seconds,omitempty"`
 }
 

@@ -63,7 +63,8 @@ type SubmitResult struct {
 	Status int `json:"-"`
 }
 
-// Submit submits one task, exactly once: a request without an ID gets a
+// Submit submits one task to req.Queue, or else the client's queue,
+// exactly once: a request without an ID gets a
 // fresh UUIDv7, and a 503, another 5xx or a network error is retried
 // with the same id (Options.MaxRetries), so a retry whose first attempt
 // landed returns that task (Replayed) instead of making a second. With a
@@ -74,7 +75,11 @@ func (c *Client) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, e
 		req.ID = queue.NewID(time.Now())
 	}
 	var res SubmitResult
-	status, err := c.doRetry(ctx, http.MethodPost, "/tasks", nil, req, &res)
+	q := c.queue
+	if req.Queue != "" {
+		q = req.Queue
+	}
+	status, err := c.doRetry(ctx, http.MethodPost, queuePath(q, "/tasks"), nil, req, &res)
 	res.Status = status
 	return res, err
 }
@@ -126,7 +131,9 @@ func itemStatus(code string) int {
 	return http.StatusBadRequest
 }
 
-// SubmitBatch submits up to 500 tasks; one result per request, in order.
+// SubmitBatch submits up to 500 tasks to one queue: the Queue the first
+// request names, or else the client's. A request naming another queue
+// gets its own 400 result naming "queue". One result per request, in order.
 // As Submit, it gives every request without an ID a fresh UUIDv7 (the
 // caller's slice is not changed) and retries with the same ids: the
 // whole batch on a 503, another 5xx or a network error, and the items
@@ -138,6 +145,10 @@ func (c *Client) SubmitBatch(ctx context.Context, reqs []queue.SubmitRequest) ([
 		if reqs[i].ID == "" {
 			reqs[i].ID = queue.NewID(now)
 		}
+	}
+	q := c.queue
+	if len(reqs) > 0 && reqs[0].Queue != "" {
+		q = reqs[0].Queue
 	}
 	out := make([]BatchItem, len(reqs))
 	todo := make([]int, len(reqs)) // indexes into reqs still to send
@@ -152,7 +163,7 @@ func (c *Client) SubmitBatch(ctx context.Context, reqs []queue.SubmitRequest) ([
 		var res struct {
 			Results []BatchItem `json:"results"`
 		}
-		if _, err := c.doRetry(ctx, http.MethodPost, "/tasks/batch", nil, map[string]any{"tasks": send}, &res); err != nil {
+		if _, err := c.doRetry(ctx, http.MethodPost, queuePath(q, "/tasks/batch"), nil, map[string]any{"tasks": send}, &res); err != nil {
 			if n == 0 {
 				return nil, err
 			}
@@ -178,12 +189,13 @@ func (c *Client) SubmitBatch(ctx context.Context, reqs []queue.SubmitRequest) ([
 	}
 }
 
-// Get returns one task.
+// Get returns one task of the client's queue (a task of another queue is
+// a 404 *Error).
 func (c *Client) Get(ctx context.Context, id string) (Task, error) {
 	var res struct {
 		Task Task `json:"task"`
 	}
-	_, err := c.doRetry(ctx, http.MethodGet, "/tasks/"+url.PathEscape(id), nil, nil, &res)
+	_, err := c.doRetry(ctx, http.MethodGet, c.qpath("/tasks/"+url.PathEscape(id)), nil, nil, &res)
 	return res.Task, err
 }
 
@@ -193,7 +205,9 @@ type ListResult struct {
 	NextCursor string `json:"next_cursor,omitempty"`
 }
 
-// List returns one page of tasks matching the filters.
+// List returns one page of tasks matching the filters: of req.Queue
+// (GET /queues/{queue}/tasks), or of every queue when it is empty (GET
+// /tasks, the operator's route).
 func (c *Client) List(ctx context.Context, req queue.ListRequest) (ListResult, error) {
 	q := url.Values{}
 	set := func(k, v string) {
@@ -202,14 +216,17 @@ func (c *Client) List(ctx context.Context, req queue.ListRequest) (ListResult, e
 		}
 	}
 	set("status", string(req.Status))
-	set("queue", req.Queue)
 	set("task_type", req.TaskType)
 	set("cursor", req.Cursor)
 	if req.Limit > 0 {
 		q.Set("limit", strconv.Itoa(req.Limit))
 	}
+	path := "/tasks"
+	if req.Queue != "" {
+		path = queuePath(req.Queue, "/tasks")
+	}
 	var res ListResult
-	_, err := c.doRetry(ctx, http.MethodGet, "/tasks", q, nil, &res)
+	_, err := c.doRetry(ctx, http.MethodGet, path, q, nil, &res)
 	return res, err
 }
 
@@ -238,7 +255,7 @@ func (c *Client) History(ctx context.Context, id string, req queue.HistoryReques
 		q.Set("limit", strconv.Itoa(req.Limit))
 	}
 	var res HistoryResult
-	_, err := c.doRetry(ctx, http.MethodGet, "/tasks/"+url.PathEscape(id)+"/history", q, nil, &res)
+	_, err := c.doRetry(ctx, http.MethodGet, c.qpath("/tasks/"+url.PathEscape(id)+"/history"), q, nil, &res)
 	return res, err
 }
 
@@ -257,7 +274,7 @@ func (c *Client) taskOp(ctx context.Context, id, op string, body any, retry bool
 	if retry {
 		do = c.doRetry
 	}
-	_, err := do(ctx, http.MethodPost, "/tasks/"+url.PathEscape(id)+"/"+op, nil, body, &res)
+	_, err := do(ctx, http.MethodPost, c.qpath("/tasks/"+url.PathEscape(id)+"/"+op), nil, body, &res)
 	return res.Task, err
 }
 

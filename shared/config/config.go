@@ -22,6 +22,10 @@
 //	S3Q_MAX_WAIT           the longest "wait" a submit or a claim long-poll may ask for; a
 //	                       longer one is refused with a 400 naming wait (default 25s;
 //	                       the stack sets its maxWaitSeconds)
+//	S3Q_AUTO_DECLARE       true: the first submit to an undeclared queue declares it; false
+//	                       (default): it is 404 queue_not_found (DESIGN §12.2)
+//	S3Q_MAX_QUEUES         most queues the deployment declares (default 1000)
+//	S3Q_ALLOW_INSECURE_TARGETS  true: http:// push targets are accepted (s3q dev); default false
 //
 // Per-task-type defaults (ttl, ttl_from, max_attempts, timeout) come from
 // config/task_types.json in the bucket (package tasktypes), not from the
@@ -55,6 +59,9 @@ const (
 	EnvMaxArtifactBytes = "S3Q_MAX_ARTIFACT_BYTES"
 	EnvMetricsNamespace = "S3Q_METRICS_NAMESPACE"
 	EnvMaxWait          = "S3Q_MAX_WAIT"
+	EnvAutoDeclare      = "S3Q_AUTO_DECLARE"
+	EnvMaxQueues        = "S3Q_MAX_QUEUES"
+	EnvInsecureTargets  = "S3Q_ALLOW_INSECURE_TARGETS"
 )
 
 // DefaultMaxWait is MaxWait when S3Q_MAX_WAIT is not set: under API
@@ -105,6 +112,14 @@ type Config struct {
 	// second of a wait holds a function invocation (and its memory) for
 	// that second. Defaults to DefaultMaxWait (25s).
 	MaxWait time.Duration
+	// AutoDeclare lets the first submit to an undeclared queue declare it.
+	// Defaults to false: such a submit is 404 queue_not_found.
+	AutoDeclare bool
+	// MaxQueues is the most queues the deployment declares. Defaults to
+	// queue.DefaultMaxQueues (1,000).
+	MaxQueues int
+	// AllowInsecureTargets accepts http:// push targets. Defaults to false.
+	AllowInsecureTargets bool
 }
 
 // FieldError is one invalid environment variable.
@@ -208,6 +223,26 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			bad(EnvShards, "%q is not a number of shards from 1 to %d", s, MaxShards)
 		} else {
 			c.Shards = n
+		}
+	}
+	for _, b := range []struct {
+		env string
+		to  *bool
+	}{{EnvAutoDeclare, &c.AutoDeclare}, {EnvInsecureTargets, &c.AllowInsecureTargets}} {
+		if s := get(b.env); s != "" {
+			v, err := strconv.ParseBool(s)
+			if err != nil {
+				bad(b.env, "%q is not true or false", s)
+			}
+			*b.to = v
+		}
+	}
+	if s := get(EnvMaxQueues); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			bad(EnvMaxQueues, "%q is not a number of queues, 1 or more", s)
+		} else {
+			c.MaxQueues = n
 		}
 	}
 	if s := get(EnvLogLevel); s != "" {

@@ -20,6 +20,7 @@ func TestFromEnv(t *testing.T) {
 			"S3Q_EVENT_BUS": "s3q-dev", "S3Q_ARTIFACT_TTL": "30m", "S3Q_METRICS_NAMESPACE": "s3q/dev",
 			"S3Q_MAX_WAIT":           "10s",
 			"S3Q_MAX_ARTIFACT_BYTES": "1048576",
+			"S3Q_AUTO_DECLARE":       "true", "S3Q_MAX_QUEUES": "50", "S3Q_ALLOW_INSECURE_TARGETS": "1",
 		}))
 		if err != nil {
 			t.Fatal(err)
@@ -27,15 +28,16 @@ func TestFromEnv(t *testing.T) {
 		want := config.Config{Bucket: "my-bucket", Prefix: "dev/", Endpoint: "http://127.0.0.1:7070", Region: "eu-west-1",
 			DefaultTTL: 7 * 24 * time.Hour, Shards: 4, LogLevel: slog.LevelDebug, EventBus: "s3q-dev", ArtifactTTL: 30 * time.Minute, MetricsNamespace: "s3q/dev",
 			MaxWait:          10 * time.Second,
-			MaxArtifactBytes: 1 << 20}
+			MaxArtifactBytes: 1 << 20,
+			AutoDeclare:      true, MaxQueues: 50, AllowInsecureTargets: true}
 		if c != want {
 			t.Errorf("got %+v\nwant %+v", c, want)
 		}
 	})
 	t.Run("only_the_bucket_is_required", func(t *testing.T) {
 		c, err := config.FromEnv(env(map[string]string{"S3Q_BUCKET": "b12"}))
-		if err != nil || c.Shards != 1 || c.LogLevel != slog.LevelInfo || c.DefaultTTL != 0 || c.EventBus != "" || c.ArtifactTTL != time.Hour || c.MetricsNamespace != "s3q" || c.MaxWait != 25*time.Second &&
-			c.MaxArtifactBytes != 100<<20 {
+		if err != nil || c.Shards != 1 || c.LogLevel != slog.LevelInfo || c.DefaultTTL != 0 || c.EventBus != "" || c.ArtifactTTL != time.Hour || c.MetricsNamespace != "s3q" || c.MaxWait != 25*time.Second ||
+			c.MaxArtifactBytes != 100<<20 || c.AutoDeclare || c.MaxQueues != 0 || c.AllowInsecureTargets {
 			t.Errorf("got %+v, %v", c, err)
 		}
 	})
@@ -44,11 +46,13 @@ func TestFromEnv(t *testing.T) {
 			"S3Q_PREFIX": "dev", "S3Q_ENDPOINT": "localhost:7070", "S3Q_DEFAULT_TTL": "soon",
 			"S3Q_SHARDS": "0", "S3Q_LOG_LEVEL": "loud", "S3Q_ARTIFACT_TTL": "0", "S3Q_METRICS_NAMESPACE": "AWS/Lambda", "S3Q_MAX_WAIT": "1h",
 			"S3Q_MAX_ARTIFACT_BYTES": "100MiB",
+			"S3Q_AUTO_DECLARE":       "yes please", "S3Q_MAX_QUEUES": "0", "S3Q_ALLOW_INSECURE_TARGETS": "sure",
 		}))
 		if err == nil {
 			t.Fatal("no error")
 		}
-		for _, v := range []string{"S3Q_BUCKET is required", "S3Q_PREFIX", "S3Q_ENDPOINT", "S3Q_DEFAULT_TTL", "S3Q_SHARDS", "S3Q_LOG_LEVEL", "S3Q_ARTIFACT_TTL", "S3Q_METRICS_NAMESPACE", "S3Q_MAX_WAIT", "S3Q_MAX_ARTIFACT_BYTES"} {
+		for _, v := range []string{"S3Q_BUCKET is required", "S3Q_PREFIX", "S3Q_ENDPOINT", "S3Q_DEFAULT_TTL", "S3Q_SHARDS", "S3Q_LOG_LEVEL", "S3Q_ARTIFACT_TTL", "S3Q_METRICS_NAMESPACE", "S3Q_MAX_WAIT", "S3Q_MAX_ARTIFACT_BYTES",
+			"S3Q_AUTO_DECLARE", "S3Q_MAX_QUEUES", "S3Q_ALLOW_INSECURE_TARGETS"} {
 			if !strings.Contains(err.Error(), v) {
 				t.Errorf("the error does not mention %s: %v", v, err)
 			}

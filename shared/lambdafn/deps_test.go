@@ -69,6 +69,7 @@ func fromEnv(t *testing.T, extra map[string]string) config.Config {
 		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": srv.AccessKey, "AWS_SECRET_ACCESS_KEY": srv.SecretKey,
 		"AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull, "AWS_EC2_METADATA_DISABLED": "true",
 		"S3Q_EVENT_BUS": "", "S3Q_DEFAULT_TTL": "", "AWS_ENDPOINT_URL": "", "AWS_ENDPOINT_URL_EVENTBRIDGE": "", "S3Q_METRICS_NAMESPACE": "",
+		"S3Q_AUTO_DECLARE": "true", // these cases are about wiring; queues declare on submit
 	}
 	for k, v := range extra {
 		env[k] = v
@@ -319,7 +320,7 @@ func TestTheRequestLogLineNamesTheCaller(t *testing.T) {
 		}
 	}
 	want := map[string]any{
-		"route": "POST /claim", "status": 204.0, "request_id": "JkKh2gEXoAMEbXA=", "lambda_request_id": "8f5e1c2a-0000-4000-8000-000000000001",
+		"route": "POST /queues/{queue}/claim", "status": 204.0, "request_id": "JkKh2gEXoAMEbXA=", "lambda_request_id": "8f5e1c2a-0000-4000-8000-000000000001",
 		"caller_arn": "arn:aws:sts::123456789012:assumed-role/s3q-worker/worker-1", "caller_account": "123456789012",
 	}
 	for k, v := range want {

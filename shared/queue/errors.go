@@ -34,6 +34,19 @@ var (
 	// ErrInvalidState is wrapped by every *StateError: the task's status
 	// does not allow the operation.
 	ErrInvalidState = errors.New("queue: invalid state")
+	// ErrQueueNotFound means the queue is not declared (and the Queue does
+	// not declare queues on submit; see Options.RequireDeclared).
+	ErrQueueNotFound = errors.New("queue: queue not found")
+	// ErrQueueNotEmpty means a queue still holds live tasks and cannot be
+	// deleted.
+	ErrQueueNotEmpty = errors.New("queue: queue not empty")
+	// ErrTooManyQueues means declaring one more queue would pass
+	// Options.MaxQueues.
+	ErrTooManyQueues = errors.New("queue: too many queues")
+	// ErrQueueBusy means the queue runs max_concurrency tasks already: a
+	// claim found no free slot. Claim itself returns no error for it (just
+	// fewer tasks); it is for callers that need to tell.
+	ErrQueueBusy = errors.New("queue: queue at max_concurrency")
 )
 
 // ConflictError reports a request that conflicts with what is stored

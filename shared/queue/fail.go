@@ -35,7 +35,7 @@ func (q *Queue) Fail(ctx context.Context, id, token string, req FailRequest, now
 		case !retryable || t.Attempt >= t.MaxAttempts:
 			deadLetter(t, req.Error, now)
 		default:
-			backToPending(t, now.Add(q.opts.Backoff(t.Attempt)), now, q.opts.Shards)
+			backToPending(t, now.Add(q.opts.Backoff(t.Attempt)), now, q.shardsOf(t.Queue))
 		}
 		return nil
 	})

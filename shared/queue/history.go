@@ -122,5 +122,8 @@ func (q *Queue) version(ctx context.Context, id string, v store.Version) (Histor
 	if err := decodeTask(obj.Body, &t); err != nil {
 		return HistoryEntry{}, fmt.Errorf("decode version %s of task %s: %w", v.VersionID, id, err)
 	}
+	if q.scope != "" && t.Queue != q.scope { // a task never changes queue
+		return HistoryEntry{}, fmt.Errorf("task %s in queue %s: %w", id, q.scope, ErrNotFound)
+	}
 	return HistoryEntry{VersionID: v.VersionID, ModifiedAt: v.LastModified, Task: t}, nil
 }

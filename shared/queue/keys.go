@@ -28,6 +28,8 @@ import (
 //	children/{parent_id}.flag                the task has (had) children
 //	children/{parent_id}/{child_id}          a child that is not terminal
 //	artifacts/{id}/{name}                    artifacts (presigned URLs)
+//	queues/{name}.json                       a declared queue (queues.go); {} once deleted
+//	slots/{queue}/{n}                        a concurrency slot of a queue with max_concurrency (slots.go)
 const (
 	prefixTasks    = "tasks/"
 	prefixReady    = "ready/"

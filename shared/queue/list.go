@@ -62,6 +62,10 @@ func (q *Queue) List(ctx context.Context, req ListRequest) (ListResult, error) {
 	if req.Status != "" && !req.Status.Valid() {
 		return ListResult{}, invalid("status", "%q is not one of pending, running, completed, failed, cancelled, expired, archived", clip(string(req.Status)))
 	}
+	var err error
+	if req.Queue, err = q.scoped("queue", req.Queue); err != nil {
+		return ListResult{}, err
+	}
 	if req.Queue != "" {
 		if err := ValidateQueueName(req.Queue); err != nil {
 			return ListResult{}, err
@@ -197,7 +201,7 @@ func (q *Queue) listIndexed(ctx context.Context, req ListRequest) (ListResult, e
 func (q *Queue) listPending(ctx context.Context, req ListRequest) (ListResult, error) {
 	var prefixes []string
 	for _, p := range []func(string, int) string{deadlinePrefix, readyPrefix} {
-		for shard := 0; shard < q.opts.Shards; shard++ {
+		for shard := 0; shard < q.readShards(req.Queue); shard++ {
 			prefixes = append(prefixes, p(req.Queue, shard))
 		}
 	}

@@ -85,11 +85,15 @@ type SubmitResult struct {
 	Replayed bool `json:"replayed"`
 }
 
-// Submit validates req, creates the task and returns it. Writes, in order:
-// the dedup pointer (if any), the hints the task needs (for a child, its
+// Submit validates req, creates the task and returns it. The queue must be
+// declared (ErrQueueNotFound), unless Options.RequireDeclared is off, when
+// the first submit declares it (ErrTooManyQueues past Options.MaxQueues).
+// Writes, in order: the queue's declaration (auto_declare, once), the
+// dedup pointer (if any), the hints the task needs (for a child, its
 // parent's flag and its children/ marker; the outbox entry of a task
 // expired on arrival), for a deadline its queue's wake-up (once per
-// process, queue and minute), the index marker, the record (create-only). A crash between them leaves at most a
+// process, queue and minute), the index marker, the record (create-only).
+// A crash between them leaves at most a
 // stale hint or an orphaned dedup pointer, both repaired later; the task
 // exists once Submit returns. A bad field returns a *ValidationError and
 // writes nothing.
@@ -113,6 +117,12 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 	}
 	if req.ID != "" && !req.ReplayAnyRequest {
 		t.RequestHash = requestHash(req)
+	}
+	if !q.opts.RequireDeclared {
+		// auto_declare: the first submit to a queue declares it.
+		if _, err := q.declared(ctx, t.Queue, true, now); err != nil {
+			return SubmitResult{}, err
+		}
 	}
 	if t.DedupKey != "" {
 		existing, dup, err := q.holdDedup(ctx, &t, now)
@@ -245,6 +255,10 @@ func (q *Queue) create(ctx context.Context, t *Task) error {
 
 // build validates a request and makes the new task record, without writing.
 func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Task, error) {
+	var err error
+	if req.Queue, err = q.scoped("queue", req.Queue); err != nil {
+		return Task{}, err
+	}
 	if req.Queue == "" {
 		req.Queue = DefaultQueue
 	}
@@ -371,8 +385,10 @@ func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Ta
 		t.ExpiresAt = ptr(norm(*req.ExpiresAt))
 	}
 
-	// Defaults, most specific first: request > parent > task type > global.
+	// Defaults, most specific first: request > parent > task type > queue
+	// > global.
 	ttlFrom := req.TTLFrom
+	timeoutSet := req.Timeout != nil
 	parentExpired := false
 	if req.ParentID != "" {
 		if err := ValidateID(req.ParentID); err != nil {
@@ -389,6 +405,10 @@ func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Ta
 			t.ExpiresAt = ptr(*parent.ExpiresAt) // the parent's remaining TTL
 		}
 		parentExpired = parent.Status == StatusExpired
+	}
+	decl, err := q.declared(ctx, req.Queue, false, now)
+	if err != nil {
+		return Task{}, err
 	}
 	if q.opts.TypeDefaults != nil {
 		d, ok, err := q.opts.TypeDefaults.TaskTypeDefaults(ctx, req.TaskType, now)
@@ -407,8 +427,22 @@ func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Ta
 			}
 			if req.Timeout == nil && d.Timeout > 0 {
 				t.Timeout = Duration(d.Timeout)
+				timeoutSet = true
 			}
 		}
+	}
+	// The queue's defaults, after the task type's.
+	if ttl == nil && t.ExpiresAt == nil && req.ParentID == "" && decl.TTL != nil {
+		ttl = ptr(decl.TTL.Std())
+	}
+	if ttlFrom == "" {
+		ttlFrom = decl.TTLFrom
+	}
+	if t.MaxAttempts == 0 {
+		t.MaxAttempts = decl.MaxAttempts
+	}
+	if !timeoutSet && decl.Timeout != nil {
+		t.Timeout = *decl.Timeout
 	}
 	if ttl == nil && t.ExpiresAt == nil && req.ParentID == "" && q.opts.DefaultTTL > 0 {
 		ttl = ptr(q.opts.DefaultTTL)
@@ -442,7 +476,7 @@ func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Ta
 		expire(&t, ReasonTTL, now)
 		return t, nil
 	}
-	t.IndexKey = indexKeyFor(&t, q.opts.Shards)
+	t.IndexKey = indexKeyFor(&t, decl.Shards)
 	return t, nil
 }
 

@@ -61,6 +61,6 @@ func (r *sweepRun) running(ctx context.Context, cur *Task, etag string) {
 		r.transition(ctx, cur, etag, &next, n)
 		return
 	}
-	backToPending(&next, r.now, r.now, r.q.opts.Shards)
+	backToPending(&next, r.now, r.now, r.q.shardsOf(next.Queue))
 	r.transition(ctx, cur, etag, &next, &r.rep.Reclaimed)
 }

@@ -26,7 +26,7 @@ func (r *sweepRun) leaseItem(ctx context.Context, e sweepEntry) {
 		r.running(ctx, &cur, etag)
 	case cur.Status == StatusPending:
 		// Cannot happen through the core; give it the marker it needs.
-		next.IndexKey = indexKeyFor(&next, r.q.opts.Shards)
+		next.IndexKey = indexKeyFor(&next, r.q.shardsOf(next.Queue))
 		r.transition(ctx, &cur, etag, &next, &r.rep.Repaired)
 	default:
 		next.IndexKey = ""

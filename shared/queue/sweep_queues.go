@@ -115,7 +115,7 @@ func (r *sweepRun) sweepQueues(ctx context.Context, head sweepHead) {
 // readQueue reads the deadline head of every shard of one queue.
 func (r *sweepRun) readQueue(ctx context.Context, w *queueWork) {
 	w.clean = true
-	for shard := 0; shard < r.q.opts.Shards; shard++ {
+	for shard := 0; shard < r.q.readShards(w.name); shard++ {
 		due, next, done, err := r.readDeadlineHead(ctx, deadlinePrefix(w.name, shard))
 		w.due = append(w.due, due...)
 		if err != nil {
