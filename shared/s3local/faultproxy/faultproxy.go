@@ -170,10 +170,12 @@ type Proxy struct {
 	srv       *http.Server
 	ln        net.Listener
 
-	mu    sync.Mutex
-	rng   *rand.Rand
-	rates Rates
-	shots []*Shot
+	mu      sync.Mutex
+	rng     *rand.Rand
+	rates   Rates
+	shots   []*Shot
+	tracing bool
+	trace   []Entry
 
 	requests atomic.Int64
 	injected [numFaults]atomic.Int64
@@ -336,8 +338,8 @@ func ParseMatch(pattern string) (Match, error) {
 }
 
 // matches reports whether the request with this method, key (after the
-// prefix; ok false when the request names no object under the prefix) and
-// header matches m.
+// prefix; isKey false when the request names no object under the prefix)
+// and header matches m.
 func (m Match) matches(method, key string, isKey bool, h http.Header) bool {
 	if m.Method != "" && m.Method != method {
 		return false
@@ -345,15 +347,7 @@ func (m Match) matches(method, key string, isKey bool, h http.Header) bool {
 	if m.Key != "" && (!isKey || !glob(m.Key, key)) {
 		return false
 	}
-	switch m.Cond {
-	case "create":
-		return h.Get("If-None-Match") != ""
-	case "cas":
-		return h.Get("If-Match") != ""
-	case "plain":
-		return h.Get("If-None-Match") == "" && h.Get("If-Match") == ""
-	}
-	return true
+	return m.Cond == "" || m.Cond == cond(h)
 }
 
 // glob matches s against pattern, in which "*" matches any run of
@@ -389,11 +383,63 @@ func (p *Proxy) objectKey(r *http.Request) (string, bool) {
 	return strings.CutPrefix(key, p.keyPrefix)
 }
 
+// Entry is one request a trace saw.
+type Entry struct {
+	// Method is the HTTP method.
+	Method string
+	// Key is the object key after Options.KeyPrefix; empty for a request
+	// that names no object under it (a LIST).
+	Key string
+	// Cond is "create" (If-None-Match), "cas" (If-Match) or "plain".
+	Cond string
+	// Fault is what the proxy did to the request.
+	Fault Fault
+}
+
+// Pattern returns the Match pattern of requests like e: "METHOD KEY COND".
+func (e Entry) Pattern() string { return e.Method + " " + e.Key + " " + e.Cond }
+
+// IsConditionalWrite reports whether e is a create-only or
+// compare-and-swap PUT.
+func (e Entry) IsConditionalWrite() bool { return e.Method == http.MethodPut && e.Cond != "plain" }
+
+// StartTrace starts recording every request, dropping what an earlier
+// trace recorded.
+func (p *Proxy) StartTrace() {
+	p.mu.Lock()
+	p.tracing, p.trace = true, nil
+	p.mu.Unlock()
+}
+
+// StopTrace stops recording and returns the requests recorded since
+// StartTrace, in the order they arrived.
+func (p *Proxy) StopTrace() []Entry {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := p.trace
+	p.tracing, p.trace = false, nil
+	return t
+}
+
+// cond names a request's write condition.
+func cond(h http.Header) string {
+	switch {
+	case h.Get("If-None-Match") != "":
+		return "create"
+	case h.Get("If-Match") != "":
+		return "cas"
+	}
+	return "plain"
+}
+
 // choose picks the request's fault: an armed shot first, else a draw.
-func (p *Proxy) choose(r *http.Request) (Fault, time.Duration) {
+func (p *Proxy) choose(r *http.Request) (f Fault, d time.Duration) {
 	key, isKey := p.objectKey(r)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.tracing {
+		defer func() { p.trace = append(p.trace, Entry{Method: r.Method, Key: key, Cond: cond(r.Header), Fault: f}) }()
+	}
 	for i, s := range p.shots {
 		if !s.match.matches(r.Method, key, isKey, r.Header) {
 			continue
