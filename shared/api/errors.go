@@ -21,7 +21,7 @@ const (
 	CodeLeaseMismatch        = "lease_mismatch"         // 409: a lease token that is not the task's
 	CodeLeaseExpired         = "lease_expired"          // 409: a lease that has expired
 	CodeInvalidState         = "invalid_state"          // 409: the task's status does not allow the operation
-	CodeConflict             = "conflict"               // 409: lost a race too often; retrying later is safe
+	CodeConflict             = "conflict"               // 409: lost a race too often (retrying later is safe), or an id another request made (field id)
 	CodeAlreadyExists        = "already_exists"         // 409: a schedule with that id exists
 	CodeTooLarge             = "too_large"              // 413: a body, input, output or batch over its limit
 	CodeInternal             = "internal"               // 500: a bug or a configuration problem, never bad input
@@ -81,6 +81,7 @@ func toError(err error) *Error {
 		e  *Error
 		ve *queue.ValidationError
 		se *queue.StateError
+		ce *queue.ConflictError
 	)
 	switch {
 	case errors.As(err, &e):
@@ -105,6 +106,8 @@ func toError(err error) *Error {
 		return &Error{Status: http.StatusConflict, Code: CodeLeaseExpired, Message: err.Error()}
 	case errors.As(err, &se):
 		return &Error{Status: http.StatusConflict, Code: CodeInvalidState, Message: se.Error()}
+	case errors.As(err, &ce):
+		return &Error{Status: http.StatusConflict, Code: CodeConflict, Field: ce.Field, Message: ce.Error()}
 	case errors.Is(err, queue.ErrConflict):
 		return &Error{Status: http.StatusConflict, Code: CodeConflict, Message: err.Error()}
 	case errors.Is(err, store.ErrRetryable):

@@ -18,7 +18,9 @@ type submitBody struct {
 }
 
 // submit serves POST /tasks: 201 with the new task, 200 with
-// "deduplicated": true when a live task holds the dedup key; with a wait,
+// "deduplicated": true when a live task holds the dedup key, 200 with
+// "replayed": true when the task with the request's id exists (409
+// conflict, field id, when another request made it); with a wait,
 // 200 with the finished task, 202 when the wait ran out, 504 when the
 // task's deadline passed first.
 func (a *API) submit(rq *request) (reply, error) {
@@ -40,10 +42,10 @@ func (a *API) submit(rq *request) (reply, error) {
 		return a.awaitOutcome(rq, res, wait)
 	}
 	status := http.StatusCreated
-	if res.Deduplicated {
+	if res.Deduplicated || res.Replayed {
 		status = http.StatusOK
 	}
-	return reply{status: status, body: taskReply{Task: view(res.Task, a.now()), Deduplicated: res.Deduplicated}}, nil
+	return reply{status: status, body: taskReply{Task: view(res.Task, a.now()), Deduplicated: res.Deduplicated, Replayed: res.Replayed}}, nil
 }
 
 // batchBody is the body of POST /tasks/batch.
@@ -101,8 +103,8 @@ func (a *API) submitBatch(rq *request) (reply, error) {
 				continue
 			}
 			v := view(r.Result.Task, now)
-			dedup := r.Result.Deduplicated
-			results[i].Task, results[i].Deduplicated = &v, &dedup
+			dedup, replayed := r.Result.Deduplicated, r.Result.Replayed
+			results[i].Task, results[i].Deduplicated, results[i].Replayed = &v, &dedup, &replayed
 			rq.log.addIDs(v.ID)
 		}
 	}
@@ -117,11 +119,11 @@ func (a *API) submitted(tasks []queue.Task) {
 }
 
 // created returns the tasks a submit created, leaving out those a dedup
-// key returned.
+// key or a replayed id returned.
 func created(results ...queue.SubmitResult) []queue.Task {
 	var out []queue.Task
 	for _, r := range results {
-		if !r.Deduplicated {
+		if !r.Deduplicated && !r.Replayed {
 			out = append(out, r.Task)
 		}
 	}

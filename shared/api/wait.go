@@ -41,7 +41,7 @@ func (a *API) awaitOutcome(rq *request, res queue.SubmitResult, wait time.Durati
 		case t.Status == queue.StatusExpired:
 			return a.deadlineReply(t, now), nil
 		case t.Status.Terminal():
-			return reply{status: http.StatusOK, body: taskReply{Task: view(t, now), Deduplicated: res.Deduplicated}}, nil
+			return reply{status: http.StatusOK, body: taskReply{Task: view(t, now), Deduplicated: res.Deduplicated, Replayed: res.Replayed}}, nil
 		case t.ExpiresAt != nil && !now.Before(*t.ExpiresAt):
 			next, done, err := a.stopAtDeadline(rq, t, now)
 			if err != nil {
@@ -55,7 +55,7 @@ func (a *API) awaitOutcome(rq *request, res queue.SubmitResult, wait time.Durati
 		}
 		left := time.Until(end)
 		if left <= 0 {
-			return reply{status: http.StatusAccepted, body: taskReply{Task: view(t, now), Deduplicated: res.Deduplicated}}, nil
+			return reply{status: http.StatusAccepted, body: taskReply{Task: view(t, now), Deduplicated: res.Deduplicated, Replayed: res.Replayed}}, nil
 		}
 		sleep := min(poll, left)
 		if t.ExpiresAt != nil {

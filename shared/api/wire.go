@@ -8,14 +8,17 @@ import (
 )
 
 // taskView is a task as the API shows it: the record without its lease
-// token (a token only appears in a lease object, handed to the claimer)
-// and without its internal index key, plus expires_in_seconds.
+// tokens (a token only appears in a lease object, handed to the claimer)
+// and without its internal index key and request hash, plus
+// expires_in_seconds.
 //
-// The two shadowing fields are always empty: being shallower than the
+// The shadowing fields are always empty: being shallower than the
 // embedded record's fields of the same JSON name, they hide them.
 type taskView struct {
 	queue.Task
 	LeaseToken       string `json:"lease_token,omitempty"`
+	EndedLeaseToken  string `json:"ended_lease_token,omitempty"`
+	RequestHash      string `json:"request_hash,omitempty"`
 	IndexKey         string `json:"index_key,omitempty"`
 	ExpiresInSeconds *int64 `json:"expires_in_seconds,omitempty"`
 }
@@ -34,10 +37,12 @@ func view(t queue.Task, now time.Time) taskView {
 }
 
 // taskReply is {"task": ...}, with "deduplicated": true when a submit
-// returned the live task already holding its dedup key.
+// returned the live task already holding its dedup key, "replayed": true
+// when it returned the task an earlier attempt with its id made.
 type taskReply struct {
 	Task         taskView `json:"task"`
 	Deduplicated bool     `json:"deduplicated,omitempty"`
+	Replayed     bool     `json:"replayed,omitempty"`
 }
 
 // listReply is a page of tasks.
@@ -50,6 +55,7 @@ type listReply struct {
 type batchItem struct {
 	Task         *taskView `json:"task,omitempty"`
 	Deduplicated *bool     `json:"deduplicated,omitempty"`
+	Replayed     *bool     `json:"replayed,omitempty"`
 	Error        *Error    `json:"error,omitempty"`
 }
 

@@ -31,7 +31,24 @@ var (
 	// re-reading within its retry budget, or met another writer half-way
 	// (a dedup key claimed a moment ago). Retrying later is safe.
 	ErrConflict = errors.New("queue: conflict, retry")
+	// ErrInvalidState is wrapped by every *StateError: the task's status
+	// does not allow the operation.
+	ErrInvalidState = errors.New("queue: invalid state")
 )
+
+// ConflictError reports a request that conflicts with what is stored
+// under a name it gives, such as a submit whose id names a task made by a
+// different request. Retrying the same request will not help. It wraps
+// ErrConflict.
+type ConflictError struct {
+	Field   string // the request field, in its JSON spelling (e.g. "id")
+	Message string // what conflicts, for a person
+}
+
+func (e *ConflictError) Error() string { return fmt.Sprintf("conflicting %s: %s", e.Field, e.Message) }
+
+// Unwrap returns ErrConflict.
+func (e *ConflictError) Unwrap() error { return ErrConflict }
 
 // ValidationError reports one bad field of a request. Nothing was written.
 // It wraps ErrInvalidInput, or ErrTooLarge for a size limit.
@@ -77,3 +94,6 @@ func (e *StateError) Error() string {
 	}
 	return msg
 }
+
+// Unwrap returns ErrInvalidState.
+func (e *StateError) Unwrap() error { return ErrInvalidState }

@@ -26,7 +26,7 @@ func (q *Queue) Fail(ctx context.Context, id, token string, req FailRequest, now
 		return Task{}, err
 	}
 	retryable := req.Retryable == nil || *req.Retryable
-	return q.leaseOp(ctx, id, token, now, func(t *Task) error {
+	return q.leaseOp(ctx, id, token, opFail, now, func(t *Task) error {
 		t.LastError = req.Error
 		t.FailedAt = ptr(now)
 		switch {

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -25,19 +26,51 @@ func checkLease(t *Task, token string, now time.Time) error {
 	return nil
 }
 
+// The lease operations, as recorded in Task.EndedBy.
+const (
+	opHeartbeat  = "heartbeat"
+	opComplete   = "complete"
+	opFail       = "fail"
+	opReschedule = "reschedule"
+	opAckCancel  = "cancel"
+)
+
+// errReplay stops an update whose lease operation already landed.
+var errReplay = errors.New("queue: lease operation already applied")
+
 // leaseOp runs one lease operation: validate the id, then read, check the
 // lease and apply fn in one conditional write, re-reading on a lost race.
 // On any error nothing is written.
-func (q *Queue) leaseOp(ctx context.Context, id, token string, now time.Time, fn func(t *Task) error) (Task, error) {
+//
+// An operation that ends the lease records its token and name on the
+// task (EndedLeaseToken, EndedBy). The same operation retried with the
+// same token after its answer was lost finds them, writes nothing and
+// returns the task as it is, as the first call did: a worker may retry
+// any lease operation.
+func (q *Queue) leaseOp(ctx context.Context, id, token, op string, now time.Time, fn func(t *Task) error) (Task, error) {
 	if err := ValidateID(id); err != nil {
 		return Task{}, err
 	}
+	var replay Task
 	t, _, err := q.update(ctx, id, func(t *Task) error {
 		if err := checkLease(t, token, now); err != nil {
+			if token != "" && t.EndedLeaseToken == token && t.EndedBy == op {
+				replay = t.clone()
+				return errReplay
+			}
 			return err
 		}
-		return fn(t)
+		if err := fn(t); err != nil {
+			return err
+		}
+		if t.Status != StatusRunning {
+			t.EndedLeaseToken, t.EndedBy = token, op
+		}
+		return nil
 	})
+	if errors.Is(err, errReplay) {
+		return replay, nil
+	}
 	return t, err
 }
 
@@ -63,7 +96,7 @@ func (q *Queue) Heartbeat(ctx context.Context, id, token string, leaseFor time.D
 	if leaseFor < 0 || leaseFor > MaxLease {
 		return Claimed{}, fmt.Errorf("lease_for %s: %w", leaseFor, ErrInvalidLeaseDuration)
 	}
-	t, err := q.leaseOp(ctx, id, token, now, func(t *Task) error {
+	t, err := q.leaseOp(ctx, id, token, opHeartbeat, now, func(t *Task) error {
 		d, err := leaseForTask(t, leaseFor)
 		if err != nil {
 			return err
@@ -90,7 +123,7 @@ func (q *Queue) Complete(ctx context.Context, id, token string, output []byte, n
 	if err := validJSON("output", output); err != nil {
 		return Task{}, err
 	}
-	return q.leaseOp(ctx, id, token, now, func(t *Task) error {
+	return q.leaseOp(ctx, id, token, opComplete, now, func(t *Task) error {
 		t.Status = StatusCompleted
 		if len(output) > 0 {
 			t.Output = append([]byte(nil), output...)
@@ -107,7 +140,7 @@ func (q *Queue) Complete(ctx context.Context, id, token string, output []byte, n
 // its own decision to give up): the running task becomes cancelled.
 func (q *Queue) AckCancel(ctx context.Context, id, token string, now time.Time) (Task, error) {
 	now = norm(now)
-	return q.leaseOp(ctx, id, token, now, func(t *Task) error {
+	return q.leaseOp(ctx, id, token, opAckCancel, now, func(t *Task) error {
 		cancel(t, now)
 		return nil
 	})

@@ -279,16 +279,20 @@ func (q *Queue) putChildHints(ctx context.Context, parentID, childID string) err
 	return q.putHint(ctx, childKey(parentID, childID))
 }
 
-// putHint writes an empty hint object that is not an index marker.
+// putHint writes an empty hint object that is not an index marker (an
+// outbox entry, a child's marker). A write whose answer was lost is
+// recognised on a re-read.
 func (q *Queue) putHint(ctx context.Context, key string) error {
-	if _, err := q.store.Put(ctx, key, nil); err != nil {
+	if _, err := store.PutOwn(ctx, q.store, key, nil); err != nil {
 		return fmt.Errorf("write %s: %w", key, err)
 	}
 	return nil
 }
 
+// putMarker writes an index marker. A write whose answer was lost is
+// recognised on a re-read.
 func (q *Queue) putMarker(ctx context.Context, key string) error {
-	if _, err := q.store.Put(ctx, key, nil); err != nil {
+	if _, err := store.PutOwn(ctx, q.store, key, nil); err != nil {
 		return fmt.Errorf("write marker %s: %w", key, err)
 	}
 	q.invalidate(key)

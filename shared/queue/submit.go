@@ -1,7 +1,10 @@
 package queue
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,11 +18,18 @@ import (
 // POST /tasks; unknown fields are the API layer's to reject.
 type SubmitRequest struct {
 	// ID, when set, is the id the task must have instead of a fresh one:
-	// a valid UUIDv7 (see DerivedID). It is not part of the HTTP API. A
-	// task with that id that already exists is returned with Deduplicated
-	// set, whatever its status, so one id can never make two tasks: that
-	// is how a schedule fires exactly once per cron time.
-	ID string `json:"-"`
+	// a lowercase UUIDv7 the client made (NewID, or DerivedID). It makes
+	// the submit idempotent: the record is created only if no task has
+	// the id, so a retried submit never makes a second task. A retry
+	// whose request matches the one that made the task returns it with
+	// Replayed set, whatever its status; one that differs is a
+	// *ConflictError naming "id". Without an id a retried submit may
+	// make a second task (at least once, as SQS).
+	ID string `json:"id"`
+	// ReplayAnyRequest replays an existing task with ID whatever request
+	// made it: a schedule's fire, whose template may change between a
+	// fire and its retry. Not part of the HTTP API.
+	ReplayAnyRequest bool `json:"-"`
 
 	// TaskType names the handler. Required: 1-128 of A-Z a-z 0-9 _ . : -.
 	TaskType string `json:"task_type"`
@@ -70,6 +80,9 @@ type SubmitResult struct {
 	// Deduplicated is true when a live task already held the dedup key and
 	// was returned instead of a new one.
 	Deduplicated bool `json:"deduplicated,omitempty"`
+	// Replayed is true when a task with the request's id already existed
+	// (made by an earlier attempt of the same submit) and was returned.
+	Replayed bool `json:"replayed"`
 }
 
 // Submit validates req, creates the task and returns it. Writes, in order:
@@ -81,6 +94,13 @@ type SubmitResult struct {
 // exists once Submit returns. A bad field returns a *ValidationError and
 // writes nothing.
 //
+// Every write whose answer is lost is recognised on a re-read (a dedup
+// pointer naming this task's id is its own). A submit that took a dedup
+// pointer and cannot create its record releases the pointer, so the key
+// is not held by a task that never existed. With req.ID, a task that
+// already has the id is returned with Replayed set (or a *ConflictError
+// when another request made it), never made twice.
+//
 // A child of an expired parent is expired on arrival (reason
 // parent_expired). A child whose parent expires while it is being
 // submitted is expired right after (one more GET of the parent), so the
@@ -91,11 +111,21 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 	if err != nil {
 		return SubmitResult{}, err
 	}
+	if req.ID != "" && !req.ReplayAnyRequest {
+		t.RequestHash = requestHash(req)
+	}
 	if err := q.register(ctx, t.Queue); err != nil {
 		return SubmitResult{}, err
 	}
 	if t.DedupKey != "" {
 		existing, dup, err := q.holdDedup(ctx, &t, now)
+		if req.ID != "" && (dup || errors.Is(err, ErrConflict)) {
+			// A retry of a submit whose task exists, and whose key has
+			// moved on since: the task is the answer, not the holder.
+			if res, ok, rerr := q.replay(ctx, &t, req, false); ok || rerr != nil {
+				return res, rerr
+			}
+		}
 		if err != nil {
 			return SubmitResult{}, err
 		}
@@ -105,10 +135,16 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 	}
 	if err := q.create(ctx, &t); err != nil {
 		if req.ID != "" && errors.Is(err, store.ErrPrecondition) {
-			existing, _, lerr := q.load(ctx, t.ID)
-			if lerr == nil {
-				return SubmitResult{Task: existing, Deduplicated: true}, nil
+			res, ok, rerr := q.replay(ctx, &t, req, true)
+			if ok && rerr == nil {
+				return res, nil
 			}
+			if rerr != nil {
+				err = rerr
+			}
+		}
+		if t.DedupKey != "" {
+			q.releaseDedup(ctx, &t)
 		}
 		return SubmitResult{}, err
 	}
@@ -125,6 +161,52 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 	return SubmitResult{Task: t}, nil
 }
 
+// replay returns the task that already has t's id, made by an earlier
+// attempt of the same submit, with Replayed set; ok is false when there
+// is none. A task made by a different request is a *ConflictError naming
+// "id". wroteMarker says this attempt wrote t's index marker, which is
+// deleted (best effort) when the task does not name it.
+func (q *Queue) replay(ctx context.Context, t *Task, req SubmitRequest, wroteMarker bool) (res SubmitResult, ok bool, err error) {
+	existing, _, err := q.load(ctx, t.ID)
+	if errors.Is(err, ErrNotFound) {
+		return SubmitResult{}, false, nil
+	}
+	if err != nil {
+		return SubmitResult{}, false, err
+	}
+	if !req.ReplayAnyRequest && existing.RequestHash != "" && existing.RequestHash != t.RequestHash {
+		return SubmitResult{}, false, &ConflictError{Field: "id", Message: fmt.Sprintf("task %s exists and was submitted with a different request", t.ID)}
+	}
+	if wroteMarker && t.IndexKey != "" && t.IndexKey != existing.IndexKey {
+		_ = q.store.Delete(ctx, t.IndexKey)
+	}
+	return SubmitResult{Task: existing, Replayed: true}, true, nil
+}
+
+// requestHash identifies a submit request for replay: a SHA-256 of its
+// JSON, with the defaults and spellings that do not change its meaning
+// (an absent queue, the input's white space, a time's zone) normalised.
+func requestHash(req SubmitRequest) string {
+	req.ID, req.ReplayAnyRequest = "", false
+	if req.Queue == "" {
+		req.Queue = DefaultQueue
+	}
+	if len(req.Input) > 0 {
+		var b bytes.Buffer
+		if json.Compact(&b, req.Input) == nil {
+			req.Input = b.Bytes()
+		}
+	}
+	for _, tp := range []**time.Time{&req.ExpiresAt, &req.ScheduleAt} {
+		if *tp != nil {
+			*tp = ptr(norm(**tp))
+		}
+	}
+	b, _ := json.Marshal(req)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
 // register writes the queue's entry in the registry the sweep reads
 // (create-only, so it is written once per bucket), once per Queue.
 func (q *Queue) register(ctx context.Context, name string) error {
@@ -134,7 +216,8 @@ func (q *Queue) register(ctx context.Context, name string) error {
 	if done {
 		return nil
 	}
-	if _, err := q.store.PutIfAbsent(ctx, queueKey(name), nil); err != nil && !errors.Is(err, store.ErrPrecondition) {
+	exists := func([]byte) bool { return true } // whoever wrote it, it is there
+	if _, err := store.CreateOwn(ctx, q.store, queueKey(name), nil, exists); err != nil && !errors.Is(err, store.ErrPrecondition) {
 		return fmt.Errorf("register queue %s: %w", name, err)
 	}
 	q.mu.Lock()
@@ -143,7 +226,8 @@ func (q *Queue) register(ctx context.Context, name string) error {
 	return nil
 }
 
-// create writes a new task's hints and marker, then its record.
+// create writes a new task's hints and marker, then its record. A record
+// that holds another body already returns store.ErrPrecondition.
 func (q *Queue) create(ctx context.Context, t *Task) error {
 	body, err := encode(t)
 	if err != nil {
@@ -168,14 +252,11 @@ func (q *Queue) create(ctx context.Context, t *Task) error {
 	if t.Status.Terminal() { // expired on arrival
 		wctx = store.WithTags(ctx, TerminalTag)
 	}
-	if _, err := q.store.PutIfAbsent(wctx, TaskKey(t.ID), body); err != nil {
-		if errors.Is(err, store.ErrPrecondition) {
-			// A fresh UUIDv7 only exists already if an earlier attempt of
-			// this very write landed (a retried request). Check it is ours.
-			if obj, gerr := q.store.Get(ctx, TaskKey(t.ID)); gerr == nil && string(obj.Body) == string(body) {
-				return nil
-			}
-		}
+	// A fresh UUIDv7 only exists already if an earlier attempt of this
+	// very write landed: CreateOwn recognises it by its body (created_at
+	// and the id make every body unique), and retries a create whose
+	// answer was lost and that did not land.
+	if _, err := store.CreateOwn(wctx, q.store, TaskKey(t.ID), body, nil); err != nil {
 		return fmt.Errorf("create task %s: %w", t.ID, err)
 	}
 	return nil
@@ -384,7 +465,8 @@ func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Ta
 	return t, nil
 }
 
-// dedupPointer is the body of dedup/{queue}/{sha256(key)}.
+// dedupPointer is the body of dedup/{queue}/{sha256(key)}. An empty
+// TaskID marks a released pointer: the key is free.
 type dedupPointer struct {
 	TaskID    string    `json:"task_id"`
 	CreatedAt time.Time `json:"created_at"`
@@ -394,38 +476,68 @@ type dedupPointer struct {
 	Reviving bool `json:"reviving,omitempty"`
 }
 
+// namesTask returns a test of a stored pointer: whether it names id.
+func namesTask(id string) func(stored []byte) bool {
+	return func(stored []byte) bool {
+		var p dedupPointer
+		return json.Unmarshal(stored, &p) == nil && p.TaskID == id
+	}
+}
+
 // holdDedup takes the dedup key for t, or returns the live task that holds
 // it. The pointer is create-only; a pointer whose task is terminal, or
 // missing for longer than StaleMarkerGrace (a submit that crashed), is
-// taken over by compare-and-swap.
+// taken over by compare-and-swap, and so is one whose task is pending
+// past its expires_at: that task is expired in place first (the write a
+// claim would make, with its event), as it can never run. A pointer that
+// names t's own id is t's own: an earlier attempt of this very submit
+// whose answer was lost.
 func (q *Queue) holdDedup(ctx context.Context, t *Task, now time.Time) (Task, bool, error) {
 	key := DedupKey(t.Queue, t.DedupKey)
 	body, _ := json.Marshal(dedupPointer{TaskID: t.ID, CreatedAt: now})
+	mine := namesTask(t.ID)
+	var writeErr error // the last create that failed for another reason than an existing key
 	for i := 0; i < maxCASAttempts; i++ {
 		_, err := q.store.PutIfAbsent(ctx, key, body)
 		if err == nil {
 			return Task{}, false, nil
 		}
 		if !errors.Is(err, store.ErrPrecondition) {
-			return Task{}, false, fmt.Errorf("write dedup key: %w", err)
+			writeErr = fmt.Errorf("write dedup key: %w", err)
 		}
+		// Whatever the error, the pointer tells: it may be ours (the
+		// answer was lost), another's, or absent (not written).
 		obj, err := q.store.Get(ctx, key)
 		if errors.Is(err, store.ErrNotFound) {
-			continue // deleted meanwhile: try to create it again
+			if writeErr != nil && i+1 >= store.OwnAttempts {
+				return Task{}, false, writeErr
+			}
+			continue // not written, or deleted meanwhile: create it again
 		}
 		if err != nil {
+			if writeErr != nil {
+				return Task{}, false, writeErr
+			}
 			return Task{}, false, fmt.Errorf("read dedup key: %w", err)
+		}
+		if mine(obj.Body) {
+			return Task{}, false, nil // ours: an earlier attempt of this very submit
 		}
 		var p dedupPointer
 		if err := json.Unmarshal(obj.Body, &p); err != nil || validID(p.TaskID) != nil {
-			p = dedupPointer{} // unreadable: take it over
-		}
-		if p.TaskID == t.ID {
-			return Task{}, false, nil // ours: an earlier attempt of this very submit
+			p = dedupPointer{} // unreadable or released: take it over
 		}
 		if p.TaskID != "" {
-			holder, _, err := q.load(ctx, p.TaskID)
+			holder, hetag, err := q.load(ctx, p.TaskID)
 			switch {
+			case err == nil && holder.Status == StatusPending && holder.deadlinePassed(now):
+				// It can never run: expire it in place, and the key is free.
+				if _, err := q.expireLoaded(ctx, holder, hetag, ReasonTTL, now); err != nil {
+					if errors.Is(err, store.ErrPrecondition) {
+						continue // it changed meanwhile: look again
+					}
+					return Task{}, false, err
+				}
 			case err == nil && !holder.Status.Terminal():
 				return holder, true, nil
 			case err == nil && p.Reviving && now.Sub(p.CreatedAt) < q.opts.StaleMarkerGrace:
@@ -442,13 +554,36 @@ func (q *Queue) holdDedup(ctx context.Context, t *Task, now time.Time) (Task, bo
 				return Task{}, false, err
 			}
 		}
-		if _, err := q.store.PutIfMatch(ctx, key, body, obj.ETag); err == nil {
+		if _, err := store.SwapOwn(ctx, q.store, key, body, obj.ETag, mine); err == nil {
 			return Task{}, false, nil
 		} else if !errors.Is(err, store.ErrPrecondition) {
 			return Task{}, false, fmt.Errorf("take over dedup key: %w", err)
 		}
 	}
 	return Task{}, false, fmt.Errorf("dedup key %q: %w", clip(t.DedupKey), ErrConflict)
+}
+
+// releaseDedup gives up the dedup pointer a submit of t took, after the
+// submit failed, unless task t.ID exists and holds the key: the pointer
+// is set free by compare-and-swap if it still names t, so the key is not
+// refused for StaleMarkerGrace on behalf of a task that never existed.
+// Best effort: when the record cannot be read, the pointer stays, and the
+// grace frees it.
+func (q *Queue) releaseDedup(ctx context.Context, t *Task) {
+	rec, _, err := q.load(ctx, t.ID)
+	if err == nil && rec.Queue == t.Queue && rec.DedupKey == t.DedupKey {
+		return // the task exists and holds it
+	}
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return
+	}
+	key := DedupKey(t.Queue, t.DedupKey)
+	obj, err := q.store.Get(ctx, key)
+	if err != nil || !namesTask(t.ID)(obj.Body) {
+		return
+	}
+	body, _ := json.Marshal(dedupPointer{})
+	_, _ = store.SwapOwn(ctx, q.store, key, body, obj.ETag, nil)
 }
 
 // BatchResult is the outcome of one item of a batch submit: a result or an

@@ -121,6 +121,20 @@ type Task struct {
 	// presigned PUT URL issued for it. Nil when none was ever issued.
 	ArtifactsExpireAt *time.Time `json:"artifacts_expire_at,omitempty"`
 
+	// RequestHash identifies the request that made the task when the
+	// client gave its id (see SubmitRequest.ID): a retried submit with
+	// that id replays the task when the hashes match and is a conflict
+	// when they differ.
+	RequestHash string `json:"request_hash,omitempty"`
+
+	// EndedLeaseToken is the token of the lease whose holder last ended
+	// it (complete, fail, reschedule, cancel acknowledgement), and
+	// EndedBy that operation: the same operation retried with the same
+	// token, its first answer lost, answers with the task instead of
+	// not_running.
+	EndedLeaseToken string `json:"ended_lease_token,omitempty"`
+	EndedBy         string `json:"ended_by,omitempty"`
+
 	// IndexKey is the key of the task's one index marker (ready/,
 	// deadline/, or sweep/{lease_exp}_lease_{id} for a running task the
 	// sweep parked), empty when it has none. The marker is written before

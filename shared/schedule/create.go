@@ -38,7 +38,7 @@ func (s *Scheduler) Create(ctx context.Context, req Request, now time.Time) (Sch
 	if err != nil {
 		return Schedule{}, err
 	}
-	if _, err := s.store.PutIfAbsent(ctx, DefinitionKey(def.ID), body); err != nil {
+	if _, err := store.CreateOwn(ctx, s.store, DefinitionKey(def.ID), body, nil); err != nil {
 		if !errors.Is(err, store.ErrPrecondition) {
 			return Schedule{}, fmt.Errorf("create schedule %s: %w", def.ID, err)
 		}

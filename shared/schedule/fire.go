@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/store"
 )
 
 // TaskID returns the id of the task schedule id fires for fireTime:
@@ -31,11 +32,14 @@ func TriggerTaskID(id string, now time.Time) string {
 // submission the deadline is fireTime + ttl.
 func (s *Scheduler) submit(ctx context.Context, def *Definition, taskID string, fireTime, now time.Time) (queue.SubmitResult, error) {
 	req := queue.SubmitRequest{
-		ID:          taskID,
-		TaskType:    def.TaskType,
-		Queue:       def.Queue,
-		Input:       def.Input,
-		MaxAttempts: def.MaxAttempts,
+		ID: taskID,
+		// The template may have changed since a first attempt of
+		// this fire: the task it made is the fire's all the same.
+		ReplayAnyRequest: true,
+		TaskType:         def.TaskType,
+		Queue:            def.Queue,
+		Input:            def.Input,
+		MaxAttempts:      def.MaxAttempts,
 	}
 	if def.TTL != nil {
 		if def.TTLFrom == queue.TTLFromFirstAttempt {
@@ -67,7 +71,7 @@ func (s *Scheduler) putHistory(ctx context.Context, f *Fire) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.store.Put(ctx, historyKey(f.ScheduleID, f.FireTime, f.Trigger), body); err != nil {
+	if _, err := store.PutOwn(ctx, s.store, historyKey(f.ScheduleID, f.FireTime, f.Trigger), body); err != nil {
 		return fmt.Errorf("write history of schedule %s: %w", f.ScheduleID, err)
 	}
 	return nil

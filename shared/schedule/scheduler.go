@@ -137,7 +137,7 @@ func (s *Scheduler) loadState(ctx context.Context, id string) (State, string, er
 // name the same key).
 func (s *Scheduler) writeState(ctx context.Context, cur *State, etag string, next *State) error {
 	if next.DueKey != "" && next.DueKey != cur.DueKey {
-		if _, err := s.store.Put(ctx, next.DueKey, nil); err != nil {
+		if _, err := store.PutOwn(ctx, s.store, next.DueKey, nil); err != nil {
 			return fmt.Errorf("write due marker %s: %w", next.DueKey, err)
 		}
 	}
@@ -146,9 +146,9 @@ func (s *Scheduler) writeState(ctx context.Context, cur *State, etag string, nex
 		return fmt.Errorf("encode state of schedule %s: %w", next.ScheduleID, err)
 	}
 	if etag == "" {
-		_, err = s.store.PutIfAbsent(ctx, StateKey(next.ScheduleID), body)
+		_, err = store.CreateOwn(ctx, s.store, StateKey(next.ScheduleID), body, nil)
 	} else {
-		_, err = s.store.PutIfMatch(ctx, StateKey(next.ScheduleID), body, etag)
+		_, err = store.SwapOwn(ctx, s.store, StateKey(next.ScheduleID), body, etag, nil)
 	}
 	if err != nil {
 		return fmt.Errorf("write state of schedule %s: %w", next.ScheduleID, err)
@@ -172,7 +172,7 @@ func (s *Scheduler) putIntent(ctx context.Context, id string, now time.Time) (st
 		return "", err
 	}
 	key := dueKey(now, id, st.Rev+1)
-	if _, err := s.store.Put(ctx, key, nil); err != nil {
+	if _, err := store.PutOwn(ctx, s.store, key, nil); err != nil {
 		return "", fmt.Errorf("write due marker %s: %w", key, err)
 	}
 	return key, nil

@@ -99,7 +99,7 @@ func (s *Scheduler) change(ctx context.Context, id string, now time.Time, fn fun
 			if err != nil {
 				return Schedule{}, fmt.Errorf("encode schedule %s: %w", id, err)
 			}
-			if _, err := s.store.PutIfMatch(ctx, DefinitionKey(id), body, etag); err != nil {
+			if _, err := store.SwapOwn(ctx, s.store, DefinitionKey(id), body, etag, nil); err != nil {
 				if errors.Is(err, store.ErrPrecondition) {
 					continue
 				}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 )
 
@@ -38,6 +39,24 @@ type Faulty struct {
 	mode    FaultMode
 	failAll bool // after the injected failure, fail every request (the process is dead)
 	fired   bool // the armed failure happened
+
+	rule     *faultRule // armed by FailMatching
+	ruleHits int        // how many writes the rule failed
+}
+
+// The kinds of write, as FailMatching names them.
+const (
+	OpPutIfAbsent = "put_if_absent"
+	OpPutIfMatch  = "put_if_match"
+	OpPut         = "put"
+	OpDelete      = "delete"
+)
+
+// faultRule is a failure armed on writes of one kind under one prefix.
+type faultRule struct {
+	op, prefix string
+	mode       FaultMode
+	left       int
 }
 
 var _ Store = (*Faulty)(nil)
@@ -58,22 +77,48 @@ func (f *Faulty) Fail(n int, mode FaultMode) {
 func (f *Faulty) Disarm() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.failAt, f.failAll = 0, false
+	f.failAt, f.failAll, f.rule = 0, false, nil
+}
+
+// FailMatching arms the next count writes of kind op (OpPutIfAbsent,
+// OpPutIfMatch, OpPut, OpDelete; "" for any) whose key starts with prefix
+// to fail with mode: FailBefore fails them unapplied, FailAfter and
+// LoseAnswer apply them and lose their answers. Unlike Fail, the process
+// lives: every other request goes on working. It replaces an earlier
+// FailMatching; Disarm clears it.
+func (f *Faulty) FailMatching(op, prefix string, mode FaultMode, count int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rule, f.ruleHits = &faultRule{op: op, prefix: prefix, mode: mode, left: count}, 0
+}
+
+// Hits returns how many writes the FailMatching rule has failed.
+func (f *Faulty) Hits() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ruleHits
 }
 
 // Fired reports whether the armed failure has happened.
 func (f *Faulty) Fired() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.failAll || f.fired
+	return f.failAll || f.fired || f.ruleHits > 0
 }
 
 // decide numbers one request and says whether to fail it before or after.
-func (f *Faulty) decide(write bool) (before, after bool) {
+// op is the kind of write ("" for a read) and key its key.
+func (f *Faulty) decide(op, key string) (before, after bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failAll {
 		return true, false
+	}
+	write := op != ""
+	if r := f.rule; write && r != nil && r.left > 0 && (r.op == "" || r.op == op) && strings.HasPrefix(key, r.prefix) {
+		r.left--
+		f.ruleHits++
+		return r.mode == FailBefore, r.mode != FailBefore
 	}
 	if f.failAt == 0 || !write {
 		return false, false
@@ -94,7 +139,7 @@ func injected() error { return Retryable(ErrInjected) }
 
 // Get implements Store.
 func (f *Faulty) Get(ctx context.Context, key string) (Object, error) {
-	if before, _ := f.decide(false); before {
+	if before, _ := f.decide("", ""); before {
 		return Object{}, injected()
 	}
 	return f.inner.Get(ctx, key)
@@ -102,7 +147,7 @@ func (f *Faulty) Get(ctx context.Context, key string) (Object, error) {
 
 // Head implements Store.
 func (f *Faulty) Head(ctx context.Context, key string) (Info, error) {
-	if before, _ := f.decide(false); before {
+	if before, _ := f.decide("", ""); before {
 		return Info{}, injected()
 	}
 	return f.inner.Head(ctx, key)
@@ -110,7 +155,7 @@ func (f *Faulty) Head(ctx context.Context, key string) (Info, error) {
 
 // PutIfAbsent implements Store.
 func (f *Faulty) PutIfAbsent(ctx context.Context, key string, body []byte) (string, error) {
-	before, after := f.decide(true)
+	before, after := f.decide(OpPutIfAbsent, key)
 	if before {
 		return "", injected()
 	}
@@ -123,7 +168,7 @@ func (f *Faulty) PutIfAbsent(ctx context.Context, key string, body []byte) (stri
 
 // PutIfMatch implements Store.
 func (f *Faulty) PutIfMatch(ctx context.Context, key string, body []byte, etag string) (string, error) {
-	before, after := f.decide(true)
+	before, after := f.decide(OpPutIfMatch, key)
 	if before {
 		return "", injected()
 	}
@@ -136,7 +181,7 @@ func (f *Faulty) PutIfMatch(ctx context.Context, key string, body []byte, etag s
 
 // Put implements Store.
 func (f *Faulty) Put(ctx context.Context, key string, body []byte) (string, error) {
-	before, after := f.decide(true)
+	before, after := f.decide(OpPut, key)
 	if before {
 		return "", injected()
 	}
@@ -149,7 +194,7 @@ func (f *Faulty) Put(ctx context.Context, key string, body []byte) (string, erro
 
 // Delete implements Store.
 func (f *Faulty) Delete(ctx context.Context, key string) error {
-	before, after := f.decide(true)
+	before, after := f.decide(OpDelete, key)
 	if before {
 		return injected()
 	}
@@ -162,7 +207,7 @@ func (f *Faulty) Delete(ctx context.Context, key string) error {
 
 // List implements Store.
 func (f *Faulty) List(ctx context.Context, prefix, startAfter string, limit int) (Page, error) {
-	if before, _ := f.decide(false); before {
+	if before, _ := f.decide("", ""); before {
 		return Page{}, injected()
 	}
 	return f.inner.List(ctx, prefix, startAfter, limit)
@@ -170,7 +215,7 @@ func (f *Faulty) List(ctx context.Context, prefix, startAfter string, limit int)
 
 // Versions implements Store.
 func (f *Faulty) Versions(ctx context.Context, key string) ([]Version, error) {
-	if before, _ := f.decide(false); before {
+	if before, _ := f.decide("", ""); before {
 		return nil, injected()
 	}
 	return f.inner.Versions(ctx, key)
@@ -178,7 +223,7 @@ func (f *Faulty) Versions(ctx context.Context, key string) ([]Version, error) {
 
 // GetVersion implements Store.
 func (f *Faulty) GetVersion(ctx context.Context, key, versionID string) (Object, error) {
-	if before, _ := f.decide(false); before {
+	if before, _ := f.decide("", ""); before {
 		return Object{}, injected()
 	}
 	return f.inner.GetVersion(ctx, key, versionID)
