@@ -1,0 +1,187 @@
+package faultrun
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/store"
+)
+
+// maxProblems is how many findings of one kind a report describes.
+const maxProblems = 5
+
+// record is a task record with what the audit needs of its input.
+type record struct {
+	queue.Task
+	n int // the submit number in the input
+}
+
+// audit reads every task record and its versions straight from the
+// server and fills the report's findings.
+func audit(ctx context.Context, st store.Store, subs []submitted, rep *Report) error {
+	var keys []string
+	for info, err := range store.All(ctx, st, "tasks/") {
+		if err != nil {
+			return fmt.Errorf("faultrun: audit: %w", err)
+		}
+		keys = append(keys, info.Key)
+	}
+	recs := make([]record, len(keys))
+	runTwice := make([][]string, len(keys))
+	errs := make([]error, len(keys))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i, k := range keys {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			recs[i], runTwice[i], errs[i] = auditTask(ctx, st, k)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return fmt.Errorf("faultrun: audit: %w", err)
+		}
+	}
+
+	problems := map[string]int{}
+	note := func(kind, format string, args ...any) {
+		if problems[kind]++; problems[kind] <= maxProblems {
+			rep.Problems = append(rep.Problems, kind+": "+fmt.Sprintf(format, args...))
+		}
+	}
+
+	rep.Tasks = len(recs)
+	rep.Statuses = map[queue.Status]int{}
+	byID := map[string]*record{}
+	byN := map[int][]string{}
+	byKey := map[string][]*record{}
+	for i := range recs {
+		r := &recs[i]
+		rep.Statuses[r.Status]++
+		byID[r.ID] = r
+		byN[r.n] = append(byN[r.n], r.ID)
+		if r.DedupKey != "" {
+			byKey[r.DedupKey] = append(byKey[r.DedupKey], r)
+		}
+		for _, p := range runTwice[i] {
+			rep.RunTwice++
+			note("run_twice", "%s", p)
+		}
+	}
+	for n, ids := range byN {
+		if len(ids) > 1 {
+			rep.Duplicates += len(ids) - 1
+			note("duplicate", "submit %d made tasks %v", n, ids)
+		}
+	}
+
+	created := map[string]submitted{} // task id → the submit that made it
+	for i, s := range subs {
+		if !s.ok {
+			rep.SubmitErrors++
+			continue
+		}
+		rep.Accepted++
+		r, ok := byID[s.taskID]
+		switch {
+		case !ok:
+			rep.Lost++
+			note("lost", "submit %d was answered with task %s, which is not in the bucket", i, s.taskID)
+		case !r.Status.Terminal():
+			rep.Lost++
+			rep.Unfinished++
+			note("lost", "task %s of submit %d is still %s at the end", r.ID, i, r.Status)
+		}
+		if !s.dedup {
+			created[s.taskID] = s // made by this submit (a replay: by an earlier attempt of it)
+		}
+	}
+
+	for key, rs := range byKey {
+		sort.Slice(rs, func(i, j int) bool { return rs[i].CreatedAt.Before(rs[j].CreatedAt) })
+		for j := 1; j < len(rs); j++ {
+			a, b := rs[j-1], rs[j]
+			s, ok := created[b.ID]
+			if !ok {
+				continue // the client never heard of b: no time to hold it to
+			}
+			end, ended := endOf(a.Task)
+			if !ended || s.end.Before(end) {
+				rep.DedupViolations++
+				note("dedup_violation", "key %s: task %s was created (answered at %s) while %s was live (ended %v at %s)",
+					key, b.ID, s.end.Format(time.RFC3339Nano), a.ID, ended, end.Format(time.RFC3339Nano))
+			}
+		}
+	}
+	return nil
+}
+
+// endOf returns when a task became terminal, and false if it has not.
+func endOf(t queue.Task) (time.Time, bool) {
+	for _, at := range []*time.Time{t.CompletedAt, t.FailedAt, t.CancelledAt, t.ExpiredAt} {
+		if at != nil {
+			return *at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// auditTask reads one task's record and its versions, and describes each
+// claim that started it while an earlier lease was still valid: a running
+// version whose lease token differs from the running version before it,
+// written (updated_at) before that version's lease expired.
+func auditTask(ctx context.Context, st store.Store, key string) (record, []string, error) {
+	obj, err := st.Get(ctx, key)
+	if err != nil {
+		return record{}, nil, err
+	}
+	var rec record
+	if err := json.Unmarshal(obj.Body, &rec.Task); err != nil {
+		return record{}, nil, fmt.Errorf("%s: %w", key, err)
+	}
+	var in struct {
+		N int `json:"n"`
+	}
+	_ = json.Unmarshal(rec.Input, &in)
+	rec.n = in.N
+
+	versions, err := st.Versions(ctx, key)
+	if err != nil {
+		return rec, nil, err
+	}
+	var tasks []queue.Task // oldest first
+	for _, v := range slices.Backward(versions) {
+		if v.DeleteMarker {
+			continue
+		}
+		o, err := st.GetVersion(ctx, key, v.VersionID)
+		if err != nil {
+			return rec, nil, err
+		}
+		var t queue.Task
+		if err := json.Unmarshal(o.Body, &t); err != nil {
+			return rec, nil, fmt.Errorf("%s version %s: %w", key, v.VersionID, err)
+		}
+		tasks = append(tasks, t)
+	}
+	var problems []string
+	for i := 1; i < len(tasks); i++ {
+		prev, cur := tasks[i-1], tasks[i]
+		if prev.Status != queue.StatusRunning || cur.Status != queue.StatusRunning || prev.LeaseToken == cur.LeaseToken {
+			continue
+		}
+		if prev.LeaseExpiresAt != nil && cur.UpdatedAt.Before(*prev.LeaseExpiresAt) {
+			problems = append(problems, fmt.Sprintf("task %s: attempt %d started at %s under attempt %d's lease (until %s)",
+				rec.ID, cur.Attempt, cur.UpdatedAt.Format(time.RFC3339Nano), prev.Attempt, prev.LeaseExpiresAt.Format(time.RFC3339Nano)))
+		}
+	}
+	return rec, problems, nil
+}

@@ -1,0 +1,478 @@
+package faultrun
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/s3q/s3q/shared/client"
+	"github.com/s3q/s3q/shared/devserver"
+	"github.com/s3q/s3q/shared/lambdafn"
+	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/s3local"
+	"github.com/s3q/s3q/shared/s3local/faultproxy"
+	"github.com/s3q/s3q/shared/store"
+)
+
+// Config says what a run does. Zero fields take their defaults.
+type Config struct {
+	// Server is the S3 server the run stores into (versitygw in make test
+	// and make bench). Required.
+	Server *s3local.Server
+	// Mix names the faults (faultproxy.Mix): "none", "lost_answers" or
+	// "mixed". Defaults to "mixed".
+	Mix string
+	// Rate is the share of S3 requests that meet a fault. Defaults to 0.10.
+	Rate float64
+	// Seed seeds the proxy's faults and the run's own choices. Defaults
+	// to 1.
+	Seed uint64
+	// Submits is how many submits the run makes: a third plain, a third
+	// with a TTL (TTL), a third with dedup keys each used by three
+	// submits. Defaults to 150.
+	Submits int
+	// Submitters is how many goroutines submit. Defaults to 4.
+	Submitters int
+	// Workers is how many workers claim and complete. Defaults to 8.
+	Workers int
+	// CrashRate is the share of claimed tasks a worker abandons mid-lease,
+	// as a crashed worker would. Defaults to 0.05.
+	CrashRate float64
+	// FailRate is the share of claimed tasks a worker fails (retryably).
+	// Defaults to 0.05.
+	FailRate float64
+	// LeaseFor is the workers' lease length. Defaults to 2s.
+	LeaseFor time.Duration
+	// TTL is the longest time to live of a third of the tasks; each gets
+	// 1/5, 2/5 ... or all of it, so that some expire before a worker
+	// claims them. Defaults to 5s.
+	TTL time.Duration
+	// Budget bounds the run from start to the end of the drain (the audit
+	// comes after). Defaults to 60s.
+	Budget time.Duration
+	// Logf, when set, receives progress lines. Defaults to none.
+	Logf func(format string, args ...any)
+}
+
+func (c *Config) defaults() error {
+	if c.Server == nil {
+		return errors.New("faultrun: Config.Server is required")
+	}
+	if c.Mix == "" {
+		c.Mix = "mixed"
+	}
+	if c.Rate == 0 {
+		c.Rate = 0.10
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	if c.Submits <= 0 {
+		c.Submits = 150
+	}
+	if c.Submitters <= 0 {
+		c.Submitters = 4
+	}
+	if c.Workers <= 0 {
+		c.Workers = 8
+	}
+	if c.CrashRate == 0 {
+		c.CrashRate = 0.05
+	}
+	if c.FailRate == 0 {
+		c.FailRate = 0.05
+	}
+	if c.LeaseFor <= 0 {
+		c.LeaseFor = 2 * time.Second
+	}
+	if c.TTL <= 0 {
+		c.TTL = 5 * time.Second
+	}
+	if c.Budget <= 0 {
+		c.Budget = 60 * time.Second
+	}
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+	return nil
+}
+
+// Report is what a run saw. The first fields are the audit: a run is
+// clean when Duplicates, DedupViolations, Lost, RunTwice and HTTP500 are
+// all zero (Report.Err).
+type Report struct {
+	Mix  string
+	Rate float64
+	// Submits is how many submits were made; Accepted how many the client
+	// saw succeed (after its retries), SubmitErrors how many it gave up on.
+	Submits, Accepted, SubmitErrors int
+	// Tasks is how many task records the bucket holds at the end.
+	Tasks int
+	// Duplicates counts task records beyond the first made by one submit
+	// (one submit number in the input, one id).
+	Duplicates int
+	// DedupViolations counts tasks created with a dedup key while another
+	// task holding that key was still live: the later submit's answer
+	// came back before the earlier task's end.
+	DedupViolations int
+	// Lost counts accepted submits whose task is not in the bucket, or
+	// did not finish (completed, failed, cancelled or expired) by the
+	// end of the run; Unfinished is the second part.
+	Lost, Unfinished int
+	// RunTwice counts claims that started a task again while an earlier
+	// claim's lease on it was still valid, read from the versions of its
+	// record.
+	RunTwice int
+	// HTTP500 counts answers with status 500 the clients received.
+	HTTP500 int
+
+	// Executions counts claims the workers received; Crashes those they
+	// abandoned mid-lease; Completed and Failed their lease operations that
+	// succeeded; LeaseErrors the ones that ended in an error.
+	Executions, Crashes, Completed, Failed, LeaseErrors int
+	// Statuses counts the task records by status at the end.
+	Statuses map[queue.Status]int
+	// Faults is what the proxy injected.
+	Faults faultproxy.Counts
+	// Elapsed is the run's time, audit included.
+	Elapsed time.Duration
+	// Problems describes each audit finding (at most a few per kind).
+	Problems []string
+}
+
+// Line is the report as one bench line.
+func (r Report) Line() string {
+	return fmt.Sprintf("bench faults mix=%s rate=%.2f submits=%d tasks=%d duplicates=%d dedup_violations=%d lost=%d run_twice=%d http_500=%d",
+		r.Mix, r.Rate, r.Submits, r.Tasks, r.Duplicates, r.DedupViolations, r.Lost, r.RunTwice, r.HTTP500)
+}
+
+// Detail is what else the run saw, for a log.
+func (r Report) Detail() string {
+	var st []string
+	for s, n := range r.Statuses {
+		st = append(st, fmt.Sprintf("%s=%d", s, n))
+	}
+	sort.Strings(st)
+	return fmt.Sprintf("accepted=%d submit_errors=%d unfinished=%d executions=%d crashes=%d completed=%d failed=%d lease_errors=%d statuses[%s] faults[%v] elapsed=%s",
+		r.Accepted, r.SubmitErrors, r.Unfinished, r.Executions, r.Crashes, r.Completed, r.Failed, r.LeaseErrors,
+		strings.Join(st, " "), r.Faults, r.Elapsed.Round(time.Millisecond))
+}
+
+// Err returns an error naming each audit finding, or nil for a clean run.
+func (r Report) Err() error {
+	if r.Duplicates+r.DedupViolations+r.Lost+r.RunTwice+r.HTTP500 == 0 {
+		return nil
+	}
+	return fmt.Errorf("faultrun: %s\n%s", r.Line(), strings.Join(r.Problems, "\n"))
+}
+
+// Run runs the queue under faults and audits what it left: versitygw (or
+// cfg.Server) behind a faultproxy, the dev server stack (the HTTP API
+// through the Lambda handlers, sweep and tick every second) on the proxy's
+// endpoint, the Go client submitting with ids (a third with a TTL, a third
+// with dedup keys that repeat), and workers that claim, heartbeat,
+// complete, fail and sometimes crash mid-lease. Clients retry 503s, other
+// 5xx and network errors with the same id or lease token, as the API
+// asks. When the submits are done and every accepted task has finished
+// (or the budget is spent), the faults stop and the bucket is audited
+// directly. An error means the run could not be made; findings are in
+// the Report.
+func Run(ctx context.Context, cfg Config) (Report, error) {
+	if err := cfg.defaults(); err != nil {
+		return Report{}, err
+	}
+	rates, err := faultproxy.Mix(cfg.Mix, cfg.Rate)
+	if err != nil {
+		return Report{}, err
+	}
+	start := time.Now()
+	rep := Report{Mix: cfg.Mix, Rate: cfg.Rate, Submits: cfg.Submits}
+	srv := cfg.Server
+	prefix := "faultrun-" + strings.ToLower(rand.Text()[:12]) + "/"
+
+	proxy, err := faultproxy.Start(faultproxy.Options{Target: srv.Endpoint, KeyPrefix: prefix, Seed: cfg.Seed})
+	if err != nil {
+		return rep, err
+	}
+	defer proxy.Close()
+
+	devCtx, stopDev := context.WithCancel(ctx)
+	defer stopDev()
+	started := make(chan string, 1)
+	devDone := make(chan error, 1)
+	go func() {
+		devDone <- devserver.Run(devCtx, devserver.Options{
+			Addr: "127.0.0.1:0", Endpoint: proxy.URL, Bucket: srv.Bucket, Prefix: prefix, Region: srv.Region,
+			AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, TickInterval: time.Second,
+			Wire: func(d *lambdafn.Deps) {
+				d.Sweep = lambdafn.NewSweep(*d)
+				d.Tick = lambdafn.NewTick(*d)
+			},
+			Out: io.Discard, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Started: func(u string) { started <- u },
+		})
+	}()
+	var baseURL string
+	select {
+	case baseURL = <-started:
+	case err := <-devDone:
+		return rep, fmt.Errorf("faultrun: dev server: %w", err)
+	case <-time.After(30 * time.Second):
+		return rep, errors.New("faultrun: the dev server did not start within 30s")
+	}
+	defer func() {
+		stopDev()
+		<-devDone
+	}()
+
+	var http500 atomic.Int64
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &statusCounter{next: http.DefaultTransport, n500: &http500}}
+	cl, err := client.New(ctx, baseURL, client.Options{HTTPClient: hc})
+	if err != nil {
+		return rep, err
+	}
+	if err := proxy.SetRates(rates); err != nil {
+		return rep, err
+	}
+
+	runCtx, cancelRun := context.WithTimeout(ctx, cfg.Budget)
+	defer cancelRun()
+	r := &run{cfg: cfg, cl: cl, submits: make([]submitted, cfg.Submits)}
+
+	// Workers run until the drain ends.
+	workCtx, stopWork := context.WithCancel(runCtx)
+	var workers sync.WaitGroup
+	for w := range cfg.Workers {
+		workers.Go(func() { r.work(workCtx, w) })
+	}
+
+	var next atomic.Int64
+	var submitters sync.WaitGroup
+	for range cfg.Submitters {
+		submitters.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= cfg.Submits || runCtx.Err() != nil {
+					return
+				}
+				r.submit(runCtx, i)
+			}
+		})
+	}
+	submitters.Wait()
+	cfg.Logf("faultrun: submits done after %s", time.Since(start).Round(time.Millisecond))
+
+	// Drain: until every accepted task has finished, read straight from
+	// the server.
+	direct := srv.Store(prefix)
+	for runCtx.Err() == nil {
+		more, err := anyUnfinished(runCtx, direct)
+		if err == nil && !more {
+			break
+		}
+		select {
+		case <-runCtx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	stopWork()
+	workers.Wait()
+	_ = proxy.SetRates(faultproxy.Rates{})
+	cfg.Logf("faultrun: drained after %s", time.Since(start).Round(time.Millisecond))
+
+	rep.Faults = proxy.Counts()
+	rep.HTTP500 = int(http500.Load())
+	rep.Executions, rep.Crashes = int(r.executions.Load()), int(r.crashes.Load())
+	rep.Completed, rep.Failed, rep.LeaseErrors = int(r.completed.Load()), int(r.failed.Load()), int(r.leaseErrors.Load())
+	if err := audit(ctx, direct, r.submits, &rep); err != nil {
+		return rep, err
+	}
+	rep.Elapsed = time.Since(start)
+	return rep, nil
+}
+
+// statusCounter counts the 500 answers that pass through it.
+type statusCounter struct {
+	next http.RoundTripper
+	n500 *atomic.Int64
+}
+
+func (s *statusCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := s.next.RoundTrip(r)
+	if err == nil && resp.StatusCode == http.StatusInternalServerError {
+		s.n500.Add(1)
+	}
+	return resp, err
+}
+
+// submitted is what the client saw of one submit.
+type submitted struct {
+	id       string // the id the client sent
+	dedupKey string
+	taskID   string // the task the answer named (another's when deduplicated)
+	dedup    bool
+	ok       bool
+	err      error
+	end      time.Time // when the answer that counted came back
+}
+
+// run is the state the goroutines of a run share.
+type run struct {
+	cfg     Config
+	cl      *client.Client
+	submits []submitted // by submit number; each written by one goroutine
+
+	executions, crashes, completed, failed, leaseErrors atomic.Int64
+}
+
+// retry calls f until it succeeds, fails for good, or attempts run out:
+// network errors and answers that say to come back (503, other 5xx, 409
+// conflict, 429) are retried with capped, jittered backoff.
+func retry(ctx context.Context, f func() error) error {
+	var err error
+	delay := 50 * time.Millisecond
+	for attempt := 0; attempt < 8; attempt++ {
+		if err = f(); err == nil || !temporary(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay/2 + mrand.N(delay/2+1)):
+		}
+		delay = min(2*delay, time.Second)
+	}
+	return err
+}
+
+// temporary reports whether a client error may go away on a retry.
+func temporary(err error) bool {
+	var ce *client.Error
+	if errors.As(err, &ce) {
+		return ce.Temporary()
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		strings.Contains(err.Error(), "connection reset")
+}
+
+// submit makes submit number i: an id always; a TTL for i%3 == 1; a dedup
+// key shared with two other submits for i%3 == 2.
+func (r *run) submit(ctx context.Context, i int) {
+	req := queue.SubmitRequest{ID: queue.NewID(time.Now()), TaskType: "faultrun", Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
+	switch i % 3 {
+	case 1:
+		ttl := queue.Duration(max((r.cfg.TTL * time.Duration(1+i%5) / 5).Truncate(time.Second), time.Second))
+		req.TTL = &ttl
+	case 2:
+		req.DedupKey = fmt.Sprintf("key-%d", i/9)
+	}
+	s := submitted{id: req.ID, dedupKey: req.DedupKey}
+	s.err = retry(ctx, func() error {
+		res, err := r.cl.Submit(ctx, client.SubmitRequest{SubmitRequest: req})
+		if err == nil {
+			s.taskID, s.dedup, s.ok, s.end = res.Task.ID, res.Deduplicated, true, time.Now()
+		}
+		return err
+	})
+	r.submits[i] = s
+}
+
+// work claims and works tasks until ctx ends.
+func (r *run) work(ctx context.Context, w int) {
+	rng := mrand.New(mrand.NewPCG(r.cfg.Seed, uint64(w)+1))
+	idle := 20 * time.Millisecond
+	for ctx.Err() == nil {
+		var claimed []client.Claimed
+		err := retry(ctx, func() error {
+			var err error
+			claimed, err = r.cl.Claim(ctx, client.ClaimRequest{LeaseFor: r.cfg.LeaseFor, WorkerID: fmt.Sprintf("w%d", w)})
+			return err
+		})
+		if err != nil || len(claimed) == 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(idle):
+			}
+			idle = min(2*idle, 200*time.Millisecond)
+			continue
+		}
+		idle = 20 * time.Millisecond
+		for _, c := range claimed {
+			r.executions.Add(1)
+			r.runTask(ctx, rng, c)
+		}
+	}
+}
+
+// runTask works one claimed task: crash (walk away mid-lease), or
+// heartbeat sometimes and then fail or complete.
+func (r *run) runTask(ctx context.Context, rng *mrand.Rand, c client.Claimed) {
+	u := rng.Float64()
+	if u < r.cfg.CrashRate {
+		r.crashes.Add(1)
+		return
+	}
+	if rng.IntN(4) == 0 {
+		_ = retry(ctx, func() error {
+			_, err := r.cl.Heartbeat(ctx, c.Lease, r.cfg.LeaseFor)
+			return err
+		})
+	}
+	var err error
+	if u < r.cfg.CrashRate+r.cfg.FailRate {
+		err = retry(ctx, func() error {
+			_, err := r.cl.Fail(ctx, c.Lease, "faultrun: failed on purpose", true)
+			return err
+		})
+		if err == nil {
+			r.failed.Add(1)
+		}
+	} else {
+		err = retry(ctx, func() error {
+			_, err := r.cl.Complete(ctx, c.Lease, json.RawMessage(`{"done":true}`))
+			return err
+		})
+		if err == nil {
+			r.completed.Add(1)
+		}
+	}
+	if err != nil && ctx.Err() == nil {
+		r.leaseErrors.Add(1)
+		r.cfg.Logf("faultrun: task %s attempt %d: %v", c.Task.ID, c.Task.Attempt, err)
+	}
+}
+
+// anyUnfinished reports whether some task record is pending or running;
+// it stops at the first.
+func anyUnfinished(ctx context.Context, st store.Store) (bool, error) {
+	for info, err := range store.All(ctx, st, "tasks/") {
+		if err != nil {
+			return false, err
+		}
+		obj, err := st.Get(ctx, info.Key)
+		if err != nil {
+			return false, err
+		}
+		var t queue.Task
+		if err := json.Unmarshal(obj.Body, &t); err != nil {
+			return false, err
+		}
+		if !t.Status.Terminal() {
+			return true, nil
+		}
+	}
+	return false, nil
+}
