@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,7 +19,8 @@ const maxProblems = 5
 // record is a task record with what the audit needs of its input.
 type record struct {
 	queue.Task
-	n int // the submit number in the input
+	n        int    // the submit number in the input
+	versions string // status@updated_at of each version, oldest first
 }
 
 // audit reads every task record and its versions straight from the
@@ -106,18 +107,35 @@ func audit(ctx context.Context, st store.Store, subs []submitted, rep *Report) e
 	}
 
 	for key, rs := range byKey {
-		sort.Slice(rs, func(i, j int) bool { return rs[i].CreatedAt.Before(rs[j].CreatedAt) })
-		for j := 1; j < len(rs); j++ {
-			a, b := rs[j-1], rs[j]
-			s, ok := created[b.ID]
-			if !ok {
-				continue // the client never heard of b: no time to hold it to
-			}
-			end, ended := endOf(a.Task)
-			if !ended || s.end.Before(end) {
+		holders, err := pointerHolders(ctx, st, key)
+		if err != nil {
+			return fmt.Errorf("faultrun: audit: %w", err)
+		}
+		held := map[string]bool{}
+		for _, h := range holders {
+			held[h] = true
+		}
+		for _, r := range rs {
+			if !held[r.ID] {
 				rep.DedupViolations++
-				note("dedup_violation", "key %s: task %s was created (answered at %s) while %s was live (ended %v at %s)",
-					key, b.ID, s.end.Format(time.RFC3339Nano), a.ID, ended, end.Format(time.RFC3339Nano))
+				note("dedup_violation", "key %s: task %s never held the key's pointer (holders %v)", key, r.ID, holders)
+			}
+		}
+		// Each task that took the pointer from another must have taken it
+		// after that one ended: a take-over whose answer came back before
+		// the previous holder's end time took a live task's key.
+		for j := 1; j < len(holders); j++ {
+			x, y := holders[j-1], holders[j]
+			rx, ok := byID[x]
+			sy, heard := created[y]
+			if x == "" || y == "" || !ok || !heard {
+				continue // released, never created, or unknown to the client
+			}
+			end, ended := endOf(rx.Task)
+			if !ended || sy.end.Before(end) {
+				rep.DedupViolations++
+				note("dedup_violation", "key %s: task %s took the key (its submit answered at %s) while task %s was live (until %v, versions %s)",
+					key, y, sy.end.Format(time.RFC3339Nano), x, end.Format(time.RFC3339Nano), rx.versions)
 			}
 		}
 	}
@@ -158,10 +176,12 @@ func auditTask(ctx context.Context, st store.Store, key string) (record, []strin
 		return rec, nil, err
 	}
 	var tasks []queue.Task // oldest first
+	var written []time.Time
 	for _, v := range slices.Backward(versions) {
 		if v.DeleteMarker {
 			continue
 		}
+		written = append(written, v.LastModified)
 		o, err := st.GetVersion(ctx, key, v.VersionID)
 		if err != nil {
 			return rec, nil, err
@@ -172,6 +192,11 @@ func auditTask(ctx context.Context, st store.Store, key string) (record, []strin
 		}
 		tasks = append(tasks, t)
 	}
+	var vs []string
+	for i, t := range tasks {
+		vs = append(vs, string(t.Status)+"@"+t.UpdatedAt.Format("15:04:05.000000")+"(written "+written[i].Format("15:04:05.000")+")")
+	}
+	rec.versions = strings.Join(vs, " ")
 	var problems []string
 	for i := 1; i < len(tasks); i++ {
 		prev, cur := tasks[i-1], tasks[i]
@@ -184,4 +209,33 @@ func auditTask(ctx context.Context, st store.Store, key string) (record, []strin
 		}
 	}
 	return rec, problems, nil
+}
+
+// pointerHolders returns the task each version of a dedup key's pointer
+// named, oldest first, "" for a released pointer, with repeats collapsed.
+func pointerHolders(ctx context.Context, st store.Store, dedupKey string) ([]string, error) {
+	key := queue.DedupKey("default", dedupKey)
+	versions, err := st.Versions(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, v := range slices.Backward(versions) {
+		if v.DeleteMarker {
+			out = append(out, "")
+			continue
+		}
+		o, err := st.GetVersion(ctx, key, v.VersionID)
+		if err != nil {
+			return nil, err
+		}
+		var p struct {
+			TaskID string `json:"task_id"`
+		}
+		_ = json.Unmarshal(o.Body, &p)
+		if len(out) == 0 || out[len(out)-1] != p.TaskID {
+			out = append(out, p.TaskID)
+		}
+	}
+	return out, nil
 }

@@ -59,6 +59,11 @@ type Config struct {
 	// 1/5, 2/5 ... or all of it, so that some expire before a worker
 	// claims them. Defaults to 5s.
 	TTL time.Duration
+	// APILostAnswers is the share of the clients' API requests whose
+	// answer is lost on the way back (the request was served; the client
+	// sees a network error and retries with the same id or lease token).
+	// Negative means none. Defaults to 0.02.
+	APILostAnswers float64
 	// Budget bounds the run from start to the end of the drain (the audit
 	// comes after). Defaults to 60s.
 	Budget time.Duration
@@ -100,6 +105,9 @@ func (c *Config) defaults() error {
 	if c.TTL <= 0 {
 		c.TTL = 5 * time.Second
 	}
+	if c.APILostAnswers == 0 {
+		c.APILostAnswers = 0.02
+	}
 	if c.Budget <= 0 {
 		c.Budget = 60 * time.Second
 	}
@@ -137,6 +145,8 @@ type Report struct {
 	RunTwice int
 	// HTTP500 counts answers with status 500 the clients received.
 	HTTP500 int
+	// APILost counts API answers lost on their way to a client.
+	APILost int
 
 	// Executions counts claims the workers received; Crashes those they
 	// abandoned mid-lease; Completed and Failed their lease operations that
@@ -165,8 +175,8 @@ func (r Report) Detail() string {
 		st = append(st, fmt.Sprintf("%s=%d", s, n))
 	}
 	sort.Strings(st)
-	return fmt.Sprintf("accepted=%d submit_errors=%d unfinished=%d executions=%d crashes=%d completed=%d failed=%d lease_errors=%d statuses[%s] faults[%v] elapsed=%s",
-		r.Accepted, r.SubmitErrors, r.Unfinished, r.Executions, r.Crashes, r.Completed, r.Failed, r.LeaseErrors,
+	return fmt.Sprintf("accepted=%d submit_errors=%d unfinished=%d executions=%d crashes=%d completed=%d failed=%d lease_errors=%d api_lost_answers=%d statuses[%s] faults[%v] elapsed=%s",
+		r.Accepted, r.SubmitErrors, r.Unfinished, r.Executions, r.Crashes, r.Completed, r.Failed, r.LeaseErrors, r.APILost,
 		strings.Join(st, " "), r.Faults, r.Elapsed.Round(time.Millisecond))
 }
 
@@ -183,9 +193,10 @@ func (r Report) Err() error {
 // through the Lambda handlers, sweep and tick every second) on the proxy's
 // endpoint, the Go client submitting with ids (a third with a TTL, a third
 // with dedup keys that repeat), and workers that claim, heartbeat,
-// complete, fail and sometimes crash mid-lease. Clients retry 503s, other
-// 5xx and network errors with the same id or lease token, as the API
-// asks. When the submits are done and every accepted task has finished
+// complete, fail and sometimes crash mid-lease. Some API answers are lost
+// on their way to the client too (APILostAnswers). Clients retry 503s,
+// other 5xx and network errors with the same id or lease token, as the
+// API asks. When the submits are done and every accepted task has finished
 // (or the budget is spent), the faults stop and the bucket is audited
 // directly. An error means the run could not be made; findings are in
 // the Report.
@@ -237,8 +248,8 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		<-devDone
 	}()
 
-	var http500 atomic.Int64
-	hc := &http.Client{Timeout: 30 * time.Second, Transport: &statusCounter{next: http.DefaultTransport, n500: &http500}}
+	tr := &apiTransport{next: http.DefaultTransport, lostRate: cfg.APILostAnswers, rng: mrand.New(mrand.NewPCG(cfg.Seed, 0xa91))}
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: tr}
 	cl, err := client.New(ctx, baseURL, client.Options{HTTPClient: hc})
 	if err != nil {
 		return rep, err
@@ -293,7 +304,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	cfg.Logf("faultrun: drained after %s", time.Since(start).Round(time.Millisecond))
 
 	rep.Faults = proxy.Counts()
-	rep.HTTP500 = int(http500.Load())
+	rep.HTTP500, rep.APILost = int(tr.n500.Load()), int(tr.lost.Load())
 	rep.Executions, rep.Crashes = int(r.executions.Load()), int(r.crashes.Load())
 	rep.Completed, rep.Failed, rep.LeaseErrors = int(r.completed.Load()), int(r.failed.Load()), int(r.leaseErrors.Load())
 	if err := audit(ctx, direct, r.submits, &rep); err != nil {
@@ -303,18 +314,40 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	return rep, nil
 }
 
-// statusCounter counts the 500 answers that pass through it.
-type statusCounter struct {
-	next http.RoundTripper
-	n500 *atomic.Int64
+// apiTransport carries the clients' requests to the API: it counts the
+// 500 answers, and loses a share of the answers after the request was
+// served, as a dropped connection would.
+type apiTransport struct {
+	next     http.RoundTripper
+	lostRate float64
+
+	mu  sync.Mutex
+	rng *mrand.Rand
+
+	n500, lost atomic.Int64
 }
 
-func (s *statusCounter) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := s.next.RoundTrip(r)
-	if err == nil && resp.StatusCode == http.StatusInternalServerError {
-		s.n500.Add(1)
+// errAnswerLost is the network error of an API answer lost on its way.
+var errAnswerLost = &net.OpError{Op: "read", Net: "tcp", Err: errors.New("faultrun: answer lost on its way to the client")}
+
+func (t *apiTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(r)
+	if err != nil {
+		return resp, err
 	}
-	return resp, err
+	if resp.StatusCode == http.StatusInternalServerError {
+		t.n500.Add(1)
+	}
+	t.mu.Lock()
+	lose := t.rng.Float64() < t.lostRate
+	t.mu.Unlock()
+	if lose {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		t.lost.Add(1)
+		return nil, errAnswerLost
+	}
+	return resp, nil
 }
 
 // submitted is what the client saw of one submit.
@@ -369,7 +402,8 @@ func temporary(err error) bool {
 }
 
 // submit makes submit number i: an id always; a TTL for i%3 == 1; a dedup
-// key shared with two other submits for i%3 == 2.
+// key shared with two other submits for i%3 == 2 (the last of the three
+// with a TTL too).
 func (r *run) submit(ctx context.Context, i int) {
 	req := queue.SubmitRequest{ID: queue.NewID(time.Now()), TaskType: "faultrun", Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
 	switch i % 3 {
@@ -378,6 +412,10 @@ func (r *run) submit(ctx context.Context, i int) {
 		req.TTL = &ttl
 	case 2:
 		req.DedupKey = fmt.Sprintf("key-%d", i/9)
+		if i%9 == 8 { // one submit of each key has a TTL too
+			ttl := queue.Duration(r.cfg.TTL)
+			req.TTL = &ttl
+		}
 	}
 	s := submitted{id: req.ID, dedupKey: req.DedupKey}
 	s.err = retry(ctx, func() error {
