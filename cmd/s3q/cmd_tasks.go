@@ -68,16 +68,21 @@ func newClient(ctx context.Context, e *env) (*client.Client, error) {
 func init() {
 	register(func() *command {
 		var (
-			taskType, input, queueName, dedup, parent, ttlFrom, file string
-			ttl, in, wait, timeout                                   durationFlag
-			expiresAt, at                                            timeFlag
-			maxAttempts                                              int
+			taskType, input, queueName, dedup, parent, ttlFrom, file, id string
+			ttl, in, wait, timeout                                       durationFlag
+			expiresAt, at                                                timeFlag
+			maxAttempts                                                  int
 		)
 		return &command{
 			name: "submit", summary: "submit a task (or many from a JSONL file)",
 			details: `Submits one task and prints it. Input is JSON, inline or @file.
 With --file, submits every line of a JSON Lines file (one submit request per
 line, as in the HTTP API) in batches of 500, with progress on stderr.
+
+Every submit carries a task id (--id, an "id" in a line, or a fresh UUIDv7),
+and a 503, 5xx or network error is retried with the same id: a retry whose
+first attempt landed returns that task ("replayed") instead of making a
+second. Give --id to make re-running the command itself a no-op.
 
 Examples:
   s3q submit -t email.send -i '{"to":"a@example.com"}' --ttl 1h
@@ -102,6 +107,7 @@ Examples:
 				fs.StringVar(&parent, "parent", "", "parent task `id`: the task inherits its deadline")
 				fs.Var(&wait, "wait", "wait up to `duration` (max 25s) for the outcome")
 				fs.StringVar(&file, "file", "", "submit every line of a JSON Lines `file` (- for stdin)")
+				fs.StringVar(&id, "id", "", "task `id`, a lowercase UUIDv7 (default: a fresh one); the same id never makes a second task")
 			},
 			run: func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
@@ -112,15 +118,15 @@ Examples:
 					return err
 				}
 				if file != "" {
-					if taskType != "" || input != "" {
-						return usageErr("--file cannot be combined with --type or --input")
+					if taskType != "" || input != "" || id != "" {
+						return usageErr("--file cannot be combined with --type, --input or --id")
 					}
 					return submitFile(ctx, e, c, file)
 				}
 				if taskType == "" {
 					return usageErr("--type is required")
 				}
-				req := queue.SubmitRequest{TaskType: taskType, Queue: queueName, DedupKey: dedup, MaxAttempts: maxAttempts, ParentID: parent, TTLFrom: queue.TTLFrom(ttlFrom)}
+				req := queue.SubmitRequest{ID: id, TaskType: taskType, Queue: queueName, DedupKey: dedup, MaxAttempts: maxAttempts, ParentID: parent, TTLFrom: queue.TTLFrom(ttlFrom)}
 				if input != "" {
 					raw, err := readInput(input)
 					if err != nil {
@@ -153,6 +159,8 @@ Examples:
 				switch {
 				case res.Deduplicated:
 					fmt.Fprintln(e.stdout, "deduplicated: a live task already holds this key")
+				case res.Replayed:
+					fmt.Fprintln(e.stdout, "replayed: a task with this id was already submitted")
 				case res.Status == 202:
 					fmt.Fprintln(e.stdout, "still running when the wait ran out")
 				}

@@ -116,7 +116,9 @@ func lifecycle(ctx context.Context, srv *s3local.Server, n int, ttl bool) (store
 	counting := store.NewCounting(srv.Store(prefix()))
 	submitter := queue.New(counting, queue.Options{})
 	for i := 0; i < n; i++ {
-		req := queue.SubmitRequest{TaskType: "bench", Input: []byte(`{"n":1}`)}
+		// With an id, as every client sends one (DESIGN §12.1): it costs
+		// no request.
+		req := queue.SubmitRequest{ID: queue.NewID(time.Now()), TaskType: "bench", Input: []byte(`{"n":1}`)}
 		if ttl {
 			d := queue.Duration(time.Hour)
 			req.TTL = &d

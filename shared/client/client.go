@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
@@ -39,6 +40,15 @@ type Options struct {
 	Credentials aws.CredentialsProvider
 	// UserAgent is sent with every request. Defaults to "s3q-client".
 	UserAgent string
+	// MaxRetries is how many times a request that is safe to repeat
+	// (submits, which always carry an id; lease operations; reads) is
+	// sent again after a 503, another 5xx or a network error, with
+	// capped, jittered exponential backoff (honouring Retry-After up to
+	// the cap). Negative: never. Defaults to 4.
+	MaxRetries int
+	// RetryBackoff is the backoff before the first retry; it doubles each
+	// time, up to 20 times it. Defaults to 200ms.
+	RetryBackoff time.Duration
 }
 
 // Client calls one s3q API. It is safe for concurrent use.
@@ -50,6 +60,9 @@ type Client struct {
 	region string
 	creds  aws.CredentialsProvider
 	signer *v4.Signer
+
+	retries int
+	backoff time.Duration
 }
 
 // New returns a client for the API at baseURL (e.g. http://127.0.0.1:8080
@@ -66,6 +79,13 @@ func New(ctx context.Context, baseURL string, opts Options) (*Client, error) {
 	}
 	if c.ua == "" {
 		c.ua = "s3q-client"
+	}
+	c.retries, c.backoff = opts.MaxRetries, opts.RetryBackoff
+	if c.retries == 0 {
+		c.retries = 4
+	}
+	if c.backoff <= 0 {
+		c.backoff = 200 * time.Millisecond
 	}
 	c.sign = strings.HasSuffix(u.Hostname(), ".amazonaws.com")
 	if opts.SigV4 != nil {
@@ -106,6 +126,9 @@ func regionFromHost(host string) string {
 	return ""
 }
 
+// errEncode marks a request body that could not be encoded.
+var errEncode = errors.New("bad request body")
+
 // do sends one request with a JSON body (nil for none) and decodes a JSON
 // answer into out (nil to discard). It returns the HTTP status. A status
 // of 400 or more is returned as an *Error.
@@ -114,7 +137,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	if body != nil {
 		var err error
 		if payload, err = json.Marshal(body); err != nil {
-			return 0, fmt.Errorf("client: encode request: %w", err)
+			return 0, fmt.Errorf("client: encode request: %w: %w", errEncode, err)
 		}
 	}
 	u := *c.base
@@ -157,4 +180,61 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		}
 	}
 	return resp.StatusCode, nil
+}
+
+// doRetry is do for a request that is safe to send again: it retries
+// what retryable says may succeed later, up to Options.MaxRetries times,
+// waiting a capped, jittered, doubling backoff (or the server's
+// Retry-After, within the cap) between tries.
+func (c *Client) doRetry(ctx context.Context, method, path string, query url.Values, body, out any) (int, error) {
+	for n := 0; ; n++ {
+		status, err := c.do(ctx, method, path, query, body, out)
+		if err == nil || n >= c.retries || !retryable(ctx, err) {
+			return status, err
+		}
+		if werr := c.wait(ctx, n, err); werr != nil {
+			return status, err
+		}
+	}
+}
+
+// wait sleeps before retry n+1 (n from 0): uniformly in [d/2, d) with
+// d = RetryBackoff·2^n capped at 20·RetryBackoff, or the Retry-After of
+// err when longer (within the cap). It returns ctx's error if ctx ends.
+func (c *Client) wait(ctx context.Context, n int, err error) error {
+	maxD := 20 * c.backoff
+	d := c.backoff << min(n, 16)
+	if d > maxD || d <= 0 {
+		d = maxD
+	}
+	d = d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+	var e *Error
+	if errors.As(err, &e) && e.RetryAfter > d {
+		d = min(e.RetryAfter, maxD)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// retryable reports whether a failed request may succeed if sent again:
+// a network error (not the caller's own cancellation), 429, or a 5xx
+// other than a 504 deadline_exceeded (a waited-for task's outcome).
+func retryable(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		if e.Status == http.StatusGatewayTimeout && e.Code == "deadline_exceeded" {
+			return false
+		}
+		return e.Status >= 500 || e.Status == http.StatusTooManyRequests
+	}
+	return !errors.Is(err, errEncode) // a request that never left cannot be helped by a retry
 }

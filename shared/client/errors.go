@@ -49,6 +49,8 @@ func (e *Error) Is(target error) bool {
 		return e.Code == "too_large"
 	case queue.ErrConflict:
 		return e.Code == "conflict"
+	case queue.ErrInvalidState:
+		return e.Code == "invalid_state"
 	}
 	return false
 }

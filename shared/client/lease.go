@@ -51,6 +51,10 @@ func (c *Client) Claim(ctx context.Context, req ClaimRequest) ([]Claimed, error)
 	return res.Tasks, nil
 }
 
+// The lease operations below are retried on a 503, another 5xx or a
+// network error (Options.MaxRetries): the same operation with the same
+// token whose first attempt landed answers as that attempt did.
+
 // Heartbeat extends a lease (0: the task's timeout) and returns the task,
 // whose CancelRequested asks the worker to stop.
 func (c *Client) Heartbeat(ctx context.Context, l Lease, leaseFor time.Duration) (Claimed, error) {
@@ -59,7 +63,7 @@ func (c *Client) Heartbeat(ctx context.Context, l Lease, leaseFor time.Duration)
 		body["lease_for"] = queue.FormatDuration(leaseFor)
 	}
 	var res Claimed
-	_, err := c.do(ctx, http.MethodPost, "/tasks/"+l.TaskID+"/heartbeat", nil, body, &res)
+	_, err := c.doRetry(ctx, http.MethodPost, "/tasks/"+l.TaskID+"/heartbeat", nil, body, &res)
 	return res, err
 }
 
@@ -69,13 +73,13 @@ func (c *Client) Complete(ctx context.Context, l Lease, output json.RawMessage) 
 	if len(output) > 0 {
 		body["output"] = output
 	}
-	return c.taskOp(ctx, l.TaskID, "complete", body)
+	return c.taskOp(ctx, l.TaskID, "complete", body, true)
 }
 
 // Fail records a failed attempt; the server retries it with backoff while
 // attempts remain and retryable is true, else dead-letters it.
 func (c *Client) Fail(ctx context.Context, l Lease, msg string, retryable bool) (Task, error) {
-	return c.taskOp(ctx, l.TaskID, "fail", map[string]any{"lease_token": l.Token, "error": msg, "retryable": retryable})
+	return c.taskOp(ctx, l.TaskID, "fail", map[string]any{"lease_token": l.Token, "error": msg, "retryable": retryable}, true)
 }
 
 // Reschedule puts a running task back, available after delay, optionally
@@ -85,10 +89,10 @@ func (c *Client) Reschedule(ctx context.Context, l Lease, delay, extend time.Dur
 	if extend > 0 {
 		body["extend_expiration"] = queue.FormatDuration(extend)
 	}
-	return c.taskOp(ctx, l.TaskID, "reschedule", body)
+	return c.taskOp(ctx, l.TaskID, "reschedule", body, true)
 }
 
 // AckCancel acknowledges a cancel request: the running task is cancelled.
 func (c *Client) AckCancel(ctx context.Context, l Lease) (Task, error) {
-	return c.taskOp(ctx, l.TaskID, "cancel", map[string]any{"lease_token": l.Token})
+	return c.taskOp(ctx, l.TaskID, "cancel", map[string]any{"lease_token": l.Token}, true)
 }

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -54,16 +55,26 @@ func (r SubmitRequest) MarshalJSON() ([]byte, error) {
 type SubmitResult struct {
 	Task         Task `json:"task"`
 	Deduplicated bool `json:"deduplicated,omitempty"`
-	// Status is the HTTP status: 201 created, 200 deduplicated or (with a
-	// wait) finished, 202 still running when the wait ran out.
+	// Replayed is true when the task with the request's id already
+	// existed: an earlier attempt of this submit made it.
+	Replayed bool `json:"replayed"`
+	// Status is the HTTP status: 201 created, 200 deduplicated, replayed
+	// or (with a wait) finished, 202 still running when the wait ran out.
 	Status int `json:"-"`
 }
 
-// Submit submits one task. With a Wait, a task whose deadline passes
-// during the wait returns an *Error with code "deadline_exceeded" (504).
+// Submit submits one task, exactly once: a request without an ID gets a
+// fresh UUIDv7, and a 503, another 5xx or a network error is retried
+// with the same id (Options.MaxRetries), so a retry whose first attempt
+// landed returns that task (Replayed) instead of making a second. With a
+// Wait, a task whose deadline passes during the wait returns an *Error
+// with code "deadline_exceeded" (504).
 func (c *Client) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, error) {
+	if req.ID == "" {
+		req.ID = queue.NewID(time.Now())
+	}
 	var res SubmitResult
-	status, err := c.do(ctx, http.MethodPost, "/tasks", nil, req, &res)
+	status, err := c.doRetry(ctx, http.MethodPost, "/tasks", nil, req, &res)
 	res.Status = status
 	return res, err
 }
@@ -72,6 +83,7 @@ func (c *Client) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, e
 type BatchItem struct {
 	Task         *Task  `json:"task,omitempty"`
 	Deduplicated bool   `json:"deduplicated,omitempty"`
+	Replayed     bool   `json:"replayed"`
 	Error        *Error `json:"error,omitempty"`
 }
 
@@ -80,6 +92,7 @@ func (b *BatchItem) UnmarshalJSON(raw []byte) error {
 	var v struct {
 		Task         *Task `json:"task"`
 		Deduplicated bool  `json:"deduplicated"`
+		Replayed     bool  `json:"replayed"`
 		Error        *struct {
 			Code    string `json:"code"`
 			Message string `json:"message"`
@@ -89,20 +102,80 @@ func (b *BatchItem) UnmarshalJSON(raw []byte) error {
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return err
 	}
-	b.Task, b.Deduplicated = v.Task, v.Deduplicated
+	b.Task, b.Deduplicated, b.Replayed = v.Task, v.Deduplicated, v.Replayed
 	if v.Error != nil {
-		b.Error = &Error{Status: http.StatusBadRequest, Code: v.Error.Code, Message: v.Error.Message, Field: v.Error.Field}
+		b.Error = &Error{Status: itemStatus(v.Error.Code), Code: v.Error.Code, Message: v.Error.Message, Field: v.Error.Field}
 	}
 	return nil
 }
 
-// SubmitBatch submits up to 500 tasks; one result per request, in order.
-func (c *Client) SubmitBatch(ctx context.Context, reqs []queue.SubmitRequest) ([]BatchItem, error) {
-	var res struct {
-		Results []BatchItem `json:"results"`
+// itemStatus is the HTTP status a batch item's error code goes with.
+func itemStatus(code string) int {
+	switch code {
+	case "not_found":
+		return http.StatusNotFound
+	case "conflict", "invalid_state":
+		return http.StatusConflict
+	case "too_large":
+		return http.StatusRequestEntityTooLarge
+	case "throttled":
+		return http.StatusServiceUnavailable
+	case "internal":
+		return http.StatusInternalServerError
 	}
-	_, err := c.do(ctx, http.MethodPost, "/tasks/batch", nil, map[string]any{"tasks": reqs}, &res)
-	return res.Results, err
+	return http.StatusBadRequest
+}
+
+// SubmitBatch submits up to 500 tasks; one result per request, in order.
+// As Submit, it gives every request without an ID a fresh UUIDv7 (the
+// caller's slice is not changed) and retries with the same ids: the
+// whole batch on a 503, another 5xx or a network error, and the items
+// that failed with such an error on their own.
+func (c *Client) SubmitBatch(ctx context.Context, reqs []queue.SubmitRequest) ([]BatchItem, error) {
+	reqs = append([]queue.SubmitRequest(nil), reqs...)
+	now := time.Now()
+	for i := range reqs {
+		if reqs[i].ID == "" {
+			reqs[i].ID = queue.NewID(now)
+		}
+	}
+	out := make([]BatchItem, len(reqs))
+	todo := make([]int, len(reqs)) // indexes into reqs still to send
+	for i := range todo {
+		todo[i] = i
+	}
+	for n := 0; ; n++ {
+		send := make([]queue.SubmitRequest, len(todo))
+		for j, i := range todo {
+			send[j] = reqs[i]
+		}
+		var res struct {
+			Results []BatchItem `json:"results"`
+		}
+		if _, err := c.doRetry(ctx, http.MethodPost, "/tasks/batch", nil, map[string]any{"tasks": send}, &res); err != nil {
+			if n == 0 {
+				return nil, err
+			}
+			return out, err // the earlier answers stand; the rest keep their last error
+		}
+		if len(res.Results) != len(send) {
+			return nil, fmt.Errorf("client: batch of %d answered %d results", len(send), len(res.Results))
+		}
+		var again []int
+		for j, i := range todo {
+			out[i] = res.Results[j]
+			if e := out[i].Error; e != nil && n < c.retries && retryable(ctx, e) {
+				again = append(again, i)
+			}
+		}
+		if len(again) == 0 {
+			return out, nil
+		}
+		if err := c.wait(ctx, n, out[again[0]].Error); err != nil {
+			return out, nil
+		}
+		todo = again
+	}
 }
 
 // Get returns one task.
@@ -110,7 +183,7 @@ func (c *Client) Get(ctx context.Context, id string) (Task, error) {
 	var res struct {
 		Task Task `json:"task"`
 	}
-	_, err := c.do(ctx, http.MethodGet, "/tasks/"+url.PathEscape(id), nil, nil, &res)
+	_, err := c.doRetry(ctx, http.MethodGet, "/tasks/"+url.PathEscape(id), nil, nil, &res)
 	return res.Task, err
 }
 
@@ -136,7 +209,7 @@ func (c *Client) List(ctx context.Context, req queue.ListRequest) (ListResult, e
 		q.Set("limit", strconv.Itoa(req.Limit))
 	}
 	var res ListResult
-	_, err := c.do(ctx, http.MethodGet, "/tasks", q, nil, &res)
+	_, err := c.doRetry(ctx, http.MethodGet, "/tasks", q, nil, &res)
 	return res, err
 }
 
@@ -152,32 +225,40 @@ func (c *Client) History(ctx context.Context, id string) ([]Version, error) {
 	var res struct {
 		Versions []Version `json:"versions"`
 	}
-	_, err := c.do(ctx, http.MethodGet, "/tasks/"+url.PathEscape(id)+"/history", nil, nil, &res)
+	_, err := c.doRetry(ctx, http.MethodGet, "/tasks/"+url.PathEscape(id)+"/history", nil, nil, &res)
 	return res.Versions, err
 }
 
-func (c *Client) taskOp(ctx context.Context, id, op string, body any) (Task, error) {
+// taskOp posts op on task id. Lease operations (retry true) are sent
+// again on a 503, another 5xx or a network error: one whose first attempt
+// landed answers as that attempt did. Cancel, retry and expire are not
+// (a second try would find the first one's outcome and refuse).
+func (c *Client) taskOp(ctx context.Context, id, op string, body any, retry bool) (Task, error) {
 	var res struct {
 		Task Task `json:"task"`
 	}
 	if body == nil {
 		body = struct{}{}
 	}
-	_, err := c.do(ctx, http.MethodPost, "/tasks/"+url.PathEscape(id)+"/"+op, nil, body, &res)
+	do := c.do
+	if retry {
+		do = c.doRetry
+	}
+	_, err := do(ctx, http.MethodPost, "/tasks/"+url.PathEscape(id)+"/"+op, nil, body, &res)
 	return res.Task, err
 }
 
 // Cancel cancels a pending task or asks a running one to stop.
 func (c *Client) Cancel(ctx context.Context, id string) (Task, error) {
-	return c.taskOp(ctx, id, "cancel", nil)
+	return c.taskOp(ctx, id, "cancel", nil, false)
 }
 
 // Retry puts a failed or cancelled task back to pending.
 func (c *Client) Retry(ctx context.Context, id string) (Task, error) {
-	return c.taskOp(ctx, id, "retry", nil)
+	return c.taskOp(ctx, id, "retry", nil, false)
 }
 
 // Expire marks a pending task expired by hand.
 func (c *Client) Expire(ctx context.Context, id string) (Task, error) {
-	return c.taskOp(ctx, id, "expire", nil)
+	return c.taskOp(ctx, id, "expire", nil, false)
 }

@@ -184,7 +184,7 @@ func (r *sweepRun) settle(ctx context.Context, f *followUp) {
 		}
 	}
 	for _, key := range f.keys {
-		if err := r.q.store.Delete(ctx, key); err != nil {
+		if err := store.DeleteOwn(ctx, r.q.store, key); err != nil {
 			r.fail(fmt.Errorf("delete %s: %w", key, err))
 		}
 	}

@@ -65,14 +65,14 @@ func (q *Queue) Retry(ctx context.Context, id string, now time.Time) (Task, erro
 
 // retakeDedup makes t's dedup pointer name t again, marked reviving,
 // before a retry brings t back; it refuses when another live task holds
-// the key.
+// the key. A pointer write whose answer was lost is recognised.
 func (q *Queue) retakeDedup(ctx context.Context, t *Task, now time.Time) error {
 	key := DedupKey(t.Queue, t.DedupKey)
 	body, _ := json.Marshal(dedupPointer{TaskID: t.ID, CreatedAt: now, Reviving: true})
 	for i := 0; i < maxCASAttempts; i++ {
 		obj, err := q.store.Get(ctx, key)
 		if errors.Is(err, store.ErrNotFound) {
-			if _, err := q.store.PutIfAbsent(ctx, key, body); err == nil {
+			if _, err := store.CreateOwn(ctx, q.store, key, body, nil); err == nil {
 				return nil
 			} else if !errors.Is(err, store.ErrPrecondition) {
 				return fmt.Errorf("write dedup key: %w", err)
@@ -95,7 +95,7 @@ func (q *Queue) retakeDedup(ctx context.Context, t *Task, now time.Time) error {
 				return err
 			}
 		}
-		if _, err := q.store.PutIfMatch(ctx, key, body, obj.ETag); err == nil {
+		if _, err := store.SwapOwn(ctx, q.store, key, body, obj.ETag, nil); err == nil {
 			return nil
 		} else if !errors.Is(err, store.ErrPrecondition) {
 			return fmt.Errorf("retake dedup key: %w", err)

@@ -143,9 +143,7 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 				err = rerr
 			}
 		}
-		if t.DedupKey != "" {
-			q.releaseDedup(ctx, &t)
-		}
+		q.abandon(ctx, &t)
 		return SubmitResult{}, err
 	}
 	if t.ParentID != "" && t.Status == StatusPending {
@@ -174,11 +172,11 @@ func (q *Queue) replay(ctx context.Context, t *Task, req SubmitRequest, wroteMar
 	if err != nil {
 		return SubmitResult{}, false, err
 	}
-	if !req.ReplayAnyRequest && existing.RequestHash != "" && existing.RequestHash != t.RequestHash {
-		return SubmitResult{}, false, &ConflictError{Field: "id", Message: fmt.Sprintf("task %s exists and was submitted with a different request", t.ID)}
-	}
 	if wroteMarker && t.IndexKey != "" && t.IndexKey != existing.IndexKey {
 		_ = q.store.Delete(ctx, t.IndexKey)
+	}
+	if !req.ReplayAnyRequest && existing.RequestHash != "" && existing.RequestHash != t.RequestHash {
+		return SubmitResult{}, false, &ConflictError{Field: "id", Message: fmt.Sprintf("task %s exists and was submitted with a different request", t.ID)}
 	}
 	return SubmitResult{Task: existing, Replayed: true}, true, nil
 }
@@ -563,19 +561,22 @@ func (q *Queue) holdDedup(ctx context.Context, t *Task, now time.Time) (Task, bo
 	return Task{}, false, fmt.Errorf("dedup key %q: %w", clip(t.DedupKey), ErrConflict)
 }
 
-// releaseDedup gives up the dedup pointer a submit of t took, after the
-// submit failed, unless task t.ID exists and holds the key: the pointer
-// is set free by compare-and-swap if it still names t, so the key is not
-// refused for StaleMarkerGrace on behalf of a task that never existed.
-// Best effort: when the record cannot be read, the pointer stays, and the
-// grace frees it.
-func (q *Queue) releaseDedup(ctx context.Context, t *Task) {
+// abandon undoes what a failed submit of t wrote before its record, when
+// it can tell the record was not written: the index marker goes, and the
+// dedup pointer, unless task t.ID exists and holds the key, is set free
+// by compare-and-swap if it still names t, so the key is not refused for
+// StaleMarkerGrace on behalf of a task that never existed. Best effort:
+// when the record cannot be read, both stay, for the scans and the grace.
+func (q *Queue) abandon(ctx context.Context, t *Task) {
 	rec, _, err := q.load(ctx, t.ID)
-	if err == nil && rec.Queue == t.Queue && rec.DedupKey == t.DedupKey {
-		return // the task exists and holds it
-	}
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return
+	}
+	if err != nil && t.IndexKey != "" {
+		_ = q.store.Delete(ctx, t.IndexKey)
+	}
+	if t.DedupKey == "" || err == nil && rec.Queue == t.Queue && rec.DedupKey == t.DedupKey {
+		return // no key, or the task exists and holds it
 	}
 	key := DedupKey(t.Queue, t.DedupKey)
 	obj, err := q.store.Get(ctx, key)

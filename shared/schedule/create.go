@@ -48,7 +48,7 @@ func (s *Scheduler) Create(ctx context.Context, req Request, now time.Time) (Sch
 			// The key was deleted. Some servers (versitygw) refuse a
 			// create-only write on a key that once existed; write it
 			// plainly instead.
-			if _, err := s.store.Put(ctx, DefinitionKey(def.ID), body); err != nil {
+			if _, err := store.PutOwn(ctx, s.store, DefinitionKey(def.ID), body); err != nil {
 				return Schedule{}, fmt.Errorf("create schedule %s: %w", def.ID, err)
 			}
 		case lerr != nil:

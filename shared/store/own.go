@@ -11,13 +11,14 @@ import (
 const OwnAttempts = 3
 
 // CreateOwn creates key with body (PutIfAbsent) and recognises its own
-// write when the answer was lost: after any error it reads key back, and
-// when the stored object is ours (mine(stored body), or equal to body when
-// mine is nil) the write landed and CreateOwn returns its ETag. A key that
-// is still absent after an unclassified or retryable error is created
-// again, up to OwnAttempts times in all. A key that holds another writer's
-// object returns ErrPrecondition. When the re-read fails too, the write's
-// own error is returned: it MAY have been applied.
+// write when the answer was lost: after an error other than
+// ErrPrecondition it reads key back, and when the stored object is ours
+// (mine(stored body), or equal to body when mine is nil) the write landed
+// and CreateOwn returns its ETag. A key that is still absent is created
+// again, up to OwnAttempts times in all. A key that already existed, or
+// that holds another writer's object after a lost answer, returns
+// ErrPrecondition. When the re-read fails too, the write's own error is
+// returned: it MAY have been applied.
 func CreateOwn(ctx context.Context, s Store, key string, body []byte, mine func(stored []byte) bool) (string, error) {
 	if mine == nil {
 		mine = func(stored []byte) bool { return bytes.Equal(stored, body) }
@@ -27,6 +28,9 @@ func CreateOwn(ctx context.Context, s Store, key string, body []byte, mine func(
 		var etag string
 		if etag, err = s.PutIfAbsent(ctx, key, body); err == nil {
 			return etag, nil
+		}
+		if i == 0 && errors.Is(err, ErrPrecondition) {
+			return "", err // it existed before this call
 		}
 		obj, gerr := s.Get(ctx, key)
 		switch {
@@ -78,4 +82,17 @@ func PutOwn(ctx context.Context, s Store, key string, body []byte) (string, erro
 		return obj.ETag, nil
 	}
 	return "", err
+}
+
+// DeleteOwn deletes key and recognises its own delete when the answer was
+// lost: after an error it checks key and succeeds when key is gone.
+func DeleteOwn(ctx context.Context, s Store, key string) error {
+	err := s.Delete(ctx, key)
+	if err == nil {
+		return nil
+	}
+	if _, herr := s.Head(ctx, key); errors.Is(herr, ErrNotFound) {
+		return nil
+	}
+	return err
 }

@@ -273,7 +273,7 @@ func runSubmitWithID(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		id := queue.DerivedID(t0, "schedule-a")
 		first, err := e.q.Submit(ctx, queue.SubmitRequest{ID: id, TaskType: "tick"}, t0)
-		if err != nil || first.Task.ID != id || first.Deduplicated {
+		if err != nil || first.Task.ID != id || first.Deduplicated || first.Replayed {
 			t.Fatalf("first: %+v %v", first, err)
 		}
 		c := e.claimOne(t0)
@@ -281,8 +281,8 @@ func runSubmitWithID(t *testing.T, f Factory) {
 			t.Fatal(err)
 		}
 		again, err := e.q.Submit(ctx, queue.SubmitRequest{ID: id, TaskType: "tick"}, t0.Add(time.Minute))
-		if err != nil || !again.Deduplicated || again.Task.Status != queue.StatusCompleted {
-			t.Fatalf("again: dedup=%v status=%s err=%v", again.Deduplicated, again.Task.Status, err)
+		if err != nil || !again.Replayed || again.Deduplicated || again.Task.Status != queue.StatusCompleted {
+			t.Fatalf("again: replayed=%v dedup=%v status=%s err=%v", again.Replayed, again.Deduplicated, again.Task.Status, err)
 		}
 		if n := len(e.keys("tasks/")); n != 1 {
 			t.Fatalf("%d tasks", n)

@@ -42,6 +42,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("crash", func(t *testing.T) { runCrash(t, f) })
 	t.Run("day", func(t *testing.T) { runDay(t, f) })
 	t.Run("review", func(t *testing.T) { runReview(t, f) })
+	t.Run("lost_answer", func(t *testing.T) { runLost(t, f) })
 }
 
 var ctx = context.Background()

@@ -1,0 +1,704 @@
+package queuetest
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/store"
+)
+
+// Lost answers (DESIGN §12.1): each write of each transition lands and
+// its answer is lost, the process lives on. Every case checks what the
+// caller sees and what is left in the bucket: one task per id, markers
+// and dedup pointers consistent, no key blocked.
+
+// newLossEnv returns an env whose store fails chosen writes on demand.
+func newLossEnv(t testing.TB, f Factory, opts ...func(*queue.Options)) (*env, *store.Faulty) {
+	e := newEnv(t, f, opts...)
+	fs := store.NewFaulty(e.s)
+	e.s, e.q = fs, queue.New(fs, e.op)
+	return e, fs
+}
+
+// lose arms the next write of kind op under prefix to land with its
+// answer lost.
+func lose(fs *store.Faulty, op, prefix string) { fs.FailMatching(op, prefix, store.LoseAnswer, 1) }
+
+// wantHits fails unless the armed fault hit n writes: a case whose fault
+// never fired proves nothing.
+func wantHits(t testing.TB, fs *store.Faulty, n int) {
+	t.Helper()
+	if got := fs.Hits(); got != n {
+		t.Fatalf("the armed fault hit %d writes, want %d", got, n)
+	}
+}
+
+// records returns every stored task record by id.
+func (e *env) records() map[string]queue.Task {
+	e.t.Helper()
+	out := map[string]queue.Task{}
+	for _, k := range e.keys("tasks/") {
+		obj, err := e.s.Get(ctx, k)
+		if err != nil {
+			e.t.Fatalf("get %s: %v", k, err)
+		}
+		var task queue.Task
+		if err := json.Unmarshal(obj.Body, &task); err != nil {
+			e.t.Fatalf("decode %s: %v", k, err)
+		}
+		out[task.ID] = task
+	}
+	return out
+}
+
+// consistent checks the invariants a lost answer must not break: every
+// marker is named by its record and every record's marker exists; every
+// dedup pointer is free or names a task that holds its key (no key is
+// blocked by a task that does not exist); at most one live task holds a
+// key.
+func (e *env) consistent() {
+	e.t.Helper()
+	recs := e.records()
+	named := map[string]string{}
+	for id, task := range recs {
+		if task.IndexKey != "" {
+			named[task.IndexKey] = id
+		}
+	}
+	markers := map[string]bool{}
+	for _, k := range e.markers() {
+		markers[k] = true
+		if _, ok := named[k]; !ok {
+			e.t.Errorf("marker %s is named by no record", k)
+		}
+	}
+	for k, id := range named {
+		if !markers[k] {
+			e.t.Errorf("task %s names marker %s, which is missing", id, k)
+		}
+	}
+	live := map[string]string{}
+	for id, task := range recs {
+		if task.DedupKey == "" || task.Status.Terminal() {
+			continue
+		}
+		k := queue.DedupKey(task.Queue, task.DedupKey)
+		if other, ok := live[k]; ok {
+			e.t.Errorf("dedup key %q is held by two live tasks, %s and %s", task.DedupKey, other, id)
+		}
+		live[k] = id
+	}
+	for _, k := range e.keys("dedup/") {
+		obj, err := e.s.Get(ctx, k)
+		if err != nil {
+			e.t.Fatalf("get %s: %v", k, err)
+		}
+		var p struct {
+			TaskID string `json:"task_id"`
+		}
+		_ = json.Unmarshal(obj.Body, &p)
+		if p.TaskID == "" {
+			continue // released
+		}
+		task, ok := recs[p.TaskID]
+		if !ok {
+			e.t.Errorf("dedup pointer %s names task %s, which does not exist", k, p.TaskID)
+			continue
+		}
+		if queue.DedupKey(task.Queue, task.DedupKey) != k {
+			e.t.Errorf("dedup pointer %s names task %s, which does not hold its key", k, p.TaskID)
+		}
+		if id, ok := live[k]; ok && id != p.TaskID {
+			e.t.Errorf("dedup pointer %s names %s while live task %s holds the key", k, p.TaskID, id)
+		}
+	}
+}
+
+func wantTasks(t testing.TB, e *env, n int) {
+	t.Helper()
+	if got := len(e.keys("tasks/")); got != n {
+		t.Fatalf("%d task records, want %d", got, n)
+	}
+}
+
+func runLost(t *testing.T, f Factory) {
+	runLostSubmit(t, f)
+	runLostDedup(t, f)
+	runLostLease(t, f)
+	runLostManage(t, f)
+	runIDBudget(t, f)
+	runIDRace(t, f)
+}
+
+func runLostSubmit(t *testing.T, f Factory) {
+	for _, c := range []struct {
+		name, op, prefix string
+	}{
+		{"a_submit_whose_record_create_answer_was_lost_returns_its_one_task", store.OpPutIfAbsent, "tasks/"},
+		{"a_submit_whose_index_marker_answer_was_lost_returns_its_one_task", store.OpPut, "ready/"},
+		{"a_submit_whose_queue_registry_answer_was_lost_returns_its_one_task", store.OpPutIfAbsent, "sweep/"},
+	} {
+		for _, withID := range []bool{false, true} {
+			name := c.name
+			if withID {
+				name += "_with_an_id"
+			}
+			t.Run(name, func(t *testing.T) {
+				e, fs := newLossEnv(t, f)
+				req := queue.SubmitRequest{TaskType: "email.send", Input: json.RawMessage(`{"to":"a"}`)}
+				if withID {
+					req.ID = queue.NewID(t0)
+				}
+				lose(fs, c.op, c.prefix)
+				res, err := e.q.Submit(ctx, req, t0)
+				if err != nil || res.Replayed || res.Deduplicated {
+					t.Fatalf("submit: %+v, %v", res, err)
+				}
+				wantHits(t, fs, 1)
+				if withID && res.Task.ID != req.ID {
+					t.Fatalf("task id %s, want %s", res.Task.ID, req.ID)
+				}
+				wantTasks(t, e, 1)
+				e.consistent()
+				if got := e.claimOne(t0); got.Task.ID != res.Task.ID {
+					t.Fatalf("claimed %s, want %s", got.Task.ID, res.Task.ID)
+				}
+			})
+		}
+	}
+
+	t.Run("a_deadline_marker_whose_answer_was_lost_still_lets_the_sweep_find_the_task", func(t *testing.T) {
+		e, fs := newLossEnv(t, f)
+		lose(fs, store.OpPut, "deadline/")
+		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", TTL: dur("1m")}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantHits(t, fs, 1)
+		e.consistent()
+		rep := e.sweep(t0.Add(2*time.Minute), nil)
+		if rep.Expired != 1 {
+			t.Fatalf("sweep expired %d, want 1", rep.Expired)
+		}
+		wantStatus(t, e.get(res.Task.ID), queue.StatusExpired)
+	})
+
+	t.Run("an_outbox_entry_whose_answer_was_lost_still_owes_the_expiry_event", func(t *testing.T) {
+		e, fs := newLossEnv(t, f)
+		lose(fs, store.OpPut, "sweep/")
+		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", TTL: dur("0s")}, t0)
+		if err != nil || res.Task.Status != queue.StatusExpired {
+			t.Fatalf("submit: %+v, %v", res.Task, err)
+		}
+		wantHits(t, fs, 1)
+		pub := &recorder{}
+		e.sweep(t0.Add(time.Minute), pub)
+		if evs := byTask(t, pub.take()); len(evs) != 1 {
+			t.Fatalf("%d events, want 1", len(evs))
+		}
+	})
+
+	for _, suffix := range []string{".flag", ""} {
+		t.Run("a_child_submit_whose_parent_hint_answer_was_lost_still_joins_the_cascade"+strings.ReplaceAll(suffix, ".", "_"), func(t *testing.T) {
+			e, fs := newLossEnv(t, f)
+			parent := e.submit(queue.SubmitRequest{TTL: dur("1m")}, t0)
+			prefix := "children/" + parent.ID + suffix
+			if suffix == "" {
+				prefix += "/"
+			}
+			lose(fs, store.OpPut, prefix)
+			child, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", ParentID: parent.ID}, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantHits(t, fs, 1)
+			e.consistent()
+			e.sweep(t0.Add(2*time.Minute), nil)
+			e.sweep(t0.Add(3*time.Minute), nil)
+			wantStatus(t, e.get(child.Task.ID), queue.StatusExpired)
+		})
+	}
+
+	t.Run("a_submit_retried_with_its_id_after_the_answer_was_lost_replays_the_task", func(t *testing.T) {
+		e, _ := newLossEnv(t, f)
+		req := queue.SubmitRequest{ID: queue.NewID(t0), TaskType: "email.send", TTL: dur("1h"), Input: json.RawMessage(`{"to": "a"}`)}
+		first, err := e.q.Submit(ctx, req, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The answer never reached the client, which retries a second
+		// later, with its input spelled differently.
+		req.Input = json.RawMessage(`{"to":"a"}`)
+		again, err := e.reopen().Submit(ctx, req, t0.Add(time.Second))
+		if err != nil || !again.Replayed || again.Task.ID != first.Task.ID || !again.Task.CreatedAt.Equal(first.Task.CreatedAt) {
+			t.Fatalf("retry: %+v, %v", again, err)
+		}
+		wantTasks(t, e, 1)
+		e.consistent() // the retry's own marker is gone
+	})
+
+	t.Run("a_submit_retried_with_its_id_and_another_request_is_a_conflict_on_id", func(t *testing.T) {
+		e, _ := newLossEnv(t, f)
+		req := queue.SubmitRequest{ID: queue.NewID(t0), TaskType: "email.send"}
+		if _, err := e.q.Submit(ctx, req, t0); err != nil {
+			t.Fatal(err)
+		}
+		req.Input = json.RawMessage(`{"other":true}`)
+		_, err := e.q.Submit(ctx, req, t0.Add(time.Second))
+		var ce *queue.ConflictError
+		if !errors.As(err, &ce) || ce.Field != "id" || !errors.Is(err, queue.ErrConflict) {
+			t.Fatalf("err = %v, want a *queue.ConflictError on id", err)
+		}
+		wantTasks(t, e, 1)
+		e.consistent()
+	})
+}
+
+func runLostDedup(t *testing.T, f Factory) {
+	for _, withID := range []bool{false, true} {
+		suffix := ""
+		if withID {
+			suffix = "_with_an_id"
+		}
+		t.Run("a_dedup_pointer_whose_answer_was_lost_is_held_by_its_own_task"+suffix, func(t *testing.T) {
+			e, fs := newLossEnv(t, f)
+			req := queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}
+			if withID {
+				req.ID = queue.NewID(t0)
+			}
+			lose(fs, store.OpPutIfAbsent, "dedup/")
+			first, err := e.q.Submit(ctx, req, t0)
+			if err != nil || first.Deduplicated {
+				t.Fatalf("submit: %+v, %v", first, err)
+			}
+			wantHits(t, fs, 1)
+			again, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(time.Second))
+			if err != nil || !again.Deduplicated || again.Task.ID != first.Task.ID {
+				t.Fatalf("second submit: %+v, %v", again, err)
+			}
+			wantTasks(t, e, 1)
+			e.consistent()
+		})
+	}
+
+	t.Run("a_dedup_takeover_whose_answer_was_lost_is_recognised", func(t *testing.T) {
+		e, fs := newLossEnv(t, f)
+		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
+		c := e.claimOne(t0)
+		if _, err := e.q.Complete(ctx, c.Task.ID, c.Lease.Token, nil, t0); err != nil {
+			t.Fatal(err)
+		}
+		lose(fs, store.OpPutIfMatch, "dedup/")
+		b, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(time.Second))
+		if err != nil || b.Deduplicated || b.Task.ID == a.ID {
+			t.Fatalf("takeover: %+v, %v", b, err)
+		}
+		wantHits(t, fs, 1)
+		again, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(2*time.Second))
+		if err != nil || !again.Deduplicated || again.Task.ID != b.Task.ID {
+			t.Fatalf("third submit: %+v, %v", again, err)
+		}
+		e.consistent()
+	})
+
+	t.Run("a_submit_that_cannot_create_its_record_releases_its_dedup_key", func(t *testing.T) {
+		e, fs := newLossEnv(t, f)
+		fs.FailMatching(store.OpPutIfAbsent, "tasks/", store.FailBefore, store.OwnAttempts)
+		_, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0)
+		if !errors.Is(err, store.ErrRetryable) {
+			t.Fatalf("err = %v, want a retryable store error", err)
+		}
+		wantHits(t, fs, store.OwnAttempts)
+		wantTasks(t, e, 0)
+		e.consistent()
+		// The key is free at once, not after StaleMarkerGrace.
+		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(time.Second))
+		if err != nil || res.Deduplicated {
+			t.Fatalf("next submit: %+v, %v", res, err)
+		}
+		wantTasks(t, e, 1)
+		e.consistent()
+	})
+
+	t.Run("a_submit_whose_record_create_fails_once_retries_it_and_keeps_its_key", func(t *testing.T) {
+		e, fs := newLossEnv(t, f)
+		fs.FailMatching(store.OpPutIfAbsent, "tasks/", store.FailBefore, 1)
+		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantHits(t, fs, 1)
+		wantTasks(t, e, 1)
+		e.consistent()
+		again, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(time.Second))
+		if err != nil || !again.Deduplicated || again.Task.ID != res.Task.ID {
+			t.Fatalf("second submit: %+v, %v", again, err)
+		}
+	})
+
+	t.Run("a_dedup_keyed_submit_retried_with_its_id_after_its_task_finished_replays_it", func(t *testing.T) {
+		e, _ := newLossEnv(t, f)
+		req := queue.SubmitRequest{ID: queue.NewID(t0), TaskType: "email.send", DedupKey: "k"}
+		a, err := e.q.Submit(ctx, req, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := e.claimOne(t0)
+		if _, err := e.q.Complete(ctx, c.Task.ID, c.Lease.Token, nil, t0); err != nil {
+			t.Fatal(err)
+		}
+		// The key moves on to another task; then the first answer's
+		// retry arrives.
+		b := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0.Add(time.Second))
+		again, err := e.q.Submit(ctx, req, t0.Add(2*time.Second))
+		if err != nil || !again.Replayed || again.Task.ID != a.Task.ID || again.Task.Status != queue.StatusCompleted {
+			t.Fatalf("retry: %+v, %v", again, err)
+		}
+		wantTasks(t, e, 2)
+		if got := e.get(b.ID); got.Status != queue.StatusPending {
+			t.Fatalf("the key's holder is %s", got.Status)
+		}
+		e.consistent()
+	})
+
+	t.Run("a_pending_dedup_holder_past_its_deadline_is_expired_and_gives_up_the_key", func(t *testing.T) {
+		e, _ := newLossEnv(t, f)
+		a := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: dur("1m")}, t0)
+		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(2*time.Minute))
+		if err != nil || res.Deduplicated || res.Task.ID == a.ID {
+			t.Fatalf("submit: %+v, %v", res, err)
+		}
+		old := e.get(a.ID)
+		wantStatus(t, old, queue.StatusExpired)
+		if old.ExpiryReason != queue.ReasonTTL {
+			t.Fatalf("expiry reason %q", old.ExpiryReason)
+		}
+		e.consistent()
+		pub := &recorder{}
+		e.sweep(t0.Add(3*time.Minute), pub)
+		if ev, ok := byTask(t, pub.take())[a.ID]; !ok || ev.DetailType != "Task Expired" {
+			t.Fatalf("no Task Expired event for the old holder: %+v", ev)
+		}
+		if got := e.claimOne(t0.Add(3 * time.Minute)); got.Task.ID != res.Task.ID {
+			t.Fatalf("claimed %s, want %s", got.Task.ID, res.Task.ID)
+		}
+	})
+
+	t.Run("a_running_dedup_holder_past_its_deadline_keeps_the_key", func(t *testing.T) {
+		e, _ := newLossEnv(t, f)
+		a := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: dur("1m")}, t0)
+		e.claimOne(t0)
+		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(2*time.Minute))
+		if err != nil || !res.Deduplicated || res.Task.ID != a.ID {
+			t.Fatalf("submit: %+v, %v", res, err)
+		}
+		e.consistent()
+	})
+}
+
+func runLostLease(t *testing.T, f Factory) {
+	t.Run("a_claim_whose_answer_was_lost_still_leases_the_task", func(t *testing.T) {
+		e, fs := newLossEnv(t, f)
+		a := e.submit(queue.SubmitRequest{}, t0)
+		lose(fs, store.OpPutIfMatch, "tasks/")
+		c := e.claimOne(t0)
+		wantHits(t, fs, 1)
+		got := e.get(a.ID)
+		if got.Status != queue.StatusRunning || got.LeaseToken != c.Lease.Token {
+			t.Fatalf("record: %s token %q, want running under %q", got.Status, got.LeaseToken, c.Lease.Token)
+		}
+		e.claimNone(t0)
+		e.consistent()
+	})
+
+	t.Run("a_heartbeat_whose_answer_was_lost_extends_the_lease_and_its_retry_answers_the_same", func(t *testing.T) {
+		e, fs := newLossEnv(t, f)
+		e.submit(queue.SubmitRequest{}, t0)
+		c := e.claimOne(t0)
+		lose(fs, store.OpPutIfMatch, "tasks/")
+		hb, err := e.q.Heartbeat(ctx, c.Task.ID, c.Lease.Token, 10*time.Minute, t0.Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantHits(t, fs, 1)
+		wantTime(t, "lease expiry", &hb.Lease.ExpiresAt, t0.Add(11*time.Minute))
+		again, err := e.q.Heartbeat(ctx, c.Task.ID, c.Lease.Token, 10*time.Minute, t0.Add(time.Minute))
+		if err != nil || again.Lease.Token != c.Lease.Token || !again.Lease.ExpiresAt.Equal(hb.Lease.ExpiresAt) {
+			t.Fatalf("retry: %+v, %v", again.Lease, err)
+		}
+		e.consistent()
+	})
+
+	type op struct {
+		name string
+		do   func(q *queue.Queue, c queue.Claimed, now time.Time) (queue.Task, error)
+		want queue.Status
+	}
+	ops := []op{
+		{"complete", func(q *queue.Queue, c queue.Claimed, now time.Time) (queue.Task, error) {
+			return q.Complete(ctx, c.Task.ID, c.Lease.Token, []byte(`{"ok":true}`), now)
+		}, queue.StatusCompleted},
+		{"fail", func(q *queue.Queue, c queue.Claimed, now time.Time) (queue.Task, error) {
+			return q.Fail(ctx, c.Task.ID, c.Lease.Token, queue.FailRequest{Error: "boom"}, now)
+		}, queue.StatusPending},
+		{"fail_for_good", func(q *queue.Queue, c queue.Claimed, now time.Time) (queue.Task, error) {
+			no := false
+			return q.Fail(ctx, c.Task.ID, c.Lease.Token, queue.FailRequest{Error: "boom", Retryable: &no}, now)
+		}, queue.StatusFailed},
+		{"reschedule", func(q *queue.Queue, c queue.Claimed, now time.Time) (queue.Task, error) {
+			return q.Reschedule(ctx, c.Task.ID, c.Lease.Token, queue.RescheduleRequest{Delay: queue.Duration(time.Minute)}, now)
+		}, queue.StatusPending},
+		{"cancel_acknowledgement", func(q *queue.Queue, c queue.Claimed, now time.Time) (queue.Task, error) {
+			return q.AckCancel(ctx, c.Task.ID, c.Lease.Token, now)
+		}, queue.StatusCancelled},
+	}
+	for _, o := range ops {
+		t.Run("a_"+o.name+"_whose_answer_was_lost_lands_once_and_its_retry_answers_the_same", func(t *testing.T) {
+			e, fs := newLossEnv(t, f)
+			e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
+			c := e.claimOne(t0)
+			lose(fs, store.OpPutIfMatch, "tasks/")
+			first, err := o.do(e.q, c, t0.Add(time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantHits(t, fs, 1)
+			wantStatus(t, first, o.want)
+			raw := string(e.raw(c.Task.ID))
+			// The client never saw that answer and retries, in a fresh process.
+			again, err := o.do(e.reopen(), c, t0.Add(2*time.Second))
+			if err != nil {
+				t.Fatalf("retry: %v", err)
+			}
+			if again.Status != first.Status || again.Attempt != first.Attempt || !again.UpdatedAt.Equal(first.UpdatedAt) {
+				t.Fatalf("retry answered %s attempt %d, want %s attempt %d", again.Status, again.Attempt, first.Status, first.Attempt)
+			}
+			if string(e.raw(c.Task.ID)) != raw {
+				t.Fatal("the retry wrote the record again")
+			}
+			e.consistent()
+		})
+	}
+
+	t.Run("a_lease_operation_retried_as_another_operation_is_still_refused", func(t *testing.T) {
+		e, _ := newLossEnv(t, f)
+		e.submit(queue.SubmitRequest{}, t0)
+		c := e.claimOne(t0)
+		if _, err := e.q.Complete(ctx, c.Task.ID, c.Lease.Token, nil, t0); err != nil {
+			t.Fatal(err)
+		}
+		_, err := e.q.Fail(ctx, c.Task.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0)
+		wantErr(t, err, queue.ErrNotRunning)
+		_, err = e.q.Complete(ctx, c.Task.ID, "not-the-token", nil, t0)
+		wantErr(t, err, queue.ErrNotRunning)
+	})
+
+	t.Run("a_fail_retried_after_the_task_was_claimed_again_does_not_fail_the_new_attempt", func(t *testing.T) {
+		e, _ := newLossEnv(t, f)
+		a := e.submit(queue.SubmitRequest{}, t0)
+		c := e.claimOne(t0)
+		if _, err := e.q.Fail(ctx, a.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
+			t.Fatal(err)
+		}
+		c2 := e.claimOne(t0.Add(time.Hour))
+		got, err := e.q.Fail(ctx, a.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0.Add(time.Hour))
+		if err != nil || got.Status != queue.StatusRunning || got.LeaseToken != c2.Lease.Token {
+			t.Fatalf("retried fail: %s %v", got.Status, err)
+		}
+		if _, err := e.q.Complete(ctx, a.ID, c2.Lease.Token, nil, t0.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func runLostManage(t *testing.T, f Factory) {
+	t.Run("a_cancel_whose_answer_was_lost_is_recognised", func(t *testing.T) {
+		e, fs := newLossEnv(t, f)
+		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
+		lose(fs, store.OpPutIfMatch, "tasks/")
+		got, err := e.q.Cancel(ctx, a.ID, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantHits(t, fs, 1)
+		wantStatus(t, got, queue.StatusCancelled)
+		e.consistent()
+		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0)
+		if err != nil || res.Deduplicated {
+			t.Fatalf("the key is not free: %+v, %v", res, err)
+		}
+	})
+
+	for _, c := range []struct{ name, op, prefix string }{
+		{"record", store.OpPutIfMatch, "tasks/"},
+		{"dedup_pointer", store.OpPutIfMatch, "dedup/"},
+		{"marker", store.OpPut, "ready/"},
+	} {
+		t.Run("a_retry_whose_"+c.name+"_answer_was_lost_is_recognised", func(t *testing.T) {
+			e, fs := newLossEnv(t, f)
+			a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
+			if _, err := e.q.Cancel(ctx, a.ID, t0); err != nil {
+				t.Fatal(err)
+			}
+			lose(fs, c.op, c.prefix)
+			got, err := e.q.Retry(ctx, a.ID, t0.Add(time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantHits(t, fs, 1)
+			wantStatus(t, got, queue.StatusPending)
+			e.consistent()
+			res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(time.Hour))
+			if err != nil || !res.Deduplicated || res.Task.ID != a.ID {
+				t.Fatalf("the key: %+v, %v", res, err)
+			}
+		})
+	}
+
+	for _, c := range []struct{ name, op, prefix string }{
+		{"record", store.OpPutIfMatch, "tasks/"},
+		{"outbox_entry", store.OpPut, "sweep/"},
+	} {
+		t.Run("an_expire_whose_"+c.name+"_answer_was_lost_is_recognised_and_owes_one_event", func(t *testing.T) {
+			e, fs := newLossEnv(t, f)
+			a := e.submit(queue.SubmitRequest{}, t0)
+			lose(fs, c.op, c.prefix)
+			got, err := e.q.Expire(ctx, a.ID, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantHits(t, fs, 1)
+			wantStatus(t, got, queue.StatusExpired)
+			e.consistent()
+			pub := &recorder{}
+			e.sweep(t0.Add(time.Minute), pub)
+			if evs := byTask(t, pub.take()); len(evs) != 1 {
+				t.Fatalf("%d events, want 1", len(evs))
+			}
+		})
+
+		t.Run("a_sweep_whose_event_note_on_the_"+c.name+"_answer_was_lost_publishes_once", func(t *testing.T) {
+			e, fs := newLossEnv(t, f)
+			a := e.submit(queue.SubmitRequest{}, t0)
+			if _, err := e.q.Expire(ctx, a.ID, t0); err != nil {
+				t.Fatal(err)
+			}
+			if c.op == store.OpPut {
+				lose(fs, store.OpDelete, c.prefix) // the outbox entry's delete
+			} else {
+				lose(fs, c.op, c.prefix) // the note of expiry_event_sent_at
+			}
+			pub := &recorder{}
+			if _, err := e.q.Sweep(ctx, t0.Add(time.Minute), queue.SweepOptions{Publisher: pub}); err != nil {
+				t.Fatal(err)
+			}
+			wantHits(t, fs, 1)
+			e.sweep(t0.Add(2*time.Minute), pub)
+			e.sweep(t0.Add(3*time.Minute), pub)
+			if evs := byTask(t, pub.take()); len(evs) != 1 {
+				t.Fatalf("%d events, want 1", len(evs))
+			}
+			if got := e.get(a.ID); got.ExpiryEventSentAt == nil {
+				t.Fatal("the event is still owed")
+			}
+			if h := e.hints(); len(h) != 0 {
+				t.Fatalf("hints left: %v", h)
+			}
+		})
+
+		t.Run("a_sweep_whose_"+c.name+"_answer_was_lost_expires_the_task_once", func(t *testing.T) {
+			e, fs := newLossEnv(t, f)
+			a := e.submit(queue.SubmitRequest{TTL: dur("1m")}, t0)
+			lose(fs, c.op, c.prefix)
+			pub := &recorder{}
+			rep, err := e.q.Sweep(ctx, t0.Add(2*time.Minute), queue.SweepOptions{Publisher: pub})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantHits(t, fs, 1)
+			if rep.Expired != 1 {
+				t.Fatalf("sweep expired %d, want 1", rep.Expired)
+			}
+			wantStatus(t, e.get(a.ID), queue.StatusExpired)
+			e.sweep(t0.Add(3*time.Minute), pub)
+			if evs := byTask(t, pub.take()); len(evs) != 1 {
+				t.Fatalf("%d events, want 1", len(evs))
+			}
+			e.consistent()
+		})
+	}
+}
+
+// runIDBudget checks that an id costs no request: a submit with one makes
+// the same two writes as one without (DESIGN §7's budget).
+func runIDBudget(t *testing.T, f Factory) {
+	t.Run("a_submit_with_an_id_costs_the_same_requests_as_one_without", func(t *testing.T) {
+		e := newEnv(t, f)
+		q, counts := e.counted()
+		if _, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "warm"}, t0); err != nil { // the queue registry, once
+			t.Fatal(err)
+		}
+		counts.Reset()
+		if _, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "a"}, t0); err != nil {
+			t.Fatal(err)
+		}
+		without := counts.Counts()
+		counts.Reset()
+		if _, err := q.Submit(ctx, queue.SubmitRequest{ID: queue.NewID(t0), TaskType: "a"}, t0); err != nil {
+			t.Fatal(err)
+		}
+		if with := counts.Counts(); with != without || with.Total() != 2 {
+			t.Fatalf("with an id: %v; without: %v; want 2 PUTs each", with, without)
+		}
+	})
+}
+
+// runIDRace submits one request with one id from many goroutines at once.
+func runIDRace(t *testing.T, f Factory) {
+	t.Run("concurrent_submits_with_one_id_make_one_task_and_the_rest_replay_it", func(t *testing.T) {
+		e := newEnv(t, f)
+		n := 4
+		if f.Real {
+			n = 12
+		}
+		req := queue.SubmitRequest{ID: queue.NewID(t0), TaskType: "email.send", DedupKey: "k"}
+		type out struct {
+			res queue.SubmitResult
+			err error
+		}
+		outs := make(chan out, n)
+		for i := 0; i < n; i++ {
+			go func() {
+				q := e.reopen() // separate processes
+				res, err := q.Submit(ctx, req, t0.Add(time.Duration(i)*time.Millisecond))
+				outs <- out{res, err}
+			}()
+		}
+		created := 0
+		for i := 0; i < n; i++ {
+			o := <-outs
+			if o.err != nil {
+				// Racing takers of one dedup key may be told to retry.
+				if !errors.Is(o.err, queue.ErrConflict) {
+					t.Fatalf("submit: %v", o.err)
+				}
+				continue
+			}
+			if o.res.Task.ID != req.ID || o.res.Deduplicated {
+				t.Fatalf("answer: %+v", o.res)
+			}
+			if !o.res.Replayed {
+				created++
+			}
+		}
+		if created != 1 {
+			t.Fatalf("%d submits created the task, want 1", created)
+		}
+		wantTasks(t, e, 1)
+		e.consistent()
+	})
+}
