@@ -147,6 +147,9 @@ type Report struct {
 	HTTP500 int
 	// APILost counts API answers lost on their way to a client.
 	APILost int
+	// ClientGaveUp counts the times the client gave up retrying a 5xx or
+	// network error and the run's own retry took over.
+	ClientGaveUp int
 
 	// Executions counts claims the workers received; Crashes those they
 	// abandoned mid-lease; Completed and Failed their lease operations that
@@ -175,8 +178,8 @@ func (r Report) Detail() string {
 		st = append(st, fmt.Sprintf("%s=%d", s, n))
 	}
 	sort.Strings(st)
-	return fmt.Sprintf("accepted=%d submit_errors=%d unfinished=%d executions=%d crashes=%d completed=%d failed=%d lease_errors=%d api_lost_answers=%d statuses[%s] faults[%v] elapsed=%s",
-		r.Accepted, r.SubmitErrors, r.Unfinished, r.Executions, r.Crashes, r.Completed, r.Failed, r.LeaseErrors, r.APILost,
+	return fmt.Sprintf("accepted=%d submit_errors=%d unfinished=%d executions=%d crashes=%d completed=%d failed=%d lease_errors=%d api_lost_answers=%d client_gave_up=%d statuses[%s] faults[%v] elapsed=%s",
+		r.Accepted, r.SubmitErrors, r.Unfinished, r.Executions, r.Crashes, r.Completed, r.Failed, r.LeaseErrors, r.APILost, r.ClientGaveUp,
 		strings.Join(st, " "), r.Faults, r.Elapsed.Round(time.Millisecond))
 }
 
@@ -250,7 +253,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 
 	tr := &apiTransport{next: http.DefaultTransport, lostRate: cfg.APILostAnswers, rng: mrand.New(mrand.NewPCG(cfg.Seed, 0xa91))}
 	hc := &http.Client{Timeout: 30 * time.Second, Transport: tr}
-	cl, err := client.New(ctx, baseURL, client.Options{HTTPClient: hc})
+	cl, err := client.New(ctx, baseURL, client.Options{HTTPClient: hc, RetryBackoff: 50 * time.Millisecond})
 	if err != nil {
 		return rep, err
 	}
@@ -307,6 +310,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	rep.HTTP500, rep.APILost = int(tr.n500.Load()), int(tr.lost.Load())
 	rep.Executions, rep.Crashes = int(r.executions.Load()), int(r.crashes.Load())
 	rep.Completed, rep.Failed, rep.LeaseErrors = int(r.completed.Load()), int(r.failed.Load()), int(r.leaseErrors.Load())
+	rep.ClientGaveUp = int(r.clientGaveUp.Load())
 	if err := audit(ctx, direct, r.submits, &rep); err != nil {
 		return rep, err
 	}
@@ -367,18 +371,25 @@ type run struct {
 	cl      *client.Client
 	submits []submitted // by submit number; each written by one goroutine
 
-	executions, crashes, completed, failed, leaseErrors atomic.Int64
+	executions, crashes, completed, failed, leaseErrors, clientGaveUp atomic.Int64
 }
 
 // retry calls f until it succeeds, fails for good, or attempts run out:
 // network errors and answers that say to come back (503, other 5xx, 409
-// conflict, 429) are retried with capped, jittered backoff.
-func retry(ctx context.Context, f func() error) error {
+// conflict, 429) are retried with capped, jittered backoff. The client
+// already retries submits and lease operations on 5xx and network errors
+// by itself; a retry here after one of those (not a 409) means it gave up,
+// and is counted.
+func (r *run) retry(ctx context.Context, f func() error) error {
 	var err error
 	delay := 50 * time.Millisecond
 	for attempt := 0; attempt < 8; attempt++ {
 		if err = f(); err == nil || !temporary(err) {
 			return err
+		}
+		var ce *client.Error
+		if !errors.As(err, &ce) || ce.Code != "conflict" {
+			r.clientGaveUp.Add(1)
 		}
 		select {
 		case <-ctx.Done():
@@ -418,7 +429,7 @@ func (r *run) submit(ctx context.Context, i int) {
 		}
 	}
 	s := submitted{id: req.ID, dedupKey: req.DedupKey}
-	s.err = retry(ctx, func() error {
+	s.err = r.retry(ctx, func() error {
 		res, err := r.cl.Submit(ctx, client.SubmitRequest{SubmitRequest: req})
 		if err == nil {
 			s.taskID, s.dedup, s.ok, s.end = res.Task.ID, res.Deduplicated, true, time.Now()
@@ -433,12 +444,8 @@ func (r *run) work(ctx context.Context, w int) {
 	rng := mrand.New(mrand.NewPCG(r.cfg.Seed, uint64(w)+1))
 	idle := 20 * time.Millisecond
 	for ctx.Err() == nil {
-		var claimed []client.Claimed
-		err := retry(ctx, func() error {
-			var err error
-			claimed, err = r.cl.Claim(ctx, client.ClaimRequest{LeaseFor: r.cfg.LeaseFor, WorkerID: fmt.Sprintf("w%d", w)})
-			return err
-		})
+		// A failed claim is not repeated: the loop claims again.
+		claimed, err := r.cl.Claim(ctx, client.ClaimRequest{LeaseFor: r.cfg.LeaseFor, WorkerID: fmt.Sprintf("w%d", w)})
 		if err != nil || len(claimed) == 0 {
 			select {
 			case <-ctx.Done():
@@ -464,14 +471,14 @@ func (r *run) runTask(ctx context.Context, rng *mrand.Rand, c client.Claimed) {
 		return
 	}
 	if rng.IntN(4) == 0 {
-		_ = retry(ctx, func() error {
+		_ = r.retry(ctx, func() error {
 			_, err := r.cl.Heartbeat(ctx, c.Lease, r.cfg.LeaseFor)
 			return err
 		})
 	}
 	var err error
 	if u < r.cfg.CrashRate+r.cfg.FailRate {
-		err = retry(ctx, func() error {
+		err = r.retry(ctx, func() error {
 			_, err := r.cl.Fail(ctx, c.Lease, "faultrun: failed on purpose", true)
 			return err
 		})
@@ -479,7 +486,7 @@ func (r *run) runTask(ctx context.Context, rng *mrand.Rand, c client.Claimed) {
 			r.failed.Add(1)
 		}
 	} else {
-		err = retry(ctx, func() error {
+		err = r.retry(ctx, func() error {
 			_, err := r.cl.Complete(ctx, c.Lease, json.RawMessage(`{"done":true}`))
 			return err
 		})
