@@ -166,6 +166,63 @@ var lostCases = []lostCase{
 	}, op: func(ctx context.Context, e *lenv) (string, error) {
 		return task(e.q.Fail(ctx, idA, e.lease.Token, queue.FailRequest{Error: "boom"}, t0.Add(2*time.Second)))
 	}, edge: leaseReplay},
+	{name: "reschedule", setup: submitAndClaim, op: func(ctx context.Context, e *lenv) (string, error) {
+		return task(e.q.Reschedule(ctx, idA, e.lease.Token, queue.RescheduleRequest{Delay: queue.Duration(time.Minute)}, t0.Add(2*time.Second)))
+	}},
+	{name: "acknowledge_cancel", setup: func(ctx context.Context, e *lenv) error {
+		if err := submitAndClaim(ctx, e); err != nil {
+			return err
+		}
+		_, err := e.q.Cancel(ctx, idA, t0.Add(2*time.Second))
+		return err
+	}, op: func(ctx context.Context, e *lenv) (string, error) {
+		return task(e.q.AckCancel(ctx, idA, e.lease.Token, t0.Add(3*time.Second)))
+	}},
+	{name: "submit_expired_on_arrival", replay: true, op: func(ctx context.Context, e *lenv) (string, error) {
+		return submitted(e.q.Submit(ctx, queue.SubmitRequest{ID: idA, TaskType: "t", TTL: ptr(queue.Duration(0))}, t0))
+	}},
+	{name: "submit_child", replay: true, setup: func(ctx context.Context, e *lenv) error {
+		return e.submit(ctx, queue.SubmitRequest{ID: idA, TaskType: "t", TTL: ptr(queue.Duration(time.Hour))})
+	}, op: func(ctx context.Context, e *lenv) (string, error) {
+		return submitted(e.q.Submit(ctx, queue.SubmitRequest{ID: idB, TaskType: "t", ParentID: idA}, t0.Add(time.Second)))
+	}},
+	{name: "submit_batch", replay: true, op: func(ctx context.Context, e *lenv) (string, error) {
+		rs, err := e.q.SubmitBatch(ctx, []queue.SubmitRequest{{ID: idA, TaskType: "t"}, {ID: idB, TaskType: "t", DedupKey: "k"}}, t0)
+		if err != nil {
+			return "", err
+		}
+		var out []string
+		for _, r := range rs {
+			s, err := submitted(r.Result, r.Err)
+			if err != nil {
+				return "", err
+			}
+			out = append(out, s)
+		}
+		return strings.Join(out, "; "), nil
+	}},
+	{name: "sweep_publishes_a_dead_letter", setup: func(ctx context.Context, e *lenv) error {
+		if err := e.submit(ctx, queue.SubmitRequest{ID: idA, TaskType: "t", MaxAttempts: 1}); err != nil {
+			return err
+		}
+		if err := e.claim(ctx); err != nil {
+			return err
+		}
+		_, err := e.q.Fail(ctx, idA, e.lease.Token, queue.FailRequest{Error: "boom"}, t0.Add(2*time.Second))
+		return err
+	}, op: func(ctx context.Context, e *lenv) (string, error) {
+		return timer(func() (string, error) {
+			r, err := e.q.Sweep(ctx, t0.Add(time.Minute), queue.SweepOptions{})
+			return fmt.Sprintf("events_sent=%d", r.EventsSent), err
+		})
+	}},
+	{name: "claim_restarts_a_lapsed_lease", setup: submitAndClaim, op: func(ctx context.Context, e *lenv) (string, error) {
+		c, err := e.q.Claim(ctx, queue.ClaimRequest{LeaseFor: 10 * time.Minute}, t0.Add(time.Hour))
+		if err != nil || len(c) != 1 {
+			return fmt.Sprintf("%d tasks", len(c)), err
+		}
+		return task(c[0].Task, nil)
+	}},
 	{name: "cancel_pending", setup: submitA, op: func(ctx context.Context, e *lenv) (string, error) {
 		return task(e.q.Cancel(ctx, idA, t0.Add(time.Second)))
 	}},
@@ -195,6 +252,20 @@ var lostCases = []lostCase{
 	}},
 	{name: "schedule_create", edge: lostCreates, op: func(ctx context.Context, e *lenv) (string, error) {
 		s, err := e.sched.Create(ctx, schedule.Request{ID: "s1", TaskType: "t", Cron: "*/5 * * * *"}, t0)
+		return "schedule " + s.ID, err
+	}},
+	{name: "schedule_trigger", setup: func(ctx context.Context, e *lenv) error {
+		_, err := e.sched.Create(ctx, schedule.Request{ID: "s1", TaskType: "t", Cron: "*/5 * * * *"}, t0)
+		return err
+	}, op: func(ctx context.Context, e *lenv) (string, error) {
+		f, err := e.sched.Trigger(ctx, "s1", t0.Add(time.Minute))
+		return "fired " + f.TaskID, err
+	}},
+	{name: "schedule_pause", setup: func(ctx context.Context, e *lenv) error {
+		_, err := e.sched.Create(ctx, schedule.Request{ID: "s1", TaskType: "t", Cron: "*/5 * * * *"}, t0)
+		return err
+	}, op: func(ctx context.Context, e *lenv) (string, error) {
+		s, err := e.sched.Pause(ctx, "s1", t0.Add(time.Minute))
 		return "schedule " + s.ID, err
 	}},
 	{name: "tick_fire", setup: func(ctx context.Context, e *lenv) error {
@@ -285,17 +356,21 @@ func runLostCase(t *testing.T, srv *s3local.Server, c lostCase) {
 		t.Fatalf("without faults: %v", err)
 	}
 	want = c.norm(want)
+	t.Logf("without faults: %s; requests %v", want, trace)
+	if !slices.ContainsFunc(trace, faultproxy.Entry.IsWrite) {
+		t.Fatal("the operation wrote nothing: no answer to lose")
+	}
 	wantState := c.snapshot(t, ref.st)
 
 	seen := map[string]int{}
 	for _, w := range trace {
 		pattern := c.norm(w.Pattern())
 		seen[pattern]++
-		if !w.IsConditionalWrite() {
+		if !w.IsWrite() {
 			continue
 		}
 		nth := seen[pattern]
-		name := fmt.Sprintf("%s_%s_%d", w.Cond, strings.ReplaceAll(w.Key, "/", "_"), nth)
+		name := fmt.Sprintf("%s_%s_%s_%d", strings.ToLower(w.Method), w.Cond, strings.ReplaceAll(w.Key, "/", "_"), nth)
 		t.Run(name, func(t *testing.T) {
 			e := newLenv(t, srv)
 			if c.setup != nil {

@@ -403,6 +403,11 @@ func (e Entry) Pattern() string { return e.Method + " " + e.Key + " " + e.Cond }
 // compare-and-swap PUT.
 func (e Entry) IsConditionalWrite() bool { return e.Method == http.MethodPut && e.Cond != "plain" }
 
+// IsWrite reports whether e is a PUT or a DELETE of an object.
+func (e Entry) IsWrite() bool {
+	return e.Key != "" && (e.Method == http.MethodPut || e.Method == http.MethodDelete)
+}
+
 // StartTrace starts recording every request, dropping what an earlier
 // trace recorded.
 func (p *Proxy) StartTrace() {
