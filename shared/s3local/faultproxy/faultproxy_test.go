@@ -135,6 +135,64 @@ func TestProxy(t *testing.T) {
 				t.Errorf("fired %v after %d matches", shot.Fired(), shot.Seen())
 			}
 		})
+		t.Run("a_trace_records_each_request_with_its_condition_and_fault", func(t *testing.T) {
+			p, st := front(t, srv, faultproxy.Options{})
+			arm(t, p, faultproxy.InternalError, "DELETE", 1)
+			p.StartTrace()
+			etag, _ := st.PutIfAbsent(ctx, "a/b", []byte("1"))
+			_, _ = st.PutIfMatch(ctx, "a/b", []byte("2"), etag)
+			_, _ = st.Put(ctx, "a/c", []byte("3"))
+			_, _ = st.List(ctx, "a/", "", 0)
+			_ = st.Delete(ctx, "a/c") // a 500, then the store's retry
+			got := p.StopTrace()
+			want := []faultproxy.Entry{
+				{Method: "PUT", Key: "a/b", Cond: "create"}, {Method: "PUT", Key: "a/b", Cond: "cas"},
+				{Method: "PUT", Key: "a/c", Cond: "plain"}, {Method: "GET", Cond: "plain"},
+				{Method: "DELETE", Key: "a/c", Cond: "plain", Fault: faultproxy.InternalError}, {Method: "DELETE", Key: "a/c", Cond: "plain"},
+			}
+			if len(got) != len(want) {
+				t.Fatalf("trace = %v, want %v", got, want)
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Errorf("trace[%d] = %+v, want %+v", i, got[i], want[i])
+				}
+			}
+			if !got[0].IsConditionalWrite() || got[2].IsConditionalWrite() || !got[2].IsWrite() || got[3].IsWrite() || !got[4].IsWrite() {
+				t.Error("IsConditionalWrite or IsWrite is wrong")
+			}
+			if got[1].Pattern() != "PUT a/b cas" {
+				t.Errorf("Pattern = %q", got[1].Pattern())
+			}
+			if p.StopTrace() != nil {
+				t.Error("a stopped trace still records")
+			}
+		})
+		t.Run("only_limits_the_random_faults", func(t *testing.T) {
+			only, err := faultproxy.ParseMatch("PUT x/* cas")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, st := front(t, srv, faultproxy.Options{Rates: faultproxy.Rates{InternalError: 1}, Only: &only})
+			etag, err := st.PutIfAbsent(ctx, "x/1", []byte("1"))
+			if err != nil {
+				t.Fatalf("a create met a fault: %v", err)
+			}
+			if _, err := st.PutIfMatch(ctx, "x/1", []byte("2"), etag); !errors.Is(err, store.ErrRetryable) {
+				t.Errorf("PutIfMatch = %v, want ErrRetryable", err)
+			}
+			if c := p.Counts(); c.Injected[faultproxy.InternalError] != 1 {
+				t.Errorf("Counts = %v", c)
+			}
+		})
+		t.Run("disarm_removes_shots_not_fired", func(t *testing.T) {
+			p, st := front(t, srv, faultproxy.Options{})
+			shot := arm(t, p, faultproxy.Reset, "PUT", 1)
+			p.Disarm()
+			if _, err := st.Put(ctx, "k", []byte("v")); err != nil || shot.Fired() {
+				t.Errorf("Put = %v, fired %v", err, shot.Fired())
+			}
+		})
 		t.Run("latency_delays_and_forwards", func(t *testing.T) {
 			p, st := front(t, srv, faultproxy.Options{Rates: faultproxy.Rates{Latency: 1, LatencyMax: 50 * time.Millisecond}})
 			if _, err := st.Put(ctx, "x", []byte("x")); err != nil {
