@@ -482,12 +482,28 @@ func namesTask(id string) func(stored []byte) bool {
 	}
 }
 
+// endsNow reports whether a dedup key's holder t can never run again at
+// now, and sets *next to t as a claim would leave it: a pending task past
+// its expires_at expired, a running one whose lease lapsed settled
+// (expired, cancelled or failed; see settleLapsed).
+func endsNow(t, next *Task, now time.Time) bool {
+	*next = t.clone()
+	switch {
+	case t.Status == StatusPending && t.deadlinePassed(now):
+		expire(next, ReasonTTL, now)
+		return true
+	case t.Status == StatusRunning && !t.leaseValid(now):
+		return settleLapsed(next, now)
+	}
+	return false
+}
+
 // holdDedup takes the dedup key for t, or returns the live task that holds
 // it. The pointer is create-only; a pointer whose task is terminal, or
 // missing for longer than StaleMarkerGrace (a submit that crashed), is
-// taken over by compare-and-swap, and so is one whose task is pending
-// past its expires_at: that task is expired in place first (the write a
-// claim would make, with its event), as it can never run. A pointer that
+// taken over by compare-and-swap, and so is one whose task can never run
+// again (endsNow): that task is ended in place first (the write a claim
+// would make, with its event). A pointer that
 // names t's own id is t's own: an earlier attempt of this very submit
 // whose answer was lost.
 func (q *Queue) holdDedup(ctx context.Context, t *Task, now time.Time) (Task, bool, error) {
@@ -527,10 +543,11 @@ func (q *Queue) holdDedup(ctx context.Context, t *Task, now time.Time) (Task, bo
 		}
 		if p.TaskID != "" {
 			holder, hetag, err := q.load(ctx, p.TaskID)
+			var ended Task
 			switch {
-			case err == nil && holder.Status == StatusPending && holder.deadlinePassed(now):
-				// It can never run: expire it in place, and the key is free.
-				if _, err := q.expireLoaded(ctx, holder, hetag, ReasonTTL, now); err != nil {
+			case err == nil && endsNow(&holder, &ended, now):
+				// It can never run: end it in place, and the key is free.
+				if _, err := q.commit(ctx, &holder, hetag, &ended); err != nil {
 					if errors.Is(err, store.ErrPrecondition) {
 						continue // it changed meanwhile: look again
 					}

@@ -388,6 +388,29 @@ func runLostDedup(t *testing.T, f Factory) {
 		}
 	})
 
+	t.Run("a_running_dedup_holder_whose_lease_lapsed_past_its_deadline_is_expired_and_gives_up_the_key", func(t *testing.T) {
+		e, _ := newLossEnv(t, f)
+		a := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: dur("1m")}, t0)
+		e.claim(queue.ClaimRequest{LeaseFor: 90 * time.Second}, t0)
+		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(2*time.Minute))
+		if err != nil || res.Deduplicated || res.Task.ID == a.ID {
+			t.Fatalf("submit: %+v, %v", res, err)
+		}
+		wantStatus(t, e.get(a.ID), queue.StatusExpired)
+		e.consistent()
+	})
+
+	t.Run("a_running_dedup_holder_whose_lease_lapsed_with_attempts_left_keeps_the_key", func(t *testing.T) {
+		e, _ := newLossEnv(t, f)
+		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
+		e.claim(queue.ClaimRequest{LeaseFor: time.Minute}, t0)
+		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(2*time.Minute))
+		if err != nil || !res.Deduplicated || res.Task.ID != a.ID {
+			t.Fatalf("submit: %+v, %v", res, err)
+		}
+		e.consistent()
+	})
+
 	t.Run("a_running_dedup_holder_past_its_deadline_keeps_the_key", func(t *testing.T) {
 		e, _ := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: dur("1m")}, t0)
