@@ -103,6 +103,10 @@ func audit(ctx context.Context, st store.Store, subs []submitted, rep *Report) e
 		}
 		if !s.dedup {
 			created[s.taskID] = s // made by this submit (a replay: by an earlier attempt of it)
+			if s.taskID != s.id {
+				rep.WrongAnswers++
+				note("wrong_answer", "submit %d sent id %s and was answered with task %s", i, s.id, s.taskID)
+			}
 		}
 	}
 
@@ -153,9 +157,10 @@ func endOf(t queue.Task) (time.Time, bool) {
 }
 
 // auditTask reads one task's record and its versions, and describes each
-// claim that started it while an earlier lease was still valid: a running
+// claim that started it while an earlier lease was still valid (a running
 // version whose lease token differs from the running version before it,
-// written (updated_at) before that version's lease expired.
+// written, by its updated_at, before that version's lease expired) and
+// each version that made a finished task live again.
 func auditTask(ctx context.Context, st store.Store, key string) (record, []string, error) {
 	obj, err := st.Get(ctx, key)
 	if err != nil {
@@ -200,6 +205,12 @@ func auditTask(ctx context.Context, st store.Store, key string) (record, []strin
 	var problems []string
 	for i := 1; i < len(tasks); i++ {
 		prev, cur := tasks[i-1], tasks[i]
+		if prev.Status.Terminal() && !cur.Status.Terminal() {
+			// The run never retries a task: once finished, it stays so.
+			problems = append(problems, fmt.Sprintf("task %s: %s again (attempt %d) after it was %s",
+				rec.ID, cur.Status, cur.Attempt, prev.Status))
+			continue
+		}
 		if prev.Status != queue.StatusRunning || cur.Status != queue.StatusRunning || prev.LeaseToken == cur.LeaseToken {
 			continue
 		}

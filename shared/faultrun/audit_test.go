@@ -78,6 +78,9 @@ func TestAudit(t *testing.T) {
 	t7.DedupKey = "j"
 	putTask(t, st, done(t7, sec(1)))
 	putPointer(t, st, "j", ids[8])
+	// 8: completed, then running again.
+	t8 := task(ids[8], 8, queue.StatusPending, sec(0))
+	putTask(t, st, done(t8, sec(1)), running(t8, "c", sec(2), time.Minute), done(t8, sec(3)))
 
 	subs := []submitted{
 		{id: ids[0], taskID: ids[0], ok: true, end: sec(0)},
@@ -88,14 +91,16 @@ func TestAudit(t *testing.T) {
 		{id: ids[5], taskID: ids[5], ok: true, end: sec(0)},
 		{id: ids[6], taskID: ids[6], ok: true, end: sec(2)},
 		{id: ids[7], taskID: ids[7], ok: true, end: sec(0)},
+		{id: ids[8], taskID: ids[8], ok: true, end: sec(0)},
 		{id: ids[9], taskID: ids[9], ok: true, end: sec(0)}, // answered, never stored
+		{id: "x", taskID: ids[0], dedup: false, ok: true, end: sec(0)},
 	}
 	var rep Report
 	if err := audit(context.Background(), st, subs, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Tasks != 8 || rep.Duplicates != 1 || rep.RunTwice != 1 || rep.Lost != 2 || rep.Unfinished != 1 ||
-		rep.DedupViolations != 2 || rep.Accepted != 8 || rep.SubmitErrors != 1 {
+	if rep.Tasks != 9 || rep.Duplicates != 1 || rep.RunTwice != 2 || rep.Lost != 2 || rep.Unfinished != 1 ||
+		rep.DedupViolations != 2 || rep.Accepted != 10 || rep.SubmitErrors != 1 || rep.WrongAnswers != 1 {
 		t.Errorf("%s\n%s\n%v", rep.Line(), rep.Detail(), rep.Problems)
 	}
 	if rep.Err() == nil {

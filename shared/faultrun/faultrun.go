@@ -118,8 +118,8 @@ func (c *Config) defaults() error {
 }
 
 // Report is what a run saw. The first fields are the audit: a run is
-// clean when Duplicates, DedupViolations, Lost, RunTwice and HTTP500 are
-// all zero (Report.Err).
+// clean when Duplicates, DedupViolations, Lost, RunTwice, HTTP500 and
+// WrongAnswers are all zero (Report.Err).
 type Report struct {
 	Mix  string
 	Rate float64
@@ -140,11 +140,14 @@ type Report struct {
 	// end of the run; Unfinished is the second part.
 	Lost, Unfinished int
 	// RunTwice counts claims that started a task again while an earlier
-	// claim's lease on it was still valid, read from the versions of its
-	// record.
+	// claim's lease on it was still valid, and versions that made a
+	// finished task live again, read from the versions of its record.
 	RunTwice int
 	// HTTP500 counts answers with status 500 the clients received.
 	HTTP500 int
+	// WrongAnswers counts submits answered, not as deduplicated, with a
+	// task of another id than the one they sent.
+	WrongAnswers int
 	// APILost counts API answers lost on their way to a client.
 	APILost int
 	// ClientGaveUp counts the times the client gave up retrying a 5xx or
@@ -178,14 +181,14 @@ func (r Report) Detail() string {
 		st = append(st, fmt.Sprintf("%s=%d", s, n))
 	}
 	sort.Strings(st)
-	return fmt.Sprintf("accepted=%d submit_errors=%d unfinished=%d executions=%d crashes=%d completed=%d failed=%d lease_errors=%d api_lost_answers=%d client_gave_up=%d statuses[%s] faults[%v] elapsed=%s",
-		r.Accepted, r.SubmitErrors, r.Unfinished, r.Executions, r.Crashes, r.Completed, r.Failed, r.LeaseErrors, r.APILost, r.ClientGaveUp,
+	return fmt.Sprintf("wrong_answers=%d accepted=%d submit_errors=%d unfinished=%d executions=%d crashes=%d completed=%d failed=%d lease_errors=%d api_lost_answers=%d client_gave_up=%d statuses[%s] faults[%v] elapsed=%s",
+		r.WrongAnswers, r.Accepted, r.SubmitErrors, r.Unfinished, r.Executions, r.Crashes, r.Completed, r.Failed, r.LeaseErrors, r.APILost, r.ClientGaveUp,
 		strings.Join(st, " "), r.Faults, r.Elapsed.Round(time.Millisecond))
 }
 
 // Err returns an error naming each audit finding, or nil for a clean run.
 func (r Report) Err() error {
-	if r.Duplicates+r.DedupViolations+r.Lost+r.RunTwice+r.HTTP500 == 0 {
+	if r.Duplicates+r.DedupViolations+r.Lost+r.RunTwice+r.HTTP500+r.WrongAnswers == 0 {
 		return nil
 	}
 	return fmt.Errorf("faultrun: %s\n%s", r.Line(), strings.Join(r.Problems, "\n"))
