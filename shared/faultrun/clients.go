@@ -159,7 +159,10 @@ func (r *run) work(ctx context.Context, w int) {
 		}
 		idle = 20 * time.Millisecond
 		for _, c := range claimed {
-			r.executions.Add(1)
+			if r.executions.Add(1) == 1 && r.cfg.CrashRate > 0 {
+				r.crashes.Add(1) // the first claim of a run always walks away
+				continue
+			}
 			r.runTask(ctx, rng, c)
 		}
 	}

@@ -47,7 +47,8 @@ type Config struct {
 	// Workers is how many workers claim and complete. Defaults to 8.
 	Workers int
 	// CrashRate is the share of claimed tasks a worker abandons mid-lease,
-	// as a crashed worker would. Defaults to 0.05.
+	// as a crashed worker would; the run's first claim is always
+	// abandoned. Defaults to 0.05.
 	CrashRate float64
 	// FailRate is the share of claimed tasks a worker fails (retryably).
 	// Defaults to 0.05.
@@ -163,6 +164,10 @@ type Report struct {
 	Faults faultproxy.Counts
 	// Elapsed is the run's time, audit included.
 	Elapsed time.Duration
+	// OutOfBudget is true when Config.Budget ran out before every task
+	// had finished (those count as lost): on a loaded machine, a longer
+	// budget may be all it needs.
+	OutOfBudget bool
 	// Problems describes each audit finding (at most a few per kind).
 	Problems []string
 }
@@ -180,8 +185,8 @@ func (r Report) Detail() string {
 		st = append(st, fmt.Sprintf("%s=%d", s, n))
 	}
 	sort.Strings(st)
-	return fmt.Sprintf("wrong_answers=%d accepted=%d submit_errors=%d unfinished=%d executions=%d crashes=%d completed=%d failed=%d lease_errors=%d api_lost_answers=%d client_gave_up=%d statuses[%s] faults[%v] elapsed=%s",
-		r.WrongAnswers, r.Accepted, r.SubmitErrors, r.Unfinished, r.Executions, r.Crashes, r.Completed, r.Failed, r.LeaseErrors, r.APILost, r.ClientGaveUp,
+	return fmt.Sprintf("out_of_budget=%v wrong_answers=%d accepted=%d submit_errors=%d unfinished=%d executions=%d crashes=%d completed=%d failed=%d lease_errors=%d api_lost_answers=%d client_gave_up=%d statuses[%s] faults[%v] elapsed=%s",
+		r.OutOfBudget, r.WrongAnswers, r.Accepted, r.SubmitErrors, r.Unfinished, r.Executions, r.Crashes, r.Completed, r.Failed, r.LeaseErrors, r.APILost, r.ClientGaveUp,
 		strings.Join(st, " "), r.Faults, r.Elapsed.Round(time.Millisecond))
 }
 
@@ -303,6 +308,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+	rep.OutOfBudget = runCtx.Err() != nil
 	stopWork()
 	workers.Wait()
 	_ = proxy.SetRates(faultproxy.Rates{})
