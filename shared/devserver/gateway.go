@@ -36,8 +36,7 @@ type gateway struct {
 // returned to its pool, which the next invocation of that handler
 // overwrites, so an answer is copied before its environment is reused.
 type function struct {
-	name string
-	new  func() (lambda.Handler, error)
+	new func() (lambda.Handler, error)
 
 	mu   sync.Mutex
 	idle []lambda.Handler
@@ -46,7 +45,7 @@ type function struct {
 // newFunction returns the named function over d, with one environment
 // made (so that a bad configuration fails at start).
 func newFunction(name string, d lambdafn.Deps) (*function, error) {
-	f := &function{name: name, new: func() (lambda.Handler, error) { return lambdafn.New(name, d) }}
+	f := &function{new: func() (lambda.Handler, error) { return lambdafn.New(name, d) }}
 	h, err := f.new()
 	if err != nil {
 		return nil, err
