@@ -11,7 +11,7 @@ import (
 func init() {
 	register(func() *command {
 		var o devserver.Options
-		var tick, ttl durationFlag
+		var tick, ttl, maxWait durationFlag
 		return &command{
 			name: "dev", summary: "run the whole queue locally: S3, the HTTP API, sweep and tick",
 			details: `Starts an in-process S3 server (gofakes3), serves the full HTTP API on
@@ -38,12 +38,13 @@ Examples:
 				fs.Var(&tick, "tick", "fire sweep and tick every `duration` (default 60s)")
 				fs.Var(&ttl, "default-ttl", "TTL of tasks submitted without one (default: none)")
 				fs.IntVar(&o.Shards, "shards", 1, "index shards per queue")
+				fs.Var(&maxWait, "max-wait", "longest submit or claim `wait` (S3Q_MAX_WAIT on Lambda; default 25s)")
 			},
 			run: func(ctx context.Context, e *env, args []string) error {
 				if len(args) != 0 {
 					return usageErr("dev takes no arguments")
 				}
-				o.TickInterval, o.DefaultTTL = tick.d, ttl.d
+				o.TickInterval, o.DefaultTTL, o.MaxWait = tick.d, ttl.d, maxWait.d
 				o.Out = e.stdout
 				o.Logger = slog.New(slog.NewJSONHandler(e.stderr, nil))
 				wireTimers(&o)

@@ -76,8 +76,8 @@ Examples:
 // printSweep writes a sweep's report for people.
 func printSweep(w io.Writer, rep queue.SweepReport) {
 	r := rep.Requests
-	fmt.Fprintf(w, "swept %d queue(s) at %s in %s: %d S3 requests (%d LIST, %d GET, %d HEAD, %d PUT, %d DELETE)\n",
-		rep.Queues, rep.Now.UTC().Format(time.RFC3339), rep.Duration.Round(time.Millisecond), r.Total(), r.List, r.Get, r.Head, r.Put, r.Delete)
+	fmt.Fprintf(w, "swept %d of %d queue(s) due at %s in %s: %d S3 requests (%d LIST, %d GET, %d HEAD, %d PUT, %d DELETE)\n",
+		rep.Queues, rep.QueuesDue, rep.Now.UTC().Format(time.RFC3339), rep.Duration.Round(time.Millisecond), r.Total(), r.List, r.Get, r.Head, r.Put, r.Delete)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, row := range []struct {
 		name string
@@ -97,6 +97,7 @@ func printSweep(w io.Writer, rep queue.SweepReport) {
 		{"events left for the next sweep", rep.EventsFailed},
 		{"artifacts deleted", rep.ArtifactsDeleted},
 		{"due within 5m", rep.NearExpiration},
+		{"queue wake-ups deleted", rep.WakeupsDeleted},
 	} {
 		fmt.Fprintf(tw, "  %s:\t%d\n", row.name, row.n)
 	}

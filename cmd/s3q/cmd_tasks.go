@@ -224,8 +224,16 @@ Examples:
 	})
 
 	register(func() *command {
+		var hlimit int
+		var hcursor string
+		var hall bool
 		return &command{
-			name: "history", args: "ID", summary: "show every version of a task's record",
+			name: "history", args: "ID", summary: "show the versions of a task's record, oldest first, a page at a time",
+			flags: func(fs *flag.FlagSet) {
+				fs.IntVar(&hlimit, "limit", 0, "versions per page (default 100, at most 1000)")
+				fs.StringVar(&hcursor, "cursor", "", "continue from a previous page's next_cursor")
+				fs.BoolVar(&hall, "all", false, "follow the cursor to the end")
+			},
 			run: func(ctx context.Context, e *env, args []string) error {
 				if len(args) != 1 {
 					return usageErr("history takes one task ID")
@@ -234,15 +242,36 @@ Examples:
 				if err != nil {
 					return err
 				}
-				vs, err := c.History(ctx, args[0])
-				if err != nil {
-					return err
+				var vs []client.Version
+				req := queue.HistoryRequest{Limit: hlimit, Cursor: hcursor}
+				first := 1
+				if hcursor != "" {
+					first = 0 // the number of the first version is unknown
+				}
+				next := ""
+				for {
+					res, err := c.History(ctx, args[0], req)
+					if err != nil {
+						return err
+					}
+					vs = append(vs, res.Versions...)
+					if next = res.NextCursor; !hall || next == "" {
+						break
+					}
+					req.Cursor = next
 				}
 				if e.output == "json" {
-					return printJSON(e.stdout, map[string]any{"versions": vs})
+					return printJSON(e.stdout, map[string]any{"versions": vs, "next_cursor": next})
 				}
 				for i, v := range vs {
-					fmt.Fprintf(e.stdout, "Version %d: %s%s  (%s)\n", i+1, v.Task.Status, historyDetail(v.Task), v.ModifiedAt.UTC().Format(time.RFC3339))
+					label := fmt.Sprintf("Version %d", first+i)
+					if first == 0 {
+						label = "Version " + v.VersionID
+					}
+					fmt.Fprintf(e.stdout, "%s: %s%s  (%s)\n", label, v.Task.Status, historyDetail(v.Task), v.ModifiedAt.UTC().Format(time.RFC3339))
+				}
+				if next != "" {
+					fmt.Fprintf(e.stderr, "more: s3q history %s --cursor %s (or --all)\n", args[0], next)
 				}
 				return nil
 			},

@@ -114,6 +114,14 @@ func TestSubmitStatusListHistoryAndOpsThroughTheAPI(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "Version 1: pending (expires_at:") || !strings.Contains(out, "Version 2: expired (expired_at:") {
 		t.Fatalf("history (%d):\n%s", code, out)
 	}
+	out, errOut, code = cli(t, url, "history", id, "--limit", "1")
+	if code != 0 || !strings.Contains(out, "Version 1: pending") || strings.Contains(out, "Version 2") || !strings.Contains(errOut, "more: s3q history "+id+" --cursor ") {
+		t.Fatalf("history --limit 1 (%d):\n%s%s", code, out, errOut)
+	}
+	out, _, code = cli(t, url, "history", id, "--limit", "1", "--all")
+	if code != 0 || !strings.Contains(out, "Version 1: pending") || !strings.Contains(out, "Version 2: expired") {
+		t.Fatalf("history --limit 1 --all (%d):\n%s", code, out)
+	}
 	_, errOut, code = cli(t, url, "retry", id)
 	if code != 1 || !strings.Contains(errOut, "invalid_state") {
 		t.Fatalf("retry of an expired task: %d %s", code, errOut)

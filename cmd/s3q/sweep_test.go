@@ -41,7 +41,7 @@ func TestSweepRunsOneSweepNowAndTheCommandsShowTheExpiry(t *testing.T) {
 	}
 
 	out, errOut, code := cli(t, "", "sweep")
-	if code != 0 || !strings.Contains(out, "swept 1 queue(s) at ") || !strings.Contains(out, "  expired:                         1") ||
+	if code != 0 || !strings.Contains(out, "swept 1 of 1 queue(s) due at ") || !strings.Contains(out, "  expired:                         1") ||
 		!strings.Contains(out, "  events sent:                     1") || !strings.Contains(out, "Task Expired events by type: email.send 1") {
 		t.Fatalf("sweep (%d):\nstdout %s\nstderr %s", code, out, errOut)
 	}

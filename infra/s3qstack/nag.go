@@ -3,6 +3,7 @@ package s3qstack
 import (
 	"encoding/json"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 )
@@ -18,14 +19,24 @@ func suppressFindings(b *builder) {
 			"account needs one. Server access logs would add a second bucket and a log object per request."),
 	}}, jsii.Bool(true))
 
-	for _, role := range b.roles {
+	// IAM5, per role, for exactly its own object wildcards ("tasks/*", the
+	// ids, queue names and times under a prefix), spelled out one by one:
+	// a grant on the whole bucket ("<Bucket.Arn>/*") or on any other
+	// prefix stays a finding.
+	bucketID := b.stack.Resolve(b.out.Bucket.Node().DefaultChild().(awscdk.CfnResource).LogicalId()).(string)
+	for name, role := range b.roles {
+		var applies []interface{}
+		for _, p := range b.wildcards[name] {
+			applies = append(applies, IAM5Finding(bucketID, p))
+		}
+		if len(applies) == 0 {
+			continue
+		}
 		cdknag.NagSuppressions_AddResourceSuppressions(role, &[]*cdknag.NagPackSuppression{{
 			Id: jsii.String("AwsSolutions-IAM5"),
 			Reason: jsii.String("Object actions are scoped to the key prefixes the function uses (tasks/*, ready/*, ...): " +
 				"the wildcard stands for task ids, queue names and times, which are data, not a broader grant."),
-			AppliesTo: &[]interface{}{
-				cdknag.RegexAppliesTo{Regex: jsii.String(`/^Resource::<Bucket[0-9A-F]{8}\.Arn>\/[a-z_\/.-]*\*$/`)},
-			},
+			AppliesTo: &applies,
 		}}, jsii.Bool(true))
 	}
 
@@ -43,6 +54,13 @@ func suppressFindings(b *builder) {
 			},
 		}, jsii.Bool(true))
 	}
+}
+
+// IAM5Finding is how cdk-nag names a wildcard object resource of the
+// bucket (logical id bucketID) in an IAM5 finding: pattern is the key
+// pattern, such as "tasks/*".
+func IAM5Finding(bucketID, pattern string) string {
+	return "Resource::<" + bucketID + ".Arn>/" + pattern
 }
 
 // jsonString renders v as compact JSON with sorted keys.

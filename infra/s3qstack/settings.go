@@ -85,9 +85,50 @@ type Settings struct {
 	ThrottleRatePerSecond int `json:"throttleRatePerSecond"`
 	ThrottleBurst         int `json:"throttleBurst"`
 
+	// SweepReservedConcurrency and TickReservedConcurrency are the
+	// reserved concurrent executions of sweep-expired and schedule-tick:
+	// capacity no other function of the account can take, so a flood of
+	// API calls never throttles (and, after MaxEventAge, drops) a sweep
+	// or a tick; it also caps them (1: runs never overlap). 0 reserves
+	// none (an account whose concurrency limit is 10 cannot reserve any).
+	// Defaults to 1 and 1.
+	SweepReservedConcurrency int `json:"sweepReservedConcurrency"`
+	TickReservedConcurrency  int `json:"tickReservedConcurrency"`
+
+	// SubmitThrottleRate/Burst, BatchThrottleRate/Burst and
+	// ClaimThrottleRate/Burst are the per-route throttles (requests per
+	// second and burst) of POST submit, the batch submit and the claim
+	// route, apart from the stage's. A claim holds its function up to
+	// MaxWaitSeconds, so ClaimThrottleRate × MaxWaitSeconds bounds the
+	// claim function's concurrency. Defaults to 50/100, 5/10 and 10/20.
+	SubmitThrottleRate  int `json:"submitThrottleRate"`
+	SubmitThrottleBurst int `json:"submitThrottleBurst"`
+	BatchThrottleRate   int `json:"batchThrottleRate"`
+	BatchThrottleBurst  int `json:"batchThrottleBurst"`
+	ClaimThrottleRate   int `json:"claimThrottleRate"`
+	ClaimThrottleBurst  int `json:"claimThrottleBurst"`
+
+	// MaxWaitSeconds is S3Q_MAX_WAIT of the HTTP functions: the longest
+	// "wait" of a submit or a claim long-poll; a longer one is a 400
+	// naming wait. At most apiTimeoutSeconds - 2, so a wait can answer
+	// before its function times out. Defaults to 25.
+	MaxWaitSeconds int `json:"maxWaitSeconds"`
+
 	// AlarmTopicARN, when set, is an SNS topic every alarm notifies.
 	// Defaults to "" (alarms without actions).
 	AlarmTopicARN string `json:"alarmTopicArn"`
+}
+
+// reservedConcurrency is the reserved concurrency of a timer function, 0
+// for none.
+func (s Settings) reservedConcurrency(fn string) int {
+	switch fn {
+	case "sweep-expired":
+		return s.SweepReservedConcurrency
+	case "schedule-tick":
+		return s.TickReservedConcurrency
+	}
+	return 0
 }
 
 // Retain reports whether data outlives the stack.
@@ -119,6 +160,16 @@ func DefaultSettings(env string) Settings {
 		Architecture:          "arm64",
 		ThrottleRatePerSecond: 100,
 		ThrottleBurst:         200,
+
+		SweepReservedConcurrency: 1,
+		TickReservedConcurrency:  1,
+		SubmitThrottleRate:       50,
+		SubmitThrottleBurst:      100,
+		BatchThrottleRate:        5,
+		BatchThrottleBurst:       10,
+		ClaimThrottleRate:        10,
+		ClaimThrottleBurst:       20,
+		MaxWaitSeconds:           25,
 	}
 }
 
@@ -216,6 +267,16 @@ func (s Settings) Validate() error {
 	check(s.Endpoint == "" || strings.HasPrefix(s.Endpoint, "http://") || strings.HasPrefix(s.Endpoint, "https://"), "endpoint %q is not a URL", s.Endpoint)
 	check(s.ThrottleRatePerSecond >= 1 && s.ThrottleBurst >= 1, "throttle rate and burst must be >= 1")
 	check(s.RetainData != nil, "retainData must be set")
+	check(s.SweepReservedConcurrency >= 0 && s.TickReservedConcurrency >= 0, "sweepReservedConcurrency and tickReservedConcurrency must be >= 0 (0: none reserved)")
+	for _, t := range [][3]interface{}{
+		{"submitThrottle", s.SubmitThrottleRate, s.SubmitThrottleBurst},
+		{"batchThrottle", s.BatchThrottleRate, s.BatchThrottleBurst},
+		{"claimThrottle", s.ClaimThrottleRate, s.ClaimThrottleBurst},
+	} {
+		check(t[1].(int) >= 1 && t[2].(int) >= 1, "%sRate and %sBurst must be >= 1", t[0], t[0])
+	}
+	check(s.MaxWaitSeconds >= 1 && s.MaxWaitSeconds <= s.APITimeoutSeconds-2,
+		"maxWaitSeconds %d not in [1, apiTimeoutSeconds-2 = %d]", s.MaxWaitSeconds, s.APITimeoutSeconds-2)
 	if len(errs) > 0 {
 		return fmt.Errorf("settings: %s", strings.Join(errs, "; "))
 	}
@@ -245,6 +306,10 @@ func jsonFields() []jsonField {
 		{"artifactDays", "int"}, {"shards", "int"}, {"prefix", "string"}, {"logLevel", "string"},
 		{"endpoint", "string"}, {"architecture", "string"},
 		{"throttleRatePerSecond", "int"}, {"throttleBurst", "int"}, {"alarmTopicArn", "string"},
+		{"sweepReservedConcurrency", "int"}, {"tickReservedConcurrency", "int"},
+		{"submitThrottleRate", "int"}, {"submitThrottleBurst", "int"}, {"batchThrottleRate", "int"},
+		{"batchThrottleBurst", "int"}, {"claimThrottleRate", "int"}, {"claimThrottleBurst", "int"},
+		{"maxWaitSeconds", "int"},
 	}
 }
 

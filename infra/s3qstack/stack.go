@@ -93,14 +93,18 @@ func NewS3qStack(scope constructs.Construct, id string, props *S3qStackProps) (*
 	stack := awscdk.NewStack(scope, jsii.String(id), &sp)
 	awscdk.Tags_Of(stack).Add(jsii.String("s3q:env"), jsii.String(props.EnvName), nil)
 
-	b := &builder{stack: stack, env: props.EnvName, s: settings, out: &S3qStack{Stack: stack, Functions: map[string]awslambda.Function{}}}
+	b := &builder{stack: stack, env: props.EnvName, s: settings, out: &S3qStack{Stack: stack, Functions: map[string]awslambda.Function{}},
+		roles: map[string]awsiam.Role{}, wildcards: map[string][]string{}}
 	b.bucket()
 	b.eventBus()
 	b.api()
 	for _, fn := range fns {
 		b.function(fn, props.AssetDir)
 	}
+	b.routeThrottles(fns)
+	b.eventBusPolicy(fns)
 	b.deadLetterAlarm()
+	b.sweepIncompleteAlarm()
 	b.outputs()
 	suppressFindings(b)
 	return b.out, nil
@@ -131,7 +135,9 @@ type builder struct {
 	s          Settings
 	out        *S3qStack
 	accessLogs awslogs.LogGroup
-	roles      []awsiam.Role
+	roles      map[string]awsiam.Role      // by function name
+	wildcards  map[string][]string         // by function name: its object-key resources ending in *
+	routes     []awsapigatewayv2.HttpRoute // every route, for the stage's route settings
 }
 
 func (b *builder) name(suffix string) string { return "s3q-" + b.env + "-" + suffix }
@@ -185,7 +191,37 @@ func (b *builder) bucket() {
 			},
 		},
 	})
+	// Records change only by conditional writes (DESIGN §7): whoever
+	// writes them, a PUT without If-None-Match or If-Match is refused.
+	var records []*string
+	for _, p := range ConditionalWriteKeys {
+		records = append(records, b.out.Bucket.ArnForObjects(jsii.String(b.key(p))))
+	}
+	b.out.Bucket.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("RecordsOnlyByConditionalWrites"),
+		Effect:     awsiam.Effect_DENY,
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+		Actions:    jsii.Strings(PutObject),
+		Resources:  &records,
+		Conditions: &map[string]interface{}{
+			"Null": map[string]interface{}{"s3:if-none-match": "true", "s3:if-match": "true"},
+		},
+	}))
 }
+
+// ConditionalWriteKeys are the key patterns (relative to S3Q_PREFIX) the
+// bucket policy refuses a PutObject on unless it carries If-None-Match or
+// If-Match (condition keys s3:if-none-match, s3:if-match): task records,
+// dedup pointers, and schedule definitions and states. Every write of
+// the core there is conditional except two, which is why the schedule
+// pattern is schedules/*.json and not schedules/*: a fire's history entry
+// (schedules/{id}/history/{t}, a plain PUT that a repeated fire rewrites
+// with the same task) and, on servers that refuse a create-only write on
+// a once-deleted key, the re-create of a definition (versitygw; on S3 a
+// create after a delete succeeds, so that path answers 403 only in a
+// create racing a delete of the same id). Markers, hints and the
+// sweep index are plain PUTs of empty objects and are not covered.
+var ConditionalWriteKeys = []string{pTasks + "*", pDedup + "*", pSchedules + "*.json"}
 
 func (b *builder) eventBus() {
 	b.out.EventBus = awsevents.NewEventBus(b.stack, jsii.String("EventBus"), &awsevents.EventBusProps{
@@ -194,12 +230,100 @@ func (b *builder) eventBus() {
 	})
 }
 
+// eventBusPolicy denies events:PutEvents on the bus to every principal but
+// the roles of the functions that publish (sweep-expired): IAM grants of
+// other principals in the account do not reach it.
+func (b *builder) eventBusPolicy(fns []Function) {
+	var arns []*string
+	for _, fn := range fns {
+		if fn.PutEvents {
+			arns = append(arns, b.roles[fn.Name].RoleArn())
+		}
+	}
+	b.out.EventBus.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("OnlyTheSweepPutsEvents"),
+		Effect:     awsiam.Effect_DENY,
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+		Actions:    jsii.Strings("events:PutEvents"),
+		Resources:  jsii.Strings(*b.out.EventBus.EventBusArn()),
+		Conditions: &map[string]interface{}{
+			"ArnNotEquals": map[string]interface{}{"aws:PrincipalArn": arns},
+		},
+	}))
+}
+
+// RouteClass names the throttle a route gets: "batch" for the submit
+// function's batch route, "submit" for its other routes, "claim" for the
+// claim function's, "" (the stage's default) for the rest.
+func RouteClass(fn Function, route string) string {
+	switch {
+	case fn.Name == "submit" && strings.HasSuffix(route, "/batch"):
+		return "batch"
+	case fn.Name == "submit":
+		return "submit"
+	case fn.Name == "claim":
+		return "claim"
+	}
+	return ""
+}
+
+// routeThrottles gives the submit, batch and claim routes their own rate
+// and burst (the stage's RouteSettings), so a flood of one cannot use up
+// the others' share of the stage's limit, nor claims the account's Lambda
+// concurrency: a claim may hold its function up to maxWaitSeconds, so
+// claimThrottleRate × maxWaitSeconds bounds the claim function's
+// concurrent invocations.
+func (b *builder) routeThrottles(fns []Function) {
+	limits := map[string][2]int{
+		"submit": {b.s.SubmitThrottleRate, b.s.SubmitThrottleBurst},
+		"batch":  {b.s.BatchThrottleRate, b.s.BatchThrottleBurst},
+		"claim":  {b.s.ClaimThrottleRate, b.s.ClaimThrottleBurst},
+	}
+	settings := map[string]interface{}{}
+	for _, fn := range fns {
+		for _, route := range fn.Routes {
+			if l, ok := limits[RouteClass(fn, route)]; ok {
+				settings[route] = map[string]interface{}{"ThrottlingRateLimit": l[0], "ThrottlingBurstLimit": l[1]}
+			}
+		}
+	}
+	cfnStage := b.out.Stage.Node().DefaultChild().(awsapigatewayv2.CfnStage)
+	cfnStage.SetRouteSettings(settings)
+	// A route setting names a route key, which must exist first.
+	for _, r := range b.routes {
+		b.out.Stage.Node().AddDependency(r)
+	}
+}
+
 func (b *builder) logGroup(id, name string) awslogs.LogGroup {
 	return awslogs.NewLogGroup(b.stack, jsii.String(id), &awslogs.LogGroupProps{
 		LogGroupName:  jsii.String(name),
 		Retention:     retention(b.s.LogRetentionDays),
 		RemovalPolicy: b.removal(),
 	})
+}
+
+// AccessLogFormat is the JSON line the API stage logs per request: who
+// (the SigV4 caller's ARN, account and access key), what (method, path,
+// route), and the answer. requestId is also the request_id of the
+// function's own log line of the request.
+var AccessLogFormat = map[string]string{
+	"requestId":            "$context.requestId",
+	"callerArn":            "$context.identity.userArn",
+	"caller":               "$context.identity.caller",
+	"user":                 "$context.identity.user",
+	"accountId":            "$context.identity.accountId",
+	"accessKey":            "$context.identity.accessKey",
+	"ip":                   "$context.identity.sourceIp",
+	"requestTime":          "$context.requestTime",
+	"method":               "$context.httpMethod",
+	"path":                 "$context.path",
+	"routeKey":             "$context.routeKey",
+	"status":               "$context.status",
+	"latencyMs":            "$context.responseLatency",
+	"integrationLatencyMs": "$context.integrationLatency",
+	"integrationError":     "$context.integrationErrorMessage",
+	"authError":            "$context.authorizer.error",
 }
 
 func (b *builder) api() {
@@ -219,13 +343,7 @@ func (b *builder) api() {
 		},
 	})
 	b.accessLogs = b.logGroup("ApiAccessLogs", "/aws/apigateway/"+b.name("api"))
-	format, _ := jsonString(map[string]string{
-		"requestId": "$context.requestId", "ip": "$context.identity.sourceIp",
-		"caller": "$context.identity.caller", "user": "$context.identity.user",
-		"requestTime": "$context.requestTime", "routeKey": "$context.routeKey",
-		"status": "$context.status", "latencyMs": "$context.responseLatency",
-		"integrationError": "$context.integrationErrorMessage", "authError": "$context.authorizer.error",
-	})
+	format, _ := jsonString(AccessLogFormat)
 	cfnStage := b.out.Stage.Node().DefaultChild().(awsapigatewayv2.CfnStage)
 	cfnStage.SetAccessLogSettings(&awsapigatewayv2.CfnStage_AccessLogSettingsProperty{
 		DestinationArn: b.accessLogs.LogGroupArn(),
@@ -243,7 +361,7 @@ func (b *builder) function(fn Function, assetDir string) {
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
 		Description: jsii.String("s3q " + b.env + " " + fn.Name + ": the bucket prefixes it touches and its own log group"),
 	})
-	b.roles = append(b.roles, role)
+	b.roles[fn.Name] = role
 	// Logs: the function's own log group only (instead of the managed
 	// AWSLambdaBasicExecutionRole, which allows every log group).
 	logs.GrantWrite(role)
@@ -274,6 +392,9 @@ func (b *builder) function(fn Function, assetDir string) {
 	if fn.PutEvents {
 		env["S3Q_EVENT_BUS"] = b.out.EventBus.EventBusName()
 	}
+	if len(fn.Routes) > 0 {
+		env["S3Q_MAX_WAIT"] = jsii.String(strconv.Itoa(b.s.MaxWaitSeconds) + "s")
+	}
 	props := &awslambda.FunctionProps{
 		FunctionName: jsii.String(b.name(fn.Name)),
 		Description:  jsii.String("s3q " + fn.Name + " (" + b.env + ")"),
@@ -292,6 +413,11 @@ func (b *builder) function(fn Function, assetDir string) {
 		// retries, which would overlap with it.
 		props.RetryAttempts = jsii.Number(0)
 		props.MaxEventAge = awscdk.Duration_Seconds(jsii.Number(float64(60 * b.s.TickRateMinutes)))
+		// Its own share of the account's concurrency: no flood of API
+		// calls can throttle it (0: none reserved).
+		if n := b.s.reservedConcurrency(fn.Name); n > 0 {
+			props.ReservedConcurrentExecutions = jsii.Number(float64(n))
+		}
 	}
 	f := awslambda.NewFunction(b.stack, jsii.String(id), props)
 	b.out.Functions[fn.Name] = f
@@ -303,11 +429,11 @@ func (b *builder) function(fn Function, assetDir string) {
 		integ := awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String(id+"Integration"), f, nil)
 		for _, route := range fn.Routes {
 			method, path, _ := strings.Cut(route, " ")
-			b.out.Api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
+			b.routes = append(b.routes, *b.out.Api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
 				Path:        jsii.String(path),
 				Methods:     &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod(method)},
 				Integration: integ,
-			})
+			})...)
 		}
 	}
 	if fn.Timer {
@@ -343,6 +469,26 @@ func (b *builder) deadLetterAlarm() {
 		"s3q ("+b.env+"): tasks reached failed (the dead-letter state)")
 }
 
+// SweepIncompleteMetric is the EMF metric sweep-expired writes after each
+// run: 1 when the run stopped before it had done everything due (its time
+// budget ran out, or a request failed), else 0. It is on the sweep's line
+// (shared/metrics' Sweep), whose only dimension is service=s3q.
+const SweepIncompleteMetric = "SweepIncomplete"
+
+// sweepIncompleteAlarm fires when a sweep in the last 5 minutes left work
+// for the next one: expiries, events and lease reclaims are then late.
+func (b *builder) sweepIncompleteAlarm() {
+	metric := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+		Namespace:     jsii.String(MetricNamespace(b.env)),
+		MetricName:    jsii.String(SweepIncompleteMetric),
+		DimensionsMap: &map[string]*string{"service": jsii.String("s3q")},
+		Statistic:     jsii.String("Maximum"),
+		Period:        awscdk.Duration_Minutes(jsii.Number(5)),
+	})
+	b.alarm(metric, "SweepIncompleteAlarm", b.name("sweep-incomplete"),
+		"s3q ("+b.env+"): a sweep did not finish what was due (time budget or errors); the next one carries on")
+}
+
 func (b *builder) alarm(m awscloudwatch.IMetric, id, name, description string) {
 	a := awscloudwatch.NewAlarm(b.stack, jsii.String(id), &awscloudwatch.AlarmProps{
 		AlarmName:          jsii.String(name),
@@ -358,38 +504,34 @@ func (b *builder) alarm(m awscloudwatch.IMetric, id, name, description string) {
 	}
 }
 
-// s3Statements turns a function's access table into IAM statements: one per
-// set of object actions over the keys it applies to, and one ListBucket
-// statement on the bucket limited by s3:prefix to the same prefixes.
+// s3Statements turns a function's access table into IAM statements: one
+// per set of object actions over the keys it applies to, one ListBucket
+// statement on the bucket limited by s3:prefix to the prefixes it lists,
+// and one ListBucketVersions statement likewise when it lists versions.
+// It notes the function's wildcard resources for the exact IAM5
+// suppressions (nag.go).
 func (b *builder) s3Statements(fn Function) []awsiam.PolicyStatement {
 	byActions := map[string][]string{}
-	var listPrefixes []string
-	versions := false
+	listed := map[string][]string{}
 	for _, a := range fn.Access {
 		var actions []string
-		if a.Read {
-			actions = append(actions, "s3:GetObject")
-		}
-		if a.Write {
-			actions = append(actions, "s3:PutObject")
-			if a.Prefix == pTasks {
-				actions = append(actions, "s3:PutObjectTagging")
+		for _, act := range a.Actions {
+			if bucketActions[act] {
+				listed[act] = append(listed[act], b.key(a.Prefix)+"*")
+			} else {
+				actions = append(actions, act)
 			}
 		}
-		if a.Delete {
-			actions = append(actions, "s3:DeleteObject")
+		if len(actions) == 0 {
+			continue
 		}
-		if a.Versions {
-			actions = append(actions, "s3:GetObjectVersion")
-			versions = true
-		}
+		sort.Strings(actions)
 		pattern := b.key(a.Prefix)
-		if strings.HasSuffix(a.Prefix, "/") {
+		if a.Prefix == "" || strings.HasSuffix(a.Prefix, "/") {
 			pattern += "*"
 		}
 		k := strings.Join(actions, ",")
 		byActions[k] = append(byActions[k], pattern)
-		listPrefixes = append(listPrefixes, pattern)
 	}
 	keys := make([]string, 0, len(byActions))
 	for k := range byActions {
@@ -401,6 +543,11 @@ func (b *builder) s3Statements(fn Function) []awsiam.PolicyStatement {
 		var resources []*string
 		for _, p := range byActions[k] {
 			resources = append(resources, b.out.Bucket.ArnForObjects(jsii.String(p)))
+			// A wildcard over the whole deployment (an empty prefix) is
+			// never suppressed: it stays an IAM5 finding.
+			if strings.HasSuffix(p, "*") && p != b.key("*") {
+				b.wildcards[fn.Name] = append(b.wildcards[fn.Name], p)
+			}
 		}
 		out = append(out, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:       jsii.String(sid(k)),
@@ -408,24 +555,31 @@ func (b *builder) s3Statements(fn Function) []awsiam.PolicyStatement {
 			Resources: &resources,
 		}))
 	}
-	listActions := []string{"s3:ListBucket"}
-	if versions {
-		listActions = append(listActions, "s3:ListBucketVersions")
-	}
 	// StringLikeIfExists, not StringLike: S3 answers a GET of a missing key
 	// with 404 only to a caller that may list the bucket, and that check
 	// carries no s3:prefix. With StringLike every miss would be a 403 and
 	// the core's ErrNotFound paths (unknown task, no config/task_types.json,
 	// If-Match on a deleted record) would break. A LIST with a prefix
-	// outside the table is still denied.
+	// outside the table is still denied. A function that lists nothing
+	// gets ListBucket only without a prefix (Null s3:prefix).
+	listCond := map[string]interface{}{"Null": map[string]interface{}{"s3:prefix": "true"}}
+	if p := listed[ListBucket]; len(p) > 0 {
+		listCond = map[string]interface{}{"StringLikeIfExists": map[string]interface{}{"s3:prefix": p}}
+	}
 	out = append(out, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:       jsii.String("ListOwnPrefixes"),
-		Actions:   jsii.Strings(listActions...),
-		Resources: jsii.Strings(*b.out.Bucket.BucketArn()),
-		Conditions: &map[string]interface{}{
-			"StringLikeIfExists": map[string]interface{}{"s3:prefix": listPrefixes},
-		},
+		Sid:        jsii.String("ListOwnPrefixes"),
+		Actions:    jsii.Strings(ListBucket),
+		Resources:  jsii.Strings(*b.out.Bucket.BucketArn()),
+		Conditions: &listCond,
 	}))
+	if p := listed[ListBucketVersions]; len(p) > 0 {
+		out = append(out, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:        jsii.String("ListOwnVersions"),
+			Actions:    jsii.Strings(ListBucketVersions),
+			Resources:  jsii.Strings(*b.out.Bucket.BucketArn()),
+			Conditions: &map[string]interface{}{"StringLike": map[string]interface{}{"s3:prefix": p}},
+		}))
+	}
 	return out
 }
 

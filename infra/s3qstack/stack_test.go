@@ -252,6 +252,9 @@ func TestStack(t *testing.T) {
 			if fn.PutEvents {
 				env["S3Q_EVENT_BUS"] = map[string]interface{}{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^EventBus"))}
 			}
+			if len(fn.Routes) > 0 {
+				env["S3Q_MAX_WAIT"] = "25s"
+			}
 			dev.template.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]interface{}{
 				"FunctionName":  "s3q-dev-" + fn.Name,
 				"Runtime":       "provided.al2023",
@@ -456,10 +459,24 @@ func TestStack(t *testing.T) {
 				if got := render(st["Resource"]); got != "<"+bucketID(dev)+".Arn>" {
 					t.Errorf("%s: ListBucket on %s, want the bucket", fn.Name, got)
 				}
-				cond, _ := st["Condition"].(map[string]interface{})["StringLikeIfExists"].(map[string]interface{})
-				prefixes := list(cond["s3:prefix"])
-				if len(prefixes) != len(fn.Access) {
-					t.Errorf("%s: ListBucket prefixes %v, want one per access entry (%d)", fn.Name, prefixes, len(fn.Access))
+				lists := 0
+				for _, a := range fn.Access {
+					if contains(toIfaces(a.Actions), ListBucket) {
+						lists++
+					}
+				}
+				cond := st["Condition"].(map[string]interface{})
+				if lists == 0 {
+					// Only the implicit check of a GET of a missing key (404, not 403).
+					if got := render(cond); got != `{"Null":{"s3:prefix":"true"}}` {
+						t.Errorf("%s lists nothing, yet its ListBucket condition is %s", fn.Name, got)
+					}
+					continue
+				}
+				like, _ := cond["StringLikeIfExists"].(map[string]interface{})
+				prefixes := list(like["s3:prefix"])
+				if len(prefixes) != lists {
+					t.Errorf("%s: ListBucket prefixes %v, want one per prefix it lists (%d)", fn.Name, prefixes, lists)
 				}
 				for _, p := range prefixes {
 					if p == "*" || p == "" {
@@ -555,10 +572,80 @@ func TestStack(t *testing.T) {
 			"AutoDeploy": true,
 			"AccessLogSettings": map[string]interface{}{
 				"DestinationArn": map[string]interface{}{"Fn::GetAtt": assertions.Match_AnyValue()},
-				"Format":         assertions.Match_StringLikeRegexp(jsii.String(`"routeKey":"\$context.routeKey"`)),
+				"Format":         assertions.Match_AnyValue(),
 			},
 			"DefaultRouteSettings": map[string]interface{}{"ThrottlingRateLimit": 100, "ThrottlingBurstLimit": 200},
 		})
+	})
+
+	t.Run("the_access_log_says_who_called_which_path", func(t *testing.T) {
+		for _, st := range dev.resources("AWS::ApiGatewayV2::Stage") {
+			var format map[string]string
+			if err := json.Unmarshal([]byte(props(st)["AccessLogSettings"].(map[string]interface{})["Format"].(string)), &format); err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range map[string]string{
+				"path": "$context.path", "routeKey": "$context.routeKey", "method": "$context.httpMethod",
+				"callerArn": "$context.identity.userArn", "caller": "$context.identity.caller",
+				"requestId": "$context.requestId", "status": "$context.status",
+			} {
+				if format[k] != v {
+					t.Errorf("access log %s = %q, want %q", k, format[k], v)
+				}
+			}
+		}
+	})
+
+	t.Run("submit_batch_and_claim_have_their_own_throttles", func(t *testing.T) {
+		d := DefaultSettings("dev")
+		want := map[string]interface{}{}
+		classes := map[string]int{}
+		for _, fn := range Functions() {
+			for _, r := range fn.Routes {
+				var rate, burst int
+				switch RouteClass(fn, r) {
+				case "submit":
+					rate, burst = d.SubmitThrottleRate, d.SubmitThrottleBurst
+				case "batch":
+					rate, burst = d.BatchThrottleRate, d.BatchThrottleBurst
+				case "claim":
+					rate, burst = d.ClaimThrottleRate, d.ClaimThrottleBurst
+				default:
+					continue
+				}
+				classes[RouteClass(fn, r)]++
+				want[r] = map[string]interface{}{"ThrottlingRateLimit": rate, "ThrottlingBurstLimit": burst}
+			}
+		}
+		if classes["submit"] == 0 || classes["batch"] != 1 || classes["claim"] == 0 {
+			t.Fatalf("route classes %v: want submit, one batch route and claim", classes)
+		}
+		dev.template.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Stage"), map[string]interface{}{
+			"RouteSettings": assertions.Match_Exact(want),
+		})
+		// The stage is deployed after the routes its settings name.
+		for id, st := range dev.resources("AWS::ApiGatewayV2::Stage") {
+			deps := map[string]bool{}
+			for _, d := range list(st["DependsOn"]) {
+				if d != nil {
+					deps[d.(string)] = true
+				}
+			}
+			for rid := range dev.resources("AWS::ApiGatewayV2::Route") {
+				if !deps[rid] {
+					t.Errorf("stage %s does not depend on route %s", id, rid)
+				}
+			}
+		}
+	})
+
+	t.Run("sweep_and_tick_have_reserved_concurrency_and_the_api_functions_do_not", func(t *testing.T) {
+		for _, fn := range Functions() {
+			got := props(dev.resources("AWS::Lambda::Function")[dev.functionID(t, fn.Name)])["ReservedConcurrentExecutions"]
+			if want := map[bool]interface{}{true: 1.0, false: nil}[fn.Timer]; got != want {
+				t.Errorf("%s: ReservedConcurrentExecutions %v, want %v", fn.Name, got, want)
+			}
+		}
 	})
 
 	t.Run("sweep_and_tick_fire_every_minute", func(t *testing.T) {
@@ -597,6 +684,16 @@ func TestStack(t *testing.T) {
 		dev.template.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]interface{}{
 			"AlarmName": "s3q-dev-tasks-dead-lettered", "Namespace": "s3q/dev", "MetricName": DeadLetteredMetric,
 			"Statistic": "Sum", "Threshold": 1, "TreatMissingData": "notBreaching",
+		})
+	})
+
+	t.Run("an_alarm_fires_when_a_sweep_is_incomplete", func(t *testing.T) {
+		// The sweep's EMF line: namespace s3q/<env>, dimension service=s3q.
+		dev.template.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]interface{}{
+			"AlarmName": "s3q-dev-sweep-incomplete", "Namespace": "s3q/dev", "MetricName": "SweepIncomplete",
+			"Dimensions": []interface{}{map[string]interface{}{"Name": "service", "Value": "s3q"}},
+			"Statistic":  "Maximum", "Period": 300, "Threshold": 1, "EvaluationPeriods": 1,
+			"ComparisonOperator": "GreaterThanOrEqualToThreshold", "TreatMissingData": "notBreaching",
 		})
 	})
 
@@ -816,13 +913,29 @@ func TestAKeyPrefixAndATickRateReachIAMLifecycleAndRules(t *testing.T) {
 					t.Errorf("%s: %v on %s, outside the prefix q/", fn.Name, stmt["Action"], r)
 				}
 			}
-			if cond, ok := stmt["Condition"].(map[string]interface{}); ok {
-				for _, p := range list(cond["StringLikeIfExists"].(map[string]interface{})["s3:prefix"]) {
+			cond, _ := stmt["Condition"].(map[string]interface{})
+			for op, kv := range cond {
+				if op == "Null" {
+					continue
+				}
+				for _, p := range list(kv.(map[string]interface{})["s3:prefix"]) {
 					if !strings.HasPrefix(p.(string), "q/") {
-						t.Errorf("%s: ListBucket prefix %v outside q/", fn.Name, p)
+						t.Errorf("%s: %v prefix %v outside q/", fn.Name, stmt["Action"], p)
 					}
 				}
 			}
 		}
 	}
+	// The conditional-write rule follows the prefix too.
+	tpl.HasResourceProperties(jsii.String("AWS::S3::BucketPolicy"), map[string]interface{}{
+		"PolicyDocument": map[string]interface{}{"Statement": assertions.Match_ArrayWith(&[]interface{}{
+			assertions.Match_ObjectLike(&map[string]interface{}{
+				"Sid": "RecordsOnlyByConditionalWrites",
+				"Resource": assertions.Match_ArrayWith(&[]interface{}{
+					map[string]interface{}{"Fn::Join": []interface{}{"", []interface{}{
+						map[string]interface{}{"Fn::GetAtt": []interface{}{bucketID(f), "Arn"}}, "/q/tasks/*"}}},
+				}),
+			}),
+		})},
+	})
 }

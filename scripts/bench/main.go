@@ -4,6 +4,7 @@
 //	bench lifecycle ttl=no requests=N put=N list=N get=N delete=N usd_per_million=X
 //	bench lifecycle ttl=yes ...
 //	bench throughput server=versitygw workers=W tasks_per_s=X raw_ops_per_s=Y bound_ratio=R
+//	bench sweep ..., bench tick ..., bench list ..., bench history ... (sweep.go, tick.go, list.go)
 //	bench faults mix=M rate=R submits=N tasks=T duplicates=D dedup_violations=V lost=L run_twice=R http_500=E
 //
 // Lifecycle: tasks are submitted by one process and then claimed and
@@ -49,11 +50,13 @@ func main() {
 	throughputTasks := flag.Int("throughput-tasks", 400, "backlog drained per throughput figure")
 	workers := flag.String("workers", "1,4,16", "worker counts for the throughput figures")
 	rawFor := flag.Duration("raw-for", 2*time.Second, "how long to measure the raw PUT+GET rate")
+	only := flag.String("only", "", "run only these figures, comma-separated: lifecycle, throughput, sweep, tick, list, faults")
 	faultMixes := flag.String("fault-mixes", "lost_answers,mixed", "fault mixes of the faults figures (empty: none)")
 	faultRate := flag.Float64("fault-rate", 0.10, "share of S3 requests that meet a fault in the faults figures")
 	faultSubmits := flag.Int("fault-submits", 1000, "submits per faults figure")
 	faultWorkers := flag.Int("fault-workers", 16, "workers per faults figure")
 	flag.Parse()
+	run := func(figure string) bool { return *only == "" || strings.Contains(","+*only+",", ","+figure+",") }
 	log.SetFlags(0)
 	log.SetPrefix("bench: ")
 
@@ -66,6 +69,9 @@ func main() {
 	defer srv.Close()
 
 	for _, ttl := range []bool{false, true} {
+		if !run("lifecycle") {
+			break
+		}
 		c, err := lifecycle(ctx, srv, *tasks, ttl)
 		if err != nil {
 			log.Fatal(err)
@@ -77,6 +83,9 @@ func main() {
 	}
 
 	for _, ws := range strings.Split(*workers, ",") {
+		if !run("throughput") {
+			break
+		}
 		w, err := strconv.Atoi(strings.TrimSpace(ws))
 		if err != nil || w < 1 {
 			log.Fatalf("bad worker count %q", ws)
@@ -93,14 +102,25 @@ func main() {
 		fmt.Printf("bench throughput server=versitygw workers=%d tasks_per_s=%.1f raw_ops_per_s=%.1f bound_ratio=%.2f\n",
 			w, tps, raw, tps*rpt/(2*raw))
 	}
-	if err := benchSweep(ctx, srv); err != nil {
-		log.Fatal(err)
+	if run("sweep") {
+		if err := benchSweep(ctx, srv); err != nil {
+			log.Fatal(err)
+		}
 	}
-	if err := benchTick(ctx, srv); err != nil {
-		log.Fatal(err)
+	if run("tick") {
+		if err := benchTick(ctx, srv); err != nil {
+			log.Fatal(err)
+		}
 	}
-	if err := benchFaults(ctx, srv, *faultMixes, *faultRate, *faultSubmits, *faultWorkers); err != nil {
-		log.Fatal(err)
+	if run("list") {
+		if err := benchList(ctx, srv, 1000); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if run("faults") {
+		if err := benchFaults(ctx, srv, *faultMixes, *faultRate, *faultSubmits, *faultWorkers); err != nil {
+			log.Fatal(err)
+		}
 	}
 }
 

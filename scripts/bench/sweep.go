@@ -13,10 +13,12 @@ import (
 )
 
 // benchSweep prints what one sweep costs against the backlog it leaves
-// alone, and what an idle deployment's sweep costs a minute:
+// alone and the queues that exist, and what an idle deployment's sweep
+// costs a minute:
 //
 //	bench sweep backlog=N expiring=100 requests=R list=L get=G put=P seconds=S
-//	bench idle sweep lists_per_minute=L requests_per_minute=R
+//	bench sweep queues=Q shards=1 backlog=1000 expiring=100 requests=R list=L get=G put=P seconds=S
+//	bench idle sweep queues=Q lists_per_minute=L requests_per_minute=R
 //
 // For each backlog of N pending tasks with deadlines in the future, of
 // which 100 are overdue, one sweep expires the 100 (and publishes their
@@ -28,9 +30,11 @@ import (
 // (versitygw); the 100,000 one on an in-process gofakes3, where writing
 // 100,000 markers takes seconds instead of minutes (it says so on stderr).
 //
-// The idle figure is one sweep a minute over a bucket that has had a task
-// (so its queue is registered) and has nothing due; the schedule tick
-// adds its own LIST of due/.
+// The queues=Q lines do the same with a backlog of 1,000 in a bucket where
+// Q-1 other queues each hold a pending task due in an hour: they must not
+// grow with Q either. The idle figure is one sweep a minute over a bucket
+// where Q queues each had a task that came and went (its deadline an hour
+// ahead) and nothing is due; the schedule tick adds its own LIST of due/.
 func benchSweep(ctx context.Context, srv *s3local.Server) error {
 	var fake *s3local.Server
 	for _, n := range []int{1_000, 10_000, 100_000} {
@@ -46,7 +50,7 @@ func benchSweep(ctx context.Context, srv *s3local.Server) error {
 			on = fake
 		}
 		fmt.Fprintf(os.Stderr, "bench: sweep backlog=%d on %s\n", n, on.Name)
-		rep, err := sweepOnce(ctx, on, n, 100)
+		rep, err := sweepOnce(ctx, on, n, 100, 1)
 		if err != nil {
 			return err
 		}
@@ -54,41 +58,71 @@ func benchSweep(ctx context.Context, srv *s3local.Server) error {
 		fmt.Printf("bench sweep backlog=%d expiring=100 requests=%d list=%d get=%d put=%d seconds=%.3f\n",
 			n, c.Total(), c.List, c.Get+c.Head, c.Put, rep.Duration.Seconds())
 	}
+	for _, nq := range []int{1, 100, 1_000} {
+		fmt.Fprintf(os.Stderr, "bench: sweep queues=%d on %s\n", nq, srv.Name)
+		rep, err := sweepOnce(ctx, srv, 1_000, 100, nq)
+		if err != nil {
+			return err
+		}
+		c := rep.Requests
+		fmt.Printf("bench sweep queues=%d shards=1 backlog=1000 expiring=100 requests=%d list=%d get=%d put=%d seconds=%.3f\n",
+			nq, c.Total(), c.List, c.Get+c.Head, c.Put, rep.Duration.Seconds())
+	}
+	for _, nq := range []int{1, 100, 1_000} {
+		lpm, rpm, err := idleSweep(ctx, srv, nq)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("bench idle sweep queues=%d lists_per_minute=%.2f requests_per_minute=%.2f\n", nq, lpm, rpm)
+	}
+	return nil
+}
 
-	// Idle: one task that came and went, then a sweep a minute.
+// idleSweep has nq queues each run a task with a one-hour TTL through
+// submit, claim and complete, then sweeps once a minute for five minutes
+// and returns the LISTs and requests per minute.
+func idleSweep(ctx context.Context, srv *s3local.Server, nq int) (float64, float64, error) {
 	s := srv.Store(prefix())
 	q := queue.New(s, queue.Options{})
 	now := time.Now().UTC()
-	if _, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "bench", TTL: durp(time.Hour)}, now); err != nil {
-		return err
-	}
-	cs, err := q.Claim(ctx, queue.ClaimRequest{}, now)
-	if err != nil || len(cs) != 1 {
-		return fmt.Errorf("idle: claim: %v", err)
-	}
-	if _, err := q.Complete(ctx, cs[0].Task.ID, cs[0].Lease.Token, nil, now); err != nil {
-		return err
+	for i := 0; i < nq; i++ {
+		name := fmt.Sprintf("q%04d", i)
+		if _, err := q.Submit(ctx, queue.SubmitRequest{Queue: name, TaskType: "bench", TTL: durp(time.Hour)}, now); err != nil {
+			return 0, 0, err
+		}
+		cs, err := q.Claim(ctx, queue.ClaimRequest{Queue: name}, now)
+		if err != nil || len(cs) != 1 {
+			return 0, 0, fmt.Errorf("idle: claim %s: %d tasks, %v", name, len(cs), err)
+		}
+		if _, err := q.Complete(ctx, cs[0].Task.ID, cs[0].Lease.Token, nil, now); err != nil {
+			return 0, 0, err
+		}
 	}
 	const minutes = 5
 	var total store.Counts
 	for i := 1; i <= minutes; i++ {
 		rep, err := queue.New(s, queue.Options{}).Sweep(ctx, now.Add(time.Duration(i)*time.Minute), queue.SweepOptions{})
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
 		total = total.Add(rep.Requests)
 	}
-	fmt.Printf("bench idle sweep lists_per_minute=%.2f requests_per_minute=%.2f\n",
-		float64(total.List)/minutes, float64(total.Total())/minutes)
-	return nil
+	return float64(total.List) / minutes, float64(total.Total()) / minutes, nil
 }
 
 // sweepOnce writes a backlog of n future deadline markers and expiring
-// overdue tasks in a fresh prefix of srv, and sweeps once.
-func sweepOnce(ctx context.Context, srv *s3local.Server, n, expiring int) (queue.SweepReport, error) {
+// overdue tasks in a fresh prefix of srv, and a task due in an hour in
+// each of queues-1 other queues, and sweeps once.
+func sweepOnce(ctx context.Context, srv *s3local.Server, n, expiring, queues int) (queue.SweepReport, error) {
 	s := srv.Store(prefix())
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	q := queue.New(s, queue.Options{})
+	for i := 1; i < queues; i++ {
+		req := queue.SubmitRequest{Queue: fmt.Sprintf("q%04d", i), TaskType: "bench", TTL: durp(time.Hour)}
+		if _, err := q.Submit(ctx, req, now); err != nil {
+			return queue.SweepReport{}, err
+		}
+	}
 	for i := 0; i < expiring; i++ {
 		if _, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "bench", TTL: durp(time.Minute)}, now); err != nil {
 			return queue.SweepReport{}, err

@@ -86,8 +86,9 @@ type Options struct {
 // unknown task queue.ErrNotFound, a missing artifact artifacts.ErrNoArtifact,
 // an upload to a finished or past-deadline task a *queue.StateError.
 type Artifacts interface {
-	// PutURL returns a URL to upload the artifact name of a task at now.
-	PutURL(ctx context.Context, taskID, name string, now time.Time) (artifacts.URL, error)
+	// PutURL returns a URL to upload the artifact name of a task at now,
+	// for a body of exactly size bytes.
+	PutURL(ctx context.Context, taskID, name string, size int64, now time.Time) (artifacts.URL, error)
 	// GetURL returns a URL to download the artifact name of a task at now.
 	GetURL(ctx context.Context, taskID, name string, now time.Time) (artifacts.URL, error)
 }

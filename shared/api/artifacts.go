@@ -10,12 +10,18 @@ import (
 // artifactBody is the body of POST /tasks/{id}/artifacts.
 type artifactBody struct {
 	Name string `json:"name"`
+	// Size is the artifact's size in bytes, required: the URL is signed
+	// for exactly this Content-Length, at most the deployment's
+	// S3Q_MAX_ARTIFACT_BYTES.
+	Size int64 `json:"size"`
 }
 
 // artifactUpload serves POST /tasks/{id}/artifacts: 201 with a presigned
 // PUT URL for the artifact named in the body, living until min(now +
-// artifact_ttl, the task's expires_at) (DESIGN §6). The task must be
-// pending or running and before its deadline (else 409 invalid_state).
+// artifact_ttl, the task's expires_at) (DESIGN §6), for a body of exactly
+// size bytes (400 naming size when it is missing, 413 too_large over the
+// deployment's limit). The task must be pending or running and before its
+// deadline (else 409 invalid_state).
 func (a *API) artifactUpload(rq *request) (reply, error) {
 	if a.opts.Artifacts == nil {
 		return reply{}, noArtifacts()
@@ -27,7 +33,10 @@ func (a *API) artifactUpload(rq *request) (reply, error) {
 	if body.Name == "" {
 		return reply{}, badInput("name", "is required: the artifact's name, such as \"report.pdf\"")
 	}
-	u, err := a.opts.Artifacts.PutURL(rq.ctx, rq.id, body.Name, a.now())
+	if body.Size == 0 {
+		return reply{}, badInput("size", "is required: the artifact's size in bytes; the upload must send exactly that many")
+	}
+	u, err := a.opts.Artifacts.PutURL(rq.ctx, rq.id, body.Name, body.Size, a.now())
 	if err != nil {
 		return reply{}, err
 	}

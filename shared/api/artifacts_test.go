@@ -26,7 +26,7 @@ func artifactEnv(t *testing.T, srv *s3local.Server) *env {
 	prefix := "test-" + rand.Text() + "/"
 	e := newEnv(t, srv.Store(prefix), api.Options{})
 	e.clock.Set(time.Now().UTC().Truncate(time.Second))
-	svc := artifacts.New(e.q, srv.Client(), srv.Bucket, prefix, artifacts.Options{TTL: time.Hour})
+	svc := artifacts.New(e.q, srv.Client(), srv.Bucket, prefix, artifacts.Options{TTL: time.Hour, MaxBytes: 1 << 20})
 	e.api = api.New(e.q, api.Options{Now: e.clock.Now, Logger: discard(), Artifacts: svc})
 	return e
 }
@@ -73,7 +73,7 @@ func TestArtifacts(t *testing.T) {
 				e := artifactEnv(t, srv)
 				now := e.clock.Now()
 				id := e.submit(`{"task_type":"render","ttl":"30m"}`)
-				r := e.do("POST", "/tasks/"+id+"/artifacts", `{"name":"report.pdf"}`)
+				r := e.do("POST", "/tasks/"+id+"/artifacts", `{"name":"report.pdf","size":12}`)
 				if r.status != http.StatusCreated {
 					t.Fatalf("POST artifacts: %d %s", r.status, r.raw)
 				}
@@ -98,6 +98,9 @@ func TestArtifacts(t *testing.T) {
 				if got := str(r.body, "artifact.expires_at"); got != now.Add(30*time.Minute).Format(time.RFC3339) {
 					t.Errorf("download expires_at = %s", got)
 				}
+				if !strings.Contains(str(r.body, "artifact.download_url"), "response-content-disposition=attachment") {
+					t.Errorf("download_url without response-content-disposition=attachment: %s", str(r.body, "artifact.download_url"))
+				}
 				code, b := fetch(t, http.MethodGet, str(r.body, "artifact.download_url"), headerOf(r, "artifact.headers"), nil)
 				if code != http.StatusOK || string(b) != "%PDF-1.7 ..." {
 					t.Fatalf("GET through the download_url: %d %q", code, b)
@@ -106,14 +109,14 @@ func TestArtifacts(t *testing.T) {
 			t.Run("a_running_task_may_upload_too", func(t *testing.T) {
 				e := artifactEnv(t, srv)
 				id, _ := e.running()
-				if r := e.do("POST", "/tasks/"+id+"/artifacts", `{"name":"out.json"}`); r.status != http.StatusCreated {
+				if r := e.do("POST", "/tasks/"+id+"/artifacts", `{"name":"out.json","size":1}`); r.status != http.StatusCreated {
 					t.Fatalf("POST artifacts of a running task: %d %s", r.status, r.raw)
 				}
 			})
 			t.Run("a_reserved_name_never_uploaded_is_404_not_found", func(t *testing.T) {
 				e := artifactEnv(t, srv)
 				id := e.submit(`{"task_type":"render","ttl":"30m"}`)
-				if r := e.do("POST", "/tasks/"+id+"/artifacts", `{"name":"a.txt"}`); r.status != http.StatusCreated {
+				if r := e.do("POST", "/tasks/"+id+"/artifacts", `{"name":"a.txt","size":1}`); r.status != http.StatusCreated {
 					t.Fatalf("POST: %d %s", r.status, r.raw)
 				}
 				r := e.do("GET", "/tasks/"+id+"/artifacts/b.txt", "")
@@ -132,13 +135,13 @@ func TestArtifacts(t *testing.T) {
 				{"a_task_without_artifacts_is_404_not_found", func(e *env) string { id, _ := pending(e); return id },
 					"GET", "/tasks/{id}/artifacts/x.bin", "", 404, "not_found", ""},
 				{"an_unknown_task_is_404_not_found", func(*env) string { return unknownID },
-					"POST", "/tasks/{id}/artifacts", `{"name":"x.bin"}`, 404, "not_found", ""},
+					"POST", "/tasks/{id}/artifacts", `{"name":"x.bin","size":1}`, 404, "not_found", ""},
 				{"an_unknown_task_is_404_on_get_too", func(*env) string { return unknownID },
 					"GET", "/tasks/{id}/artifacts/x.bin", "", 404, "not_found", ""},
 				{"a_bad_task_id_is_400_naming_id", func(*env) string { return "not-an-id" },
-					"POST", "/tasks/{id}/artifacts", `{"name":"x.bin"}`, 400, "invalid_input", "id"},
+					"POST", "/tasks/{id}/artifacts", `{"name":"x.bin","size":1}`, 400, "invalid_input", "id"},
 				{"a_name_with_dots_is_400_naming_name", func(e *env) string { id, _ := pending(e); return id },
-					"POST", "/tasks/{id}/artifacts", `{"name":"../tasks/x.json"}`, 400, "invalid_input", "name"},
+					"POST", "/tasks/{id}/artifacts", `{"name":"../tasks/x.json","size":1}`, 400, "invalid_input", "name"},
 				{"a_bad_name_in_the_path_is_400_naming_name", func(e *env) string { id, _ := pending(e); return id },
 					"GET", "/tasks/{id}/artifacts/..x", "", 400, "invalid_input", "name"},
 				{"a_missing_name_is_400_naming_name", func(e *env) string { id, _ := pending(e); return id },
@@ -146,12 +149,20 @@ func TestArtifacts(t *testing.T) {
 				{"an_unknown_field_is_400_naming_it", func(e *env) string { id, _ := pending(e); return id },
 					"POST", "/tasks/{id}/artifacts", `{"name":"a","ttl":"1h"}`, 400, "invalid_input", "ttl"},
 				{"a_finished_task_is_409_invalid_state", func(e *env) string { id, _ := completed(e); return id },
-					"POST", "/tasks/{id}/artifacts", `{"name":"late.txt"}`, 409, "invalid_state", ""},
+					"POST", "/tasks/{id}/artifacts", `{"name":"late.txt","size":1}`, 409, "invalid_state", ""},
 				{"a_task_past_its_deadline_is_409_invalid_state", func(e *env) string {
 					id := e.submit(`{"task_type":"t","ttl":"1m"}`)
 					e.clock.Advance(2 * time.Minute) // pending still: no sweep has run
 					return id
-				}, "POST", "/tasks/{id}/artifacts", `{"name":"late.txt"}`, 409, "invalid_state", ""},
+				}, "POST", "/tasks/{id}/artifacts", `{"name":"late.txt","size":1}`, 409, "invalid_state", ""},
+				{"a_missing_size_is_400_naming_size", func(e *env) string { id, _ := pending(e); return id },
+					"POST", "/tasks/{id}/artifacts", `{"name":"a.bin"}`, 400, "invalid_input", "size"},
+				{"a_negative_size_is_400_naming_size", func(e *env) string { id, _ := pending(e); return id },
+					"POST", "/tasks/{id}/artifacts", `{"name":"a.bin","size":-1}`, 400, "invalid_input", "size"},
+				{"a_size_over_the_limit_is_413_too_large_naming_size", func(e *env) string { id, _ := pending(e); return id },
+					"POST", "/tasks/{id}/artifacts", `{"name":"a.bin","size":1048577}`, 413, "too_large", "size"},
+				{"a_cancelled_task_is_409_invalid_state", func(e *env) string { id, _ := cancelled(e); return id },
+					"POST", "/tasks/{id}/artifacts", `{"name":"late.txt","size":1}`, 409, "invalid_state", ""},
 				{"a_put_of_the_download_route_is_405", func(e *env) string { id, _ := pending(e); return id },
 					"PUT", "/tasks/{id}/artifacts/x.bin", "", 405, "method_not_allowed", ""},
 			}
@@ -177,7 +188,7 @@ func TestArtifactRoutesWithoutAServiceAre404(t *testing.T) {
 	e := newEnv(t, memstore.New(), api.Options{})
 	id, _ := pending(e)
 	for _, r := range []response{
-		e.do("POST", "/tasks/"+id+"/artifacts", `{"name":"x"}`),
+		e.do("POST", "/tasks/"+id+"/artifacts", `{"name":"x","size":1}`),
 		e.do("GET", "/tasks/"+id+"/artifacts/x", ""),
 	} {
 		if r.status != http.StatusNotFound || str(r.body, "error.code") != "not_found" || !strings.Contains(str(r.body, "error.message"), "not enabled") {

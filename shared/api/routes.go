@@ -44,7 +44,7 @@ var table = []*route{
 	newRoute("POST /tasks/batch", nil, (*API).submitBatch),
 	newRoute("GET /tasks", []string{"status", "queue", "task_type", "limit", "cursor"}, (*API).list),
 	newRoute("GET /tasks/{id}", nil, (*API).get),
-	newRoute("GET /tasks/{id}/history", nil, (*API).history),
+	newRoute("GET /tasks/{id}/history", []string{"limit", "cursor"}, (*API).history),
 	newRoute("POST /tasks/{id}/cancel", nil, (*API).cancel),
 	newRoute("POST /tasks/{id}/retry", nil, (*API).retry),
 	newRoute("POST /tasks/{id}/expire", nil, (*API).expire),

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -191,6 +192,18 @@ var routeCases = []routeCase{
 		check: all(wantField("versions.0.task.status", "pending"), wantField("versions.1.task.status", "running"),
 			wantField("versions.2.task.status", "completed"), noLeaseToken)},
 	{name: "history_of_an_unknown_id_is_404", method: "GET", path: "/tasks/" + unknownID + "/history", status: 404, code: "not_found"},
+	{name: "history_with_a_limit_returns_a_page_and_a_next_cursor", setup: completed, method: "GET", path: "/tasks/{id}/history?limit=2", status: 200,
+		check: func(t *testing.T, e *env, r response, id string) {
+			if n := len(r.body["versions"].([]any)); n != 2 || str(r.body, "next_cursor") == "" || str(r.body, "versions.1.task.status") != "running" {
+				t.Fatalf("first page: %s", r.raw)
+			}
+			r = e.do("GET", "/tasks/"+id+"/history?limit=2&cursor="+url.QueryEscape(str(r.body, "next_cursor")), "")
+			if n := len(r.body["versions"].([]any)); r.status != 200 || n != 1 || str(r.body, "versions.0.task.status") != "completed" || str(r.body, "next_cursor") != "" {
+				t.Fatalf("second page: %d %s", r.status, r.raw)
+			}
+		}},
+	{name: "history_with_a_limit_over_1000_is_400_naming_limit", setup: completed, method: "GET", path: "/tasks/{id}/history?limit=1001", status: 400, code: "invalid_input", field: "limit"},
+	{name: "history_with_an_unknown_cursor_is_400_naming_cursor", setup: completed, method: "GET", path: "/tasks/{id}/history?cursor=nope", status: 400, code: "invalid_input", field: "cursor"},
 
 	// Cancel, retry, expire.
 	{name: "cancel_of_a_pending_task_cancels_it", setup: pending, method: "POST", path: "/tasks/{id}/cancel", status: 200,

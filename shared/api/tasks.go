@@ -18,13 +18,16 @@ func (a *API) get(rq *request) (reply, error) {
 }
 
 // list serves GET /tasks?status=&queue=&task_type=&limit=&cursor=: a page
-// of tasks, oldest first, and next_cursor when more may follow.
+// of tasks and next_cursor when more may follow. Each call examines at
+// most queue.MaxExamined records; failed, expired and cancelled tasks
+// come from their index (see queue.Queue.List for what each costs).
 func (a *API) list(rq *request) (reply, error) {
 	req := queue.ListRequest{
 		Status:   queue.Status(rq.query["status"]),
 		Queue:    rq.query["queue"],
 		TaskType: rq.query["task_type"],
 		Cursor:   rq.query["cursor"],
+		Now:      a.now(), // stale status/ markers met are repaired
 	}
 	if s, ok := rq.query["limit"]; ok {
 		n, err := strconv.Atoi(s)
@@ -48,16 +51,23 @@ func (a *API) list(rq *request) (reply, error) {
 	return reply{status: http.StatusOK, body: out}, nil
 }
 
-// history serves GET /tasks/{id}/history: every stored version of the
-// record, oldest first.
+// history serves GET /tasks/{id}/history?limit=&cursor=: one page of the
+// stored versions of the record, oldest first (limit defaults to 100, at
+// most 1000), with next_cursor when more follow. It costs one LIST of
+// versions and one GET per version returned.
 func (a *API) history(rq *request) (reply, error) {
-	versions, err := a.q.History(rq.ctx, rq.id)
+	req := queue.HistoryRequest{Cursor: rq.query["cursor"]}
+	var err error
+	if req.Limit, err = queryLimit(rq); err != nil {
+		return reply{}, err
+	}
+	res, err := a.q.HistoryPage(rq.ctx, rq.id, req)
 	if err != nil {
 		return reply{}, err
 	}
 	now := a.now()
-	out := historyReply{Versions: make([]versionView, len(versions))}
-	for i, v := range versions {
+	out := historyReply{Versions: make([]versionView, len(res.Versions)), NextCursor: res.NextCursor}
+	for i, v := range res.Versions {
 		out.Versions[i] = versionView{VersionID: v.VersionID, ModifiedAt: v.ModifiedAt, Task: view(v.Task, now)}
 	}
 	return reply{status: http.StatusOK, body: out}, nil

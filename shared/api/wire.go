@@ -83,9 +83,11 @@ type versionView struct {
 	Task       taskView  `json:"task"`
 }
 
-// historyReply is the answer of GET /tasks/{id}/history, oldest first.
+// historyReply is the answer of GET /tasks/{id}/history, one page,
+// oldest first.
 type historyReply struct {
-	Versions []versionView `json:"versions"`
+	Versions   []versionView `json:"versions"`
+	NextCursor string        `json:"next_cursor,omitempty"`
 }
 
 // artifactView is a presigned artifact URL: upload_url from POST

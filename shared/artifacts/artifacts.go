@@ -6,7 +6,11 @@
 // queue.Queue.ReserveArtifacts), and an S3 lifecycle rule is the backstop.
 //
 // The URLs carry the rights of the credentials that sign them (the API
-// function's role), for that one key and method, until they expire.
+// function's role), for that one key and method, until they expire. An
+// upload declares its size, at most Options.MaxBytes, and its URL is
+// signed with that Content-Length, so S3 refuses a body of any other
+// size. A download URL asks S3 to answer with Content-Disposition:
+// attachment, so a browser saves the artifact rather than rendering it.
 package artifacts
 
 import (
@@ -27,6 +31,14 @@ import (
 // DefaultTTL is the artifact_ttl when none is configured.
 const DefaultTTL = time.Hour
 
+// DefaultMaxBytes is the largest artifact an upload URL accepts when
+// none is configured: 100 MiB.
+const DefaultMaxBytes = 100 << 20
+
+// MaxPutBytes is the most one S3 PUT can carry (5 GiB), and so the
+// highest MaxBytes.
+const MaxPutBytes = 5 << 30
+
 // MaxURLLifetime is the longest a SigV4 presigned URL may live (7 days);
 // longer artifact lifetimes give URLs that expire sooner.
 const MaxURLLifetime = 7 * 24 * time.Hour
@@ -40,6 +52,9 @@ type Options struct {
 	// TTL is artifact_ttl: how long after it is issued a URL may live,
 	// before the task's deadline bounds it. Defaults to DefaultTTL.
 	TTL time.Duration
+	// MaxBytes is the largest size an upload may declare. Defaults to
+	// DefaultMaxBytes; at most MaxPutBytes.
+	MaxBytes int64
 }
 
 // Service issues presigned artifact URLs for the tasks of one queue.
@@ -50,6 +65,7 @@ type Service struct {
 	bucket  string
 	prefix  string
 	ttl     time.Duration
+	max     int64
 }
 
 // New returns a Service for the tasks of q, signing with client (made by
@@ -60,12 +76,15 @@ func New(q *queue.Queue, client *s3.Client, bucket, keyPrefix string, opts Optio
 	if opts.TTL <= 0 {
 		opts.TTL = DefaultTTL
 	}
+	if opts.MaxBytes <= 0 || opts.MaxBytes > MaxPutBytes {
+		opts.MaxBytes = DefaultMaxBytes
+	}
 	return &Service{
 		q:       q,
 		presign: s3.NewPresignClient(client),
 		// S3 keys are escaped once: the presigner S3 itself uses does so.
 		signer: v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true }),
-		bucket: bucket, prefix: keyPrefix, ttl: opts.TTL,
+		bucket: bucket, prefix: keyPrefix, ttl: opts.TTL, max: opts.MaxBytes,
 	}
 }
 
@@ -82,10 +101,13 @@ type URL struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-// PutURL returns a URL to upload the artifact name of a task at now. The
-// task must not be finished and its deadline must not have passed (a
-// *queue.StateError); a bad name is a *queue.ValidationError.
-func (s *Service) PutURL(ctx context.Context, taskID, name string, now time.Time) (URL, error) {
+// PutURL returns a URL to upload the artifact name of a task at now, for
+// a body of exactly size bytes: the URL signs Content-Length, so S3
+// refuses any other size (403). The task must not be finished and its
+// deadline must not have passed (a *queue.StateError); a bad name, or a
+// size below 1, is a *queue.ValidationError, a size over MaxBytes one
+// that wraps queue.ErrTooLarge. Nothing is written for a bad request.
+func (s *Service) PutURL(ctx context.Context, taskID, name string, size int64, now time.Time) (URL, error) {
 	now = now.UTC().Truncate(time.Microsecond)
 	if err := queue.ValidateID(taskID); err != nil {
 		return URL{}, err
@@ -93,13 +115,21 @@ func (s *Service) PutURL(ctx context.Context, taskID, name string, now time.Time
 	if err := queue.ValidateArtifactName(name); err != nil {
 		return URL{}, err
 	}
+	switch {
+	case size < 1:
+		return URL{}, &queue.ValidationError{Field: "size", Err: queue.ErrInvalidInput,
+			Message: fmt.Sprintf("is required: the artifact's size in bytes, from 1 to %d", s.max)}
+	case size > s.max:
+		return URL{}, &queue.ValidationError{Field: "size", Err: queue.ErrTooLarge,
+			Message: fmt.Sprintf("%d bytes is more than the %d an artifact may have", size, s.max)}
+	}
 	_, until, err := s.q.ReserveArtifacts(ctx, taskID, s.ttl, now)
 	if err != nil {
 		return URL{}, err
 	}
 	key := s.prefix + queue.ArtifactKey(taskID, name)
 	until = clampURL(until, now)
-	req, err := s.presign.PresignPutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)},
+	req, err := s.presign.PresignPutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key), ContentLength: aws.Int64(size)},
 		s3.WithPresignExpires(until.Sub(now)), s.at(now))
 	if err != nil {
 		return URL{}, fmt.Errorf("presign put %s: %w", key, err)
@@ -108,7 +138,8 @@ func (s *Service) PutURL(ctx context.Context, taskID, name string, now time.Time
 }
 
 // GetURL returns a URL to download the artifact name of a task at now,
-// or ErrNoArtifact when there is none to read (one HEAD checks).
+// or ErrNoArtifact when there is none to read (one HEAD checks). The URL
+// carries response-content-disposition=attachment (with the file name).
 func (s *Service) GetURL(ctx context.Context, taskID, name string, now time.Time) (URL, error) {
 	now = now.UTC().Truncate(time.Microsecond)
 	if err := queue.ValidateID(taskID); err != nil {
@@ -132,7 +163,9 @@ func (s *Service) GetURL(ctx context.Context, taskID, name string, now time.Time
 	}
 	key := s.prefix + queue.ArtifactKey(taskID, name)
 	until = clampURL(until, now)
-	req, err := s.presign.PresignGetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)},
+	in := &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key),
+		ResponseContentDisposition: aws.String(`attachment; filename="` + name + `"`)} // name: [A-Za-z0-9._-] only
+	req, err := s.presign.PresignGetObject(ctx, in,
 		s3.WithPresignExpires(until.Sub(now)), s.at(now))
 	if err != nil {
 		return URL{}, fmt.Errorf("presign get %s: %w", key, err)

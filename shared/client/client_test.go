@@ -71,9 +71,19 @@ func TestClientAgainstTheAPI(t *testing.T) {
 				if err != nil || got.Status != queue.StatusCompleted {
 					t.Fatalf("get: %+v %v", got, err)
 				}
-				vs, err := c.History(ctx, res.Task.ID)
-				if err != nil || len(vs) != 4 || vs[0].Task.Status != queue.StatusPending || vs[2].Task.Status != queue.StatusRunning || vs[3].Task.Status != queue.StatusCompleted {
+				h, err := c.History(ctx, res.Task.ID, queue.HistoryRequest{})
+				vs := h.Versions
+				if err != nil || len(vs) != 4 || vs[0].Task.Status != queue.StatusPending || vs[2].Task.Status != queue.StatusRunning || vs[3].Task.Status != queue.StatusCompleted || h.NextCursor != "" {
 					t.Fatalf("history: %d versions %v", len(vs), err)
+				}
+				// In pages of 3: the cursor carries on where the page ended.
+				p1, err := c.History(ctx, res.Task.ID, queue.HistoryRequest{Limit: 3})
+				if err != nil || len(p1.Versions) != 3 || p1.NextCursor != vs[2].VersionID {
+					t.Fatalf("first page: %+v %v", p1, err)
+				}
+				p2, err := c.History(ctx, res.Task.ID, queue.HistoryRequest{Limit: 3, Cursor: p1.NextCursor})
+				if err != nil || len(p2.Versions) != 1 || p2.Versions[0].VersionID != vs[3].VersionID || p2.NextCursor != "" {
+					t.Fatalf("second page: %+v %v", p2, err)
 				}
 			})
 

@@ -220,13 +220,26 @@ type Version struct {
 	Task       Task      `json:"task"`
 }
 
-// History returns every version of a task's record, oldest first.
-func (c *Client) History(ctx context.Context, id string) ([]Version, error) {
-	var res struct {
-		Versions []Version `json:"versions"`
+// HistoryResult is one page of a task's history.
+type HistoryResult struct {
+	Versions   []Version `json:"versions"`
+	NextCursor string    `json:"next_cursor,omitempty"`
+}
+
+// History returns one page of the versions of a task's record, oldest
+// first: req.Limit of them (the server's default, 100, when 0), from
+// req.Cursor, a previous page's NextCursor.
+func (c *Client) History(ctx context.Context, id string, req queue.HistoryRequest) (HistoryResult, error) {
+	q := url.Values{}
+	if req.Cursor != "" {
+		q.Set("cursor", req.Cursor)
 	}
-	_, err := c.doRetry(ctx, http.MethodGet, "/tasks/"+url.PathEscape(id)+"/history", nil, nil, &res)
-	return res.Versions, err
+	if req.Limit > 0 {
+		q.Set("limit", strconv.Itoa(req.Limit))
+	}
+	var res HistoryResult
+	_, err := c.doRetry(ctx, http.MethodGet, "/tasks/"+url.PathEscape(id)+"/history", q, nil, &res)
+	return res, err
 }
 
 // taskOp posts op on task id. Lease operations (retry true) are sent

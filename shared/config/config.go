@@ -15,8 +15,13 @@
 //	                       events; none: the events go to the log
 //	S3Q_ARTIFACT_TTL       lifetime of a presigned artifact URL before the task's deadline
 //	                       bounds it (default 1h)
+//	S3Q_MAX_ARTIFACT_BYTES the largest artifact an upload URL accepts, in bytes (default
+//	                       104857600, 100 MiB; at most 5 GiB, S3's limit for one PUT)
 //	S3Q_METRICS_NAMESPACE  CloudWatch namespace of the EMF metrics (default s3q; the stack
 //	                       sets s3q/<env>)
+//	S3Q_MAX_WAIT           the longest "wait" a submit or a claim long-poll may ask for; a
+//	                       longer one is refused with a 400 naming wait (default 25s;
+//	                       the stack sets its maxWaitSeconds)
 //
 // Per-task-type defaults (ttl, ttl_from, max_attempts, timeout) come from
 // config/task_types.json in the bucket (package tasktypes), not from the
@@ -47,8 +52,17 @@ const (
 	EnvLogLevel         = "S3Q_LOG_LEVEL"
 	EnvEventBus         = "S3Q_EVENT_BUS"
 	EnvArtifactTTL      = "S3Q_ARTIFACT_TTL"
+	EnvMaxArtifactBytes = "S3Q_MAX_ARTIFACT_BYTES"
 	EnvMetricsNamespace = "S3Q_METRICS_NAMESPACE"
+	EnvMaxWait          = "S3Q_MAX_WAIT"
 )
+
+// DefaultMaxWait is MaxWait when S3Q_MAX_WAIT is not set: under API
+// Gateway's 30 s limit with room for the answer.
+const DefaultMaxWait = 25 * time.Second
+
+// MaxMaxWait is the most S3Q_MAX_WAIT may be: Lambda's longest run.
+const MaxMaxWait = 15 * time.Minute
 
 // MaxShards is the most index shards a deployment may use.
 const MaxShards = 256
@@ -79,9 +93,18 @@ type Config struct {
 	// ArtifactTTL is artifact_ttl: how long a presigned artifact URL lives
 	// before the task's deadline bounds it. Defaults to 1h.
 	ArtifactTTL time.Duration
+	// MaxArtifactBytes is the largest artifact an upload URL accepts: an
+	// upload request declares its size, at most this, and the URL is
+	// signed for exactly that Content-Length. Defaults to 100 MiB.
+	MaxArtifactBytes int64
 	// MetricsNamespace is the CloudWatch namespace of the EMF metrics.
 	// Defaults to "s3q".
 	MetricsNamespace string
+	// MaxWait is the longest "wait" of a submit or a claim long-poll the
+	// API accepts; a longer one is a 400 invalid_input naming wait. Each
+	// second of a wait holds a function invocation (and its memory) for
+	// that second. Defaults to DefaultMaxWait (25s).
+	MaxWait time.Duration
 }
 
 // FieldError is one invalid environment variable.
@@ -112,7 +135,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		Shards:   1,
 
 		ArtifactTTL:      artifacts.DefaultTTL,
+		MaxArtifactBytes: artifacts.DefaultMaxBytes,
 		MetricsNamespace: "s3q",
+		MaxWait:          DefaultMaxWait,
 	}
 	switch {
 	case c.Bucket == "":
@@ -149,6 +174,25 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			bad(EnvArtifactTTL, "%q must be more than 0 (empty means %s)", s, queue.FormatDuration(artifacts.DefaultTTL))
 		default:
 			c.ArtifactTTL = d
+		}
+	}
+	if s := get(EnvMaxWait); s != "" {
+		d, err := queue.ParseDuration(s)
+		switch {
+		case err != nil:
+			bad(EnvMaxWait, "%q is not a duration such as 20s", s)
+		case d <= 0 || d > MaxMaxWait:
+			bad(EnvMaxWait, "%q must be more than 0 and at most %s (empty means %s)", s, queue.FormatDuration(MaxMaxWait), queue.FormatDuration(DefaultMaxWait))
+		default:
+			c.MaxWait = d
+		}
+	}
+	if s := get(EnvMaxArtifactBytes); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 1 || n > artifacts.MaxPutBytes {
+			bad(EnvMaxArtifactBytes, "%q is not a number of bytes from 1 to %d (empty means %d, 100 MiB)", s, artifacts.MaxPutBytes, artifacts.DefaultMaxBytes)
+		} else {
+			c.MaxArtifactBytes = n
 		}
 	}
 	if s := get(EnvMetricsNamespace); s != "" {

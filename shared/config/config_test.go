@@ -18,31 +18,37 @@ func TestFromEnv(t *testing.T) {
 			"S3Q_BUCKET": "my-bucket", "S3Q_PREFIX": "dev/", "S3Q_ENDPOINT": "http://127.0.0.1:7070",
 			"AWS_REGION": "eu-west-1", "S3Q_DEFAULT_TTL": "7d", "S3Q_SHARDS": "4", "S3Q_LOG_LEVEL": "debug",
 			"S3Q_EVENT_BUS": "s3q-dev", "S3Q_ARTIFACT_TTL": "30m", "S3Q_METRICS_NAMESPACE": "s3q/dev",
+			"S3Q_MAX_WAIT":           "10s",
+			"S3Q_MAX_ARTIFACT_BYTES": "1048576",
 		}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := config.Config{Bucket: "my-bucket", Prefix: "dev/", Endpoint: "http://127.0.0.1:7070", Region: "eu-west-1",
-			DefaultTTL: 7 * 24 * time.Hour, Shards: 4, LogLevel: slog.LevelDebug, EventBus: "s3q-dev", ArtifactTTL: 30 * time.Minute, MetricsNamespace: "s3q/dev"}
+			DefaultTTL: 7 * 24 * time.Hour, Shards: 4, LogLevel: slog.LevelDebug, EventBus: "s3q-dev", ArtifactTTL: 30 * time.Minute, MetricsNamespace: "s3q/dev",
+			MaxWait:          10 * time.Second,
+			MaxArtifactBytes: 1 << 20}
 		if c != want {
 			t.Errorf("got %+v\nwant %+v", c, want)
 		}
 	})
 	t.Run("only_the_bucket_is_required", func(t *testing.T) {
 		c, err := config.FromEnv(env(map[string]string{"S3Q_BUCKET": "b12"}))
-		if err != nil || c.Shards != 1 || c.LogLevel != slog.LevelInfo || c.DefaultTTL != 0 || c.EventBus != "" || c.ArtifactTTL != time.Hour || c.MetricsNamespace != "s3q" {
+		if err != nil || c.Shards != 1 || c.LogLevel != slog.LevelInfo || c.DefaultTTL != 0 || c.EventBus != "" || c.ArtifactTTL != time.Hour || c.MetricsNamespace != "s3q" || c.MaxWait != 25*time.Second &&
+			c.MaxArtifactBytes != 100<<20 {
 			t.Errorf("got %+v, %v", c, err)
 		}
 	})
 	t.Run("every_problem_is_reported_at_once_naming_its_variable", func(t *testing.T) {
 		_, err := config.FromEnv(env(map[string]string{
 			"S3Q_PREFIX": "dev", "S3Q_ENDPOINT": "localhost:7070", "S3Q_DEFAULT_TTL": "soon",
-			"S3Q_SHARDS": "0", "S3Q_LOG_LEVEL": "loud", "S3Q_ARTIFACT_TTL": "0", "S3Q_METRICS_NAMESPACE": "AWS/Lambda",
+			"S3Q_SHARDS": "0", "S3Q_LOG_LEVEL": "loud", "S3Q_ARTIFACT_TTL": "0", "S3Q_METRICS_NAMESPACE": "AWS/Lambda", "S3Q_MAX_WAIT": "1h",
+			"S3Q_MAX_ARTIFACT_BYTES": "100MiB",
 		}))
 		if err == nil {
 			t.Fatal("no error")
 		}
-		for _, v := range []string{"S3Q_BUCKET is required", "S3Q_PREFIX", "S3Q_ENDPOINT", "S3Q_DEFAULT_TTL", "S3Q_SHARDS", "S3Q_LOG_LEVEL", "S3Q_ARTIFACT_TTL", "S3Q_METRICS_NAMESPACE"} {
+		for _, v := range []string{"S3Q_BUCKET is required", "S3Q_PREFIX", "S3Q_ENDPOINT", "S3Q_DEFAULT_TTL", "S3Q_SHARDS", "S3Q_LOG_LEVEL", "S3Q_ARTIFACT_TTL", "S3Q_METRICS_NAMESPACE", "S3Q_MAX_WAIT", "S3Q_MAX_ARTIFACT_BYTES"} {
 			if !strings.Contains(err.Error(), v) {
 				t.Errorf("the error does not mention %s: %v", v, err)
 			}
@@ -56,6 +62,13 @@ func TestFromEnv(t *testing.T) {
 		for _, b := range []string{"ab", "My_Bucket", "-lead", "a/b"} {
 			if _, err := config.FromEnv(env(map[string]string{"S3Q_BUCKET": b})); err == nil {
 				t.Errorf("bucket %q accepted", b)
+			}
+		}
+	})
+	t.Run("max_wait_is_more_than_0_and_at_most_15m", func(t *testing.T) {
+		for _, w := range []string{"0", "-1s", "16m", "soon"} {
+			if _, err := config.FromEnv(env(map[string]string{"S3Q_BUCKET": "bkt", "S3Q_MAX_WAIT": w})); err == nil || !strings.Contains(err.Error(), "S3Q_MAX_WAIT") {
+				t.Errorf("S3Q_MAX_WAIT=%s: %v", w, err)
 			}
 		}
 	})

@@ -67,9 +67,10 @@ func (c Config) Open(ctx context.Context) (store.Store, *queue.Queue, error) {
 // Artifacts returns the service that hands out presigned artifact URLs
 // for the tasks of q (a queue on this configuration's bucket), signed by
 // client (from S3Client: the URLs then point at Endpoint when it is set),
-// with URLs living ArtifactTTL before the task's deadline bounds them.
+// with URLs living ArtifactTTL before the task's deadline bounds them and
+// uploads of at most MaxArtifactBytes.
 func (c Config) Artifacts(q *queue.Queue, client *s3.Client) *artifacts.Service {
-	return artifacts.New(q, client, c.Bucket, c.Prefix, artifacts.Options{TTL: c.ArtifactTTL})
+	return artifacts.New(q, client, c.Bucket, c.Prefix, artifacts.Options{TTL: c.ArtifactTTL, MaxBytes: c.MaxArtifactBytes})
 }
 
 // AWS returns the AWS SDK configuration for services other than S3: the

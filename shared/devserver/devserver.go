@@ -73,6 +73,11 @@ type Options struct {
 	Shards     int
 	DefaultTTL time.Duration
 
+	// MaxWait is the longest "wait" of a submit or a claim long-poll, as
+	// S3Q_MAX_WAIT is on Lambda; a longer one is a 400 naming wait.
+	// Defaults to 25s (api.DefaultMaxWait).
+	MaxWait time.Duration
+
 	// TickInterval is how often sweep-expired and schedule-tick fire.
 	// Defaults to DefaultTickInterval (60s), as in the deployed stack.
 	TickInterval time.Duration
@@ -145,6 +150,7 @@ func Run(ctx context.Context, opts Options) error {
 		Publisher: events.Multi(events.Log{Logger: opts.Logger}, ring),
 		Artifacts: artifacts.New(q, st.client, opts.Bucket, opts.Prefix, artifacts.Options{}),
 		Scheduler: schedule.New(counted, q, schedule.Options{}),
+		MaxWait:   opts.MaxWait,
 	}
 	if opts.Wire != nil {
 		opts.Wire(&deps)

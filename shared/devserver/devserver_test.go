@@ -296,7 +296,7 @@ func TestDevServerEventsAndArtifacts(t *testing.T) {
 	t.Run("artifact_urls_point_at_the_dev_s3_server", func(t *testing.T) {
 		_, sub := call(t, "POST", d.url+"/tasks", `{"task_type":"render","ttl":"1h"}`)
 		id := field(sub, "task", "id").(string)
-		status, up := call(t, "POST", d.url+"/tasks/"+id+"/artifacts", `{"name":"out.txt"}`)
+		status, up := call(t, "POST", d.url+"/tasks/"+id+"/artifacts", `{"name":"out.txt","size":5}`)
 		if status != 201 {
 			t.Fatalf("POST artifacts: %d %v", status, up)
 		}
@@ -320,4 +320,22 @@ func TestDevServerEventsAndArtifacts(t *testing.T) {
 			t.Fatalf("GET through the URL: %d %q", resp.StatusCode, b)
 		}
 	})
+}
+
+// --max-wait bounds the waits of the dev server's API as S3Q_MAX_WAIT does
+// on Lambda: a longer one is a 400 naming wait.
+func TestDevServerMaxWait(t *testing.T) {
+	d := start(t, devserver.Options{MaxWait: 2 * time.Second})
+	for _, c := range []struct{ path, body string }{
+		{"/claim", `{"wait":"3s"}`},
+		{"/tasks", `{"task_type":"a.b","wait":"3s"}`},
+	} {
+		status, body := call(t, "POST", d.url+c.path, c.body)
+		if status != 400 || field(body, "error", "field") != "wait" {
+			t.Errorf("POST %s %s: %d %v", c.path, c.body, status, body)
+		}
+	}
+	if status, _ := call(t, "POST", d.url+"/claim", `{"wait":"1s"}`); status != 204 {
+		t.Errorf("a 1s wait: %d, want 204", status)
+	}
 }

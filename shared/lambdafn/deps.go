@@ -15,9 +15,13 @@ import (
 // config/task_types.json and S3Q_DEFAULT_TTL), a JSON logger and the EMF
 // metrics both writing to w (os.Stdout in Lambda, where CloudWatch Logs
 // picks them up), the artifact service (presigned URLs signed by the
-// process's credentials), and the event publisher (the EventBridge bus
+// process's credentials), the longest wait (S3Q_MAX_WAIT), and the event
+// publisher (the EventBridge bus
 // S3Q_EVENT_BUS, else the log) and the scheduler of the cron schedules.
-// It makes no request. Sweep and Tick are left for the caller to wire:
+// The queue, the scheduler and the task-type defaults all work through one
+// reqcount-wrapped store (Queue.Store()), so every request of an HTTP
+// request or a timer run is in its log line's s3_requests. It makes no
+// request. Sweep and Tick are left for the caller to wire:
 // NewSweep(deps) is the sweep, NewTick(deps) the tick.
 func DepsFromConfig(ctx context.Context, c config.Config, w io.Writer) (Deps, error) {
 	client, err := c.S3Client(ctx)
@@ -38,6 +42,7 @@ func DepsFromConfig(ctx context.Context, c config.Config, w io.Writer) (Deps, er
 		Publisher: pub,
 		Metrics:   metrics.New(w, c.MetricsNamespace),
 		Artifacts: c.Artifacts(q, client),
-		Scheduler: schedule.New(s, q, schedule.Options{}),
+		Scheduler: schedule.New(q.Store(), q, schedule.Options{}),
+		MaxWait:   c.MaxWait,
 	}, nil
 }

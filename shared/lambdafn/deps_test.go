@@ -14,9 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
 	"github.com/s3q/s3q/shared/config"
 	"github.com/s3q/s3q/shared/lambdafn"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/tasktypes"
 )
 
@@ -267,4 +270,112 @@ func TestSweepExpiredWiredFromConfig(t *testing.T) {
 			t.Errorf("task_ttl_seconds lines: %v\n%s", got, out.String())
 		}
 	})
+}
+
+// The scheduler works through the same counted store as the queue, so the
+// tick's requests (and the schedule routes') are in its s3_requests.
+func TestScheduleTickCountsItsRequests(t *testing.T) {
+	c := fromEnv(t, nil)
+	d, err := lambdafn.DepsFromConfig(t.Context(), c, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Tick = lambdafn.NewTick(d)
+	// Nothing due: the tick makes one LIST of due/, and says so.
+	if rep := invokeTimer(t, "schedule-tick", d); rep.S3Requests != 1 {
+		t.Fatalf("an idle tick counted %d requests, want 1 (the LIST of due/)", rep.S3Requests)
+	}
+	if _, err := d.Scheduler.Create(t.Context(), schedule.Request{ID: "every-minute", TaskType: "email.send", Cron: "* * * * *"},
+		eventTime.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	rep := invokeTimer(t, "schedule-tick", d)
+	if fired := rep.Result.(map[string]any)["fired"]; fired != 1.0 || rep.S3Requests < 5 {
+		t.Fatalf("a tick that fired %v counted %d requests: %+v", fired, rep.S3Requests, rep)
+	}
+}
+
+// Each request's log line says who made it: API Gateway's request id (as
+// in the access log), the Lambda invocation's id, and the caller's ARN.
+func TestTheRequestLogLineNamesTheCaller(t *testing.T) {
+	c := fromEnv(t, nil)
+	var out bytes.Buffer
+	d, err := lambdafn.DepsFromConfig(t.Context(), c, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := lambdafn.New("claim", d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := lambdacontext.NewContext(t.Context(), &lambdacontext.LambdaContext{AwsRequestID: "8f5e1c2a-0000-4000-8000-000000000001"})
+	if _, err := h.Invoke(ctx, readEvent(t, "claim.json", "", "")); err != nil {
+		t.Fatal(err)
+	}
+	var line map[string]any
+	for _, l := range lines(t, &out) {
+		if l["msg"] == "request" {
+			line = l
+		}
+	}
+	want := map[string]any{
+		"route": "POST /claim", "status": 204.0, "request_id": "JkKh2gEXoAMEbXA=", "lambda_request_id": "8f5e1c2a-0000-4000-8000-000000000001",
+		"caller_arn": "arn:aws:sts::123456789012:assumed-role/s3q-worker/worker-1", "caller_account": "123456789012",
+	}
+	for k, v := range want {
+		if line[k] != v {
+			t.Errorf("%s = %v, want %v in %v", k, line[k], v, line)
+		}
+	}
+}
+
+// S3Q_MAX_WAIT bounds the wait of a submit and of a claim: a longer one is
+// a 400 naming wait, and nothing is submitted.
+func TestMaxWaitFromTheEnvironment(t *testing.T) {
+	c := fromEnv(t, map[string]string{"S3Q_MAX_WAIT": "500ms"})
+	d, err := lambdafn.DepsFromConfig(t.Context(), c, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for fn, file := range map[string]string{"submit": "submit-wait.json", "claim": "claim.json"} {
+		ev := readEvent(t, file, "", "")
+		if fn == "claim" {
+			ev = bytes.Replace(ev, []byte(`\"max_tasks\":1`), []byte(`\"max_tasks\":1,\"wait\":\"1s\"`), 1)
+		}
+		resp, body := invoke(t, fn, d, ev)
+		if resp.StatusCode != 400 || dig(body, "error.field") != "wait" || !strings.Contains(resp.Body, "500ms") {
+			t.Errorf("%s with a wait of 1s: %d %s", fn, resp.StatusCode, resp.Body)
+		}
+	}
+	if l, err := d.Queue.List(t.Context(), queue.ListRequest{Status: queue.StatusPending}); err != nil || len(l.Tasks) != 0 {
+		t.Errorf("a refused submit left tasks: %+v %v", l, err)
+	}
+}
+
+// A timer's log line says which rule fired it and which invocation ran it.
+func TestTheTimerLogLineNamesTheRuleAndTheInvocation(t *testing.T) {
+	c := fromEnv(t, nil)
+	var out bytes.Buffer
+	d, err := lambdafn.DepsFromConfig(t.Context(), c, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Tick = lambdafn.NewTick(d)
+	h, err := lambdafn.New("schedule-tick", d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := lambdacontext.NewContext(t.Context(), &lambdacontext.LambdaContext{AwsRequestID: "8f5e1c2a-0000-4000-8000-000000000002"})
+	if _, err := h.Invoke(ctx, readEvent(t, "schedule-tick.json", "", "")); err != nil {
+		t.Fatal(err)
+	}
+	var line map[string]any
+	for _, l := range lines(t, &out) {
+		if l["msg"] == "timer" {
+			line = l
+		}
+	}
+	if line["caller_arn"] != "arn:aws:events:us-east-1:123456789012:rule/s3q-dev-schedule-tick" || line["lambda_request_id"] != "8f5e1c2a-0000-4000-8000-000000000002" {
+		t.Errorf("timer line %v", line)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -21,7 +22,10 @@ type httpFunction struct {
 }
 
 func newHTTP(name string, d Deps) *httpFunction {
-	opts := api.Options{Now: d.Now, Logger: d.Logger, Routes: routes[name], Artifacts: d.Artifacts, Schedules: d.Scheduler}
+	opts := api.Options{
+		Now: d.Now, Logger: slog.New(callerHandler{d.Logger.Handler()}), Routes: routes[name],
+		Artifacts: d.Artifacts, Schedules: d.Scheduler, MaxWait: d.MaxWait,
+	}
 	if d.Metrics != nil {
 		opts.OnSubmit = func(tasks []queue.Task, now time.Time) {
 			if err := d.Metrics.SubmitTTL(tasks, now); err != nil {
@@ -34,8 +38,10 @@ func newHTTP(name string, d Deps) *httpFunction {
 
 // handle serves one API Gateway HTTP API event. It never returns an error:
 // a request that cannot be made from the event is a 400, anything else is
-// answered by the API (which never panics).
+// answered by the API (which never panics). The request's log line carries
+// API Gateway's request id and the caller (see callerHandler).
 func (f *httpFunction) handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	ctx = withCaller(ctx, ev)
 	r, err := RequestFromEvent(ctx, ev)
 	if err != nil {
 		body := `{"error":{"code":"invalid_input","message":` + quote(err.Error()) + `}}`

@@ -138,6 +138,10 @@ type Deps struct {
 	// Scheduler serves the schedules function's routes and is the tick's
 	// work. Defaults to none: the schedule routes answer 404.
 	Scheduler *schedule.Scheduler
+	// MaxWait is the longest "wait" of a submit or a claim long-poll
+	// (S3Q_MAX_WAIT); a longer one is a 400 naming wait. Defaults to
+	// api.DefaultMaxWait.
+	MaxWait time.Duration
 }
 
 // New returns the handler of the named function, ready for lambda.Start

@@ -15,12 +15,13 @@ import (
 // NewSweep returns the work of sweep-expired over d.Queue (required): one
 // queue.Queue.Sweep at the event's time, its events delivered by
 // d.Publisher (the log when nil), then, when d.Metrics is set, its
-// metrics: the sweep's line (duration, requests, tasks_expired,
+// metrics: the sweep's line (SweepIncomplete, duration, requests, tasks_expired,
 // tasks_near_expiration, ...), tasks_expired_total by task type, and
 // tasks_dead_lettered_total by task type (from the Task Dead-Lettered
 // events it delivered). A metric that cannot be written is logged and
 // does not fail the sweep. The report is the queue.SweepReport. The sweep
-// stops 3s before the invocation's deadline and the next one carries on.
+// stops 3s before the invocation's deadline and the next one carries on;
+// such a sweep also logs a warning with "incomplete": true.
 func NewSweep(d Deps) TimerFunc {
 	logger := d.Logger
 	if logger == nil {
@@ -33,6 +34,10 @@ func NewSweep(d Deps) TimerFunc {
 	return func(ctx context.Context, now time.Time) (any, error) {
 		dl := &deadLetters{pub: pub, byType: map[string]int{}}
 		rep, err := d.Queue.Sweep(ctx, now, queue.SweepOptions{Publisher: dl})
+		if rep.Incomplete {
+			logger.WarnContext(ctx, "sweep incomplete: work left for the next sweep", "incomplete", true,
+				"queues_due", rep.QueuesDue, "queues", rep.Queues, "events_sent", rep.EventsSent, "errors", rep.Errors)
+		}
 		if d.Metrics != nil {
 			if merr := d.Metrics.Sweep(rep, now); merr != nil {
 				logger.WarnContext(ctx, "write sweep metrics", "error", merr)

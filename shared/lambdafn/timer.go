@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/s3q/s3q/shared/reqcount"
 )
@@ -70,6 +71,14 @@ func (f *timerFunction) handle(ctx context.Context, ev events.EventBridgeEvent) 
 	}
 	if ev.ID != "" {
 		attrs = append(attrs, slog.String("event_id", ev.ID))
+	}
+	// Who ran it: the rule that fired (the caller of a timer), and the
+	// Lambda invocation.
+	if len(ev.Resources) > 0 {
+		attrs = append(attrs, slog.String("caller_arn", ev.Resources[0]))
+	}
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		attrs = append(attrs, slog.String("lambda_request_id", lc.AwsRequestID))
 	}
 	if err != nil {
 		f.d.Logger.LogAttrs(ctx, slog.LevelError, "timer", append(attrs, slog.String("error", err.Error()))...)

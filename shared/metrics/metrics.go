@@ -139,7 +139,13 @@ func (e *Emitter) Emit(at time.Time, dims map[string]string, metrics []Metric, p
 	}
 }
 
-// Sweep writes the metrics of one sweep: sweep_duration (ms),
+// SweepIncompleteMetric is 1 for a sweep that stopped with work left
+// (its time ran out, or an index head was longer than a sweep reads) and
+// 0 for one that finished; the stack's alarm watches it.
+const SweepIncompleteMetric = "SweepIncomplete"
+
+// Sweep writes the metrics of one sweep: SweepIncomplete (1 or 0),
+// sweep_duration (ms),
 // sweep_requests and sweep_list_requests, tasks_expired (this sweep, all
 // types), tasks_near_expiration (deadlines due within the sweep's window,
 // from the index heads it read), events_sent, events_failed,
@@ -151,11 +157,17 @@ func (e *Emitter) Sweep(rep queue.SweepReport, at time.Time) error {
 	one := func(name, unit string, v float64) Metric { return Metric{Name: name, Unit: unit, Values: []float64{v}} }
 	props := map[string]any{
 		"event": "sweep", "incomplete": rep.Incomplete, "errors": rep.Errors, "queues": rep.Queues,
+		"queues_due": rep.QueuesDue, "wakeups_deleted": rep.WakeupsDeleted,
 		"expired_by_parent": rep.ExpiredByParent, "cancel_requested": rep.CancelRequested,
 		"stale_markers": rep.StaleMarkers, "conflicts": rep.Conflicts, "artifacts_deleted": rep.ArtifactsDeleted,
 		"requests_get": rep.Requests.Get + rep.Requests.Head, "requests_put": rep.Requests.Put, "requests_delete": rep.Requests.Delete,
 	}
+	incomplete := 0.0
+	if rep.Incomplete {
+		incomplete = 1
+	}
 	err := e.Emit(at, nil, []Metric{
+		one(SweepIncompleteMetric, Count, incomplete),
 		one("sweep_duration", Milliseconds, float64(rep.Duration)/float64(time.Millisecond)),
 		one("sweep_requests", Count, float64(rep.Requests.Total())),
 		one("sweep_list_requests", Count, float64(rep.Requests.List)),

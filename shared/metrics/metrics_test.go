@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,7 +80,8 @@ func TestSweepWritesItsMetricsAndExpiredByType(t *testing.T) {
 	}
 	s := docs[0]
 	if s["sweep_duration"] != 1500.0 || s["sweep_requests"] != 26.0 || s["sweep_list_requests"] != 2.0 ||
-		s["tasks_expired"] != 4.0 || s["tasks_near_expiration"] != 7.0 || s["events_sent"] != 4.0 || s["service"] != "s3q" {
+		s["tasks_expired"] != 4.0 || s["tasks_near_expiration"] != 7.0 || s["events_sent"] != 4.0 || s["service"] != "s3q" ||
+		s[metrics.SweepIncompleteMetric] != 0.0 || s["incomplete"] != false {
 		t.Fatalf("sweep line: %v", s)
 	}
 	if docs[1]["task_type"] != "mail" || docs[1]["tasks_expired_total"] != 3.0 || docs[2]["task_type"] != "report" {
@@ -88,6 +90,25 @@ func TestSweepWritesItsMetricsAndExpiredByType(t *testing.T) {
 	dims := docs[1]["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)["Dimensions"]
 	if b, _ := json.Marshal(dims); string(b) != `[["service","task_type"]]` {
 		t.Fatalf("dimensions %s", b)
+	}
+}
+
+func TestAnIncompleteSweepWritesSweepIncompleteOne(t *testing.T) {
+	var buf bytes.Buffer
+	e := metrics.New(&buf, "")
+	if err := e.Sweep(queue.SweepReport{Incomplete: true, QueuesDue: 9, Queues: 4}, t0); err != nil {
+		t.Fatal(err)
+	}
+	s := lines(t, buf.String())[0]
+	if s["SweepIncomplete"] != 1.0 || s["incomplete"] != true || s["queues_due"] != 9.0 || s["queues"] != 4.0 {
+		t.Fatalf("sweep line: %v", s)
+	}
+	var names []string
+	for _, m := range s["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)["Metrics"].([]any) {
+		names = append(names, m.(map[string]any)["Name"].(string))
+	}
+	if !slices.Contains(names, "SweepIncomplete") {
+		t.Fatalf("metrics %v lack SweepIncomplete", names)
 	}
 }
 

@@ -19,10 +19,12 @@ import (
 //	                                         pending with a deadline (the marker stays while it runs)
 //	dedup/{queue}/{sha256(key)}              dedup pointer
 //	sweep/{time}_{kind}_{subject}            the sweep index, one LIST reads its head:
-//	  sweep/20000101T000000.000000Z_queue_{name}   queue registry (sorts first, never deleted)
 //	  sweep/{lease_exp}_lease_{id}           a running task parked by the sweep (its index_key)
 //	  sweep/{at}_event_{id}                  outbox: follow-up work owed since a transition at {at}
 //	  sweep/{gc_at}_artifacts_{id}           the task's artifacts fall due for deletion
+//	  sweep/20000101T000000.000000Z_queue_{name}   the old queue registry: read once as a wake-up, then deleted
+//	sweep/wake/{minute}_{queue}              wake-up: the queue may hold a deadline/ marker due from {minute}
+//	status/{status}/{queue}/{id}             a task in a rare status (failed, expired, cancelled)
 //	children/{parent_id}.flag                the task has (had) children
 //	children/{parent_id}/{child_id}          a child that is not terminal
 //	artifacts/{id}/{name}                    artifacts (presigned URLs)
@@ -35,7 +37,16 @@ const (
 	// and sorts by time, so one LIST from the start reads the head of all
 	// the sweep's work at once (parked leases, the event outbox, artifact
 	// deletion, and the queue registry, which sorts first).
-	prefixSweep     = "sweep/"
+	prefixSweep = "sweep/"
+	// prefixWake holds the wake-ups of the deadline index: a key per
+	// queue and minute in which one of its deadline/ markers falls due,
+	// written before the marker. It sorts after every time key of
+	// prefixSweep (a digit), so a LIST of the sweep index's head never
+	// reads into it.
+	prefixWake = "sweep/wake/"
+	// prefixStatus is the index of the rare statuses, so that listing
+	// failed, expired or cancelled tasks reads them and not every record.
+	prefixStatus    = "status/"
 	prefixChildren  = "children/"
 	prefixArtifacts = "artifacts/"
 )
@@ -52,8 +63,9 @@ const (
 	sweepEvent = "event"
 	// sweepArtifacts says a task's artifacts fall due for deletion at time.
 	sweepArtifacts = "artifacts"
-	// sweepQueue is the queue registry: one key per queue ever submitted
-	// to, at minTime so that it heads every listing. Never deleted.
+	// sweepQueue is the old queue registry (one key per queue ever
+	// submitted to, at minTime). No longer written: the sweep reads each
+	// as a wake-up of its queue and deletes it.
 	sweepQueue = "queue"
 )
 
@@ -129,8 +141,74 @@ func sweepKey(at time.Time, kind, subject string) string {
 // outboxKey returns the outbox entry of a transition of t (at t.UpdatedAt).
 func outboxKey(t *Task) string { return sweepKey(t.UpdatedAt, sweepEvent, t.ID) }
 
-// queueKey returns the registry entry of a queue.
-func queueKey(name string) string { return sweepKey(minTime, sweepQueue, name) }
+// wakeKey returns the wake-up of a queue's deadline index for the minute
+// holding at: sweep/wake/{minute}_{queue}.
+func wakeKey(queue string, at time.Time) string {
+	return prefixWake + keyTime(at.Truncate(time.Minute)) + "_" + queue
+}
+
+// wakeEntry is a parsed wake-up: from at on, the sweep reads the head of
+// queue's deadline index.
+type wakeEntry struct {
+	key   string
+	at    time.Time
+	queue string
+}
+
+// parseWakeKey parses a sweep/wake/ key. It returns false for anything
+// else, which the sweep skips.
+func parseWakeKey(key string) (wakeEntry, bool) {
+	rest, ok := strings.CutPrefix(key, prefixWake)
+	if !ok {
+		return wakeEntry{}, false
+	}
+	ts, name, ok := strings.Cut(rest, "_")
+	if !ok || !reQueue.MatchString(name) {
+		return wakeEntry{}, false
+	}
+	at, err := parseKeyTime(ts)
+	if err != nil {
+		return wakeEntry{}, false
+	}
+	return wakeEntry{key: key, at: at, queue: name}, true
+}
+
+// queueOfMarker returns the queue of a deadline/ or ready/ marker key.
+func queueOfMarker(key string) string {
+	for _, p := range []string{prefixDeadline, prefixReady} {
+		if rest, ok := strings.CutPrefix(key, p); ok {
+			name, _, _ := strings.Cut(rest, "/")
+			return name
+		}
+	}
+	return ""
+}
+
+// indexedStatus reports whether tasks in status s have a status/ marker:
+// the rare ones, failed (dead-lettered), expired and cancelled. Completed
+// is the common end and pending and running move too often; listing them
+// scans the records, a bounded number per call.
+func indexedStatus(s Status) bool {
+	return s == StatusFailed || s == StatusExpired || s == StatusCancelled
+}
+
+// statusKey returns the status/ marker of a task in an indexed status, or
+// "" for any other status: status/{status}/{queue}/{id}.
+func statusKey(t *Task) string {
+	if !indexedStatus(t.Status) {
+		return ""
+	}
+	return statusPrefix(t.Status, t.Queue) + t.ID
+}
+
+// statusPrefix returns the prefix of the status/ markers of status in
+// queue, or of every queue when queue is "".
+func statusPrefix(status Status, queue string) string {
+	if queue == "" {
+		return prefixStatus + string(status) + "/"
+	}
+	return prefixStatus + string(status) + "/" + queue + "/"
+}
 
 // childKey returns the marker that lists a child under its parent while
 // the child is not terminal: children/{parent_id}/{child_id}.

@@ -102,8 +102,8 @@ type Queue struct {
 	// listing holds, per index prefix, the channel a LIST in flight
 	// closes when it is done.
 	listing map[string]chan struct{}
-	// queues are the queues this Queue has registered (see register).
-	queues map[string]bool
+	// wakes are the wake-up keys this Queue has written (see wake).
+	wakes map[string]bool
 	// parents are the tasks this Queue has flagged as parents.
 	parents map[string]bool
 	// lastLoss is when a claim of this Queue last lost a race.
@@ -134,7 +134,7 @@ func New(s store.Store, opts Options) *Queue {
 		store: s, opts: opts,
 		bufs: make(map[string]*scanBuf), skip: make(map[string]time.Time), types: make(map[string]string),
 		listing: make(map[string]chan struct{}),
-		queues:  make(map[string]bool), parents: make(map[string]bool),
+		wakes:   make(map[string]bool), parents: make(map[string]bool),
 	}
 }
 
@@ -209,14 +209,16 @@ func encode(t *Task) ([]byte, error) {
 // before a transition that owes follow-up work (followUpDue: an event, a
 // cascade, artifact deletion), and a child's children/ marker exists while
 // the child is not terminal (written before it revives, deleted after it
-// finishes).
+// finishes), and a task in a rare status (failed, expired, cancelled) has
+// its status/ marker (written before it enters the status, deleted after
+// it leaves it).
 func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) (string, error) {
 	body, err := encode(next)
 	if err != nil {
 		return "", err
 	}
 	if next.IndexKey != "" && next.IndexKey != cur.IndexKey {
-		if err := q.putMarker(ctx, next.IndexKey); err != nil {
+		if err := q.putMarker(ctx, next.IndexKey, next.UpdatedAt); err != nil {
 			return "", err
 		}
 	}
@@ -227,6 +229,11 @@ func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) 
 	}
 	if next.ParentID != "" && cur.Status.Terminal() && !next.Status.Terminal() {
 		if err := q.putChildHints(ctx, next.ParentID, next.ID); err != nil {
+			return "", err
+		}
+	}
+	if k := statusKey(next); k != "" && next.Status != cur.Status {
+		if err := q.putHint(ctx, k); err != nil {
 			return "", err
 		}
 	}
@@ -255,6 +262,9 @@ func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) 
 	}
 	if next.ParentID != "" && !cur.Status.Terminal() && next.Status.Terminal() {
 		_ = q.store.Delete(ctx, childKey(next.ParentID, next.ID)) // best effort, as above
+	}
+	if k := statusKey(cur); k != "" && next.Status != cur.Status {
+		_ = q.store.Delete(ctx, k) // best effort, as above
 	}
 	return newETag, nil
 }
@@ -289,13 +299,50 @@ func (q *Queue) putHint(ctx context.Context, key string) error {
 	return nil
 }
 
-// putMarker writes an index marker. A write whose answer was lost is
+// putMarker writes an index marker at now; a deadline/ marker's queue
+// gets its wake-up first (see wake). A write whose answer was lost is
 // recognised on a re-read.
-func (q *Queue) putMarker(ctx context.Context, key string) error {
+func (q *Queue) putMarker(ctx context.Context, key string, now time.Time) error {
+	if m, ok := parseMarker(key); ok && !m.expires.IsZero() {
+		if err := q.wake(ctx, queueOfMarker(key), m.expires, now); err != nil {
+			return err
+		}
+	}
 	if _, err := store.PutOwn(ctx, q.store, key, nil); err != nil {
 		return fmt.Errorf("write marker %s: %w", key, err)
 	}
 	q.invalidate(key)
+	return nil
+}
+
+// wake writes the wake-up that makes the sweep read queue's deadline
+// index from the minute holding at (sweep/wake/{minute}_{queue}), before
+// a marker due at at is written: so the sweep reads only the heads of
+// queues that may hold something due, however many queue names exist.
+// One PUT per process, queue and minute: a Queue remembers what it wrote.
+//
+// The sweep deletes a wake-up only once its minute is StaleMarkerGrace
+// behind its now and the head it reads holds nothing due (see
+// sweep_queues.go). A remembered wake-up is trusted only while its minute
+// is at most a minute behind now, so a marker written on its strength is
+// always seen by the sweep that deletes it (clocks a minute apart aside).
+func (q *Queue) wake(ctx context.Context, queue string, at, now time.Time) error {
+	key := wakeKey(queue, at)
+	q.mu.Lock()
+	done := q.wakes[key]
+	q.mu.Unlock()
+	if done && !at.Truncate(time.Minute).Before(now.Add(-time.Minute)) {
+		return nil
+	}
+	if err := q.putHint(ctx, key); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	if len(q.wakes) >= maxSkip {
+		clear(q.wakes)
+	}
+	q.wakes[key] = true
+	q.mu.Unlock()
 	return nil
 }
 

@@ -86,10 +86,10 @@ type SubmitResult struct {
 }
 
 // Submit validates req, creates the task and returns it. Writes, in order:
-// the dedup pointer (if any), the queue's registry entry (once per process
-// and queue), the hints the task needs (for a child, its parent's flag and
-// its children/ marker; the outbox entry of a task expired on arrival), the index
-// marker, the record (create-only). A crash between them leaves at most a
+// the dedup pointer (if any), the hints the task needs (for a child, its
+// parent's flag and its children/ marker; the outbox entry of a task
+// expired on arrival), for a deadline its queue's wake-up (once per
+// process, queue and minute), the index marker, the record (create-only). A crash between them leaves at most a
 // stale hint or an orphaned dedup pointer, both repaired later; the task
 // exists once Submit returns. A bad field returns a *ValidationError and
 // writes nothing.
@@ -113,9 +113,6 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 	}
 	if req.ID != "" && !req.ReplayAnyRequest {
 		t.RequestHash = requestHash(req)
-	}
-	if err := q.register(ctx, t.Queue); err != nil {
-		return SubmitResult{}, err
 	}
 	if t.DedupKey != "" {
 		existing, dup, err := q.holdDedup(ctx, &t, now)
@@ -205,25 +202,6 @@ func requestHash(req SubmitRequest) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// register writes the queue's entry in the registry the sweep reads
-// (create-only, so it is written once per bucket), once per Queue.
-func (q *Queue) register(ctx context.Context, name string) error {
-	q.mu.Lock()
-	done := q.queues[name]
-	q.mu.Unlock()
-	if done {
-		return nil
-	}
-	exists := func([]byte) bool { return true } // whoever wrote it, it is there
-	if _, err := store.CreateOwn(ctx, q.store, queueKey(name), nil, exists); err != nil && !errors.Is(err, store.ErrPrecondition) {
-		return fmt.Errorf("register queue %s: %w", name, err)
-	}
-	q.mu.Lock()
-	q.queues[name] = true
-	q.mu.Unlock()
-	return nil
-}
-
 // create writes a new task's hints and marker, then its record. A record
 // that holds another body already returns store.ErrPrecondition.
 func (q *Queue) create(ctx context.Context, t *Task) error {
@@ -242,7 +220,12 @@ func (q *Queue) create(ctx context.Context, t *Task) error {
 		}
 	}
 	if t.IndexKey != "" {
-		if err := q.putMarker(ctx, t.IndexKey); err != nil {
+		if err := q.putMarker(ctx, t.IndexKey, t.UpdatedAt); err != nil {
+			return err
+		}
+	}
+	if k := statusKey(t); k != "" { // expired on arrival
+		if err := q.putHint(ctx, k); err != nil {
 			return err
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -17,8 +16,8 @@ type SweepOptions struct {
 	// Defaults to none: events are dropped and recorded as sent.
 	Publisher EventPublisher
 
-	// Queues are swept besides those in the registry (every queue a
-	// Submit has used). Defaults to none.
+	// Queues are swept besides those with a wake-up due (see
+	// Queue.Sweep). Defaults to none.
 	Queues []string
 
 	// Deadline is the wall-clock time at which the sweep starts no new
@@ -43,8 +42,16 @@ type SweepOptions struct {
 
 // SweepReport says what one Sweep did, for logs and metrics.
 type SweepReport struct {
-	Now    time.Time `json:"now"`
-	Queues int       `json:"queues"` // queues whose deadline index was read
+	Now time.Time `json:"now"`
+	// QueuesDue counts the queues that had a wake-up due (or were named
+	// in SweepOptions.Queues); Queues those whose deadline heads this
+	// sweep read. Fewer read than due means Incomplete: the next sweep
+	// reads the rest.
+	QueuesDue int `json:"queues_due"`
+	Queues    int `json:"queues"`
+	// WakeupsDeleted counts the wake-ups (and old registry entries)
+	// deleted because their queue's head held nothing due.
+	WakeupsDeleted int `json:"wakeups_deleted"`
 
 	Expired         int `json:"expired"`           // tasks expired for their ttl (pending, or running with a lapsed lease)
 	ExpiredByParent int `json:"expired_by_parent"` // pending children expired with their parent
@@ -96,15 +103,21 @@ const maxCascadeDepth = 4
 
 // Sweep does the periodic work of DESIGN.md §3 and §7 at now, reading only
 // the heads of time-sorted indexes, so that its cost grows with what is
-// due, not with what is stored:
+// due, not with what is stored, nor with how many queues exist:
 //
-//   - one LIST of the sweep index (sweep/) reads the queue registry and
-//     everything due there: parked leases that have run out, the outbox of
-//     transitions that owe follow-up work, artifacts due for deletion;
-//   - one LIST per queue and shard reads the head of deadline/ up to the
-//     first deadline after now.
+//   - first, one LIST of the sweep index (sweep/) reads everything due
+//     there: parked leases that have run out, the outbox of transitions
+//     that owe follow-up work, artifacts due for deletion; that work and
+//     its events are done before any queue is read;
+//   - then the queues with a wake-up due (sweep/wake/{minute}_{queue},
+//     written before every deadline/ marker; the same LIST shows them when
+//     nothing future comes first): one LIST per queue and shard reads the
+//     head of deadline/ up to the first deadline after now, Concurrency
+//     queues at a time, until Deadline. A queue whose head holds nothing
+//     due loses its wake-ups once they are StaleMarkerGrace old.
 //
-// An idle deployment (nothing due) costs those LISTs and nothing else.
+// An idle deployment (nothing due) costs one LIST, or two when a future
+// lease or artifact entry comes before the wake-ups, and nothing else.
 //
 // Then, each by one conditional write of its record: a pending task past
 // its expires_at is marked expired (expired_at, expiry_reason ttl) and its
@@ -193,35 +206,31 @@ type followUp struct {
 	sent     bool // every event delivered
 }
 
+// run does the sweep index's work first (parked leases, artifacts, the
+// outbox, and their events), then the deadline heads of the queues that
+// are due, so that no number of queues can keep events from going out.
 func (r *sweepRun) run(ctx context.Context) error {
-	queues, due, err := r.readSweepHead(ctx)
+	head, err := r.readSweepHead(ctx)
 	if err != nil {
 		r.fail(err)
-		return r.first
 	}
-	for _, name := range r.opts.Queues {
-		queues[name] = true
-	}
-	names := make([]string, 0, len(queues))
-	for name := range queues {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	r.rep.Queues = len(names)
+	r.indexWork(ctx, head.due)
+	r.finish(ctx)
 
-	// What is due: the deadline heads, the sweep head.
+	r.mu.Lock()
+	r.follow = make(map[string]*followUp) // done above, or owed to the next sweep
+	r.mu.Unlock()
+	r.sweepQueues(ctx, head)
+	r.finish(ctx)
+	return r.first
+}
+
+// indexWork deals with the due entries of the sweep index: the parked
+// leases and artifact deletions, then the outbox (after the leases, so
+// that the outbox work of a task this sweep moved uses the record it
+// wrote).
+func (r *sweepRun) indexWork(ctx context.Context, due []sweepEntry) {
 	var jobs []func(context.Context)
-	for _, name := range names {
-		for shard := 0; shard < r.q.opts.Shards; shard++ {
-			ms, err := r.readDeadlineHead(ctx, deadlinePrefix(name, shard))
-			if err != nil {
-				r.fail(err)
-			}
-			for _, m := range ms {
-				jobs = append(jobs, func(ctx context.Context) { r.deadlineItem(ctx, m) })
-			}
-		}
-	}
 	outbox := map[string][]sweepEntry{}
 	var ids []string
 	for _, e := range due {
@@ -237,9 +246,6 @@ func (r *sweepRun) run(ctx context.Context) error {
 			outbox[e.subject] = append(outbox[e.subject], e)
 		}
 	}
-
-	// Transitions first, so that the outbox work of a task this sweep
-	// moved uses the record it wrote.
 	r.parallel(ctx, jobs)
 	jobs = jobs[:0]
 	for _, id := range ids {
@@ -247,8 +253,6 @@ func (r *sweepRun) run(ctx context.Context) error {
 		jobs = append(jobs, func(ctx context.Context) { r.outboxItem(ctx, id, entries) })
 	}
 	r.parallel(ctx, jobs)
-	r.finish(ctx)
-	return r.first
 }
 
 // out reports whether the sweep must start no new work.
@@ -301,85 +305,6 @@ func (r *sweepRun) add(n *int, by int) {
 	r.mu.Unlock()
 }
 
-// readSweepHead lists the sweep index from its start up to the first entry
-// after now: the queue registry (which sorts first) and the due entries.
-func (r *sweepRun) readSweepHead(ctx context.Context) (map[string]bool, []sweepEntry, error) {
-	queues := map[string]bool{}
-	var due []sweepEntry
-	after := ""
-	for pages := 0; ; pages++ {
-		if r.out(ctx) || pages == maxHeadPages && r.incomplete() { // also before the first page: a late sweep lists nothing more
-			break
-		}
-		page, err := r.q.store.List(ctx, prefixSweep, after, 0)
-		if err != nil {
-			return nil, nil, fmt.Errorf("list %s: %w", prefixSweep, err)
-		}
-		future := false
-		for _, it := range page.Items {
-			e, ok := parseSweepKey(it.Key)
-			if !ok {
-				continue
-			}
-			if e.at.After(r.now) {
-				future = true
-				break
-			}
-			if e.kind == sweepQueue {
-				queues[e.subject] = true
-			} else {
-				due = append(due, e)
-			}
-		}
-		if future || !page.Truncated || len(page.Items) == 0 {
-			break
-		}
-		after = page.Items[len(page.Items)-1].Key
-	}
-	return queues, due, nil
-}
-
-// readDeadlineHead lists a deadline/ prefix from its start and returns the
-// markers whose deadline is at or before now, counting on the way the
-// deadlines due within NearWindow that the pages read show.
-func (r *sweepRun) readDeadlineHead(ctx context.Context, prefix string) ([]marker, error) {
-	var due []marker
-	near := 0
-	after := ""
-	horizon := r.now.Add(r.opts.NearWindow)
-	for pages := 0; ; pages++ {
-		if r.out(ctx) || pages == maxHeadPages && r.incomplete() { // also before the first page: a late sweep lists nothing more
-			break
-		}
-		page, err := r.q.store.List(ctx, prefix, after, 0)
-		if err != nil {
-			return due, fmt.Errorf("list %s: %w", prefix, err)
-		}
-		future := false
-		for _, it := range page.Items {
-			m, ok := parseMarker(it.Key)
-			if !ok {
-				continue
-			}
-			if m.expires.After(r.now) {
-				future = true
-				if m.expires.After(horizon) {
-					break
-				}
-				near++
-				continue
-			}
-			due = append(due, m)
-		}
-		if future || !page.Truncated || len(page.Items) == 0 {
-			break
-		}
-		after = page.Items[len(page.Items)-1].Key
-	}
-	r.add(&r.rep.NearExpiration, near)
-	return due, nil
-}
-
 // stale deletes a marker or hint whose record does not want it, once its
 // time is StaleMarkerGrace behind now (a writer may be about to name it).
 func (r *sweepRun) stale(ctx context.Context, key string, at time.Time) {
@@ -422,154 +347,4 @@ func (r *sweepRun) addFollowUp(t Task, etag string, keys ...string) *followUp {
 	f.task, f.etag = t, etag
 	f.keys = append(f.keys, keys...)
 	return f
-}
-
-// deadlineItem deals with one overdue marker of deadline/.
-func (r *sweepRun) deadlineItem(ctx context.Context, m marker) {
-	cur, etag, err := r.q.load(ctx, m.id)
-	if errors.Is(err, ErrNotFound) {
-		r.stale(ctx, m.key, m.time())
-		return
-	}
-	if err != nil {
-		r.fail(err)
-		return
-	}
-	if cur.IndexKey != m.key {
-		r.stale(ctx, m.key, m.time())
-		return
-	}
-	next := cur.clone()
-	switch {
-	case cur.Status == StatusPending:
-		if !cur.deadlinePassed(r.now) {
-			return
-		}
-		expire(&next, ReasonTTL, r.now)
-		r.transition(ctx, &cur, etag, &next, &r.rep.Expired)
-	case cur.Status == StatusRunning:
-		r.running(ctx, &cur, etag)
-	default:
-		// Terminal, and still naming its marker: a crash after the write.
-		next.IndexKey = ""
-		r.transition(ctx, &cur, etag, &next, &r.rep.Repaired)
-	}
-}
-
-// leaseItem deals with a parked task whose lease expiry has come.
-func (r *sweepRun) leaseItem(ctx context.Context, e sweepEntry) {
-	cur, etag, err := r.q.load(ctx, e.subject)
-	if errors.Is(err, ErrNotFound) {
-		r.stale(ctx, e.key, e.at)
-		return
-	}
-	if err != nil {
-		r.fail(err)
-		return
-	}
-	if cur.IndexKey != e.key {
-		r.stale(ctx, e.key, e.at)
-		return
-	}
-	next := cur.clone()
-	switch {
-	case cur.Status == StatusRunning:
-		r.running(ctx, &cur, etag)
-	case cur.Status == StatusPending:
-		// Cannot happen through the core; give it the marker it needs.
-		next.IndexKey = indexKeyFor(&next, r.q.opts.Shards)
-		r.transition(ctx, &cur, etag, &next, &r.rep.Repaired)
-	default:
-		next.IndexKey = ""
-		r.transition(ctx, &cur, etag, &next, &r.rep.Repaired)
-	}
-}
-
-// running deals with a running task the sweep met: parked under its lease
-// expiry while the lease is valid (heartbeats move it later), reclaimed
-// once the lease has lapsed.
-func (r *sweepRun) running(ctx context.Context, cur *Task, etag string) {
-	next := cur.clone()
-	if cur.leaseValid(r.now) {
-		next.IndexKey = leaseKeyFor(cur.ID, *cur.LeaseExpiresAt)
-		if next.IndexKey == cur.IndexKey {
-			return
-		}
-		r.transition(ctx, cur, etag, &next, &r.rep.Parked)
-		return
-	}
-	if settleLapsed(&next, r.now) {
-		n := &r.rep.Expired
-		switch next.Status {
-		case StatusCancelled:
-			n = &r.rep.Cancelled
-		case StatusFailed:
-			n = &r.rep.DeadLettered
-		}
-		r.transition(ctx, cur, etag, &next, n)
-		return
-	}
-	backToPending(&next, r.now, r.now, r.q.opts.Shards)
-	r.transition(ctx, cur, etag, &next, &r.rep.Reclaimed)
-}
-
-// artifactsItem deletes a task's artifacts whose time has come, unless a
-// later reservation moved their time (a later entry exists then).
-func (r *sweepRun) artifactsItem(ctx context.Context, e sweepEntry) {
-	cur, _, err := r.q.load(ctx, e.subject)
-	switch {
-	case errors.Is(err, ErrNotFound):
-	case err != nil:
-		r.fail(err)
-		return
-	case !cur.Status.Terminal() && cur.ArtifactsExpireAt != nil && cur.ArtifactsExpireAt.After(e.at):
-		if err := r.q.store.Delete(ctx, e.key); err != nil {
-			r.fail(err)
-		}
-		return
-	}
-	n, err := r.q.deleteArtifacts(ctx, e.subject)
-	r.add(&r.rep.ArtifactsDeleted, n)
-	if err != nil {
-		r.fail(err)
-		return
-	}
-	if err := r.q.store.Delete(ctx, e.key); err != nil {
-		r.fail(err)
-	}
-}
-
-// outboxItem reads the record behind outbox entries and queues its
-// follow-up work, or deletes the entries as stale when it owes none.
-func (r *sweepRun) outboxItem(ctx context.Context, id string, entries []sweepEntry) {
-	keys := make([]string, len(entries))
-	for i, e := range entries {
-		keys[i] = e.key
-	}
-	r.mu.Lock()
-	f := r.follow[id]
-	if f != nil {
-		f.keys = append(f.keys, keys...) // this sweep moved it: it has the record
-	}
-	r.mu.Unlock()
-	if f != nil {
-		return
-	}
-	t, etag, err := r.q.load(ctx, id)
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		r.fail(err)
-		return
-	}
-	if err != nil || !owesFollowUp(&t) {
-		for _, e := range entries {
-			r.stale(ctx, e.key, e.at)
-		}
-		return
-	}
-	r.addFollowUp(t, etag, keys...)
-}
-
-// owesFollowUp reports whether a record still wants outbox work.
-func owesFollowUp(t *Task) bool {
-	return t.owesExpiryEvent() || t.owesDeadLetterEvent() || (t.Status.Terminal() && t.ArtifactsExpireAt != nil)
 }

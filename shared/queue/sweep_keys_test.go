@@ -6,17 +6,18 @@ import (
 	"time"
 )
 
-func TestSweepKeysParseAndTheRegistrySortsFirst(t *testing.T) {
+func TestSweepKeysParseAndWakeupsSortAfterEveryTime(t *testing.T) {
 	id := NewID(kt0)
 	keys := []string{
 		sweepKey(kt0.Add(time.Hour), sweepLease, id),
 		sweepKey(kt0, sweepEvent, id),
 		sweepKey(kt0.Add(time.Minute), sweepArtifacts, id),
-		queueKey("my_queue-1"),
+		sweepKey(minTime, sweepQueue, "my_queue-1"), // the old registry
+		wakeKey("my_queue-1", minTime),
 	}
 	sorted := append([]string(nil), keys...)
 	sort.Strings(sorted)
-	if sorted[0] != queueKey("my_queue-1") || sorted[1] != keys[1] || sorted[3] != keys[0] {
+	if sorted[0] != keys[3] || sorted[1] != keys[1] || sorted[3] != keys[0] || sorted[4] != keys[4] {
 		t.Fatalf("order %v", sorted)
 	}
 	for i, want := range []struct {
@@ -28,8 +29,17 @@ func TestSweepKeysParseAndTheRegistrySortsFirst(t *testing.T) {
 			t.Fatalf("parseSweepKey(%s) = %+v %v", keys[i], e, ok)
 		}
 	}
+	w, ok := parseWakeKey(wakeKey("my_queue-1", kt0.Add(90*time.Second)))
+	if !ok || w.queue != "my_queue-1" || !w.at.Equal(kt0.Add(time.Minute)) {
+		t.Fatalf("parseWakeKey = %+v %v", w, ok)
+	}
+	for _, bad := range []string{"sweep/wake/x_q", "sweep/wake/" + keyTime(kt0) + "_a/b", "sweep/wake/" + keyTime(kt0)} {
+		if w, ok := parseWakeKey(bad); ok {
+			t.Fatalf("parseWakeKey(%s) = %+v", bad, w)
+		}
+	}
 	for _, bad := range []string{
-		"sweep/", "sweep/x_event_" + id, "sweep/" + keyTime(kt0) + "_other_" + id,
+		wakeKey("q", kt0), "sweep/", "sweep/x_event_" + id, "sweep/" + keyTime(kt0) + "_other_" + id,
 		"sweep/" + keyTime(kt0) + "_event_not-an-id", "sweep/" + keyTime(kt0) + "_queue_a/b",
 		"ready/" + keyTime(kt0) + "_event_" + id,
 	} {

@@ -122,28 +122,47 @@ func runSweep(t *testing.T, f Factory) {
 			t.Fatalf("requests grew with the backlog: 10 -> %v, %d -> %v", small, backlog, big)
 		}
 		// Two LISTs (the sweep index, one deadline head); per task a GET,
-		// the outbox PUT, the record CAS, the marker DELETE, a HEAD for
-		// children, the CAS that notes the event, the outbox DELETE.
-		if want := (store.Counts{List: 2, Get: 5, Head: 5, Put: 15, Delete: 10}); small != want {
+		// the outbox PUT, the status/ marker PUT, the record CAS, the
+		// marker DELETE, a HEAD for children, the CAS that notes the
+		// event, the outbox DELETE.
+		if want := (store.Counts{List: 2, Get: 5, Head: 5, Put: 20, Delete: 10}); small != want {
 			t.Fatalf("requests = %v, want %v", small, want)
 		}
 	})
 
-	t.Run("an_idle_sweep_costs_at_most_two_lists_and_nothing_else", func(t *testing.T) {
+	t.Run("an_idle_sweep_costs_one_list_however_many_queues_were_used", func(t *testing.T) {
 		e := newEnv(t, f)
 		if rep := e.sweep(t0, nil); rep.Requests != (store.Counts{List: 1}) {
 			t.Fatalf("sweep of an empty bucket: %v", rep.Requests)
 		}
-		task := e.submit(queue.SubmitRequest{TTL: dur("1h")}, t0)
-		c := e.claimOne(t0)
-		if _, err := e.q.Complete(ctx, task.ID, c.Lease.Token, nil, t0); err != nil {
-			t.Fatal(err)
+		for i := 0; i < 50; i++ {
+			name := fmt.Sprintf("q%d", i)
+			task := e.submit(queue.SubmitRequest{Queue: name, TTL: dur("1h")}, t0)
+			c := e.claim(queue.ClaimRequest{Queue: name}, t0)[0]
+			if _, err := e.q.Complete(ctx, task.ID, c.Lease.Token, nil, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := len(e.wakeups()); n != 50 {
+			t.Fatalf("%d wake-ups, want one per queue", n)
 		}
 		for i := 1; i <= 3; i++ {
 			rep := e.sweep(t0.Add(time.Duration(i)*time.Minute), nil)
-			if rep.Requests != (store.Counts{List: 2}) || rep.Queues != 1 {
-				t.Fatalf("idle sweep %d: queues %d, requests %v, want 2 LISTs", i, rep.Queues, rep.Requests)
+			if rep.Requests != (store.Counts{List: 1}) || rep.Queues != 0 {
+				t.Fatalf("idle sweep %d: queues %d, requests %v, want 1 LIST", i, rep.Queues, rep.Requests)
 			}
+		}
+		// Due, each queue's head is read once, found empty and its
+		// wake-up deleted once StaleMarkerGrace behind.
+		if rep := e.sweep(t0.Add(time.Hour), nil); rep.Queues != 50 || rep.WakeupsDeleted != 0 {
+			t.Fatalf("sweep at the wake-ups: %+v", rep)
+		}
+		if rep := e.sweep(t0.Add(time.Hour+3*time.Minute), nil); rep.Queues != 50 || rep.WakeupsDeleted != 50 {
+			t.Fatalf("sweep past the grace: %+v", rep)
+		}
+		wantKeys(t, "wake-ups", e.wakeups())
+		if rep := e.sweep(t0.Add(time.Hour+4*time.Minute), nil); rep.Requests != (store.Counts{List: 1}) {
+			t.Fatalf("idle again: %v", rep.Requests)
 		}
 	})
 
@@ -161,8 +180,13 @@ func runSweep(t *testing.T, f Factory) {
 			t.Fatalf("index_key = %s, want %s", got.IndexKey, want)
 		}
 		wantKeys(t, "markers", e.markers(), got.IndexKey)
-		// Parked, it costs later sweeps nothing.
-		if rep := e.sweep(t0.Add(12*time.Minute), nil); rep.Requests != (store.Counts{List: 2}) {
+		// Parked, it costs later sweeps nothing once its queue's wake-up
+		// is gone (the sweep index's LIST stops at the parked lease, so the
+		// wake-ups take a LIST of their own).
+		if rep := e.sweep(t0.Add(13*time.Minute), nil); rep.WakeupsDeleted != 1 {
+			t.Fatalf("sweep after the grace: %+v", rep)
+		}
+		if rep := e.sweep(t0.Add(14*time.Minute), nil); rep.Requests != (store.Counts{List: 2}) {
 			t.Fatalf("sweep after parking: %v", rep.Requests)
 		}
 		// The holder works on and extends its lease.
@@ -481,8 +505,8 @@ func runSweep(t *testing.T, f Factory) {
 
 	t.Run("stale_markers_and_hints_are_deleted_only_once_past_the_grace", func(t *testing.T) {
 		e := newEnv(t, f)
-		e.submit(queue.SubmitRequest{}, t0) // registers the queue
 		ghost := queue.NewID(t0)
+		e.put("sweep/wake/" + keyTime(t0) + "_default") // as a crashed submit leaves it
 		stale := []string{
 			"deadline/default/0/" + keyTime(t0) + "_" + keyTime(t0) + "_" + ghost,
 			"sweep/" + keyTime(t0) + "_event_" + ghost,
@@ -495,7 +519,7 @@ func runSweep(t *testing.T, f Factory) {
 			t.Fatalf("young: %+v", rep)
 		}
 		if n := len(e.keys("sweep/")) + len(e.keys("deadline/")); n != 4 {
-			t.Fatalf("%d keys, want the 3 young ones and the registry", n)
+			t.Fatalf("%d keys, want the 3 young ones and the wake-up", n)
 		}
 		if rep := e.sweep(t0.Add(3*time.Minute), nil); rep.StaleMarkers != 3 {
 			t.Fatalf("old: %+v", rep)
@@ -513,7 +537,7 @@ func runSweep(t *testing.T, f Factory) {
 		wall := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 		var reads atomic.Int32
 		clock := func() time.Time { // the deadline comes after a few tasks
-			if reads.Add(1) > 5 {
+			if reads.Add(1) > 7 {
 				return wall
 			}
 			return wall.Add(-time.Second)
@@ -630,23 +654,35 @@ func runSweep(t *testing.T, f Factory) {
 		wantKeys(t, "hints", e.hints())
 	})
 
-	t.Run("a_sweep_finds_queues_in_the_registry_and_counts_deadlines_near_expiration", func(t *testing.T) {
+	t.Run("a_sweep_reads_the_queues_whose_wake_ups_are_due_and_counts_deadlines_near_expiration", func(t *testing.T) {
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{Queue: "reports", TTL: dur("1m")}, t0)
 		for _, ttl := range []string{"2m", "5m", "7m", "1h"} {
 			e.submit(queue.SubmitRequest{Queue: "mail", TTL: dur(ttl)}, t0)
 		}
 		rep := e.sweep(t0.Add(time.Minute), nil)
-		if rep.Queues != 2 || rep.Expired != 1 || rep.NearExpiration != 2 {
+		if rep.Queues != 1 || rep.Expired != 1 || rep.NearExpiration != 0 {
 			t.Fatalf("report: %+v", rep)
 		}
 		wantStatus(t, e.get(task.ID), queue.StatusExpired)
-		// A queue outside the registry is swept when named.
+		rep = e.sweep(t0.Add(2*time.Minute), nil)
+		if rep.Queues != 2 || rep.Expired != 1 || rep.NearExpiration != 2 {
+			t.Fatalf("report: %+v", rep)
+		}
+		// A queue without a wake-up is swept when named, and an entry of
+		// the old registry is read as a wake-up and then deleted.
 		ghost := "deadline/legacy/0/" + keyTime(t0) + "_" + keyTime(t0) + "_" + queue.NewID(t0)
 		e.put(ghost)
+		old := "deadline/old/0/" + keyTime(t0) + "_" + keyTime(t0) + "_" + queue.NewID(t0)
+		e.put(old)
+		e.put("sweep/20000101T000000.000000Z_queue_old")
 		rep, err := e.reopen().Sweep(ctx, t0.Add(time.Hour), queue.SweepOptions{Queues: []string{"legacy"}})
-		if err != nil || rep.Queues != 3 || rep.StaleMarkers != 1 {
+		if err != nil || rep.Queues != 4 || rep.StaleMarkers != 2 {
 			t.Fatalf("named queue: %v %+v", err, rep)
+		}
+		e.sweep(t0.Add(time.Hour+time.Minute), nil)
+		if keys := e.keys("sweep/2"); len(keys) != 0 {
+			t.Fatalf("left in the sweep index: %v", keys)
 		}
 		_, err = e.reopen().Sweep(ctx, t0, queue.SweepOptions{Queues: []string{"../x"}})
 		wantField(t, err, "queue")

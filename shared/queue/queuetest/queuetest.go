@@ -37,10 +37,10 @@ func Run(t *testing.T, f Factory) {
 	t.Run("claim", func(t *testing.T) { runClaim(t, f) })
 	t.Run("lease", func(t *testing.T) { runLease(t, f) })
 	t.Run("cancel_retry_expire", func(t *testing.T) { runCancel(t, f) })
-	t.Run("list_history", func(t *testing.T) { runList(t, f) })
+	t.Run("list_history", func(t *testing.T) { runList(t, f); runListCost(t, f) })
 	t.Run("race", func(t *testing.T) { runRace(t, f) })
 	t.Run("crash", func(t *testing.T) { runCrash(t, f) })
-	t.Run("sweep", func(t *testing.T) { runSweep(t, f) })
+	t.Run("sweep", func(t *testing.T) { runSweep(t, f); runSweepQueues(t, f) })
 	t.Run("lost_answer", func(t *testing.T) { runLost(t, f) })
 }
 
@@ -158,8 +158,8 @@ func (e *env) markers() []string {
 }
 
 // hints returns the hints that wait for work: outbox and artifact entries
-// of the sweep index and children/ markers (not the queue registry, which
-// stays, nor parked leases, which markers returns).
+// of the sweep index and children/ markers (not wake-ups, which wakeups
+// returns, nor parked leases, which markers returns).
 func (e *env) hints() []string {
 	var out []string
 	for _, k := range e.keys("sweep/") {
@@ -169,6 +169,9 @@ func (e *env) hints() []string {
 	}
 	return append(out, e.keys("children/")...)
 }
+
+// wakeups returns the wake-ups of the deadline index (sweep/wake/).
+func (e *env) wakeups() []string { return e.keys("sweep/wake/") }
 
 // allKeys returns every key in the store.
 func (e *env) allKeys() []string { return e.keys("") }

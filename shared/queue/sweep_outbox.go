@@ -5,20 +5,38 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/s3q/s3q/shared/store"
 )
 
-// errStaleHint aborts an update whose hint (a children/ marker) is stale.
-var errStaleHint = errors.New("queue: stale hint")
-
 // finish does the follow-up work of the outbox: cascades, artifact
 // deletion, events, then the record notes and the outbox entries go.
 func (r *sweepRun) finish(ctx context.Context) {
-	// Expired parents: their children, a generation at a time.
+	r.cascadeAll(ctx)
+	all := r.followUps()
+	if len(all) == 0 {
+		return // nothing owed: not a reason to call the sweep incomplete
+	}
+	r.deleteFinishedArtifacts(ctx, all)
+	if r.out(ctx) {
+		return
+	}
+	r.publishOwed(ctx, all)
+	// Note what was sent on each record, then drop its outbox entries.
+	var jobs []func(context.Context)
+	for _, f := range all {
+		if f.sent {
+			jobs = append(jobs, func(ctx context.Context) { r.settle(ctx, f) })
+		}
+	}
+	r.parallel(ctx, jobs)
+}
+
+// cascadeAll deals with the children of expired parents, a generation at
+// a time, at most maxCascadeDepth deep.
+func (r *sweepRun) cascadeAll(ctx context.Context) {
 	level := r.followUps()
 	for depth := 0; depth < maxCascadeDepth && len(level) > 0; depth++ {
 		var mu sync.Mutex
@@ -44,8 +62,11 @@ func (r *sweepRun) finish(ctx context.Context) {
 		r.parallel(ctx, jobs)
 		level = children
 	}
+}
 
-	all := r.followUps()
+// deleteFinishedArtifacts deletes the artifacts of the finished tasks
+// among the follow-ups.
+func (r *sweepRun) deleteFinishedArtifacts(ctx context.Context, all []*followUp) {
 	var jobs []func(context.Context)
 	for _, f := range all {
 		if f.task.Status.Terminal() && f.task.ArtifactsExpireAt != nil {
@@ -60,11 +81,11 @@ func (r *sweepRun) finish(ctx context.Context) {
 		}
 	}
 	r.parallel(ctx, jobs)
-	if r.out(ctx) {
-		return
-	}
+}
 
-	// Events, in one Publish (the publisher batches).
+// publishOwed publishes the events the follow-ups owe, in one Publish
+// (the publisher batches), and marks each follow-up sent or not.
+func (r *sweepRun) publishOwed(ctx context.Context, all []*followUp) {
 	var events []Event
 	var owners []*followUp
 	for _, f := range all {
@@ -83,43 +104,34 @@ func (r *sweepRun) finish(ctx context.Context) {
 			owners = append(owners, f)
 		}
 	}
-	if len(events) > 0 {
-		errs, err := r.publish(ctx, events)
-		var first error
-		for i, f := range owners {
-			if err != nil || (i < len(errs) && errs[i] != nil) {
-				f.sent = false
-				r.add(&r.rep.EventsFailed, 1)
-				if first == nil && err == nil {
-					first = errs[i]
-				}
-			} else {
-				r.mu.Lock()
-				r.rep.EventsSent++
-				if events[i].DetailType == DetailTypeTaskExpired {
-					r.rep.ExpiredByType[f.task.TaskType]++
-				}
-				r.mu.Unlock()
-			}
-		}
-		switch {
-		case err != nil:
-			r.fail(fmt.Errorf("publish %d events: %w", len(events), err))
-		case first != nil:
-			// Owed still: the next sweep publishes them again.
-			r.fail(fmt.Errorf("publish: %d of %d events undelivered, first: %w", r.rep.EventsFailed, len(events), first))
-		}
+	if len(events) == 0 {
+		return
 	}
-
-	// Note what was sent on each record, then drop its outbox entries.
-	jobs = jobs[:0]
-	for _, f := range all {
-		if !f.sent {
+	errs, err := r.publish(ctx, events)
+	var first error
+	for i, f := range owners {
+		if err != nil || (i < len(errs) && errs[i] != nil) {
+			f.sent = false
+			r.add(&r.rep.EventsFailed, 1)
+			if first == nil && err == nil {
+				first = errs[i]
+			}
 			continue
 		}
-		jobs = append(jobs, func(ctx context.Context) { r.settle(ctx, f) })
+		r.mu.Lock()
+		r.rep.EventsSent++
+		if events[i].DetailType == DetailTypeTaskExpired {
+			r.rep.ExpiredByType[f.task.TaskType]++
+		}
+		r.mu.Unlock()
 	}
-	r.parallel(ctx, jobs)
+	switch {
+	case err != nil:
+		r.fail(fmt.Errorf("publish %d events: %w", len(events), err))
+	case first != nil:
+		// Owed still: the next sweep publishes them again.
+		r.fail(fmt.Errorf("publish: %d of %d events undelivered, first: %w", r.rep.EventsFailed, len(events), first))
+	}
 }
 
 // followUps returns the queued follow-ups in a stable order.
@@ -190,88 +202,39 @@ func (r *sweepRun) settle(ctx context.Context, f *followUp) {
 	}
 }
 
-// cascade deals with the children of an expired parent: a pending child
-// is expired (reason parent_expired), a running child with
-// on_parent_expired=cancel gets cancel_requested, any other runs on. It
-// returns the follow-ups of the children it expired.
-func (r *sweepRun) cascade(ctx context.Context, parent *Task) ([]*followUp, error) {
-	flag := parentFlagKey(parent.ID)
-	if _, err := r.q.store.Head(ctx, flag); errors.Is(err, store.ErrNotFound) {
-		return nil, nil // it never had a child
-	} else if err != nil {
-		return nil, fmt.Errorf("head %s: %w", flag, err)
+// outboxItem reads the record behind outbox entries and queues its
+// follow-up work, or deletes the entries as stale when it owes none.
+func (r *sweepRun) outboxItem(ctx context.Context, id string, entries []sweepEntry) {
+	keys := make([]string, len(entries))
+	for i, e := range entries {
+		keys[i] = e.key
 	}
-	prefix := childrenPrefix(parent.ID)
-	var out []*followUp
-	for it, err := range store.All(ctx, r.q.store, prefix) {
-		if err != nil {
-			return out, fmt.Errorf("list %s: %w", prefix, err)
-		}
-		id := strings.TrimPrefix(it.Key, prefix)
-		if validID(id) != nil {
-			continue
-		}
-		f, err := r.cascadeChild(ctx, parent, id, it.Key)
-		if err != nil {
-			return out, err
-		}
-		if f != nil {
-			out = append(out, f)
-		}
+	r.mu.Lock()
+	f := r.follow[id]
+	if f != nil {
+		f.keys = append(f.keys, keys...) // this sweep moved it: it has the record
 	}
-	// Done: no child can be added any more (a submit that raced this
-	// cascade expires its child itself).
-	if err := r.q.store.Delete(ctx, flag); err != nil {
-		return out, fmt.Errorf("delete %s: %w", flag, err)
+	r.mu.Unlock()
+	if f != nil {
+		return
 	}
-	return out, nil
+	t, etag, err := r.q.load(ctx, id)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		r.fail(err)
+		return
+	}
+	if err != nil || !owesFollowUp(&t) {
+		for _, e := range entries {
+			r.stale(ctx, e.key, e.at)
+		}
+		return
+	}
+	r.addFollowUp(t, etag, keys...)
 }
 
-func (r *sweepRun) cascadeChild(ctx context.Context, parent *Task, id, key string) (*followUp, error) {
-	var expired, asked bool
-	next, etag, err := r.q.update(ctx, id, func(t *Task) error {
-		expired, asked = false, false
-		switch {
-		case t.ParentID != parent.ID || t.Status.Terminal():
-			return errStaleHint // its own terminal write missed deleting the marker
-		case t.Status == StatusPending:
-			expire(t, ReasonParentExpired, r.now)
-			expired = true
-		case t.Status == StatusRunning && t.OnParentExpired == OnParentExpiredCancel && !t.CancelRequested:
-			t.CancelRequested = true
-			t.UpdatedAt = r.now
-			asked = true
-		default:
-			return errUnchanged // runs on
-		}
-		return nil
-	})
-	switch {
-	case errors.Is(err, ErrNotFound):
-		// A submit between its marker and its record (it checks the parent
-		// itself after), or one that crashed there.
-		r.stale(ctx, key, idTime(id))
-		return nil, nil
-	case errors.Is(err, errStaleHint):
-		if err := r.q.store.Delete(ctx, key); err != nil {
-			return nil, fmt.Errorf("delete %s: %w", key, err)
-		}
-		r.add(&r.rep.StaleMarkers, 1)
-		return nil, nil
-	case errors.Is(err, errUnchanged):
-		return nil, nil
-	case err != nil:
-		return nil, err
-	}
-	if asked {
-		r.add(&r.rep.CancelRequested, 1)
-		return nil, nil
-	}
-	if !expired {
-		return nil, nil
-	}
-	r.add(&r.rep.ExpiredByParent, 1)
-	return r.addFollowUp(next, etag, outboxKey(&next)), nil
+// owesFollowUp reports whether a record still wants outbox work.
+func owesFollowUp(t *Task) bool {
+	return t.owesExpiryEvent() || t.owesDeadLetterEvent() || (t.Status.Terminal() && t.ArtifactsExpireAt != nil)
 }
 
 func sameTime(a, b *time.Time) bool {

@@ -1,0 +1,239 @@
+package queuetest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/store"
+)
+
+// runListCost: listings read an index or a bounded number of records per
+// call, and history comes in pages.
+func runListCost(t *testing.T, f Factory) {
+	// rare sets up a backlog larger than one scan and a task in each rare
+	// status: it returns the failed, cancelled and expired tasks and the
+	// one completed task, submitted last.
+	rare := func(e *env) (failed, cancelled, expired, done queue.Task) {
+		keys := make([]string, 0, queue.MaxExamined+50)
+		for i := 0; i < queue.MaxExamined+50; i++ {
+			keys = append(keys, e.submit(queue.SubmitRequest{TaskType: "bulk", Queue: "bulk"}, t0).ID)
+		}
+		failed = e.submit(queue.SubmitRequest{TaskType: "a", MaxAttempts: 1}, t0)
+		c := e.claimOne(t0)
+		no := false
+		if _, err := e.q.Fail(ctx, failed.ID, c.Lease.Token, queue.FailRequest{Error: "boom", Retryable: &no}, t0); err != nil {
+			e.t.Fatal(err)
+		}
+		cancelled = e.submit(queue.SubmitRequest{TaskType: "a", Queue: "other"}, t0)
+		if _, err := e.q.Cancel(ctx, cancelled.ID, t0); err != nil {
+			e.t.Fatal(err)
+		}
+		expired = e.submit(queue.SubmitRequest{TaskType: "a", TTL: dur("0s")}, t0)
+		t1 := t0.Add(time.Second) // an id after every other
+		done = e.submit(queue.SubmitRequest{TaskType: "a"}, t1)
+		c = e.claimOne(t1)
+		if _, err := e.q.Complete(ctx, done.ID, c.Lease.Token, nil, t1); err != nil {
+			e.t.Fatal(err)
+		}
+		return failed, cancelled, expired, done
+	}
+
+	t.Run("listing_failed_expired_or_cancelled_tasks_costs_one_list_and_a_get_per_task", func(t *testing.T) {
+		e := newEnv(t, f)
+		failed, cancelled, expired, _ := rare(e)
+		for _, c := range []struct {
+			req  queue.ListRequest
+			want string
+		}{
+			{queue.ListRequest{Status: queue.StatusFailed, Limit: 1}, failed.ID},
+			{queue.ListRequest{Status: queue.StatusCancelled, Limit: 1}, cancelled.ID},
+			{queue.ListRequest{Status: queue.StatusCancelled, Queue: "other", Limit: 1}, cancelled.ID},
+			{queue.ListRequest{Status: queue.StatusExpired, Queue: "default", Limit: 5}, expired.ID},
+		} {
+			q, n := e.counted()
+			res, err := q.List(ctx, c.req)
+			if err != nil || len(res.Tasks) != 1 || res.Tasks[0].ID != c.want || res.NextCursor != "" {
+				t.Fatalf("%+v: %+v %v", c.req, res, err)
+			}
+			if got := n.Counts(); got != (store.Counts{List: 1, Get: 1}) {
+				t.Fatalf("%+v cost %v, want one LIST and one GET", c.req, got)
+			}
+		}
+		// A retry leaves the index (once the sweep has sent its event).
+		e.sweep(t0.Add(time.Minute), nil)
+		if _, err := e.q.Retry(ctx, failed.ID, t0.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := e.q.List(ctx, queue.ListRequest{Status: queue.StatusFailed}); err != nil || len(res.Tasks) != 0 {
+			t.Fatalf("failed after the retry: %+v %v", res, err)
+		}
+		wantKeys(t, "status markers", e.keys("status/"),
+			"status/cancelled/other/"+cancelled.ID, "status/expired/default/"+expired.ID)
+	})
+
+	t.Run("the_status_index_pages_across_queues_with_a_cursor", func(t *testing.T) {
+		e := newEnv(t, f)
+		var want []string
+		for _, name := range []string{"b", "a", "c"} {
+			task := e.submit(queue.SubmitRequest{Queue: name}, t0)
+			if _, err := e.q.Cancel(ctx, task.ID, t0); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, task.ID)
+		}
+		want = []string{want[1], want[0], want[2]} // queue a, b, c
+		var got []string
+		req := queue.ListRequest{Status: queue.StatusCancelled, Limit: 2}
+		for pages := 0; pages < 5; pages++ {
+			res, err := e.q.List(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, task := range res.Tasks {
+				got = append(got, task.ID)
+			}
+			if req.Cursor = res.NextCursor; req.Cursor == "" {
+				break
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("listed %v, want %v", got, want)
+		}
+		_, err := e.q.List(ctx, queue.ListRequest{Status: queue.StatusCancelled, Cursor: want[0]})
+		wantField(t, err, "cursor") // across queues a cursor is queue/id
+	})
+
+	t.Run("a_scan_examines_at_most_a_set_number_of_records_and_returns_a_cursor", func(t *testing.T) {
+		e := newEnv(t, f)
+		_, _, _, done := rare(e)
+		q, n := e.counted()
+		res, err := q.List(ctx, queue.ListRequest{Status: queue.StatusCompleted, Limit: 1})
+		if err != nil || len(res.Tasks) != 0 || res.NextCursor == "" {
+			t.Fatalf("first page: %+v %v", res, err)
+		}
+		if got := n.Counts(); got != (store.Counts{List: 1, Get: queue.MaxExamined}) {
+			t.Fatalf("first page cost %v, want one LIST and %d GETs", got, queue.MaxExamined)
+		}
+		res, err = q.List(ctx, queue.ListRequest{Status: queue.StatusCompleted, Limit: 1, Cursor: res.NextCursor})
+		if err != nil || len(res.Tasks) != 1 || res.Tasks[0].ID != done.ID {
+			t.Fatalf("second page: %+v %v", res, err)
+		}
+		// A match found early stops the reading.
+		q, n = e.counted()
+		if res, err := q.List(ctx, queue.ListRequest{Status: queue.StatusPending, Limit: 1}); err != nil || len(res.Tasks) != 1 {
+			t.Fatalf("pending: %+v %v", res, err)
+		}
+		if got := n.Counts(); got != (store.Counts{List: 1, Get: 1}) {
+			t.Fatalf("pending limit=1 cost %v", got)
+		}
+		// Pending in one queue reads its claim indexes: a LIST of each of
+		// deadline/ and ready/, and a GET per task.
+		q, n = e.counted()
+		if res, err := q.List(ctx, queue.ListRequest{Status: queue.StatusPending, Queue: "bulk", Limit: 1}); err != nil || len(res.Tasks) != 1 || res.NextCursor == "" {
+			t.Fatalf("pending in bulk: %+v %v", res, err)
+		}
+		if got := n.Counts(); got != (store.Counts{List: 2, Get: 1}) {
+			t.Fatalf("pending in bulk, limit=1, cost %v", got)
+		}
+	})
+
+	t.Run("pending_tasks_of_a_queue_list_in_claim_order_without_the_running_ones", func(t *testing.T) {
+		e := newEnv(t, f)
+		a := e.submit(queue.SubmitRequest{Queue: "p"}, t0)
+		b := e.submit(queue.SubmitRequest{Queue: "p"}, t0.Add(time.Second))
+		d := e.submit(queue.SubmitRequest{Queue: "p", TTL: dur("1h")}, t0.Add(2*time.Second))
+		c := e.claim(queue.ClaimRequest{Queue: "p"}, t0.Add(3*time.Second))[0] // the deadline first
+		if c.Task.ID != d.ID {
+			t.Fatalf("claimed %s, want the task with a deadline", c.Task.ID)
+		}
+		e.submit(queue.SubmitRequest{Queue: "q"}, t0)
+		var got []string
+		req := queue.ListRequest{Status: queue.StatusPending, Queue: "p", Limit: 1}
+		for pages := 0; pages < 5; pages++ {
+			res, err := e.q.List(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, task := range res.Tasks {
+				got = append(got, task.ID)
+			}
+			if req.Cursor = res.NextCursor; req.Cursor == "" {
+				break
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint([]string{a.ID, b.ID}) {
+			t.Fatalf("listed %v, want %v", got, []string{a.ID, b.ID})
+		}
+		_, err := e.q.List(ctx, queue.ListRequest{Status: queue.StatusPending, Queue: "p", Cursor: "ready/q/0/" + keyTime(t0) + "_" + a.ID})
+		wantField(t, err, "cursor") // another queue's marker
+	})
+
+	t.Run("stale_status_markers_are_skipped_and_deleted_once_past_the_grace", func(t *testing.T) {
+		e := newEnv(t, f)
+		live := e.submit(queue.SubmitRequest{}, t0)
+		ghost := queue.NewID(t0)
+		e.put("status/failed/default/" + ghost)
+		e.put("status/failed/default/" + live.ID) // as a lost race leaves it
+		wall := time.Now().UTC()                  // the store stamps keys with its own clock
+		res, err := e.q.List(ctx, queue.ListRequest{Status: queue.StatusFailed, Now: wall})
+		if err != nil || len(res.Tasks) != 0 || len(e.keys("status/")) != 2 {
+			t.Fatalf("young: %+v %v, keys %v", res, err, e.keys("status/"))
+		}
+		res, err = e.q.List(ctx, queue.ListRequest{Status: queue.StatusFailed, Now: wall.Add(10 * time.Minute)})
+		if err != nil || len(res.Tasks) != 0 {
+			t.Fatalf("old: %+v %v", res, err)
+		}
+		wantKeys(t, "status markers", e.keys("status/"))
+		wantStatus(t, e.get(live.ID), queue.StatusPending)
+	})
+
+	t.Run("history_comes_in_pages_of_limit_versions_each_costing_one_list_and_a_get_per_version", func(t *testing.T) {
+		e := newEnv(t, f)
+		task := e.submit(queue.SubmitRequest{}, t0)
+		c := e.claimOne(t0)
+		for i := 1; i <= 5; i++ {
+			if _, err := e.q.Heartbeat(ctx, task.ID, c.Lease.Token, time.Minute, t0.Add(time.Duration(i)*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := e.q.Complete(ctx, task.ID, c.Lease.Token, nil, t0.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		all, err := e.q.History(ctx, task.ID)
+		if err != nil || len(all) != 8 {
+			t.Fatalf("history: %d versions, %v", len(all), err)
+		}
+		var got []string
+		req := queue.HistoryRequest{Limit: 3}
+		for pages := 1; ; pages++ {
+			q, n := e.counted()
+			res, err := q.HistoryPage(ctx, task.ID, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := min(3, 8-len(got)); len(res.Versions) != want || n.Counts() != (store.Counts{List: 1, Get: int64(want)}) {
+				t.Fatalf("page %d: %d versions for %v", pages, len(res.Versions), n.Counts())
+			}
+			for _, v := range res.Versions {
+				got = append(got, v.VersionID)
+			}
+			if req.Cursor = res.NextCursor; req.Cursor == "" {
+				break
+			}
+		}
+		for i := range all {
+			if got[i] != all[i].VersionID {
+				t.Fatalf("paged %v, want %v", got, all)
+			}
+		}
+		if all[0].Task.Status != queue.StatusPending || all[7].Task.Status != queue.StatusCompleted {
+			t.Fatalf("not oldest first: %s .. %s", all[0].Task.Status, all[7].Task.Status)
+		}
+		_, err = e.q.HistoryPage(ctx, task.ID, queue.HistoryRequest{Cursor: "no-such-version"})
+		wantField(t, err, "cursor")
+		_, err = e.q.HistoryPage(ctx, task.ID, queue.HistoryRequest{Limit: 1001})
+		wantField(t, err, "limit")
+	})
+}

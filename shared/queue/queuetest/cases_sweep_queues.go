@@ -1,0 +1,131 @@
+package queuetest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/store"
+)
+
+// deadlineLists is a store that counts the LISTs of deadline/ heads.
+type deadlineLists struct {
+	store.Store
+	n atomic.Int64
+}
+
+func (d *deadlineLists) List(ctx context.Context, prefix, after string, limit int) (store.Page, error) {
+	if strings.HasPrefix(prefix, "deadline/") {
+		d.n.Add(1)
+	}
+	return d.Store.List(ctx, prefix, after, limit)
+}
+
+// runSweepQueues: however many queue names callers have sent, the sweep's
+// own work is done first and the queue heads it has no time for wait for
+// the next sweep.
+func runSweepQueues(t *testing.T, f Factory) {
+	t.Run("many_queue_names_with_due_wake_ups_do_not_stop_the_sweep_publishing_events", func(t *testing.T) {
+		n := 20_000
+		if f.Real {
+			n = 300
+		}
+		e := newEnv(t, f)
+		// An expiry whose event is owed, and one due in a queue of its own.
+		owed := e.submit(queue.SubmitRequest{}, t0)
+		if _, err := e.q.Expire(ctx, owed.ID, t0); err != nil {
+			t.Fatal(err)
+		}
+		due := e.submit(queue.SubmitRequest{Queue: "zz-last", TTL: dur("1m")}, t0)
+		// n queue names, each with a wake-up due, as n submits with a
+		// one-minute TTL leave them, and a few entries of the old registry.
+		keys := make([]string, 0, n+10)
+		for i := 0; i < n; i++ {
+			keys = append(keys, fmt.Sprintf("sweep/wake/%s_hostile-%05d", keyTime(t0), i))
+		}
+		for i := 0; i < 10; i++ {
+			keys = append(keys, fmt.Sprintf("sweep/20000101T000000.000000Z_queue_old-%d", i))
+		}
+		e.putMany(keys)
+
+		// The sweep runs out of time after 50 queue heads.
+		gate := &deadlineLists{Store: e.s}
+		wall := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+		clock := func() time.Time {
+			if gate.n.Load() >= 50 {
+				return wall
+			}
+			return wall.Add(-time.Second)
+		}
+		pub := &recorder{}
+		rep, err := queue.New(gate, e.op).Sweep(ctx, t0.Add(time.Minute), queue.SweepOptions{Publisher: pub, Deadline: wall, Clock: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.Incomplete || rep.EventsSent != 1 || rep.QueuesDue < 1000 && !f.Real || rep.Queues >= rep.QueuesDue {
+			t.Fatalf("first sweep: %+v", rep)
+		}
+		if evs := pub.take(); len(evs) != 1 || evs[0].TaskID != owed.ID {
+			t.Fatalf("events: %+v", evs)
+		}
+		wantStatus(t, e.get(owed.ID), queue.StatusExpired)
+
+		// Given time, the next sweep reads every head, expires the due
+		// task, and deletes the wake-ups and old entries, past the grace.
+		if rep := e.sweep(t0.Add(3*time.Minute), pub); rep.Incomplete || rep.Queues != n+11 || rep.WakeupsDeleted != n+10 {
+			t.Fatalf("second sweep: %+v", rep)
+		}
+		wantStatus(t, e.get(due.ID), queue.StatusExpired)
+		if rep := e.sweep(t0.Add(4*time.Minute), pub); rep.Queues != 1 || rep.WakeupsDeleted != 1 {
+			t.Fatalf("third sweep: %+v", rep) // zz-last's, read clean once more
+		}
+		if evs := pub.take(); len(evs) != 1 || evs[0].TaskID != due.ID {
+			t.Fatalf("events: %+v", evs)
+		}
+		wantKeys(t, "wake-ups", e.wakeups())
+		wantKeys(t, "old registry", e.keys("sweep/2000"))
+		if rep := e.sweep(t0.Add(5*time.Minute), nil); rep.Requests != (store.Counts{List: 1}) {
+			t.Fatalf("idle sweep: %v", rep.Requests)
+		}
+	})
+
+	t.Run("an_old_registry_of_many_queues_does_not_stop_the_sweep_publishing_events", func(t *testing.T) {
+		n := 21_000 // more than the pages a sweep reads of its index's head
+		if f.Real {
+			n = 300
+		}
+		e := newEnv(t, f)
+		owed := e.submit(queue.SubmitRequest{}, t0)
+		if _, err := e.q.Expire(ctx, owed.ID, t0); err != nil {
+			t.Fatal(err)
+		}
+		keys := make([]string, n)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("sweep/20000101T000000.000000Z_queue_old-%05d", i)
+		}
+		e.putMany(keys)
+		gate := &deadlineLists{Store: e.s}
+		wall := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+		clock := func() time.Time {
+			if gate.n.Load() >= 50 {
+				return wall
+			}
+			return wall.Add(-time.Second)
+		}
+		pub := &recorder{}
+		rep, err := queue.New(gate, e.op).Sweep(ctx, t0.Add(time.Minute), queue.SweepOptions{Publisher: pub, Deadline: wall, Clock: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.Incomplete || rep.EventsSent != 1 || rep.QueuesDue != min(n, 5_000) || rep.Queues >= rep.QueuesDue {
+			t.Fatalf("first sweep: %+v", rep)
+		}
+		if evs := pub.take(); len(evs) != 1 || evs[0].TaskID != owed.ID {
+			t.Fatalf("events: %+v", evs)
+		}
+	})
+}
