@@ -24,7 +24,8 @@ test-short:
 	$(GO) test -count=1 ./shared/queue/ ./shared/store/...
 
 ## bench: request counts and dollars per task lifecycle, throughput on versitygw,
-## sweep and tick cost against the backlog, and API latency through the dev server
+## sweep and tick cost against the backlog, the audit of a run per S3 fault mix,
+## and API latency through the dev server
 bench: versitygw
 	$(GO) run ./scripts/bench
 	$(GO) run ./scripts/latency

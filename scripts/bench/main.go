@@ -6,6 +6,7 @@
 //	bench lifecycle ttl=no max_concurrency=10 ...   (a queue declared with max_concurrency)
 //	bench throughput server=versitygw workers=W tasks_per_s=X raw_ops_per_s=Y bound_ratio=R
 //	bench sweep ..., bench tick ..., bench list ..., bench history ... (sweep.go, tick.go, list.go)
+//	bench faults mix=M rate=R submits=N tasks=T duplicates=D dedup_violations=V lost=L run_twice=R http_500=E
 //
 // Lifecycle: tasks are submitted by one process and then claimed and
 // completed one at a time by another (a worker), as in production; the
@@ -20,7 +21,10 @@
 // bound_ratio = tasks_per_s × requests_per_task ÷ (2 × raw_ops_per_s): the
 // share of the server's request rate the queue turns into work.
 //
-// Nothing here fails on a timing; it only prints.
+// Faults: package faultrun's run under each fault mix (lost_answers,
+// mixed) at -fault-rate, and its audit; the goal is zeros.
+//
+// Nothing here fails on a timing or a finding; it only prints.
 package main
 
 import (
@@ -47,7 +51,11 @@ func main() {
 	throughputTasks := flag.Int("throughput-tasks", 400, "backlog drained per throughput figure")
 	workers := flag.String("workers", "1,4,16", "worker counts for the throughput figures")
 	rawFor := flag.Duration("raw-for", 2*time.Second, "how long to measure the raw PUT+GET rate")
-	only := flag.String("only", "", "run only these figures, comma-separated: lifecycle, throughput, sweep, tick, list")
+	only := flag.String("only", "", "run only these figures, comma-separated: lifecycle, throughput, sweep, tick, list, faults")
+	faultMixes := flag.String("fault-mixes", "lost_answers,mixed", "fault mixes of the faults figures (empty: none)")
+	faultRate := flag.Float64("fault-rate", 0.10, "share of S3 requests that meet a fault in the faults figures")
+	faultSubmits := flag.Int("fault-submits", 1000, "submits per faults figure")
+	faultWorkers := flag.Int("fault-workers", 16, "workers per faults figure")
 	flag.Parse()
 	run := func(figure string) bool { return *only == "" || strings.Contains(","+*only+",", ","+figure+",") }
 	log.SetFlags(0)
@@ -113,6 +121,11 @@ func main() {
 	}
 	if run("list") {
 		if err := benchList(ctx, srv, 1000); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if run("faults") {
+		if err := benchFaults(ctx, srv, *faultMixes, *faultRate, *faultSubmits, *faultWorkers); err != nil {
 			log.Fatal(err)
 		}
 	}

@@ -1,7 +1,8 @@
 // Package devserver runs the whole s3q queue on one machine, for `s3q dev`
 // (`make dev`) and for tests: the full HTTP API on a local address, served
 // through the very Lambda handlers the functions run (each net/http request
-// becomes an API Gateway HTTP API event), the sweep-expired and
+// becomes an API Gateway HTTP API event; concurrent requests run in
+// execution environments of their own, as on Lambda), the sweep-expired and
 // schedule-tick handlers fired on a timer with EventBridge scheduled
 // events, and the state in an in-process gofakes3 S3 server (in memory, or
 // persisted to a directory) or in any real S3 endpoint.
@@ -21,8 +22,6 @@ import (
 	"net/http"
 	"os"
 	"time"
-
-	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/s3q/s3q/shared/artifacts"
 	"github.com/s3q/s3q/shared/events"
@@ -164,9 +163,9 @@ func Run(ctx context.Context, opts Options) error {
 	if opts.Tick != nil {
 		deps.Tick = opts.Tick
 	}
-	handlers := map[string]lambda.Handler{}
+	functions := map[string]*function{}
 	for _, name := range lambdafn.Names() {
-		if handlers[name], err = lambdafn.New(name, deps); err != nil {
+		if functions[name], err = newFunction(name, deps); err != nil {
 			return err
 		}
 	}
@@ -175,7 +174,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("devserver: listen on %s: %w", opts.Addr, err)
 	}
-	srv := &http.Server{Handler: &gateway{handlers: handlers, log: opts.Logger, events: ring}, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: &gateway{functions: functions, log: opts.Logger, events: ring}, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
@@ -189,7 +188,7 @@ func Run(ctx context.Context, opts Options) error {
 	timerDone := make(chan struct{})
 	go func() {
 		defer close(timerDone)
-		runTimers(timerCtx, opts.TickInterval, handlers, opts.Logger)
+		runTimers(timerCtx, opts.TickInterval, functions, opts.Logger)
 	}()
 
 	select {

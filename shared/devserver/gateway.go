@@ -1,11 +1,14 @@
 package devserver
 
 import (
+	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -20,9 +23,59 @@ import (
 // its route with the event's JSON (as Lambda would), and writes the
 // function's response back.
 type gateway struct {
-	handlers map[string]lambda.Handler
-	log      *slog.Logger
-	events   *s3qevents.Ring // the task events GET /events shows
+	functions map[string]*function
+	log       *slog.Logger
+	events    *s3qevents.Ring // the task events GET /events shows
+}
+
+// function is one Lambda function of the dev server: a set of execution
+// environments, each a handler made by lambdafn.New that serves one
+// invocation at a time, as Lambda runs them. Concurrent requests get
+// environments of their own (made when none is idle), never a shared one:
+// a lambda.Handler's Invoke answers with bytes of a buffer it has already
+// returned to its pool, which the next invocation of that handler
+// overwrites, so an answer is copied before its environment is reused.
+type function struct {
+	new func() (lambda.Handler, error)
+
+	mu   sync.Mutex
+	idle []lambda.Handler
+}
+
+// newFunction returns the named function over d, with one environment
+// made (so that a bad configuration fails at start).
+func newFunction(name string, d lambdafn.Deps) (*function, error) {
+	f := &function{new: func() (lambda.Handler, error) { return lambdafn.New(name, d) }}
+	h, err := f.new()
+	if err != nil {
+		return nil, err
+	}
+	f.idle = append(f.idle, h)
+	return f, nil
+}
+
+// invoke runs one invocation in an idle environment (or a new one) and
+// returns a copy of its answer, made before the environment serves
+// another invocation.
+func (f *function) invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	f.mu.Lock()
+	var h lambda.Handler
+	if n := len(f.idle); n > 0 {
+		h, f.idle = f.idle[n-1], f.idle[:n-1]
+	}
+	f.mu.Unlock()
+	if h == nil {
+		var err error
+		if h, err = f.new(); err != nil {
+			return nil, err
+		}
+	}
+	out, err := h.Invoke(ctx, payload)
+	out = bytes.Clone(out)
+	f.mu.Lock()
+	f.idle = append(f.idle, h)
+	f.mu.Unlock()
+	return out, err
 }
 
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -41,7 +94,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "internal", "encode event: "+err.Error())
 		return
 	}
-	out, err := g.handlers[name].Invoke(r.Context(), payload)
+	out, err := g.functions[name].invoke(r.Context(), payload)
 	if err != nil {
 		// API Gateway answers 500 when a function fails.
 		g.log.Error("function failed", "function", name, "error", err)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/s3q/s3q/shared/lambdafn"
 )
@@ -16,7 +15,7 @@ import (
 // runTimers fires sweep-expired and schedule-tick every interval until ctx
 // is done, as the stack's two EventBridge rules do. An error of a timer
 // function is logged (by the function) and the next run goes on.
-func runTimers(ctx context.Context, interval time.Duration, handlers map[string]lambda.Handler, log *slog.Logger) {
+func runTimers(ctx context.Context, interval time.Duration, functions map[string]*function, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -26,7 +25,7 @@ func runTimers(ctx context.Context, interval time.Duration, handlers map[string]
 		case now := <-t.C:
 			for _, name := range []string{lambdafn.SweepExpired, lambdafn.ScheduleTick} {
 				payload, _ := json.Marshal(ScheduledEvent(name, now))
-				if _, err := handlers[name].Invoke(ctx, payload); err != nil && ctx.Err() == nil {
+				if _, err := functions[name].invoke(ctx, payload); err != nil && ctx.Err() == nil {
 					log.Debug("timer function failed", "function", name, "error", err)
 				}
 			}

@@ -244,11 +244,13 @@ func (q *Queue) createQueue(ctx context.Context, d Declaration, tombstone string
 	if err != nil {
 		return fmt.Errorf("encode queue %s: %w", d.Name, err)
 	}
+	// A write whose answer was lost is recognised on a re-read (the body
+	// carries its creation time, so it is this writer's).
 	var err2 error
 	if tombstone != "" {
-		_, err2 = q.store.PutIfMatch(ctx, QueueKey(d.Name), body, tombstone)
+		_, err2 = store.SwapOwn(ctx, q.store, QueueKey(d.Name), body, tombstone, nil)
 	} else {
-		_, err2 = q.store.PutIfAbsent(ctx, QueueKey(d.Name), body)
+		_, err2 = store.CreateOwn(ctx, q.store, QueueKey(d.Name), body, nil)
 	}
 	if err := err2; err != nil {
 		if errors.Is(err, store.ErrPrecondition) || errors.Is(err, store.ErrNotFound) {

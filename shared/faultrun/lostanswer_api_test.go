@@ -1,0 +1,201 @@
+package faultrun_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/s3q/s3q/shared/api"
+	"github.com/s3q/s3q/shared/client"
+	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/s3local"
+	"github.com/s3q/s3q/shared/s3local/faultproxy"
+)
+
+// apiEnv is one run of an API case: the HTTP API over a queue whose store
+// goes through a proxy, on a clock the case sets, and a client that never
+// retries (so the test sees each answer).
+type apiEnv struct {
+	p     *faultproxy.Proxy
+	cl    *client.Client
+	mu    sync.Mutex
+	now   time.Time
+	lease client.Lease
+}
+
+func (e *apiEnv) at(t time.Time) {
+	e.mu.Lock()
+	e.now = t
+	e.mu.Unlock()
+}
+
+func newAPIEnv(t *testing.T, srv *s3local.Server) *apiEnv {
+	t.Helper()
+	p, st, err := faultproxy.Front(t.Context(), srv, "api-"+rand.Text()+"/", faultproxy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	e := &apiEnv{p: p, now: t0}
+	q := queue.New(st, queue.Options{Backoff: func(attempt int) time.Duration { return 10 * time.Second << (attempt - 1) }})
+	h := api.New(q, api.Options{
+		Now:    func() time.Time { e.mu.Lock(); defer e.mu.Unlock(); return e.now },
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	if e.cl, err = client.New(t.Context(), hs.URL, client.Options{MaxRetries: -1}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// apiCase is an operation made through the HTTP API.
+type apiCase struct {
+	name  string
+	setup func(ctx context.Context, e *apiEnv) error
+	// op makes the request and describes the answer: its status and the
+	// task it names.
+	op func(ctx context.Context, e *apiEnv) (string, error)
+}
+
+func answered(status int, t client.Task, err error) (string, error) {
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d task %s %s attempt=%d", status, t.ID, t.Status, t.Attempt), nil
+}
+
+func apiSubmitA(ctx context.Context, e *apiEnv) error {
+	_, err := e.cl.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{ID: idA, TaskType: "t"}})
+	return err
+}
+
+func apiSubmitAndClaim(ctx context.Context, e *apiEnv) error {
+	if err := apiSubmitA(ctx, e); err != nil {
+		return err
+	}
+	e.at(t0.Add(time.Second))
+	c, err := e.cl.Claim(ctx, client.ClaimRequest{LeaseFor: 10 * time.Minute})
+	if err == nil && len(c) != 1 {
+		err = fmt.Errorf("claimed %d tasks", len(c))
+	}
+	if err == nil {
+		e.lease = c[0].Lease
+	}
+	e.at(t0.Add(2 * time.Second))
+	return err
+}
+
+var apiCases = []apiCase{
+	{name: "submit", op: func(ctx context.Context, e *apiEnv) (string, error) {
+		r, err := e.cl.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{ID: idA, TaskType: "t"}})
+		return answered(r.Status, r.Task, err)
+	}},
+	{name: "submit_with_dedup_key", op: func(ctx context.Context, e *apiEnv) (string, error) {
+		r, err := e.cl.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{ID: idA, TaskType: "t", DedupKey: "k"}})
+		return answered(r.Status, r.Task, err)
+	}},
+	{name: "claim", setup: func(ctx context.Context, e *apiEnv) error {
+		err := apiSubmitA(ctx, e)
+		e.at(t0.Add(time.Second))
+		return err
+	}, op: func(ctx context.Context, e *apiEnv) (string, error) {
+		c, err := e.cl.Claim(ctx, client.ClaimRequest{LeaseFor: 10 * time.Minute})
+		if err != nil || len(c) != 1 {
+			return fmt.Sprintf("%d tasks", len(c)), err
+		}
+		return answered(200, c[0].Task, nil)
+	}},
+	{name: "heartbeat", setup: apiSubmitAndClaim, op: func(ctx context.Context, e *apiEnv) (string, error) {
+		c, err := e.cl.Heartbeat(ctx, e.lease, 20*time.Minute)
+		return answered(200, c.Task, err)
+	}},
+	{name: "complete", setup: apiSubmitAndClaim, op: func(ctx context.Context, e *apiEnv) (string, error) {
+		t, err := e.cl.Complete(ctx, e.lease, json.RawMessage(`{"ok":true}`))
+		return answered(200, t, err)
+	}},
+	{name: "fail", setup: apiSubmitAndClaim, op: func(ctx context.Context, e *apiEnv) (string, error) {
+		t, err := e.cl.Fail(ctx, e.lease, "boom", true)
+		return answered(200, t, err)
+	}},
+	{name: "cancel", setup: apiSubmitA, op: func(ctx context.Context, e *apiEnv) (string, error) {
+		t, err := e.cl.Cancel(ctx, idA)
+		return answered(200, t, err)
+	}},
+	{name: "expire", setup: apiSubmitA, op: func(ctx context.Context, e *apiEnv) (string, error) {
+		t, err := e.cl.Expire(ctx, idA)
+		return answered(200, t, err)
+	}},
+}
+
+// TestLostAnswersThroughTheAPI loses the answer of each write an API
+// request makes, one per run, and checks that the caller gets the same
+// HTTP answer as without the fault, on its first try: never a 503 it must
+// retry, nor a 500.
+func TestLostAnswersThroughTheAPI(t *testing.T) {
+	for _, srv := range []*s3local.Server{servers.GoFakeS3, servers.VersityGW} {
+		t.Run(srv.Name, func(t *testing.T) {
+			for _, c := range apiCases {
+				t.Run(c.name, func(t *testing.T) { runAPICase(t, srv, c) })
+			}
+		})
+	}
+}
+
+func runAPICase(t *testing.T, srv *s3local.Server, c apiCase) {
+	ctx := t.Context()
+	ref := newAPIEnv(t, srv)
+	if c.setup != nil {
+		if err := c.setup(ctx, ref); err != nil {
+			t.Fatalf("setup: %v", err)
+		}
+	}
+	ref.p.StartTrace()
+	want, err := c.op(ctx, ref)
+	trace := ref.p.StopTrace()
+	if err != nil {
+		t.Fatalf("without faults: %v", err)
+	}
+	seen := map[string]int{}
+	for _, w := range trace {
+		pattern := w.Pattern()
+		seen[pattern]++
+		if !w.IsWrite() {
+			continue
+		}
+		nth := seen[pattern]
+		t.Run(fmt.Sprintf("%s_%s_%s_%d", strings.ToLower(w.Method), w.Cond, strings.ReplaceAll(w.Key, "/", "_"), nth), func(t *testing.T) {
+			e := newAPIEnv(t, srv)
+			if c.setup != nil {
+				if err := c.setup(ctx, e); err != nil {
+					t.Fatalf("setup: %v", err)
+				}
+			}
+			shot, err := e.p.Inject(faultproxy.LostAnswer, pattern, nth)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.op(ctx, e)
+			if !shot.Fired() {
+				t.Fatalf("no request %q number %d was made", pattern, nth)
+			}
+			var ce *client.Error
+			if errors.As(err, &ce) {
+				t.Fatalf("the caller got %d %s (%s), want %q", ce.Status, ce.Code, ce.Message, want)
+			}
+			if err != nil || got != want {
+				t.Errorf("the caller got %q, %v; want %q", got, err, want)
+			}
+		})
+	}
+}
