@@ -80,7 +80,7 @@ type Deliverer interface {
 
 // drain delivers due tasks of one queue until none is due, the run's time
 // ends, or every slot is held by other dispatchers.
-func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time) (Report, error) {
+func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time) (rep Report, err error) {
 	lease := p.Lease()
 	margin := d.margin(lease)
 	limit := d.opts.MaxInFlight
@@ -90,7 +90,6 @@ func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time) (R
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
-		rep      Report
 		inFlight int
 		finished = make(chan struct{}, limit)
 		sem      = make(chan struct{}, limit)
@@ -99,7 +98,11 @@ func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time) (R
 	if d.opts.RecheckAfter > 0 {
 		rechecks = 1
 	}
-	defer wg.Wait()
+	defer func() {
+		wg.Wait() // the deliveries add to rep
+		mu.Lock()
+		defer mu.Unlock()
+	}()
 	for ctx.Err() == nil {
 		if now := d.opts.Now(); !until.IsZero() && now.Add(lease+margin).After(until) {
 			break
@@ -112,7 +115,6 @@ func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time) (R
 		now := d.opts.Now()
 		var hold *slotHold
 		if p.MaxConcurrency > 0 {
-			var err error
 			hold, err = d.slots.take(ctx, p.Name, p.MaxConcurrency, now, now.Add(lease))
 			if err != nil {
 				<-sem
