@@ -38,7 +38,7 @@ func forEachStore(t *testing.T, f func(t *testing.T, st store.Store)) {
 // time out in real time, leases and backoffs are jumped over.
 type clock struct{ off atomic.Int64 }
 
-func (c *clock) Now() time.Time           { return time.Now().Add(time.Duration(c.off.Load())).UTC() }
+func (c *clock) Now() time.Time          { return time.Now().Add(time.Duration(c.off.Load())).UTC() }
 func (c *clock) Advance(d time.Duration) { c.off.Add(int64(d)) }
 
 const secret = "s3cret"
