@@ -17,6 +17,13 @@
 //	                       bounds it (default 1h)
 //	S3Q_METRICS_NAMESPACE  CloudWatch namespace of the EMF metrics (default s3q; the stack
 //	                       sets s3q/<env>)
+//	S3Q_PUSH_QUEUES        the push queues and their targets, JSON: {"orders": {"target":
+//	                       {"lambda": "fn"}, "max_concurrency": 4, "timeout": "30s"}}
+//	                       (package dispatch; https:// URLs only)
+//	S3Q_DISPATCH_FUNCTION  the dispatch function submit wakes for tasks due now (none: the
+//	                       minute rule alone delivers)
+//	S3Q_LAMBDA_ENDPOINT    Lambda endpoint override for push targets and the wake, such as
+//	                       http://127.0.0.1:9001
 //
 // Per-task-type defaults (ttl, ttl_from, max_attempts, timeout) come from
 // config/task_types.json in the bucket (package tasktypes), not from the
@@ -33,6 +40,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/artifacts"
+	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/queue"
 )
 
@@ -48,6 +56,9 @@ const (
 	EnvEventBus         = "S3Q_EVENT_BUS"
 	EnvArtifactTTL      = "S3Q_ARTIFACT_TTL"
 	EnvMetricsNamespace = "S3Q_METRICS_NAMESPACE"
+	EnvPushQueues       = "S3Q_PUSH_QUEUES"
+	EnvDispatchFunction = "S3Q_DISPATCH_FUNCTION"
+	EnvLambdaEndpoint   = "S3Q_LAMBDA_ENDPOINT"
 )
 
 // MaxShards is the most index shards a deployment may use.
@@ -82,6 +93,15 @@ type Config struct {
 	// MetricsNamespace is the CloudWatch namespace of the EMF metrics.
 	// Defaults to "s3q".
 	MetricsNamespace string
+	// PushQueues are the queues whose tasks the dispatch function
+	// pushes, with their targets. Defaults to none.
+	PushQueues dispatch.Static
+	// DispatchFunction is the dispatch function the submit function wakes
+	// (asynchronous Invoke) for a task due now. Defaults to none.
+	DispatchFunction string
+	// LambdaEndpoint overrides the Lambda endpoint (a local endpoint
+	// speaking the Invoke protocol). Defaults to AWS Lambda.
+	LambdaEndpoint string
 }
 
 // FieldError is one invalid environment variable.
@@ -111,6 +131,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		EventBus: get(EnvEventBus),
 		Shards:   1,
 
+		DispatchFunction: get(EnvDispatchFunction),
+		LambdaEndpoint:   get(EnvLambdaEndpoint),
+
 		ArtifactTTL:      artifacts.DefaultTTL,
 		MetricsNamespace: "s3q",
 	}
@@ -127,6 +150,20 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		u, err := url.Parse(c.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad(EnvEndpoint, "%q is not an endpoint URL such as http://127.0.0.1:7070", c.Endpoint)
+		}
+	}
+	if c.LambdaEndpoint != "" {
+		u, err := url.Parse(c.LambdaEndpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad(EnvLambdaEndpoint, "%q is not an endpoint URL such as http://127.0.0.1:9001", c.LambdaEndpoint)
+		}
+	}
+	if s := get(EnvPushQueues); s != "" {
+		pq, err := dispatch.ParseStatic([]byte(s), false)
+		if err != nil {
+			bad(EnvPushQueues, "%v", err)
+		} else {
+			c.PushQueues = pq
 		}
 	}
 	if s := get(EnvDefaultTTL); s != "" {

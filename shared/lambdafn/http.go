@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/s3q/s3q/shared/api"
+	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/queue"
 )
 
@@ -22,10 +23,19 @@ type httpFunction struct {
 
 func newHTTP(name string, d Deps) *httpFunction {
 	opts := api.Options{Now: d.Now, Logger: d.Logger, Routes: routes[name], Artifacts: d.Artifacts, Schedules: d.Scheduler}
-	if d.Metrics != nil {
+	targets := d.Targets
+	if targets == nil && d.Dispatcher != nil {
+		targets = d.Dispatcher.Targets()
+	}
+	if d.Metrics != nil || (d.Waker != nil && targets != nil) {
 		opts.OnSubmit = func(tasks []queue.Task, now time.Time) {
-			if err := d.Metrics.SubmitTTL(tasks, now); err != nil {
-				d.Logger.Warn("write submit metrics", "error", err)
+			if d.Metrics != nil {
+				if err := d.Metrics.SubmitTTL(tasks, now); err != nil {
+					d.Logger.Warn("write submit metrics", "error", err)
+				}
+			}
+			if d.Waker != nil && targets != nil {
+				dispatch.OnSubmit(context.Background(), targets, d.Waker, tasks, now, d.Logger)
 			}
 		}
 	}

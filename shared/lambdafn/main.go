@@ -35,6 +35,16 @@ func Main(name string) {
 		deps.Sweep = NewSweep(deps)
 	case ScheduleTick:
 		deps.Tick = NewTick(deps)
+	case Dispatch:
+		if deps.Dispatcher, err = DispatcherFromConfig(context.Background(), cfg, deps); err != nil {
+			fail(err)
+		}
+	case Submit:
+		// Tasks due now in a push queue wake the dispatch function.
+		deps.Targets = cfg.PushQueues
+		if deps.Waker, err = WakerFromConfig(context.Background(), cfg, deps.Logger); err != nil {
+			fail(err)
+		}
 	}
 	h, err := New(name, deps)
 	if err != nil {
