@@ -25,6 +25,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/s3q/s3q/shared/artifacts"
+	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/events"
 	"github.com/s3q/s3q/shared/lambdafn"
 	"github.com/s3q/s3q/shared/queue"
@@ -90,6 +91,20 @@ type Options struct {
 	// functions log that they have nothing to do.
 	Sweep, Tick lambdafn.TimerFunc
 
+	// PushQueues are the push queues dispatch delivers, in this process:
+	// woken at once by a submit of a task due now, at a delayed task's
+	// time, at a retry's time, and every TickInterval. URL targets may be
+	// http:// here. Defaults to none.
+	PushQueues dispatch.Static
+	// PushSecrets are the signing secrets of URL targets by name, in place
+	// of SSM Parameter Store. Defaults to none.
+	PushSecrets map[string]string
+	// LambdaEndpoint is where Lambda targets are invoked: a local endpoint
+	// speaking Lambda's Invoke protocol (POST
+	// /2015-03-31/functions/{name}/invocations), with dummy credentials.
+	// Defaults to AWS Lambda with the default credential chain.
+	LambdaEndpoint string
+
 	// RecentEvents is how many of the latest task events GET /events
 	// keeps. Defaults to DefaultRecentEvents (1000).
 	RecentEvents int
@@ -147,6 +162,17 @@ func Run(ctx context.Context, opts Options) error {
 		Artifacts: artifacts.New(q, st.client, opts.Bucket, opts.Prefix, artifacts.Options{}),
 		Scheduler: schedule.New(counted, q, schedule.Options{}),
 	}
+	var local *dispatch.Local
+	if len(opts.PushQueues) > 0 {
+		d, err := newDispatcher(ctx, q, opts)
+		if err != nil {
+			return err
+		}
+		local = dispatch.NewLocal(ctx, d)
+		defer local.Wait()
+		d.SetWaker(local)
+		deps.Dispatcher, deps.Waker, deps.Targets = d, local, opts.PushQueues
+	}
 	if opts.Wire != nil {
 		opts.Wire(&deps)
 	}
@@ -181,7 +207,11 @@ func Run(ctx context.Context, opts Options) error {
 	timerDone := make(chan struct{})
 	go func() {
 		defer close(timerDone)
-		runTimers(timerCtx, opts.TickInterval, handlers, opts.Logger)
+		runTimers(timerCtx, opts.TickInterval, handlers, opts.Logger, func() {
+			if local != nil {
+				local.WakeAll()
+			}
+		})
 	}()
 
 	select {

@@ -16,7 +16,7 @@ import (
 // runTimers fires sweep-expired and schedule-tick every interval until ctx
 // is done, as the stack's two EventBridge rules do. An error of a timer
 // function is logged (by the function) and the next run goes on.
-func runTimers(ctx context.Context, interval time.Duration, handlers map[string]lambda.Handler, log *slog.Logger) {
+func runTimers(ctx context.Context, interval time.Duration, handlers map[string]lambda.Handler, log *slog.Logger, dispatchAll func()) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -24,6 +24,7 @@ func runTimers(ctx context.Context, interval time.Duration, handlers map[string]
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
+			dispatchAll() // the dispatch rule: every push queue, in the background
 			for _, name := range []string{lambdafn.SweepExpired, lambdafn.ScheduleTick} {
 				payload, _ := json.Marshal(ScheduledEvent(name, now))
 				if _, err := handlers[name].Invoke(ctx, payload); err != nil && ctx.Err() == nil {

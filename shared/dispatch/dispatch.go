@@ -292,3 +292,7 @@ func (d *Dispatcher) margin(lease time.Duration) time.Duration {
 	}
 	return min(lease/10, 2*time.Second)
 }
+
+// SetWaker sets Options.Waker after construction, for a waker that needs
+// the dispatcher itself (Local). Call it before the first Run.
+func (d *Dispatcher) SetWaker(w Waker) { d.opts.Waker = w }

@@ -181,3 +181,15 @@ func (l *Local) kick(name string) {
 		}
 	}()
 }
+
+// WakeAll runs the dispatcher for every push queue now (the minute rule).
+func (l *Local) WakeAll() {
+	pqs, err := l.d.targets.PushQueues(l.ctx, l.d.opts.Now())
+	if err != nil {
+		l.log.Warn("list push queues", "error", err)
+		return
+	}
+	for _, p := range pqs {
+		l.kick(p.Name)
+	}
+}
