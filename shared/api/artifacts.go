@@ -12,7 +12,7 @@ type artifactBody struct {
 	Name string `json:"name"`
 }
 
-// artifactUpload serves POST /tasks/{id}/artifacts: 201 with a presigned
+// artifactUpload serves POST /queues/{queue}/tasks/{id}/artifacts: 201 with a presigned
 // PUT URL for the artifact named in the body, living until min(now +
 // artifact_ttl, the task's expires_at) (DESIGN §6). The task must be
 // pending or running and before its deadline (else 409 invalid_state).
@@ -27,6 +27,9 @@ func (a *API) artifactUpload(rq *request) (reply, error) {
 	if body.Name == "" {
 		return reply{}, badInput("name", "is required: the artifact's name, such as \"report.pdf\"")
 	}
+	if _, err := rq.q.Get(rq.ctx, rq.id); err != nil {
+		return reply{}, err // a task of another queue is 404
+	}
 	u, err := a.opts.Artifacts.PutURL(rq.ctx, rq.id, body.Name, a.now())
 	if err != nil {
 		return reply{}, err
@@ -36,12 +39,15 @@ func (a *API) artifactUpload(rq *request) (reply, error) {
 	}}}, nil
 }
 
-// artifactDownload serves GET /tasks/{id}/artifacts/{name}: 200 with a
+// artifactDownload serves GET /queues/{queue}/tasks/{id}/artifacts/{name}: 200 with a
 // presigned GET URL, or 404 when the task has no such artifact (never
 // uploaded, deleted by the sweep, or past its time).
 func (a *API) artifactDownload(rq *request) (reply, error) {
 	if a.opts.Artifacts == nil {
 		return reply{}, noArtifacts()
+	}
+	if _, err := rq.q.Get(rq.ctx, rq.id); err != nil {
+		return reply{}, err // a task of another queue is 404
 	}
 	u, err := a.opts.Artifacts.GetURL(rq.ctx, rq.id, rq.name, a.now())
 	if errors.Is(err, artifacts.ErrNoArtifact) {

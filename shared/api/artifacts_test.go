@@ -73,7 +73,7 @@ func TestArtifacts(t *testing.T) {
 				e := artifactEnv(t, srv)
 				now := e.clock.Now()
 				id := e.submit(`{"task_type":"render","ttl":"30m"}`)
-				r := e.do("POST", "/tasks/"+id+"/artifacts", `{"name":"report.pdf"}`)
+				r := e.do("POST", "/queues/default/tasks/"+id+"/artifacts", `{"name":"report.pdf"}`)
 				if r.status != http.StatusCreated {
 					t.Fatalf("POST artifacts: %d %s", r.status, r.raw)
 				}
@@ -91,7 +91,7 @@ func TestArtifacts(t *testing.T) {
 				}
 
 				e.clock.Advance(time.Minute)
-				r = e.do("GET", "/tasks/"+id+"/artifacts/report.pdf", "")
+				r = e.do("GET", "/queues/default/tasks/"+id+"/artifacts/report.pdf", "")
 				if r.status != http.StatusOK || str(r.body, "artifact.name") != "report.pdf" || str(r.body, "artifact.upload_url") != "" {
 					t.Fatalf("GET artifact: %d %s", r.status, r.raw)
 				}
@@ -106,17 +106,17 @@ func TestArtifacts(t *testing.T) {
 			t.Run("a_running_task_may_upload_too", func(t *testing.T) {
 				e := artifactEnv(t, srv)
 				id, _ := e.running()
-				if r := e.do("POST", "/tasks/"+id+"/artifacts", `{"name":"out.json"}`); r.status != http.StatusCreated {
+				if r := e.do("POST", "/queues/default/tasks/"+id+"/artifacts", `{"name":"out.json"}`); r.status != http.StatusCreated {
 					t.Fatalf("POST artifacts of a running task: %d %s", r.status, r.raw)
 				}
 			})
 			t.Run("a_reserved_name_never_uploaded_is_404_not_found", func(t *testing.T) {
 				e := artifactEnv(t, srv)
 				id := e.submit(`{"task_type":"render","ttl":"30m"}`)
-				if r := e.do("POST", "/tasks/"+id+"/artifacts", `{"name":"a.txt"}`); r.status != http.StatusCreated {
+				if r := e.do("POST", "/queues/default/tasks/"+id+"/artifacts", `{"name":"a.txt"}`); r.status != http.StatusCreated {
 					t.Fatalf("POST: %d %s", r.status, r.raw)
 				}
-				r := e.do("GET", "/tasks/"+id+"/artifacts/b.txt", "")
+				r := e.do("GET", "/queues/default/tasks/"+id+"/artifacts/b.txt", "")
 				if r.status != http.StatusNotFound || str(r.body, "error.code") != "not_found" || !strings.Contains(str(r.body, "error.message"), "no artifact b.txt") {
 					t.Fatalf("GET of a missing artifact: %d %s", r.status, r.raw)
 				}
@@ -130,30 +130,30 @@ func TestArtifacts(t *testing.T) {
 				code, field  string
 			}{
 				{"a_task_without_artifacts_is_404_not_found", func(e *env) string { id, _ := pending(e); return id },
-					"GET", "/tasks/{id}/artifacts/x.bin", "", 404, "not_found", ""},
+					"GET", "/queues/default/tasks/{id}/artifacts/x.bin", "", 404, "not_found", ""},
 				{"an_unknown_task_is_404_not_found", func(*env) string { return unknownID },
-					"POST", "/tasks/{id}/artifacts", `{"name":"x.bin"}`, 404, "not_found", ""},
+					"POST", "/queues/default/tasks/{id}/artifacts", `{"name":"x.bin"}`, 404, "not_found", ""},
 				{"an_unknown_task_is_404_on_get_too", func(*env) string { return unknownID },
-					"GET", "/tasks/{id}/artifacts/x.bin", "", 404, "not_found", ""},
+					"GET", "/queues/default/tasks/{id}/artifacts/x.bin", "", 404, "not_found", ""},
 				{"a_bad_task_id_is_400_naming_id", func(*env) string { return "not-an-id" },
-					"POST", "/tasks/{id}/artifacts", `{"name":"x.bin"}`, 400, "invalid_input", "id"},
+					"POST", "/queues/default/tasks/{id}/artifacts", `{"name":"x.bin"}`, 400, "invalid_input", "id"},
 				{"a_name_with_dots_is_400_naming_name", func(e *env) string { id, _ := pending(e); return id },
-					"POST", "/tasks/{id}/artifacts", `{"name":"../tasks/x.json"}`, 400, "invalid_input", "name"},
+					"POST", "/queues/default/tasks/{id}/artifacts", `{"name":"../tasks/x.json"}`, 400, "invalid_input", "name"},
 				{"a_bad_name_in_the_path_is_400_naming_name", func(e *env) string { id, _ := pending(e); return id },
-					"GET", "/tasks/{id}/artifacts/..x", "", 400, "invalid_input", "name"},
+					"GET", "/queues/default/tasks/{id}/artifacts/..x", "", 400, "invalid_input", "name"},
 				{"a_missing_name_is_400_naming_name", func(e *env) string { id, _ := pending(e); return id },
-					"POST", "/tasks/{id}/artifacts", `{}`, 400, "invalid_input", "name"},
+					"POST", "/queues/default/tasks/{id}/artifacts", `{}`, 400, "invalid_input", "name"},
 				{"an_unknown_field_is_400_naming_it", func(e *env) string { id, _ := pending(e); return id },
-					"POST", "/tasks/{id}/artifacts", `{"name":"a","ttl":"1h"}`, 400, "invalid_input", "ttl"},
+					"POST", "/queues/default/tasks/{id}/artifacts", `{"name":"a","ttl":"1h"}`, 400, "invalid_input", "ttl"},
 				{"a_finished_task_is_409_invalid_state", func(e *env) string { id, _ := completed(e); return id },
-					"POST", "/tasks/{id}/artifacts", `{"name":"late.txt"}`, 409, "invalid_state", ""},
+					"POST", "/queues/default/tasks/{id}/artifacts", `{"name":"late.txt"}`, 409, "invalid_state", ""},
 				{"a_task_past_its_deadline_is_409_invalid_state", func(e *env) string {
 					id := e.submit(`{"task_type":"t","ttl":"1m"}`)
 					e.clock.Advance(2 * time.Minute) // pending still: no sweep has run
 					return id
-				}, "POST", "/tasks/{id}/artifacts", `{"name":"late.txt"}`, 409, "invalid_state", ""},
+				}, "POST", "/queues/default/tasks/{id}/artifacts", `{"name":"late.txt"}`, 409, "invalid_state", ""},
 				{"a_put_of_the_download_route_is_405", func(e *env) string { id, _ := pending(e); return id },
-					"PUT", "/tasks/{id}/artifacts/x.bin", "", 405, "method_not_allowed", ""},
+					"PUT", "/queues/default/tasks/{id}/artifacts/x.bin", "", 405, "method_not_allowed", ""},
 			}
 			for _, c := range errorCases {
 				t.Run(c.name, func(t *testing.T) {
@@ -177,8 +177,8 @@ func TestArtifactRoutesWithoutAServiceAre404(t *testing.T) {
 	e := newEnv(t, memstore.New(), api.Options{})
 	id, _ := pending(e)
 	for _, r := range []response{
-		e.do("POST", "/tasks/"+id+"/artifacts", `{"name":"x"}`),
-		e.do("GET", "/tasks/"+id+"/artifacts/x", ""),
+		e.do("POST", "/queues/default/tasks/"+id+"/artifacts", `{"name":"x"}`),
+		e.do("GET", "/queues/default/tasks/"+id+"/artifacts/x", ""),
 	} {
 		if r.status != http.StatusNotFound || str(r.body, "error.code") != "not_found" || !strings.Contains(str(r.body, "error.message"), "not enabled") {
 			t.Errorf("%d %s", r.status, r.raw)
@@ -196,13 +196,13 @@ func TestOnSubmitSeesTheTasksASubmitCreated(t *testing.T) {
 		got = append(got, tasks)
 	}})
 	e.submit(`{"task_type":"a","ttl":"1h","dedup_key":"k"}`)
-	if r := e.do("POST", "/tasks", `{"task_type":"a","dedup_key":"k"}`); r.status != http.StatusOK {
+	if r := e.do("POST", "/queues/default/tasks", `{"task_type":"a","dedup_key":"k"}`); r.status != http.StatusOK {
 		t.Fatalf("deduplicated submit: %d %s", r.status, r.raw)
 	}
-	if r := e.do("POST", "/tasks/batch", `{"tasks":[{"task_type":"b"},{"task_type":"a","dedup_key":"k"},{"task_type":""}]}`); r.status != http.StatusOK {
+	if r := e.do("POST", "/queues/default/tasks/batch", `{"tasks":[{"task_type":"b"},{"task_type":"a","dedup_key":"k"},{"task_type":""}]}`); r.status != http.StatusOK {
 		t.Fatalf("batch: %d %s", r.status, r.raw)
 	}
-	if r := e.do("POST", "/tasks", `{"task_type":""}`); r.status != http.StatusBadRequest {
+	if r := e.do("POST", "/queues/default/tasks", `{"task_type":""}`); r.status != http.StatusBadRequest {
 		t.Fatalf("bad submit: %d %s", r.status, r.raw)
 	}
 	if len(got) != 2 || len(got[0]) != 1 || got[0][0].TaskType != "a" || got[0][0].ExpiresAt == nil ||

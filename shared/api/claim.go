@@ -27,7 +27,7 @@ type claimBody struct {
 	Wait      *queue.Duration `json:"wait"`
 }
 
-// claim serves POST /claim: 200 with up to max_tasks claimed tasks and
+// claim serves POST /queues/{queue}/claim: 200 with up to max_tasks claimed tasks and
 // their leases, or 204 (no body) when nothing is available, after
 // long-polling for up to wait.
 func (a *API) claim(rq *request) (reply, error) {
@@ -49,7 +49,7 @@ func (a *API) claim(rq *request) (reply, error) {
 	}
 	poll := claimPollMin
 	for {
-		claimed, err := a.q.Claim(rq.ctx, req, a.now())
+		claimed, err := rq.q.Claim(rq.ctx, req, a.now())
 		if len(claimed) > 0 {
 			// A claim that fails after leasing some tasks hands them over;
 			// the error will come back on the next claim.

@@ -16,6 +16,7 @@ const (
 	CodeInvalidInput         = "invalid_input"          // 400: a bad field, bad JSON, an unknown field or query parameter
 	CodeInvalidLeaseDuration = "invalid_lease_duration" // 400: lease_for negative or over 12h
 	CodeNotFound             = "not_found"              // 404: no such task, or no such route
+	CodeQueueNotFound        = "queue_not_found"        // 404: the queue is not declared
 	CodeMethodNotAllowed     = "method_not_allowed"     // 405: the path is served, not with this method
 	CodeNotRunning           = "not_running"            // 409: a lease operation on a task that is not running
 	CodeLeaseMismatch        = "lease_mismatch"         // 409: a lease token that is not the task's
@@ -23,6 +24,8 @@ const (
 	CodeInvalidState         = "invalid_state"          // 409: the task's status does not allow the operation
 	CodeConflict             = "conflict"               // 409: lost a race too often; retrying later is safe
 	CodeAlreadyExists        = "already_exists"         // 409: a schedule with that id exists
+	CodeQueueNotEmpty        = "queue_not_empty"        // 409: a queue to delete still holds live tasks
+	CodeTooManyQueues        = "too_many_queues"        // 409: declaring the queue would pass max_queues
 	CodeTooLarge             = "too_large"              // 413: a body, input, output or batch over its limit
 	CodeInternal             = "internal"               // 500: a bug or a configuration problem, never bad input
 	CodeThrottled            = "throttled"              // 503: S3 throttled or failed transiently; see Retry-After
@@ -93,6 +96,12 @@ func toError(err error) *Error {
 	case errors.Is(err, queue.ErrInvalidLeaseDuration):
 		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidLeaseDuration, Field: "lease_for",
 			Message: "lease_for must be more than 0 and at most " + queue.FormatDuration(queue.MaxLease) + " (0 or absent means the task's timeout)"}
+	case errors.Is(err, queue.ErrQueueNotFound):
+		return &Error{Status: http.StatusNotFound, Code: CodeQueueNotFound, Field: "queue", Message: err.Error() + ": declare it with PUT /queues/{queue}"}
+	case errors.Is(err, queue.ErrQueueNotEmpty):
+		return &Error{Status: http.StatusConflict, Code: CodeQueueNotEmpty, Message: err.Error()}
+	case errors.Is(err, queue.ErrTooManyQueues):
+		return &Error{Status: http.StatusConflict, Code: CodeTooManyQueues, Message: err.Error() + " (max_queues)"}
 	case errors.Is(err, queue.ErrNotFound), errors.Is(err, schedule.ErrNotFound):
 		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error()}
 	case errors.Is(err, schedule.ErrExists):

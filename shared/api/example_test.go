@@ -21,9 +21,9 @@ func ExampleNew() {
 	srv := httptest.NewServer(api.New(q, api.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	defer srv.Close()
 
-	resp, _ := http.Post(srv.URL+"/tasks", "application/json", strings.NewReader(`{"task_type":"email.send","ttl":"1h"}`))
+	resp, _ := http.Post(srv.URL+"/queues/default/tasks", "application/json", strings.NewReader(`{"task_type":"email.send","ttl":"1h"}`))
 	fmt.Println(resp.Status)
-	resp, _ = http.Post(srv.URL+"/tasks", "application/json", strings.NewReader(`{"task_type":"email.send","ttl":"1h","colour":"red"}`))
+	resp, _ = http.Post(srv.URL+"/queues/default/tasks", "application/json", strings.NewReader(`{"task_type":"email.send","ttl":"1h","colour":"red"}`))
 	b, _ := io.ReadAll(resp.Body)
 	fmt.Print(resp.Status, " ", string(b))
 	// Output:

@@ -43,7 +43,7 @@ func TestStoreFailures(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, failingStore{Store: memstore.New(), err: c.err}, api.Options{})
-			r := e.do("GET", "/tasks/"+unknownID, "")
+			r := e.do("GET", "/queues/default/tasks/"+unknownID, "")
 			if r.status != c.status || str(r.body, "error.code") != c.code {
 				t.Fatalf("want %d %s: %d %s", c.status, c.code, r.status, r.raw)
 			}
@@ -70,7 +70,7 @@ func TestLogLine(t *testing.T) {
 	}
 	first := lines[0]
 	for k, want := range map[string]any{
-		"msg": "request", "route": "POST /tasks", "method": "POST", "status": float64(201), "task_id": id,
+		"msg": "request", "route": "POST /queues/{queue}/tasks", "method": "POST", "status": float64(201), "task_id": id,
 	} {
 		if got := get(first, k); got != want {
 			t.Errorf("%s = %v, want %v in %v", k, got, want, first)
@@ -106,13 +106,13 @@ func logLines(t *testing.T, b *bytes.Buffer) []map[string]any {
 func TestZeroOptions(t *testing.T) {
 	h := api.New(newEnv(t, memstore.New(), api.Options{}).q, api.Options{})
 	var _ http.Handler = h
-	if got := api.Routes(); len(got) != 24 || got[0] != "POST /tasks" {
+	if got := api.Routes(); len(got) != 29 || got[0] != "GET /queues" || got[4] != "POST /queues/{queue}/tasks" {
 		t.Errorf("Routes() = %v", got)
 	}
-	if k, ok := api.Match("POST", "/tasks/"+unknownID+"/complete"); !ok || k != "POST /tasks/{id}/complete" {
+	if k, ok := api.Match("POST", "/queues/default/tasks/"+unknownID+"/complete"); !ok || k != "POST /queues/{queue}/tasks/{id}/complete" {
 		t.Errorf("Match = %q %v", k, ok)
 	}
-	if _, ok := api.Match("PUT", "/tasks"); ok {
-		t.Errorf("Match(PUT /tasks) matched")
+	if _, ok := api.Match("PUT", "/queues/default/tasks"); ok {
+		t.Errorf("Match(PUT /queues/default/tasks) matched")
 	}
 }

@@ -37,11 +37,11 @@ import (
 //
 // Run it briefly with: go test -run '^$' -fuzz FuzzAPI -fuzztime 10s ./shared/api
 func FuzzAPI(f *testing.F) {
-	f.Add("POST", "/tasks", []byte(`{"task_type":"t","ttl":"1h"}`), "Content-Type: application/json")
-	f.Add("POST", "/tasks/{{running}}/complete", []byte(`{"lease_token":"{{token}}","output":{"a":1}}`), "")
-	f.Add("GET", "/tasks?status=pending&limit=5", []byte(nil), "")
-	f.Add("POST", "/tasks/{{pending}}/artifacts", []byte(`{"name":"report.pdf"}`), "")
-	f.Add("GET", "/tasks/{{running}}/artifacts/out.bin", []byte(nil), "")
+	f.Add("POST", "/queues/default/tasks", []byte(`{"task_type":"t","ttl":"1h"}`), "Content-Type: application/json")
+	f.Add("POST", "/queues/default/tasks/{{running}}/complete", []byte(`{"lease_token":"{{token}}","output":{"a":1}}`), "")
+	f.Add("GET", "/queues/default/tasks?status=pending&limit=5", []byte(nil), "")
+	f.Add("POST", "/queues/default/tasks/{{pending}}/artifacts", []byte(`{"name":"report.pdf"}`), "")
+	f.Add("GET", "/queues/default/tasks/{{running}}/artifacts/out.bin", []byte(nil), "")
 	f.Fuzz(func(t *testing.T, method, target string, body []byte, header string) {
 		s := memstore.New()
 		q := queue.New(reqcount.Wrap(s), queue.Options{ListCacheFor: -1})

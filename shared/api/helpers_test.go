@@ -131,7 +131,7 @@ func (e *env) do(method, path, body string) response {
 // submit submits a task and returns its id.
 func (e *env) submit(body string) string {
 	e.t.Helper()
-	r := e.do("POST", "/tasks", body)
+	r := e.do("POST", "/queues/default/tasks", body)
 	if r.status != http.StatusCreated {
 		e.t.Fatalf("submit %s: %d %s", body, r.status, r.raw)
 	}
@@ -141,7 +141,7 @@ func (e *env) submit(body string) string {
 // claim claims one task of the default queue and returns its id and token.
 func (e *env) claim() (string, string) {
 	e.t.Helper()
-	r := e.do("POST", "/claim", `{"lease_for":"1m","worker_id":"w1"}`)
+	r := e.do("POST", "/queues/default/claim", `{"lease_for":"1m","worker_id":"w1"}`)
 	if r.status != http.StatusOK {
 		e.t.Fatalf("claim: %d %s", r.status, r.raw)
 	}

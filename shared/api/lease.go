@@ -26,7 +26,7 @@ type heartbeatBody struct {
 	LeaseFor *queue.Duration `json:"lease_for"`
 }
 
-// heartbeat serves POST /tasks/{id}/heartbeat: the lease is extended and
+// heartbeat serves POST /queues/{queue}/tasks/{id}/heartbeat: the lease is extended and
 // the task returned with the lease; cancel_requested tells the worker to stop.
 func (a *API) heartbeat(rq *request) (reply, error) {
 	var body heartbeatBody
@@ -37,7 +37,7 @@ func (a *API) heartbeat(rq *request) (reply, error) {
 	if body.LeaseFor != nil {
 		d = *body.LeaseFor
 	}
-	c, err := a.q.Heartbeat(rq.ctx, rq.id, body.LeaseToken, d.Std(), a.now())
+	c, err := rq.q.Heartbeat(rq.ctx, rq.id, body.LeaseToken, d.Std(), a.now())
 	if err != nil {
 		return reply{}, err
 	}
@@ -50,13 +50,13 @@ type completeBody struct {
 	Output     json.RawMessage `json:"output"`
 }
 
-// complete serves POST /tasks/{id}/complete.
+// complete serves POST /queues/{queue}/tasks/{id}/complete.
 func (a *API) complete(rq *request) (reply, error) {
 	var body completeBody
 	if err := decodeLease(rq, &body, &body.LeaseToken); err != nil {
 		return reply{}, err
 	}
-	t, err := a.q.Complete(rq.ctx, rq.id, body.LeaseToken, body.Output, a.now())
+	t, err := rq.q.Complete(rq.ctx, rq.id, body.LeaseToken, body.Output, a.now())
 	return a.taskOrError(t, err)
 }
 
@@ -66,14 +66,14 @@ type failBody struct {
 	queue.FailRequest
 }
 
-// fail serves POST /tasks/{id}/fail: the core retries the task with
+// fail serves POST /queues/{queue}/tasks/{id}/fail: the core retries the task with
 // backoff, or dead-letters it (status failed).
 func (a *API) fail(rq *request) (reply, error) {
 	var body failBody
 	if err := decodeLease(rq, &body, &body.LeaseToken); err != nil {
 		return reply{}, err
 	}
-	t, err := a.q.Fail(rq.ctx, rq.id, body.LeaseToken, body.FailRequest, a.now())
+	t, err := rq.q.Fail(rq.ctx, rq.id, body.LeaseToken, body.FailRequest, a.now())
 	return a.taskOrError(t, err)
 }
 
@@ -83,13 +83,13 @@ type rescheduleBody struct {
 	queue.RescheduleRequest
 }
 
-// reschedule serves POST /tasks/{id}/reschedule: the task goes back to
+// reschedule serves POST /queues/{queue}/tasks/{id}/reschedule: the task goes back to
 // pending after delay, its deadline moved by extend_expiration.
 func (a *API) reschedule(rq *request) (reply, error) {
 	var body rescheduleBody
 	if err := decodeLease(rq, &body, &body.LeaseToken); err != nil {
 		return reply{}, err
 	}
-	t, err := a.q.Reschedule(rq.ctx, rq.id, body.LeaseToken, body.RescheduleRequest, a.now())
+	t, err := rq.q.Reschedule(rq.ctx, rq.id, body.LeaseToken, body.RescheduleRequest, a.now())
 	return a.taskOrError(t, err)
 }

@@ -13,7 +13,7 @@ type cancelBody struct {
 	LeaseToken string `json:"lease_token"`
 }
 
-// cancel serves POST /tasks/{id}/cancel: a pending task is cancelled at
+// cancel serves POST /queues/{queue}/tasks/{id}/cancel: a pending task is cancelled at
 // once, a running one gets cancel_requested; with lease_token the running
 // task is cancelled by its lease holder.
 func (a *API) cancel(rq *request) (reply, error) {
@@ -26,30 +26,30 @@ func (a *API) cancel(rq *request) (reply, error) {
 		err error
 	)
 	if body.LeaseToken != "" {
-		t, err = a.q.AckCancel(rq.ctx, rq.id, body.LeaseToken, a.now())
+		t, err = rq.q.AckCancel(rq.ctx, rq.id, body.LeaseToken, a.now())
 	} else {
-		t, err = a.q.Cancel(rq.ctx, rq.id, a.now())
+		t, err = rq.q.Cancel(rq.ctx, rq.id, a.now())
 	}
 	return a.taskOrError(t, err)
 }
 
-// retry serves POST /tasks/{id}/retry: a failed or cancelled task goes
+// retry serves POST /queues/{queue}/tasks/{id}/retry: a failed or cancelled task goes
 // back to pending with fresh attempts.
 func (a *API) retry(rq *request) (reply, error) {
 	if err := decodeObject(rq.body, &struct{}{}, ""); err != nil {
 		return reply{}, err
 	}
-	t, err := a.q.Retry(rq.ctx, rq.id, a.now())
+	t, err := rq.q.Retry(rq.ctx, rq.id, a.now())
 	return a.taskOrError(t, err)
 }
 
-// expire serves POST /tasks/{id}/expire: a pending task is marked expired
+// expire serves POST /queues/{queue}/tasks/{id}/expire: a pending task is marked expired
 // by hand (reason "manual").
 func (a *API) expire(rq *request) (reply, error) {
 	if err := decodeObject(rq.body, &struct{}{}, ""); err != nil {
 		return reply{}, err
 	}
-	t, err := a.q.Expire(rq.ctx, rq.id, a.now())
+	t, err := rq.q.Expire(rq.ctx, rq.id, a.now())
 	return a.taskOrError(t, err)
 }
 

@@ -10,16 +10,18 @@ import (
 // error that errors.go turns into an error response.
 type handler func(a *API, rq *request) (reply, error)
 
-// route is one method and path pattern, such as "POST /tasks/{id}/fail".
+// route is one method and path pattern, such as
+// "POST /queues/{queue}/tasks/{id}/fail".
 type route struct {
 	method  string
 	pattern string
-	segs    []string // pattern split at "/"; "{id}" and "{name}" are wildcards
+	segs    []string // pattern split at "/"; "{queue}", "{id}" and "{name}" are wildcards
 	query   []string // the query parameters it accepts
 	serve   handler
 }
 
-// key is the route key, as API Gateway spells it: "POST /tasks/{id}/fail".
+// key is the route key, as API Gateway spells it:
+// "POST /queues/{queue}/tasks/{id}/fail".
 func (rt *route) key() string { return rt.method + " " + rt.pattern }
 
 // literal counts the pattern's literal segments: the more, the more specific.
@@ -38,36 +40,44 @@ func newRoute(key string, query []string, h handler) *route {
 	return &route{method: method, pattern: pattern, segs: strings.Split(pattern[1:], "/"), query: query, serve: h}
 }
 
-// table is every route, in the order Routes lists them.
+// table is every route, in the order Routes lists them. Every route that
+// touches a queue's tasks names the queue in its path (DESIGN §12.3), so
+// that IAM policies on execute-api:Invoke scope a principal to queues;
+// GET /tasks, across queues, is the one operator route.
 var table = []*route{
-	newRoute("POST /tasks", nil, (*API).submit),
-	newRoute("POST /tasks/batch", nil, (*API).submitBatch),
+	newRoute("GET /queues", []string{"limit", "cursor", "counts"}, (*API).queueList),
+	newRoute("PUT /queues/{queue}", nil, (*API).queueDeclare),
+	newRoute("GET /queues/{queue}", nil, (*API).queueGet),
+	newRoute("DELETE /queues/{queue}", nil, (*API).queueDelete),
+	newRoute("POST /queues/{queue}/tasks", nil, (*API).submit),
+	newRoute("POST /queues/{queue}/tasks/batch", nil, (*API).submitBatch),
+	newRoute("GET /queues/{queue}/tasks", []string{"status", "task_type", "limit", "cursor"}, (*API).list),
 	newRoute("GET /tasks", []string{"status", "queue", "task_type", "limit", "cursor"}, (*API).list),
-	newRoute("GET /tasks/{id}", nil, (*API).get),
-	newRoute("GET /tasks/{id}/history", nil, (*API).history),
-	newRoute("POST /tasks/{id}/cancel", nil, (*API).cancel),
-	newRoute("POST /tasks/{id}/retry", nil, (*API).retry),
-	newRoute("POST /tasks/{id}/expire", nil, (*API).expire),
-	newRoute("POST /claim", nil, (*API).claim),
-	newRoute("POST /tasks/{id}/heartbeat", nil, (*API).heartbeat),
-	newRoute("POST /tasks/{id}/complete", nil, (*API).complete),
-	newRoute("POST /tasks/{id}/fail", nil, (*API).fail),
-	newRoute("POST /tasks/{id}/reschedule", nil, (*API).reschedule),
-	newRoute("POST /tasks/{id}/artifacts", nil, (*API).artifactUpload),
-	newRoute("GET /tasks/{id}/artifacts/{name}", nil, (*API).artifactDownload),
-	newRoute("POST /schedules", nil, (*API).scheduleCreate),
-	newRoute("GET /schedules", []string{"limit", "cursor"}, (*API).scheduleList),
-	newRoute("GET /schedules/{id}", nil, (*API).scheduleGet),
-	newRoute("PUT /schedules/{id}", nil, (*API).scheduleUpdate),
-	newRoute("DELETE /schedules/{id}", nil, (*API).scheduleDelete),
-	newRoute("POST /schedules/{id}/pause", nil, (*API).schedulePause),
-	newRoute("POST /schedules/{id}/resume", nil, (*API).scheduleResume),
-	newRoute("POST /schedules/{id}/trigger", nil, (*API).scheduleTrigger),
-	newRoute("GET /schedules/{id}/history", []string{"since", "limit", "cursor"}, (*API).scheduleHistory),
+	newRoute("GET /queues/{queue}/tasks/{id}", nil, (*API).get),
+	newRoute("GET /queues/{queue}/tasks/{id}/history", nil, (*API).history),
+	newRoute("POST /queues/{queue}/tasks/{id}/cancel", nil, (*API).cancel),
+	newRoute("POST /queues/{queue}/tasks/{id}/retry", nil, (*API).retry),
+	newRoute("POST /queues/{queue}/tasks/{id}/expire", nil, (*API).expire),
+	newRoute("POST /queues/{queue}/claim", nil, (*API).claim),
+	newRoute("POST /queues/{queue}/tasks/{id}/heartbeat", nil, (*API).heartbeat),
+	newRoute("POST /queues/{queue}/tasks/{id}/complete", nil, (*API).complete),
+	newRoute("POST /queues/{queue}/tasks/{id}/fail", nil, (*API).fail),
+	newRoute("POST /queues/{queue}/tasks/{id}/reschedule", nil, (*API).reschedule),
+	newRoute("POST /queues/{queue}/tasks/{id}/artifacts", nil, (*API).artifactUpload),
+	newRoute("GET /queues/{queue}/tasks/{id}/artifacts/{name}", nil, (*API).artifactDownload),
+	newRoute("POST /queues/{queue}/schedules", nil, (*API).scheduleCreate),
+	newRoute("GET /queues/{queue}/schedules", []string{"limit", "cursor"}, (*API).scheduleList),
+	newRoute("GET /queues/{queue}/schedules/{id}", nil, (*API).scheduleGet),
+	newRoute("PUT /queues/{queue}/schedules/{id}", nil, (*API).scheduleUpdate),
+	newRoute("DELETE /queues/{queue}/schedules/{id}", nil, (*API).scheduleDelete),
+	newRoute("POST /queues/{queue}/schedules/{id}/pause", nil, (*API).schedulePause),
+	newRoute("POST /queues/{queue}/schedules/{id}/resume", nil, (*API).scheduleResume),
+	newRoute("POST /queues/{queue}/schedules/{id}/trigger", nil, (*API).scheduleTrigger),
+	newRoute("GET /queues/{queue}/schedules/{id}/history", []string{"since", "limit", "cursor"}, (*API).scheduleHistory),
 }
 
 // Routes returns the key of every route the API serves, as API Gateway
-// route keys ("POST /tasks", "GET /tasks/{id}", ...).
+// route keys ("POST /queues/{queue}/tasks", "GET /queues/{queue}/tasks/{id}", ...).
 func Routes() []string {
 	keys := make([]string, len(table))
 	for i, rt := range table {
@@ -77,7 +87,7 @@ func Routes() []string {
 }
 
 // Match returns the key of the route that serves method and path (a
-// decoded URL path such as "/tasks/0190.../complete"), and false when no
+// decoded URL path such as "/queues/default/tasks/0190.../complete"), and false when no
 // route matches both. It is how a caller in front of several handlers
 // (the dev server) picks the one for a request.
 func Match(method, path string) (string, bool) {
@@ -106,11 +116,11 @@ func selectRoutes(keys []string) []*route {
 	return out
 }
 
-// params are the wildcard segments of a matched path: {id} and {name}.
-type params struct{ id, name string }
+// params are the wildcard segments of a matched path: {queue}, {id} and {name}.
+type params struct{ queue, id, name string }
 
 // isParam reports whether a pattern segment is a wildcard.
-func isParam(seg string) bool { return seg == "{id}" || seg == "{name}" }
+func isParam(seg string) bool { return seg == "{id}" || seg == "{name}" || seg == "{queue}" }
 
 // match finds the route for method and path among routes. It returns the
 // route and its path parameters; or nil and the methods that the path
@@ -157,9 +167,12 @@ func matchSegs(pattern, segs []string) (params, bool) {
 			if segs[i] == "" {
 				return params{}, false
 			}
-			if p == "{id}" {
+			switch p {
+			case "{queue}":
+				ps.queue = segs[i]
+			case "{id}":
 				ps.id = segs[i]
-			} else {
+			default:
 				ps.name = segs[i]
 			}
 		case p != segs[i]:

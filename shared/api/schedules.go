@@ -9,10 +9,12 @@ import (
 	"github.com/s3q/s3q/shared/schedule"
 )
 
-// The schedule routes (DESIGN §8): POST /schedules, GET /schedules,
-// GET|PUT|DELETE /schedules/{id}, POST /schedules/{id}/pause|resume|trigger,
-// GET /schedules/{id}/history. They need Options.Schedules; without it
-// they answer 404.
+// The schedule routes (DESIGN §12.3): POST|GET /queues/{queue}/schedules,
+// GET|PUT|DELETE /queues/{queue}/schedules/{id},
+// POST /queues/{queue}/schedules/{id}/pause|resume|trigger,
+// GET /queues/{queue}/schedules/{id}/history. A schedule belongs to the
+// queue it fires into: addressed under another queue it is 404. They need
+// Options.Schedules; without it they answer 404.
 
 type scheduleReply struct {
 	Schedule schedule.Schedule `json:"schedule"`
@@ -25,6 +27,32 @@ func (a *API) scheduler() (*schedule.Scheduler, error) {
 	return a.opts.Schedules, nil
 }
 
+// inQueue fills in the queue of a schedule request from the path, or
+// refuses another one (400 naming queue).
+func inQueue(rq *request, req *schedule.Request) error {
+	switch req.Queue {
+	case "":
+		req.Queue = rq.queue
+	case rq.queue:
+	default:
+		return badInput("queue", "is %q, but the request is addressed to queue %q", clip(req.Queue), rq.queue)
+	}
+	return nil
+}
+
+// ownSchedule checks that schedule id fires into the path's queue: one
+// that does not, or does not exist, is 404.
+func (a *API) ownSchedule(rq *request, sc *schedule.Scheduler) error {
+	s, err := sc.Get(rq.ctx, rq.id, a.now())
+	if err != nil {
+		return err
+	}
+	if s.Queue != rq.queue {
+		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no schedule " + clip(rq.id) + " in queue " + rq.queue}
+	}
+	return nil
+}
+
 func (a *API) scheduleOut(status int, s schedule.Schedule, err error) (reply, error) {
 	if err != nil {
 		return reply{}, err
@@ -32,7 +60,7 @@ func (a *API) scheduleOut(status int, s schedule.Schedule, err error) (reply, er
 	return reply{status: status, body: scheduleReply{Schedule: s}}, nil
 }
 
-// scheduleCreate serves POST /schedules: 201 with the schedule.
+// scheduleCreate serves POST /queues/{queue}/schedules: 201 with the schedule.
 func (a *API) scheduleCreate(rq *request) (reply, error) {
 	sc, err := a.scheduler()
 	if err != nil {
@@ -42,17 +70,21 @@ func (a *API) scheduleCreate(rq *request) (reply, error) {
 	if err := decodeObject(rq.body, &req, ""); err != nil {
 		return reply{}, err
 	}
+	if err := inQueue(rq, &req); err != nil {
+		return reply{}, err
+	}
 	s, err := sc.Create(rq.ctx, req, a.now())
 	return a.scheduleOut(http.StatusCreated, s, err)
 }
 
-// scheduleList serves GET /schedules?limit=&cursor=.
+// scheduleList serves GET /queues/{queue}/schedules?limit=&cursor=: the
+// schedules that fire into the queue.
 func (a *API) scheduleList(rq *request) (reply, error) {
 	sc, err := a.scheduler()
 	if err != nil {
 		return reply{}, err
 	}
-	req := schedule.ListRequest{Cursor: rq.query["cursor"]}
+	req := schedule.ListRequest{Cursor: rq.query["cursor"], Queue: rq.queue}
 	if req.Limit, err = queryLimit(rq); err != nil {
 		return reply{}, err
 	}
@@ -63,17 +95,20 @@ func (a *API) scheduleList(rq *request) (reply, error) {
 	return reply{status: http.StatusOK, body: res}, nil
 }
 
-// scheduleGet serves GET /schedules/{id}: the schedule and its next 5 fire times.
+// scheduleGet serves GET /queues/{queue}/schedules/{id}: the schedule and its next 5 fire times.
 func (a *API) scheduleGet(rq *request) (reply, error) {
 	sc, err := a.scheduler()
 	if err != nil {
 		return reply{}, err
 	}
 	s, err := sc.Get(rq.ctx, rq.id, a.now())
+	if err == nil && s.Queue != rq.queue {
+		return reply{}, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no schedule " + clip(rq.id) + " in queue " + rq.queue}
+	}
 	return a.scheduleOut(http.StatusOK, s, err)
 }
 
-// scheduleUpdate serves PUT /schedules/{id}: the whole definition replaced.
+// scheduleUpdate serves PUT /queues/{queue}/schedules/{id}: the whole definition replaced.
 func (a *API) scheduleUpdate(rq *request) (reply, error) {
 	sc, err := a.scheduler()
 	if err != nil {
@@ -83,14 +118,23 @@ func (a *API) scheduleUpdate(rq *request) (reply, error) {
 	if err := decodeObject(rq.body, &req, ""); err != nil {
 		return reply{}, err
 	}
+	if err := inQueue(rq, &req); err != nil {
+		return reply{}, err
+	}
+	if err := a.ownSchedule(rq, sc); err != nil {
+		return reply{}, err
+	}
 	s, err := sc.Update(rq.ctx, rq.id, req, a.now())
 	return a.scheduleOut(http.StatusOK, s, err)
 }
 
-// scheduleDelete serves DELETE /schedules/{id}: 204.
+// scheduleDelete serves DELETE /queues/{queue}/schedules/{id}: 204.
 func (a *API) scheduleDelete(rq *request) (reply, error) {
 	sc, err := a.scheduler()
 	if err != nil {
+		return reply{}, err
+	}
+	if err := a.ownSchedule(rq, sc); err != nil {
 		return reply{}, err
 	}
 	if err := sc.Delete(rq.ctx, rq.id, a.now()); err != nil {
@@ -99,12 +143,12 @@ func (a *API) scheduleDelete(rq *request) (reply, error) {
 	return reply{status: http.StatusNoContent}, nil
 }
 
-// schedulePause serves POST /schedules/{id}/pause.
+// schedulePause serves POST /queues/{queue}/schedules/{id}/pause.
 func (a *API) schedulePause(rq *request) (reply, error) {
 	return a.scheduleAction(rq, (*schedule.Scheduler).Pause)
 }
 
-// scheduleResume serves POST /schedules/{id}/resume.
+// scheduleResume serves POST /queues/{queue}/schedules/{id}/resume.
 func (a *API) scheduleResume(rq *request) (reply, error) {
 	return a.scheduleAction(rq, (*schedule.Scheduler).Resume)
 }
@@ -118,17 +162,23 @@ func (a *API) scheduleAction(rq *request, act func(*schedule.Scheduler, context.
 	if err := decodeObject(rq.body, &struct{}{}, ""); err != nil {
 		return reply{}, err
 	}
+	if err := a.ownSchedule(rq, sc); err != nil {
+		return reply{}, err
+	}
 	s, err := act(sc, rq.ctx, rq.id, a.now())
 	return a.scheduleOut(http.StatusOK, s, err)
 }
 
-// scheduleTrigger serves POST /schedules/{id}/trigger: {"fire": {...}}.
+// scheduleTrigger serves POST /queues/{queue}/schedules/{id}/trigger: {"fire": {...}}.
 func (a *API) scheduleTrigger(rq *request) (reply, error) {
 	sc, err := a.scheduler()
 	if err != nil {
 		return reply{}, err
 	}
 	if err := decodeObject(rq.body, &struct{}{}, ""); err != nil {
+		return reply{}, err
+	}
+	if err := a.ownSchedule(rq, sc); err != nil {
 		return reply{}, err
 	}
 	f, err := sc.Trigger(rq.ctx, rq.id, a.now())
@@ -141,7 +191,7 @@ func (a *API) scheduleTrigger(rq *request) (reply, error) {
 	}{f}}, nil
 }
 
-// scheduleHistory serves GET /schedules/{id}/history?since=&limit=&cursor=.
+// scheduleHistory serves GET /queues/{queue}/schedules/{id}/history?since=&limit=&cursor=.
 func (a *API) scheduleHistory(rq *request) (reply, error) {
 	sc, err := a.scheduler()
 	if err != nil {
@@ -157,6 +207,9 @@ func (a *API) scheduleHistory(rq *request) (reply, error) {
 			return reply{}, badInput("since", "%q is not an RFC 3339 time", clip(s))
 		}
 		req.Since = &t
+	}
+	if err := a.ownSchedule(rq, sc); err != nil {
+		return reply{}, err
 	}
 	res, err := sc.History(rq.ctx, rq.id, req)
 	if err != nil {

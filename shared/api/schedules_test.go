@@ -27,7 +27,7 @@ func TestScheduleRoutes(t *testing.T) {
 	create := `{"id":"nightly","task_type":"report.build","input":{"n":1},"cron":"0 2 * * *","timezone":"Europe/Berlin","ttl":"1h"}`
 
 	t.Run("create_answers_201_with_the_schedule_and_its_next_runs", func(t *testing.T) {
-		r := e.do("POST", "/schedules", create)
+		r := e.do("POST", "/queues/default/schedules", create)
 		if r.status != http.StatusCreated || str(r.body, "schedule.id") != "nightly" || str(r.body, "schedule.timezone") != "Europe/Berlin" {
 			t.Fatalf("create: %d %s", r.status, r.raw)
 		}
@@ -47,12 +47,12 @@ func TestScheduleRoutes(t *testing.T) {
 			{`{"id":"nightly","task_type":"t","cron":"@hourly"}`, "id"},
 		}
 		for _, c := range cases {
-			r := e.do("POST", "/schedules", c.body)
+			r := e.do("POST", "/queues/default/schedules", c.body)
 			if r.status/100 != 4 || str(r.body, "error.field") != c.field {
 				t.Errorf("%s: %d %s, want a 4xx on field %s", c.body, r.status, r.raw, c.field)
 			}
 		}
-		if r := e.do("POST", "/schedules", create); r.status != http.StatusConflict || str(r.body, "error.code") != "already_exists" {
+		if r := e.do("POST", "/queues/default/schedules", create); r.status != http.StatusConflict || str(r.body, "error.code") != "already_exists" {
 			t.Errorf("duplicate: %d %s", r.status, r.raw)
 		}
 		if after := keys(t, e.store); len(after) != len(before) {
@@ -61,53 +61,53 @@ func TestScheduleRoutes(t *testing.T) {
 	})
 
 	t.Run("get_list_update_pause_resume_work_and_unknown_ids_are_404", func(t *testing.T) {
-		if r := e.do("GET", "/schedules/nightly", ""); r.status != http.StatusOK || str(r.body, "schedule.cron") != "0 2 * * *" {
+		if r := e.do("GET", "/queues/default/schedules/nightly", ""); r.status != http.StatusOK || str(r.body, "schedule.cron") != "0 2 * * *" {
 			t.Fatalf("get: %d %s", r.status, r.raw)
 		}
-		if r := e.do("GET", "/schedules?limit=10", ""); r.status != http.StatusOK || str(r.body, "schedules.0.id") != "nightly" {
+		if r := e.do("GET", "/queues/default/schedules?limit=10", ""); r.status != http.StatusOK || str(r.body, "schedules.0.id") != "nightly" {
 			t.Fatalf("list: %d %s", r.status, r.raw)
 		}
-		r := e.do("PUT", "/schedules/nightly", `{"task_type":"report.build","cron":"30 2 * * 1-5","timezone":"Europe/Berlin"}`)
+		r := e.do("PUT", "/queues/default/schedules/nightly", `{"task_type":"report.build","cron":"30 2 * * 1-5","timezone":"Europe/Berlin"}`)
 		if r.status != http.StatusOK || str(r.body, "schedule.cron") != "30 2 * * 1-5" {
 			t.Fatalf("update: %d %s", r.status, r.raw)
 		}
-		if r := e.do("POST", "/schedules/nightly/pause", ""); r.status != http.StatusOK || get(r.body, "schedule.enabled") != false {
+		if r := e.do("POST", "/queues/default/schedules/nightly/pause", ""); r.status != http.StatusOK || get(r.body, "schedule.enabled") != false {
 			t.Fatalf("pause: %d %s", r.status, r.raw)
 		}
-		if r := e.do("POST", "/schedules/nightly/resume", ""); r.status != http.StatusOK || get(r.body, "schedule.enabled") != true {
+		if r := e.do("POST", "/queues/default/schedules/nightly/resume", ""); r.status != http.StatusOK || get(r.body, "schedule.enabled") != true {
 			t.Fatalf("resume: %d %s", r.status, r.raw)
 		}
-		if r := e.do("GET", "/schedules/nope", ""); r.status != http.StatusNotFound || str(r.body, "error.code") != "not_found" {
+		if r := e.do("GET", "/queues/default/schedules/nope", ""); r.status != http.StatusNotFound || str(r.body, "error.code") != "not_found" {
 			t.Fatalf("unknown: %d %s", r.status, r.raw)
 		}
-		if r := e.do("GET", "/schedules?limit=zero", ""); r.status != http.StatusBadRequest || str(r.body, "error.field") != "limit" {
+		if r := e.do("GET", "/queues/default/schedules?limit=zero", ""); r.status != http.StatusBadRequest || str(r.body, "error.field") != "limit" {
 			t.Fatalf("bad limit: %d %s", r.status, r.raw)
 		}
 	})
 
 	t.Run("trigger_fires_a_task_now_and_history_shows_it", func(t *testing.T) {
-		r := e.do("POST", "/schedules/nightly/trigger", "")
+		r := e.do("POST", "/queues/default/schedules/nightly/trigger", "")
 		id := str(r.body, "fire.task_id")
 		if r.status != http.StatusOK || id == "" || get(r.body, "fire.trigger") != true {
 			t.Fatalf("trigger: %d %s", r.status, r.raw)
 		}
-		if g := e.do("GET", "/tasks/"+id, ""); g.status != http.StatusOK || str(g.body, "task.task_type") != "report.build" || str(g.body, "task.status") != "pending" {
+		if g := e.do("GET", "/queues/default/tasks/"+id, ""); g.status != http.StatusOK || str(g.body, "task.task_type") != "report.build" || str(g.body, "task.status") != "pending" {
 			t.Fatalf("fired task: %d %s", g.status, g.raw)
 		}
-		h := e.do("GET", "/schedules/nightly/history?since="+t0.Add(-time.Hour).Format(time.RFC3339), "")
+		h := e.do("GET", "/queues/default/schedules/nightly/history?since="+t0.Add(-time.Hour).Format(time.RFC3339), "")
 		if h.status != http.StatusOK || str(h.body, "fires.0.task_id") != id {
 			t.Fatalf("history: %d %s", h.status, h.raw)
 		}
-		if h := e.do("GET", "/schedules/nightly/history?since=yesterday", ""); h.status != http.StatusBadRequest || str(h.body, "error.field") != "since" {
+		if h := e.do("GET", "/queues/default/schedules/nightly/history?since=yesterday", ""); h.status != http.StatusBadRequest || str(h.body, "error.field") != "since" {
 			t.Fatalf("bad since: %d %s", h.status, h.raw)
 		}
 	})
 
 	t.Run("delete_answers_204_and_the_schedule_is_gone", func(t *testing.T) {
-		if r := e.do("DELETE", "/schedules/nightly", ""); r.status != http.StatusNoContent {
+		if r := e.do("DELETE", "/queues/default/schedules/nightly", ""); r.status != http.StatusNoContent {
 			t.Fatalf("delete: %d %s", r.status, r.raw)
 		}
-		if r := e.do("GET", "/schedules/nightly", ""); r.status != http.StatusNotFound {
+		if r := e.do("GET", "/queues/default/schedules/nightly", ""); r.status != http.StatusNotFound {
 			t.Fatalf("after delete: %d %s", r.status, r.raw)
 		}
 	})
@@ -115,7 +115,7 @@ func TestScheduleRoutes(t *testing.T) {
 
 func TestScheduleRoutesWithoutASchedulerAre404(t *testing.T) {
 	e := newEnv(t, memstore.New(), api.Options{})
-	if r := e.do("GET", "/schedules", ""); r.status != http.StatusNotFound || str(r.body, "error.code") != "not_found" {
+	if r := e.do("GET", "/queues/default/schedules", ""); r.status != http.StatusNotFound || str(r.body, "error.code") != "not_found" {
 		t.Fatalf("%d %s", r.status, r.raw)
 	}
 }

@@ -11,13 +11,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/reqcount"
 )
 
 // request is what a route handler gets: the parts of the HTTP request it
 // may use, already checked against the route.
 type request struct {
-	ctx   context.Context
+	ctx context.Context
+	// q is the API's queue, or its view limited to the {queue} of the
+	// path (queue.Queue.In) for the routes that name one.
+	q     *queue.Queue
+	queue string            // the {queue} path segment, validated; "" when none
 	id    string            // the {id} path segment, not yet validated
 	name  string            // the {name} path segment, not yet validated
 	query map[string]string // accepted query parameters
@@ -87,8 +92,15 @@ func (a *API) serve(ctx context.Context, r *http.Request, rl *requestLog) (reply
 		return reply{}, notFound("no route %s %s", clip(r.Method), clip(r.URL.Path))
 	}
 	rl.route = rt.key()
-	if ps.id != "" && !strings.HasPrefix(rt.pattern, "/schedules") {
+	if ps.id != "" && strings.Contains(rt.pattern, "/tasks/{id}") {
 		rl.ids = append(rl.ids, ps.id) // a task id; schedule ids are not logged as such
+	}
+	q := a.q
+	if ps.queue != "" {
+		if err := queue.ValidateQueueName(ps.queue); err != nil {
+			return reply{}, err
+		}
+		q = a.q.In(ps.queue)
 	}
 	rawQuery, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
@@ -104,7 +116,7 @@ func (a *API) serve(ctx context.Context, r *http.Request, rl *requestLog) (reply
 			return reply{}, err
 		}
 	}
-	return rt.serve(a, &request{ctx: ctx, id: ps.id, name: ps.name, query: query, body: body, log: rl})
+	return rt.serve(a, &request{ctx: ctx, q: q, queue: ps.queue, id: ps.id, name: ps.name, query: query, body: body, log: rl})
 }
 
 // writeReply writes a reply: JSON, or no body at all when it has none.

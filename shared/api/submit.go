@@ -17,7 +17,7 @@ type submitBody struct {
 	Wait *queue.Duration `json:"wait,omitempty"`
 }
 
-// submit serves POST /tasks: 201 with the new task, 200 with
+// submit serves POST /queues/{queue}/tasks: 201 with the new task, 200 with
 // "deduplicated": true when a live task holds the dedup key; with a wait,
 // 200 with the finished task, 202 when the wait ran out, 504 when the
 // task's deadline passed first.
@@ -30,7 +30,7 @@ func (a *API) submit(rq *request) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	res, err := a.q.Submit(rq.ctx, body.SubmitRequest, a.now())
+	res, err := rq.q.Submit(rq.ctx, body.SubmitRequest, a.now())
 	if err != nil {
 		return reply{}, err
 	}
@@ -51,7 +51,7 @@ type batchBody struct {
 	Tasks []json.RawMessage `json:"tasks"`
 }
 
-// submitBatch serves POST /tasks/batch: 200 with one result per task, in
+// submitBatch serves POST /queues/{queue}/tasks/batch: 200 with one result per task, in
 // order, each the task (and whether it was deduplicated) or the error it
 // got, as an error body would carry it. A body that is not a batch at all
 // (not an object, no tasks, too many) is a 400 or 413 and submits nothing.
@@ -79,7 +79,7 @@ func (a *API) submitBatch(rq *request) (reply, error) {
 		at = append(at, i)
 	}
 	if len(reqs) > 0 {
-		out, err := a.q.SubmitBatch(rq.ctx, reqs, a.now())
+		out, err := rq.q.SubmitBatch(rq.ctx, reqs, a.now())
 		if err != nil {
 			return reply{}, err
 		}

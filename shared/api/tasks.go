@@ -7,17 +7,18 @@ import (
 	"github.com/s3q/s3q/shared/queue"
 )
 
-// get serves GET /tasks/{id}: the task, with expires_in_seconds when it
+// get serves GET /queues/{queue}/tasks/{id}: the task, with expires_in_seconds when it
 // has a deadline.
 func (a *API) get(rq *request) (reply, error) {
-	t, err := a.q.Get(rq.ctx, rq.id)
+	t, err := rq.q.Get(rq.ctx, rq.id)
 	if err != nil {
 		return reply{}, err
 	}
 	return reply{status: http.StatusOK, body: taskReply{Task: view(t, a.now())}}, nil
 }
 
-// list serves GET /tasks?status=&queue=&task_type=&limit=&cursor=: a page
+// list serves GET /queues/{queue}/tasks?status=&task_type=&limit=&cursor=
+// and the operator route GET /tasks?status=&queue=&task_type=...: a page
 // of tasks, oldest first, and next_cursor when more may follow.
 func (a *API) list(rq *request) (reply, error) {
 	req := queue.ListRequest{
@@ -36,7 +37,7 @@ func (a *API) list(rq *request) (reply, error) {
 		}
 		req.Limit = n
 	}
-	res, err := a.q.List(rq.ctx, req)
+	res, err := rq.q.List(rq.ctx, req)
 	if err != nil {
 		return reply{}, err
 	}
@@ -48,10 +49,10 @@ func (a *API) list(rq *request) (reply, error) {
 	return reply{status: http.StatusOK, body: out}, nil
 }
 
-// history serves GET /tasks/{id}/history: every stored version of the
+// history serves GET /queues/{queue}/tasks/{id}/history: every stored version of the
 // record, oldest first.
 func (a *API) history(rq *request) (reply, error) {
-	versions, err := a.q.History(rq.ctx, rq.id)
+	versions, err := rq.q.History(rq.ctx, rq.id)
 	if err != nil {
 		return reply{}, err
 	}

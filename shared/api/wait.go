@@ -70,7 +70,7 @@ func (a *API) awaitOutcome(rq *request, res queue.SubmitResult, wait time.Durati
 		}
 		poll = min(2*poll, waitPollMax)
 		var err error
-		if t, err = a.q.Get(rq.ctx, t.ID); err != nil {
+		if t, err = rq.q.Get(rq.ctx, t.ID); err != nil {
 			return reply{}, err
 		}
 	}
@@ -87,15 +87,15 @@ func (a *API) stopAtDeadline(rq *request, t queue.Task, now time.Time) (queue.Ta
 	)
 	switch t.Status {
 	case queue.StatusPending:
-		next, err = a.q.MarkExpired(rq.ctx, t.ID, queue.ReasonTTL, now)
+		next, err = rq.q.MarkExpired(rq.ctx, t.ID, queue.ReasonTTL, now)
 	case queue.StatusRunning:
-		next, err = a.q.Cancel(rq.ctx, t.ID, now)
+		next, err = rq.q.Cancel(rq.ctx, t.ID, now)
 	default:
 		return t, true, nil
 	}
 	var se *queue.StateError
 	if errors.As(err, &se) {
-		next, err = a.q.Get(rq.ctx, t.ID)
+		next, err = rq.q.Get(rq.ctx, t.ID)
 		return next, false, err
 	}
 	if err != nil {

@@ -17,6 +17,7 @@ type taskView struct {
 	queue.Task
 	LeaseToken       string `json:"lease_token,omitempty"`
 	IndexKey         string `json:"index_key,omitempty"`
+	SlotKey          string `json:"slot_key,omitempty"`
 	ExpiresInSeconds *int64 `json:"expires_in_seconds,omitempty"`
 }
 

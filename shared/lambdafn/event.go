@@ -132,9 +132,16 @@ func EventFromRequest(r *http.Request, maxBody int64) (events.APIGatewayV2HTTPRe
 			ev.QueryStringParameters[k] = strings.Join(vs, ",")
 		}
 	}
-	if strings.Contains(routeKey, "{id}") {
-		if segs := strings.Split(r.URL.Path, "/"); len(segs) > 2 {
-			ev.PathParameters = map[string]string{"id": segs[2]}
+	// The path parameters, as API Gateway fills them: {queue}, {id}, {name}.
+	if _, pattern, ok := strings.Cut(routeKey, " "); ok && strings.Contains(pattern, "{") {
+		pat, segs := strings.Split(pattern, "/"), strings.Split(r.URL.Path, "/")
+		if len(pat) == len(segs) {
+			ev.PathParameters = map[string]string{}
+			for i, p := range pat {
+				if name, ok := strings.CutPrefix(p, "{"); ok {
+					ev.PathParameters[strings.TrimSuffix(name, "}")] = segs[i]
+				}
+			}
 		}
 	}
 	if utf8.Valid(body) {

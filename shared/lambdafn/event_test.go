@@ -18,7 +18,7 @@ func TestEventConversion(t *testing.T) {
 	q := queue.New(memstore.New(), queue.Options{})
 	t.Run("a_base64_body_is_decoded", func(t *testing.T) {
 		ev := events.APIGatewayV2HTTPRequest{
-			RawPath: "/tasks", Body: base64.StdEncoding.EncodeToString([]byte(`{"task_type":"t"}`)), IsBase64Encoded: true,
+			RawPath: "/queues/default/tasks", Body: base64.StdEncoding.EncodeToString([]byte(`{"task_type":"t"}`)), IsBase64Encoded: true,
 			RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST"}},
 		}
 		if resp, _ := invoke(t, "submit", deps(q), mustJSON(t, ev)); resp.StatusCode != 201 {
@@ -56,13 +56,13 @@ func TestEventConversion(t *testing.T) {
 		}
 	})
 	t.Run("event_from_request_round_trips_through_a_handler", func(t *testing.T) {
-		r := httptest.NewRequest("POST", "/tasks?x=1", strings.NewReader(`{"task_type":"t"}`))
+		r := httptest.NewRequest("POST", "/queues/default/tasks?x=1", strings.NewReader(`{"task_type":"t"}`))
 		r.Header.Set("Cookie", "a=1; b=2")
 		ev, err := lambdafn.EventFromRequest(r, 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ev.RouteKey != "POST /tasks" || ev.RawQueryString != "x=1" || ev.RequestContext.HTTP.Method != "POST" || len(ev.Cookies) != 2 {
+		if ev.RouteKey != "POST /queues/{queue}/tasks" || ev.PathParameters["queue"] != "default" || ev.RawQueryString != "x=1" || ev.RequestContext.HTTP.Method != "POST" || len(ev.Cookies) != 2 {
 			t.Errorf("event %+v", ev)
 		}
 		// The unknown query parameter x comes back as a 400 naming it.
@@ -70,10 +70,11 @@ func TestEventConversion(t *testing.T) {
 			t.Errorf("%d %s", resp.StatusCode, resp.Body)
 		}
 	})
-	t.Run("event_from_request_sets_the_id_path_parameter", func(t *testing.T) {
+	t.Run("event_from_request_sets_the_path_parameters", func(t *testing.T) {
 		id := "01900000-0000-7000-8000-000000000000"
-		ev, _ := lambdafn.EventFromRequest(httptest.NewRequest("GET", "/tasks/"+id+"/history", nil), 1<<20)
-		if ev.RouteKey != "GET /tasks/{id}/history" || ev.PathParameters["id"] != id {
+		ev, _ := lambdafn.EventFromRequest(httptest.NewRequest("GET", "/queues/a/tasks/"+id+"/artifacts/r.pdf", nil), 1<<20)
+		if ev.RouteKey != "GET /queues/{queue}/tasks/{id}/artifacts/{name}" || ev.PathParameters["id"] != id ||
+			ev.PathParameters["queue"] != "a" || ev.PathParameters["name"] != "r.pdf" {
 			t.Errorf("event %+v", ev)
 		}
 	})
@@ -94,14 +95,18 @@ func TestNew(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if fn, ok := lambdafn.FunctionFor("POST /tasks/{id}/fail"); !ok || fn != "tasks" {
+	if fn, ok := lambdafn.FunctionFor("POST /queues/{queue}/tasks/{id}/fail"); !ok || fn != "tasks" {
 		t.Errorf("FunctionFor = %q %v", fn, ok)
 	}
 	for _, c := range []struct{ method, path, want string }{
-		{"POST", "/tasks", "submit"},
-		{"POST", "/tasks/batch", "submit"},
-		{"GET", "/claim", "claim"}, // the owner of the path answers 405
+		{"POST", "/queues/a/tasks", "submit"},
+		{"POST", "/queues/a/tasks/batch", "submit"},
+		{"GET", "/queues/a/claim", "claim"}, // the owner of the path answers 405
+		{"GET", "/queues/a/tasks", "tasks"},
 		{"GET", "/tasks", "tasks"},
+		{"PUT", "/queues/a", "tasks"},
+		{"POST", "/queues/a/schedules", "schedules"},
+		{"POST", "/tasks", "tasks"}, // the unscoped routes are gone: 405 from the owner of GET /tasks
 		{"GET", "/nope", "tasks"}, // nobody's: tasks answers 404
 	} {
 		if got := lambdafn.FunctionForRequest(c.method, c.path); got != c.want {

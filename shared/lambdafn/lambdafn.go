@@ -48,21 +48,27 @@ const (
 	Dispatch     = "dispatch"
 )
 
-// routes are the API routes each HTTP function owns.
+// routes are the API routes each HTTP function owns. Every route that
+// touches a queue's tasks names the queue (DESIGN §12.3); the tasks
+// function also serves the queue declarations and GET /tasks, the
+// operator's listing across queues.
 var routes = map[string][]string{
-	Submit: {"POST /tasks", "POST /tasks/batch"},
-	Claim:  {"POST /claim"},
+	Submit: {"POST /queues/{queue}/tasks", "POST /queues/{queue}/tasks/batch"},
+	Claim:  {"POST /queues/{queue}/claim"},
 	Tasks: {
-		"GET /tasks", "GET /tasks/{id}", "GET /tasks/{id}/history",
-		"POST /tasks/{id}/cancel", "POST /tasks/{id}/retry", "POST /tasks/{id}/expire",
-		"POST /tasks/{id}/heartbeat", "POST /tasks/{id}/complete", "POST /tasks/{id}/fail",
-		"POST /tasks/{id}/reschedule",
-		"POST /tasks/{id}/artifacts", "GET /tasks/{id}/artifacts/{name}",
+		"GET /queues", "PUT /queues/{queue}", "GET /queues/{queue}", "DELETE /queues/{queue}",
+		"GET /tasks", "GET /queues/{queue}/tasks",
+		"GET /queues/{queue}/tasks/{id}", "GET /queues/{queue}/tasks/{id}/history",
+		"POST /queues/{queue}/tasks/{id}/cancel", "POST /queues/{queue}/tasks/{id}/retry", "POST /queues/{queue}/tasks/{id}/expire",
+		"POST /queues/{queue}/tasks/{id}/heartbeat", "POST /queues/{queue}/tasks/{id}/complete", "POST /queues/{queue}/tasks/{id}/fail",
+		"POST /queues/{queue}/tasks/{id}/reschedule",
+		"POST /queues/{queue}/tasks/{id}/artifacts", "GET /queues/{queue}/tasks/{id}/artifacts/{name}",
 	},
 	Schedules: {
-		"POST /schedules", "GET /schedules", "GET /schedules/{id}", "PUT /schedules/{id}", "DELETE /schedules/{id}",
-		"POST /schedules/{id}/pause", "POST /schedules/{id}/resume", "POST /schedules/{id}/trigger",
-		"GET /schedules/{id}/history",
+		"POST /queues/{queue}/schedules", "GET /queues/{queue}/schedules",
+		"GET /queues/{queue}/schedules/{id}", "PUT /queues/{queue}/schedules/{id}", "DELETE /queues/{queue}/schedules/{id}",
+		"POST /queues/{queue}/schedules/{id}/pause", "POST /queues/{queue}/schedules/{id}/resume", "POST /queues/{queue}/schedules/{id}/trigger",
+		"GET /queues/{queue}/schedules/{id}/history",
 	},
 }
 
@@ -71,7 +77,8 @@ func Names() []string {
 	return []string{Submit, Claim, Tasks, Schedules, SweepExpired, ScheduleTick, Dispatch}
 }
 
-// Routes returns the API route keys an HTTP function owns ("POST /claim"),
+// Routes returns the API route keys an HTTP function owns
+// ("POST /queues/{queue}/claim"),
 // or nil for a timer function or an unknown name.
 func Routes(name string) []string { return slices.Clone(routes[name]) }
 

@@ -78,10 +78,15 @@ type eventCase struct {
 var eventCases = []eventCase{
 	{"submit.json", "submit", none, 201, map[string]any{"task.status": "pending", "task.task_type": "email.send", "task.expires_in_seconds": float64(3599)}},
 	{"submit-wait.json", "submit", none, 202, map[string]any{"task.status": "pending"}},
-	{"submit-batch.json", "submit", none, 200, map[string]any{"results.0.task.status": "pending", "results.2.task.queue": "reports", "results.1.deduplicated": false}},
+	{"submit-batch.json", "submit", none, 200, map[string]any{"results.0.task.status": "pending", "results.2.task.queue": "default", "results.1.deduplicated": false}},
 	{"claim.json", "claim", pendingTask, 200, map[string]any{"tasks.0.task.status": "running", "tasks.0.task.worker_id": "worker-1"}},
 	{"tasks-get.json", "tasks", pendingTask, 200, map[string]any{"task.status": "pending"}},
 	{"tasks-list.json", "tasks", pendingTask, 200, map[string]any{"tasks.0.status": "pending"}},
+	{"tasks-list-queue.json", "tasks", pendingTask, 200, map[string]any{"tasks.0.status": "pending", "tasks.0.queue": "default"}},
+	{"queues-put.json", "tasks", none, 201, map[string]any{"queue.name": "reports", "queue.max_concurrency": float64(4), "queue.ttl": "2h"}},
+	{"queues-get.json", "tasks", pendingTask, 200, map[string]any{"queue.name": "default", "queue.counts.live": float64(1)}},
+	{"queues-list.json", "tasks", pendingTask, 200, map[string]any{"queues.0.name": "default", "queues.0.counts.live": float64(1)}},
+	{"queues-delete.json", "tasks", reportsQueue, 204, nil},
 	{"tasks-history.json", "tasks", runningTask, 200, map[string]any{"versions.0.task.status": "pending", "versions.1.task.status": "running"}},
 	{"tasks-cancel.json", "tasks", pendingTask, 200, map[string]any{"task.status": "cancelled"}},
 	{"tasks-cancel-ack.json", "tasks", runningTask, 200, map[string]any{"task.status": "cancelled"}},
@@ -102,6 +107,15 @@ var eventCases = []eventCase{
 	{"schedules-resume.json", "schedules", nightlySchedule, 200, map[string]any{"schedule.enabled": true}},
 	{"schedules-trigger.json", "schedules", nightlySchedule, 200, map[string]any{"fire.schedule_id": "nightly-report", "fire.trigger": true}},
 	{"schedules-history.json", "schedules", triggeredSchedule, 200, map[string]any{"fires.0.schedule_id": "nightly-report"}},
+}
+
+// reportsQueue declares the queue the queue events name.
+func reportsQueue(t *testing.T, q *queue.Queue) (string, string) {
+	t.Helper()
+	if _, _, err := q.Declare(t.Context(), queue.Declaration{Name: "reports"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return "", ""
 }
 
 // nightlySchedule is the schedule the schedule events name.

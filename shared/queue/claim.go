@@ -47,6 +47,10 @@ type ClaimRequest struct {
 // A task with ttl_from=first_attempt gets its expires_at on its first claim.
 func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]Claimed, error) {
 	now = norm(now)
+	var err error
+	if req.Queue, err = q.scoped("queue", req.Queue); err != nil {
+		return nil, err
+	}
 	if req.Queue == "" {
 		req.Queue = DefaultQueue
 	}
@@ -73,14 +77,20 @@ func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]C
 		return nil, invalid("max_tasks", "must be between 1 and %d", MaxClaim)
 	}
 
+	d, err := q.declared(ctx, req.Queue, false, now)
+	if err != nil {
+		return nil, err
+	}
+	run := &claimRun{req: req, filter: filter, decl: d}
 	out := []Claimed{}
 	// Visit every shard once, from a random one so claimers spread over them.
-	first := rand.IntN(q.opts.Shards)
-	for i := 0; i < q.opts.Shards && len(out) < req.MaxTasks; i++ {
-		shard := (first + i) % q.opts.Shards
+	shards := max(d.Shards, q.opts.Shards)
+	first := rand.IntN(shards)
+	for i := 0; i < shards && len(out) < req.MaxTasks && !run.slots.busy; i++ {
+		shard := (first + i) % shards
 		for _, prefix := range []string{deadlinePrefix(req.Queue, shard), readyPrefix(req.Queue, shard)} {
 			pages := 0
-			for len(out) < req.MaxTasks {
+			for len(out) < req.MaxTasks && !run.slots.busy {
 				m, ok, err := q.next(ctx, prefix, now, filter, &pages)
 				if err != nil {
 					return out, err
@@ -88,7 +98,7 @@ func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]C
 				if !ok {
 					break
 				}
-				c, err := q.tryClaim(ctx, m, req, filter, now)
+				c, err := q.tryClaim(ctx, m, run, now)
 				if err != nil {
 					if len(out) > 0 {
 						return out, nil // hand over what we have; the error repeats next time
@@ -104,10 +114,20 @@ func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]C
 	return out, nil
 }
 
+// claimRun is what one Claim call carries from candidate to candidate.
+type claimRun struct {
+	req    ClaimRequest
+	filter typeFilter
+	decl   Declaration // the queue's declaration
+	slots  slotRun     // its concurrency slots, with max_concurrency
+}
+
 // tryClaim examines one candidate marker and claims its task if it can.
 // It returns nil, nil when the candidate was not claimable (and deals with
-// it: expired, reclaimed-and-failed, stale marker deleted, or skipped).
-func (q *Queue) tryClaim(ctx context.Context, m marker, req ClaimRequest, filter typeFilter, now time.Time) (*Claimed, error) {
+// it: expired, reclaimed-and-failed, stale marker deleted, or skipped), or
+// when the queue has no free concurrency slot (run.slots.busy).
+func (q *Queue) tryClaim(ctx context.Context, m marker, run *claimRun, now time.Time) (*Claimed, error) {
+	req, filter := run.req, run.filter
 	cur, etag, err := q.load(ctx, m.id)
 	if errors.Is(err, ErrNotFound) {
 		// A marker without a record: a submit crashed between its writes,
@@ -156,16 +176,31 @@ func (q *Queue) tryClaim(ctx context.Context, m marker, req ClaimRequest, filter
 	}
 
 	next := cur.clone()
-	start(&next, req, now, q.opts.Shards)
-	newETag, err := q.commit(ctx, &cur, etag, &next)
+	start(&next, req, now, run.decl.Shards)
+	if run.decl.MaxConcurrency > 0 {
+		key, err := q.takeSlot(ctx, run.decl, &next, &run.slots, now)
+		if err != nil {
+			return nil, err
+		}
+		if key == "" {
+			q.unpop(m) // the queue is at max_concurrency
+			return nil, nil
+		}
+		next.SlotKey = key
+	}
+	_, err = q.commit(ctx, &cur, etag, &next)
 	if errors.Is(err, store.ErrPrecondition) {
+		// The record is not ours, so neither is the slot. (After any other
+		// error the write may have landed: the slot stays, for takeover.)
+		if next.SlotKey != cur.SlotKey {
+			q.giveBackSlot(ctx, next.SlotKey)
+		}
 		q.lostRace(now)
 		return nil, nil // another claimer won
 	}
 	if err != nil {
 		return nil, err
 	}
-	_ = newETag
 	q.skipUntil(m.key, *next.LeaseExpiresAt)
 	return &Claimed{Task: next, Lease: Lease{TaskID: next.ID, Token: next.LeaseToken, ExpiresAt: *next.LeaseExpiresAt}}, nil
 }
@@ -233,6 +268,7 @@ func deadLetter(t *Task, reason string, now time.Time) {
 func clearLease(t *Task) {
 	t.LeaseToken = ""
 	t.LeaseExpiresAt = nil
+	t.SlotKey = ""
 }
 
 // ignoreLost treats a lost race as nothing to report: someone else acted.

@@ -31,6 +31,19 @@ var (
 	// re-reading within its retry budget, or met another writer half-way
 	// (a dedup key claimed a moment ago). Retrying later is safe.
 	ErrConflict = errors.New("queue: conflict, retry")
+	// ErrQueueNotFound means the queue is not declared (and the Queue does
+	// not declare queues on submit; see Options.RequireDeclared).
+	ErrQueueNotFound = errors.New("queue: queue not found")
+	// ErrQueueNotEmpty means a queue still holds live tasks and cannot be
+	// deleted.
+	ErrQueueNotEmpty = errors.New("queue: queue not empty")
+	// ErrTooManyQueues means declaring one more queue would pass
+	// Options.MaxQueues.
+	ErrTooManyQueues = errors.New("queue: too many queues")
+	// ErrQueueBusy means the queue runs max_concurrency tasks already: a
+	// claim found no free slot. Claim itself returns no error for it (just
+	// fewer tasks); it is for callers that need to tell.
+	ErrQueueBusy = errors.New("queue: queue at max_concurrency")
 )
 
 // ValidationError reports one bad field of a request. Nothing was written.

@@ -47,7 +47,7 @@ func (q *Queue) Fail(ctx context.Context, id, token string, req FailRequest, now
 		case req.RetryAfter > 0:
 			backToPending(t, now.Add(req.RetryAfter), now, q.opts.Shards)
 		default:
-			backToPending(t, now.Add(q.opts.Backoff(t.Attempt)), now, q.opts.Shards)
+			backToPending(t, now.Add(q.opts.Backoff(t.Attempt)), now, q.shardsOf(t.Queue))
 		}
 		return nil
 	})

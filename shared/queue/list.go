@@ -38,6 +38,10 @@ func (q *Queue) List(ctx context.Context, req ListRequest) (ListResult, error) {
 	if req.Status != "" && !req.Status.Valid() {
 		return ListResult{}, invalid("status", "%q is not one of pending, running, completed, failed, cancelled, expired, archived", clip(string(req.Status)))
 	}
+	var err error
+	if req.Queue, err = q.scoped("queue", req.Queue); err != nil {
+		return ListResult{}, err
+	}
 	if req.Queue != "" {
 		if err := ValidateQueueName(req.Queue); err != nil {
 			return ListResult{}, err
@@ -150,6 +154,9 @@ func (q *Queue) History(ctx context.Context, id string) ([]HistoryEntry, error) 
 		var t Task
 		if err := decodeTask(obj.Body, &t); err != nil {
 			return nil, fmt.Errorf("decode version %s of task %s: %w", v.VersionID, id, err)
+		}
+		if q.scope != "" && t.Queue != q.scope { // a task never changes queue
+			return nil, fmt.Errorf("task %s in queue %s: %w", id, q.scope, ErrNotFound)
 		}
 		out = append(out, HistoryEntry{VersionID: v.VersionID, ModifiedAt: v.LastModified, Task: t})
 	}

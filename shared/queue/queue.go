@@ -86,12 +86,41 @@ type Options struct {
 
 	// NewID makes task ids. Defaults to NewID (UUIDv7 from now).
 	NewID func(now time.Time) string
+
+	// RequireDeclared makes a submit to a queue without a declaration
+	// (queues/{name}.json) fail with ErrQueueNotFound, and a claim from
+	// one too. When false (auto_declare), the first submit to a queue
+	// declares it with no settings of its own. Defaults to false; a
+	// deployment's configuration sets it unless S3Q_AUTO_DECLARE is on.
+	RequireDeclared bool
+
+	// MaxQueues is the most queues a deployment declares, by hand or on
+	// submit. Defaults to DefaultMaxQueues (1,000).
+	MaxQueues int
+
+	// AllowInsecureTargets accepts http:// push targets (s3q dev).
+	// Defaults to false: https only.
+	AllowInsecureTargets bool
+
+	// DeclCacheFor is how long a queue's declaration, once read, serves
+	// this Queue's submits and claims before it is read again: a changed
+	// declaration (defaults, max_concurrency) applies within this time.
+	// Defaults to DefaultDeclCacheFor (30s).
+	DeclCacheFor time.Duration
 }
 
 // Queue is the task queue over one store. It is safe for concurrent use,
 // and one Queue per process is the intended use: it keeps a small cache of
 // index listings and of tasks known to be leased, which saves requests.
+// In returns a view of it limited to the tasks of one queue.
 type Queue struct {
+	*state
+	// scope, when set, is the only queue whose tasks this view acts on.
+	scope string
+}
+
+// state is what the views of one Queue share.
+type state struct {
 	store store.Store
 	opts  Options
 
@@ -106,6 +135,10 @@ type Queue struct {
 	queues map[string]bool
 	// parents are the tasks this Queue has flagged as parents.
 	parents map[string]bool
+	// decls caches queue declarations (Options.DeclCacheFor).
+	decls map[string]declEntry
+	// slots caches, per slot key, until when it is known to be held.
+	slots map[string]time.Time
 	// lastLoss is when a claim of this Queue last lost a race.
 	lastLoss time.Time
 }
@@ -130,13 +163,30 @@ func New(s store.Store, opts Options) *Queue {
 	if opts.NewID == nil {
 		opts.NewID = NewID
 	}
-	return &Queue{
+	if opts.MaxQueues <= 0 {
+		opts.MaxQueues = DefaultMaxQueues
+	}
+	if opts.DeclCacheFor <= 0 {
+		opts.DeclCacheFor = DefaultDeclCacheFor
+	}
+	return &Queue{state: &state{
 		store: s, opts: opts,
 		bufs: make(map[string]*scanBuf), skip: make(map[string]time.Time), types: make(map[string]string),
 		listing: make(map[string]chan struct{}),
 		queues:  make(map[string]bool), parents: make(map[string]bool),
-	}
+		decls: make(map[string]declEntry), slots: make(map[string]time.Time),
+	}}
 }
+
+// In returns a view of q that acts only on the tasks of the named queue
+// (DESIGN §12.3): every operation by task id (Get, History, the lease
+// operations, Cancel, Retry, Expire, ...) answers ErrNotFound for a task
+// of another queue, as if it did not exist, and writes nothing. The view
+// shares q's caches; the name must be valid (ValidateQueueName).
+func (q *Queue) In(name string) *Queue { return &Queue{state: q.state, scope: name} }
+
+// Scope returns the queue a view made by In is limited to, or "".
+func (q *Queue) Scope() string { return q.scope }
 
 // Store returns the store the queue works on.
 func (q *Queue) Store() store.Store { return q.store }
@@ -184,6 +234,9 @@ func (q *Queue) load(ctx context.Context, id string) (Task, string, error) {
 	var t Task
 	if err := decodeTask(obj.Body, &t); err != nil {
 		return Task{}, "", fmt.Errorf("decode task %s: %w", id, err)
+	}
+	if q.scope != "" && t.Queue != q.scope {
+		return Task{}, "", fmt.Errorf("task %s in queue %s: %w", id, q.scope, ErrNotFound)
 	}
 	return t, obj.ETag, nil
 }
@@ -255,6 +308,9 @@ func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) 
 	}
 	if next.ParentID != "" && !cur.Status.Terminal() && next.Status.Terminal() {
 		_ = q.store.Delete(ctx, childKey(next.ParentID, next.ID)) // best effort, as above
+	}
+	if releasesSlot(cur, next) {
+		_ = q.store.Delete(ctx, cur.SlotKey) // best effort: taken over later (slots.go)
 	}
 	return newETag, nil
 }

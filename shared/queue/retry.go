@@ -57,7 +57,7 @@ func (q *Queue) Retry(ctx context.Context, id string, now time.Time) (Task, erro
 		}
 		t.Attempt = 0
 		t.CancelledAt = nil
-		backToPending(t, now, now, q.opts.Shards)
+		backToPending(t, now, now, q.shardsOf(t.Queue))
 		return nil
 	})
 	return t, err

@@ -72,8 +72,11 @@ type SubmitResult struct {
 	Deduplicated bool `json:"deduplicated,omitempty"`
 }
 
-// Submit validates req, creates the task and returns it. Writes, in order:
-// the dedup pointer (if any), the queue's registry entry (once per process
+// Submit validates req, creates the task and returns it. The queue must be
+// declared (ErrQueueNotFound), unless Options.RequireDeclared is off, when
+// the first submit declares it (ErrTooManyQueues past Options.MaxQueues).
+// Writes, in order: the queue's declaration (auto_declare, once), the
+// dedup pointer (if any), the queue's registry entry (once per process
 // and queue), the hints the task needs (for a child, its parent's flag and
 // its children/ marker; the outbox entry of a task expired on arrival), the index
 // marker, the record (create-only). A crash between them leaves at most a
@@ -90,6 +93,12 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 	t, err := q.build(ctx, req, now)
 	if err != nil {
 		return SubmitResult{}, err
+	}
+	if !q.opts.RequireDeclared {
+		// auto_declare: the first submit to a queue declares it.
+		if _, err := q.declared(ctx, t.Queue, true, now); err != nil {
+			return SubmitResult{}, err
+		}
 	}
 	if err := q.register(ctx, t.Queue); err != nil {
 		return SubmitResult{}, err
@@ -183,6 +192,10 @@ func (q *Queue) create(ctx context.Context, t *Task) error {
 
 // build validates a request and makes the new task record, without writing.
 func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Task, error) {
+	var err error
+	if req.Queue, err = q.scoped("queue", req.Queue); err != nil {
+		return Task{}, err
+	}
 	if req.Queue == "" {
 		req.Queue = DefaultQueue
 	}
@@ -309,8 +322,10 @@ func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Ta
 		t.ExpiresAt = ptr(norm(*req.ExpiresAt))
 	}
 
-	// Defaults, most specific first: request > parent > task type > global.
+	// Defaults, most specific first: request > parent > task type > queue
+	// > global.
 	ttlFrom := req.TTLFrom
+	timeoutSet := req.Timeout != nil
 	parentExpired := false
 	if req.ParentID != "" {
 		if err := ValidateID(req.ParentID); err != nil {
@@ -327,6 +342,10 @@ func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Ta
 			t.ExpiresAt = ptr(*parent.ExpiresAt) // the parent's remaining TTL
 		}
 		parentExpired = parent.Status == StatusExpired
+	}
+	decl, err := q.declared(ctx, req.Queue, false, now)
+	if err != nil {
+		return Task{}, err
 	}
 	if q.opts.TypeDefaults != nil {
 		d, ok, err := q.opts.TypeDefaults.TaskTypeDefaults(ctx, req.TaskType, now)
@@ -345,8 +364,22 @@ func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Ta
 			}
 			if req.Timeout == nil && d.Timeout > 0 {
 				t.Timeout = Duration(d.Timeout)
+				timeoutSet = true
 			}
 		}
+	}
+	// The queue's defaults, after the task type's.
+	if ttl == nil && t.ExpiresAt == nil && req.ParentID == "" && decl.TTL != nil {
+		ttl = ptr(decl.TTL.Std())
+	}
+	if ttlFrom == "" {
+		ttlFrom = decl.TTLFrom
+	}
+	if t.MaxAttempts == 0 {
+		t.MaxAttempts = decl.MaxAttempts
+	}
+	if !timeoutSet && decl.Timeout != nil {
+		t.Timeout = *decl.Timeout
 	}
 	if ttl == nil && t.ExpiresAt == nil && req.ParentID == "" && q.opts.DefaultTTL > 0 {
 		ttl = ptr(q.opts.DefaultTTL)
@@ -380,7 +413,7 @@ func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Ta
 		expire(&t, ReasonTTL, now)
 		return t, nil
 	}
-	t.IndexKey = indexKeyFor(&t, q.opts.Shards)
+	t.IndexKey = indexKeyFor(&t, decl.Shards)
 	return t, nil
 }
 

@@ -212,7 +212,7 @@ func (r *sweepRun) run(ctx context.Context) error {
 	// What is due: the deadline heads, the sweep head.
 	var jobs []func(context.Context)
 	for _, name := range names {
-		for shard := 0; shard < r.q.opts.Shards; shard++ {
+		for shard := 0; shard < r.q.readShards(name); shard++ {
 			ms, err := r.readDeadlineHead(ctx, deadlinePrefix(name, shard))
 			if err != nil {
 				r.fail(err)
@@ -477,7 +477,7 @@ func (r *sweepRun) leaseItem(ctx context.Context, e sweepEntry) {
 		r.running(ctx, &cur, etag)
 	case cur.Status == StatusPending:
 		// Cannot happen through the core; give it the marker it needs.
-		next.IndexKey = indexKeyFor(&next, r.q.opts.Shards)
+		next.IndexKey = indexKeyFor(&next, r.q.shardsOf(next.Queue))
 		r.transition(ctx, &cur, etag, &next, &r.rep.Repaired)
 	default:
 		next.IndexKey = ""
@@ -509,7 +509,7 @@ func (r *sweepRun) running(ctx context.Context, cur *Task, etag string) {
 		r.transition(ctx, cur, etag, &next, n)
 		return
 	}
-	backToPending(&next, r.now, r.now, r.q.opts.Shards)
+	backToPending(&next, r.now, r.now, r.q.shardsOf(next.Queue))
 	r.transition(ctx, cur, etag, &next, &r.rep.Reclaimed)
 }
 

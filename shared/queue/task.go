@@ -127,6 +127,9 @@ type Task struct {
 	// the record names it and deleted after the record stops naming it, so
 	// a marker the record does not name is stale and may be deleted.
 	IndexKey string `json:"index_key,omitempty"`
+	// SlotKey is the concurrency slot (slots/{queue}/{n}) a running task
+	// of a queue with max_concurrency holds; empty otherwise.
+	SlotKey string `json:"slot_key,omitempty"`
 }
 
 // deadlinePassed reports whether the task's start deadline has passed at now.

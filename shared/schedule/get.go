@@ -31,6 +31,9 @@ type ListRequest struct {
 	Cursor string `json:"cursor,omitempty"`
 	// Limit is the most schedules returned. Defaults to 100; at most 1000.
 	Limit int `json:"limit,omitempty"`
+	// Queue, when set, keeps only the schedules that fire into this queue:
+	// a page may then hold fewer than Limit, with a NextCursor.
+	Queue string `json:"queue,omitempty"`
 }
 
 // ListResult is one page of schedules, in key order.
@@ -110,6 +113,9 @@ func (s *Scheduler) List(ctx context.Context, req ListRequest, now time.Time) (L
 				continue // deleted meanwhile
 			}
 			return ListResult{}, errs[i]
+		}
+		if req.Queue != "" && views[i].Queue != req.Queue {
+			continue
 		}
 		out.Schedules = append(out.Schedules, *views[i])
 	}

@@ -1,0 +1,569 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/s3q/s3q/shared/store"
+)
+
+// Declared queues (DESIGN §12.2). A queue is declared by
+// queues/{name}.json, written create-only and changed only by
+// compare-and-swap. Submitting to an undeclared queue is ErrQueueNotFound
+// when Options.RequireDeclared is set; otherwise (auto_declare) the first
+// submit declares it with no settings of its own.
+
+// Limits of a declaration.
+const (
+	DefaultMaxQueues    = 1000
+	MaxQueueShards      = 256
+	MaxConcurrencyCap   = 1000 // most slots of a queue: one LIST page
+	DefaultDeclCacheFor = 30 * time.Second
+)
+
+// Target is a queue's push target (DESIGN §12.4): exactly one of Lambda
+// and URL. The dispatch function delivers the queue's tasks to it.
+type Target struct {
+	// Lambda is a function name or ARN (optionally with a version or alias).
+	Lambda string `json:"lambda,omitempty"`
+	// URL is an https URL (http only where the deployment allows insecure
+	// targets, as s3q dev does).
+	URL string `json:"url,omitempty"`
+	// Secret names the SSM parameter holding the HMAC secret that signs
+	// deliveries to URL. Required with URL, refused with Lambda.
+	Secret string `json:"secret,omitempty"`
+}
+
+// Declaration is a declared queue: queues/{name}.json. Its defaults apply
+// to submits that give none and whose task type has none (request > task
+// type > queue > global).
+type Declaration struct {
+	// Name is the queue's name (ValidateQueueName); it is the key's.
+	Name string `json:"name"`
+	// TTL is the queue's default time to live. Defaults to none.
+	TTL *Duration `json:"ttl,omitempty"`
+	// TTLFrom is the queue's default ttl_from. Defaults to none (submission).
+	TTLFrom TTLFrom `json:"ttl_from,omitempty"`
+	// MaxAttempts is the queue's default max_attempts. Defaults to none (3).
+	MaxAttempts int `json:"max_attempts,omitempty"`
+	// Timeout is the queue's default lease length. Defaults to none (5m).
+	Timeout *Duration `json:"timeout,omitempty"`
+	// Shards spreads the queue's markers over this many prefixes. Fixed at
+	// creation. Defaults to the deployment's shards (Options.Shards).
+	Shards int `json:"shards,omitempty"`
+	// MaxConcurrency is the most tasks of the queue running at once (each
+	// holds one of that many slots, slots/{queue}/{n}); every claim, pull
+	// or push, must take a slot. Defaults to 0: no limit and no slots.
+	MaxConcurrency int `json:"max_concurrency,omitempty"`
+	// Target, when set, makes the queue a push queue (DESIGN §12.4).
+	Target *Target `json:"target,omitempty"`
+	// AutoDeclared is true for a queue declared by a submit (auto_declare).
+	AutoDeclared bool      `json:"auto_declared,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+}
+
+// settings returns d with only what a caller may set.
+func (d Declaration) settings() Declaration {
+	return Declaration{Name: d.Name, TTL: d.TTL, TTLFrom: d.TTLFrom, MaxAttempts: d.MaxAttempts,
+		Timeout: d.Timeout, Shards: d.Shards, MaxConcurrency: d.MaxConcurrency, Target: d.Target}
+}
+
+// QueueKey returns the key of a queue's declaration: queues/{name}.json.
+func QueueKey(name string) string { return prefixQueues + name + ".json" }
+
+const prefixQueues = "queues/"
+
+var (
+	// A function name, or a full or partial ARN, with an optional qualifier.
+	reLambdaTarget = regexp.MustCompile(`^(arn:aws[a-zA-Z-]*:lambda:[a-z0-9-]+:[0-9]{12}:function:|[0-9]{12}:function:)?[A-Za-z0-9_-]{1,64}(:(\$LATEST|[A-Za-z0-9_-]{1,128}))?$`)
+	// An SSM parameter name or ARN.
+	reSSMParameter = regexp.MustCompile(`^(arn:aws[a-zA-Z-]*:ssm:[a-z0-9-]+:[0-9]{12}:parameter/)?[A-Za-z0-9_.\-/]{1,1000}$`)
+)
+
+// validate checks the settable fields of d; insecure allows http targets.
+func (d *Declaration) validate(insecure bool) error {
+	if err := ValidateQueueName(d.Name); err != nil {
+		return err
+	}
+	if d.TTL != nil && d.TTL.Std() <= 0 {
+		return invalid("ttl", "must be more than 0 (leave it out for no default)")
+	}
+	if d.TTL != nil && d.TTL.Std() > maxTime.Sub(minTime) {
+		return invalid("ttl", "is too large")
+	}
+	switch d.TTLFrom {
+	case "", TTLFromSubmission, TTLFromFirstAttempt:
+	default:
+		return invalid("ttl_from", "%q is not one of submission, first_attempt", clip(string(d.TTLFrom)))
+	}
+	if d.MaxAttempts < 0 || d.MaxAttempts > MaxAttemptsLimit {
+		return invalid("max_attempts", "must be between 1 and %d (0 or absent: no queue default)", MaxAttemptsLimit)
+	}
+	if d.Timeout != nil && (d.Timeout.Std() <= 0 || d.Timeout.Std() > MaxLease) {
+		return invalid("timeout", "must be more than 0 and at most %s", FormatDuration(MaxLease))
+	}
+	if d.Shards < 0 || d.Shards > MaxQueueShards {
+		return invalid("shards", "must be between 1 and %d (0 or absent: the deployment's)", MaxQueueShards)
+	}
+	if d.MaxConcurrency < 0 || d.MaxConcurrency > MaxConcurrencyCap {
+		return invalid("max_concurrency", "must be between 1 and %d (0 or absent: no limit)", MaxConcurrencyCap)
+	}
+	if d.Target != nil {
+		return d.Target.validate(insecure)
+	}
+	return nil
+}
+
+func (t *Target) validate(insecure bool) error {
+	switch {
+	case t.Lambda == "" && t.URL == "":
+		return invalid("target", "give one of target.lambda and target.url")
+	case t.Lambda != "" && t.URL != "":
+		return invalid("target.url", "give target.lambda or target.url, not both")
+	case t.Lambda != "":
+		if !reLambdaTarget.MatchString(t.Lambda) {
+			return invalid("target.lambda", "%q is not a Lambda function name or ARN", clip(t.Lambda))
+		}
+		if t.Secret != "" {
+			return invalid("target.secret", "is only for target.url; a Lambda target is invoked with IAM")
+		}
+		return nil
+	}
+	u, err := url.Parse(t.URL)
+	if err != nil || u.Host == "" || u.Opaque != "" {
+		return invalid("target.url", "%q is not an absolute URL", clip(t.URL))
+	}
+	switch {
+	case u.Scheme == "https":
+	case u.Scheme == "http" && insecure:
+	case u.Scheme == "http":
+		return invalid("target.url", "must be https (http only where the deployment allows insecure targets)")
+	default:
+		return invalid("target.url", "must be https, not %q", clip(u.Scheme))
+	}
+	if u.User != nil {
+		return invalid("target.url", "must not carry credentials; sign with target.secret")
+	}
+	if u.Fragment != "" || len(t.URL) > 2048 {
+		return invalid("target.url", "must have no fragment and be at most 2048 bytes")
+	}
+	if t.Secret == "" {
+		return invalid("target.secret", "is required with target.url: the SSM parameter name of the signing secret")
+	}
+	if !reSSMParameter.MatchString(t.Secret) || strings.Contains(t.Secret, "//") {
+		return invalid("target.secret", "%q is not an SSM parameter name", clip(t.Secret))
+	}
+	return nil
+}
+
+// declEntry is a cached declaration; found is false for an undeclared queue.
+type declEntry struct {
+	d     Declaration
+	found bool
+	at    time.Time
+}
+
+// Declare creates the queue d.Name, or replaces its settings by
+// compare-and-swap. It returns the stored declaration and whether it was
+// created. Only the settable fields of d count (not Name's timestamps or
+// AutoDeclared). A bad field is a *ValidationError, shards changed after
+// creation too; a new queue past Options.MaxQueues is ErrTooManyQueues;
+// nothing is written on either.
+func (q *Queue) Declare(ctx context.Context, d Declaration, now time.Time) (Declaration, bool, error) {
+	now = norm(now)
+	d = d.settings()
+	if err := d.validate(q.opts.AllowInsecureTargets); err != nil {
+		return Declaration{}, false, err
+	}
+	for i := 0; i < maxCASAttempts; i++ {
+		cur, etag, err := q.loadQueue(ctx, d.Name)
+		if errors.Is(err, ErrQueueNotFound) {
+			d.CreatedAt, d.UpdatedAt = now, now
+			if d.Shards == 0 {
+				d.Shards = q.opts.Shards
+			}
+			err := q.createQueue(ctx, d)
+			if errors.Is(err, store.ErrPrecondition) {
+				continue // declared a moment ago: replace it
+			}
+			if err != nil {
+				return Declaration{}, false, err
+			}
+			q.cacheQueue(d, true, now)
+			return d, true, nil
+		}
+		if err != nil {
+			return Declaration{}, false, err
+		}
+		if d.Shards == 0 {
+			d.Shards = cur.Shards
+		}
+		if d.Shards != cur.Shards {
+			return Declaration{}, false, invalid("shards", "is fixed at creation: the queue has %d", cur.Shards)
+		}
+		d.CreatedAt, d.UpdatedAt = cur.CreatedAt, now
+		body, err := json.Marshal(d)
+		if err != nil {
+			return Declaration{}, false, fmt.Errorf("encode queue %s: %w", d.Name, err)
+		}
+		_, err = q.store.PutIfMatch(ctx, QueueKey(d.Name), body, etag)
+		if errors.Is(err, store.ErrPrecondition) {
+			continue
+		}
+		if err != nil {
+			return Declaration{}, false, fmt.Errorf("write queue %s: %w", d.Name, err)
+		}
+		q.cacheQueue(d, true, now)
+		return d, false, nil
+	}
+	return Declaration{}, false, fmt.Errorf("declare queue %s: %w", d.Name, ErrConflict)
+}
+
+// createQueue writes a new declaration create-only, after checking that
+// the deployment holds fewer than MaxQueues (one LIST page of queues/ per
+// 1,000 queues). Two creates racing at the limit may both pass: the limit
+// bounds what a caller can make, not to the unit.
+func (q *Queue) createQueue(ctx context.Context, d Declaration) error {
+	n, err := q.countQueues(ctx, q.opts.MaxQueues)
+	if err != nil {
+		return err
+	}
+	if n >= q.opts.MaxQueues {
+		return fmt.Errorf("declare queue %s: %d queues exist: %w", d.Name, n, ErrTooManyQueues)
+	}
+	body, err := json.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("encode queue %s: %w", d.Name, err)
+	}
+	if _, err := q.store.PutIfAbsent(ctx, QueueKey(d.Name), body); err != nil {
+		if errors.Is(err, store.ErrPrecondition) {
+			// Ours, if the answer of an earlier attempt was lost.
+			if obj, gerr := q.store.Get(ctx, QueueKey(d.Name)); gerr == nil && string(obj.Body) == string(body) {
+				return nil
+			}
+			return err
+		}
+		return fmt.Errorf("write queue %s: %w", d.Name, err)
+	}
+	return nil
+}
+
+// countQueues counts declarations, stopping once it has seen limit.
+func (q *Queue) countQueues(ctx context.Context, limit int) (int, error) {
+	n, after := 0, ""
+	for {
+		page, err := q.store.List(ctx, prefixQueues, after, store.MaxListLimit)
+		if err != nil {
+			return 0, fmt.Errorf("list queues: %w", err)
+		}
+		for _, o := range page.Items {
+			if queueNameFromKey(o.Key) != "" {
+				n++
+			}
+		}
+		if !page.Truncated || len(page.Items) == 0 || n >= limit {
+			return n, nil
+		}
+		after = page.Items[len(page.Items)-1].Key
+	}
+}
+
+func queueNameFromKey(key string) string {
+	name, ok := strings.CutPrefix(key, prefixQueues)
+	if !ok {
+		return ""
+	}
+	name, ok = strings.CutSuffix(name, ".json")
+	if !ok || !reQueue.MatchString(name) {
+		return ""
+	}
+	return name
+}
+
+// loadQueue reads a declaration; ErrQueueNotFound when there is none.
+func (q *Queue) loadQueue(ctx context.Context, name string) (Declaration, string, error) {
+	obj, err := q.store.Get(ctx, QueueKey(name))
+	if errors.Is(err, store.ErrNotFound) {
+		return Declaration{}, "", fmt.Errorf("queue %s: %w", name, ErrQueueNotFound)
+	}
+	if err != nil {
+		return Declaration{}, "", fmt.Errorf("get queue %s: %w", name, err)
+	}
+	var d Declaration
+	if err := json.Unmarshal(obj.Body, &d); err != nil {
+		return Declaration{}, "", fmt.Errorf("decode queue %s: %w", name, err)
+	}
+	if d.Shards <= 0 {
+		d.Shards = q.opts.Shards
+	}
+	return d, obj.ETag, nil
+}
+
+func (q *Queue) cacheQueue(d Declaration, found bool, now time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.decls) >= maxSkip {
+		clear(q.decls)
+	}
+	q.decls[d.Name] = declEntry{d: d, found: found, at: now}
+}
+
+// GetQueue returns the declaration of a queue, read from the store.
+func (q *Queue) GetQueue(ctx context.Context, name string, now time.Time) (Declaration, error) {
+	if err := ValidateQueueName(name); err != nil {
+		return Declaration{}, err
+	}
+	d, _, err := q.loadQueue(ctx, name)
+	if err != nil {
+		return Declaration{}, err
+	}
+	q.cacheQueue(d, true, norm(now))
+	return d, nil
+}
+
+// declared returns the declaration of a queue from this Queue's cache
+// (Options.DeclCacheFor) or the store. Without Options.RequireDeclared an
+// undeclared queue is declared when create is set (a submit), and
+// reported as a declaration with no settings otherwise (a claim);
+// without it, an undeclared queue is ErrQueueNotFound. Only found
+// declarations are cached, so a new queue is usable at once.
+func (q *Queue) declared(ctx context.Context, name string, create bool, now time.Time) (Declaration, error) {
+	q.mu.Lock()
+	e, ok := q.decls[name]
+	q.mu.Unlock()
+	if ok && e.found && now.Sub(e.at) < q.opts.DeclCacheFor && !now.Before(e.at) {
+		return e.d, nil
+	}
+	d, _, err := q.loadQueue(ctx, name)
+	if errors.Is(err, ErrQueueNotFound) && !q.opts.RequireDeclared {
+		if !create {
+			return Declaration{Name: name, Shards: q.opts.Shards}, nil
+		}
+		d = Declaration{Name: name, Shards: q.opts.Shards, AutoDeclared: true, CreatedAt: now, UpdatedAt: now}
+		err = q.createQueue(ctx, d)
+		if errors.Is(err, store.ErrPrecondition) {
+			d, _, err = q.loadQueue(ctx, name) // declared by someone else meanwhile
+		}
+	}
+	if err != nil {
+		return Declaration{}, err
+	}
+	q.cacheQueue(d, true, now)
+	return d, nil
+}
+
+// ListQueuesRequest pages a listing of declared queues.
+type ListQueuesRequest struct {
+	// Limit is the most queues to return. Defaults to 100, at most 1000.
+	Limit int
+	// Cursor continues a listing from a previous NextCursor.
+	Cursor string
+}
+
+// ListQueuesResult is one page of declared queues, by name.
+type ListQueuesResult struct {
+	Queues     []Declaration `json:"queues"`
+	NextCursor string        `json:"next_cursor,omitempty"`
+}
+
+// ListQueues returns declared queues in name order: one LIST page of
+// queues/ and one GET per queue.
+func (q *Queue) ListQueues(ctx context.Context, req ListQueuesRequest) (ListQueuesResult, error) {
+	switch {
+	case req.Limit == 0:
+		req.Limit = 100
+	case req.Limit < 0 || req.Limit > store.MaxListLimit:
+		return ListQueuesResult{}, invalid("limit", "must be between 1 and %d", store.MaxListLimit)
+	}
+	after := ""
+	if req.Cursor != "" {
+		if !reQueue.MatchString(req.Cursor) {
+			return ListQueuesResult{}, invalid("cursor", "is not a cursor from a previous listing")
+		}
+		after = QueueKey(req.Cursor)
+	}
+	page, err := q.store.List(ctx, prefixQueues, after, req.Limit)
+	if err != nil {
+		return ListQueuesResult{}, fmt.Errorf("list queues: %w", err)
+	}
+	out := ListQueuesResult{Queues: []Declaration{}}
+	for _, o := range page.Items {
+		name := queueNameFromKey(o.Key)
+		if name == "" {
+			continue
+		}
+		d, _, err := q.loadQueue(ctx, name)
+		if errors.Is(err, ErrQueueNotFound) {
+			continue // deleted since the LIST
+		}
+		if err != nil {
+			return ListQueuesResult{}, err
+		}
+		out.Queues = append(out.Queues, d)
+	}
+	if page.Truncated && len(page.Items) > 0 {
+		out.NextCursor = queueNameFromKey(page.Items[len(page.Items)-1].Key)
+	}
+	return out, nil
+}
+
+// QueueCounts are the tasks of a queue as its index markers show them.
+type QueueCounts struct {
+	// Live is the tasks pending or running (a running task keeps its
+	// marker), Delayed those of them not available before now.
+	Live    int `json:"live"`
+	Delayed int `json:"delayed"`
+	// Running is the slots held, for a queue with max_concurrency: the
+	// tasks running now, and any slot a crash left (freed by the next
+	// claim that needs it).
+	Running *int `json:"running,omitempty"`
+	// AtLeast is true when the count stopped at MaxCountPages pages of a
+	// prefix: there are at least this many.
+	AtLeast bool `json:"at_least,omitempty"`
+}
+
+// MaxCountPages bounds the LIST pages a count reads per index prefix.
+const MaxCountPages = 10
+
+// CountQueue counts a queue's live tasks from its index markers: one LIST
+// per shard and index prefix per 1,000 live tasks (at most MaxCountPages
+// each), plus one LIST of its slots when it has max_concurrency. It reads
+// no task record, so a stale marker counts until a claim or sweep removes
+// it, and pending and running are not told apart (Running does it for a
+// queue with slots). Completed, failed, cancelled and expired tasks are
+// not counted: they have no marker.
+func (q *Queue) CountQueue(ctx context.Context, d Declaration, now time.Time) (QueueCounts, error) {
+	now = norm(now)
+	var c QueueCounts
+	for shard := 0; shard < max(d.Shards, q.opts.Shards); shard++ {
+		for _, prefix := range []string{deadlinePrefix(d.Name, shard), readyPrefix(d.Name, shard)} {
+			after := ""
+			for pages := 0; ; pages++ {
+				if pages == MaxCountPages {
+					c.AtLeast = true
+					break
+				}
+				page, err := q.store.List(ctx, prefix, after, store.MaxListLimit)
+				if err != nil {
+					return QueueCounts{}, fmt.Errorf("count queue %s: %w", d.Name, err)
+				}
+				for _, o := range page.Items {
+					if m, ok := parseMarker(o.Key); ok {
+						c.Live++
+						if !m.due(now) {
+							c.Delayed++
+						}
+					}
+				}
+				if !page.Truncated || len(page.Items) == 0 {
+					break
+				}
+				after = page.Items[len(page.Items)-1].Key
+			}
+		}
+	}
+	if d.MaxConcurrency > 0 {
+		page, err := q.store.List(ctx, slotPrefix(d.Name), "", store.MaxListLimit)
+		if err != nil {
+			return QueueCounts{}, fmt.Errorf("count slots of %s: %w", d.Name, err)
+		}
+		n := len(page.Items)
+		c.Running = &n
+	}
+	return c, nil
+}
+
+// maxDeleteChecks bounds the markers DeleteQueue checks against their
+// records; more markers than this refuse the delete at once.
+const maxDeleteChecks = 100
+
+// DeleteQueue deletes a queue's declaration. A queue that still holds a
+// live (pending or running) task is refused with ErrQueueNotEmpty: it checks each index marker against its record (at
+// most 100, more refuse at once) and deletes the stale ones it meets. A
+// submit that read the declaration within Options.DeclCacheFor before the
+// delete may still land; declaring the queue again makes its tasks
+// reachable again.
+func (q *Queue) DeleteQueue(ctx context.Context, name string, now time.Time) error {
+	now = norm(now)
+	if err := ValidateQueueName(name); err != nil {
+		return err
+	}
+	d, _, err := q.loadQueue(ctx, name)
+	if err != nil {
+		return err
+	}
+	checked := 0
+	for shard := 0; shard < max(d.Shards, q.opts.Shards); shard++ {
+		for _, prefix := range []string{deadlinePrefix(name, shard), readyPrefix(name, shard)} {
+			page, err := q.store.List(ctx, prefix, "", maxDeleteChecks+1)
+			if err != nil {
+				return fmt.Errorf("list %s: %w", prefix, err)
+			}
+			for _, o := range page.Items {
+				m, ok := parseMarker(o.Key)
+				if !ok {
+					continue
+				}
+				if checked++; checked > maxDeleteChecks {
+					return fmt.Errorf("queue %s has more than %d live tasks: %w", name, maxDeleteChecks, ErrQueueNotEmpty)
+				}
+				t, _, err := q.load(ctx, m.id)
+				if err != nil && !errors.Is(err, ErrNotFound) {
+					return err
+				}
+				if err == nil && t.IndexKey == m.key && !t.Status.Terminal() {
+					return fmt.Errorf("queue %s: task %s is %s: %w", name, t.ID, t.Status, ErrQueueNotEmpty)
+				}
+				fresh := !m.available.Add(q.opts.StaleMarkerGrace).Before(now)
+				if err != nil && fresh {
+					// No record yet: a submit may be between its writes.
+					return fmt.Errorf("queue %s: task %s is being submitted: %w", name, m.id, ErrQueueNotEmpty)
+				}
+				if !fresh {
+					_ = q.store.Delete(ctx, m.key) // stale; best effort
+				}
+			}
+		}
+	}
+	if err := q.store.Delete(ctx, QueueKey(name)); err != nil {
+		return fmt.Errorf("delete queue %s: %w", name, err)
+	}
+	q.mu.Lock()
+	delete(q.decls, name)
+	q.mu.Unlock()
+	return nil
+}
+
+// shardsOf returns the shards a write puts a queue's markers in: its
+// declaration's when this Queue has read it, else the deployment's.
+// Readers visit max(declaration's, deployment's), so either is found.
+func (q *Queue) shardsOf(name string) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if e, ok := q.decls[name]; ok && e.found && e.d.Shards > 0 {
+		return e.d.Shards
+	}
+	return q.opts.Shards
+}
+
+// readShards returns the shards a reader of a queue's markers visits.
+func (q *Queue) readShards(name string) int { return max(q.shardsOf(name), q.opts.Shards) }
+
+// scoped applies a view's scope (In) to the queue a request names: empty
+// becomes the scope, another name is a *ValidationError of field.
+func (q *Queue) scoped(field, name string) (string, error) {
+	if q.scope == "" || name == q.scope {
+		return name, nil
+	}
+	if name == "" {
+		return q.scope, nil
+	}
+	return "", invalid(field, "is %q, but the request is addressed to queue %q", clip(name), q.scope)
+}
