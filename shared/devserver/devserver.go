@@ -151,6 +151,8 @@ func Run(ctx context.Context, opts Options) error {
 	q := queue.New(counted, queue.Options{
 		Shards: opts.Shards, DefaultTTL: opts.DefaultTTL,
 		TypeDefaults: tasktypes.NewSource(counted, 0),
+		// Push targets may be http:// here, as a local target is.
+		AllowInsecureTargets: true,
 	})
 	if opts.RecentEvents <= 0 {
 		opts.RecentEvents = DefaultRecentEvents
@@ -162,17 +164,15 @@ func Run(ctx context.Context, opts Options) error {
 		Artifacts: artifacts.New(q, st.client, opts.Bucket, opts.Prefix, artifacts.Options{}),
 		Scheduler: schedule.New(counted, q, schedule.Options{}),
 	}
-	var local *dispatch.Local
-	if len(opts.PushQueues) > 0 {
-		d, err := newDispatcher(ctx, q, opts)
-		if err != nil {
-			return err
-		}
-		local = dispatch.NewLocal(ctx, d)
-		defer local.Wait()
-		d.SetWaker(local)
-		deps.Dispatcher, deps.Waker, deps.Targets = d, local, opts.PushQueues
+	// Dispatch, in this process: the declared push queues and PushQueues.
+	d, err := newDispatcher(ctx, q, opts)
+	if err != nil {
+		return err
 	}
+	local := dispatch.NewLocal(ctx, d)
+	defer local.Wait()
+	d.SetWaker(local)
+	deps.Dispatcher, deps.Waker, deps.Targets = d, local, d.Targets()
 	if opts.Wire != nil {
 		opts.Wire(&deps)
 	}
@@ -208,9 +208,7 @@ func Run(ctx context.Context, opts Options) error {
 	go func() {
 		defer close(timerDone)
 		runTimers(timerCtx, opts.TickInterval, handlers, opts.Logger, func() {
-			if local != nil {
-				local.WakeAll()
-			}
+			local.WakeAll()
 		})
 	}()
 

@@ -2,6 +2,7 @@ package devserver
 
 import (
 	"context"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -12,7 +13,9 @@ import (
 	"github.com/s3q/s3q/shared/queue"
 )
 
-// newDispatcher builds the in-process dispatcher of the dev server: URL
+// newDispatcher builds the in-process dispatcher of the dev server, for
+// the declared push queues (read again at most every second) and
+// Options.PushQueues: URL
 // targets signed with PushSecrets (http:// allowed), Lambda targets
 // invoked at LambdaEndpoint.
 func newDispatcher(ctx context.Context, q *queue.Queue, opts Options) (*dispatch.Dispatcher, error) {
@@ -30,7 +33,7 @@ func newDispatcher(ctx context.Context, q *queue.Queue, opts Options) (*dispatch
 			o.BaseEndpoint = aws.String(opts.LambdaEndpoint)
 		}
 	})
-	return dispatch.New(q, opts.PushQueues, dispatch.Options{
+	return dispatch.New(q, dispatch.NewDeclared(q, opts.PushQueues, time.Second), dispatch.Options{
 		Logger: opts.Logger,
 		Lambda: &dispatch.Lambda{Client: lc},
 		HTTP:   dispatch.NewHTTP(dispatch.StaticSecrets(opts.PushSecrets), true),

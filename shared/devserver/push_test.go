@@ -33,13 +33,18 @@ func TestDevServerPushesTasksToTheirTarget(t *testing.T) {
 		PushQueues:   dispatch.Static{"orders": {Name: "orders", Target: dispatch.Target{URL: target.URL, Secret: "dev"}}},
 		PushSecrets:  map[string]string{"dev": "sekrit"},
 	})
-	_, now := call(t, "POST", d.url+"/tasks", `{"task_type":"a","queue":"orders"}`)
-	_, later := call(t, "POST", d.url+"/tasks", `{"task_type":"a","queue":"orders","delay":"1s"}`)
-	for _, m := range []map[string]any{now, later} {
-		id := field(m, "task", "id")
+	// A declared queue with a target is a push queue too.
+	if code, m := call(t, "PUT", d.url+"/queues/declared", `{"target":{"url":"`+target.URL+`","secret":"dev"}}`); code/100 != 2 {
+		t.Fatalf("declare: %d %v", code, m)
+	}
+	_, now := call(t, "POST", d.url+"/queues/orders/tasks", `{"task_type":"a"}`)
+	_, later := call(t, "POST", d.url+"/queues/orders/tasks", `{"task_type":"a","delay":"1s"}`)
+	_, declared := call(t, "POST", d.url+"/queues/declared/tasks", `{"task_type":"a"}`)
+	for _, m := range []map[string]any{now, later, declared} {
+		id, q := field(m, "task", "id"), field(m, "task", "queue")
 		deadline := time.Now().Add(5 * time.Second)
 		for {
-			_, got := call(t, "GET", fmt.Sprintf("%s/tasks/%v", d.url, id), "")
+			_, got := call(t, "GET", fmt.Sprintf("%s/queues/%v/tasks/%v", d.url, q, id), "")
 			if field(got, "task", "status") == "completed" {
 				if field(got, "task", "output", "pushed") != true {
 					t.Errorf("output %v", field(got, "task", "output"))
@@ -52,7 +57,7 @@ func TestDevServerPushesTasksToTheirTarget(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	if hits.Load() != 2 {
+	if hits.Load() != 3 {
 		t.Errorf("%d deliveries", hits.Load())
 	}
 }

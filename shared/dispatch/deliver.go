@@ -87,6 +87,9 @@ func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time) (r
 	if p.MaxConcurrency > 0 {
 		limit = min(limit, p.MaxConcurrency)
 	}
+	if p.MaxInFlight > 0 {
+		limit = min(limit, p.MaxInFlight)
+	}
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
@@ -144,6 +147,19 @@ func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time) (r
 			<-sem
 			if err != nil {
 				return rep, fmt.Errorf("claim: %w", err)
+			}
+			mu.Lock()
+			n := inFlight
+			mu.Unlock()
+			if n > 0 && p.MaxInFlight > 0 {
+				// The claim's own slots may all be ours: claim again as
+				// each of our deliveries ends.
+				select {
+				case <-finished:
+					continue
+				case <-ctx.Done():
+					return rep, nil
+				}
 			}
 			if rechecks > 0 {
 				rechecks--

@@ -74,6 +74,11 @@ type PushQueue struct {
 	// Timeout is the delivery lease: how long the target has to answer.
 	// Defaults to DefaultLease; at most MaxLease.
 	Timeout queue.Duration `json:"timeout,omitempty"`
+	// MaxInFlight, when positive, is the most deliveries one dispatcher
+	// runs at once, for a queue whose claims keep its max_concurrency
+	// themselves (a declared queue): the dispatcher takes no slots of its
+	// own and, while its deliveries run, claims again as each ends.
+	MaxInFlight int `json:"-"`
 }
 
 // Lease returns the delivery lease of the queue.

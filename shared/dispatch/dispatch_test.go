@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -389,6 +390,68 @@ func TestEachAttemptIsDeliveredAtMostOnceUnderCrashes(t *testing.T) {
 						}
 					}
 				})
+			}
+		}
+	})
+}
+
+// A declared queue with a target is a push queue: its max_concurrency is
+// kept by the claim's own slots, across 16 racing dispatchers.
+func TestDeclaredPushQueueIsDeliveredWithinItsMaxConcurrency(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		e := newEnv(st, dispatch.PushQueue{Name: "declared"})
+		e.q = queue.New(st, queue.Options{AllowInsecureTargets: true})
+		tg := newTarget(t, e.clk, func(_ dispatch.Payload, w http.ResponseWriter, _ *http.Request) {
+			time.Sleep(20 * time.Millisecond)
+			fmt.Fprint(w, `{}`)
+		})
+		timeout := queue.Duration(10 * time.Second)
+		if _, _, err := e.q.Declare(context.Background(), queue.Declaration{
+			Name: "declared", MaxConcurrency: 2, Timeout: &timeout,
+			Target: &queue.Target{URL: tg.srv.URL, Secret: "s3q/secret"},
+		}, e.clk.Now()); err != nil {
+			t.Fatal(err)
+		}
+		const tasks = 12
+		ids := make([]string, tasks)
+		for i := range ids {
+			ids[i] = e.submit(t, queue.SubmitRequest{}).ID
+		}
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				q := queue.New(st, queue.Options{ListCacheFor: -1})
+				d := dispatch.New(q, dispatch.NewDeclared(q, nil, 0), dispatch.Options{
+					Now: e.clk.Now, Logger: slog.New(slog.DiscardHandler),
+					HTTP: dispatch.NewHTTP(dispatch.StaticSecrets{"s3q/secret": secret}, true),
+				})
+				rep, err := d.Run(context.Background(), "", time.Time{})
+				if err != nil {
+					t.Error(err)
+				}
+				_ = rep
+			}()
+		}
+		wg.Wait()
+		tg.mu.Lock()
+		maxSeen := tg.maxSeen
+		tg.mu.Unlock()
+		if maxSeen > 2 {
+			t.Fatalf("%d deliveries at once, max_concurrency 2", maxSeen)
+		}
+		if strings.HasSuffix(t.Name(), "/versitygw") {
+			// The core's slots are deleted when given back, and versitygw
+			// v1.8.0 refuses If-None-Match: * over a delete marker (a known
+			// deviation, shared/s3local): a freed slot is taken again only
+			// by takeover, after StaleMarkerGrace. The bound holds; the
+			// backlog waits.
+			return
+		}
+		for _, id := range ids {
+			if got := e.get(t, id); got.Status != queue.StatusCompleted {
+				t.Errorf("task %s is %s", id, got.Status)
 			}
 		}
 	})

@@ -19,7 +19,8 @@ import (
 const dispatchListCache = 100 * time.Millisecond
 
 // DispatcherFromConfig builds the dispatch function's work from its
-// configuration: the push queues of S3Q_PUSH_QUEUES, Lambda targets
+// configuration: the declared queues with a target (PUT /queues/{queue}),
+// then those of S3Q_PUSH_QUEUES, Lambda targets
 // invoked through the Lambda client (S3Q_LAMBDA_ENDPOINT when set), URL
 // targets signed with secrets from SSM Parameter Store (cached 5m), and
 // retries woken by an asynchronous Invoke of the function itself (its
@@ -43,14 +44,14 @@ func DispatcherFromConfig(ctx context.Context, c config.Config, d Deps) (*dispat
 		opts.Waker = &dispatch.Limited{Now: time.Now, Next: &dispatch.LambdaWaker{Client: lc, Function: self, Logger: d.Logger}}
 	}
 	q := queue.New(reqcount.Wrap(d.Store), queue.Options{Shards: c.Shards, ListCacheFor: dispatchListCache})
-	return dispatch.New(q, c.PushQueues, opts), nil
+	return dispatch.New(q, dispatch.NewDeclared(q, c.PushQueues, 0), opts), nil
 }
 
 // WakerFromConfig returns the submit function's wake of the dispatch
 // function (S3Q_DISPATCH_FUNCTION, at most one Invoke per queue and second
 // per container), or nil when none is configured.
 func WakerFromConfig(ctx context.Context, c config.Config, logger *slog.Logger) (dispatch.Waker, error) {
-	if c.DispatchFunction == "" || len(c.PushQueues) == 0 {
+	if c.DispatchFunction == "" {
 		return nil, nil
 	}
 	lc, err := c.LambdaClient(ctx)

@@ -51,8 +51,8 @@ func TestSubmitWakesDispatchAndTheSampleEventsDeliver(t *testing.T) {
 			Logger: slog.New(slog.DiscardHandler), HTTP: dispatch.NewHTTP(dispatch.StaticSecrets{"k": "v"}, true),
 		}),
 	}
-	for _, body := range []string{`{"task_type":"a","queue":"orders"}`, `{"task_type":"a","queue":"default"}`, `{"task_type":"a","queue":"orders","delay":"1h"}`} {
-		resp, _ := invoke(t, lambdafn.Submit, d, apiEvent("POST", "/tasks", body))
+	for _, c := range []struct{ queue, body string }{{"orders", `{"task_type":"a"}`}, {"default", `{"task_type":"a"}`}, {"orders", `{"task_type":"a","delay":"1h"}`}} {
+		resp, _ := invoke(t, lambdafn.Submit, d, apiEvent("POST", "/queues/"+c.queue+"/tasks", c.body))
 		if resp.StatusCode != 201 {
 			t.Fatalf("submit: %d %s", resp.StatusCode, resp.Body)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/s3q/s3q/shared/config"
+	"github.com/s3q/s3q/shared/dispatch"
 )
 
 // Main is the whole main of a function binary (functions/<name>): the
@@ -41,7 +42,7 @@ func Main(name string) {
 		}
 	case Submit:
 		// Tasks due now in a push queue wake the dispatch function.
-		deps.Targets = cfg.PushQueues
+		deps.Targets = dispatch.NewDeclared(deps.Queue, cfg.PushQueues, 0)
 		if deps.Waker, err = WakerFromConfig(context.Background(), cfg, deps.Logger); err != nil {
 			fail(err)
 		}
