@@ -140,5 +140,6 @@ func Functions() []Function {
 			Access: join([]Access{rw(pSchedules), rwd(pDue), rw(pTasks), r(kTaskTypes)}, markers()),
 			Timer:  true,
 		},
+		dispatchFunction(join),
 	}
 }

@@ -88,6 +88,23 @@ type Settings struct {
 	// AlarmTopicARN, when set, is an SNS topic every alarm notifies.
 	// Defaults to "" (alarms without actions).
 	AlarmTopicARN string `json:"alarmTopicArn"`
+
+	// Push delivery (push.go).
+	// DispatchTimeoutSeconds is the dispatch function's timeout: a run
+	// delivers until nothing is due or this time is nearly over, and only
+	// claims a task whose delivery lease (the queue's timeout, default 1m)
+	// ends before. Defaults to 300.
+	DispatchTimeoutSeconds int `json:"dispatchTimeoutSeconds"`
+	// PushTargets are the Lambda functions (names or ARNs) push queues
+	// may target: dispatch may invoke these and no others. Defaults to none.
+	PushTargets []string `json:"pushTargets"`
+	// PushSecrets are the SSM parameters (names or ARNs) holding the
+	// signing secrets of URL targets: dispatch may read these and no
+	// others. Defaults to none.
+	PushSecrets []string `json:"pushSecrets"`
+	// PushFailureAlarmThreshold is how many failed or timed-out deliveries
+	// in 5 minutes raise the delivery-failure alarm. Defaults to 5.
+	PushFailureAlarmThreshold int `json:"pushFailureAlarmThreshold"`
 }
 
 // Retain reports whether data outlives the stack.
@@ -105,20 +122,24 @@ func DefaultSettings(env string) Settings {
 		days = 90
 	}
 	return Settings{
-		MemoryMB:              256,
-		APITimeoutSeconds:     29,
-		TimerTimeoutSeconds:   55,
-		LogRetentionDays:      days,
-		RetainData:            &retain,
-		TickRateMinutes:       1,
-		NoncurrentVersionDays: 30,
-		TerminalRetentionDays: 30,
-		ArtifactDays:          1,
-		Shards:                1,
-		LogLevel:              "info",
-		Architecture:          "arm64",
-		ThrottleRatePerSecond: 100,
-		ThrottleBurst:         200,
+		MemoryMB:                  256,
+		APITimeoutSeconds:         29,
+		TimerTimeoutSeconds:       55,
+		LogRetentionDays:          days,
+		RetainData:                &retain,
+		TickRateMinutes:           1,
+		NoncurrentVersionDays:     30,
+		TerminalRetentionDays:     30,
+		ArtifactDays:              1,
+		Shards:                    1,
+		LogLevel:                  "info",
+		Architecture:              "arm64",
+		ThrottleRatePerSecond:     100,
+		ThrottleBurst:             200,
+		DispatchTimeoutSeconds:    300,
+		PushTargets:               []string{},
+		PushSecrets:               []string{},
+		PushFailureAlarmThreshold: 5,
 	}
 }
 
@@ -216,6 +237,7 @@ func (s Settings) Validate() error {
 	check(s.Endpoint == "" || strings.HasPrefix(s.Endpoint, "http://") || strings.HasPrefix(s.Endpoint, "https://"), "endpoint %q is not a URL", s.Endpoint)
 	check(s.ThrottleRatePerSecond >= 1 && s.ThrottleBurst >= 1, "throttle rate and burst must be >= 1")
 	check(s.RetainData != nil, "retainData must be set")
+	errs = append(errs, s.validatePush()...)
 	if len(errs) > 0 {
 		return fmt.Errorf("settings: %s", strings.Join(errs, "; "))
 	}
@@ -245,6 +267,8 @@ func jsonFields() []jsonField {
 		{"artifactDays", "int"}, {"shards", "int"}, {"prefix", "string"}, {"logLevel", "string"},
 		{"endpoint", "string"}, {"architecture", "string"},
 		{"throttleRatePerSecond", "int"}, {"throttleBurst", "int"}, {"alarmTopicArn", "string"},
+		{"dispatchTimeoutSeconds", "int"}, {"pushTargets", "list"}, {"pushSecrets", "list"},
+		{"pushFailureAlarmThreshold", "int"},
 	}
 }
 
@@ -254,6 +278,14 @@ func parseScalar(s, kind string) (interface{}, error) {
 		return strconv.Atoi(s)
 	case "bool":
 		return strconv.ParseBool(s)
+	case "list":
+		out := []interface{}{}
+		for _, v := range strings.Split(s, ",") {
+			if v = strings.TrimSpace(v); v != "" {
+				out = append(out, v)
+			}
+		}
+		return out, nil
 	}
 	return s, nil
 }

@@ -101,6 +101,7 @@ func NewS3qStack(scope constructs.Construct, id string, props *S3qStackProps) (*
 		b.function(fn, props.AssetDir)
 	}
 	b.deadLetterAlarm()
+	b.push()
 	b.outputs()
 	suppressFindings(b)
 	return b.out, nil

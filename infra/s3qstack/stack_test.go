@@ -252,6 +252,12 @@ func TestStack(t *testing.T) {
 			if fn.PutEvents {
 				env["S3Q_EVENT_BUS"] = map[string]interface{}{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^EventBus"))}
 			}
+			switch fn.Name { // push delivery (push.go)
+			case "submit":
+				env["S3Q_DISPATCH_FUNCTION"] = "s3q-dev-dispatch"
+			case "dispatch":
+				timeout = d.DispatchTimeoutSeconds
+			}
 			dev.template.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]interface{}{
 				"FunctionName":  "s3q-dev-" + fn.Name,
 				"Runtime":       "provided.al2023",
@@ -561,7 +567,7 @@ func TestStack(t *testing.T) {
 		})
 	})
 
-	t.Run("sweep_and_tick_fire_every_minute", func(t *testing.T) {
+	t.Run("sweep_tick_and_dispatch_fire_every_minute", func(t *testing.T) {
 		for env, f := range all {
 			for _, fn := range Functions() {
 				if !fn.Timer {
@@ -576,7 +582,7 @@ func TestStack(t *testing.T) {
 					})},
 				})
 			}
-			f.template.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(2))
+			f.template.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(3)) // sweep-expired, schedule-tick, dispatch
 		}
 	})
 
