@@ -4,6 +4,10 @@
 //	bench lifecycle ttl=no requests=N put=N list=N get=N delete=N usd_per_million=X
 //	bench lifecycle ttl=yes ...
 //	bench throughput server=versitygw workers=W tasks_per_s=X raw_ops_per_s=Y bound_ratio=R
+//	bench push target=http tasks=N pickup_p50_ms=A pickup_p99_ms=B requests_per_task=R
+//	bench push target=http delayed=N lateness_p50_ms=A lateness_p99_ms=B
+//
+// (push.go: through s3q dev; -only push runs just those.)
 //
 // Lifecycle: tasks are submitted by one process and then claimed and
 // completed one at a time by another (a worker), as in production; the
@@ -45,7 +49,11 @@ func main() {
 	throughputTasks := flag.Int("throughput-tasks", 400, "backlog drained per throughput figure")
 	workers := flag.String("workers", "1,4,16", "worker counts for the throughput figures")
 	rawFor := flag.Duration("raw-for", 2*time.Second, "how long to measure the raw PUT+GET rate")
+	pushTasks := flag.Int("push-tasks", 200, "tasks due now for the push pickup figure")
+	pushDelayed := flag.Int("push-delayed", 50, "delayed tasks for the push lateness figure")
+	only := flag.String("only", "", "run only these figures, comma-separated: lifecycle, throughput, sweep, tick, push (default all)")
 	flag.Parse()
+	run := func(name string) bool { return *only == "" || strings.Contains(","+*only+",", ","+name+",") }
 	log.SetFlags(0)
 	log.SetPrefix("bench: ")
 
@@ -58,6 +66,9 @@ func main() {
 	defer srv.Close()
 
 	for _, ttl := range []bool{false, true} {
+		if !run("lifecycle") {
+			break
+		}
 		c, err := lifecycle(ctx, srv, *tasks, ttl)
 		if err != nil {
 			log.Fatal(err)
@@ -69,6 +80,9 @@ func main() {
 	}
 
 	for _, ws := range strings.Split(*workers, ",") {
+		if !run("throughput") {
+			break
+		}
 		w, err := strconv.Atoi(strings.TrimSpace(ws))
 		if err != nil || w < 1 {
 			log.Fatalf("bad worker count %q", ws)
@@ -85,11 +99,20 @@ func main() {
 		fmt.Printf("bench throughput server=versitygw workers=%d tasks_per_s=%.1f raw_ops_per_s=%.1f bound_ratio=%.2f\n",
 			w, tps, raw, tps*rpt/(2*raw))
 	}
-	if err := benchSweep(ctx, srv); err != nil {
-		log.Fatal(err)
+	if run("sweep") {
+		if err := benchSweep(ctx, srv); err != nil {
+			log.Fatal(err)
+		}
 	}
-	if err := benchTick(ctx, srv); err != nil {
-		log.Fatal(err)
+	if run("tick") {
+		if err := benchTick(ctx, srv); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if run("push") {
+		if err := benchPush(ctx, *pushTasks, *pushDelayed); err != nil {
+			log.Fatal(err)
+		}
 	}
 }
 
