@@ -107,7 +107,7 @@ func TestNew(t *testing.T) {
 		{"PUT", "/queues/a", "tasks"},
 		{"POST", "/queues/a/schedules", "schedules"},
 		{"POST", "/tasks", "tasks"}, // the unscoped routes are gone: 405 from the owner of GET /tasks
-		{"GET", "/nope", "tasks"}, // nobody's: tasks answers 404
+		{"GET", "/nope", "tasks"},   // nobody's: tasks answers 404
 	} {
 		if got := lambdafn.FunctionForRequest(c.method, c.path); got != c.want {
 			t.Errorf("FunctionForRequest(%s %s) = %s, want %s", c.method, c.path, got, c.want)
