@@ -18,9 +18,18 @@
 //     conditional write with a fresh lease token), and a dispatcher that
 //     dies after delivering lets the lease lapse, so the next delivery is
 //     the next attempt.
-//   - At most MaxConcurrency deliveries of a queue run at once across every
-//     dispatcher: each holds a slot (push/{queue}/slots/{n}.json, taken by
-//     a conditional write) until its task's lease ends.
+//   - At most max_concurrency deliveries of a queue run at once across
+//     every dispatcher: a declared queue's claims take the core's slots
+//     (Declared); a queue of Static takes the dispatcher's own
+//     (push/{queue}/slots/{n}.json, compare-and-swap), held until the
+//     delivered task's lease ends.
+//
+// Push queues come from Targets: Declared reads the queues' declarations
+// (a target set by PUT /queues/{queue}), Static is a fixed set
+// (S3Q_PUSH_QUEUES, s3q dev --push). Waking: OnSubmit (submit's hook)
+// wakes a Waker for tasks due soon, LambdaWaker invokes the dispatch
+// function asynchronously, Limited bounds that to one wake per queue and
+// second, Local runs the dispatcher in this process (s3q dev).
 //
 // The package holds no Lambda or HTTP-server types in its decisions;
 // time comes from the caller (Options.Now, the now of Run).

@@ -24,11 +24,11 @@ const MaxRetryAfter = 12 * time.Hour
 
 // HTTP delivers to URL targets: a POST of the payload, signed (package
 // pushsig) with the secret named by the target. 2xx completes with the
-// body as output; 429, 5xx and a time-out... retry: 429 and 5xx as a
-// retryable failure available again after Retry-After (seconds or an
-// HTTP date) when given, else after the queue's backoff; a time-out lets
-// the lease lapse; a connection error is a retryable failure. Any other
-// status (3xx, redirects are not followed; other 4xx) fails the task
+// body as output. 429 and 5xx are a retryable failure, available again
+// after Retry-After (seconds or an HTTP date) when given, else after the
+// queue's backoff; a time-out lets the lease lapse (the next attempt
+// follows it); a connection error is a retryable failure. Any other
+// status (3xx: redirects are not followed; other 4xx) fails the task
 // without retry.
 type HTTP struct {
 	// Client sends the requests. Defaults to a client that follows no
