@@ -15,12 +15,12 @@ import (
 
 // scheduleFlags are the flags of schedule create and update.
 type scheduleFlags struct {
-	fs                                                    *flag.FlagSet
-	taskType, input, queueName, cron, tz, ttlFrom, missed string
-	overlap                                               string
-	maxAttempts                                           int
-	ttl, window                                           durationFlag
-	paused                                                bool
+	fs                                         *flag.FlagSet
+	taskType, input, cron, tz, ttlFrom, missed string
+	overlap                                    string
+	maxAttempts                                int
+	ttl, window                                durationFlag
+	paused                                     bool
 }
 
 func (f *scheduleFlags) define(fs *flag.FlagSet) {
@@ -30,7 +30,6 @@ func (f *scheduleFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&f.taskType, "t", "", "")
 	fs.StringVar(&f.input, "input", "", "input `json` of each fired task, or @file")
 	fs.StringVar(&f.input, "i", "", "")
-	fs.StringVar(&f.queueName, "queue", "", "`queue` fired tasks go to (default \"default\")")
 	fs.StringVar(&f.tz, "timezone", "", "IANA time `zone` the cron is read in (default UTC)")
 	fs.Var(&f.ttl, "ttl", "each fired task's time to live, from its fire time")
 	fs.StringVar(&f.ttlFrom, "ttl-from", "", "when the ttl starts: submission (default) or first_attempt")
@@ -55,8 +54,6 @@ func (f *scheduleFlags) overlay(req *schedule.Request) error {
 			if raw, err = readInput(f.input); err == nil {
 				req.Input = raw
 			}
-		case "queue":
-			req.Queue = f.queueName
 		case "timezone":
 			req.Timezone = f.tz
 		case "ttl":
@@ -86,7 +83,10 @@ func init() {
 		var since timeFlag
 		return &command{
 			name: "schedule", args: "SUBCOMMAND [ID]", summary: "manage recurring cron schedules",
-			details: `Subcommands:
+			details: `A schedule lives in the queue its tasks fire into: --queue (default
+"default"). A schedule of another queue is not found.
+
+Subcommands:
   create ID --cron EXPR --type T [flags]   create a schedule
   update ID [flags]                        change the flags given, keep the rest
   list                                     list schedules
@@ -103,7 +103,7 @@ outage) are skipped, firing only the latest time, unless --missed-runs catch_up.
 
 Examples:
   s3q schedule create nightly --cron '0 2 * * *' --timezone Europe/Berlin -t report.build --ttl 1h
-  s3q schedule create poll --cron '@every 15m' -t feed.poll --overlap skip
+  s3q schedule create poll --cron '@every 15m' -t feed.poll --overlap skip --queue feeds
   s3q schedule update nightly --cron '30 2 * * 1-5'
   s3q schedule history nightly --since 2026-01-01T00:00:00Z`,
 			flags: func(fs *flag.FlagSet) {

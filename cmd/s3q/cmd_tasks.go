@@ -61,28 +61,30 @@ func (f *timeFlag) Set(s string) error {
 	return nil
 }
 
+// newClient returns a client of the API at --url addressing --queue.
 func newClient(ctx context.Context, e *env) (*client.Client, error) {
-	return client.New(ctx, e.url, client.Options{UserAgent: "s3q-cli/" + version})
+	return client.New(ctx, e.url, client.Options{UserAgent: "s3q-cli/" + version, Queue: e.queue})
 }
 
 func init() {
 	register(func() *command {
 		var (
-			taskType, input, queueName, dedup, parent, ttlFrom, file string
-			ttl, in, wait, timeout                                   durationFlag
-			expiresAt, at                                            timeFlag
-			maxAttempts                                              int
+			taskType, input, dedup, parent, ttlFrom, file string
+			ttl, in, wait, timeout                        durationFlag
+			expiresAt, at                                 timeFlag
+			maxAttempts                                   int
 		)
 		return &command{
 			name: "submit", summary: "submit a task (or many from a JSONL file)",
-			details: `Submits one task and prints it. Input is JSON, inline or @file.
+			details: `Submits one task to --queue (default "default") and prints it. Input
+is JSON, inline or @file.
 With --file, submits every line of a JSON Lines file (one submit request per
 line, as in the HTTP API) in batches of 500, with progress on stderr.
 
 Examples:
   s3q submit -t email.send -i '{"to":"a@example.com"}' --ttl 1h
   s3q submit -t report.build -i @input.json --at 2026-01-28T09:00:00Z --expires-at 2026-01-28T17:00:00Z
-  s3q submit -t ping --in 10m --dedup-key ping-42 --wait 20s
+  s3q submit -t ping --in 10m --dedup-key ping-42 --wait 20s --queue pings
   s3q submit --file tasks.jsonl`,
 			flags: func(fs *flag.FlagSet) {
 				fs.StringVar(&taskType, "type", "", "task `type` (required)")
@@ -95,8 +97,6 @@ Examples:
 				fs.Var(&at, "at", "run no earlier than this RFC 3339 `time`")
 				fs.Var(&in, "in", "run no earlier than `duration` from now")
 				fs.StringVar(&dedup, "dedup-key", "", "idempotency `key`: returns the live task holding it")
-				fs.StringVar(&queueName, "queue", "", "queue `name` (default \"default\")")
-				fs.StringVar(&queueName, "q", "", "")
 				fs.IntVar(&maxAttempts, "max-attempts", 0, "claims allowed before the task fails (default 3)")
 				fs.Var(&timeout, "timeout", "lease length of each attempt, a `duration` (default 5m)")
 				fs.StringVar(&parent, "parent", "", "parent task `id`: the task inherits its deadline")
@@ -120,7 +120,7 @@ Examples:
 				if taskType == "" {
 					return usageErr("--type is required")
 				}
-				req := queue.SubmitRequest{TaskType: taskType, Queue: queueName, DedupKey: dedup, MaxAttempts: maxAttempts, ParentID: parent, TTLFrom: queue.TTLFrom(ttlFrom)}
+				req := queue.SubmitRequest{TaskType: taskType, DedupKey: dedup, MaxAttempts: maxAttempts, ParentID: parent, TTLFrom: queue.TTLFrom(ttlFrom)}
 				if input != "" {
 					raw, err := readInput(input)
 					if err != nil {
@@ -163,19 +163,23 @@ Examples:
 	})
 
 	register(func() *command {
-		var status, ltype, lqueue, cursor string
+		var status, ltype, cursor string
 		var limit int
-		var all bool
+		var all, allQueues bool
 		return &command{
 			name: "list", summary: "list tasks by status, queue and type",
-			details: `Lists tasks oldest first, one page at a time; --all follows the cursor.
+			details: `Lists the tasks of --queue (default "default") oldest first, one page at
+a time; --all follows the cursor. --all-queues lists every queue's tasks
+(GET /tasks, the operator's route).
+
 Examples:
   s3q list --status expired
-  s3q list --status failed --queue emails --all -o json`,
+  s3q list --status failed --queue emails --all -o json
+  s3q list --status failed --all-queues`,
 			flags: func(fs *flag.FlagSet) {
 				fs.StringVar(&status, "status", "", "only this `status`: pending running completed failed cancelled expired archived")
 				fs.StringVar(&ltype, "type", "", "only this task `type`")
-				fs.StringVar(&lqueue, "queue", "", "only this `queue`")
+				fs.BoolVar(&allQueues, "all-queues", false, "list the tasks of every queue, not just --queue")
 				fs.IntVar(&limit, "limit", 100, "tasks per page (max 1000)")
 				fs.StringVar(&cursor, "cursor", "", "continue from a previous page's next_cursor")
 				fs.BoolVar(&all, "all", false, "follow the cursor to the end")
@@ -189,7 +193,13 @@ Examples:
 					return err
 				}
 				var tasks []client.Task
-				req := queue.ListRequest{Status: queue.Status(status), TaskType: ltype, Queue: lqueue, Limit: limit, Cursor: cursor}
+				req := queue.ListRequest{Status: queue.Status(status), TaskType: ltype, Queue: e.queue, Limit: limit, Cursor: cursor}
+				if allQueues {
+					if e.queueSet {
+						return usageErr("--all-queues and --queue exclude each other")
+					}
+					req.Queue = ""
+				}
 				next := ""
 				for {
 					res, err := c.List(ctx, req)
@@ -218,6 +228,7 @@ Examples:
 	register(func() *command {
 		return &command{
 			name: "history", args: "ID", summary: "show every version of a task's record",
+			details: "The task must be in --queue (default \"default\"); a task of another queue is not found.",
 			run: func(ctx context.Context, e *env, args []string) error {
 				if len(args) != 1 {
 					return usageErr("history takes one task ID")
@@ -254,6 +265,7 @@ Examples:
 		register(func() *command {
 			return &command{
 				name: op.name, args: "ID", summary: op.summary,
+				details: "The task must be in --queue (default \"default\"); a task of another queue is not found.",
 				run: func(ctx context.Context, e *env, args []string) error {
 					if len(args) != 1 {
 						return usageErr("%s takes one task ID", op.name)

@@ -19,7 +19,7 @@ import (
 
 func init() {
 	register(func() *command {
-		var types, queueName, execCmd, workerID string
+		var types, execCmd, workerID string
 		var concurrency int
 		var lease durationFlag
 		return &command{
@@ -38,7 +38,6 @@ Example:
 				fs.StringVar(&types, "type", "", "task `types` to run, comma-separated (required)")
 				fs.StringVar(&types, "t", "", "")
 				fs.StringVar(&execCmd, "exec", "", "`command` to run per task (required)")
-				fs.StringVar(&queueName, "queue", "", "queue to claim from (default \"default\")")
 				fs.IntVar(&concurrency, "concurrency", 1, "tasks to run at once")
 				fs.Var(&lease, "lease", "lease length per claim and heartbeat (default: each task's timeout)")
 				fs.StringVar(&workerID, "id", "", "worker `id` recorded on tasks (default host-pid)")
@@ -55,7 +54,7 @@ Example:
 					return err
 				}
 				log := slog.New(slog.NewJSONHandler(e.stderr, nil))
-				w := worker.New(c, worker.Options{Queue: queueName, Concurrency: concurrency, LeaseFor: lease.d, WorkerID: workerID, Logger: log})
+				w := worker.New(c, worker.Options{Queue: e.queue, Concurrency: concurrency, LeaseFor: lease.d, WorkerID: workerID, Logger: log})
 				h := execHandler(execCmd)
 				for _, t := range strings.Split(types, ",") {
 					w.Handle(strings.TrimSpace(t), h)

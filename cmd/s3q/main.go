@@ -32,6 +32,11 @@ type env struct {
 	stdin          io.Reader
 	url            string
 	output         string // text or json
+	// queue is the queue every task, lease and schedule command addresses
+	// (--queue, -q; default $S3Q_QUEUE or "default"); queueSet says it
+	// was given on the command line.
+	queue    string
+	queueSet bool
 }
 
 // commands holds a factory per command, so that every run gets fresh flag
@@ -59,7 +64,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	var leading []string
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") && args[0] != "-h" && args[0] != "--help" && args[0] != "--version" {
 		name, _, hasValue := strings.Cut(strings.TrimLeft(args[0], "-"), "=")
-		if name != "url" && name != "output" && name != "o" {
+		if name != "url" && name != "output" && name != "o" && name != "queue" && name != "q" {
 			fmt.Fprintf(stderr, "s3q: unknown global flag %s\n\nRun 's3q help' for usage.\n", args[0])
 			return 2
 		}
@@ -103,6 +108,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.StringVar(&e.url, "url", defaultURL, "")
 	fs.StringVar(&e.output, "output", "text", "")
 	fs.StringVar(&e.output, "o", "text", "")
+	defaultQueue := os.Getenv("S3Q_QUEUE")
+	if defaultQueue == "" {
+		defaultQueue = "default"
+	}
+	fs.StringVar(&e.queue, "queue", defaultQueue, "")
+	fs.StringVar(&e.queue, "q", defaultQueue, "")
 	if c.flags != nil {
 		c.flags(fs)
 	}
@@ -114,6 +125,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil && e.output != "text" && e.output != "json" {
 		err = usageErr("--output must be text or json, not %q", e.output)
 	}
+	fs.Visit(func(f *flag.Flag) { e.queueSet = e.queueSet || f.Name == "queue" || f.Name == "q" })
 	if err == nil {
 		err = c.run(ctx, e, pos)
 	}
@@ -174,6 +186,9 @@ Global flags:
   --url URL        the s3q API (default $S3Q_URL or http://127.0.0.1:8080);
                    requests to *.amazonaws.com are signed with AWS SigV4
   -o, --output F   text (default) or json
+  -q, --queue Q    the queue task, worker and schedule commands address
+                   (default $S3Q_QUEUE or "default"): every route names it,
+                   /queues/Q/..., so IAM can scope a role to queues
 
 Durations accept s, m, h and d: 90s, 30m, 1h, 7d, 1d12h.
 Times are RFC 3339: 2026-01-28T09:00:00Z.
@@ -216,7 +231,7 @@ func printCommandHelp(w io.Writer, c *command) {
 	if len(lines) > 0 {
 		fmt.Fprintf(w, "\nFlags:\n%s\n", strings.Join(lines, "\n"))
 	}
-	fmt.Fprint(w, "\nGlobal flags: --url URL, -o/--output text|json (see 's3q help').\n")
+	fmt.Fprint(w, "\nGlobal flags: --url URL, -o/--output text|json, -q/--queue NAME (see 's3q help').\n")
 }
 
 func withSpace(s string) string {

@@ -1,4 +1,4 @@
-// Command claim is the Lambda function behind POST /claim.
+// Command claim is the Lambda function behind POST /queues/{queue}/claim.
 // It is thin: everything is in lambdafn.Main.
 package main
 

@@ -1,6 +1,6 @@
 // Command schedules is the Lambda function behind the schedule routes of the HTTP
-// API: create, list, get, update, delete, pause, resume, trigger and history of
-// the cron schedules.
+// API (/queues/{queue}/schedules/...): create, list, get, update, delete, pause,
+// resume, trigger and history of the cron schedules.
 // It is thin: everything is in lambdafn.Main.
 package main
 

@@ -1,4 +1,5 @@
-// Command submit is the Lambda function behind POST /tasks and POST /tasks/batch.
+// Command submit is the Lambda function behind POST /queues/{queue}/tasks and
+// POST /queues/{queue}/tasks/batch.
 // It is thin: everything is in lambdafn.Main.
 package main
 

@@ -59,6 +59,8 @@ const (
 	pSchedules = "schedules/"
 	pDue       = "due/"
 	pArtifacts = "artifacts/"
+	pQueues    = "queues/" // declared queues (DESIGN §12.2)
+	pSlots     = "slots/"  // concurrency slots of queues with max_concurrency
 	kTaskTypes = "config/task_types.json"
 )
 
@@ -90,41 +92,47 @@ func Functions() []Function {
 	}
 	return []Function{
 		{
+			// Reads the queue's declaration; declares it under auto_declare.
 			Name:   "submit",
-			Access: join([]Access{rw(pTasks), r(kTaskTypes)}, markers()),
-			Routes: []string{"POST /tasks", "POST /tasks/batch"},
+			Access: join([]Access{rw(pTasks), r(kTaskTypes), rw(pQueues)}, markers()),
+			Routes: []string{"POST /queues/{queue}/tasks", "POST /queues/{queue}/tasks/batch"},
 		},
 		{
-			// Claims never submit: no task type defaults.
+			// Claims never submit: no task type defaults. They read the
+			// queue's declaration and take its concurrency slots.
 			Name:   "claim",
-			Access: join([]Access{rw(pTasks)}, markers()),
-			Routes: []string{"POST /claim"},
+			Access: join([]Access{rw(pTasks), r(pQueues), rwd(pSlots)}, markers()),
+			Routes: []string{"POST /queues/{queue}/claim"},
 		},
 		{
 			// No submit route either. Presigned artifact URLs carry the
 			// rights of the role that signs them: PUT and GET (and the
-			// HEAD that checks an artifact exists) on artifacts/*.
+			// HEAD that checks an artifact exists) on artifacts/*. It
+			// declares and deletes queues, and gives back a slot when a
+			// lease holder finishes.
 			Name: "tasks",
 			Access: join([]Access{
 				{Prefix: pTasks, Read: true, Write: true, Versions: true},
-				rw(pArtifacts),
+				rw(pArtifacts), rwd(pQueues), {Prefix: pSlots, Read: true, Delete: true},
 			}, markers()),
 			Routes: []string{
-				"GET /tasks", "GET /tasks/{id}", "GET /tasks/{id}/history",
-				"POST /tasks/{id}/cancel", "POST /tasks/{id}/retry", "POST /tasks/{id}/expire",
-				"POST /tasks/{id}/heartbeat", "POST /tasks/{id}/complete", "POST /tasks/{id}/fail",
-				"POST /tasks/{id}/reschedule",
-				"POST /tasks/{id}/artifacts", "GET /tasks/{id}/artifacts/{name}",
+				"GET /queues", "PUT /queues/{queue}", "GET /queues/{queue}", "DELETE /queues/{queue}",
+				"GET /tasks", "GET /queues/{queue}/tasks",
+				"GET /queues/{queue}/tasks/{id}", "GET /queues/{queue}/tasks/{id}/history",
+				"POST /queues/{queue}/tasks/{id}/cancel", "POST /queues/{queue}/tasks/{id}/retry", "POST /queues/{queue}/tasks/{id}/expire",
+				"POST /queues/{queue}/tasks/{id}/heartbeat", "POST /queues/{queue}/tasks/{id}/complete", "POST /queues/{queue}/tasks/{id}/fail",
+				"POST /queues/{queue}/tasks/{id}/reschedule",
+				"POST /queues/{queue}/tasks/{id}/artifacts", "GET /queues/{queue}/tasks/{id}/artifacts/{name}",
 			},
 		},
 		{
 			Name:   "schedules",
-			Access: join([]Access{rwd(pSchedules), rwd(pDue), rw(pTasks), r(kTaskTypes)}, markers()),
+			Access: join([]Access{rwd(pSchedules), rwd(pDue), rw(pTasks), r(kTaskTypes), rw(pQueues)}, markers()),
 			Routes: []string{
-				"POST /schedules", "GET /schedules",
-				"GET /schedules/{id}", "PUT /schedules/{id}", "DELETE /schedules/{id}",
-				"POST /schedules/{id}/pause", "POST /schedules/{id}/resume", "POST /schedules/{id}/trigger",
-				"GET /schedules/{id}/history",
+				"POST /queues/{queue}/schedules", "GET /queues/{queue}/schedules",
+				"GET /queues/{queue}/schedules/{id}", "PUT /queues/{queue}/schedules/{id}", "DELETE /queues/{queue}/schedules/{id}",
+				"POST /queues/{queue}/schedules/{id}/pause", "POST /queues/{queue}/schedules/{id}/resume", "POST /queues/{queue}/schedules/{id}/trigger",
+				"GET /queues/{queue}/schedules/{id}/history",
 			},
 		},
 		{
@@ -137,7 +145,7 @@ func Functions() []Function {
 		},
 		{
 			Name:   "schedule-tick",
-			Access: join([]Access{rw(pSchedules), rwd(pDue), rw(pTasks), r(kTaskTypes)}, markers()),
+			Access: join([]Access{rw(pSchedules), rwd(pDue), rw(pTasks), r(kTaskTypes), rw(pQueues)}, markers()),
 			Timer:  true,
 		},
 		dispatchFunction(join),

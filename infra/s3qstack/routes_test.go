@@ -1,12 +1,16 @@
 package s3qstack
 
 import (
+	"encoding/json"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -93,6 +97,95 @@ func TestEveryRouteAFunctionServesReachesThatFunction(t *testing.T) {
 			if !slices.Contains(core[fn], r) {
 				t.Logf("the stack routes %q to %s, which does not serve it yet", r, fn)
 			}
+		}
+	}
+}
+
+// iamPolicies reads the IAM policies of the README's "Access per queue"
+// section (its ```json blocks), by the Sid of their first statement.
+func iamPolicies(t *testing.T) map[string][]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, block := range strings.Split(string(b), "```json\n")[1:] {
+		block, _, _ = strings.Cut(block, "```")
+		var p struct {
+			Statement []struct {
+				Sid      string
+				Effect   string
+				Action   string
+				Resource []string
+			}
+		}
+		if err := json.Unmarshal([]byte(block), &p); err != nil || len(p.Statement) == 0 {
+			continue
+		}
+		for _, st := range p.Statement {
+			if st.Effect != "Allow" || st.Action != "execute-api:Invoke" {
+				t.Fatalf("README policy %s: want only Allow execute-api:Invoke statements", st.Sid)
+			}
+			out[p.Statement[0].Sid] = append(out[p.Statement[0].Sid], st.Resource...)
+		}
+	}
+	return out
+}
+
+// iamMatch matches an IAM resource pattern: * is any run of characters
+// (slashes included), ? any one character.
+func iamMatch(pattern, s string) bool {
+	re := "^" + strings.NewReplacer(`\*`, ".*", `\?`, ".").Replace(regexp.QuoteMeta(pattern)) + "$"
+	return regexp.MustCompile(re).MatchString(s)
+}
+
+// The README's policies let one role only submit to queue a and another
+// only work it (claim and the lease operations): every route of the stack,
+// called for queue a and queue b, is allowed exactly where it should be.
+// API Gateway authorizes a call as the ARN
+// arn:aws:execute-api:{region}:{account}:{api}/{stage}/{METHOD}/{path}.
+func TestReadmeIAMPoliciesScopeRolesToOneQueue(t *testing.T) {
+	policies := iamPolicies(t)
+	want := map[string][]string{
+		"SubmitToQueueA": {"POST /queues/{queue}/tasks", "POST /queues/{queue}/tasks/batch"},
+		"WorkQueueA": {
+			"POST /queues/{queue}/claim", "POST /queues/{queue}/tasks/{id}/heartbeat", "POST /queues/{queue}/tasks/{id}/complete",
+			"POST /queues/{queue}/tasks/{id}/fail", "POST /queues/{queue}/tasks/{id}/reschedule", "POST /queues/{queue}/tasks/{id}/cancel",
+		},
+	}
+	for sid, routes := range want {
+		resources, ok := policies[sid]
+		if !ok {
+			t.Fatalf("README has no policy %s (have %v)", sid, policies)
+		}
+		allowed := func(arn string) bool {
+			for _, r := range resources {
+				if iamMatch(r, arn) {
+					return true
+				}
+			}
+			return false
+		}
+		seen := 0
+		for _, fn := range Functions() {
+			for _, key := range fn.Routes {
+				method, pattern, _ := strings.Cut(key, " ")
+				for _, q := range []string{"a", "b", "ab", "a-b"} {
+					path := strings.NewReplacer("{queue}", q, "{id}", "0190a3c2-7b1e-7000-8000-000000000001", "{name}", "out.pdf").Replace(pattern)
+					arn := "arn:aws:execute-api:eu-west-1:123456789012:abc123defg/$default/" + method + path
+					wantAllowed := q == "a" && slices.Contains(routes, key)
+					if got := allowed(arn); got != wantAllowed {
+						t.Errorf("%s on %s (%s): allowed %v, want %v", sid, arn, key, got, wantAllowed)
+					}
+					if wantAllowed {
+						seen++
+					}
+				}
+			}
+		}
+		if seen != len(routes) {
+			t.Errorf("%s: %d of its %d routes are routes of the stack", sid, seen, len(routes))
 		}
 	}
 }

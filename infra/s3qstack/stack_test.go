@@ -422,7 +422,18 @@ func TestStack(t *testing.T) {
 			// DESIGN §7's leases/ and a queue list are not prefixes of the core.
 			{"claim", "s3:PutObject", "leases/20260101T000000.000000Z_x", false},
 			{"sweep-expired", "s3:GetObject", "leases/20260101T000000.000000Z_x", false},
-			{"submit", "s3:PutObject", "queues/default", false},
+			{"sweep-expired", "s3:PutObject", "queues/default.json", false},
+			// Declared queues and their concurrency slots (DESIGN §12.2).
+			{"submit", "s3:GetObject", "queues/default.json", true},
+			{"submit", "s3:PutObject", "queues/default.json", true},
+			{"claim", "s3:GetObject", "queues/default.json", true},
+			{"claim", "s3:PutObject", "queues/default.json", false},
+			{"claim", "s3:PutObject", "slots/default/0000", true},
+			{"claim", "s3:DeleteObject", "slots/default/0000", true},
+			{"tasks", "s3:DeleteObject", "slots/default/0000", true},
+			{"tasks", "s3:PutObject", "slots/default/0000", false},
+			{"tasks", "s3:DeleteObject", "queues/default.json", true},
+			{"submit", "s3:PutObject", "slots/default/0000", false},
 			// Artifacts: the tasks function signs PUT and GET URLs; the
 			// sweep lists and deletes, and reads none.
 			{"tasks", "s3:GetObject", "artifacts/x/out.bin", true},
@@ -505,19 +516,31 @@ func TestStack(t *testing.T) {
 				want[r] = fn.Name
 			}
 		}
-		// DESIGN §8, written out again here so a route dropped from the
+		// DESIGN §12.3, written out again here so a route dropped from the
 		// table fails the test.
 		design := []string{
-			"POST /tasks", "POST /tasks/batch", "GET /tasks/{id}", "GET /tasks", "GET /tasks/{id}/history",
-			"POST /tasks/{id}/cancel", "POST /tasks/{id}/retry", "POST /tasks/{id}/expire", "POST /claim",
-			"POST /tasks/{id}/heartbeat", "POST /tasks/{id}/complete", "POST /tasks/{id}/fail", "POST /tasks/{id}/reschedule",
-			"POST /tasks/{id}/artifacts", "GET /tasks/{id}/artifacts/{name}",
-			"POST /schedules", "GET /schedules", "GET /schedules/{id}", "PUT /schedules/{id}", "DELETE /schedules/{id}",
-			"POST /schedules/{id}/pause", "POST /schedules/{id}/resume", "POST /schedules/{id}/trigger", "GET /schedules/{id}/history",
+			"GET /queues", "PUT /queues/{queue}", "GET /queues/{queue}", "DELETE /queues/{queue}",
+			"POST /queues/{queue}/tasks", "POST /queues/{queue}/tasks/batch", "GET /queues/{queue}/tasks", "GET /tasks",
+			"GET /queues/{queue}/tasks/{id}", "GET /queues/{queue}/tasks/{id}/history",
+			"POST /queues/{queue}/tasks/{id}/cancel", "POST /queues/{queue}/tasks/{id}/retry", "POST /queues/{queue}/tasks/{id}/expire",
+			"POST /queues/{queue}/claim",
+			"POST /queues/{queue}/tasks/{id}/heartbeat", "POST /queues/{queue}/tasks/{id}/complete",
+			"POST /queues/{queue}/tasks/{id}/fail", "POST /queues/{queue}/tasks/{id}/reschedule",
+			"POST /queues/{queue}/tasks/{id}/artifacts", "GET /queues/{queue}/tasks/{id}/artifacts/{name}",
+			"POST /queues/{queue}/schedules", "GET /queues/{queue}/schedules",
+			"GET /queues/{queue}/schedules/{id}", "PUT /queues/{queue}/schedules/{id}", "DELETE /queues/{queue}/schedules/{id}",
+			"POST /queues/{queue}/schedules/{id}/pause", "POST /queues/{queue}/schedules/{id}/resume",
+			"POST /queues/{queue}/schedules/{id}/trigger", "GET /queues/{queue}/schedules/{id}/history",
 		}
 		for _, r := range design {
 			if _, ok := want[r]; !ok {
-				t.Errorf("route %s of DESIGN §8 is missing", r)
+				t.Errorf("route %s of DESIGN §12.3 is missing", r)
+			}
+		}
+		// The unscoped routes of DESIGN §8 are gone; GET /tasks stays.
+		for r := range want {
+			if r != "GET /tasks" && r != "GET /queues" && !strings.HasPrefix(strings.SplitN(r, " ", 2)[1], "/queues/{queue}") {
+				t.Errorf("route %s does not name its queue", r)
 			}
 		}
 		integrations := dev.resources("AWS::ApiGatewayV2::Integration")

@@ -125,6 +125,7 @@ func once(bin, name string, s3 *s3local.Server) (ready, first time.Duration, res
 		"S3Q_ENDPOINT=" + s3.Endpoint,
 		"S3Q_PREFIX=coldstart/",
 		"S3Q_LOG_LEVEL=warn",
+		"S3Q_AUTO_DECLARE=true", // the first submit declares queue default
 		"S3Q_EVENT_BUS=s3q-coldstart-events",
 		"AWS_ENDPOINT_URL_EVENTBRIDGE=http://127.0.0.1:1",
 	}
@@ -229,17 +230,18 @@ func eventFor(name string) []byte {
 			"resources": []string{"arn:aws:events:us-east-1:000000000000:rule/s3q-coldstart"}, "detail": map[string]interface{}{},
 		})
 	}
-	method, path, body := "GET", "/tasks", ""
+	method, route, body := "GET", "/tasks", ""
 	switch name {
 	case "submit":
-		method, path, body = "POST", "/tasks", `{"task_type":"coldstart","input":{},"ttl":"1h"}`
+		method, route, body = "POST", "/queues/{queue}/tasks", `{"task_type":"coldstart","input":{},"ttl":"1h"}`
 	case "claim":
-		method, path, body = "POST", "/claim", `{"queue":"default","lease_for":"30s"}`
+		method, route, body = "POST", "/queues/{queue}/claim", `{"lease_for":"30s"}`
 	case "schedules":
-		method, path = "GET", "/schedules"
+		method, route = "GET", "/queues/{queue}/schedules"
 	}
+	path := strings.ReplaceAll(route, "{queue}", "default")
 	return mustJSON(map[string]interface{}{
-		"version": "2.0", "routeKey": method + " " + path, "rawPath": path, "rawQueryString": "",
+		"version": "2.0", "routeKey": method + " " + route, "rawPath": path, "rawQueryString": "",
 		"headers": map[string]string{"content-type": "application/json"},
 		"requestContext": map[string]interface{}{
 			"accountId": "000000000000", "apiId": "coldstart", "domainName": "localhost", "requestId": "coldstart-1",

@@ -140,7 +140,8 @@ func main() {
 	_ = pw.Close()
 	<-logDone
 
-	routes := map[string]string{"submit": "POST /tasks", "claim": "POST /claim", "claim_empty": "POST /claim (empty)", "complete": "POST /tasks/{id}/complete"}
+	routes := map[string]string{"submit": "POST /queues/{queue}/tasks", "claim": "POST /queues/{queue}/claim",
+		"claim_empty": "POST /queues/{queue}/claim (empty)", "complete": "POST /queues/{queue}/tasks/{id}/complete"}
 	for _, op := range []string{"submit", "claim", "complete", "claim_empty"} {
 		ds := lat[op]
 		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"sync"
@@ -20,7 +21,9 @@ type queueBody struct {
 	Timeout        *queue.Duration `json:"timeout"`
 	Shards         int             `json:"shards"`
 	MaxConcurrency int             `json:"max_concurrency"`
-	Target         *queue.Target   `json:"target"`
+	// Target is decoded on its own, so an unknown field in it is a 400
+	// naming target.<field>.
+	Target json.RawMessage `json:"target"`
 }
 
 // queueView is a declaration with its counts, when asked for.
@@ -45,9 +48,16 @@ func (a *API) queueDeclare(rq *request) (reply, error) {
 	if err := decodeObject(rq.body, &body, ""); err != nil {
 		return reply{}, err
 	}
+	var target *queue.Target
+	if len(body.Target) > 0 && string(body.Target) != "null" {
+		target = &queue.Target{}
+		if err := decodeObject(body.Target, target, "target."); err != nil {
+			return reply{}, err
+		}
+	}
 	d, created, err := a.q.Declare(rq.ctx, queue.Declaration{
 		Name: rq.queue, TTL: body.TTL, TTLFrom: body.TTLFrom, MaxAttempts: body.MaxAttempts,
-		Timeout: body.Timeout, Shards: body.Shards, MaxConcurrency: body.MaxConcurrency, Target: body.Target,
+		Timeout: body.Timeout, Shards: body.Shards, MaxConcurrency: body.MaxConcurrency, Target: target,
 	}, a.now())
 	if err != nil {
 		return reply{}, err

@@ -286,13 +286,21 @@ var routeCases = []routeCase{
 	{name: "get_of_the_batch_path_is_400_naming_id", method: "GET", path: "/queues/default/tasks/batch", status: 400, code: "invalid_input", field: "id"},
 }
 
-func TestRoutes(t *testing.T) {
+func TestRoutes(t *testing.T) { runCases(t, routeCases) }
+
+// runCases runs route cases on every backend, each on a fresh store with
+// an API made with opts.
+func runCases(t *testing.T, cases []routeCase, opts ...func(*api.Options)) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			for _, c := range routeCases {
+			for _, c := range cases {
 				t.Run(c.name, func(t *testing.T) {
-					e := newEnv(t, b.new(t), api.Options{})
+					var o api.Options
+					for _, fn := range opts {
+						fn(&o)
+					}
+					e := newEnv(t, b.new(t), o)
 					id, tok := "", ""
 					if c.setup != nil {
 						id, tok = c.setup(e)

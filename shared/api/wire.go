@@ -18,6 +18,7 @@ type taskView struct {
 	LeaseToken       string `json:"lease_token,omitempty"`
 	IndexKey         string `json:"index_key,omitempty"`
 	SlotKey          string `json:"slot_key,omitempty"`
+	SlotETag         string `json:"slot_etag,omitempty"`
 	ExpiresInSeconds *int64 `json:"expires_in_seconds,omitempty"`
 }
 

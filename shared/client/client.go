@@ -1,4 +1,4 @@
-// Package client speaks the s3q HTTP API (DESIGN.md §8) from Go: the
+// Package client speaks the s3q HTTP API (DESIGN.md §8, §12.3) from Go: the
 // server's JSON in and out, errors as *Error values that match the queue's
 // sentinels with errors.Is, and AWS SigV4 signing when the API is behind
 // API Gateway with IAM auth.
@@ -21,6 +21,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/config"
+
+	"github.com/s3q/s3q/shared/queue"
 )
 
 // Options configure a Client. The zero value talks unsigned HTTP with
@@ -39,6 +41,10 @@ type Options struct {
 	Credentials aws.CredentialsProvider
 	// UserAgent is sent with every request. Defaults to "s3q-client".
 	UserAgent string
+	// Queue is the queue the client's task, lease and schedule calls
+	// address (/queues/{queue}/...), unless a request names its own; see
+	// Client.In. Defaults to "default".
+	Queue string
 }
 
 // Client calls one s3q API. It is safe for concurrent use.
@@ -50,6 +56,7 @@ type Client struct {
 	region string
 	creds  aws.CredentialsProvider
 	signer *v4.Signer
+	queue  string
 }
 
 // New returns a client for the API at baseURL (e.g. http://127.0.0.1:8080
@@ -60,7 +67,10 @@ func New(ctx context.Context, baseURL string, opts Options) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("client: base URL %q: want http(s)://host[:port][/stage]", baseURL)
 	}
-	c := &Client{base: u, http: opts.HTTPClient, ua: opts.UserAgent, region: opts.Region, creds: opts.Credentials}
+	c := &Client{base: u, http: opts.HTTPClient, ua: opts.UserAgent, region: opts.Region, creds: opts.Credentials, queue: opts.Queue}
+	if c.queue == "" {
+		c.queue = queue.DefaultQueue
+	}
 	if c.http == nil {
 		c.http = &http.Client{Timeout: 60 * time.Second}
 	}
@@ -94,6 +104,24 @@ func New(ctx context.Context, baseURL string, opts Options) (*Client, error) {
 	}
 	return c, nil
 }
+
+// In returns a client like c whose calls address queue name. It shares
+// c's HTTP client and credentials.
+func (c *Client) In(name string) *Client {
+	cc := *c
+	cc.queue = name
+	return &cc
+}
+
+// Queue returns the queue the client addresses.
+func (c *Client) Queue() string { return c.queue }
+
+// qpath returns the path of rest under the client's queue:
+// /queues/{queue}{rest}.
+func (c *Client) qpath(rest string) string { return queuePath(c.queue, rest) }
+
+// queuePath returns /queues/{name}{rest}.
+func queuePath(name, rest string) string { return "/queues/" + url.PathEscape(name) + rest }
 
 // regionFromHost reads the region of {api}.execute-api.{region}.amazonaws.com.
 func regionFromHost(host string) string {

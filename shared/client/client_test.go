@@ -47,6 +47,7 @@ func TestClientAgainstTheAPI(t *testing.T) {
 			c, q := newAPI(t, srv)
 
 			t.Run("a_task_goes_through_submit_claim_heartbeat_and_complete", func(t *testing.T) {
+				c := c.In("lifecycle")
 				ttl := queue.Duration(time.Hour)
 				res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "c.one", Queue: "lifecycle", Input: []byte(`{"n":1}`), TTL: &ttl}})
 				if err != nil || res.Status != http.StatusCreated || res.Task.ID == "" {
@@ -85,6 +86,7 @@ func TestClientAgainstTheAPI(t *testing.T) {
 			})
 
 			t.Run("api_errors_match_the_queue_sentinels", func(t *testing.T) {
+				c := c.In("errs")
 				_, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "bad/type"}})
 				var apiErr *client.Error
 				if !errors.As(err, &apiErr) || apiErr.Status != 400 || apiErr.Field != "task_type" || !errors.Is(err, queue.ErrInvalidInput) {
@@ -140,7 +142,45 @@ func TestClientAgainstTheAPI(t *testing.T) {
 				}
 			})
 
+			t.Run("a_task_of_another_queue_is_404_and_queue_calls_work", func(t *testing.T) {
+				res, err := c.In("qa").Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "c"}})
+				if err != nil || res.Task.Queue != "qa" {
+					t.Fatalf("submit: %+v %v", res, err)
+				}
+				if _, err := c.In("qb").Get(ctx, res.Task.ID); !errors.Is(err, queue.ErrNotFound) {
+					t.Errorf("get under qb: %v, want not found", err)
+				}
+				if _, err := c.In("qa").Get(ctx, res.Task.ID); err != nil {
+					t.Errorf("get under qa: %v", err)
+				}
+				ttl := queue.Duration(time.Hour)
+				info, created, err := c.DeclareQueue(ctx, queue.Declaration{Name: "qc", TTL: &ttl, MaxConcurrency: 2})
+				if err != nil || !created || info.MaxConcurrency != 2 {
+					t.Fatalf("declare: %+v %v %v", info, created, err)
+				}
+				if _, created, err := c.DeclareQueue(ctx, queue.Declaration{Name: "qc", MaxConcurrency: 3}); err != nil || created {
+					t.Fatalf("redeclare: %v %v", created, err)
+				}
+				if got, err := c.GetQueue(ctx, "qa"); err != nil || got.Counts == nil || got.Counts.Live != 1 {
+					t.Errorf("get queue: %+v %v", got, err)
+				}
+				if _, err := c.GetQueue(ctx, "nope"); !errors.Is(err, queue.ErrQueueNotFound) {
+					t.Errorf("get undeclared queue: %v", err)
+				}
+				if err := c.DeleteQueue(ctx, "qa"); !errors.Is(err, queue.ErrQueueNotEmpty) {
+					t.Errorf("delete a queue with a task: %v", err)
+				}
+				list, err := c.ListQueues(ctx, client.ListQueuesRequest{NoCounts: true})
+				if err != nil || len(list.Queues) < 2 || list.Queues[0].Counts != nil {
+					t.Errorf("list queues: %+v %v", list, err)
+				}
+				if err := c.DeleteQueue(ctx, "qc"); err != nil {
+					t.Errorf("delete qc: %v", err)
+				}
+			})
+
 			t.Run("cancel_of_a_running_task_is_seen_on_heartbeat_and_acknowledged", func(t *testing.T) {
+				c := c.In("cancel")
 				res, _ := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "c", Queue: "cancel"}})
 				cs, _ := c.Claim(ctx, client.ClaimRequest{Queue: "cancel", LeaseFor: time.Minute})
 				if len(cs) != 1 {

@@ -49,6 +49,12 @@ func (e *Error) Is(target error) bool {
 		return e.Code == "too_large"
 	case queue.ErrConflict:
 		return e.Code == "conflict"
+	case queue.ErrQueueNotFound:
+		return e.Code == "queue_not_found"
+	case queue.ErrQueueNotEmpty:
+		return e.Code == "queue_not_empty"
+	case queue.ErrTooManyQueues:
+		return e.Code == "too_many_queues"
 	}
 	return false
 }

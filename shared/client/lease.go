@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
@@ -11,7 +12,7 @@ import (
 
 // ClaimRequest asks for work.
 type ClaimRequest struct {
-	Queue     string   // defaults to "default"
+	Queue     string   // defaults to the client's queue
 	TaskTypes []string // defaults to any
 	LeaseFor  time.Duration
 	WorkerID  string
@@ -23,8 +24,9 @@ type ClaimRequest struct {
 // available (within Wait).
 func (c *Client) Claim(ctx context.Context, req ClaimRequest) ([]Claimed, error) {
 	body := map[string]any{}
+	q := c.queue
 	if req.Queue != "" {
-		body["queue"] = req.Queue
+		q = req.Queue
 	}
 	if len(req.TaskTypes) > 0 {
 		body["task_types"] = req.TaskTypes
@@ -44,7 +46,7 @@ func (c *Client) Claim(ctx context.Context, req ClaimRequest) ([]Claimed, error)
 	var res struct {
 		Tasks []Claimed `json:"tasks"`
 	}
-	status, err := c.do(ctx, http.MethodPost, "/claim", nil, body, &res)
+	status, err := c.do(ctx, http.MethodPost, queuePath(q, "/claim"), nil, body, &res)
 	if err != nil || status == http.StatusNoContent {
 		return []Claimed{}, err
 	}
@@ -59,7 +61,7 @@ func (c *Client) Heartbeat(ctx context.Context, l Lease, leaseFor time.Duration)
 		body["lease_for"] = queue.FormatDuration(leaseFor)
 	}
 	var res Claimed
-	_, err := c.do(ctx, http.MethodPost, "/tasks/"+l.TaskID+"/heartbeat", nil, body, &res)
+	_, err := c.do(ctx, http.MethodPost, c.qpath("/tasks/"+url.PathEscape(l.TaskID)+"/heartbeat"), nil, body, &res)
 	return res, err
 }
 

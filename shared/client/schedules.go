@@ -10,9 +10,12 @@ import (
 	"github.com/s3q/s3q/shared/schedule"
 )
 
-// Schedule routes of the API (DESIGN §8): POST /schedules, GET /schedules,
-// GET|PUT|DELETE /schedules/{id}, POST /schedules/{id}/pause|resume|trigger,
-// GET /schedules/{id}/history.
+// Schedule routes of the API (DESIGN §12.3), under the client's queue (or
+// the queue a request names): POST|GET /queues/{queue}/schedules,
+// GET|PUT|DELETE /queues/{queue}/schedules/{id},
+// POST /queues/{queue}/schedules/{id}/pause|resume|trigger,
+// GET /queues/{queue}/schedules/{id}/history. A schedule of another queue
+// is a 404 *Error.
 
 type scheduleReply struct {
 	Schedule schedule.Schedule `json:"schedule"`
@@ -21,21 +24,21 @@ type scheduleReply struct {
 // CreateSchedule creates a cron schedule.
 func (c *Client) CreateSchedule(ctx context.Context, req schedule.Request) (schedule.Schedule, error) {
 	var res scheduleReply
-	_, err := c.do(ctx, http.MethodPost, "/schedules", nil, req, &res)
+	_, err := c.do(ctx, http.MethodPost, c.schedulePath(req.Queue, ""), nil, req, &res)
 	return res.Schedule, err
 }
 
 // UpdateSchedule replaces a schedule's definition (Enabled nil: unchanged).
 func (c *Client) UpdateSchedule(ctx context.Context, id string, req schedule.Request) (schedule.Schedule, error) {
 	var res scheduleReply
-	_, err := c.do(ctx, http.MethodPut, "/schedules/"+url.PathEscape(id), nil, req, &res)
+	_, err := c.do(ctx, http.MethodPut, c.schedulePath(req.Queue, "/"+url.PathEscape(id)), nil, req, &res)
 	return res.Schedule, err
 }
 
 // GetSchedule returns a schedule with its next 5 fire times.
 func (c *Client) GetSchedule(ctx context.Context, id string) (schedule.Schedule, error) {
 	var res scheduleReply
-	_, err := c.do(ctx, http.MethodGet, "/schedules/"+url.PathEscape(id), nil, nil, &res)
+	_, err := c.do(ctx, http.MethodGet, c.qpath("/schedules/"+url.PathEscape(id)), nil, nil, &res)
 	return res.Schedule, err
 }
 
@@ -49,19 +52,19 @@ func (c *Client) ListSchedules(ctx context.Context, req schedule.ListRequest) (s
 		q.Set("cursor", req.Cursor)
 	}
 	var res schedule.ListResult
-	_, err := c.do(ctx, http.MethodGet, "/schedules", q, nil, &res)
+	_, err := c.do(ctx, http.MethodGet, c.schedulePath(req.Queue, ""), q, nil, &res)
 	return res, err
 }
 
 // DeleteSchedule deletes a schedule; the tasks it fired stay.
 func (c *Client) DeleteSchedule(ctx context.Context, id string) error {
-	_, err := c.do(ctx, http.MethodDelete, "/schedules/"+url.PathEscape(id), nil, nil, nil)
+	_, err := c.do(ctx, http.MethodDelete, c.qpath("/schedules/"+url.PathEscape(id)), nil, nil, nil)
 	return err
 }
 
 func (c *Client) scheduleOp(ctx context.Context, id, op string) (schedule.Schedule, error) {
 	var res scheduleReply
-	_, err := c.do(ctx, http.MethodPost, "/schedules/"+url.PathEscape(id)+"/"+op, nil, struct{}{}, &res)
+	_, err := c.do(ctx, http.MethodPost, c.qpath("/schedules/"+url.PathEscape(id)+"/"+op), nil, struct{}{}, &res)
 	return res.Schedule, err
 }
 
@@ -80,7 +83,7 @@ func (c *Client) TriggerSchedule(ctx context.Context, id string) (schedule.Fire,
 	var res struct {
 		Fire schedule.Fire `json:"fire"`
 	}
-	_, err := c.do(ctx, http.MethodPost, "/schedules/"+url.PathEscape(id)+"/trigger", nil, struct{}{}, &res)
+	_, err := c.do(ctx, http.MethodPost, c.qpath("/schedules/"+url.PathEscape(id)+"/trigger"), nil, struct{}{}, &res)
 	return res.Fire, err
 }
 
@@ -97,6 +100,15 @@ func (c *Client) ScheduleHistory(ctx context.Context, id string, req schedule.Hi
 		q.Set("cursor", req.Cursor)
 	}
 	var res schedule.HistoryResult
-	_, err := c.do(ctx, http.MethodGet, "/schedules/"+url.PathEscape(id)+"/history", q, nil, &res)
+	_, err := c.do(ctx, http.MethodGet, c.qpath("/schedules/"+url.PathEscape(id)+"/history"), q, nil, &res)
 	return res, err
+}
+
+// schedulePath is /queues/{queue}/schedules{rest}, for the queue a request
+// names or else the client's.
+func (c *Client) schedulePath(name, rest string) string {
+	if name == "" {
+		name = c.queue
+	}
+	return queuePath(name, "/schedules"+rest)
 }

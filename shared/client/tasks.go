@@ -59,11 +59,16 @@ type SubmitResult struct {
 	Status int `json:"-"`
 }
 
-// Submit submits one task. With a Wait, a task whose deadline passes
-// during the wait returns an *Error with code "deadline_exceeded" (504).
+// Submit submits one task to req.Queue, or else the client's queue. With
+// a Wait, a task whose deadline passes during the wait returns an *Error
+// with code "deadline_exceeded" (504).
 func (c *Client) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, error) {
 	var res SubmitResult
-	status, err := c.do(ctx, http.MethodPost, "/tasks", nil, req, &res)
+	q := c.queue
+	if req.Queue != "" {
+		q = req.Queue
+	}
+	status, err := c.do(ctx, http.MethodPost, queuePath(q, "/tasks"), nil, req, &res)
 	res.Status = status
 	return res, err
 }
@@ -96,21 +101,28 @@ func (b *BatchItem) UnmarshalJSON(raw []byte) error {
 	return nil
 }
 
-// SubmitBatch submits up to 500 tasks; one result per request, in order.
+// SubmitBatch submits up to 500 tasks to one queue: the Queue the first
+// request names, or else the client's. A request naming another queue
+// gets its own 400 result naming "queue". One result per request, in order.
 func (c *Client) SubmitBatch(ctx context.Context, reqs []queue.SubmitRequest) ([]BatchItem, error) {
 	var res struct {
 		Results []BatchItem `json:"results"`
 	}
-	_, err := c.do(ctx, http.MethodPost, "/tasks/batch", nil, map[string]any{"tasks": reqs}, &res)
+	q := c.queue
+	if len(reqs) > 0 && reqs[0].Queue != "" {
+		q = reqs[0].Queue
+	}
+	_, err := c.do(ctx, http.MethodPost, queuePath(q, "/tasks/batch"), nil, map[string]any{"tasks": reqs}, &res)
 	return res.Results, err
 }
 
-// Get returns one task.
+// Get returns one task of the client's queue (a task of another queue is
+// a 404 *Error).
 func (c *Client) Get(ctx context.Context, id string) (Task, error) {
 	var res struct {
 		Task Task `json:"task"`
 	}
-	_, err := c.do(ctx, http.MethodGet, "/tasks/"+url.PathEscape(id), nil, nil, &res)
+	_, err := c.do(ctx, http.MethodGet, c.qpath("/tasks/"+url.PathEscape(id)), nil, nil, &res)
 	return res.Task, err
 }
 
@@ -120,7 +132,9 @@ type ListResult struct {
 	NextCursor string `json:"next_cursor,omitempty"`
 }
 
-// List returns one page of tasks matching the filters.
+// List returns one page of tasks matching the filters: of req.Queue
+// (GET /queues/{queue}/tasks), or of every queue when it is empty (GET
+// /tasks, the operator's route).
 func (c *Client) List(ctx context.Context, req queue.ListRequest) (ListResult, error) {
 	q := url.Values{}
 	set := func(k, v string) {
@@ -129,14 +143,17 @@ func (c *Client) List(ctx context.Context, req queue.ListRequest) (ListResult, e
 		}
 	}
 	set("status", string(req.Status))
-	set("queue", req.Queue)
 	set("task_type", req.TaskType)
 	set("cursor", req.Cursor)
 	if req.Limit > 0 {
 		q.Set("limit", strconv.Itoa(req.Limit))
 	}
+	path := "/tasks"
+	if req.Queue != "" {
+		path = queuePath(req.Queue, "/tasks")
+	}
 	var res ListResult
-	_, err := c.do(ctx, http.MethodGet, "/tasks", q, nil, &res)
+	_, err := c.do(ctx, http.MethodGet, path, q, nil, &res)
 	return res, err
 }
 
@@ -152,7 +169,7 @@ func (c *Client) History(ctx context.Context, id string) ([]Version, error) {
 	var res struct {
 		Versions []Version `json:"versions"`
 	}
-	_, err := c.do(ctx, http.MethodGet, "/tasks/"+url.PathEscape(id)+"/history", nil, nil, &res)
+	_, err := c.do(ctx, http.MethodGet, c.qpath("/tasks/"+url.PathEscape(id)+"/history"), nil, nil, &res)
 	return res.Versions, err
 }
 
@@ -163,7 +180,7 @@ func (c *Client) taskOp(ctx context.Context, id, op string, body any) (Task, err
 	if body == nil {
 		body = struct{}{}
 	}
-	_, err := c.do(ctx, http.MethodPost, "/tasks/"+url.PathEscape(id)+"/"+op, nil, body, &res)
+	_, err := c.do(ctx, http.MethodPost, c.qpath("/tasks/"+url.PathEscape(id)+"/"+op), nil, body, &res)
 	return res.Task, err
 }
 

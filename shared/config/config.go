@@ -17,6 +17,10 @@
 //	                       bounds it (default 1h)
 //	S3Q_METRICS_NAMESPACE  CloudWatch namespace of the EMF metrics (default s3q; the stack
 //	                       sets s3q/<env>)
+//	S3Q_AUTO_DECLARE       true: the first submit to an undeclared queue declares it; false
+//	                       (default): it is 404 queue_not_found (DESIGN §12.2)
+//	S3Q_MAX_QUEUES         most queues the deployment declares (default 1000)
+//	S3Q_ALLOW_INSECURE_TARGETS  true: http:// push targets are accepted (s3q dev); default false
 //	S3Q_PUSH_QUEUES        the push queues and their targets, JSON: {"orders": {"target":
 //	                       {"lambda": "fn"}, "max_concurrency": 4, "timeout": "30s"}}
 //	                       (package dispatch; https:// URLs only)
@@ -56,6 +60,9 @@ const (
 	EnvEventBus         = "S3Q_EVENT_BUS"
 	EnvArtifactTTL      = "S3Q_ARTIFACT_TTL"
 	EnvMetricsNamespace = "S3Q_METRICS_NAMESPACE"
+	EnvAutoDeclare      = "S3Q_AUTO_DECLARE"
+	EnvMaxQueues        = "S3Q_MAX_QUEUES"
+	EnvInsecureTargets  = "S3Q_ALLOW_INSECURE_TARGETS"
 	EnvPushQueues       = "S3Q_PUSH_QUEUES"
 	EnvDispatchFunction = "S3Q_DISPATCH_FUNCTION"
 	EnvLambdaEndpoint   = "S3Q_LAMBDA_ENDPOINT"
@@ -93,6 +100,14 @@ type Config struct {
 	// MetricsNamespace is the CloudWatch namespace of the EMF metrics.
 	// Defaults to "s3q".
 	MetricsNamespace string
+	// AutoDeclare lets the first submit to an undeclared queue declare it.
+	// Defaults to false: such a submit is 404 queue_not_found.
+	AutoDeclare bool
+	// MaxQueues is the most queues the deployment declares. Defaults to
+	// queue.DefaultMaxQueues (1,000).
+	MaxQueues int
+	// AllowInsecureTargets accepts http:// push targets. Defaults to false.
+	AllowInsecureTargets bool
 	// PushQueues are the queues whose tasks the dispatch function
 	// pushes, with their targets. Defaults to none.
 	PushQueues dispatch.Static
@@ -201,6 +216,26 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			bad(EnvShards, "%q is not a number of shards from 1 to %d", s, MaxShards)
 		} else {
 			c.Shards = n
+		}
+	}
+	for _, b := range []struct {
+		env string
+		to  *bool
+	}{{EnvAutoDeclare, &c.AutoDeclare}, {EnvInsecureTargets, &c.AllowInsecureTargets}} {
+		if s := get(b.env); s != "" {
+			v, err := strconv.ParseBool(s)
+			if err != nil {
+				bad(b.env, "%q is not true or false", s)
+			}
+			*b.to = v
+		}
+	}
+	if s := get(EnvMaxQueues); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			bad(EnvMaxQueues, "%q is not a number of queues, 1 or more", s)
+		} else {
+			c.MaxQueues = n
 		}
 	}
 	if s := get(EnvLogLevel); s != "" {

@@ -51,9 +51,12 @@ func (c Config) Store(ctx context.Context) (store.Store, error) {
 func (c Config) Queue(s store.Store) *queue.Queue {
 	w := reqcount.Wrap(s)
 	return queue.New(w, queue.Options{
-		Shards:       c.Shards,
-		DefaultTTL:   c.DefaultTTL,
-		TypeDefaults: tasktypes.NewSource(w, 0),
+		Shards:               c.Shards,
+		DefaultTTL:           c.DefaultTTL,
+		TypeDefaults:         tasktypes.NewSource(w, 0),
+		RequireDeclared:      !c.AutoDeclare,
+		MaxQueues:            c.MaxQueues,
+		AllowInsecureTargets: c.AllowInsecureTargets,
 	})
 }
 

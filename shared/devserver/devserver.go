@@ -52,7 +52,7 @@ type Options struct {
 	// DataDir, when set, makes the in-process S3 server persist its bucket
 	// to a file in this directory (created if needed), so that tasks
 	// survive a restart. That backend keeps only the current version of
-	// each object: GET /tasks/{id}/history shows the latest version only.
+	// each object: GET /queues/{queue}/tasks/{id}/history shows the latest version only.
 	// Defaults to none: everything lives in memory and is lost on exit.
 	DataDir string
 
@@ -148,11 +148,11 @@ func Run(ctx context.Context, opts Options) error {
 	defer st.close()
 
 	counted := reqcount.Wrap(st.store)
+	// auto_declare is on (RequireDeclared off) and http:// push targets
+	// are accepted: this is a development server.
 	q := queue.New(counted, queue.Options{
-		Shards: opts.Shards, DefaultTTL: opts.DefaultTTL,
+		Shards: opts.Shards, DefaultTTL: opts.DefaultTTL, AllowInsecureTargets: true,
 		TypeDefaults: tasktypes.NewSource(counted, 0),
-		// Push targets may be http:// here, as a local target is.
-		AllowInsecureTargets: true,
 	})
 	if opts.RecentEvents <= 0 {
 		opts.RecentEvents = DefaultRecentEvents
@@ -244,11 +244,12 @@ func banner(w io.Writer, baseURL, storage string, tick time.Duration, sweeping b
   events: %[4]s
 
 Try it:
-  curl -s -X POST %[1]s/tasks -d '{"task_type":"hello","input":{"name":"world"},"ttl":"1h"}'
-  curl -s -X POST %[1]s/claim -d '{"lease_for":"1m","worker_id":"me"}'
-  curl -s -X POST %[1]s/tasks/ID/complete -d '{"lease_token":"TOKEN","output":{"ok":true}}'
-  curl -s '%[1]s/tasks?status=completed'
-  curl -s -X POST %[1]s/tasks -d '{"task_type":"hello","ttl":"5s"}'   # expires at the next sweep after 5s
+  curl -s -X POST %[1]s/queues/default/tasks -d '{"task_type":"hello","input":{"name":"world"},"ttl":"1h"}'
+  curl -s -X POST %[1]s/queues/default/claim -d '{"lease_for":"1m","worker_id":"me"}'
+  curl -s -X POST %[1]s/queues/default/tasks/ID/complete -d '{"lease_token":"TOKEN","output":{"ok":true}}'
+  curl -s '%[1]s/queues/default/tasks?status=completed'
+  curl -s -X PUT %[1]s/queues/emails -d '{"ttl":"1h","max_concurrency":4}'   # queues auto-declare here
+  curl -s -X POST %[1]s/queues/default/tasks -d '{"task_type":"hello","ttl":"5s"}'   # expires at the next sweep after 5s
   curl -s '%[1]s/events?limit=10'
 
 `, baseURL, storage, queue.FormatDuration(tick), events)

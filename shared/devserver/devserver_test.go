@@ -107,44 +107,44 @@ func TestDevServer(t *testing.T) {
 	})
 
 	t.Run("it_prints_the_url_and_a_curl_example", func(t *testing.T) {
-		if out := d.out.String(); !strings.Contains(out, d.url) || !strings.Contains(out, "curl -s -X POST "+d.url+"/tasks") {
+		if out := d.out.String(); !strings.Contains(out, d.url) || !strings.Contains(out, "curl -s -X POST "+d.url+"/queues/default/tasks") {
 			t.Errorf("banner:\n%s", out)
 		}
 	})
 	t.Run("a_task_is_submitted_claimed_and_completed_over_http", func(t *testing.T) {
-		status, sub := call(t, "POST", d.url+"/tasks", `{"task_type":"hello","input":{"name":"world"},"ttl":"1h"}`)
+		status, sub := call(t, "POST", d.url+"/queues/default/tasks", `{"task_type":"hello","input":{"name":"world"},"ttl":"1h"}`)
 		if status != 201 || field(sub, "task", "expires_in_seconds") == nil {
 			t.Fatalf("submit: %d %v", status, sub)
 		}
 		id := field(sub, "task", "id").(string)
-		status, cl := call(t, "POST", d.url+"/claim", `{"lease_for":"1m","worker_id":"me"}`)
+		status, cl := call(t, "POST", d.url+"/queues/default/claim", `{"lease_for":"1m","worker_id":"me"}`)
 		if status != 200 || field(cl, "tasks", "0", "task", "id") != id {
 			t.Fatalf("claim: %d %v", status, cl)
 		}
 		token := field(cl, "tasks", "0", "lease", "token").(string)
-		status, done := call(t, "POST", d.url+"/tasks/"+id+"/complete", `{"lease_token":"`+token+`","output":{"ok":true}}`)
+		status, done := call(t, "POST", d.url+"/queues/default/tasks/"+id+"/complete", `{"lease_token":"`+token+`","output":{"ok":true}}`)
 		if status != 200 || field(done, "task", "status") != "completed" {
 			t.Fatalf("complete: %d %v", status, done)
 		}
-		status, hist := call(t, "GET", d.url+"/tasks/"+id+"/history", "")
+		status, hist := call(t, "GET", d.url+"/queues/default/tasks/"+id+"/history", "")
 		if status != 200 || len(hist["versions"].([]any)) != 3 {
 			t.Errorf("history: %d %v", status, hist)
 		}
 	})
 	t.Run("an_empty_claim_is_204_and_errors_keep_their_shape", func(t *testing.T) {
-		if status, body := call(t, "POST", d.url+"/claim", `{"queue":"empty"}`); status != 204 || body != nil {
+		if status, body := call(t, "POST", d.url+"/queues/empty/claim", `{}`); status != 204 || body != nil {
 			t.Errorf("claim: %d %v", status, body)
 		}
-		if status, body := call(t, "POST", d.url+"/tasks", `{"task_type":"t","bogus":1}`); status != 400 || field(body, "error", "field") != "bogus" {
+		if status, body := call(t, "POST", d.url+"/queues/default/tasks", `{"task_type":"t","bogus":1}`); status != 400 || field(body, "error", "field") != "bogus" {
 			t.Errorf("unknown field: %d %v", status, body)
 		}
-		if status, body := call(t, "DELETE", d.url+"/claim", ``); status != 405 || field(body, "error", "code") != "method_not_allowed" {
+		if status, body := call(t, "DELETE", d.url+"/queues/default/claim", ``); status != 405 || field(body, "error", "code") != "method_not_allowed" {
 			t.Errorf("wrong method: %d %v", status, body)
 		}
 		if status, body := call(t, "GET", d.url+"/nope", ``); status != 404 || field(body, "error", "code") != "not_found" {
 			t.Errorf("unknown route: %d %v", status, body)
 		}
-		if status, body := call(t, "POST", d.url+"/tasks", `{"task_type":"t","input":"`+strings.Repeat("x", 7<<20)+`"}`); status != 413 {
+		if status, body := call(t, "POST", d.url+"/queues/default/tasks", `{"task_type":"t","input":"`+strings.Repeat("x", 7<<20)+`"}`); status != 413 {
 			t.Errorf("huge body: %d %v", status, body)
 		}
 	})
@@ -161,7 +161,7 @@ func TestDevServer(t *testing.T) {
 		if err := d.stop(); err != nil {
 			t.Fatalf("Run returned %v", err)
 		}
-		if _, err := http.Get(d.url + "/tasks"); err == nil {
+		if _, err := http.Get(d.url + "/queues/default/tasks"); err == nil {
 			t.Errorf("still serving after shutdown")
 		}
 	})
@@ -170,7 +170,7 @@ func TestDevServer(t *testing.T) {
 func TestDevServerDataDir(t *testing.T) {
 	dir := t.TempDir()
 	d := start(t, devserver.Options{DataDir: dir})
-	_, sub := call(t, "POST", d.url+"/tasks", `{"task_type":"kept","ttl":"1h"}`)
+	_, sub := call(t, "POST", d.url+"/queues/default/tasks", `{"task_type":"kept","ttl":"1h"}`)
 	id, _ := field(sub, "task", "id").(string)
 	if id == "" {
 		t.Fatalf("submit: %v", sub)
@@ -180,14 +180,14 @@ func TestDevServerDataDir(t *testing.T) {
 	}
 
 	d2 := start(t, devserver.Options{DataDir: dir})
-	if status, got := call(t, "GET", d2.url+"/tasks/"+id, ""); status != 200 || field(got, "task", "task_type") != "kept" {
+	if status, got := call(t, "GET", d2.url+"/queues/default/tasks/"+id, ""); status != 200 || field(got, "task", "task_type") != "kept" {
 		t.Fatalf("after a restart: %d %v", status, got)
 	}
-	status, cl := call(t, "POST", d2.url+"/claim", `{"lease_for":"1m"}`)
+	status, cl := call(t, "POST", d2.url+"/queues/default/claim", `{"lease_for":"1m"}`)
 	if status != 200 || field(cl, "tasks", "0", "task", "id") != id {
 		t.Fatalf("claim after a restart: %d %v", status, cl)
 	}
-	if status, hist := call(t, "GET", d2.url+"/tasks/"+id+"/history", ""); status != 200 || len(hist["versions"].([]any)) != 1 {
+	if status, hist := call(t, "GET", d2.url+"/queues/default/tasks/"+id+"/history", ""); status != 200 || len(hist["versions"].([]any)) != 1 {
 		t.Errorf("history keeps the current version: %d %v", status, hist)
 	}
 }
@@ -209,7 +209,7 @@ func TestDevServerEndpoint(t *testing.T) {
 		}
 		defer srv.Close()
 		d := start(t, devserver.Options{Endpoint: srv.Endpoint, Bucket: "elsewhere", Prefix: "dev/", AccessKey: srv.AccessKey, SecretKey: srv.SecretKey})
-		if status, body := call(t, "POST", d.url+"/tasks", `{"task_type":"t"}`); status != 201 {
+		if status, body := call(t, "POST", d.url+"/queues/default/tasks", `{"task_type":"t"}`); status != 201 {
 			t.Fatalf("submit: %d %v", status, body)
 		}
 		if !strings.Contains(d.out.String(), "bucket elsewhere at "+srv.Endpoint) {
@@ -240,20 +240,20 @@ func TestDevServerEventsAndArtifacts(t *testing.T) {
 	})
 	t.Run("get_events_shows_task_expired_and_task_dead_lettered_events_newest_first", func(t *testing.T) {
 		// ttl 0: expired at submit; the next sweep publishes its event.
-		status, sub := call(t, "POST", d.url+"/tasks", `{"task_type":"too.late","ttl":0}`)
+		status, sub := call(t, "POST", d.url+"/queues/default/tasks", `{"task_type":"too.late","ttl":0}`)
 		if status != 201 || field(sub, "task", "status") != "expired" {
 			t.Fatalf("submit: %d %v", status, sub)
 		}
 		expired := field(sub, "task", "id").(string)
 		// max_attempts 1 and a failure: dead-lettered.
-		call(t, "POST", d.url+"/tasks", `{"task_type":"doomed","max_attempts":1,"queue":"dl"}`)
-		status, cl := call(t, "POST", d.url+"/claim", `{"queue":"dl","lease_for":"1m"}`)
+		call(t, "POST", d.url+"/queues/dl/tasks", `{"task_type":"doomed","max_attempts":1}`)
+		status, cl := call(t, "POST", d.url+"/queues/dl/claim", `{"lease_for":"1m"}`)
 		if status != 200 {
 			t.Fatalf("claim: %d %v", status, cl)
 		}
 		failed := field(cl, "tasks", "0", "task", "id").(string)
 		token := field(cl, "tasks", "0", "lease", "token").(string)
-		if status, f := call(t, "POST", d.url+"/tasks/"+failed+"/fail", `{"lease_token":"`+token+`","error":"boom"}`); status != 200 || field(f, "task", "status") != "failed" {
+		if status, f := call(t, "POST", d.url+"/queues/dl/tasks/"+failed+"/fail", `{"lease_token":"`+token+`","error":"boom"}`); status != 200 || field(f, "task", "status") != "failed" {
 			t.Fatalf("fail: %d %v", status, f)
 		}
 
@@ -289,14 +289,14 @@ func TestDevServerEventsAndArtifacts(t *testing.T) {
 		if status, body := call(t, "POST", d.url+"/events", ""); status != 405 || field(body, "error", "code") != "method_not_allowed" {
 			t.Errorf("POST /events: %d %v", status, body)
 		}
-		if status, hist := call(t, "GET", d.url+"/tasks/"+expired, ""); status != 200 || field(hist, "task", "expiry_event_sent_at") == nil {
+		if status, hist := call(t, "GET", d.url+"/queues/default/tasks/"+expired, ""); status != 200 || field(hist, "task", "expiry_event_sent_at") == nil {
 			t.Errorf("the record does not note its event: %d %v", status, hist)
 		}
 	})
 	t.Run("artifact_urls_point_at_the_dev_s3_server", func(t *testing.T) {
-		_, sub := call(t, "POST", d.url+"/tasks", `{"task_type":"render","ttl":"1h"}`)
+		_, sub := call(t, "POST", d.url+"/queues/default/tasks", `{"task_type":"render","ttl":"1h"}`)
 		id := field(sub, "task", "id").(string)
-		status, up := call(t, "POST", d.url+"/tasks/"+id+"/artifacts", `{"name":"out.txt"}`)
+		status, up := call(t, "POST", d.url+"/queues/default/tasks/"+id+"/artifacts", `{"name":"out.txt"}`)
 		if status != 201 {
 			t.Fatalf("POST artifacts: %d %v", status, up)
 		}
@@ -306,7 +306,7 @@ func TestDevServerEventsAndArtifacts(t *testing.T) {
 			t.Fatalf("PUT: %v %v", resp, err)
 		}
 		resp.Body.Close()
-		status, down := call(t, "GET", d.url+"/tasks/"+id+"/artifacts/out.txt", "")
+		status, down := call(t, "GET", d.url+"/queues/default/tasks/"+id+"/artifacts/out.txt", "")
 		if status != 200 {
 			t.Fatalf("GET artifact: %d %v", status, down)
 		}

@@ -37,12 +37,14 @@ func DispatcherFromConfig(ctx context.Context, c config.Config, d Deps) (*dispat
 	opts := dispatch.Options{
 		Logger:       d.Logger,
 		Lambda:       &dispatch.Lambda{Client: lc},
-		HTTP:         dispatch.NewHTTP(dispatch.NewSSMSecrets(sc, 0), false),
+		HTTP:         dispatch.NewHTTP(dispatch.NewSSMSecrets(sc, 0), c.AllowInsecureTargets),
 		RecheckAfter: dispatchListCache + 50*time.Millisecond,
 	}
 	if self := os.Getenv("AWS_LAMBDA_FUNCTION_NAME"); self != "" {
 		opts.Waker = &dispatch.Limited{Now: time.Now, Next: &dispatch.LambdaWaker{Client: lc, Function: self, Logger: d.Logger}}
 	}
+	// Claims only, of push queues: an undeclared one (S3Q_PUSH_QUEUES) is
+	// claimed from as auto_declare would, without declaring it.
 	q := queue.New(reqcount.Wrap(d.Store), queue.Options{Shards: c.Shards, ListCacheFor: dispatchListCache})
 	return dispatch.New(q, dispatch.NewDeclared(q, c.PushQueues, 0), opts), nil
 }

@@ -178,7 +178,7 @@ func (q *Queue) tryClaim(ctx context.Context, m marker, run *claimRun, now time.
 	next := cur.clone()
 	start(&next, req, now, run.decl.Shards)
 	if run.decl.MaxConcurrency > 0 {
-		key, err := q.takeSlot(ctx, run.decl, &next, &run.slots, now)
+		key, slotETag, err := q.takeSlot(ctx, run.decl, &next, &run.slots, now)
 		if err != nil {
 			return nil, err
 		}
@@ -186,15 +186,13 @@ func (q *Queue) tryClaim(ctx context.Context, m marker, run *claimRun, now time.
 			q.unpop(m) // the queue is at max_concurrency
 			return nil, nil
 		}
-		next.SlotKey = key
+		next.SlotKey, next.SlotETag = key, slotETag
 	}
 	_, err = q.commit(ctx, &cur, etag, &next)
 	if errors.Is(err, store.ErrPrecondition) {
 		// The record is not ours, so neither is the slot. (After any other
 		// error the write may have landed: the slot stays, for takeover.)
-		if next.SlotKey != cur.SlotKey {
-			q.giveBackSlot(ctx, next.SlotKey)
-		}
+		q.freeSlotOf(ctx, &next)
 		q.lostRace(now)
 		return nil, nil // another claimer won
 	}
@@ -268,7 +266,7 @@ func deadLetter(t *Task, reason string, now time.Time) {
 func clearLease(t *Task) {
 	t.LeaseToken = ""
 	t.LeaseExpiresAt = nil
-	t.SlotKey = ""
+	t.SlotKey, t.SlotETag = "", ""
 }
 
 // ignoreLost treats a lost race as nothing to report: someone else acted.

@@ -309,8 +309,8 @@ func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) 
 	if next.ParentID != "" && !cur.Status.Terminal() && next.Status.Terminal() {
 		_ = q.store.Delete(ctx, childKey(next.ParentID, next.ID)) // best effort, as above
 	}
-	if releasesSlot(cur, next) {
-		_ = q.store.Delete(ctx, cur.SlotKey) // best effort: taken over later (slots.go)
+	if cur.SlotKey != "" && (cur.SlotKey != next.SlotKey || cur.SlotETag != next.SlotETag) {
+		q.freeSlotOf(ctx, cur) // best effort: taken over later (slots.go)
 	}
 	return newETag, nil
 }

@@ -421,8 +421,8 @@ type QueueCounts struct {
 	Live    int `json:"live"`
 	Delayed int `json:"delayed"`
 	// Running is the slots held, for a queue with max_concurrency: the
-	// tasks running now, and any slot a crash left (freed by the next
-	// claim that needs it).
+	// tasks running now, and any slot a crash left (taken over by the next
+	// claim that needs it once its lease has lapsed).
 	Running *int `json:"running,omitempty"`
 	// AtLeast is true when the count stopped at MaxCountPages pages of a
 	// prefix: there are at least this many.
@@ -474,7 +474,12 @@ func (q *Queue) CountQueue(ctx context.Context, d Declaration, now time.Time) (Q
 		if err != nil {
 			return QueueCounts{}, fmt.Errorf("count slots of %s: %w", d.Name, err)
 		}
-		n := len(page.Items)
+		n := 0
+		for _, it := range page.Items {
+			if !slotIsFree(it.Size) {
+				n++
+			}
+		}
 		c.Running = &n
 	}
 	return c, nil

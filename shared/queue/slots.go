@@ -15,35 +15,43 @@ import (
 
 // Concurrency slots: how a queue's max_concurrency holds for every claim.
 //
-// A queue with max_concurrency N has N slots, slots/{queue}/{0000..N-1}.
-// A claim takes a slot before it starts a task: it writes the slot
-// create-only (If-None-Match), naming the task, the new lease token and
-// the lease's expiry, and only then writes the task record, which names
-// the slot (slot_key). A task holds its slot while it runs; the lease
-// holder's complete, fail, reschedule or cancel deletes it after the
-// record's write. So at most N tasks hold a valid lease at once: each
-// needs a slot object, and a slot object is made by one writer.
+// A queue with max_concurrency N has N slots, slots/{queue}/{0000..N-1},
+// each held (naming a task, its lease token and the lease's expiry) or
+// free (the body "{}"). A claim takes a slot before it starts a task: it
+// creates it (If-None-Match) or swaps a free one (If-Match on the ETag its
+// LIST saw), and only then writes the task record, which names the slot
+// and its ETag (slot_key, slot_etag). When the task leaves running, the
+// write that ends its lease frees the slot by compare-and-swap on that
+// ETag. So at most N tasks hold a valid lease at once: each needs a slot,
+// and a slot changes hands only by conditional writes.
 //
-// A slot whose delete was lost (a crash, a claim that lost its race and
-// died) is taken over by compare-and-swap once it is provably free: its
-// recorded lease expiry has passed and the task it names no longer holds
-// it (the record names another token or status, or its lease lapsed)
-// for longer than StaleMarkerGrace, so that a holder's delete still in
-// flight can never remove a slot that someone took over.
+// Slots are never deleted: a key is never created again after a delete
+// (versitygw answers If-None-Match with 412 while a delete marker is the
+// current version, and DESIGN §7 never depends on conditional DELETE).
 //
-// Cost per task of a queue with max_concurrency: one LIST of the slots per
-// claim call (serving all its max_tasks), one PUT to take a slot and one
-// DELETE to give it back: +2 PUT/LIST-class requests and 1 free DELETE.
-// When every slot is held, a claim also GETs up to maxSlotChecks slots
-// (and their tasks) whose recorded expiry has passed, remembering held
-// ones until that time, and returns no task.
+// A slot whose freeing was lost (a crash) is taken over by compare-and-swap
+// once its recorded lease expiry has passed and the task it names no
+// longer holds it under a valid lease; since both the holder's release and
+// a takeover are conditional on the same ETag, one of them loses.
+//
+// Cost per task of a queue with max_concurrency: one LIST of the slots
+// per claim call (serving all its max_tasks), one PUT to take a slot and
+// one PUT to free it: +3 PUT/LIST-class requests. When every slot is held,
+// a claim also GETs up to maxSlotChecks slots (and their tasks) whose
+// recorded expiry has passed, remembering held ones until their lease
+// ends, and returns no task.
 
-// slotRecord is the body of a slot.
+// slotRecord is the body of a held slot.
 type slotRecord struct {
 	TaskID         string    `json:"task_id"`
 	LeaseToken     string    `json:"lease_token"`
 	LeaseExpiresAt time.Time `json:"lease_expires_at"`
 }
+
+// freeSlot is the body of a free slot; a body this short is free.
+var freeSlot = []byte("{}")
+
+func slotIsFree(size int64) bool { return size <= int64(len(freeSlot)) }
 
 // maxSlotChecks bounds the held slots one claim call examines for takeover.
 const maxSlotChecks = 4
@@ -66,55 +74,62 @@ func slotIndex(key string) int {
 // slotRun is what one claim call knows of a queue's slots.
 type slotRun struct {
 	listed bool
-	held   map[int]string // slot number -> ETag, from the LIST and lost creates
-	busy   bool           // no slot was free
+	slots  map[int]store.Info // by number: ETag and size (free or held)
+	busy   bool               // no slot was free
 }
 
 // takeSlot takes a free slot of queue d for t, which is about to start
-// under t.LeaseToken until t.LeaseExpiresAt. It returns the slot's key, or
-// "" when all max_concurrency slots are held.
-func (q *Queue) takeSlot(ctx context.Context, d Declaration, t *Task, run *slotRun, now time.Time) (string, error) {
+// under t.LeaseToken until t.LeaseExpiresAt. It returns the slot's key and
+// new ETag, or "" when all max_concurrency slots are held.
+func (q *Queue) takeSlot(ctx context.Context, d Declaration, t *Task, run *slotRun, now time.Time) (string, string, error) {
 	if run.busy {
-		return "", nil
+		return "", "", nil
 	}
 	if !run.listed {
 		page, err := q.store.List(ctx, slotPrefix(d.Name), "", store.MaxListLimit)
 		if err != nil {
-			return "", fmt.Errorf("list slots of %s: %w", d.Name, err)
+			return "", "", fmt.Errorf("list slots of %s: %w", d.Name, err)
 		}
-		run.held = make(map[int]string, len(page.Items))
+		run.slots = make(map[int]store.Info, len(page.Items))
 		for _, it := range page.Items {
 			if n := slotIndex(it.Key); n >= 0 {
-				run.held[n] = it.ETag
+				run.slots[n] = it
 			}
 		}
 		run.listed = true
 	}
 	body, err := json.Marshal(slotRecord{TaskID: t.ID, LeaseToken: t.LeaseToken, LeaseExpiresAt: *t.LeaseExpiresAt})
 	if err != nil {
-		return "", fmt.Errorf("encode slot: %w", err)
+		return "", "", fmt.Errorf("encode slot: %w", err)
 	}
+	held := store.Info{Size: int64(len(body))}
 	n := d.MaxConcurrency
 	first := rand.IntN(n)
 	for i := 0; i < n; i++ {
 		k := (first + i) % n
-		if _, ok := run.held[k]; ok {
+		info, seen := run.slots[k]
+		if seen && !slotIsFree(info.Size) {
 			continue
 		}
 		key := slotKey(d.Name, k)
-		etag, err := q.store.PutIfAbsent(ctx, key, body)
+		var etag string
+		if seen {
+			etag, err = q.store.PutIfMatch(ctx, key, body, info.ETag)
+		} else {
+			etag, err = q.store.PutIfAbsent(ctx, key, body)
+		}
 		if err == nil {
-			run.held[k] = etag
-			return key, nil
+			run.slots[k] = store.Info{Key: key, ETag: etag, Size: held.Size}
+			return key, etag, nil
 		}
-		if !errors.Is(err, store.ErrPrecondition) {
+		if !errors.Is(err, store.ErrPrecondition) && !errors.Is(err, store.ErrNotFound) {
 			if obj, gerr := q.store.Get(ctx, key); gerr == nil && string(obj.Body) == string(body) {
-				run.held[k] = obj.ETag
-				return key, nil // ours: the answer was lost
+				run.slots[k] = store.Info{Key: key, ETag: obj.ETag, Size: held.Size}
+				return key, obj.ETag, nil // ours: the answer was lost
 			}
-			return "", fmt.Errorf("take slot %s: %w", key, err)
+			return "", "", fmt.Errorf("take slot %s: %w", key, err)
 		}
-		run.held[k] = "" // taken by someone else
+		run.slots[k] = held // taken by someone else
 	}
 	// Every slot is held, or looks so: take over one that is provably free.
 	checks := 0
@@ -132,7 +147,7 @@ func (q *Queue) takeSlot(ctx context.Context, d Declaration, t *Task, run *slotR
 		checks++
 		free, etag, err := q.slotFree(ctx, key, now)
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		if !free {
 			continue
@@ -142,24 +157,27 @@ func (q *Queue) takeSlot(ctx context.Context, d Declaration, t *Task, run *slotR
 			continue
 		}
 		if err != nil {
-			return "", fmt.Errorf("take over slot %s: %w", key, err)
+			return "", "", fmt.Errorf("take over slot %s: %w", key, err)
 		}
-		run.held[k] = newETag
-		return key, nil
+		run.slots[k] = store.Info{Key: key, ETag: newETag, Size: held.Size}
+		return key, newETag, nil
 	}
 	run.busy = true
-	return "", nil
+	return "", "", nil
 }
 
-// slotFree reads a slot and reports whether it may be taken over, with
-// its ETag. A held slot is remembered in q.slots until it may be free.
+// slotFree reads a slot and reports whether it may be taken, with its
+// ETag. A held slot is remembered in q.slots until it may be free.
 func (q *Queue) slotFree(ctx context.Context, key string, now time.Time) (bool, string, error) {
 	obj, err := q.store.Get(ctx, key)
 	if errors.Is(err, store.ErrNotFound) {
-		return false, "", nil // deleted since the LIST: the next claim creates it
+		return false, "", nil // never made: the next claim's LIST shows it absent
 	}
 	if err != nil {
 		return false, "", fmt.Errorf("get slot %s: %w", key, err)
+	}
+	if slotIsFree(int64(len(obj.Body))) {
+		return true, obj.ETag, nil
 	}
 	var s slotRecord
 	if err := json.Unmarshal(obj.Body, &s); err != nil || validID(s.TaskID) != nil {
@@ -176,14 +194,8 @@ func (q *Queue) slotFree(ctx context.Context, key string, now time.Time) (bool, 
 	if err != nil {
 		return false, "", err
 	}
-	// Until when the task may still be using, or giving back, the slot.
-	busyUntil := t.UpdatedAt
-	if t.Status == StatusRunning && t.LeaseToken == s.LeaseToken && t.SlotKey == key && t.LeaseExpiresAt != nil {
-		busyUntil = *t.LeaseExpiresAt
-	}
-	busyUntil = busyUntil.Add(q.opts.StaleMarkerGrace)
-	if now.Before(busyUntil) {
-		q.rememberSlot(key, busyUntil)
+	if t.Status == StatusRunning && t.LeaseToken == s.LeaseToken && t.SlotKey == key && t.leaseValid(now) {
+		q.rememberSlot(key, *t.LeaseExpiresAt) // extended by heartbeats
 		return false, "", nil
 	}
 	return true, obj.ETag, nil
@@ -198,19 +210,15 @@ func (q *Queue) rememberSlot(key string, until time.Time) {
 	q.slots[key] = until
 }
 
-// giveBackSlot deletes a slot this process just took for a start that did
-// not happen. Best effort: a slot left behind is taken over later.
-func (q *Queue) giveBackSlot(ctx context.Context, key string) {
-	if key != "" {
-		_ = q.store.Delete(ctx, key)
+// freeSlotOf frees the slot t names, if it still holds what t's claim
+// wrote there (If-Match on t.SlotETag). Best effort: a slot left held is
+// taken over once t's lease has lapsed.
+func (q *Queue) freeSlotOf(ctx context.Context, t *Task) {
+	if t.SlotKey == "" || t.SlotETag == "" {
+		return
 	}
-}
-
-// releasesSlot reports whether the write cur -> next gives back cur's slot:
-// next no longer names it, and the write happened while cur's lease was
-// valid (by its lease holder), so nobody can have taken the slot over. A
-// task settled after its lease lapsed leaves its slot to be taken over.
-func releasesSlot(cur, next *Task) bool {
-	return cur.SlotKey != "" && cur.SlotKey != next.SlotKey &&
-		cur.LeaseExpiresAt != nil && !next.UpdatedAt.After(*cur.LeaseExpiresAt)
+	_, _ = q.store.PutIfMatch(ctx, t.SlotKey, freeSlot, t.SlotETag)
+	q.mu.Lock()
+	delete(q.slots, t.SlotKey)
+	q.mu.Unlock()
 }

@@ -128,8 +128,11 @@ type Task struct {
 	// a marker the record does not name is stale and may be deleted.
 	IndexKey string `json:"index_key,omitempty"`
 	// SlotKey is the concurrency slot (slots/{queue}/{n}) a running task
-	// of a queue with max_concurrency holds; empty otherwise.
-	SlotKey string `json:"slot_key,omitempty"`
+	// of a queue with max_concurrency holds, SlotETag the slot's ETag when
+	// its claim took it (the write that ends the lease frees the slot by
+	// If-Match on it); both empty otherwise.
+	SlotKey  string `json:"slot_key,omitempty"`
+	SlotETag string `json:"slot_etag,omitempty"`
 }
 
 // deadlinePassed reports whether the task's start deadline has passed at now.

@@ -68,7 +68,9 @@ func (t *Task) ShouldAbort(margin time.Duration) bool {
 
 // Options tune a Worker.
 type Options struct {
-	// Queue to claim from. Defaults to "default".
+	// Queue to claim from. The lease calls (heartbeat, complete, ...)
+	// must address it too: a *client.Client is switched to it (Client.In);
+	// another API must address it itself. Defaults to the client's queue.
 	Queue string
 	// WorkerID is recorded on claimed tasks. Defaults to host-pid.
 	WorkerID string
@@ -122,6 +124,9 @@ func New(api API, opts Options) *Worker {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if c, ok := api.(*client.Client); ok && opts.Queue != "" {
+		api = c.In(opts.Queue) // every route names the queue (DESIGN §12.3)
 	}
 	return &Worker{api: api, opts: opts, handlers: map[string]Handler{}, log: opts.Logger}
 }

@@ -41,6 +41,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("race", func(t *testing.T) { runRace(t, f) })
 	t.Run("crash", func(t *testing.T) { runCrash(t, f) })
 	t.Run("sweep", func(t *testing.T) { runSweep(t, f) })
+	t.Run("queues", func(t *testing.T) { runQueues(t, f) })
 }
 
 // t0 is the fixed start of every case's clock.

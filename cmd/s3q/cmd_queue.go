@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/s3q/s3q/shared/client"
+	"github.com/s3q/s3q/shared/queue"
+)
+
+// queueFlags are the settings of s3q queue create and update.
+type queueFlags struct {
+	fs                                   *flag.FlagSet
+	ttlFrom, lambda, url, secret         string
+	maxAttempts, shards, maxConcurrency  int
+	ttl, timeout                         durationFlag
+	noTarget, noTTL, noTimeout, noCounts bool
+	limit                                int
+	cursor                               string
+}
+
+func (f *queueFlags) define(fs *flag.FlagSet) {
+	f.fs = fs
+	fs.Var(&f.ttl, "ttl", "default time to live of the queue's tasks, a `duration`")
+	fs.StringVar(&f.ttlFrom, "ttl-from", "", "default ttl start: submission or first_attempt")
+	fs.IntVar(&f.maxAttempts, "max-attempts", 0, "default claims a task gets before it fails")
+	fs.Var(&f.timeout, "timeout", "default lease length of each attempt, a `duration`")
+	fs.IntVar(&f.shards, "shards", 0, "index prefixes of the queue, 1-256, fixed at creation (default the deployment's)")
+	fs.IntVar(&f.maxConcurrency, "max-concurrency", 0, "most tasks of the queue running at once, 1-1000 (0: no limit)")
+	fs.StringVar(&f.lambda, "target-lambda", "", "push target: a Lambda `function` name or ARN")
+	fs.StringVar(&f.url, "target-url", "", "push target: an https `URL` (needs --target-secret)")
+	fs.StringVar(&f.secret, "target-secret", "", "SSM `parameter` name of the HMAC secret signing deliveries to --target-url")
+	fs.BoolVar(&f.noTarget, "no-target", false, "update: remove the push target (a pull queue again)")
+	fs.BoolVar(&f.noTTL, "no-ttl", false, "update: remove the default ttl")
+	fs.BoolVar(&f.noTimeout, "no-timeout", false, "update: remove the default timeout")
+	fs.BoolVar(&f.noCounts, "no-counts", false, "list: leave out the counts (each costs the server LISTs)")
+	fs.IntVar(&f.limit, "limit", 0, "list: queues per page (default 100)")
+	fs.StringVar(&f.cursor, "cursor", "", "list: continue a previous page")
+}
+
+// overlay applies the flags that were set to d.
+func (f *queueFlags) overlay(d *queue.Declaration) {
+	f.fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "ttl":
+			d.TTL = ptr(queue.Duration(f.ttl.d))
+		case "no-ttl":
+			d.TTL = nil
+		case "ttl-from":
+			d.TTLFrom = queue.TTLFrom(f.ttlFrom)
+		case "max-attempts":
+			d.MaxAttempts = f.maxAttempts
+		case "timeout":
+			d.Timeout = ptr(queue.Duration(f.timeout.d))
+		case "no-timeout":
+			d.Timeout = nil
+		case "shards":
+			d.Shards = f.shards
+		case "max-concurrency":
+			d.MaxConcurrency = f.maxConcurrency
+		case "target-lambda", "target-url", "target-secret":
+			t := queue.Target{}
+			if d.Target != nil {
+				t = *d.Target
+			}
+			switch fl.Name {
+			case "target-lambda":
+				t = queue.Target{Lambda: f.lambda} // a Lambda target has no secret
+			case "target-url":
+				t.Lambda, t.URL = "", f.url
+			default:
+				t.Secret = f.secret
+			}
+			d.Target = &t
+		case "no-target":
+			d.Target = nil
+		}
+	})
+}
+
+func init() {
+	register(func() *command {
+		var qf queueFlags
+		return &command{
+			name: "queue", args: "SUBCOMMAND [NAME]", summary: "declare, list, show, update and delete queues",
+			details: `A queue is declared before tasks are submitted to it (unless the deployment
+auto-declares, as s3q dev does): submitting to an undeclared queue is 404
+queue_not_found. Its defaults apply where a submit and its task type give
+none (request > task type > queue > global).
+
+Subcommands:
+  create NAME [flags]    declare a queue (fails if it exists)
+  update NAME [flags]    change the flags given, keep the rest (not --shards)
+  list                   declared queues, with counts of live tasks
+  show NAME              one queue, with its counts
+  delete NAME            delete it; refused while it holds pending or running tasks
+
+Counts come from the queue's index markers: live (pending or running), delayed
+(not yet available) and, with --max-concurrency, running (slots held).
+
+Examples:
+  s3q queue create emails --ttl 1h --max-attempts 5 --timeout 2m --max-concurrency 10
+  s3q queue create thumbs --target-lambda arn:aws:lambda:eu-west-1:123456789012:function:thumbs
+  s3q queue create hooks --target-url https://example.com/s3q --target-secret /s3q/hooks
+  s3q queue update emails --max-concurrency 20 --no-ttl
+  s3q queue list --no-counts -o json`,
+			flags: qf.define,
+			run: func(ctx context.Context, e *env, args []string) error {
+				if len(args) == 0 {
+					return usageErr("queue needs a subcommand: create, update, list, show, delete")
+				}
+				sub, rest := args[0], args[1:]
+				needName := func() (string, error) {
+					if len(rest) != 1 {
+						return "", usageErr("queue %s takes one queue NAME", sub)
+					}
+					return rest[0], nil
+				}
+				c, err := newClient(ctx, e)
+				if err != nil {
+					return err
+				}
+				show := func(q client.QueueInfo, err error) error {
+					if err != nil {
+						return err
+					}
+					if e.output == "json" {
+						return printJSON(e.stdout, map[string]any{"queue": q})
+					}
+					printQueue(e.stdout, q)
+					return nil
+				}
+				switch sub {
+				case "create", "update":
+					name, err := needName()
+					if err != nil {
+						return err
+					}
+					d := queue.Declaration{Name: name}
+					cur, err := c.GetQueue(ctx, name)
+					switch {
+					case err == nil && sub == "create":
+						return fmt.Errorf("queue %s exists; change it with 's3q queue update %s'", name, name)
+					case err == nil:
+						d = cur.Declaration
+					case !errors.Is(err, queue.ErrQueueNotFound) || sub == "update":
+						return err
+					}
+					qf.overlay(&d)
+					q, _, err := c.DeclareQueue(ctx, d)
+					return show(q, err)
+				case "show":
+					name, err := needName()
+					if err != nil {
+						return err
+					}
+					return show(c.GetQueue(ctx, name))
+				case "delete":
+					name, err := needName()
+					if err != nil {
+						return err
+					}
+					if err := c.DeleteQueue(ctx, name); err != nil {
+						return err
+					}
+					if e.output == "json" {
+						return printJSON(e.stdout, map[string]any{"deleted": name})
+					}
+					fmt.Fprintf(e.stdout, "deleted queue %s\n", name)
+					return nil
+				case "list":
+					if len(rest) != 0 {
+						return usageErr("queue list takes no arguments")
+					}
+					res, err := c.ListQueues(ctx, client.ListQueuesRequest{Limit: qf.limit, Cursor: qf.cursor, NoCounts: qf.noCounts})
+					if err != nil {
+						return err
+					}
+					if e.output == "json" {
+						return printJSON(e.stdout, res)
+					}
+					printQueues(e.stdout, res.Queues)
+					if res.NextCursor != "" {
+						fmt.Fprintf(e.stderr, "more: s3q queue list --cursor %s\n", res.NextCursor)
+					}
+					return nil
+				}
+				return usageErr("unknown queue subcommand %q", sub)
+			},
+		}
+	})
+}
+
+// printQueue shows one queue as name: value lines.
+func printQueue(w io.Writer, q client.QueueInfo) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	row("queue", q.Name)
+	if q.TTL != nil {
+		row("ttl", q.TTL.String()+" "+string(q.TTLFrom))
+	}
+	if q.MaxAttempts > 0 {
+		row("max_attempts", strconv.Itoa(q.MaxAttempts))
+	}
+	if q.Timeout != nil {
+		row("timeout", q.Timeout.String())
+	}
+	row("shards", strconv.Itoa(q.Shards))
+	if q.MaxConcurrency > 0 {
+		row("max_concurrency", strconv.Itoa(q.MaxConcurrency))
+	}
+	if t := q.Target; t != nil {
+		if t.Lambda != "" {
+			row("target", "lambda "+t.Lambda)
+		} else {
+			row("target", "url "+t.URL+" (secret "+t.Secret+")")
+		}
+	}
+	if q.Counts != nil {
+		row("tasks", counts(q.Counts))
+	}
+	row("created", q.CreatedAt.UTC().Format(time.RFC3339))
+	_ = tw.Flush()
+}
+
+// printQueues shows queues as a table.
+func printQueues(w io.Writer, qs []client.QueueInfo) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "QUEUE\tMAX_CONCURRENCY\tTARGET\tTASKS")
+	for _, q := range qs {
+		mc, target, tasks := "-", "-", "-"
+		if q.MaxConcurrency > 0 {
+			mc = strconv.Itoa(q.MaxConcurrency)
+		}
+		if q.Target != nil {
+			target = q.Target.Lambda + q.Target.URL
+		}
+		if q.Counts != nil {
+			tasks = counts(q.Counts)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", q.Name, mc, target, tasks)
+	}
+	_ = tw.Flush()
+}
+
+func counts(c *queue.QueueCounts) string {
+	more := ""
+	if c.AtLeast {
+		more = "+"
+	}
+	s := fmt.Sprintf("%d%s live, %d delayed", c.Live, more, c.Delayed)
+	if c.Running != nil {
+		s += fmt.Sprintf(", %d running", *c.Running)
+	}
+	return s
+}

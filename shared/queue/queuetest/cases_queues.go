@@ -1,0 +1,489 @@
+package queuetest
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/store"
+)
+
+// typeDefaults is a fixed DefaultsSource.
+type typeDefaults map[string]queue.TypeDefaults
+
+func (d typeDefaults) TaskTypeDefaults(_ context.Context, taskType string, _ time.Time) (queue.TypeDefaults, bool, error) {
+	v, ok := d[taskType]
+	return v, ok, nil
+}
+
+func requireDeclared(o *queue.Options) { o.RequireDeclared = true }
+
+func (e *env) declare(d queue.Declaration, now time.Time) queue.Declaration {
+	e.t.Helper()
+	out, _, err := e.q.Declare(ctx, d, now)
+	if err != nil {
+		e.t.Fatalf("declare %s: %v", d.Name, err)
+	}
+	return out
+}
+
+func runQueues(t *testing.T, f Factory) {
+	t.Run("a_queue_is_declared_read_changed_listed_and_deleted", func(t *testing.T) {
+		e := newEnv(t, f)
+		d, created, err := e.q.Declare(ctx, queue.Declaration{Name: "emails", TTL: dur("1h"), MaxAttempts: 5, Timeout: dur("2m"), MaxConcurrency: 4,
+			Target: &queue.Target{URL: "https://example.com/hook", Secret: "/s3q/hook"}}, t0)
+		if err != nil || !created || d.Shards != 1 || !d.CreatedAt.Equal(t0) {
+			t.Fatalf("declare: %+v %v %v", d, created, err)
+		}
+		got, err := e.q.GetQueue(ctx, "emails", t0)
+		if err != nil || got.MaxConcurrency != 4 || got.Target == nil || got.Target.Secret != "/s3q/hook" || got.TTL.Std() != time.Hour {
+			t.Fatalf("get: %+v %v", got, err)
+		}
+		d2, created, err := e.q.Declare(ctx, queue.Declaration{Name: "emails", MaxAttempts: 2}, t0.Add(time.Minute))
+		if err != nil || created || d2.TTL != nil || d2.Target != nil || d2.MaxAttempts != 2 || !d2.CreatedAt.Equal(t0) || !d2.UpdatedAt.Equal(t0.Add(time.Minute)) {
+			t.Fatalf("replace: %+v %v %v", d2, created, err)
+		}
+		e.declare(queue.Declaration{Name: "a-first"}, t0)
+		list, err := e.q.ListQueues(ctx, queue.ListQueuesRequest{Limit: 1})
+		if err != nil || len(list.Queues) != 1 || list.Queues[0].Name != "a-first" || list.NextCursor != "a-first" {
+			t.Fatalf("list page 1: %+v %v", list, err)
+		}
+		list, err = e.q.ListQueues(ctx, queue.ListQueuesRequest{Limit: 1, Cursor: list.NextCursor})
+		if err != nil || len(list.Queues) != 1 || list.Queues[0].Name != "emails" {
+			t.Fatalf("list page 2: %+v %v", list, err)
+		}
+		if err := e.q.DeleteQueue(ctx, "emails", t0); err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.q.GetQueue(ctx, "emails", t0)
+		wantErr(t, err, queue.ErrQueueNotFound)
+		wantErr(t, e.q.DeleteQueue(ctx, "emails", t0), queue.ErrQueueNotFound)
+	})
+
+	t.Run("a_bad_declaration_names_its_field_and_writes_nothing", func(t *testing.T) {
+		e := newEnv(t, f)
+		web := func(url, secret string) *queue.Target { return &queue.Target{URL: url, Secret: secret} }
+		for _, c := range []struct {
+			d     queue.Declaration
+			field string
+		}{
+			{queue.Declaration{Name: "a/b"}, "queue"},
+			{queue.Declaration{Name: ".."}, "queue"},
+			{queue.Declaration{Name: "q", TTL: dur("0s")}, "ttl"},
+			{queue.Declaration{Name: "q", TTLFrom: "later"}, "ttl_from"},
+			{queue.Declaration{Name: "q", MaxAttempts: -1}, "max_attempts"},
+			{queue.Declaration{Name: "q", MaxAttempts: 1001}, "max_attempts"},
+			{queue.Declaration{Name: "q", Timeout: dur("13h")}, "timeout"},
+			{queue.Declaration{Name: "q", Shards: 257}, "shards"},
+			{queue.Declaration{Name: "q", MaxConcurrency: -2}, "max_concurrency"},
+			{queue.Declaration{Name: "q", MaxConcurrency: 1001}, "max_concurrency"},
+			{queue.Declaration{Name: "q", Target: &queue.Target{}}, "target"},
+			{queue.Declaration{Name: "q", Target: &queue.Target{Lambda: "f", URL: "https://x.example", Secret: "s"}}, "target.url"},
+			{queue.Declaration{Name: "q", Target: &queue.Target{Lambda: "not a function"}}, "target.lambda"},
+			{queue.Declaration{Name: "q", Target: &queue.Target{Lambda: "arn:aws:s3:::bucket"}}, "target.lambda"},
+			{queue.Declaration{Name: "q", Target: &queue.Target{Lambda: "f", Secret: "/s"}}, "target.secret"},
+			{queue.Declaration{Name: "q", Target: web("http://x.example/hook", "/s")}, "target.url"},
+			{queue.Declaration{Name: "q", Target: web("ftp://x.example/hook", "/s")}, "target.url"},
+			{queue.Declaration{Name: "q", Target: web("/relative", "/s")}, "target.url"},
+			{queue.Declaration{Name: "q", Target: web("https://user:pw@x.example/", "/s")}, "target.url"},
+			{queue.Declaration{Name: "q", Target: web("https://x.example/hook", "")}, "target.secret"},
+			{queue.Declaration{Name: "q", Target: web("https://x.example/hook", "a secret")}, "target.secret"},
+		} {
+			_, _, err := e.q.Declare(ctx, c.d, t0)
+			wantField(t, err, c.field)
+			wantErr(t, err, queue.ErrInvalidInput)
+		}
+		if keys := e.allKeys(); len(keys) != 0 {
+			t.Fatalf("bad declarations wrote %v", keys)
+		}
+		// The good targets pass: a name, an ARN with an alias, https.
+		for i, tg := range []*queue.Target{
+			{Lambda: "thumbs"},
+			{Lambda: "arn:aws:lambda:eu-west-1:123456789012:function:thumbs:live"},
+			web("https://x.example/hook?a=1", "/s3q/hook-secret"),
+		} {
+			if _, _, err := e.q.Declare(ctx, queue.Declaration{Name: "ok" + string(rune('a'+i)), Target: tg}, t0); err != nil {
+				t.Errorf("target %+v: %v", tg, err)
+			}
+		}
+		// http only where the deployment allows insecure targets.
+		dev := newEnv(t, f, func(o *queue.Options) { o.AllowInsecureTargets = true })
+		if _, _, err := dev.q.Declare(ctx, queue.Declaration{Name: "local", Target: web("http://127.0.0.1:9000/", "/s")}, t0); err != nil {
+			t.Errorf("http target with insecure targets allowed: %v", err)
+		}
+	})
+
+	t.Run("shards_are_fixed_at_creation", func(t *testing.T) {
+		e := newEnv(t, f)
+		e.declare(queue.Declaration{Name: "wide", Shards: 4}, t0)
+		_, _, err := e.q.Declare(ctx, queue.Declaration{Name: "wide", Shards: 2}, t0)
+		wantField(t, err, "shards")
+		if d := e.declare(queue.Declaration{Name: "wide", MaxAttempts: 2}, t0); d.Shards != 4 {
+			t.Fatalf("shards = %d after an update that gave none, want 4", d.Shards)
+		}
+		// Its tasks spread over its 4 shards and are all claimed.
+		for i := 0; i < 12; i++ {
+			e.submit(queue.SubmitRequest{Queue: "wide"}, t0)
+		}
+		shards := map[string]bool{}
+		for _, k := range e.keys("ready/wide/") {
+			shards[k[:len("ready/wide/0/")]] = true
+		}
+		if len(shards) < 2 {
+			t.Errorf("12 tasks used shards %v, want several of 4", shards)
+		}
+		got := e.claim(queue.ClaimRequest{Queue: "wide", MaxTasks: 12}, t0)
+		if len(got) != 12 {
+			t.Fatalf("claimed %d of 12", len(got))
+		}
+	})
+
+	t.Run("an_undeclared_queue_is_queue_not_found_when_declarations_are_required", func(t *testing.T) {
+		e := newEnv(t, f, requireDeclared)
+		_, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "t", Queue: "ghost"}, t0)
+		wantErr(t, err, queue.ErrQueueNotFound)
+		_, err = e.q.Claim(ctx, queue.ClaimRequest{Queue: "ghost"}, t0)
+		wantErr(t, err, queue.ErrQueueNotFound)
+		_, err = e.q.Submit(ctx, queue.SubmitRequest{TaskType: "t"}, t0) // "default" too
+		wantErr(t, err, queue.ErrQueueNotFound)
+		if keys := e.allKeys(); len(keys) != 0 {
+			t.Fatalf("a submit to an undeclared queue wrote %v", keys)
+		}
+		e.declare(queue.Declaration{Name: "ghost"}, t0)
+		task := e.submit(queue.SubmitRequest{Queue: "ghost"}, t0)
+		if cs := e.claim(queue.ClaimRequest{Queue: "ghost"}, t0); len(cs) != 1 || cs[0].Task.ID != task.ID {
+			t.Fatalf("claim after declaring: %+v", cs)
+		}
+	})
+
+	t.Run("auto_declare_declares_a_queue_on_its_first_submit_and_not_on_bad_input", func(t *testing.T) {
+		e := newEnv(t, f)
+		_, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "t", Queue: "fresh", TTL: dur("-1s")}, t0)
+		wantField(t, err, "ttl")
+		if keys := e.keys("queues/"); len(keys) != 0 {
+			t.Fatalf("a bad submit declared %v", keys)
+		}
+		e.submit(queue.SubmitRequest{Queue: "fresh"}, t0)
+		d, err := e.q.GetQueue(ctx, "fresh", t0)
+		if err != nil || !d.AutoDeclared || d.Shards != 1 {
+			t.Fatalf("auto-declared queue: %+v %v", d, err)
+		}
+		// A claim of a queue nobody submitted to finds nothing and declares nothing.
+		if cs := e.claim(queue.ClaimRequest{Queue: "never"}, t0); len(cs) != 0 {
+			t.Fatal("claimed from an empty queue")
+		}
+		if _, err := e.q.GetQueue(ctx, "never", t0); err == nil {
+			t.Fatal("a claim declared a queue")
+		}
+	})
+
+	t.Run("max_queues_bounds_declarations_by_hand_and_on_submit", func(t *testing.T) {
+		e := newEnv(t, f, func(o *queue.Options) { o.MaxQueues = 2 })
+		e.declare(queue.Declaration{Name: "a"}, t0)
+		e.submit(queue.SubmitRequest{Queue: "b"}, t0)
+		_, _, err := e.q.Declare(ctx, queue.Declaration{Name: "c"}, t0)
+		wantErr(t, err, queue.ErrTooManyQueues)
+		_, err = e.q.Submit(ctx, queue.SubmitRequest{TaskType: "t", Queue: "d"}, t0)
+		wantErr(t, err, queue.ErrTooManyQueues)
+		e.declare(queue.Declaration{Name: "a", MaxAttempts: 9}, t0) // changing one still works
+		if n := len(e.keys("queues/")); n != 2 {
+			t.Fatalf("%d queues, want 2", n)
+		}
+		if n := len(e.keys("tasks/")); n != 1 {
+			t.Fatalf("%d tasks, want only b's", n)
+		}
+	})
+
+	t.Run("a_queue_with_live_tasks_is_not_deleted", func(t *testing.T) {
+		e := newEnv(t, f)
+		e.declare(queue.Declaration{Name: "busy"}, t0)
+		e.submit(queue.SubmitRequest{Queue: "busy", Delay: dur("1h")}, t0)
+		wantErr(t, e.q.DeleteQueue(ctx, "busy", t0), queue.ErrQueueNotEmpty)
+		task := e.submit(queue.SubmitRequest{Queue: "busy", TTL: dur("1d")}, t0)
+		c := e.claim(queue.ClaimRequest{Queue: "busy"}, t0)
+		if len(c) != 1 || c[0].Task.ID != task.ID {
+			t.Fatalf("claim: %+v", c)
+		}
+		wantErr(t, e.q.DeleteQueue(ctx, "busy", t0), queue.ErrQueueNotEmpty)
+		if _, err := e.q.Complete(ctx, task.ID, c[0].Lease.Token, nil, t0); err != nil {
+			t.Fatal(err)
+		}
+		for _, tk := range e.list(queue.ListRequest{Queue: "busy", Status: queue.StatusPending}) {
+			if _, err := e.q.Cancel(ctx, tk.ID, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.q.DeleteQueue(ctx, "busy", t0); err != nil {
+			t.Fatalf("delete once its tasks are done: %v", err)
+		}
+	})
+
+	t.Run("defaults_resolve_request_then_task_type_then_queue_then_global", func(t *testing.T) {
+		e := newEnv(t, f, func(o *queue.Options) {
+			o.DefaultTTL = 10 * time.Hour
+			o.TypeDefaults = typeDefaults{"typed": {MaxAttempts: 7, Timeout: 7 * time.Minute}}
+		})
+		e.declare(queue.Declaration{Name: "q", TTL: dur("2h"), MaxAttempts: 5, Timeout: dur("3m")}, t0)
+		e.declare(queue.Declaration{Name: "firsts", TTL: dur("30m"), TTLFrom: queue.TTLFromFirstAttempt}, t0)
+		check := func(name string, task queue.Task, ttl time.Duration, attempts int, timeout time.Duration) {
+			t.Helper()
+			if task.ExpiresAt == nil || task.ExpiresAt.Sub(task.CreatedAt) != ttl || task.MaxAttempts != attempts || task.Timeout.Std() != timeout {
+				t.Errorf("%s: expires_at %v, max_attempts %d, timeout %s; want ttl %s, %d, %s",
+					name, task.ExpiresAt, task.MaxAttempts, task.Timeout, ttl, attempts, timeout)
+			}
+		}
+		check("queue defaults", e.submit(queue.SubmitRequest{TaskType: "plain", Queue: "q"}, t0), 2*time.Hour, 5, 3*time.Minute)
+		check("task type over queue", e.submit(queue.SubmitRequest{TaskType: "typed", Queue: "q"}, t0), 2*time.Hour, 7, 7*time.Minute)
+		check("request over all", e.submit(queue.SubmitRequest{TaskType: "typed", Queue: "q", TTL: dur("1m"), MaxAttempts: 2, Timeout: dur("1m")}, t0),
+			time.Minute, 2, time.Minute)
+		check("global without queue defaults", e.submit(queue.SubmitRequest{TaskType: "plain", Queue: "bare"}, t0), 10*time.Hour, 3, queue.DefaultTimeout)
+		ff := e.submit(queue.SubmitRequest{TaskType: "plain", Queue: "firsts"}, t0)
+		if ff.ExpiresAt != nil || ff.TTLFrom != queue.TTLFromFirstAttempt || ff.TTL == nil || ff.TTL.Std() != 30*time.Minute {
+			t.Errorf("queue ttl_from first_attempt: %+v", ff)
+		}
+	})
+
+	t.Run("a_view_of_one_queue_finds_no_task_of_another_and_changes_nothing", func(t *testing.T) {
+		e := newEnv(t, f)
+		task := e.submit(queue.SubmitRequest{Queue: "a"}, t0)
+		other := e.q.In("b")
+		c := e.claim(queue.ClaimRequest{Queue: "a", LeaseFor: time.Minute}, t0)[0]
+		before := e.raw(task.ID)
+		_, err := other.Get(ctx, task.ID)
+		wantErr(t, err, queue.ErrNotFound)
+		_, err = other.History(ctx, task.ID)
+		wantErr(t, err, queue.ErrNotFound)
+		_, err = other.Heartbeat(ctx, task.ID, c.Lease.Token, 0, t0)
+		wantErr(t, err, queue.ErrNotFound)
+		_, err = other.Complete(ctx, task.ID, c.Lease.Token, nil, t0)
+		wantErr(t, err, queue.ErrNotFound)
+		_, err = other.Fail(ctx, task.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0)
+		wantErr(t, err, queue.ErrNotFound)
+		_, err = other.Reschedule(ctx, task.ID, c.Lease.Token, queue.RescheduleRequest{}, t0)
+		wantErr(t, err, queue.ErrNotFound)
+		_, err = other.AckCancel(ctx, task.ID, c.Lease.Token, t0)
+		wantErr(t, err, queue.ErrNotFound)
+		for _, op := range []func(context.Context, string, time.Time) (queue.Task, error){other.Cancel, other.Retry, other.Expire} {
+			_, err := op(ctx, task.ID, t0)
+			wantErr(t, err, queue.ErrNotFound)
+		}
+		if !bytes.Equal(before, e.raw(task.ID)) {
+			t.Fatal("an operation under another queue changed the record")
+		}
+		_, err = other.Submit(ctx, queue.SubmitRequest{TaskType: "t", Queue: "a"}, t0)
+		wantField(t, err, "queue")
+		if res, err := other.List(ctx, queue.ListRequest{}); err != nil || len(res.Tasks) != 0 {
+			t.Fatalf("list under b: %+v %v", res, err)
+		}
+		if got, err := e.q.In("a").Get(ctx, task.ID); err != nil || got.ID != task.ID {
+			t.Fatalf("get under a: %v", err)
+		}
+	})
+
+	t.Run("counts_come_from_the_index_markers", func(t *testing.T) {
+		e := newEnv(t, f)
+		d := e.declare(queue.Declaration{Name: "c", MaxConcurrency: 2}, t0)
+		e.submit(queue.SubmitRequest{Queue: "c"}, t0)
+		e.submit(queue.SubmitRequest{Queue: "c", TTL: dur("1h")}, t0)
+		e.submit(queue.SubmitRequest{Queue: "c", Delay: dur("1h")}, t0)
+		e.claim(queue.ClaimRequest{Queue: "c"}, t0)
+		got, err := e.q.CountQueue(ctx, d, t0)
+		if err != nil || got.Live != 3 || got.Delayed != 1 || got.Running == nil || *got.Running != 1 {
+			t.Fatalf("counts: %+v %v", got, err)
+		}
+	})
+
+	runConcurrency(t, f)
+}
+
+// runConcurrency proves max_concurrency: however many claimers race, at
+// most max_concurrency tasks of the queue hold a valid lease at once.
+func runConcurrency(t *testing.T, f Factory) {
+	t.Run("racing_claimers_never_start_more_than_max_concurrency", func(t *testing.T) {
+		e := newEnv(t, f)
+		const limit = 3
+		e.declare(queue.Declaration{Name: "mc", MaxConcurrency: limit}, t0)
+		for i := 0; i < 10; i++ {
+			e.submit(queue.SubmitRequest{Queue: "mc"}, t0)
+		}
+		remaining := 10
+		for round := 0; remaining > 0; round++ {
+			now := t0.Add(time.Duration(round) * time.Second)
+			var won []queue.Claimed
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			var failed atomic.Value
+			start := make(chan struct{})
+			for w := 0; w < Workers; w++ {
+				q := e.reopen() // each claimer its own process
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					cs, err := q.Claim(ctx, queue.ClaimRequest{Queue: "mc", LeaseFor: time.Minute, MaxTasks: 2}, now)
+					if err != nil {
+						failed.Store(err)
+					}
+					mu.Lock()
+					won = append(won, cs...)
+					mu.Unlock()
+				}()
+			}
+			close(start)
+			wg.Wait()
+			if err, _ := failed.Load().(error); err != nil {
+				t.Fatalf("round %d: claim: %v", round, err)
+			}
+			if len(won) > limit {
+				t.Fatalf("round %d: %d tasks started at once, max_concurrency is %d", round, len(won), limit)
+			}
+			if len(won) == 0 {
+				t.Fatalf("round %d: nothing claimed with %d tasks left and every slot free", round, remaining)
+			}
+			d, _ := e.q.GetQueue(ctx, "mc", now)
+			if c, err := e.q.CountQueue(ctx, d, now); err != nil || *c.Running != len(won) {
+				t.Fatalf("round %d: %v slots held for %d running tasks (%v)", round, c.Running, len(won), err)
+			}
+			for _, c := range won {
+				if _, err := e.q.Complete(ctx, c.Task.ID, c.Lease.Token, nil, now); err != nil {
+					t.Fatal(err)
+				}
+			}
+			remaining -= len(won)
+			if round > 20 {
+				t.Fatal("the queue does not drain")
+			}
+		}
+		d, _ := e.q.GetQueue(ctx, "mc", t0)
+		if c, _ := e.q.CountQueue(ctx, d, t0); *c.Running != 0 {
+			t.Fatalf("%d slots held after every task completed", *c.Running)
+		}
+	})
+
+	t.Run("every_way_out_of_running_gives_the_slot_back", func(t *testing.T) {
+		e := newEnv(t, f)
+		e.declare(queue.Declaration{Name: "one", MaxConcurrency: 1}, t0)
+		for i := 0; i < 5; i++ {
+			e.submit(queue.SubmitRequest{Queue: "one", MaxAttempts: 5}, t0)
+		}
+		next := func(now time.Time) queue.Claimed {
+			t.Helper()
+			cs := e.claim(queue.ClaimRequest{Queue: "one", LeaseFor: time.Minute}, now)
+			if len(cs) != 1 {
+				t.Fatalf("claim at %s: %d tasks, want 1", now.Format(time.TimeOnly), len(cs))
+			}
+			if more := e.claim(queue.ClaimRequest{Queue: "one"}, now); len(more) != 0 {
+				t.Fatalf("a second task started with max_concurrency 1")
+			}
+			return cs[0]
+		}
+		c := next(t0)
+		if _, err := e.q.Fail(ctx, c.Task.ID, c.Lease.Token, queue.FailRequest{Error: "x", Retryable: ptrBool(true)}, t0); err != nil {
+			t.Fatal(err)
+		}
+		c = next(t0)
+		if _, err := e.q.Reschedule(ctx, c.Task.ID, c.Lease.Token, queue.RescheduleRequest{Delay: *dur("1h")}, t0); err != nil {
+			t.Fatal(err)
+		}
+		c = next(t0)
+		if _, err := e.q.Cancel(ctx, c.Task.ID, t0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.q.AckCancel(ctx, c.Task.ID, c.Lease.Token, t0); err != nil {
+			t.Fatal(err)
+		}
+		c = next(t0)
+		if _, err := e.q.Complete(ctx, c.Task.ID, c.Lease.Token, nil, t0); err != nil {
+			t.Fatal(err)
+		}
+		next(t0)
+	})
+
+	t.Run("a_slot_of_a_dead_worker_is_taken_over_once_its_lease_lapses", func(t *testing.T) {
+		e := newEnv(t, f)
+		e.declare(queue.Declaration{Name: "dead", MaxConcurrency: 2}, t0)
+		for i := 0; i < 4; i++ {
+			e.submit(queue.SubmitRequest{Queue: "dead"}, t0)
+		}
+		first := e.claim(queue.ClaimRequest{Queue: "dead", LeaseFor: time.Minute, MaxTasks: 4}, t0)
+		if len(first) != 2 {
+			t.Fatalf("claimed %d, want 2", len(first))
+		}
+		// One worker heartbeats, the other dies. Fresh processes find no
+		// slot while the leases are valid, and the dead one's after.
+		hb, err := e.q.Heartbeat(ctx, first[0].Task.ID, first[0].Lease.Token, 10*time.Minute, t0.Add(50*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.reopen(); true {
+			cs, err := got.Claim(ctx, queue.ClaimRequest{Queue: "dead", LeaseFor: time.Minute, MaxTasks: 4}, t0.Add(30*time.Second))
+			if err != nil || len(cs) != 0 {
+				t.Fatalf("claim while both leases are valid: %d tasks, %v", len(cs), err)
+			}
+		}
+		later := t0.Add(time.Minute + time.Second)
+		got, err := e.reopen().Claim(ctx, queue.ClaimRequest{Queue: "dead", LeaseFor: time.Minute, MaxTasks: 4}, later)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("claim after one lease lapsed: %d tasks, %v; want 1 (the other is heartbeating)", len(got), err)
+		}
+		// The heartbeating task still holds its slot and gives it back.
+		if _, err := e.q.Complete(ctx, hb.Task.ID, hb.Lease.Token, nil, later); err != nil {
+			t.Fatal(err)
+		}
+		if cs := e.claim(queue.ClaimRequest{Queue: "dead", LeaseFor: time.Minute, MaxTasks: 4}, later); len(cs) != 1 {
+			t.Fatalf("claim after the complete: %d tasks, want 1", len(cs))
+		}
+		if keys := e.keys("slots/dead/"); len(keys) != 2 {
+			t.Fatalf("slots %v, want 2", keys)
+		}
+	})
+
+	t.Run("max_concurrency_costs_a_list_and_two_puts_per_task", func(t *testing.T) {
+		perTask := func(mc int) store.Counts {
+			t.Helper()
+			c := store.NewCounting(f.New(t))
+			q := queue.New(c, queue.Options{})
+			name := "cost"
+			if _, _, err := q.Declare(ctx, queue.Declaration{Name: name, MaxConcurrency: mc}, t0); err != nil {
+				t.Fatal(err)
+			}
+			const n = 20
+			c.Reset()
+			for i := 0; i < n; i++ {
+				now := t0.Add(time.Duration(i) * time.Second)
+				if _, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "t", Queue: name}, now); err != nil {
+					t.Fatal(err)
+				}
+				cs, err := q.Claim(ctx, queue.ClaimRequest{Queue: name, LeaseFor: time.Minute}, now)
+				if err != nil || len(cs) != 1 {
+					t.Fatalf("claim: %d %v", len(cs), err)
+				}
+				if _, err := q.Complete(ctx, cs[0].Task.ID, cs[0].Lease.Token, nil, now); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := c.Counts()
+			return store.Counts{Put: got.Put / n, Get: got.Get / n, List: got.List / n, Delete: got.Delete / n, Head: got.Head / n}
+		}
+		without, with := perTask(0), perTask(5)
+		t.Logf("requests per task (submit, claim, complete, one task at a time): without max_concurrency %+v, with %+v", without, with)
+		if d := with.Sub(without); d.Put != 2 || d.List > 1 || d.Delete != 0 || d.Get != 0 {
+			t.Errorf("max_concurrency adds %+v per task, want 2 PUTs, at most 1 LIST, no GET or DELETE", d)
+		}
+	})
+}
+
+func ptrBool(b bool) *bool { return &b }
+
+func (e *env) list(req queue.ListRequest) []queue.Task {
+	e.t.Helper()
+	res, err := e.q.List(ctx, req)
+	if err != nil {
+		e.t.Fatalf("list: %v", err)
+	}
+	return res.Tasks
+}
