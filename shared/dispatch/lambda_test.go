@@ -169,3 +169,20 @@ func TestLambdaTargetNotFoundIsARetryableFailure(t *testing.T) {
 		t.Fatalf("task %s: %q", got.Status, got.LastError)
 	}
 }
+
+func TestALambdaTargetThatOutlivesTheLeaseLetsItLapse(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	le := newLambdaEndpoint(t, map[string]lambda.Handler{
+		"slow": lambda.NewHandler(func() (string, error) { <-release; return "late", nil }),
+	})
+	e := newEnv(memstore.New(), dispatch.PushQueue{Name: "fn", Target: dispatch.Target{Lambda: "slow"}, Timeout: queue.Duration(time.Second)})
+	task := e.submit(t, queue.SubmitRequest{})
+	rep := run(t, e.dispatcher(e.st, &dispatch.Lambda{Client: lambdaClient(le.srv.URL)}), "")
+	if rep.Lapsed != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	if got := e.get(t, task.ID); got.Status != queue.StatusRunning || got.Attempt != 1 {
+		t.Fatalf("task %s attempt %d", got.Status, got.Attempt)
+	}
+}
