@@ -133,7 +133,7 @@ func TestTasksDeadLetteredWritesTheMetricTheAlarmWatches(t *testing.T) {
 
 func TestDispatchWritesTheMetricTheDeliveryFailureAlarmWatches(t *testing.T) {
 	var buf bytes.Buffer
-	if err := metrics.New(&buf, "s3q/dev").Dispatch("orders", 5, 2, 1, t0); err != nil {
+	if err := metrics.New(&buf, "").Dispatch("orders", 5, 2, 1, t0); err != nil {
 		t.Fatal(err)
 	}
 	docs := lines(t, buf.String())
