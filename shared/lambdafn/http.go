@@ -16,6 +16,9 @@ import (
 	"github.com/s3q/s3q/shared/queue"
 )
 
+// wakeTimeout bounds the submit function's wake of dispatch.
+const wakeTimeout = 2 * time.Second
+
 // httpFunction is an HTTP function: the API limited to its routes.
 type httpFunction struct {
 	api *api.API
@@ -35,7 +38,11 @@ func newHTTP(name string, d Deps) *httpFunction {
 				}
 			}
 			if d.Waker != nil && targets != nil {
-				dispatch.OnSubmit(context.Background(), targets, d.Waker, tasks, now, d.Logger)
+				// A slow wake must not hold the submit: the minute rule
+				// delivers what a lost wake would have.
+				ctx, cancel := context.WithTimeout(context.Background(), wakeTimeout)
+				defer cancel()
+				dispatch.OnSubmit(ctx, targets, d.Waker, tasks, now, d.Logger)
 			}
 		}
 	}
