@@ -186,3 +186,27 @@ func TestALambdaTargetThatOutlivesTheLeaseLetsItLapse(t *testing.T) {
 		t.Fatalf("task %s attempt %d", got.Status, got.Attempt)
 	}
 }
+
+func TestLambdaWakerInvokesDispatchAsynchronouslyWithTheWake(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, r.URL.Path+" "+r.Header.Get("X-Amz-Invocation-Type")+" "+string(body))
+		mu.Unlock()
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	at := time.Date(2026, 1, 28, 9, 0, 5, 0, time.UTC)
+	w := &dispatch.LambdaWaker{Client: lambdaClient(srv.URL), Function: "s3q-dev-dispatch"}
+	w.Wake(context.Background(), dispatch.Wake{Queue: "orders"})
+	w.Wake(context.Background(), dispatch.Wake{Queue: "orders", At: at})
+	want := []string{
+		`/2015-03-31/functions/s3q-dev-dispatch/invocations Event {"queue":"orders"}`,
+		`/2015-03-31/functions/s3q-dev-dispatch/invocations Event {"queue":"orders","at":"2026-01-28T09:00:05Z"}`,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("invocations\n%q\nwant\n%q", got, want)
+	}
+}
