@@ -36,7 +36,9 @@ func init() {
 an event file (see events/), and prints the response. It uses the same
 environment as the deployed function: S3Q_BUCKET (required), S3Q_ENDPOINT,
 S3Q_PREFIX, AWS_REGION, S3Q_DEFAULT_TTL, ... Placeholders such as
-{{task_id}} in the event are replaced with --set task_id=ID.
+{{task_id}} in the event are replaced with --set task_id=ID. As in the
+stack, a submit to an undeclared queue is 404 queue_not_found unless
+S3Q_AUTO_DECLARE=true (or 's3q queue create default' first).
 
 Functions: ` + strings.Join(lambdafn.Names(), ", ") + `
 

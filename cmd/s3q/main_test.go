@@ -180,7 +180,13 @@ func TestInvokeRunsAFunctionWithASampleEvent(t *testing.T) {
 	t.Setenv("AWS_REGION", srv.Region)
 	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	// As in the stack, queues must be declared unless S3Q_AUTO_DECLARE is on.
 	out, errOut, code := cli(t, "", "invoke", "submit", "../../events/submit.json")
+	if code != 0 || !strings.Contains(out, `"statusCode": 404`) || !strings.Contains(out, "queue_not_found") {
+		t.Fatalf("invoke submit to an undeclared queue (%d):\n%s\n%s", code, out, errOut)
+	}
+	t.Setenv("S3Q_AUTO_DECLARE", "true")
+	out, errOut, code = cli(t, "", "invoke", "submit", "../../events/submit.json")
 	if code != 0 || !strings.Contains(out, `"statusCode": 201`) {
 		t.Fatalf("invoke submit (%d):\n%s\n%s", code, out, errOut)
 	}

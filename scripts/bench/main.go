@@ -3,6 +3,7 @@
 //
 //	bench lifecycle ttl=no requests=N put=N list=N get=N delete=N usd_per_million=X
 //	bench lifecycle ttl=yes ...
+//	bench lifecycle ttl=no max_concurrency=10 ...   (a queue declared with max_concurrency)
 //	bench throughput server=versitygw workers=W tasks_per_s=X raw_ops_per_s=Y bound_ratio=R
 //	bench push target=http tasks=N pickup_p50_ms=A pickup_p99_ms=B requests_per_task=R
 //	bench push target=http delayed=N lateness_p50_ms=A lateness_p99_ms=B
@@ -49,6 +50,7 @@ func main() {
 	throughputTasks := flag.Int("throughput-tasks", 400, "backlog drained per throughput figure")
 	workers := flag.String("workers", "1,4,16", "worker counts for the throughput figures")
 	rawFor := flag.Duration("raw-for", 2*time.Second, "how long to measure the raw PUT+GET rate")
+	lifecycleOnly := flag.Bool("lifecycle-only", false, "print the lifecycle figures only")
 	pushTasks := flag.Int("push-tasks", 200, "tasks due now for the push pickup figure")
 	pushDelayed := flag.Int("push-delayed", 50, "delayed tasks for the push lateness figure")
 	only := flag.String("only", "", "run only these figures, comma-separated: lifecycle, throughput, sweep, tick, push (default all)")
@@ -65,18 +67,28 @@ func main() {
 	}
 	defer srv.Close()
 
-	for _, ttl := range []bool{false, true} {
+	for _, v := range []struct {
+		ttl bool
+		mc  int
+	}{{false, 0}, {true, 0}, {false, 10}} {
 		if !run("lifecycle") {
 			break
 		}
-		c, err := lifecycle(ctx, srv, *tasks, ttl)
+		c, err := lifecycle(ctx, srv, *tasks, v.ttl, v.mc)
 		if err != nil {
 			log.Fatal(err)
 		}
 		n := float64(*tasks)
-		yes := map[bool]string{false: "no", true: "yes"}[ttl]
-		fmt.Printf("bench lifecycle ttl=%s requests=%.2f put=%.2f list=%.3f get=%.2f delete=%.2f usd_per_million=%.2f\n",
-			yes, float64(c.Total())/n, float64(c.Put)/n, float64(c.List)/n, float64(c.Get+c.Head)/n, float64(c.Delete)/n, c.USD()/n*1e6)
+		yes := map[bool]string{false: "no", true: "yes"}[v.ttl]
+		mc := ""
+		if v.mc > 0 {
+			mc = fmt.Sprintf(" max_concurrency=%d", v.mc)
+		}
+		fmt.Printf("bench lifecycle ttl=%s%s requests=%.2f put=%.2f list=%.3f get=%.2f delete=%.2f usd_per_million=%.2f\n",
+			yes, mc, float64(c.Total())/n, float64(c.Put)/n, float64(c.List)/n, float64(c.Get+c.Head)/n, float64(c.Delete)/n, c.USD()/n*1e6)
+	}
+	if *lifecycleOnly {
+		return
 	}
 
 	for _, ws := range strings.Split(*workers, ",") {
@@ -123,10 +135,17 @@ func prefix() string {
 }
 
 // lifecycle submits n tasks, then claims and completes them one at a time
-// in a second process, and returns the requests of all of it.
-func lifecycle(ctx context.Context, srv *s3local.Server, n int, ttl bool) (store.Counts, error) {
+// in a second process, and returns the requests of all of it. With mc > 0
+// the queue is declared first with that max_concurrency.
+func lifecycle(ctx context.Context, srv *s3local.Server, n int, ttl bool, mc int) (store.Counts, error) {
 	counting := store.NewCounting(srv.Store(prefix()))
 	submitter := queue.New(counting, queue.Options{})
+	if mc > 0 {
+		if _, _, err := submitter.Declare(ctx, queue.Declaration{Name: queue.DefaultQueue, MaxConcurrency: mc}, time.Now()); err != nil {
+			return store.Counts{}, err
+		}
+		counting.Reset()
+	}
 	for i := 0; i < n; i++ {
 		req := queue.SubmitRequest{TaskType: "bench", Input: []byte(`{"n":1}`)}
 		if ttl {

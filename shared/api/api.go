@@ -1,8 +1,12 @@
-// Package api is the HTTP API of s3q (DESIGN.md §8) for the task routes:
-// submit (one and batch, with an optional synchronous wait), get, list,
-// history, cancel, retry, expire, claim (with an optional long-poll), the
-// lease operations heartbeat, complete, fail and reschedule, and presigned
-// artifact URLs (when Options.Artifacts is set).
+// Package api is the HTTP API of s3q (DESIGN.md §8, §12.2, §12.3): the
+// queue declarations (PUT|GET|DELETE /queues/{queue}, GET /queues) and,
+// under /queues/{queue}, the task routes: submit (one and batch, with an
+// optional synchronous wait), get, list, history, cancel, retry, expire,
+// claim (with an optional long-poll), the lease operations heartbeat,
+// complete, fail and reschedule, presigned artifact URLs (when
+// Options.Artifacts is set) and the schedules (when Options.Schedules is
+// set). A task or schedule addressed under a queue that is not its own is
+// 404, as if it did not exist; GET /tasks lists across queues.
 //
 // An *API is an http.Handler over a *queue.Queue. It knows nothing about
 // Lambda: package lambdafn turns API Gateway events into requests for it,
@@ -59,24 +63,25 @@ type Options struct {
 	MaxWait time.Duration
 
 	// Routes limits the API to these route keys (see Routes, e.g.
-	// "POST /claim"); any other route answers 404 not_found, as an HTTP
-	// function does for a route that is not its own. Unknown keys never
-	// match. Defaults to every route.
+	// "POST /queues/{queue}/claim"); any other route answers 404
+	// not_found, as an HTTP function does for a route that is not its own.
+	// Unknown keys never match. Defaults to every route.
 	Routes []string
 
-	// Artifacts hands out the presigned URLs of POST /tasks/{id}/artifacts
-	// and GET /tasks/{id}/artifacts/{name} (*artifacts.Service). Defaults
+	// Artifacts hands out the presigned URLs of
+	// POST /queues/{queue}/tasks/{id}/artifacts and
+	// GET /queues/{queue}/tasks/{id}/artifacts/{name} (*artifacts.Service). Defaults
 	// to none: those routes answer 404 not_found.
 	Artifacts Artifacts
 
-	// OnSubmit, when set, is called after every successful POST /tasks
-	// and POST /tasks/batch with the tasks it created (not those a dedup
+	// OnSubmit, when set, is called after every successful
+	// POST /queues/{queue}/tasks and POST /queues/{queue}/tasks/batch with the tasks it created (not those a dedup
 	// key returned) and the time they were submitted at: the submit
 	// function writes the TTL-at-submit metric from it. It must not block.
 	// Defaults to none.
 	OnSubmit func(created []queue.Task, now time.Time)
 
-	// Schedules serves the /schedules routes (DESIGN §8). Defaults to
+	// Schedules serves the /queues/{queue}/schedules routes. Defaults to
 	// none: those routes answer 404 not_found.
 	Schedules *schedule.Scheduler
 }

@@ -106,7 +106,7 @@ func withArtifacts(o *api.Options) { o.Artifacts = noSign{} }
 func TestUndeclaredQueueIs404UnlessAutoDeclared(t *testing.T) {
 	s := memstore.New()
 	q := queue.New(reqcount.Wrap(s), queue.Options{RequireDeclared: true})
-	h := api.New(q, api.Options{})
+	h := api.New(q, api.Options{Schedules: schedule.New(s, q, schedule.Options{})})
 	do := func(method, path, body string) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(method, path, strings.NewReader(body)))
@@ -131,6 +131,9 @@ func TestUndeclaredQueueIs404UnlessAutoDeclared(t *testing.T) {
 	}
 	if after := keys(t, s); !maps.Equal(before, after) {
 		t.Errorf("submits to an undeclared queue wrote %v", after)
+	}
+	if w := do("POST", "/queues/ghost/schedules", `{"id":"s","cron":"@hourly","task_type":"t"}`); w.Code != 404 || !strings.Contains(w.Body.String(), `"queue_not_found"`) {
+		t.Errorf("a schedule of an undeclared queue: %d %s, want 404 queue_not_found", w.Code, w.Body)
 	}
 	if w := do("PUT", "/queues/ghost", `{}`); w.Code != http.StatusCreated {
 		t.Fatalf("declare: %d %s", w.Code, w.Body)

@@ -28,8 +28,10 @@ func (a *API) scheduler() (*schedule.Scheduler, error) {
 }
 
 // inQueue fills in the queue of a schedule request from the path, or
-// refuses another one (400 naming queue).
-func inQueue(rq *request, req *schedule.Request) error {
+// refuses another one (400 naming queue), and checks that the queue takes
+// tasks (404 queue_not_found for an undeclared one where queues must be
+// declared): a schedule never fires into a queue that refuses its tasks.
+func (a *API) inQueue(rq *request, req *schedule.Request) error {
 	switch req.Queue {
 	case "":
 		req.Queue = rq.queue
@@ -37,7 +39,7 @@ func inQueue(rq *request, req *schedule.Request) error {
 	default:
 		return badInput("queue", "is %q, but the request is addressed to queue %q", clip(req.Queue), rq.queue)
 	}
-	return nil
+	return a.q.CheckQueue(rq.ctx, rq.queue, a.now())
 }
 
 // ownSchedule checks that schedule id fires into the path's queue: one
@@ -70,7 +72,7 @@ func (a *API) scheduleCreate(rq *request) (reply, error) {
 	if err := decodeObject(rq.body, &req, ""); err != nil {
 		return reply{}, err
 	}
-	if err := inQueue(rq, &req); err != nil {
+	if err := a.inQueue(rq, &req); err != nil {
 		return reply{}, err
 	}
 	s, err := sc.Create(rq.ctx, req, a.now())
@@ -118,7 +120,7 @@ func (a *API) scheduleUpdate(rq *request) (reply, error) {
 	if err := decodeObject(rq.body, &req, ""); err != nil {
 		return reply{}, err
 	}
-	if err := inQueue(rq, &req); err != nil {
+	if err := a.inQueue(rq, &req); err != nil {
 		return reply{}, err
 	}
 	if err := a.ownSchedule(rq, sc); err != nil {

@@ -20,6 +20,7 @@ func TestFromEnv(t *testing.T) {
 			"S3Q_BUCKET": "my-bucket", "S3Q_PREFIX": "dev/", "S3Q_ENDPOINT": "http://127.0.0.1:7070",
 			"AWS_REGION": "eu-west-1", "S3Q_DEFAULT_TTL": "7d", "S3Q_SHARDS": "4", "S3Q_LOG_LEVEL": "debug",
 			"S3Q_EVENT_BUS": "s3q-dev", "S3Q_ARTIFACT_TTL": "30m", "S3Q_METRICS_NAMESPACE": "s3q/dev",
+			"S3Q_AUTO_DECLARE": "true", "S3Q_MAX_QUEUES": "50", "S3Q_ALLOW_INSECURE_TARGETS": "1",
 			"S3Q_PUSH_QUEUES":       `{"orders":{"target":{"url":"https://example.com/hook","secret":"/s3q/hook"},"max_concurrency":2}}`,
 			"S3Q_DISPATCH_FUNCTION": "s3q-dev-dispatch", "S3Q_LAMBDA_ENDPOINT": "http://127.0.0.1:9001",
 		}))
@@ -28,6 +29,7 @@ func TestFromEnv(t *testing.T) {
 		}
 		want := config.Config{Bucket: "my-bucket", Prefix: "dev/", Endpoint: "http://127.0.0.1:7070", Region: "eu-west-1",
 			DefaultTTL: 7 * 24 * time.Hour, Shards: 4, LogLevel: slog.LevelDebug, EventBus: "s3q-dev", ArtifactTTL: 30 * time.Minute, MetricsNamespace: "s3q/dev",
+			AutoDeclare: true, MaxQueues: 50, AllowInsecureTargets: true,
 			PushQueues:       dispatch.Static{"orders": {Name: "orders", Target: dispatch.Target{URL: "https://example.com/hook", Secret: "/s3q/hook"}, MaxConcurrency: 2}},
 			DispatchFunction: "s3q-dev-dispatch", LambdaEndpoint: "http://127.0.0.1:9001"}
 		if !reflect.DeepEqual(c, want) {
@@ -36,7 +38,8 @@ func TestFromEnv(t *testing.T) {
 	})
 	t.Run("only_the_bucket_is_required", func(t *testing.T) {
 		c, err := config.FromEnv(env(map[string]string{"S3Q_BUCKET": "b12"}))
-		if err != nil || c.Shards != 1 || c.LogLevel != slog.LevelInfo || c.DefaultTTL != 0 || c.EventBus != "" || c.ArtifactTTL != time.Hour || c.MetricsNamespace != "s3q" {
+		if err != nil || c.Shards != 1 || c.LogLevel != slog.LevelInfo || c.DefaultTTL != 0 || c.EventBus != "" || c.ArtifactTTL != time.Hour || c.MetricsNamespace != "s3q" ||
+			c.AutoDeclare || c.MaxQueues != 0 || c.AllowInsecureTargets {
 			t.Errorf("got %+v, %v", c, err)
 		}
 	})
@@ -44,12 +47,14 @@ func TestFromEnv(t *testing.T) {
 		_, err := config.FromEnv(env(map[string]string{
 			"S3Q_PREFIX": "dev", "S3Q_ENDPOINT": "localhost:7070", "S3Q_DEFAULT_TTL": "soon",
 			"S3Q_SHARDS": "0", "S3Q_LOG_LEVEL": "loud", "S3Q_ARTIFACT_TTL": "0", "S3Q_METRICS_NAMESPACE": "AWS/Lambda",
+			"S3Q_AUTO_DECLARE": "yes please", "S3Q_MAX_QUEUES": "0", "S3Q_ALLOW_INSECURE_TARGETS": "sure",
 			"S3Q_PUSH_QUEUES": `{"q":{"target":{"url":"http://example.com/plain","secret":"s"}}}`, "S3Q_LAMBDA_ENDPOINT": "nowhere",
 		}))
 		if err == nil {
 			t.Fatal("no error")
 		}
-		for _, v := range []string{"S3Q_BUCKET is required", "S3Q_PREFIX", "S3Q_ENDPOINT", "S3Q_DEFAULT_TTL", "S3Q_SHARDS", "S3Q_LOG_LEVEL", "S3Q_ARTIFACT_TTL", "S3Q_METRICS_NAMESPACE", "S3Q_PUSH_QUEUES", "target.url", "S3Q_LAMBDA_ENDPOINT"} {
+		for _, v := range []string{"S3Q_BUCKET is required", "S3Q_PREFIX", "S3Q_ENDPOINT", "S3Q_DEFAULT_TTL", "S3Q_SHARDS", "S3Q_LOG_LEVEL", "S3Q_ARTIFACT_TTL", "S3Q_METRICS_NAMESPACE",
+			"S3Q_AUTO_DECLARE", "S3Q_MAX_QUEUES", "S3Q_ALLOW_INSECURE_TARGETS", "S3Q_PUSH_QUEUES", "target.url", "S3Q_LAMBDA_ENDPOINT"} {
 			if !strings.Contains(err.Error(), v) {
 				t.Errorf("the error does not mention %s: %v", v, err)
 			}

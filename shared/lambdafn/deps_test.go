@@ -66,6 +66,7 @@ func fromEnv(t *testing.T, extra map[string]string) config.Config {
 		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": srv.AccessKey, "AWS_SECRET_ACCESS_KEY": srv.SecretKey,
 		"AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull, "AWS_EC2_METADATA_DISABLED": "true",
 		"S3Q_EVENT_BUS": "", "S3Q_DEFAULT_TTL": "", "AWS_ENDPOINT_URL": "", "AWS_ENDPOINT_URL_EVENTBRIDGE": "", "S3Q_METRICS_NAMESPACE": "",
+		"S3Q_AUTO_DECLARE": "true", // these cases are about wiring; queues declare on submit
 	}
 	for k, v := range extra {
 		env[k] = v

@@ -45,6 +45,12 @@ type ClaimRequest struct {
 // stale marker is deleted.
 //
 // A task with ttl_from=first_attempt gets its expires_at on its first claim.
+//
+// The queue's declaration is read (once per Options.DeclCacheFor): an
+// undeclared queue is ErrQueueNotFound under Options.RequireDeclared, and
+// a queue with max_concurrency starts a task only when it takes one of its
+// slots (slots.go), so fewer tasks, or none, come back while the queue
+// runs max_concurrency tasks already.
 func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]Claimed, error) {
 	now = norm(now)
 	var err error

@@ -135,10 +135,14 @@ type state struct {
 	queues map[string]bool
 	// parents are the tasks this Queue has flagged as parents.
 	parents map[string]bool
-	// decls caches queue declarations (Options.DeclCacheFor).
-	decls map[string]declEntry
+	// decls caches queue declarations (Options.DeclCacheFor);
+	// declLoading holds, per queue, the channel a read in flight closes.
+	decls       map[string]declEntry
+	declLoading map[string]chan struct{}
 	// slots caches, per slot key, until when it is known to be held.
 	slots map[string]time.Time
+	// slotLists caches the last LIST of each queue's slots.
+	slotLists map[string]slotListing
 	// lastLoss is when a claim of this Queue last lost a race.
 	lastLoss time.Time
 }
@@ -174,7 +178,7 @@ func New(s store.Store, opts Options) *Queue {
 		bufs: make(map[string]*scanBuf), skip: make(map[string]time.Time), types: make(map[string]string),
 		listing: make(map[string]chan struct{}),
 		queues:  make(map[string]bool), parents: make(map[string]bool),
-		decls: make(map[string]declEntry), slots: make(map[string]time.Time),
+		decls: make(map[string]declEntry), declLoading: make(map[string]chan struct{}), slots: make(map[string]time.Time), slotLists: make(map[string]slotListing),
 	}}
 }
 

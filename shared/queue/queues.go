@@ -335,12 +335,38 @@ func (q *Queue) GetQueue(ctx context.Context, name string, now time.Time) (Decla
 // without it, an undeclared queue is ErrQueueNotFound. Only found
 // declarations are cached, so a new queue is usable at once.
 func (q *Queue) declared(ctx context.Context, name string, create bool, now time.Time) (Declaration, error) {
-	q.mu.Lock()
-	e, ok := q.decls[name]
-	q.mu.Unlock()
-	if ok && e.found && now.Sub(e.at) < q.opts.DeclCacheFor && !now.Before(e.at) {
-		return e.d, nil
+	for {
+		q.mu.Lock()
+		e, ok := q.decls[name]
+		if ok && e.found && now.Sub(e.at) < q.opts.DeclCacheFor && !now.Before(e.at) {
+			q.mu.Unlock()
+			return e.d, nil
+		}
+		// One read per queue at a time: the submits of a batch, or the
+		// fires of a tick, that miss together share it.
+		if ch, busy := q.declLoading[name]; busy {
+			q.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return Declaration{}, ctx.Err()
+			}
+		}
+		ch := make(chan struct{})
+		q.declLoading[name] = ch
+		q.mu.Unlock()
+		d, err := q.readDeclared(ctx, name, create, now)
+		q.mu.Lock()
+		delete(q.declLoading, name)
+		q.mu.Unlock()
+		close(ch)
+		return d, err
 	}
+}
+
+// readDeclared is declared's read of the store.
+func (q *Queue) readDeclared(ctx context.Context, name string, create bool, now time.Time) (Declaration, error) {
 	d, _, err := q.loadQueue(ctx, name)
 	if errors.Is(err, ErrQueueNotFound) && !q.opts.RequireDeclared {
 		if !create {
@@ -571,4 +597,17 @@ func (q *Queue) scoped(field, name string) (string, error) {
 		return q.scope, nil
 	}
 	return "", invalid(field, "is %q, but the request is addressed to queue %q", clip(name), q.scope)
+}
+
+// CheckQueue reports whether tasks may be submitted to a queue: nil when
+// it is declared or Options.RequireDeclared is off (a submit would
+// declare it), ErrQueueNotFound otherwise. A schedule is checked with it
+// when it is made, so that it never fires into a queue that refuses its
+// tasks.
+func (q *Queue) CheckQueue(ctx context.Context, name string, now time.Time) error {
+	if err := ValidateQueueName(name); err != nil {
+		return err
+	}
+	_, err := q.declared(ctx, name, false, norm(now))
+	return err
 }

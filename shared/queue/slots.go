@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -34,9 +35,10 @@ import (
 // longer holds it under a valid lease; since both the holder's release and
 // a takeover are conditional on the same ETag, one of them loses.
 //
-// Cost per task of a queue with max_concurrency: one LIST of the slots
-// per claim call (serving all its max_tasks), one PUT to take a slot and
-// one PUT to free it: +3 PUT/LIST-class requests. When every slot is held,
+// Cost per task of a queue with max_concurrency: one PUT to take a slot
+// and one PUT to free it, and a LIST of the slots that serves the claims
+// of a process for Options.ListCacheFor (1s), as the index LISTs do:
+// +2 PUT-class requests and an amortised LIST. When every slot is held,
 // a claim also GETs up to maxSlotChecks slots (and their tasks) whose
 // recorded expiry has passed, remembering held ones until their lease
 // ends, and returns no task.
@@ -73,9 +75,10 @@ func slotIndex(key string) int {
 
 // slotRun is what one claim call knows of a queue's slots.
 type slotRun struct {
-	listed bool
-	slots  map[int]store.Info // by number: ETag and size (free or held)
-	busy   bool               // no slot was free
+	listed   bool
+	listedAt time.Time          // when this run LISTed; zero for a cached listing
+	slots    map[int]store.Info // by number: ETag and size (free or held)
+	busy     bool               // no slot was free
 }
 
 // takeSlot takes a free slot of queue d for t, which is about to start
@@ -86,18 +89,11 @@ func (q *Queue) takeSlot(ctx context.Context, d Declaration, t *Task, run *slotR
 		return "", "", nil
 	}
 	if !run.listed {
-		page, err := q.store.List(ctx, slotPrefix(d.Name), "", store.MaxListLimit)
-		if err != nil {
-			return "", "", fmt.Errorf("list slots of %s: %w", d.Name, err)
+		if err := q.listSlots(ctx, d.Name, run, now); err != nil {
+			return "", "", err
 		}
-		run.slots = make(map[int]store.Info, len(page.Items))
-		for _, it := range page.Items {
-			if n := slotIndex(it.Key); n >= 0 {
-				run.slots[n] = it
-			}
-		}
-		run.listed = true
 	}
+	defer q.keepSlots(d.Name, run)
 	body, err := json.Marshal(slotRecord{TaskID: t.ID, LeaseToken: t.LeaseToken, LeaseExpiresAt: *t.LeaseExpiresAt})
 	if err != nil {
 		return "", "", fmt.Errorf("encode slot: %w", err)
@@ -166,6 +162,69 @@ func (q *Queue) takeSlot(ctx context.Context, d Declaration, t *Task, run *slotR
 	return "", "", nil
 }
 
+// slotListing is the last LIST of a queue's slots, kept like the index
+// listings (Options.ListCacheFor) so that the claims of a busy process
+// share one LIST. It is a hint: a stale ETag only costs a failed
+// conditional write, and a slot it shows held is read before it is taken
+// over.
+type slotListing struct {
+	slots map[int]store.Info
+	at    time.Time
+}
+
+// listSlots fills run with the queue's slots: from this Queue's listing
+// when it is fresh, else from a LIST.
+func (q *Queue) listSlots(ctx context.Context, name string, run *slotRun, now time.Time) error {
+	q.mu.Lock()
+	l, ok := q.slotLists[name]
+	q.mu.Unlock()
+	if ok && q.opts.ListCacheFor > 0 && now.Sub(l.at) < q.opts.ListCacheFor && !now.Before(l.at) {
+		run.slots = maps.Clone(l.slots)
+		run.listed = true
+		return nil
+	}
+	page, err := q.store.List(ctx, slotPrefix(name), "", store.MaxListLimit)
+	if err != nil {
+		return fmt.Errorf("list slots of %s: %w", name, err)
+	}
+	run.slots = make(map[int]store.Info, len(page.Items))
+	for _, it := range page.Items {
+		if n := slotIndex(it.Key); n >= 0 {
+			run.slots[n] = it
+		}
+	}
+	run.listed, run.listedAt = true, now
+	return nil
+}
+
+// keepSlots stores what a claim learnt of a queue's slots for the next.
+func (q *Queue) keepSlots(name string, run *slotRun) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	at := run.listedAt
+	if l, ok := q.slotLists[name]; ok && at.IsZero() {
+		at = l.at // a cached listing keeps its age
+	}
+	if at.IsZero() {
+		return
+	}
+	if len(q.slotLists) >= maxSkip {
+		clear(q.slotLists)
+	}
+	q.slotLists[name] = slotListing{slots: maps.Clone(run.slots), at: at}
+}
+
+// slotFreed notes in this Queue's listing that it freed a slot.
+func (q *Queue) slotFreed(key, etag string) {
+	name := strings.TrimPrefix(key[:strings.LastIndexByte(key, '/')], prefixSlots)
+	n := slotIndex(key)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if l, ok := q.slotLists[name]; ok && n >= 0 {
+		l.slots[n] = store.Info{Key: key, ETag: etag, Size: int64(len(freeSlot))}
+	}
+}
+
 // slotFree reads a slot and reports whether it may be taken, with its
 // ETag. A held slot is remembered in q.slots until it may be free.
 func (q *Queue) slotFree(ctx context.Context, key string, now time.Time) (bool, string, error) {
@@ -217,8 +276,11 @@ func (q *Queue) freeSlotOf(ctx context.Context, t *Task) {
 	if t.SlotKey == "" || t.SlotETag == "" {
 		return
 	}
-	_, _ = q.store.PutIfMatch(ctx, t.SlotKey, freeSlot, t.SlotETag)
+	etag, err := q.store.PutIfMatch(ctx, t.SlotKey, freeSlot, t.SlotETag)
 	q.mu.Lock()
 	delete(q.slots, t.SlotKey)
 	q.mu.Unlock()
+	if err == nil {
+		q.slotFreed(t.SlotKey, etag)
+	}
 }

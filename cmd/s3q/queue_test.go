@@ -1,0 +1,84 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestQueueCommandsAndTheQueueFlag(t *testing.T) {
+	url := apiURL(t)
+	out, errOut, code := cli(t, url, "queue", "create", "emails", "--ttl", "1h", "--max-attempts", "5", "--max-concurrency", "2",
+		"--target-url", "https://example.com/hook", "--target-secret", "/s3q/hook")
+	if code != 0 || !strings.Contains(out, "max_concurrency:  2") || !strings.Contains(out, "url https://example.com/hook") {
+		t.Fatalf("create (%d): %s %s", code, out, errOut)
+	}
+	if _, errOut, code := cli(t, url, "queue", "create", "emails"); code != 1 || !strings.Contains(errOut, "queue update emails") {
+		t.Errorf("create of an existing queue (%d): %s", code, errOut)
+	}
+	if _, errOut, code := cli(t, url, "queue", "create", "bad", "--target-url", "http://example.com/"); code != 1 || !strings.Contains(errOut, "target.url") {
+		t.Errorf("create with an http target (%d): %s", code, errOut)
+	}
+	// update keeps what is not given: the target's url when only the secret changes.
+	out, errOut, code = cli(t, url, "queue", "update", "emails", "--target-secret", "/s3q/other", "--no-ttl", "-o", "json")
+	var got struct {
+		Queue struct {
+			TTL            *string `json:"ttl"`
+			MaxAttempts    int     `json:"max_attempts"`
+			MaxConcurrency int     `json:"max_concurrency"`
+			Target         struct{ URL, Secret string }
+		} `json:"queue"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || got.Queue.TTL != nil || got.Queue.MaxAttempts != 5 ||
+		got.Queue.Target.URL != "https://example.com/hook" || got.Queue.Target.Secret != "/s3q/other" {
+		t.Fatalf("update (%d): %s %s", code, out, errOut)
+	}
+	if _, errOut, code := cli(t, url, "queue", "update", "nope", "--max-attempts", "2"); code != 1 || !strings.Contains(errOut, "queue_not_found") {
+		t.Errorf("update of an undeclared queue (%d): %s", code, errOut)
+	}
+
+	// --queue addresses every task command; another queue does not see the task.
+	out, errOut, code = cli(t, url, "submit", "-t", "email.send", "--queue", "emails", "-o", "json")
+	if code != 0 {
+		t.Fatalf("submit --queue (%d): %s", code, errOut)
+	}
+	var sub struct{ Task struct{ ID, Queue string } }
+	if json.Unmarshal([]byte(out), &sub) != nil || sub.Task.Queue != "emails" {
+		t.Fatalf("submit --queue: %s", out)
+	}
+	if _, errOut, code := cli(t, url, "status", sub.Task.ID); code != 1 || !strings.Contains(errOut, "404") {
+		t.Errorf("status under the default queue (%d): %s", code, errOut)
+	}
+	if out, _, code := cli(t, url, "-q", "emails", "status", sub.Task.ID); code != 0 || !strings.Contains(out, sub.Task.ID) {
+		t.Errorf("status -q emails (%d): %s", code, out)
+	}
+	if out, _, code := cli(t, url, "list", "--all-queues"); code != 0 || !strings.Contains(out, sub.Task.ID) {
+		t.Errorf("list --all-queues (%d): %s", code, out)
+	}
+	if out, _, code := cli(t, url, "list"); code != 0 || strings.Contains(out, sub.Task.ID) {
+		t.Errorf("list of the default queue shows a task of emails (%d): %s", code, out)
+	}
+	if _, _, code := cli(t, url, "list", "--all-queues", "--queue", "emails"); code != 2 {
+		t.Errorf("list --all-queues --queue: exit %d, want 2", code)
+	}
+
+	out, _, code = cli(t, url, "queue", "list")
+	if code != 0 || !strings.Contains(out, "emails") || !strings.Contains(out, "1 live") {
+		t.Errorf("queue list (%d): %s", code, out)
+	}
+	if out, _, code := cli(t, url, "queue", "show", "emails"); code != 0 || !strings.Contains(out, "1 live, 0 delayed, 0 running") {
+		t.Errorf("queue show (%d): %s", code, out)
+	}
+	if _, errOut, code := cli(t, url, "queue", "delete", "emails"); code != 1 || !strings.Contains(errOut, "queue_not_empty") {
+		t.Errorf("delete of a queue with a task (%d): %s", code, errOut)
+	}
+	if _, errOut, code := cli(t, url, "--queue", "emails", "cancel", sub.Task.ID); code != 0 {
+		t.Fatalf("cancel (%d): %s", code, errOut)
+	}
+	if out, errOut, code := cli(t, url, "queue", "delete", "emails"); code != 0 || !strings.Contains(out, "deleted queue emails") {
+		t.Errorf("delete (%d): %s %s", code, out, errOut)
+	}
+	if _, _, code := cli(t, url, "queue"); code != 2 {
+		t.Errorf("queue without a subcommand: exit %d, want 2", code)
+	}
+}
