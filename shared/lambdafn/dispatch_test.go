@@ -104,3 +104,25 @@ func apiEvent(method, path, body string) []byte {
 	b, _ := json.Marshal(ev)
 	return b
 }
+
+// A wake for a later second waits in the function until then.
+func TestADispatchWakeForLaterWaitsUntilItsTime(t *testing.T) {
+	st := s3localtest.NewStore(t, servers.GoFakeS3)
+	q := queue.New(st, queue.Options{})
+	d := lambdafn.Deps{
+		Queue: q, Store: st, Logger: slog.New(slog.DiscardHandler),
+		Dispatcher: dispatch.New(q, dispatch.Static{}, dispatch.Options{Logger: slog.New(slog.DiscardHandler)}),
+	}
+	h, err := lambdafn.New(lambdafn.Dispatch, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(300 * time.Millisecond)
+	ev, _ := json.Marshal(dispatch.Wake{Queue: "orders", At: at})
+	if _, err := h.Invoke(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	if time.Now().Before(at) {
+		t.Errorf("ran before %s", at)
+	}
+}
