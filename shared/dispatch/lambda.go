@@ -30,7 +30,8 @@ var _ LambdaInvoker = (*lambda.Client)(nil)
 // (FunctionError set) fails it, retryably unless its payload says
 // "retryable": false or its errorType is PermanentErrorType; a time-out
 // of the invocation lets the lease lapse; an error of the Invoke call
-// itself (throttled, not found, denied) is a retryable failure.
+// itself (throttled, not found, denied) is a retryable failure, retried
+// after the throttle's Retry-After when Lambda gives one.
 type Lambda struct {
 	Client LambdaInvoker
 }
@@ -48,7 +49,13 @@ func (l *Lambda) Deliver(ctx context.Context, target Target, d Delivery) Result 
 		if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
 			return Result{Outcome: Lapse}
 		}
-		return Result{Outcome: Fail, Error: "invoke " + target.Lambda + ": " + err.Error(), Retryable: true}
+		res := Result{Outcome: Fail, Error: "invoke " + target.Lambda + ": " + err.Error(), Retryable: true}
+		var throttled *types.TooManyRequestsException
+		if errors.As(err, &throttled) {
+			// Lambda's own Retry-After: the function is at its concurrency.
+			res.RetryAfter = ParseRetryAfter(aws.ToString(throttled.RetryAfterSeconds), d.Now)
+		}
+		return res
 	}
 	return DecideLambda(out.StatusCode, aws.ToString(out.FunctionError), out.Payload)
 }

@@ -210,3 +210,26 @@ func TestLambdaWakerInvokesDispatchAsynchronouslyWithTheWake(t *testing.T) {
 		t.Errorf("invocations\n%q\nwant\n%q", got, want)
 	}
 }
+
+func TestAThrottledLambdaTargetIsRetriedAfterLambdasRetryAfter(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Amzn-ErrorType", "TooManyRequestsException")
+		w.Header().Set("Retry-After", "20")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = io.WriteString(w, `{"Type":"User","message":"Rate exceeded","retryAfterSeconds":"20","Reason":"ReservedFunctionConcurrentInvocationLimitExceeded"}`)
+	}))
+	defer srv.Close()
+	client := awslambda.New(awslambda.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(srv.URL),
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
+		RetryMaxAttempts: 1,
+	})
+	e := newEnv(memstore.New(), dispatch.PushQueue{Name: "fn", Target: dispatch.Target{Lambda: "busy"}})
+	task := e.submit(t, queue.SubmitRequest{})
+	before := e.clk.Now()
+	run(t, e.dispatcher(e.st, &dispatch.Lambda{Client: client}), "")
+	got := e.get(t, task.ID)
+	if got.Status != queue.StatusPending || got.AvailableAt.Before(before.Add(20*time.Second)) || got.AvailableAt.After(e.clk.Now().Add(20*time.Second)) {
+		t.Fatalf("task %s available %s (now %s): %s", got.Status, got.AvailableAt, before, got.LastError)
+	}
+}
