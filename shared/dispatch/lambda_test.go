@@ -221,7 +221,7 @@ func TestAThrottledLambdaTargetIsRetriedAfterLambdasRetryAfter(t *testing.T) {
 	defer srv.Close()
 	client := awslambda.New(awslambda.Options{
 		Region: "us-east-1", BaseEndpoint: aws.String(srv.URL),
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
+		Credentials:      credentials.NewStaticCredentialsProvider("test", "test", ""),
 		RetryMaxAttempts: 1,
 	})
 	e := newEnv(memstore.New(), dispatch.PushQueue{Name: "fn", Target: dispatch.Target{Lambda: "busy"}})
