@@ -3,15 +3,51 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"log/slog"
+	"os"
+	"strings"
 
+	"github.com/s3q/s3q/shared/config"
 	"github.com/s3q/s3q/shared/devserver"
+	"github.com/s3q/s3q/shared/dispatch"
 )
+
+// devSecretName is the name of the --push-secret, which URL targets given
+// with --push are signed with.
+const devSecretName = "dev"
+
+// devPushQueues reads the dev server's push queues: S3Q_PUSH_QUEUES (JSON)
+// and --push queue=target flags, which win.
+func devPushQueues(env string, flags map[string]string) (dispatch.Static, error) {
+	pqs := dispatch.Static{}
+	if env != "" {
+		var err error
+		if pqs, err = dispatch.ParseStatic([]byte(env), true); err != nil {
+			return nil, fmt.Errorf("%s: %w", config.EnvPushQueues, err)
+		}
+	}
+	for name, target := range flags {
+		p := dispatch.PushQueue{Name: name}
+		if strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://") {
+			p.Target = dispatch.Target{URL: target, Secret: devSecretName}
+		} else {
+			p.Target = dispatch.Target{Lambda: target}
+		}
+		if err := p.Validate(true); err != nil {
+			return nil, fmt.Errorf("--push %s=%s: %w", name, target, err)
+		}
+		pqs[name] = p
+	}
+	return pqs, nil
+}
 
 func init() {
 	register(func() *command {
 		var o devserver.Options
 		var tick, ttl, maxWait durationFlag
+		push := &setFlags{m: map[string]string{}}
+		var pushSecret string
 		return &command{
 			name: "dev", summary: "run the whole queue locally: S3, the HTTP API, sweep and tick",
 			details: `Starts an in-process S3 server (gofakes3), serves the full HTTP API on
@@ -24,10 +60,17 @@ Task Expired and Task Dead-Lettered events go to the log (stderr) and to
 GET /events (the latest 1000, newest first; ?limit=N), in place of an
 EventBridge bus. Presigned artifact URLs point at the S3 server.
 
+Push queues: --push QUEUE=TARGET (repeatable) makes QUEUE's tasks be
+delivered in this process to TARGET, an http(s):// URL (a POST signed with
+--push-secret) or a Lambda function name (invoked at --lambda-endpoint, or
+S3Q_LAMBDA_ENDPOINT). S3Q_PUSH_QUEUES (JSON, see the README) declares push
+queues with max_concurrency and timeout.
+
 Examples:
   s3q dev
   s3q dev --tick 5s --data-dir .s3q
-  s3q dev --endpoint http://127.0.0.1:7070 --bucket s3q`,
+  s3q dev --endpoint http://127.0.0.1:7070 --bucket s3q
+  s3q dev --push orders=http://127.0.0.1:9000/ --push-secret dev-secret`,
 			flags: func(fs *flag.FlagSet) {
 				fs.StringVar(&o.Addr, "addr", devserver.DefaultAddr, "`address` to serve the API on")
 				fs.StringVar(&o.DataDir, "data-dir", "", "persist the in-process S3 bucket in `dir` (history then keeps only the latest version)")
@@ -39,12 +82,20 @@ Examples:
 				fs.Var(&ttl, "default-ttl", "TTL of tasks submitted without one (default: none)")
 				fs.IntVar(&o.Shards, "shards", 1, "index shards per queue")
 				fs.Var(&maxWait, "max-wait", "longest submit or claim `wait` (S3Q_MAX_WAIT on Lambda; default 25s)")
+				fs.Var(push, "push", "deliver `queue=target` (a URL or a Lambda function name) in this process; repeatable")
+				fs.StringVar(&pushSecret, "push-secret", "dev-secret", "signing `secret` of URL targets")
+				fs.StringVar(&o.LambdaEndpoint, "lambda-endpoint", os.Getenv(config.EnvLambdaEndpoint), "Lambda Invoke `url` for Lambda targets")
 			},
 			run: func(ctx context.Context, e *env, args []string) error {
 				if len(args) != 0 {
 					return usageErr("dev takes no arguments")
 				}
 				o.TickInterval, o.DefaultTTL, o.MaxWait = tick.d, ttl.d, maxWait.d
+				pqs, err := devPushQueues(os.Getenv(config.EnvPushQueues), push.m)
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				o.PushQueues, o.PushSecrets = pqs, map[string]string{devSecretName: pushSecret}
 				o.Out = e.stdout
 				o.Logger = slog.New(slog.NewJSONHandler(e.stderr, nil))
 				wireTimers(&o)

@@ -67,6 +67,11 @@ Example (against the S3 server of 's3q dev --endpoint ...', or a real bucket):
 					return err
 				}
 				wireDeps(&deps, cfg)
+				if args[0] == lambdafn.Dispatch {
+					if deps.Dispatcher, err = lambdafn.DispatcherFromConfig(ctx, cfg, deps); err != nil {
+						return err
+					}
+				}
 				h, err := lambdafn.New(args[0], deps)
 				if err != nil {
 					return usageErr("%v", err)

@@ -207,5 +207,21 @@ func Functions() []Function {
 			},
 			Timer: true,
 		},
+		{
+			// Claims due tasks of push queues and ends their leases with
+			// what the target answered; reads the declarations of push
+			// queues and takes their concurrency slots.
+			Name: "dispatch",
+			Access: []Access{
+				on(pTasks, GetObject, PutObject, PutObjectTagging),
+				on(pQueues, GetObject, ListBucket),
+				on(pSlots, GetObject, PutObject, ListBucket),
+				on(pReady, DeleteObject, ListBucket),
+				on(pDeadline, DeleteObject, ListBucket),
+				on(pSweep, GetObject, PutObject),
+				on(pStatus, GetObject, PutObject),
+			},
+			Timer: true,
+		},
 	}
 }

@@ -117,6 +117,23 @@ type Settings struct {
 	// AlarmTopicARN, when set, is an SNS topic every alarm notifies.
 	// Defaults to "" (alarms without actions).
 	AlarmTopicARN string `json:"alarmTopicArn"`
+
+	// Push delivery (push.go).
+	// DispatchTimeoutSeconds is the dispatch function's timeout: a run
+	// delivers until nothing is due or this time is nearly over, and only
+	// claims a task whose delivery lease (the queue's timeout, default 1m)
+	// ends before. Defaults to 300.
+	DispatchTimeoutSeconds int `json:"dispatchTimeoutSeconds"`
+	// PushTargets are the Lambda functions (names or ARNs) push queues
+	// may target: dispatch may invoke these and no others. Defaults to none.
+	PushTargets []string `json:"pushTargets"`
+	// PushSecrets are the SSM parameters (names or ARNs) holding the
+	// signing secrets of URL targets: dispatch may read these and no
+	// others. Defaults to none.
+	PushSecrets []string `json:"pushSecrets"`
+	// PushFailureAlarmThreshold is how many failed or timed-out deliveries
+	// in 5 minutes raise the delivery-failure alarm. Defaults to 5.
+	PushFailureAlarmThreshold int `json:"pushFailureAlarmThreshold"`
 }
 
 // reservedConcurrency is the reserved concurrency of a timer function, 0
@@ -161,15 +178,19 @@ func DefaultSettings(env string) Settings {
 		ThrottleRatePerSecond: 100,
 		ThrottleBurst:         200,
 
-		SweepReservedConcurrency: 1,
-		TickReservedConcurrency:  1,
-		SubmitThrottleRate:       50,
-		SubmitThrottleBurst:      100,
-		BatchThrottleRate:        5,
-		BatchThrottleBurst:       10,
-		ClaimThrottleRate:        10,
-		ClaimThrottleBurst:       20,
-		MaxWaitSeconds:           25,
+		SweepReservedConcurrency:  1,
+		TickReservedConcurrency:   1,
+		SubmitThrottleRate:        50,
+		SubmitThrottleBurst:       100,
+		BatchThrottleRate:         5,
+		BatchThrottleBurst:        10,
+		ClaimThrottleRate:         10,
+		ClaimThrottleBurst:        20,
+		MaxWaitSeconds:            25,
+		DispatchTimeoutSeconds:    300,
+		PushTargets:               []string{},
+		PushSecrets:               []string{},
+		PushFailureAlarmThreshold: 5,
 	}
 }
 
@@ -277,6 +298,7 @@ func (s Settings) Validate() error {
 	}
 	check(s.MaxWaitSeconds >= 1 && s.MaxWaitSeconds <= s.APITimeoutSeconds-2,
 		"maxWaitSeconds %d not in [1, apiTimeoutSeconds-2 = %d]", s.MaxWaitSeconds, s.APITimeoutSeconds-2)
+	errs = append(errs, s.validatePush()...)
 	if len(errs) > 0 {
 		return fmt.Errorf("settings: %s", strings.Join(errs, "; "))
 	}
@@ -310,6 +332,8 @@ func jsonFields() []jsonField {
 		{"submitThrottleRate", "int"}, {"submitThrottleBurst", "int"}, {"batchThrottleRate", "int"},
 		{"batchThrottleBurst", "int"}, {"claimThrottleRate", "int"}, {"claimThrottleBurst", "int"},
 		{"maxWaitSeconds", "int"},
+		{"dispatchTimeoutSeconds", "int"}, {"pushTargets", "list"}, {"pushSecrets", "list"},
+		{"pushFailureAlarmThreshold", "int"},
 	}
 }
 
@@ -319,6 +343,14 @@ func parseScalar(s, kind string) (interface{}, error) {
 		return strconv.Atoi(s)
 	case "bool":
 		return strconv.ParseBool(s)
+	case "list":
+		out := []interface{}{}
+		for _, v := range strings.Split(s, ",") {
+			if v = strings.TrimSpace(v); v != "" {
+				out = append(out, v)
+			}
+		}
+		return out, nil
 	}
 	return s, nil
 }

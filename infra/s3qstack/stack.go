@@ -105,6 +105,7 @@ func NewS3qStack(scope constructs.Construct, id string, props *S3qStackProps) (*
 	b.eventBusPolicy(fns)
 	b.deadLetterAlarm()
 	b.sweepIncompleteAlarm()
+	b.push()
 	b.outputs()
 	suppressFindings(b)
 	return b.out, nil

@@ -255,6 +255,12 @@ func TestStack(t *testing.T) {
 			if len(fn.Routes) > 0 {
 				env["S3Q_MAX_WAIT"] = "25s"
 			}
+			switch fn.Name { // push delivery (push.go)
+			case "submit":
+				env["S3Q_DISPATCH_FUNCTION"] = "s3q-dev-dispatch"
+			case "dispatch":
+				timeout = d.DispatchTimeoutSeconds
+			}
 			dev.template.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]interface{}{
 				"FunctionName":  "s3q-dev-" + fn.Name,
 				"Runtime":       "provided.al2023",
@@ -664,16 +670,17 @@ func TestStack(t *testing.T) {
 		}
 	})
 
-	t.Run("sweep_and_tick_have_reserved_concurrency_and_the_api_functions_do_not", func(t *testing.T) {
+	t.Run("sweep_and_tick_have_reserved_concurrency_and_the_other_functions_do_not", func(t *testing.T) {
 		for _, fn := range Functions() {
 			got := props(dev.resources("AWS::Lambda::Function")[dev.functionID(t, fn.Name)])["ReservedConcurrentExecutions"]
-			if want := map[bool]interface{}{true: 1.0, false: nil}[fn.Timer]; got != want {
+			reserved := fn.Name == "sweep-expired" || fn.Name == "schedule-tick"
+			if want := map[bool]interface{}{true: 1.0, false: nil}[reserved]; got != want {
 				t.Errorf("%s: ReservedConcurrentExecutions %v, want %v", fn.Name, got, want)
 			}
 		}
 	})
 
-	t.Run("sweep_and_tick_fire_every_minute", func(t *testing.T) {
+	t.Run("sweep_tick_and_dispatch_fire_every_minute", func(t *testing.T) {
 		for env, f := range all {
 			for _, fn := range Functions() {
 				if !fn.Timer {
@@ -688,7 +695,7 @@ func TestStack(t *testing.T) {
 					})},
 				})
 			}
-			f.template.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(2))
+			f.template.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(3)) // sweep-expired, schedule-tick, dispatch
 		}
 	})
 

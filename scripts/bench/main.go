@@ -7,6 +7,10 @@
 //	bench throughput server=versitygw workers=W tasks_per_s=X raw_ops_per_s=Y bound_ratio=R
 //	bench sweep ..., bench tick ..., bench list ..., bench history ... (sweep.go, tick.go, list.go)
 //	bench faults mix=M rate=R submits=N tasks=T duplicates=D dedup_violations=V lost=L run_twice=R http_500=E
+//	bench push target=http tasks=N pickup_p50_ms=A pickup_p99_ms=B requests_per_task=R
+//	bench push target=http delayed=N lateness_p50_ms=A lateness_p99_ms=B
+//
+// (push.go: through s3q dev; -only push runs just those.)
 //
 // Lifecycle: tasks are submitted by one process and then claimed and
 // completed one at a time by another (a worker), as in production; the
@@ -51,11 +55,13 @@ func main() {
 	throughputTasks := flag.Int("throughput-tasks", 400, "backlog drained per throughput figure")
 	workers := flag.String("workers", "1,4,16", "worker counts for the throughput figures")
 	rawFor := flag.Duration("raw-for", 2*time.Second, "how long to measure the raw PUT+GET rate")
-	only := flag.String("only", "", "run only these figures, comma-separated: lifecycle, throughput, sweep, tick, list, faults")
+	only := flag.String("only", "", "run only these figures, comma-separated: lifecycle, throughput, sweep, tick, list, faults, push")
 	faultMixes := flag.String("fault-mixes", "lost_answers,mixed", "fault mixes of the faults figures (empty: none)")
 	faultRate := flag.Float64("fault-rate", 0.10, "share of S3 requests that meet a fault in the faults figures")
 	faultSubmits := flag.Int("fault-submits", 1000, "submits per faults figure")
 	faultWorkers := flag.Int("fault-workers", 16, "workers per faults figure")
+	pushTasks := flag.Int("push-tasks", 200, "tasks due now for the push pickup figure")
+	pushDelayed := flag.Int("push-delayed", 50, "delayed tasks for the push lateness figure")
 	flag.Parse()
 	run := func(figure string) bool { return *only == "" || strings.Contains(","+*only+",", ","+figure+",") }
 	log.SetFlags(0)
@@ -126,6 +132,11 @@ func main() {
 	}
 	if run("faults") {
 		if err := benchFaults(ctx, srv, *faultMixes, *faultRate, *faultSubmits, *faultWorkers); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if run("push") {
+		if err := benchPush(ctx, *pushTasks, *pushDelayed); err != nil {
 			log.Fatal(err)
 		}
 	}

@@ -26,6 +26,13 @@
 //	                       (default): it is 404 queue_not_found (DESIGN §12.2)
 //	S3Q_MAX_QUEUES         most queues the deployment declares (default 1000)
 //	S3Q_ALLOW_INSECURE_TARGETS  true: http:// push targets are accepted (s3q dev); default false
+//	S3Q_PUSH_QUEUES        the push queues and their targets, JSON: {"orders": {"target":
+//	                       {"lambda": "fn"}, "max_concurrency": 4, "timeout": "30s"}}
+//	                       (package dispatch; https:// URLs only)
+//	S3Q_DISPATCH_FUNCTION  the dispatch function submit wakes for tasks due now (none: the
+//	                       minute rule alone delivers)
+//	S3Q_LAMBDA_ENDPOINT    Lambda endpoint override for push targets and the wake, such as
+//	                       http://127.0.0.1:9001
 //
 // Per-task-type defaults (ttl, ttl_from, max_attempts, timeout) come from
 // config/task_types.json in the bucket (package tasktypes), not from the
@@ -42,6 +49,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/artifacts"
+	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/queue"
 )
 
@@ -62,6 +70,9 @@ const (
 	EnvAutoDeclare      = "S3Q_AUTO_DECLARE"
 	EnvMaxQueues        = "S3Q_MAX_QUEUES"
 	EnvInsecureTargets  = "S3Q_ALLOW_INSECURE_TARGETS"
+	EnvPushQueues       = "S3Q_PUSH_QUEUES"
+	EnvDispatchFunction = "S3Q_DISPATCH_FUNCTION"
+	EnvLambdaEndpoint   = "S3Q_LAMBDA_ENDPOINT"
 )
 
 // DefaultMaxWait is MaxWait when S3Q_MAX_WAIT is not set: under API
@@ -120,6 +131,15 @@ type Config struct {
 	MaxQueues int
 	// AllowInsecureTargets accepts http:// push targets. Defaults to false.
 	AllowInsecureTargets bool
+	// PushQueues are the queues whose tasks the dispatch function
+	// pushes, with their targets. Defaults to none.
+	PushQueues dispatch.Static
+	// DispatchFunction is the dispatch function the submit function wakes
+	// (asynchronous Invoke) for a task due now. Defaults to none.
+	DispatchFunction string
+	// LambdaEndpoint overrides the Lambda endpoint (a local endpoint
+	// speaking the Invoke protocol). Defaults to AWS Lambda.
+	LambdaEndpoint string
 }
 
 // FieldError is one invalid environment variable.
@@ -149,6 +169,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		EventBus: get(EnvEventBus),
 		Shards:   1,
 
+		DispatchFunction: get(EnvDispatchFunction),
+		LambdaEndpoint:   get(EnvLambdaEndpoint),
+
 		ArtifactTTL:      artifacts.DefaultTTL,
 		MaxArtifactBytes: artifacts.DefaultMaxBytes,
 		MetricsNamespace: "s3q",
@@ -167,6 +190,20 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		u, err := url.Parse(c.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad(EnvEndpoint, "%q is not an endpoint URL such as http://127.0.0.1:7070", c.Endpoint)
+		}
+	}
+	if c.LambdaEndpoint != "" {
+		u, err := url.Parse(c.LambdaEndpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad(EnvLambdaEndpoint, "%q is not an endpoint URL such as http://127.0.0.1:9001", c.LambdaEndpoint)
+		}
+	}
+	if s := get(EnvPushQueues); s != "" {
+		pq, err := dispatch.ParseStatic([]byte(s), false)
+		if err != nil {
+			bad(EnvPushQueues, "%v", err)
+		} else {
+			c.PushQueues = pq
 		}
 	}
 	if s := get(EnvDefaultTTL); s != "" {

@@ -8,7 +8,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/s3q/s3q/shared/artifacts"
 	"github.com/s3q/s3q/shared/events"
@@ -110,4 +112,29 @@ func (c Config) Publisher(ctx context.Context, logger *slog.Logger) (queue.Event
 // JSON object per line, as CloudWatch Logs Insights reads them.
 func (c Config) Logger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: c.LogLevel}))
+}
+
+// LambdaClient returns the Lambda client of push targets and of the
+// dispatch wake: through LambdaEndpoint when it is set. It makes no
+// request.
+func (c Config) LambdaClient(ctx context.Context) (*lambda.Client, error) {
+	awsCfg, err := c.AWS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return lambda.NewFromConfig(awsCfg, func(o *lambda.Options) {
+		if c.LambdaEndpoint != "" {
+			o.BaseEndpoint = aws.String(c.LambdaEndpoint)
+		}
+	}), nil
+}
+
+// SSMClient returns the SSM client that reads the signing secrets of URL
+// targets. It makes no request.
+func (c Config) SSMClient(ctx context.Context) (*ssm.Client, error) {
+	awsCfg, err := c.AWS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return ssm.NewFromConfig(awsCfg), nil
 }

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/artifacts"
+	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/events"
 	"github.com/s3q/s3q/shared/lambdafn"
 	"github.com/s3q/s3q/shared/queue"
@@ -94,6 +95,20 @@ type Options struct {
 	// functions log that they have nothing to do.
 	Sweep, Tick lambdafn.TimerFunc
 
+	// PushQueues are the push queues dispatch delivers, in this process:
+	// woken at once by a submit of a task due now, at a delayed task's
+	// time, at a retry's time, and every TickInterval. URL targets may be
+	// http:// here. Defaults to none.
+	PushQueues dispatch.Static
+	// PushSecrets are the signing secrets of URL targets by name, in place
+	// of SSM Parameter Store. Defaults to none.
+	PushSecrets map[string]string
+	// LambdaEndpoint is where Lambda targets are invoked: a local endpoint
+	// speaking Lambda's Invoke protocol (POST
+	// /2015-03-31/functions/{name}/invocations), with dummy credentials.
+	// Defaults to AWS Lambda with the default credential chain.
+	LambdaEndpoint string
+
 	// RecentEvents is how many of the latest task events GET /events
 	// keeps. Defaults to DefaultRecentEvents (1000).
 	RecentEvents int
@@ -154,6 +169,15 @@ func Run(ctx context.Context, opts Options) error {
 		Scheduler: schedule.New(counted, q, schedule.Options{}),
 		MaxWait:   opts.MaxWait,
 	}
+	// Dispatch, in this process: the declared push queues and PushQueues.
+	d, err := newDispatcher(ctx, q, opts)
+	if err != nil {
+		return err
+	}
+	local := dispatch.NewLocal(ctx, d)
+	defer local.Wait()
+	d.SetWaker(local)
+	deps.Dispatcher, deps.Waker, deps.Targets = d, local, d.Targets()
 	if opts.Wire != nil {
 		opts.Wire(&deps)
 	}
@@ -188,7 +212,9 @@ func Run(ctx context.Context, opts Options) error {
 	timerDone := make(chan struct{})
 	go func() {
 		defer close(timerDone)
-		runTimers(timerCtx, opts.TickInterval, functions, opts.Logger)
+		runTimers(timerCtx, opts.TickInterval, functions, opts.Logger, func() {
+			local.WakeAll()
+		})
 	}()
 
 	select {

@@ -15,7 +15,7 @@ import (
 // runTimers fires sweep-expired and schedule-tick every interval until ctx
 // is done, as the stack's two EventBridge rules do. An error of a timer
 // function is logged (by the function) and the next run goes on.
-func runTimers(ctx context.Context, interval time.Duration, functions map[string]*function, log *slog.Logger) {
+func runTimers(ctx context.Context, interval time.Duration, functions map[string]*function, log *slog.Logger, dispatchAll func()) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -23,6 +23,7 @@ func runTimers(ctx context.Context, interval time.Duration, functions map[string
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
+			dispatchAll() // the dispatch rule: every push queue, in the background
 			for _, name := range []string{lambdafn.SweepExpired, lambdafn.ScheduleTick} {
 				payload, _ := json.Marshal(ScheduledEvent(name, now))
 				if _, err := functions[name].invoke(ctx, payload); err != nil && ctx.Err() == nil {

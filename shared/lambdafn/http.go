@@ -13,8 +13,12 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/s3q/s3q/shared/api"
+	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/queue"
 )
+
+// wakeTimeout bounds the submit function's wake of dispatch.
+const wakeTimeout = 2 * time.Second
 
 // httpFunction is an HTTP function: the API limited to its routes.
 type httpFunction struct {
@@ -26,10 +30,23 @@ func newHTTP(name string, d Deps) *httpFunction {
 		Now: d.Now, Logger: slog.New(callerHandler{d.Logger.Handler()}), Routes: routes[name],
 		Artifacts: d.Artifacts, Schedules: d.Scheduler, MaxWait: d.MaxWait,
 	}
-	if d.Metrics != nil {
+	targets := d.Targets
+	if targets == nil && d.Dispatcher != nil {
+		targets = d.Dispatcher.Targets()
+	}
+	if d.Metrics != nil || (d.Waker != nil && targets != nil) {
 		opts.OnSubmit = func(tasks []queue.Task, now time.Time) {
-			if err := d.Metrics.SubmitTTL(tasks, now); err != nil {
-				d.Logger.Warn("write submit metrics", "error", err)
+			if d.Metrics != nil {
+				if err := d.Metrics.SubmitTTL(tasks, now); err != nil {
+					d.Logger.Warn("write submit metrics", "error", err)
+				}
+			}
+			if d.Waker != nil && targets != nil {
+				// A slow wake must not hold the submit: the minute rule
+				// delivers what a lost wake would have.
+				ctx, cancel := context.WithTimeout(context.Background(), wakeTimeout)
+				defer cancel()
+				dispatch.OnSubmit(ctx, targets, d.Waker, tasks, now, d.Logger)
 			}
 		}
 	}

@@ -7,6 +7,9 @@
 // the routes each function owns: a route that is not its own answers 404.
 // The timer functions ("sweep-expired", "schedule-tick") take EventBridge
 // scheduled events and call Deps.Sweep and Deps.Tick with the event's time.
+// The "dispatch" function takes the minute rule's scheduled event (every
+// push queue) or a dispatch.Wake from submit (one queue) and runs
+// Deps.Dispatcher until nothing is due or its time ends.
 //
 // DepsFromConfig builds the Deps a deployed function runs on from its
 // environment (package config); NewSweep is the sweep's work over them
@@ -26,6 +29,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/s3q/s3q/shared/api"
+	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/metrics"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/reqcount"
@@ -41,6 +45,7 @@ const (
 	Schedules    = "schedules"
 	SweepExpired = "sweep-expired"
 	ScheduleTick = "schedule-tick"
+	Dispatch     = "dispatch"
 )
 
 // routes are the API routes each HTTP function owns. Every route that
@@ -68,7 +73,9 @@ var routes = map[string][]string{
 }
 
 // Names returns the name of every function, HTTP ones first.
-func Names() []string { return []string{Submit, Claim, Tasks, Schedules, SweepExpired, ScheduleTick} }
+func Names() []string {
+	return []string{Submit, Claim, Tasks, Schedules, SweepExpired, ScheduleTick, Dispatch}
+}
 
 // Routes returns the API route keys an HTTP function owns
 // ("POST /queues/{queue}/claim"),
@@ -149,6 +156,17 @@ type Deps struct {
 	// (S3Q_MAX_WAIT); a longer one is a 400 naming wait. Defaults to
 	// api.DefaultMaxWait.
 	MaxWait time.Duration
+	// Dispatcher is the dispatch function's work: deliver the due tasks of
+	// push queues (DispatcherFromConfig). Defaults to none: the function
+	// logs that it has nothing to do.
+	Dispatcher *dispatch.Dispatcher
+	// Waker is woken by the submit function for each created task that is
+	// due within dispatch.WakeAhead in a queue Targets lists as a push
+	// queue. Defaults to none: the minute rule alone delivers.
+	Waker dispatch.Waker
+	// Targets lists the push queues, for the submit function's wake.
+	// Defaults to the Dispatcher's, else none.
+	Targets dispatch.Targets
 }
 
 // New returns the handler of the named function, ready for lambda.Start
@@ -174,6 +192,8 @@ func New(name string, d Deps) (lambda.Handler, error) {
 		return lambda.NewHandler(newTimer(name, d.Sweep, d).handle), nil
 	case ScheduleTick:
 		return lambda.NewHandler(newTimer(name, d.Tick, d).handle), nil
+	case Dispatch:
+		return lambda.NewHandler((&dispatchFunction{d: d}).handle), nil
 	}
 	return nil, fmt.Errorf("lambdafn: no function %q; the functions are %s", name, strings.Join(Names(), ", "))
 }

@@ -248,7 +248,7 @@ func TestEveryEventFileIsTested(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no events: %v", err)
 	}
-	tested := map[string]bool{"sweep-expired.json": true, "schedule-tick.json": true}
+	tested := map[string]bool{"sweep-expired.json": true, "schedule-tick.json": true, "dispatch.json": true, "dispatch-wake.json": true}
 	for _, c := range eventCases {
 		tested[c.file] = true
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/s3q/s3q/shared/config"
+	"github.com/s3q/s3q/shared/dispatch"
 )
 
 // Main is the whole main of a function binary (functions/<name>): the
@@ -35,6 +36,16 @@ func Main(name string) {
 		deps.Sweep = NewSweep(deps)
 	case ScheduleTick:
 		deps.Tick = NewTick(deps)
+	case Dispatch:
+		if deps.Dispatcher, err = DispatcherFromConfig(context.Background(), cfg, deps); err != nil {
+			fail(err)
+		}
+	case Submit:
+		// Tasks due now in a push queue wake the dispatch function.
+		deps.Targets = dispatch.NewDeclared(deps.Queue, cfg.PushQueues, 0)
+		if deps.Waker, err = WakerFromConfig(context.Background(), cfg, deps.Logger); err != nil {
+			fail(err)
+		}
 	}
 	h, err := New(name, deps)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"flag"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"sort"
@@ -23,6 +25,7 @@ import (
 	"github.com/s3q/s3q/shared/api"
 	"github.com/s3q/s3q/shared/artifacts"
 	"github.com/s3q/s3q/shared/config"
+	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/lambdafn"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/schedule"
@@ -249,7 +252,7 @@ func newAccessEnv(t *testing.T) *accessEnv {
 	faults := store.NewFaulty(rt)
 	rec := newRecorder(faults)
 	// AutoDeclare: the grants cover a deployment that turns it on.
-	c := config.Config{Bucket: "s3q-test", Shards: 1, ArtifactTTL: artifacts.DefaultTTL, AutoDeclare: true}
+	c := config.Config{Bucket: "s3q-test", Shards: 1, ArtifactTTL: artifacts.DefaultTTL, AutoDeclare: true, AllowInsecureTargets: true}
 	q := c.Queue(rec)
 	// Presigning makes no request; the client only needs credentials.
 	client := s3.New(s3.Options{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""),
@@ -263,6 +266,12 @@ func newAccessEnv(t *testing.T) *accessEnv {
 	}
 	d.Sweep = lambdafn.NewSweep(d)
 	d.Tick = lambdafn.NewTick(d)
+	// Dispatch as DispatcherFromConfig builds it: the declared push queues
+	// (queue "pushed" of world), delivered to a local URL target.
+	dq := queue.New(rec, queue.Options{Shards: 1})
+	d.Dispatcher = dispatch.New(dq, dispatch.NewDeclared(dq, nil, 0), dispatch.Options{
+		Logger: slog.New(slog.DiscardHandler), HTTP: dispatch.NewHTTP(dispatch.StaticSecrets{"k": "v"}, true),
+	})
 	return &accessEnv{rec: rec, faults: faults, retried: rt, setup: c.Queue(bucket), d: d}
 }
 
@@ -289,6 +298,15 @@ func world(t *testing.T, q *queue.Queue, now time.Time) {
 	// a lease (complete, fail, the sweep) frees one.
 	for _, name := range []string{"leases", "plain", "expiring"} {
 		if _, _, err := q.Declare(ctx, queue.Declaration{Name: name, MaxConcurrency: 5}, past.Add(-2*time.Hour)); err != nil && !errors.Is(err, queue.ErrConflict) {
+			t.Fatal(err)
+		}
+	}
+	// Push queues with due tasks, delivered by dispatch: to a target that
+	// completes them, one that refuses them (400: failed, dead-lettered)
+	// and one that answers 503 (retried later).
+	for name, path := range map[string]string{"pushed": "/ok", "pushed-refused": "/refuse", "pushed-busy": "/busy"} {
+		if _, _, err := q.Declare(ctx, queue.Declaration{Name: name, MaxConcurrency: 2,
+			Target: &queue.Target{URL: pushTarget() + path, Secret: "k"}}, past.Add(-2*time.Hour)); err != nil && !errors.Is(err, queue.ErrConflict) {
 			t.Fatal(err)
 		}
 	}
@@ -330,6 +348,11 @@ func world(t *testing.T, q *queue.Queue, now time.Time) {
 	if len(cl) != 1 {
 		t.Fatalf("claimed %d", len(cl))
 	}
+
+	submit(queue.SubmitRequest{TaskType: "email.send", Queue: "pushed"}, past)
+	submit(queue.SubmitRequest{TaskType: "email.send", Queue: "pushed", TTL: &thirty}, past) // expired before delivery
+	submit(queue.SubmitRequest{TaskType: "email.send", Queue: "pushed-refused", TTL: &long}, past)
+	submit(queue.SubmitRequest{TaskType: "email.send", Queue: "pushed-busy", TTL: &long}, past)
 
 	// Dead-lettered: its Task Dead-Lettered event is owed to the sweep.
 	submit(queue.SubmitRequest{TaskType: "report.build", Queue: "reports", MaxAttempts: 1}, past)
@@ -462,6 +485,9 @@ func accessCases() []accessCase {
 		accessCase{function: lambdafn.Schedules, file: "schedules-delete.json", setup: none,
 			replace: map[string]string{"nightly-report": "no-overlap"}},
 		accessCase{function: lambdafn.SweepExpired, file: "sweep-expired.json", setup: none},
+		accessCase{function: lambdafn.Dispatch, file: "dispatch.json", setup: none},
+		accessCase{function: lambdafn.Dispatch, file: "dispatch-wake.json", setup: none,
+			replace: map[string]string{`"orders"`: `"pushed"`}},
 		accessCase{function: lambdafn.ScheduleTick, file: "schedule-tick.json", setup: none},
 	)
 }
@@ -690,6 +716,22 @@ func recordAccess(t *testing.T) map[string][]grant {
 	}
 	return out
 }
+
+// pushTarget is the URL of a local push target that completes every task
+// delivered to it; it lives as long as the test process.
+var pushTarget = sync.OnceValue(func() string {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		switch r.URL.Path {
+		case "/refuse":
+			w.WriteHeader(http.StatusBadRequest)
+		case "/busy":
+			w.Header().Set("Retry-After", "60")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		_, _ = io.WriteString(w, `{"ok":true}`)
+	})).URL
+})
 
 // unionGrants returns the grants of a and b, sorted.
 func unionGrants(a, b map[string][]grant) map[string][]grant {

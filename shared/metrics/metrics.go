@@ -259,3 +259,21 @@ func (e *Emitter) SubmitTTL(tasks []queue.Task, at time.Time) error {
 	}
 	return nil
 }
+
+// PushDeliveryFailuresMetric is the metric of push deliveries that did
+// not complete their task: the target failed it (4xx, 429, 5xx, a
+// function error, an unreachable target) or did not answer in time. The
+// stack's delivery-failure alarm watches it.
+const PushDeliveryFailuresMetric = "push_delivery_failures_total"
+
+// Dispatch writes the metrics of one dispatch run for a push queue:
+// push_deliveries_total (tasks handed to the target),
+// push_delivery_failures_total (failed or timed out), and
+// push_outcome_errors_total (outcomes that could not be written).
+func (e *Emitter) Dispatch(queueName string, delivered, failures, errs int, at time.Time) error {
+	return e.Emit(at, map[string]string{"queue": queueName}, []Metric{
+		{Name: "push_deliveries_total", Unit: Count, Values: []float64{float64(delivered)}},
+		{Name: PushDeliveryFailuresMetric, Unit: Count, Values: []float64{float64(failures)}},
+		{Name: "push_outcome_errors_total", Unit: Count, Values: []float64{float64(errs)}},
+	}, nil)
+}

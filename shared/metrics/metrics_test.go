@@ -151,3 +151,16 @@ func TestTasksDeadLetteredWritesTheMetricTheAlarmWatches(t *testing.T) {
 		t.Fatalf("lines %v", docs)
 	}
 }
+
+func TestDispatchWritesTheMetricTheDeliveryFailureAlarmWatches(t *testing.T) {
+	var buf bytes.Buffer
+	if err := metrics.New(&buf, "").Dispatch("orders", 5, 2, 1, t0); err != nil {
+		t.Fatal(err)
+	}
+	docs := lines(t, buf.String())
+	if len(docs) != 1 || docs[0]["queue"] != "orders" || docs[0]["push_deliveries_total"] != 5.0 ||
+		docs[0][metrics.PushDeliveryFailuresMetric] != 2.0 || docs[0]["push_outcome_errors_total"] != 1.0 ||
+		metrics.PushDeliveryFailuresMetric != "push_delivery_failures_total" {
+		t.Fatalf("lines %v", docs)
+	}
+}

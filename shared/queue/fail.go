@@ -11,6 +11,11 @@ type FailRequest struct {
 	Error string `json:"error"`
 	// Retryable says whether another attempt may succeed. Defaults to true.
 	Retryable *bool `json:"retryable,omitempty"`
+	// RetryAfter, when positive, replaces the backoff of a retry:
+	// available_at = now + RetryAfter (a push target's Retry-After). It
+	// still uses up an attempt, and a retry past the deadline still
+	// expires. Defaults to 0: the queue's backoff.
+	RetryAfter time.Duration `json:"-"`
 }
 
 // Fail records a failed attempt of a running task. The core decides what
@@ -25,6 +30,11 @@ func (q *Queue) Fail(ctx context.Context, id, token string, req FailRequest, now
 	if err := validText("error", req.Error, MaxErrorBytes); err != nil {
 		return Task{}, err
 	}
+	if req.RetryAfter > 0 {
+		if err := validTime("retry_after", now.Add(req.RetryAfter)); err != nil {
+			return Task{}, err
+		}
+	}
 	retryable := req.Retryable == nil || *req.Retryable
 	return q.leaseOp(ctx, id, token, opFail, now, func(t *Task) error {
 		t.LastError = req.Error
@@ -34,6 +44,8 @@ func (q *Queue) Fail(ctx context.Context, id, token string, req FailRequest, now
 			cancel(t, now)
 		case !retryable || t.Attempt >= t.MaxAttempts:
 			deadLetter(t, req.Error, now)
+		case req.RetryAfter > 0:
+			backToPending(t, now.Add(req.RetryAfter), now, q.opts.Shards)
 		default:
 			backToPending(t, now.Add(q.opts.Backoff(t.Attempt)), now, q.shardsOf(t.Queue))
 		}

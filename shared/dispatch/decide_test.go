@@ -1,0 +1,111 @@
+package dispatch_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/s3q/s3q/shared/dispatch"
+	"github.com/s3q/s3q/shared/queue"
+)
+
+func TestHTTPAnswersDecideTheOutcome(t *testing.T) {
+	now := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		status     int
+		retryAfter string
+		outcome    dispatch.Outcome
+		retryable  bool
+		after      time.Duration
+	}{
+		{200, "", dispatch.Complete, false, 0},
+		{204, "", dispatch.Complete, false, 0},
+		{503, "7", dispatch.Fail, true, 7 * time.Second},
+		{429, now.Add(90 * time.Second).Format(http.TimeFormat), dispatch.Fail, true, 90 * time.Second},
+		{500, "soon", dispatch.Fail, true, 0},
+		{503, "999999999", dispatch.Fail, true, dispatch.MaxRetryAfter},
+		{302, "", dispatch.Fail, false, 0},
+		{400, "", dispatch.Fail, false, 0},
+		{404, "5", dispatch.Fail, false, 0},
+	} {
+		r := dispatch.DecideHTTP(c.status, c.retryAfter, []byte("x"), now)
+		if r.Outcome != c.outcome || r.Retryable != c.retryable || (c.outcome == dispatch.Fail && c.retryable && r.RetryAfter != c.after) {
+			t.Errorf("%d Retry-After %q: %+v", c.status, c.retryAfter, r)
+		}
+	}
+}
+
+func TestOutputKeepsJSONAndQuotesText(t *testing.T) {
+	for in, want := range map[string]string{``: ``, `null`: ``, ` {"a":1} `: `{"a":1}`, `ok`: `"ok"`} {
+		if got := string(dispatch.Output([]byte(in))); got != want {
+			t.Errorf("Output(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestTargetsAreValidatedNamingTheField(t *testing.T) {
+	for _, c := range []struct {
+		t     dispatch.Target
+		http  bool
+		field string
+	}{
+		{dispatch.Target{}, false, "target"},
+		{dispatch.Target{Lambda: "f", URL: "https://x"}, false, "target.url"},
+		{dispatch.Target{URL: "http://x/", Secret: "s"}, false, "target.url"},
+		{dispatch.Target{URL: "https://x/"}, false, "target.secret"},
+		{dispatch.Target{Lambda: "f", Secret: "s"}, false, "target.secret"},
+	} {
+		err := c.t.Validate(c.http)
+		if err == nil || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%+v: %v, want it to name %s", c.t, err, c.field)
+		}
+	}
+	if err := (dispatch.Target{URL: "http://127.0.0.1:9000/", Secret: "s"}).Validate(true); err != nil {
+		t.Errorf("http in dev: %v", err)
+	}
+}
+
+func contains(s, sub string) bool {
+	return len(sub) == 0 || (len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub)))
+}
+
+type recorder struct {
+	mu  sync.Mutex
+	got []dispatch.Wake
+}
+
+func (r *recorder) Wake(_ context.Context, w dispatch.Wake) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, w)
+}
+
+func TestSubmitWakesAtMostOncePerQueueAndSecond(t *testing.T) {
+	now := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
+	clock := now
+	rec := &recorder{}
+	w := &dispatch.Limited{Next: rec, Now: func() time.Time { return clock }}
+	targets := dispatch.Static{"push": {Name: "push", Target: dispatch.Target{Lambda: "f"}}}
+	task := func(q string, avail time.Time, st queue.Status) queue.Task {
+		return queue.Task{Queue: q, AvailableAt: avail, Status: st}
+	}
+	tasks := []queue.Task{
+		task("push", now, queue.StatusPending), task("push", now, queue.StatusPending), // one wake
+		task("pull", now, queue.StatusPending),                     // not a push queue
+		task("push", now, queue.StatusExpired),                     // submitted expired
+		task("push", now.Add(2*time.Hour), queue.StatusPending),    // left to the minute rule
+		task("push", now.Add(10*time.Second), queue.StatusPending), // wakes for its second
+	}
+	dispatch.OnSubmit(context.Background(), targets, w, tasks, now, nil)
+	if len(rec.got) != 2 || !rec.got[0].At.IsZero() || !rec.got[1].At.Equal(now.Add(11*time.Second)) {
+		t.Fatalf("wakes %+v", rec.got)
+	}
+	clock = now.Add(1100 * time.Millisecond)
+	dispatch.OnSubmit(context.Background(), targets, w, tasks[:1], clock, nil)
+	if len(rec.got) != 3 {
+		t.Fatalf("a second later: wakes %+v", rec.got)
+	}
+}

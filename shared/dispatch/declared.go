@@ -1,0 +1,137 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/s3q/s3q/shared/queue"
+)
+
+// DefaultDeclaredCacheFor is how long Declared keeps what it read.
+const DefaultDeclaredCacheFor = 30 * time.Second
+
+// Declared lists the push queues from the queues' declarations
+// (queues/{name}.json with a target; PUT /queues/{queue}), and then the
+// queues of Static whose declaration has no target. A declaration's timeout is the
+// delivery lease, and its max_concurrency is kept by the claim itself
+// (the core's slots), so the dispatcher takes no slots of its own for it
+// and runs at most that many deliveries at once.
+//
+// The list is read (one LIST and one GET per declared queue) at most once
+// per CacheFor, one queue's declaration likewise.
+type Declared struct {
+	q        *queue.Queue
+	static   Static
+	cacheFor time.Duration
+
+	mu     sync.Mutex
+	all    []PushQueue
+	allAt  time.Time
+	one    map[string]declaredEntry
+	loaded bool
+}
+
+type declaredEntry struct {
+	p  PushQueue
+	ok bool
+	at time.Time
+}
+
+var _ Targets = (*Declared)(nil)
+
+// NewDeclared returns the push queues declared in q's store, with static
+// ones (S3Q_PUSH_QUEUES, --push) after them; cacheFor <= 0 means
+// DefaultDeclaredCacheFor.
+func NewDeclared(q *queue.Queue, static Static, cacheFor time.Duration) *Declared {
+	if cacheFor <= 0 {
+		cacheFor = DefaultDeclaredCacheFor
+	}
+	return &Declared{q: q, static: static, cacheFor: cacheFor, one: map[string]declaredEntry{}}
+}
+
+// FromDeclaration returns the push queue of a declaration, and false when
+// it has no target.
+func FromDeclaration(d queue.Declaration) (PushQueue, bool) {
+	if d.Target == nil {
+		return PushQueue{}, false
+	}
+	p := PushQueue{
+		Name:        d.Name,
+		Target:      Target{Lambda: d.Target.Lambda, URL: d.Target.URL, Secret: d.Target.Secret},
+		MaxInFlight: d.MaxConcurrency,
+	}
+	if d.Timeout != nil {
+		p.Timeout = *d.Timeout
+	}
+	return p, true
+}
+
+// PushQueues returns the declared push queues, then the static ones.
+func (s *Declared) PushQueues(ctx context.Context, now time.Time) ([]PushQueue, error) {
+	s.mu.Lock()
+	if s.loaded && now.Sub(s.allAt) < s.cacheFor && !now.Before(s.allAt) {
+		defer s.mu.Unlock()
+		return append([]PushQueue(nil), s.all...), nil
+	}
+	s.mu.Unlock()
+	var out []PushQueue
+	seen := map[string]bool{}
+	cursor := ""
+	for {
+		res, err := s.q.ListQueues(ctx, queue.ListQueuesRequest{Limit: 1000, Cursor: cursor})
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range res.Queues {
+			if p, ok := FromDeclaration(d); ok {
+				seen[d.Name] = true
+				out = append(out, p)
+			}
+		}
+		if cursor = res.NextCursor; cursor == "" {
+			break
+		}
+	}
+	static, _ := s.static.PushQueues(ctx, now)
+	for _, p := range static {
+		if !seen[p.Name] {
+			out = append(out, p)
+		}
+	}
+	s.mu.Lock()
+	s.all, s.allAt, s.loaded = out, now, true
+	s.mu.Unlock()
+	return append([]PushQueue(nil), out...), nil
+}
+
+// PushQueue returns one queue's: its declaration's target, else a static one.
+func (s *Declared) PushQueue(ctx context.Context, name string, now time.Time) (PushQueue, bool, error) {
+	s.mu.Lock()
+	e, ok := s.one[name]
+	s.mu.Unlock()
+	if ok && now.Sub(e.at) < s.cacheFor && !now.Before(e.at) {
+		return e.p, e.ok, nil
+	}
+	d, err := s.q.GetQueue(ctx, name, now)
+	switch {
+	case errors.Is(err, queue.ErrQueueNotFound):
+		e = declaredEntry{at: now}
+		e.p, e.ok = s.static[name]
+	case err != nil:
+		return PushQueue{}, false, err
+	default:
+		e = declaredEntry{at: now}
+		if e.p, e.ok = FromDeclaration(d); !e.ok {
+			e.p, e.ok = s.static[name]
+		}
+	}
+	s.mu.Lock()
+	if len(s.one) > 10000 {
+		clear(s.one)
+	}
+	s.one[name] = e
+	s.mu.Unlock()
+	return e.p, e.ok, nil
+}

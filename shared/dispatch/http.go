@@ -1,0 +1,140 @@
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/s3q/s3q/shared/pushsig"
+	"github.com/s3q/s3q/shared/queue"
+)
+
+// MaxAnswerBytes is the most of a target's answer that is read: the
+// core's output limit; a longer answer fails the task.
+const MaxAnswerBytes = queue.MaxInputBytes
+
+// MaxRetryAfter caps a target's Retry-After.
+const MaxRetryAfter = 12 * time.Hour
+
+// HTTP delivers to URL targets: a POST of the payload, signed (package
+// pushsig) with the secret named by the target. 2xx completes with the
+// body as output. 429 and 5xx are a retryable failure, available again
+// after Retry-After (seconds or an HTTP date) when given, else after the
+// queue's backoff; a time-out lets the lease lapse (the next attempt
+// follows it); a connection error is a retryable failure. Any other
+// status (3xx: redirects are not followed; other 4xx) fails the task
+// without retry.
+type HTTP struct {
+	// Client sends the requests. Defaults to a client that follows no
+	// redirect. A given client's CheckRedirect is replaced likewise.
+	Client *http.Client
+	// Secrets reads the signing keys. Required.
+	Secrets SecretSource
+	// AllowHTTP admits http:// URLs (s3q dev). Defaults to false.
+	AllowHTTP bool
+}
+
+var _ Deliverer = (*HTTP)(nil)
+
+// NewHTTP returns an HTTP deliverer.
+func NewHTTP(secrets SecretSource, allowHTTP bool) *HTTP {
+	return &HTTP{Client: &http.Client{}, Secrets: secrets, AllowHTTP: allowHTTP}
+}
+
+// Deliver posts one delivery.
+func (h *HTTP) Deliver(ctx context.Context, target Target, d Delivery) Result {
+	if err := target.Validate(h.AllowHTTP); err != nil {
+		return Result{Outcome: Fail, Error: err.Error()}
+	}
+	secret, err := h.Secrets.Secret(ctx, target.Secret, d.Now)
+	if err != nil {
+		return Result{Outcome: Fail, Error: "read the signing secret: " + err.Error(), Retryable: true}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target.URL, bytes.NewReader(d.Body))
+	if err != nil {
+		return Result{Outcome: Fail, Error: err.Error()}
+	}
+	ts := strconv.FormatInt(d.Now.Unix(), 10)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "s3q-dispatch")
+	req.Header.Set(pushsig.HeaderTimestamp, ts)
+	req.Header.Set(pushsig.HeaderSignature, pushsig.Sign(secret, ts, d.Body))
+	req.Header.Set(pushsig.HeaderTaskID, d.Task.ID)
+	req.Header.Set(pushsig.HeaderAttempt, strconv.Itoa(d.Task.Attempt))
+	c := *h.client()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := c.Do(req)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+			return Result{Outcome: Lapse}
+		}
+		var uerr *url.Error
+		if errors.As(err, &uerr) && uerr.Timeout() {
+			return Result{Outcome: Lapse}
+		}
+		return Result{Outcome: Fail, Error: "post: " + err.Error(), Retryable: true}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes+1))
+	if err != nil && ctx.Err() != nil {
+		return Result{Outcome: Lapse, Status: resp.StatusCode}
+	}
+	return DecideHTTP(resp.StatusCode, resp.Header.Get("Retry-After"), body, d.Now)
+}
+
+// DecideHTTP maps an HTTP answer to a Result (see HTTP).
+func DecideHTTP(status int, retryAfter string, body []byte, now time.Time) Result {
+	switch {
+	case status >= 200 && status < 300:
+		return Result{Outcome: Complete, Output: body, Status: status}
+	case status == http.StatusTooManyRequests || status >= 500:
+		return Result{Outcome: Fail, Status: status, Retryable: true,
+			Error:      fmt.Sprintf("target answered %d: %s", status, snippet(body)),
+			RetryAfter: ParseRetryAfter(retryAfter, now)}
+	default:
+		return Result{Outcome: Fail, Status: status,
+			Error: fmt.Sprintf("target answered %d: %s", status, snippet(body))}
+	}
+}
+
+// ParseRetryAfter reads a Retry-After header (delay-seconds or an HTTP
+// date) at now, capped at MaxRetryAfter; 0 when absent or unreadable.
+func ParseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return 0
+		}
+		d = time.Duration(min(n, int64(MaxRetryAfter/time.Second))) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	if d <= 0 {
+		return 0
+	}
+	return min(d, MaxRetryAfter)
+}
+
+func (h *HTTP) client() *http.Client {
+	if h.Client != nil {
+		return h.Client
+	}
+	return http.DefaultClient
+}
+
+func snippet(b []byte) string {
+	const max = 512
+	if len(b) > max {
+		return string(b[:max]) + "..."
+	}
+	return string(b)
+}

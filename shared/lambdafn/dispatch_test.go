@@ -1,0 +1,128 @@
+package lambdafn_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/s3q/s3q/shared/dispatch"
+	"github.com/s3q/s3q/shared/lambdafn"
+	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/s3local/s3localtest"
+)
+
+type wakes struct {
+	mu  sync.Mutex
+	got []dispatch.Wake
+}
+
+func (w *wakes) Wake(_ context.Context, wk dispatch.Wake) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.got = append(w.got, wk)
+}
+
+// The submit function wakes dispatch for a task due now in a push queue,
+// and the dispatch function, invoked with the sample events, delivers it.
+func TestSubmitWakesDispatchAndTheSampleEventsDeliver(t *testing.T) {
+	hits := 0
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits++
+		fmt.Fprint(w, `{"ok":true}`)
+	}))
+	defer target.Close()
+	st := s3localtest.NewStore(t, servers.GoFakeS3)
+	q := queue.New(st, queue.Options{})
+	targets := dispatch.Static{"orders": {Name: "orders", Target: dispatch.Target{URL: target.URL, Secret: "k"}}}
+	w := &wakes{}
+	d := lambdafn.Deps{
+		Queue: q, Store: st, Logger: slog.New(slog.DiscardHandler), Waker: w,
+		Dispatcher: dispatch.New(q, targets, dispatch.Options{
+			Logger: slog.New(slog.DiscardHandler), HTTP: dispatch.NewHTTP(dispatch.StaticSecrets{"k": "v"}, true),
+		}),
+	}
+	for _, c := range []struct{ queue, body string }{{"orders", `{"task_type":"a"}`}, {"default", `{"task_type":"a"}`}, {"orders", `{"task_type":"a","delay":"1h"}`}} {
+		resp, _ := invoke(t, lambdafn.Submit, d, apiEvent("POST", "/queues/"+c.queue+"/tasks", c.body))
+		if resp.StatusCode != 201 {
+			t.Fatalf("submit: %d %s", resp.StatusCode, resp.Body)
+		}
+	}
+	if len(w.got) != 1 || w.got[0].Queue != "orders" || !w.got[0].At.IsZero() {
+		t.Fatalf("wakes %+v, want one for orders, now", w.got)
+	}
+	h, err := lambdafn.New(lambdafn.Dispatch, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{"dispatch-wake.json", "dispatch.json"} {
+		ev, err := os.ReadFile(filepath.Join(eventsDir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := h.Invoke(context.Background(), ev)
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		var rep struct {
+			Result dispatch.Report `json:"result"`
+		}
+		if err := json.Unmarshal(out, &rep); err != nil {
+			t.Fatal(err)
+		}
+		if file == "dispatch-wake.json" && rep.Result.Completed != 1 {
+			t.Errorf("%s: %s", file, out)
+		}
+	}
+	if hits != 1 {
+		t.Errorf("%d deliveries, want 1", hits)
+	}
+	// Not wired: says so and succeeds.
+	h, _ = lambdafn.New(lambdafn.Dispatch, lambdafn.Deps{Now: time.Now})
+	if _, err := h.Invoke(context.Background(), []byte(`{}`)); err != nil {
+		t.Error(err)
+	}
+}
+
+func apiEvent(method, path, body string) []byte {
+	ev := events.APIGatewayV2HTTPRequest{
+		Version: "2.0", RouteKey: "$default", RawPath: path, Body: body,
+		Headers: map[string]string{"content-type": "application/json"},
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: method, Path: path},
+		},
+	}
+	b, _ := json.Marshal(ev)
+	return b
+}
+
+// A wake for a later second waits in the function until then.
+func TestADispatchWakeForLaterWaitsUntilItsTime(t *testing.T) {
+	st := s3localtest.NewStore(t, servers.GoFakeS3)
+	q := queue.New(st, queue.Options{})
+	d := lambdafn.Deps{
+		Queue: q, Store: st, Logger: slog.New(slog.DiscardHandler),
+		Dispatcher: dispatch.New(q, dispatch.Static{}, dispatch.Options{Logger: slog.New(slog.DiscardHandler)}),
+	}
+	h, err := lambdafn.New(lambdafn.Dispatch, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(300 * time.Millisecond)
+	ev, _ := json.Marshal(dispatch.Wake{Queue: "orders", At: at})
+	if _, err := h.Invoke(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	if time.Now().Before(at) {
+		t.Errorf("ran before %s", at)
+	}
+}

@@ -1,0 +1,82 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda/messages"
+
+	"github.com/s3q/s3q/shared/client"
+	"github.com/s3q/s3q/shared/pushsig"
+	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/worker"
+)
+
+func TestVerifySignatureAcceptsOnlyTheSignedBodyWithinTheTolerance(t *testing.T) {
+	now := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
+	body := []byte(`{"task":{"id":"x"}}`)
+	ts := strconv.FormatInt(now.Unix(), 10)
+	h := http.Header{}
+	h.Set("S3q-Timestamp", ts)
+	h.Set("S3q-Signature", pushsig.Sign("k", ts, body))
+	if err := worker.VerifySignature("k", h, body, now.Add(time.Minute), 5*time.Minute); err != nil {
+		t.Errorf("a good delivery: %v", err)
+	}
+	for name, c := range map[string]struct {
+		secret string
+		body   []byte
+		now    time.Time
+		want   error
+	}{
+		"another_secret":   {"other", body, now, pushsig.ErrSignature},
+		"a_changed_body":   {"k", []byte(`{"task":{"id":"y"}}`), now, pushsig.ErrSignature},
+		"a_replay_too_old": {"k", body, now.Add(6 * time.Minute), pushsig.ErrBadTime},
+	} {
+		if err := worker.VerifySignature(c.secret, h, c.body, c.now, 5*time.Minute); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", name, err, c.want)
+		}
+	}
+	if err := worker.VerifySignature("k", http.Header{}, body, now, 0); !errors.Is(err, pushsig.ErrMissing) {
+		t.Errorf("no headers: %v", err)
+	}
+}
+
+func TestLambdaHandlerRunsTheTypesHandlerUntilTheDeadline(t *testing.T) {
+	deadline := time.Now().Add(time.Hour).Truncate(time.Second)
+	h := worker.LambdaHandler(map[string]worker.Handler{
+		"ok": func(ctx context.Context, task *worker.Task) (json.RawMessage, error) {
+			if dl, ok := ctx.Deadline(); !ok || !dl.Equal(deadline) {
+				t.Errorf("context deadline %v %v, want %v", dl, ok, deadline)
+			}
+			if task.Lease.Token != "tok" {
+				t.Errorf("lease %+v", task.Lease)
+			}
+			return json.RawMessage(`{"done":true}`), nil
+		},
+		"bad": func(context.Context, *worker.Task) (json.RawMessage, error) {
+			return nil, worker.Permanent(errors.New("no"))
+		},
+		"flaky": func(context.Context, *worker.Task) (json.RawMessage, error) { return nil, errors.New("later") },
+	})
+	push := func(tt string) worker.Push {
+		return worker.Push{Task: client.Task{Task: queue.Task{ID: "id", TaskType: tt}}, Lease: client.Lease{TaskID: "id", Token: "tok"}, Deadline: deadline}
+	}
+	if out, err := h(context.Background(), push("ok")); err != nil || string(out) != `{"done":true}` {
+		t.Errorf("ok: %s %v", out, err)
+	}
+	var ie messages.InvokeResponse_Error
+	if _, err := h(context.Background(), push("bad")); !errors.As(err, &ie) || ie.Type != worker.PermanentErrorType {
+		t.Errorf("bad: %#v", err)
+	}
+	if _, err := h(context.Background(), push("flaky")); !errors.As(err, &ie) || ie.Type == worker.PermanentErrorType || ie.Message != "later" {
+		t.Errorf("flaky: %#v", err)
+	}
+	if _, err := h(context.Background(), push("unknown")); !errors.As(err, &ie) || ie.Type != worker.PermanentErrorType {
+		t.Errorf("unknown type: %#v", err)
+	}
+}
