@@ -52,11 +52,12 @@ type Scheduler struct {
 	specs sync.Map // cron + "\x00" + timezone -> *Spec
 }
 
-// New returns a Scheduler over s that submits fired tasks through q (a
-// queue on the same store; nil makes one with default options).
+// New returns a Scheduler over s that submits fired tasks through q, a
+// queue on the same store with the deployment's options (its shards
+// above all: every process must agree on them). q is required.
 func New(s store.Store, q *queue.Queue, opts Options) *Scheduler {
 	if q == nil {
-		q = queue.New(s, queue.Options{})
+		panic("schedule: New needs the queue fired tasks go to")
 	}
 	if opts.StaleMarkerGrace <= 0 {
 		opts.StaleMarkerGrace = 2 * time.Minute
