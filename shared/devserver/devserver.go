@@ -157,7 +157,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	local := deps.Waker.(*dispatch.Local)
+	local := deps.Waker.(*dispatch.Local) // what Parts.Local wakes dispatch with
 	defer local.Wait()
 	functions := map[string]*function{}
 	for _, name := range lambdafn.Names() {
