@@ -200,8 +200,13 @@ func errorHeaders(status int) obj {
 	return obj{}
 }
 
-// operation is the document's description of one route.
-func (rt *route) operation() obj {
+// errorResponseName is the name in components.responses of the error
+// answer with codes: "not_running.lease_mismatch".
+func errorResponseName(codes []string) string { return strings.Join(codes, ".") }
+
+// operation is the document's description of one route. Its error answers
+// refer to components.responses, which it adds to shared.
+func (rt *route) operation(shared obj) obj {
 	var params []obj
 	for _, seg := range strings.Split(rt.pattern, "/") {
 		if name, ok := strings.CutPrefix(seg, "{"); ok {
@@ -242,7 +247,10 @@ func (rt *route) operation() obj {
 		byStatus[codeStatus[c]] = append(byStatus[codeStatus[c]], c)
 	}
 	for status, cs := range byStatus {
-		responses[strconv.Itoa(status)] = errorResponse(status, cs)
+		slices.Sort(cs)
+		name := errorResponseName(cs)
+		responses[strconv.Itoa(status)] = obj{"$ref": "#/components/responses/" + name}
+		shared[name] = errorResponse(status, cs)
 	}
 	op := obj{
 		"operationId":    strings.ToLower(rt.method) + strings.NewReplacer("/", "_", "{", "", "}", "", ".", "_").Replace(rt.pattern),
@@ -273,13 +281,17 @@ func init() { document = sync.OnceValue(buildDocument) }
 
 func buildDocument() []byte {
 	paths := obj{}
+	responses := obj{
+		"NoRoute":          errorResponse(http.StatusNotFound, []string{CodeNotFound}),
+		"MethodNotAllowed": errorResponse(http.StatusMethodNotAllowed, []string{CodeMethodNotAllowed}),
+	}
 	for _, rt := range table {
 		item, _ := paths[rt.pattern].(obj)
 		if item == nil {
 			item = obj{}
 			paths[rt.pattern] = item
 		}
-		item[strings.ToLower(rt.method)] = rt.operation()
+		item[strings.ToLower(rt.method)] = rt.operation(responses)
 	}
 	doc := obj{
 		"openapi": "3.1.0",
@@ -293,11 +305,8 @@ func buildDocument() []byte {
 		},
 		"paths": paths,
 		"components": obj{
-			"schemas": schemas(),
-			"responses": obj{
-				"NoRoute":          errorResponse(http.StatusNotFound, []string{CodeNotFound}),
-				"MethodNotAllowed": errorResponse(http.StatusMethodNotAllowed, []string{CodeMethodNotAllowed}),
-			},
+			"schemas":   schemas(),
+			"responses": responses,
 			"securitySchemes": obj{
 				"sigv4": obj{"type": "apiKey", "name": "Authorization", "in": "header",
 					"description": "API Gateway IAM authorization: requests signed with AWS SigV4 (execute-api:Invoke)"},

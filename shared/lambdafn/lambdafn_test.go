@@ -87,6 +87,7 @@ var eventCases = []eventCase{
 	{"queues-get.json", "tasks", pendingTask, 200, map[string]any{"queue.name": "default", "queue.counts.live": float64(1)}},
 	{"queues-list.json", "tasks", pendingTask, 200, map[string]any{"queues.0.name": "default", "queues.0.counts.live": float64(1)}},
 	{"queues-delete.json", "tasks", reportsQueue, 204, nil},
+	{"openapi.json", "tasks", none, 200, map[string]any{"openapi": "3.1.0", "info.title": "s3q"}},
 	{"tasks-history.json", "tasks", runningTask, 200, map[string]any{"versions.0.task.status": "pending", "versions.1.task.status": "running"}},
 	{"tasks-cancel.json", "tasks", pendingTask, 200, map[string]any{"task.status": "cancelled"}},
 	{"tasks-cancel-ack.json", "tasks", runningTask, 200, map[string]any{"task.status": "cancelled"}},
@@ -217,7 +218,7 @@ func TestSampleEvents(t *testing.T) {
 							t.Errorf("%s = %v, want %v: %s", path, got, want, resp.Body)
 						}
 					}
-					if strings.Contains(resp.Body, `"lease_token"`) {
+					if c.file != "openapi.json" && strings.Contains(resp.Body, `"lease_token"`) { // the document names the request field
 						t.Errorf("a lease token leaked: %s", resp.Body)
 					}
 				})
