@@ -2,22 +2,17 @@ package api_test
 
 import (
 	"bytes"
-	"context"
 	"flag"
-	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
 
 	"github.com/s3q/s3q/shared/api"
+	"github.com/s3q/s3q/shared/api/openapitest"
 )
 
 var update = flag.Bool("update", false, "rewrite openapi.json from the route table")
@@ -57,74 +52,14 @@ func TestOpenAPIDocumentDescribesEveryRoute(t *testing.T) {
 	}
 }
 
-var (
-	docOnce sync.Once
-	docT    *openapi3.T
-	docErr  error
-)
-
 // openAPI loads and validates the document.
-func openAPI(t *testing.T) *openapi3.T {
-	t.Helper()
-	docOnce.Do(func() {
-		docT, docErr = openapi3.NewLoader().LoadFromData(api.Document())
-		if docErr == nil {
-			docErr = docT.Validate(t.Context())
-		}
-	})
-	if docErr != nil {
-		t.Fatalf("the OpenAPI document: %v", docErr)
-	}
-	return docT
-}
+func openAPI(t *testing.T) *openapi3.T { return openapitest.Document(t) }
 
 // checkAnswer fails t when the document does not describe an answer of
-// the API to req (see answerError).
+// the API to req.
 func checkAnswer(t *testing.T, req *http.Request, status int, header http.Header, body []byte) {
 	t.Helper()
-	if err := answerError(openAPI(t), req, status, header, body); err != nil {
-		why, _, _ := strings.Cut(err.Error(), "\n") // the reason, without the schema and value
-		t.Errorf("%s %s answered %d, which the OpenAPI document does not describe: %s\n%s", req.Method, req.URL.Path, status, why, clipBytes(body))
-	}
-}
-
-// answerError returns why doc does not describe an answer to req, or nil:
-// the status must be one of the route's, the body of that status's schema
-// (kin-openapi's openapi3filter.ValidateResponse). An answer of no route
-// must be the document's NoRoute (404) or MethodNotAllowed (405).
-func answerError(doc *openapi3.T, req *http.Request, status int, header http.Header, body []byte) error {
-	var op *openapi3.Operation
-	item, pattern := &openapi3.PathItem{}, ""
-	if key, ok := api.Match(req.Method, req.URL.Path); ok {
-		_, pattern, _ = strings.Cut(key, " ")
-		if item = doc.Paths.Value(pattern); item != nil {
-			op = item.GetOperation(req.Method)
-		}
-		if op == nil {
-			return fmt.Errorf("the document has no operation %s", key)
-		}
-	} else {
-		name := "NoRoute"
-		if status == http.StatusMethodNotAllowed {
-			name = "MethodNotAllowed"
-		}
-		op = &openapi3.Operation{Responses: openapi3.NewResponses(openapi3.WithStatus(status, doc.Components.Responses[name]))}
-		op.Responses.Delete("default")
-	}
-	if status == http.StatusNoContent && len(body) == 0 {
-		header = header.Clone()
-		header.Del("Content-Type")
-	}
-	return openapi3filter.ValidateResponse(context.Background(), &openapi3filter.ResponseValidationInput{
-		RequestValidationInput: &openapi3filter.RequestValidationInput{
-			Request: req,
-			Route:   &routers.Route{Spec: doc, Path: pattern, PathItem: item, Method: req.Method, Operation: op},
-		},
-		Status:  status,
-		Header:  header,
-		Body:    io.NopCloser(bytes.NewReader(body)),
-		Options: &openapi3filter.Options{IncludeResponseStatus: true},
-	})
+	openapitest.Check(t, req, status, header, body)
 }
 
 // The check catches what the document does not describe: a status the
@@ -135,7 +70,7 @@ func TestAnswersTheDocumentDoesNotDescribeAreCaught(t *testing.T) {
 	jsonHeader := http.Header{"Content-Type": {"application/json"}}
 	task := `{"id":"` + unknownID + `","queue":"q","task_type":"t","status":"pending","created_at":"2026-01-28T09:00:00Z","updated_at":"2026-01-28T09:00:00Z","available_at":"2026-01-28T09:00:00Z","expires_at":null,"attempt":0,"max_attempts":3,"timeout":"5m"}`
 	get := httptest.NewRequest("GET", "/queues/q/tasks/"+unknownID, nil)
-	if err := answerError(doc, get, 200, jsonHeader, []byte(`{"task":`+task+`}`)); err != nil {
+	if err := openapitest.Describe(doc, get, 200, jsonHeader, []byte(`{"task":`+task+`}`)); err != nil {
 		t.Fatalf("a task is refused: %v", err)
 	}
 	for _, c := range []struct {
@@ -151,7 +86,7 @@ func TestAnswersTheDocumentDoesNotDescribeAreCaught(t *testing.T) {
 		{"a_task_without_expires_at", get, 200, `{"task":` + strings.Replace(task, `"expires_at":null,`, ``, 1) + `}`},
 		{"no_route_with_another_code", httptest.NewRequest("GET", "/nope", nil), 404, `{"error":{"code":"invalid_input","message":"m"}}`},
 	} {
-		if answerError(doc, c.req, c.status, jsonHeader, []byte(c.body)) == nil {
+		if openapitest.Describe(doc, c.req, c.status, jsonHeader, []byte(c.body)) == nil {
 			t.Errorf("%s: passed", c.name)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/s3q/s3q/shared/api/openapitest"
 	"github.com/s3q/s3q/shared/artifacts"
 	"github.com/s3q/s3q/shared/lambdafn"
 	"github.com/s3q/s3q/shared/queue"
@@ -186,7 +188,27 @@ func invoke(t *testing.T, name string, d lambdafn.Deps, payload []byte) (events.
 			t.Fatalf("%s body is not JSON: %s", name, resp.Body)
 		}
 	}
+	checkAnswer(t, payload, resp)
 	return resp, body
+}
+
+// checkAnswer fails t when the OpenAPI document does not describe the
+// answer of the API to an HTTP event.
+func checkAnswer(t *testing.T, payload []byte, resp events.APIGatewayV2HTTPResponse) {
+	t.Helper()
+	var ev events.APIGatewayV2HTTPRequest
+	if err := json.Unmarshal(payload, &ev); err != nil || ev.RawPath == "" {
+		return // not an HTTP event
+	}
+	req, err := lambdafn.RequestFromEvent(t.Context(), ev)
+	if err != nil {
+		return // answered by the function itself (400), never by the API
+	}
+	header := http.Header{}
+	for k, v := range resp.Headers {
+		header.Set(k, v)
+	}
+	openapitest.Check(t, req, resp.StatusCode, header, []byte(resp.Body))
 }
 
 func deps(q *queue.Queue) lambdafn.Deps {
