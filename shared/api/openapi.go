@@ -308,7 +308,7 @@ func buildDocument() []byte {
 			"schemas":   schemas(),
 			"responses": responses,
 			"securitySchemes": obj{
-				"sigv4": obj{"type": "apiKey", "name": "Authorization", "in": "header",
+				"sigv4": obj{"type": "apiKey", "name": "Authorization", "in": "header", "x-amazon-apigateway-authtype": "awsSigv4",
 					"description": "API Gateway IAM authorization: requests signed with AWS SigV4 (execute-api:Invoke)"},
 			},
 		},
