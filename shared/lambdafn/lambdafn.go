@@ -65,11 +65,6 @@ func Names() []string {
 	return []string{Submit, Claim, Tasks, Schedules, SweepExpired, ScheduleTick, Dispatch}
 }
 
-// Routes returns the API route keys an HTTP function owns
-// ("POST /queues/{queue}/claim"),
-// or nil for a timer function or an unknown name.
-func Routes(name string) []string { return slices.Clone(routes[name]) }
-
 // FunctionFor returns the name of the HTTP function that owns a route key,
 // and false when none does.
 func FunctionFor(routeKey string) (string, bool) {
