@@ -122,7 +122,7 @@ func (e *env) do(method, path, body string) response {
 	req := httptest.NewRequest(method, path, rd)
 	rec := httptest.NewRecorder()
 	e.api.ServeHTTP(rec, req)
-	checkAnswer(e.t, req, rec.Code, rec.Header(), rec.Body.Bytes())
+	checkAnswer(e.t, req, body, rec.Code, rec.Header(), rec.Body.Bytes())
 	r := response{status: rec.Code, header: rec.Header(), raw: rec.Body.Bytes()}
 	if len(r.raw) > 0 {
 		if err := json.Unmarshal(r.raw, &r.body); err != nil {

@@ -73,7 +73,7 @@ func duration() obj {
 	return obj{"type": "string", "description": "a duration such as 90s, 30m, 1h or 7d"}
 }
 func durationOrSeconds() obj {
-	return obj{"type": []string{"string", "integer"}, "description": "a duration such as 90s, 30m, 1h or 7d, or a number of seconds"}
+	return obj{"type": []string{"string", "number"}, "description": "a duration such as 90s, 30m, 1h or 7d, or a number of seconds"}
 }
 func anyJSON() obj { return obj{"description": "any JSON value"} }
 func arrayOf(items obj) obj {
@@ -123,7 +123,7 @@ func schemas() obj {
 		"timeout": durationOrSeconds(), "parent_id": str(), "on_parent_expired": str(),
 	}
 	submit := object(submitProps, []string{"task_type"}, false)
-	submit["properties"].(obj)["wait"] = obj{"type": []string{"string", "integer"}, "description": "wait up to this long for the outcome: 200 finished, 202 still going, 504 deadline passed"}
+	submit["properties"].(obj)["wait"] = obj{"type": []string{"string", "number"}, "description": "a duration or a number of seconds: wait up to this long for the outcome: 200 finished, 202 still going, 504 deadline passed"}
 	queueProps := obj{
 		"name": str(), "ttl": duration(), "ttl_from": ref("TTLFrom"), "max_attempts": integer(), "timeout": duration(),
 		"shards": integer(), "max_concurrency": integer(), "target": ref("Target"), "auto_declared": boolean(),
@@ -162,9 +162,11 @@ func schemas() obj {
 		"OpenAPI":         obj{"type": "object", "description": "an OpenAPI 3.1 document"},
 		"ErrorReply":      object(obj{"error": ref("Error"), "task": ref("Task")}, []string{"error"}, true),
 
-		"Empty":             object(obj{}, nil, true),
-		"SubmitRequest":     submit,
-		"BatchRequest":      object(obj{"tasks": obj{"type": "array", "items": ref("SubmitRequest"), "minItems": 1, "maxItems": 500}}, []string{"tasks"}, true),
+		"Empty":         object(obj{}, nil, true),
+		"SubmitRequest": submit,
+		"BatchRequest": object(obj{"tasks": obj{"type": "array", "minItems": 1, "maxItems": 500, "items": obj{"type": "object",
+			"description": "a task as POST /queues/{queue}/tasks takes it (SubmitRequest, without wait); an invalid one gets an error in its result, the others are still submitted"}}},
+			[]string{"tasks"}, true),
 		"ClaimRequest":      object(obj{"queue": str(), "task_types": arrayOf(str()), "lease_for": durationOrSeconds(), "worker_id": str(), "max_tasks": integer(), "wait": durationOrSeconds()}, nil, true),
 		"CancelRequest":     object(lease, nil, true),
 		"HeartbeatRequest":  withLease(obj{"lease_for": durationOrSeconds()}),

@@ -56,10 +56,10 @@ func TestOpenAPIDocumentDescribesEveryRoute(t *testing.T) {
 func openAPI(t *testing.T) *openapi3.T { return openapitest.Document(t) }
 
 // checkAnswer fails t when the document does not describe an answer of
-// the API to req.
-func checkAnswer(t *testing.T, req *http.Request, status int, header http.Header, body []byte) {
+// the API to req, or req with its body reqBody when the API accepted it.
+func checkAnswer(t *testing.T, req *http.Request, reqBody string, status int, header http.Header, body []byte) {
 	t.Helper()
-	openapitest.Check(t, req, status, header, body)
+	openapitest.Check(t, req, []byte(reqBody), status, header, body)
 }
 
 // The check catches what the document does not describe: a status the

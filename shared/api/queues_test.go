@@ -113,7 +113,7 @@ func TestUndeclaredQueueIs404UnlessAutoDeclared(t *testing.T) {
 		w := httptest.NewRecorder()
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
 		h.ServeHTTP(w, req)
-		checkAnswer(t, req, w.Code, w.Header(), w.Body.Bytes())
+		checkAnswer(t, req, body, w.Code, w.Header(), w.Body.Bytes())
 		return w
 	}
 	before := keys(t, s)
@@ -158,7 +158,7 @@ func TestScheduleUnderAnotherQueueIs404(t *testing.T) {
 		w := httptest.NewRecorder()
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
 		h.ServeHTTP(w, req)
-		checkAnswer(t, req, w.Code, w.Header(), w.Body.Bytes())
+		checkAnswer(t, req, body, w.Code, w.Header(), w.Body.Bytes())
 		return w
 	}
 	if w := do("POST", "/queues/a/schedules", `{"id":"nightly","cron":"0 2 * * *","task_type":"t"}`); w.Code != 201 || !strings.Contains(w.Body.String(), `"queue":"a"`) {

@@ -208,7 +208,11 @@ func checkAnswer(t *testing.T, payload []byte, resp events.APIGatewayV2HTTPRespo
 	for k, v := range resp.Headers {
 		header.Set(k, v)
 	}
-	openapitest.Check(t, req, resp.StatusCode, header, []byte(resp.Body))
+	var reqBody []byte
+	if req.Body != nil {
+		reqBody, _ = io.ReadAll(req.Body)
+	}
+	openapitest.Check(t, req, reqBody, resp.StatusCode, header, []byte(resp.Body))
 }
 
 func deps(q *queue.Queue) lambdafn.Deps {

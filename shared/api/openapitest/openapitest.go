@@ -1,9 +1,10 @@
 // Package openapitest is test support: it checks the answers of the API
 // against its OpenAPI document (api.Document) with kin-openapi's
 // openapi3filter.ValidateResponse, so that an answer the document does not
-// describe fails the test that received it. The API's tests check every
-// answer of their request helpers with it, and lambdafn's every answer of
-// a function to a sample event.
+// describe fails the test that received it, and so does a request the API
+// accepted that the document does not describe (ValidateRequest). The
+// API's tests check every answer of their request helpers with it, and
+// lambdafn's every answer of a function to a sample event.
 package openapitest
 
 import (
@@ -43,16 +44,69 @@ var load = sync.OnceValues(func() (*openapi3.T, error) {
 })
 
 // Check fails t when the document does not describe the answer status,
-// header and body to req (see Describe).
-func Check(t testing.TB, req *http.Request, status int, header http.Header, body []byte) {
+// header and body to req (see Describe) or, when the API accepted it
+// (2xx), does not describe req with its body reqBody (see DescribeRequest).
+func Check(t testing.TB, req *http.Request, reqBody []byte, status int, header http.Header, body []byte) {
 	t.Helper()
-	if err := Describe(Document(t), req, status, header, body); err != nil {
+	doc := Document(t)
+	fail := func(what string, err error, b []byte) {
+		t.Helper()
 		why, _, _ := strings.Cut(err.Error(), "\n") // the reason, without the schema and value
-		if len(body) > 400 {
-			body = append(body[:400:400], "..."...)
+		if len(b) > 400 {
+			b = append(b[:400:400], "..."...)
 		}
-		t.Errorf("%s %s answered %d, which the OpenAPI document does not describe: %s\n%s", req.Method, req.URL.Path, status, why, body)
+		t.Errorf("%s %s %s, which the OpenAPI document does not describe: %s\n%s", req.Method, req.URL.Path, what, why, b)
 	}
+	if err := Describe(doc, req, status, header, body); err != nil {
+		fail(fmt.Sprintf("answered %d", status), err, body)
+	}
+	if status >= 200 && status < 300 {
+		if err := DescribeRequest(doc, req, reqBody); err != nil {
+			fail("was accepted", err, reqBody)
+		}
+	}
+}
+
+// route returns the document's route for req (the one the API matches,
+// api.Match) with its path parameters; nil when the API has none.
+func route(doc *openapi3.T, req *http.Request) (*routers.Route, map[string]string, error) {
+	key, ok := api.Match(req.Method, req.URL.Path)
+	if !ok {
+		return nil, nil, nil
+	}
+	_, pattern, _ := strings.Cut(key, " ")
+	item := doc.Paths.Value(pattern)
+	if item == nil || item.GetOperation(req.Method) == nil {
+		return nil, nil, fmt.Errorf("the document has no operation %s", key)
+	}
+	params := map[string]string{}
+	segs := strings.Split(req.URL.Path, "/")
+	for i, p := range strings.Split(pattern, "/") {
+		if name, ok := strings.CutPrefix(p, "{"); ok && i < len(segs) {
+			params[strings.TrimSuffix(name, "}")] = segs[i]
+		}
+	}
+	return &routers.Route{Spec: doc, Path: pattern, PathItem: item, Method: req.Method, Operation: item.GetOperation(req.Method)}, params, nil
+}
+
+// DescribeRequest returns why doc does not describe req with its body,
+// or nil: its path and query parameters and its JSON body must be those of
+// its route's operation. It is meant for requests the API accepted.
+func DescribeRequest(doc *openapi3.T, req *http.Request, body []byte) error {
+	rt, params, err := route(doc, req)
+	if err != nil || rt == nil {
+		return err
+	}
+	r := req.Clone(context.Background())
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	r.Header.Del("Content-Type")
+	if len(body) > 0 {
+		r.Header.Set("Content-Type", "application/json") // the API reads every body as JSON, whatever its Content-Type
+	}
+	return openapi3filter.ValidateRequest(context.Background(), &openapi3filter.RequestValidationInput{
+		Request: r, PathParams: params, Route: rt,
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+	})
 }
 
 // Describe returns why doc does not describe an answer to req, or nil:
@@ -61,37 +115,28 @@ func Check(t testing.TB, req *http.Request, status int, header http.Header, body
 // matches (api.Match); an answer of no route must be the document's
 // NoRoute (404) or MethodNotAllowed (405).
 func Describe(doc *openapi3.T, req *http.Request, status int, header http.Header, body []byte) error {
-	var op *openapi3.Operation
-	item, pattern := &openapi3.PathItem{}, ""
-	if key, ok := api.Match(req.Method, req.URL.Path); ok {
-		_, pattern, _ = strings.Cut(key, " ")
-		if item = doc.Paths.Value(pattern); item != nil {
-			op = item.GetOperation(req.Method)
-		}
-		if op == nil {
-			return fmt.Errorf("the document has no operation %s", key)
-		}
-	} else {
+	rt, _, err := route(doc, req)
+	if err != nil {
+		return err
+	}
+	if rt == nil {
 		name := "NoRoute"
 		if status == http.StatusMethodNotAllowed {
 			name = "MethodNotAllowed"
 		}
-		op = &openapi3.Operation{Responses: openapi3.NewResponses(openapi3.WithStatus(status, doc.Components.Responses[name]))}
+		op := &openapi3.Operation{Responses: openapi3.NewResponses(openapi3.WithStatus(status, doc.Components.Responses[name]))}
 		op.Responses.Delete("default")
-		item = &openapi3.PathItem{}
+		rt = &routers.Route{Spec: doc, PathItem: &openapi3.PathItem{}, Method: req.Method, Operation: op}
 	}
 	if status == http.StatusNoContent && len(body) == 0 {
 		header = header.Clone()
 		header.Del("Content-Type")
 	}
 	return openapi3filter.ValidateResponse(context.Background(), &openapi3filter.ResponseValidationInput{
-		RequestValidationInput: &openapi3filter.RequestValidationInput{
-			Request: req,
-			Route:   &routers.Route{Spec: doc, Path: pattern, PathItem: item, Method: req.Method, Operation: op},
-		},
-		Status:  status,
-		Header:  header,
-		Body:    io.NopCloser(bytes.NewReader(body)),
-		Options: &openapi3filter.Options{IncludeResponseStatus: true},
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, Route: rt},
+		Status:                 status,
+		Header:                 header,
+		Body:                   io.NopCloser(bytes.NewReader(body)),
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true},
 	})
 }
