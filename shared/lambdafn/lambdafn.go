@@ -41,39 +41,22 @@ const (
 	Dispatch     = "dispatch"
 )
 
-// routes are the API routes each HTTP function owns. Every route that
-// touches a queue's tasks names the queue (DESIGN §12.3); the tasks
-// function also serves the queue declarations and GET /tasks, the
-// operator's listing across queues.
+// routes are the API routes each HTTP function owns, from the API's route
+// table (api.RoutesOf), which names the function of every route. Every
+// route that touches a queue's tasks names the queue (DESIGN §12.3); the
+// tasks function also serves the queue declarations, GET /tasks (the
+// operator's listing across queues) and GET /openapi.json.
 var routes = map[string][]string{
-	Submit: {"POST /queues/{queue}/tasks", "POST /queues/{queue}/tasks/batch"},
-	Claim:  {"POST /queues/{queue}/claim"},
-	Tasks: {
-		"GET /queues", "PUT /queues/{queue}", "GET /queues/{queue}", "DELETE /queues/{queue}",
-		"GET /tasks", "GET /queues/{queue}/tasks",
-		"GET /queues/{queue}/tasks/{id}", "GET /queues/{queue}/tasks/{id}/history",
-		"POST /queues/{queue}/tasks/{id}/cancel", "POST /queues/{queue}/tasks/{id}/retry", "POST /queues/{queue}/tasks/{id}/expire",
-		"POST /queues/{queue}/tasks/{id}/heartbeat", "POST /queues/{queue}/tasks/{id}/complete", "POST /queues/{queue}/tasks/{id}/fail",
-		"POST /queues/{queue}/tasks/{id}/reschedule",
-		"POST /queues/{queue}/tasks/{id}/artifacts", "GET /queues/{queue}/tasks/{id}/artifacts/{name}",
-	},
-	Schedules: {
-		"POST /queues/{queue}/schedules", "GET /queues/{queue}/schedules",
-		"GET /queues/{queue}/schedules/{id}", "PUT /queues/{queue}/schedules/{id}", "DELETE /queues/{queue}/schedules/{id}",
-		"POST /queues/{queue}/schedules/{id}/pause", "POST /queues/{queue}/schedules/{id}/resume", "POST /queues/{queue}/schedules/{id}/trigger",
-		"GET /queues/{queue}/schedules/{id}/history",
-	},
+	Submit:    api.RoutesOf(Submit),
+	Claim:     api.RoutesOf(Claim),
+	Tasks:     api.RoutesOf(Tasks),
+	Schedules: api.RoutesOf(Schedules),
 }
 
 // Names returns the name of every function, HTTP ones first.
 func Names() []string {
 	return []string{Submit, Claim, Tasks, Schedules, SweepExpired, ScheduleTick, Dispatch}
 }
-
-// Routes returns the API route keys an HTTP function owns
-// ("POST /queues/{queue}/claim"),
-// or nil for a timer function or an unknown name.
-func Routes(name string) []string { return slices.Clone(routes[name]) }
 
 // FunctionFor returns the name of the HTTP function that owns a route key,
 // and false when none does.
