@@ -2,10 +2,13 @@ package dispatch_test
 
 import (
 	"context"
+	"fmt"
+	"github.com/s3q/s3q/shared/store"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/queue"
@@ -51,3 +54,54 @@ func TestALambdaInvokeThatBreaksAfterReachingTheFunctionIsNotSentAgain(t *testin
 }
 
 var _ = context.Background
+
+// A complete or fail after a delivery whose S3 write fails once (a 503, or
+// an answer lost on the network) is written again under the same lease:
+// the task is not left to lapse and delivered once more as the next
+// attempt, and a 503's Retry-After is kept.
+func TestAnOutcomeWriteThatFailsOnceIsRetriedAndTheTaskIsNotDeliveredAgain(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		for _, mode := range []store.FaultMode{store.FailBefore, store.LoseAnswer} {
+			for _, outcome := range []string{"complete", "fail"} {
+				t.Run(fmt.Sprintf("%s_mode%d", outcome, mode), func(t *testing.T) {
+					f := store.NewFaulty(st)
+					e := newEnv(st, dispatch.PushQueue{Name: fmt.Sprintf("lost-%s-%d", outcome, mode)})
+					tg := newTarget(t, e.clk, func(p dispatch.Payload, w http.ResponseWriter, _ *http.Request) {
+						// The claim is written: arm the next write of the record.
+						f.FailMatching(store.OpPutIfMatch, queue.TaskKey(p.Task.ID), mode, 1)
+						if outcome == "fail" {
+							w.Header().Set("Retry-After", "30")
+							w.WriteHeader(http.StatusServiceUnavailable)
+							return
+						}
+						fmt.Fprint(w, `{"ok":true}`)
+					})
+					e.pq.Target = dispatch.Target{URL: tg.srv.URL, Secret: "s3q/secret"}
+					e.pq.Timeout = queue.Duration(10 * time.Second)
+					task := e.submit(t, queue.SubmitRequest{MaxAttempts: 5})
+					before := e.clk.Now()
+					rep := run(t, e.dispatcher(f, nil), "")
+					if f.Hits() != 1 || rep.Errors != 0 {
+						t.Fatalf("hits %d, report %+v", f.Hits(), rep)
+					}
+					got := e.get(t, task.ID)
+					switch outcome {
+					case "complete":
+						if got.Status != queue.StatusCompleted || got.Attempt != 1 {
+							t.Fatalf("task %s attempt %d", got.Status, got.Attempt)
+						}
+					case "fail":
+						if got.Status != queue.StatusPending || got.AvailableAt.Before(before.Add(30*time.Second)) {
+							t.Fatalf("task %s available %s (now %s)", got.Status, got.AvailableAt, before)
+						}
+					}
+					e.clk.Advance(11 * time.Second)
+					run(t, e.dispatcher(st, nil), "")
+					if n := len(tg.deliveries()); n != 1 {
+						t.Fatalf("%d deliveries", n)
+					}
+				})
+			}
+		}
+	})
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/store"
 )
 
 // Payload is what a target receives: the task (without its lease token),
@@ -250,6 +251,33 @@ func (d *Dispatcher) deliver(ctx context.Context, p PushQueue, c queue.Claimed, 
 
 func (r Report) plus(o Report) Report { r.add(o); return r }
 
+// outcomeRetries is how many times a delivery's outcome write is sent
+// again after a retryable store error, waiting 100ms, 200ms, 400ms.
+const outcomeRetries = 3
+
+// retryWrite runs an outcome write (complete, fail) and runs it again
+// after a retryable store error while the lease lasts: the core answers a
+// retry of a write that did land as it answered the first, and a write
+// that did not land would otherwise leave the lease to lapse, so that the
+// target's answer is lost and the task delivered again as the next
+// attempt.
+func (d *Dispatcher) retryWrite(ctx context.Context, l queue.Lease, write func(now time.Time) error) error {
+	wait := 100 * time.Millisecond
+	for i := 0; ; i++ {
+		now := d.opts.Now()
+		err := write(now)
+		if err == nil || !errors.Is(err, store.ErrRetryable) || i == outcomeRetries || !now.Add(wait).Before(l.ExpiresAt) {
+			return err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return err
+		}
+		wait *= 2
+	}
+}
+
 // apply writes the outcome of a delivery.
 func (d *Dispatcher) apply(ctx context.Context, t queue.Task, l queue.Lease, res Result, log *slog.Logger) Report {
 	var rep Report
@@ -257,7 +285,10 @@ func (d *Dispatcher) apply(ctx context.Context, t queue.Task, l queue.Lease, res
 	switch res.Outcome {
 	case Complete:
 		out := Output(res.Output)
-		_, err := d.q.Complete(ctx, t.ID, l.Token, out, now)
+		err := d.retryWrite(ctx, l, func(now time.Time) (err error) {
+			_, err = d.q.Complete(ctx, t.ID, l.Token, out, now)
+			return err
+		})
 		var verr *queue.ValidationError
 		if errors.As(err, &verr) {
 			// The answer is no acceptable output (too large): a failure
@@ -280,9 +311,13 @@ func (d *Dispatcher) apply(ctx context.Context, t queue.Task, l queue.Lease, res
 		return rep
 	}
 	retryable := res.Retryable
-	next, err := d.q.Fail(ctx, t.ID, l.Token, queue.FailRequest{
-		Error: clip(res.Error), Retryable: &retryable, RetryAfter: res.RetryAfter,
-	}, now)
+	var next queue.Task
+	err := d.retryWrite(ctx, l, func(now time.Time) (err error) {
+		next, err = d.q.Fail(ctx, t.ID, l.Token, queue.FailRequest{
+			Error: clip(res.Error), Retryable: &retryable, RetryAfter: res.RetryAfter,
+		}, now)
+		return err
+	})
 	if err != nil {
 		log.Warn("fail after delivery", "error", err)
 		rep.Errors++
