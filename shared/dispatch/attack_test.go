@@ -105,3 +105,22 @@ func TestAnOutcomeWriteThatFailsOnceIsRetriedAndTheTaskIsNotDeliveredAgain(t *te
 		}
 	})
 }
+
+// A task submitted less than a second after the wake of an earlier one
+// is not left to the minute rule: the run that wake started may already
+// have found nothing more, so its wake is held back to the end of the
+// second, not dropped.
+func TestASubmitWithinTheSecondOfAnotherStillWakesDispatch(t *testing.T) {
+	now := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
+	clock := now
+	rec := &recorder{}
+	w := &dispatch.Limited{Next: rec, Now: func() time.Time { return clock }}
+	w.Wake(context.Background(), dispatch.Wake{Queue: "push"})
+	clock = now.Add(600 * time.Millisecond)
+	w.Wake(context.Background(), dispatch.Wake{Queue: "push"})
+	clock = now.Add(700 * time.Millisecond)
+	w.Wake(context.Background(), dispatch.Wake{Queue: "push"})
+	if len(rec.got) != 2 || !rec.got[0].At.IsZero() || !rec.got[1].At.Equal(now.Add(time.Second)) {
+		t.Fatalf("wakes %+v, want one now and one at %s", rec.got, now.Add(time.Second))
+	}
+}
