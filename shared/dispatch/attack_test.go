@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"github.com/s3q/s3q/shared/store"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -122,5 +124,45 @@ func TestASubmitWithinTheSecondOfAnotherStillWakesDispatch(t *testing.T) {
 	w.Wake(context.Background(), dispatch.Wake{Queue: "push"})
 	if len(rec.got) != 2 || !rec.got[0].At.IsZero() || !rec.got[1].At.Equal(now.Add(time.Second)) {
 		t.Fatalf("wakes %+v, want one now and one at %s", rec.got, now.Add(time.Second))
+	}
+}
+
+// Outside s3q dev a URL target may not reach this host or the instance
+// metadata service: an address that is loopback, link-local (169.254.0.0/16,
+// the metadata and container credential endpoints) or unspecified is
+// refused when the connection is made (after DNS), and the task fails
+// without retry. Nothing is sent.
+func TestAURLTargetOnLoopbackOrLinkLocalIsRefusedOutsideDev(t *testing.T) {
+	var mu sync.Mutex
+	hits := 0
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits++
+		mu.Unlock()
+		fmt.Fprint(w, `{}`)
+	}))
+	defer srv.Close()
+	for _, url := range []string{srv.URL, "https://169.254.169.254/latest/meta-data/", "https://[::1]:1/", "https://0.0.0.0:1/"} {
+		t.Run(url, func(t *testing.T) {
+			e := newEnv(memstore.New(), dispatch.PushQueue{Name: "push", Target: dispatch.Target{URL: url, Secret: "s3q/secret"}})
+			task := e.submit(t, queue.SubmitRequest{MaxAttempts: 5})
+			h := dispatch.NewHTTP(dispatch.StaticSecrets{"s3q/secret": secret}, false)
+			tr, _ := h.Client.Transport.(*http.Transport)
+			if tr == nil {
+				tr = http.DefaultTransport.(*http.Transport).Clone()
+				h.Client.Transport = tr
+			}
+			tr.TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig
+			d := dispatch.New(e.q, dispatch.Static{"push": e.pq}, dispatch.Options{Now: e.clk.Now, Logger: slog.New(slog.DiscardHandler), HTTP: h})
+			run(t, d, "")
+			if got := e.get(t, task.ID); got.Status != queue.StatusFailed || !strings.Contains(got.LastError, "refused") {
+				t.Fatalf("task %s: %q", got.Status, got.LastError)
+			}
+		})
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if hits != 0 {
+		t.Fatalf("the loopback target got %d requests", hits)
 	}
 }
