@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/s3q/s3q/shared/store"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -164,5 +165,23 @@ func TestAURLTargetOnLoopbackOrLinkLocalIsRefusedOutsideDev(t *testing.T) {
 	defer mu.Unlock()
 	if hits != 0 {
 		t.Fatalf("the loopback target got %d requests", hits)
+	}
+}
+
+// A 2xx whose body is cut off (the connection closes before
+// Content-Length bytes) does not complete the task with half an answer:
+// it is a retryable failure.
+func TestA2xxWhoseBodyIsCutOffDoesNotCompleteTheTask(t *testing.T) {
+	e := newEnv(memstore.New(), dispatch.PushQueue{Name: "push"})
+	tg := newTarget(t, e.clk, func(_ dispatch.Payload, w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Length", "100")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, `"partial`)
+	})
+	e.pq = httpQueue(tg.srv.URL, 10*time.Second)
+	task := e.submit(t, queue.SubmitRequest{MaxAttempts: 5})
+	run(t, e.dispatcher(e.st, nil), "")
+	if got := e.get(t, task.ID); got.Status != queue.StatusPending || got.Attempt != 1 || got.Output != nil {
+		t.Fatalf("task %s attempt %d output %s: %q", got.Status, got.Attempt, got.Output, got.LastError)
 	}
 }

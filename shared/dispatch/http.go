@@ -30,7 +30,8 @@ const MaxRetryAfter = 12 * time.Hour
 // body as output. 429 and 5xx are a retryable failure, available again
 // after Retry-After (seconds or an HTTP date) when given, else after the
 // queue's backoff; a time-out lets the lease lapse (the next attempt
-// follows it); a connection error is a retryable failure. Any other
+// follows it); a connection error, or an answer whose body is cut off,
+// is a retryable failure. Any other
 // status (3xx: redirects are not followed; other 4xx) fails the task
 // without retry.
 type HTTP struct {
@@ -124,6 +125,10 @@ func (h *HTTP) Deliver(ctx context.Context, target Target, d Delivery) Result {
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes+1))
 	if err != nil && ctx.Err() != nil {
 		return Result{Outcome: Lapse, Status: resp.StatusCode}
+	}
+	if err != nil {
+		// The answer was cut off: half a body is no output.
+		return Result{Outcome: Fail, Error: fmt.Sprintf("read the answer (%d): %v", resp.StatusCode, err), Retryable: true, Status: resp.StatusCode}
 	}
 	return DecideHTTP(resp.StatusCode, resp.Header.Get("Retry-After"), body, d.Now)
 }
