@@ -84,7 +84,8 @@ func functionError(err error) error {
 	return messages.InvokeResponse_Error{Message: err.Error(), Type: typ}
 }
 
-// VerifySignature checks an HTTPS push delivery: header is the request's
+// VerifySignature checks an HTTPS push delivery (an empty secret fails
+// every one, pushsig.ErrNoSecret): header is the request's
 // header (S3q-Signature, S3q-Timestamp), body its exact bytes, secret the
 // value of the target's SSM parameter. The signature is the hex
 // HMAC-SHA256 of timestamp + "." + body; the timestamp must be within
