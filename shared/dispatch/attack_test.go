@@ -185,3 +185,36 @@ func TestA2xxWhoseBodyIsCutOffDoesNotCompleteTheTask(t *testing.T) {
 		t.Fatalf("task %s attempt %d output %s: %q", got.Status, got.Attempt, got.Output, got.LastError)
 	}
 }
+
+// The minute rule's run over an idle deployment makes the requests the
+// README counts: one LIST of queues/ and a GET per declared queue, then
+// per push queue a GET of its declaration and one LIST per index prefix
+// (deadline/, ready/). The second look after 150ms is for a wake's run
+// (a task just submitted by another process), not for the minute rule.
+func TestTheMinuteRulesRunOverAnIdleDeploymentMakesTheREADMEsRequests(t *testing.T) {
+	st := store.NewCounting(memstore.New())
+	e := newEnv(st, dispatch.PushQueue{Name: "push"})
+	e.pq = httpQueue("http://127.0.0.1:1/", 10*time.Second)
+	e.declare(t)
+	if _, _, err := e.q.Declare(context.Background(), queue.Declaration{Name: "pull"}, e.clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	q := queue.New(st, queue.Options{ListCacheFor: 100 * time.Millisecond})
+	d := dispatch.New(q, dispatch.NewDeclared(q, nil, 0), dispatch.Options{
+		Now: e.clk.Now, Logger: slog.New(slog.DiscardHandler), RecheckAfter: 150 * time.Millisecond,
+	})
+	var per []int64
+	for range 3 {
+		e.clk.Advance(time.Minute)
+		st.Reset()
+		run(t, d, "")
+		per = append(per, st.Counts().Total())
+	}
+	t.Logf("requests per idle minute run: %v", per)
+	const want = 1 + 2 + 1 + 2
+	for _, n := range per {
+		if n > want {
+			t.Fatalf("requests per idle minute run %v, want at most %d", per, want)
+		}
+	}
+}

@@ -80,8 +80,10 @@ type Deliverer interface {
 }
 
 // drain delivers due tasks of one queue until none is due, the run's time
-// ends, or every slot is held by other dispatchers.
-func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time) (rep Report, err error) {
+// ends, or every slot is held by other dispatchers. wake says the run is
+// for one queue (a wake), whose first empty claim looks once more after
+// RecheckAfter; the minute rule's run of every queue does not.
+func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time, wake bool) (rep Report, err error) {
 	lease := p.Lease()
 	margin := d.margin(lease)
 	limit := d.opts.MaxInFlight
@@ -99,7 +101,7 @@ func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time) (r
 		sem      = make(chan struct{}, limit)
 		rechecks = 0
 	)
-	if d.opts.RecheckAfter > 0 {
+	if d.opts.RecheckAfter > 0 && wake {
 		rechecks = 1
 	}
 	defer func() {
