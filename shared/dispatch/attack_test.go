@@ -2,8 +2,11 @@ package dispatch_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	awslambdago "github.com/aws/aws-lambda-go/lambda"
 	"github.com/s3q/s3q/shared/store"
+	"github.com/s3q/s3q/shared/worker"
 	"io"
 	"log/slog"
 	"net/http"
@@ -216,5 +219,35 @@ func TestTheMinuteRulesRunOverAnIdleDeploymentMakesTheREADMEsRequests(t *testing
 		if n > want {
 			t.Fatalf("requests per idle minute run %v, want at most %d", per, want)
 		}
+	}
+}
+
+// A LambdaHandler handler whose output is not JSON completes its task as
+// an HTTP target's plain-text answer does (the text as a JSON string),
+// instead of failing in the Lambda runtime's encoding, retried until its
+// attempts are spent, each attempt running the handler again.
+func TestALambdaHandlersPlainTextOutputCompletesTheTaskOnce(t *testing.T) {
+	var mu sync.Mutex
+	runs := 0
+	le := newLambdaEndpoint(t, map[string]awslambdago.Handler{
+		"target": awslambdago.NewHandler(worker.LambdaHandler(map[string]worker.Handler{
+			"text": func(context.Context, *worker.Task) (json.RawMessage, error) {
+				mu.Lock()
+				runs++
+				mu.Unlock()
+				return json.RawMessage("plain text"), nil
+			},
+		})),
+	})
+	e := newEnv(memstore.New(), dispatch.PushQueue{Name: "fn", Target: dispatch.Target{Lambda: "target"}})
+	task := e.submit(t, queue.SubmitRequest{TaskType: "text", MaxAttempts: 3})
+	d := e.dispatcher(e.st, &dispatch.Lambda{Client: lambdaClient(le.srv.URL)})
+	for range 3 {
+		run(t, d, "")
+		e.clk.Advance(2 * time.Hour)
+	}
+	got := e.get(t, task.ID)
+	if got.Status != queue.StatusCompleted || string(got.Output) != `"plain text"` || runs != 1 {
+		t.Fatalf("task %s output %s after %d runs: %q", got.Status, got.Output, runs, got.LastError)
 	}
 }

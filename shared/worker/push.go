@@ -43,7 +43,7 @@ type Push struct {
 // lease until the deadline.
 //
 // The handler's output is the function's result, which completes the
-// task. An error is a function error, which fails it: retried while
+// task (an output that is not JSON is sent as a JSON string). An error is a function error, which fails it: retried while
 // attempts remain, unless it is Permanent (errorType PermanentErrorType)
 // or there is no handler for the type. Reschedule is not available under
 // push; it fails the attempt like a plain error.
@@ -65,6 +65,12 @@ func LambdaHandler(handlers map[string]Handler) func(ctx context.Context, p Push
 		}
 		if len(out) == 0 {
 			return json.RawMessage("null"), nil
+		}
+		if !json.Valid(out) {
+			// As an HTTP target's plain-text answer: the text as a JSON
+			// string. The runtime would fail to encode it, and each retry
+			// would run the handler again.
+			return json.Marshal(string(out))
 		}
 		return out, nil
 	}
