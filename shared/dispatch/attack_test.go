@@ -251,3 +251,26 @@ func TestALambdaHandlersPlainTextOutputCompletesTheTaskOnce(t *testing.T) {
 		t.Fatalf("task %s output %s after %d runs: %q", got.Status, got.Output, runs, got.LastError)
 	}
 }
+
+// A push queue whose delivery lease is longer than a whole dispatch run
+// (a 10m timeout under the stack's default 300s function) can never be
+// claimed: the minute rule's run says so (an error in its report, the
+// push_outcome_errors_total metric, and an error log line) instead of
+// skipping the queue in silence forever.
+func TestAQueueWhoseLeaseCannotFitInADispatchRunIsReportedNotSkippedInSilence(t *testing.T) {
+	var logs strings.Builder
+	e := newEnv(memstore.New(), dispatch.PushQueue{Name: "long"})
+	e.pq = httpQueue("http://127.0.0.1:1/", 10*time.Minute)
+	e.pq.Name = "long"
+	e.submit(t, queue.SubmitRequest{})
+	d := dispatch.New(e.q, dispatch.Static{"long": e.pq}, dispatch.Options{
+		Now: e.clk.Now, Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
+	})
+	rep, err := d.Run(context.Background(), "", e.clk.Now().Add(299*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Errors != 1 || !strings.Contains(logs.String(), `"level":"ERROR"`) || !strings.Contains(logs.String(), "dispatchTimeoutSeconds") {
+		t.Fatalf("report %+v, log %s", rep, logs.String())
+	}
+}

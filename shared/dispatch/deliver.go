@@ -109,6 +109,14 @@ func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time, wa
 		mu.Lock()
 		defer mu.Unlock()
 	}()
+	if now := d.opts.Now(); !wake && !until.IsZero() && now.Add(lease+margin).After(until) {
+		// The minute rule's run has its whole time ahead: a lease that
+		// does not fit now never will, and the queue is never delivered.
+		d.log.Error("the delivery lease does not fit in a dispatch run; raise the dispatch function's timeout (dispatchTimeoutSeconds) or lower the queue's timeout",
+			"queue", p.Name, "lease", lease, "margin", margin, "run_left", until.Sub(now))
+		rep.Errors++
+		return rep, nil
+	}
 	for ctx.Err() == nil {
 		if now := d.opts.Now(); !until.IsZero() && now.Add(lease+margin).After(until) {
 			break

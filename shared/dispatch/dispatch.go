@@ -244,7 +244,7 @@ type Report struct {
 	Retried   int `json:"retried"` // of Failed, the ones put back to pending
 	Lapsed    int `json:"lapsed"`  // time-outs: the lease was left to lapse
 	Skipped   int `json:"skipped"` // claimed past the deadline and handed back undelivered
-	Errors    int `json:"errors"`  // outcomes that could not be written
+	Errors    int `json:"errors"`  // outcomes that could not be written, and queues whose lease does not fit in a run
 }
 
 // Run delivers due tasks of the named queue (every push queue when queue
