@@ -40,7 +40,9 @@ type Push struct {
 // deadline (or the invocation's, if earlier; context.Cause is
 // ErrDeadline), and Task.Remaining / ShouldAbort, the DeadlineGuard, read
 // the task's expires_at. No heartbeat is needed: the dispatcher holds the
-// lease until the deadline.
+// lease until the deadline. An invocation that starts after the deadline
+// runs no handler (a retryable function error): the dispatcher has
+// stopped waiting for it.
 //
 // The handler's output is the function's result, which completes the
 // task (an output that is not JSON is sent as a JSON string). An error is a function error, which fails it: retried while
@@ -54,6 +56,12 @@ func LambdaHandler(handlers map[string]Handler) func(ctx context.Context, p Push
 			return nil, functionError(Permanent(fmt.Errorf("no handler for task type %q", p.Task.TaskType)))
 		}
 		if !p.Deadline.IsZero() {
+			if !time.Now().Before(p.Deadline) {
+				// The dispatcher has stopped waiting: the lease lapses and
+				// the next attempt is delivered. Running this one too would
+				// run the task twice at once.
+				return nil, functionError(ErrDeadline)
+			}
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithDeadlineCause(ctx, p.Deadline, ErrDeadline)
 			defer cancel()

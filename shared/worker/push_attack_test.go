@@ -1,7 +1,11 @@
 package worker_test
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"github.com/s3q/s3q/shared/client"
+	"github.com/s3q/s3q/shared/queue"
 	"net/http"
 	"strconv"
 	"testing"
@@ -22,5 +26,27 @@ func TestVerifySignatureWithAnEmptySecretRefusesEveryDelivery(t *testing.T) {
 	h.Set("S3q-Signature", pushsig.Sign("", ts, body))
 	if err := worker.VerifySignature("", h, body, now, 0); !errors.Is(err, pushsig.ErrNoSecret) {
 		t.Fatalf("empty secret: %v", err)
+	}
+}
+
+// An invocation that starts after its delivery's deadline (a cold start,
+// Lambda's own queueing) does not run the handler: the dispatcher has
+// stopped waiting, the lease lapses and the next attempt is delivered, so
+// running it would run the task twice at once.
+func TestLambdaHandlerDoesNotStartAHandlerPastTheDeliveryDeadline(t *testing.T) {
+	ran := false
+	h := worker.LambdaHandler(map[string]worker.Handler{
+		"ok": func(context.Context, *worker.Task) (json.RawMessage, error) {
+			ran = true
+			return json.RawMessage(`{}`), nil
+		},
+	})
+	_, err := h(context.Background(), worker.Push{
+		Task:     client.Task{Task: queue.Task{ID: "id", TaskType: "ok"}},
+		Lease:    client.Lease{TaskID: "id", Token: "tok"},
+		Deadline: time.Now().Add(-time.Second),
+	})
+	if ran || err == nil {
+		t.Fatalf("ran %v, error %v", ran, err)
 	}
 }
