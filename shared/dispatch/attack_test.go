@@ -274,3 +274,99 @@ func TestAQueueWhoseLeaseCannotFitInADispatchRunIsReportedNotSkippedInSilence(t 
 		t.Fatalf("report %+v, log %s", rep, logs.String())
 	}
 }
+
+// jumpStore moves the clock forward when the claim writes the record: the
+// task's deadline passes between its claim and its delivery.
+type jumpStore struct {
+	store.Store
+	clk  *clock
+	by   time.Duration
+	once sync.Once
+}
+
+func (j *jumpStore) PutIfMatch(ctx context.Context, key string, body []byte, etag string) (string, error) {
+	etag, err := j.Store.PutIfMatch(ctx, key, body, etag)
+	if strings.HasPrefix(key, "tasks/") {
+		j.once.Do(func() { j.clk.Advance(j.by) })
+	}
+	return etag, err
+}
+
+// A task whose deadline passes between its claim and its delivery is
+// handed back undelivered, and then expires.
+func TestATaskWhoseDeadlinePassesAfterItsClaimIsHandedBackAndExpires(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		e := newEnv(st, dispatch.PushQueue{Name: "push"})
+		tg := newTarget(t, e.clk, nil)
+		e.pq = httpQueue(tg.srv.URL, 10*time.Second)
+		exp := e.clk.Now().Add(time.Second)
+		task := e.submit(t, queue.SubmitRequest{ExpiresAt: &exp})
+		rep := run(t, e.dispatcher(&jumpStore{Store: st, clk: e.clk, by: 2 * time.Second}, nil), "push")
+		if rep.Skipped != 1 || rep.Delivered != 0 || rep.Errors != 0 {
+			t.Fatalf("report %+v", rep)
+		}
+		run(t, e.dispatcher(st, nil), "push")
+		if got := e.get(t, task.ID); got.Status != queue.StatusExpired || len(tg.deliveries()) != 0 {
+			t.Fatalf("task %s after %d deliveries", got.Status, len(tg.deliveries()))
+		}
+	})
+}
+
+// 16 racing dispatchers, rounds apart by more than the lease (real time:
+// a jump of the test clock ends a lease before the target has seen its
+// connection close), with a
+// target that lets every first attempt time out: a lapsed delivery keeps
+// its slot until its lease ends, so max_concurrency holds throughout.
+func TestMaxConcurrencyHoldsUnder16RacingDispatchersWithLapsedLeases(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		e := newEnv(st, dispatch.PushQueue{Name: "push"})
+		tg := newTarget(t, e.clk, func(p dispatch.Payload, w http.ResponseWriter, r *http.Request) {
+			if p.Task.Attempt == 1 {
+				<-r.Context().Done()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+			fmt.Fprint(w, `{}`)
+		})
+		e.pq = httpQueue(tg.srv.URL, time.Second)
+		e.pq.MaxConcurrency = 2
+		const tasks = 8
+		ids := make([]string, tasks)
+		for i := range ids {
+			ids[i] = e.submit(t, queue.SubmitRequest{MaxAttempts: 10}).ID
+		}
+		for round := 0; round < 12; round++ {
+			var wg sync.WaitGroup
+			for range 16 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if _, err := e.dispatcher(st, nil).Run(context.Background(), "", time.Time{}); err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+			wg.Wait()
+			time.Sleep(150 * time.Millisecond) // past the lapsed leases, in real time
+		}
+		tg.mu.Lock()
+		maxSeen := tg.maxSeen
+		tg.mu.Unlock()
+		if maxSeen > 2 {
+			t.Fatalf("%d deliveries at once, max_concurrency 2", maxSeen)
+		}
+		seen := map[string]int{}
+		for _, p := range tg.deliveries() {
+			if seen[fmt.Sprintf("%s/%d", p.Task.ID, p.Task.Attempt)]++; seen[fmt.Sprintf("%s/%d", p.Task.ID, p.Task.Attempt)] > 1 {
+				t.Errorf("%s attempt %d delivered twice", p.Task.ID, p.Task.Attempt)
+			}
+		}
+		done := 0
+		for _, id := range ids {
+			if e.get(t, id).Status == queue.StatusCompleted {
+				done++
+			}
+		}
+		t.Logf("max in flight %d, %d deliveries, %d/%d completed", maxSeen, len(tg.deliveries()), done, tasks)
+	})
+}
