@@ -155,7 +155,11 @@ func ParseRetryAfter(v string, now time.Time) time.Duration {
 		return 0
 	}
 	var d time.Duration
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		err = nil // a number of seconds beyond int64: the cap, or nothing when negative
+	}
+	if err == nil {
 		if n <= 0 {
 			return 0
 		}
