@@ -392,3 +392,70 @@ func TestRetryAfterIsBoundedWhateverItsForm(t *testing.T) {
 		}
 	}
 }
+
+// A target that trickles its answer is cut off at the delivery's deadline
+// (the lease lapses, the run does not hang past the lease), and one whose
+// answer is larger than an output may be fails the task without reading
+// more than the limit.
+func TestASlowOrHugeAnswerEndsWithinTheLease(t *testing.T) {
+	e := newEnv(memstore.New(), dispatch.PushQueue{Name: "push"})
+	tg := newTarget(t, e.clk, func(p dispatch.Payload, w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		if p.Task.TaskType == "huge" {
+			chunk := []byte(strings.Repeat("x", 64<<10))
+			for i := 0; i < 1600 && r.Context().Err() == nil; i++ { // 100 MiB, unless cut off
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+			return
+		}
+		for r.Context().Err() == nil {
+			_, _ = w.Write([]byte(" "))
+			w.(http.Flusher).Flush()
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	e.pq = httpQueue(tg.srv.URL, time.Second)
+	slow := e.submit(t, queue.SubmitRequest{TaskType: "slow"})
+	huge := e.submit(t, queue.SubmitRequest{TaskType: "huge"})
+	start := time.Now()
+	rep := run(t, e.dispatcher(e.st, nil), "")
+	if took := time.Since(start); took > 1500*time.Millisecond {
+		t.Errorf("the run took %s with a 1s lease", took)
+	}
+	if rep.Lapsed != 1 || rep.Failed != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	if got := e.get(t, slow.ID); got.Status != queue.StatusRunning {
+		t.Errorf("slow: %s", got.Status)
+	}
+	if got := e.get(t, huge.ID); got.Status != queue.StatusFailed {
+		t.Errorf("huge: %s %q", got.Status, got.LastError)
+	}
+}
+
+// A cancel requested during a delivery that then times out is not
+// followed by the next attempt: the lapsed task is cancelled, never
+// delivered again.
+func TestACancelDuringADeliveryThatTimesOutIsNotDeliveredAgain(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		e := newEnv(st, dispatch.PushQueue{Name: "push"})
+		tg := newTarget(t, e.clk, func(p dispatch.Payload, w http.ResponseWriter, r *http.Request) {
+			if _, err := e.q.Cancel(context.Background(), p.Task.ID, e.clk.Now()); err != nil {
+				t.Error(err)
+			}
+			<-r.Context().Done()
+		})
+		e.pq = httpQueue(tg.srv.URL, time.Second)
+		task := e.submit(t, queue.SubmitRequest{MaxAttempts: 5})
+		if rep := run(t, e.dispatcher(st, nil), ""); rep.Lapsed != 1 {
+			t.Fatalf("report %+v", rep)
+		}
+		e.clk.Advance(2 * time.Second)
+		run(t, e.dispatcher(st, nil), "")
+		if got := e.get(t, task.ID); got.Status != queue.StatusCancelled || len(tg.deliveries()) != 1 {
+			t.Fatalf("task %s after %d deliveries", got.Status, len(tg.deliveries()))
+		}
+	})
+}
