@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	awslambdago "github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/worker"
 	"io"
@@ -13,6 +16,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -458,4 +462,37 @@ func TestACancelDuringADeliveryThatTimesOutIsNotDeliveredAgain(t *testing.T) {
 			t.Fatalf("task %s after %d deliveries", got.Status, len(tg.deliveries()))
 		}
 	})
+}
+
+// slowSSM counts GetParameter calls and answers each after a moment.
+type slowSSM struct{ calls atomic.Int64 }
+
+func (f *slowSSM) GetParameter(_ context.Context, in *ssm.GetParameterInput, _ ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
+	f.calls.Add(1)
+	time.Sleep(20 * time.Millisecond)
+	return &ssm.GetParameterOutput{Parameter: &ssmtypes.Parameter{Value: aws.String("v")}}, nil
+}
+
+// A cold dispatcher starting 64 deliveries of one URL queue at once reads
+// the queue's secret once, not 64 times: SSM's GetParameter allows about
+// 40 per second, and each throttled read would fail a delivery and spend
+// an attempt of a task that was never sent.
+func TestConcurrentDeliveriesOfAColdDispatcherReadTheSecretOnce(t *testing.T) {
+	f := &slowSSM{}
+	s := dispatch.NewSSMSecrets(f, 0)
+	now := time.Now()
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if v, err := s.Secret(context.Background(), "/hook", now); err != nil || v != "v" {
+				t.Errorf("%q %v", v, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := f.calls.Load(); n != 1 {
+		t.Fatalf("%d GetParameter calls for one secret", n)
+	}
 }
