@@ -496,3 +496,51 @@ func TestConcurrentDeliveriesOfAColdDispatcherReadTheSecretOnce(t *testing.T) {
 		t.Fatalf("%d GetParameter calls for one secret", n)
 	}
 }
+
+// A delivery shows the task as the API does: no token but the lease's,
+// and none of the record's internals (the previous attempt's ended token,
+// the request hash, the index marker, the slot and its ETag). An HTTPS
+// target may be a third party.
+func TestADeliveryCarriesNoTokenButItsLeasesAndNoRecordInternals(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		var mu sync.Mutex
+		var bodies []string
+		e := newEnv(st, dispatch.PushQueue{Name: "internals"})
+		tg := newTarget(t, e.clk, func(p dispatch.Payload, w http.ResponseWriter, r *http.Request) {
+			if p.Task.Attempt == 1 {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprint(w, `{}`)
+		})
+		seen := tg.srv.Config.Handler
+		tg.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			mu.Lock()
+			bodies = append(bodies, string(b))
+			mu.Unlock()
+			r.Body = io.NopCloser(strings.NewReader(string(b)))
+			seen.ServeHTTP(w, r)
+		})
+		e.pq.Target = dispatch.Target{URL: tg.srv.URL, Secret: "s3q/secret"}
+		e.pq.Timeout = queue.Duration(10 * time.Second)
+		e.pq.MaxConcurrency = 1
+		e.declare(t)
+		e.submit(t, queue.SubmitRequest{MaxAttempts: 3, ID: queue.NewID(e.clk.Now())})
+		run(t, e.dispatcher(st, nil), "")
+		e.clk.Advance(time.Hour)
+		run(t, e.dispatcher(st, nil), "")
+		mu.Lock()
+		defer mu.Unlock()
+		if len(bodies) != 2 {
+			t.Fatalf("%d deliveries", len(bodies))
+		}
+		for _, b := range bodies {
+			for _, field := range []string{"lease_token", "ended_lease_token", "request_hash", "index_key", "slot_key", "slot_etag"} {
+				if strings.Contains(b, `"`+field+`"`) {
+					t.Errorf("a delivery carries %s: %s", field, b)
+				}
+			}
+		}
+	})
+}

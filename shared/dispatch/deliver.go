@@ -14,7 +14,8 @@ import (
 	"github.com/s3q/s3q/shared/store"
 )
 
-// Payload is what a target receives: the task (without its lease token),
+// Payload is what a target receives: the task (as the API shows it:
+// without its lease tokens, request hash, index marker or slot),
 // the lease (task_id, token, expires_at) and the deadline by which the
 // target must answer, a little before the lease ends.
 type Payload struct {
@@ -233,8 +234,9 @@ func (d *Dispatcher) deliver(ctx context.Context, p PushQueue, c queue.Claimed, 
 		return rep
 	}
 	deadline := l.ExpiresAt.Add(-margin)
-	shown := t
-	shown.LeaseToken = ""
+	shown := t // as the API shows it: the lease's token only, no internals
+	shown.LeaseToken, shown.EndedLeaseToken, shown.RequestHash = "", "", ""
+	shown.IndexKey, shown.SlotKey, shown.SlotETag = "", "", ""
 	body, err := json.Marshal(Payload{Task: shown, Lease: l, Deadline: deadline})
 	if err != nil {
 		rep.Errors++
