@@ -544,3 +544,20 @@ func TestADeliveryCarriesNoTokenButItsLeasesAndNoRecordInternals(t *testing.T) {
 		}
 	})
 }
+
+// A wake for a queue that is not declared (or has no target) delivers
+// nothing and costs one GET, then none while the answer is cached.
+func TestAWakeForAnUndeclaredQueueCostsOneGetThenNone(t *testing.T) {
+	st := store.NewCounting(memstore.New())
+	q := queue.New(st, queue.Options{})
+	d := dispatch.New(q, dispatch.NewDeclared(q, nil, 0), dispatch.Options{Logger: slog.New(slog.DiscardHandler), RecheckAfter: 150 * time.Millisecond})
+	for i := range 3 {
+		rep, err := d.Run(context.Background(), "nope", time.Time{})
+		if err != nil || rep.Queues != 0 {
+			t.Fatalf("run %d: %+v %v", i, rep, err)
+		}
+	}
+	if c := st.Counts(); c.Total() != 1 {
+		t.Fatalf("requests %s", c)
+	}
+}
