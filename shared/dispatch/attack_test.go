@@ -332,9 +332,9 @@ func TestMaxConcurrencyHoldsUnder16RacingDispatchersWithLapsedLeases(t *testing.
 			time.Sleep(10 * time.Millisecond)
 			fmt.Fprint(w, `{}`)
 		})
-		e.pq = httpQueue(tg.srv.URL, time.Second)
+		e.pq = httpQueue(tg.srv.URL, 500*time.Millisecond)
 		e.pq.MaxConcurrency = 2
-		const tasks = 8
+		const tasks = 6
 		ids := make([]string, tasks)
 		for i := range ids {
 			ids[i] = e.submit(t, queue.SubmitRequest{MaxAttempts: 10}).ID
@@ -351,7 +351,10 @@ func TestMaxConcurrencyHoldsUnder16RacingDispatchersWithLapsedLeases(t *testing.
 				}()
 			}
 			wg.Wait()
-			time.Sleep(150 * time.Millisecond) // past the lapsed leases, in real time
+			time.Sleep(100 * time.Millisecond) // past the lapsed leases, in real time
+			if n := len(tg.deliveries()); n >= 2*tasks {
+				break
+			}
 		}
 		tg.mu.Lock()
 		maxSeen := tg.maxSeen
