@@ -564,3 +564,51 @@ func TestAWakeForAnUndeclaredQueueCostsOneGetThenNone(t *testing.T) {
 		t.Fatalf("requests %s", c)
 	}
 }
+
+// The minute rule's idle cost does not grow with the pull queues: a warm
+// dispatcher lists queues/ and reads again only the declarations whose
+// ETag changed, so one push queue among 20 pull queues costs the LIST,
+// the push queue's declaration and its two index LISTs each minute. A
+// queue declared, or whose target changed, since the last run is still
+// found by the next.
+func TestTheMinuteRulesIdleCostDoesNotGrowWithPullQueues(t *testing.T) {
+	forEachStore(t, func(t *testing.T, inner store.Store) {
+		st := store.NewCounting(inner)
+		e := newEnv(st, dispatch.PushQueue{Name: "push"})
+		e.pq = httpQueue("http://127.0.0.1:1/", 10*time.Second)
+		e.declare(t)
+		for i := range 20 {
+			if _, _, err := e.q.Declare(context.Background(), queue.Declaration{Name: fmt.Sprintf("pull-%02d", i)}, e.clk.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		q := queue.New(st, queue.Options{ListCacheFor: 100 * time.Millisecond})
+		targets := dispatch.NewDeclared(q, nil, 0)
+		d := dispatch.New(q, targets, dispatch.Options{Now: e.clk.Now, Logger: slog.New(slog.DiscardHandler)})
+		var per []int64
+		for range 3 {
+			e.clk.Advance(time.Minute)
+			st.Reset()
+			run(t, d, "")
+			per = append(per, st.Counts().Total())
+		}
+		t.Logf("requests per idle minute run: %v", per)
+		if per[1] > 4 || per[2] > 4 {
+			t.Fatalf("requests per idle minute run %v, want at most 4 once warm", per)
+		}
+		// A new push queue, and a changed target, are found by the next run.
+		timeout := queue.Duration(10 * time.Second)
+		if _, _, err := e.q.Declare(context.Background(), queue.Declaration{Name: "pull-00", Timeout: &timeout,
+			Target: &queue.Target{URL: "http://127.0.0.1:2/", Secret: "s3q/secret"}}, e.clk.Now()); err != nil {
+			t.Fatal(err)
+		}
+		e.clk.Advance(time.Minute)
+		pqs, err := targets.PushQueues(context.Background(), e.clk.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pqs) != 2 || pqs[0].Name != "pull-00" || pqs[0].Target.URL != "http://127.0.0.1:2/" || pqs[1].Name != "push" {
+			t.Fatalf("push queues %+v", pqs)
+		}
+	})
+}
