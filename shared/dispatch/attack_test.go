@@ -612,3 +612,32 @@ func TestTheMinuteRulesIdleCostDoesNotGrowWithPullQueues(t *testing.T) {
 		}
 	})
 }
+
+// slowSecrets answers after a pause: the task's deadline passes while the
+// signing key is read.
+type slowSecrets struct{ pause time.Duration }
+
+func (s slowSecrets) Secret(context.Context, string, time.Time) (string, error) {
+	time.Sleep(s.pause)
+	return secret, nil
+}
+
+// A task whose deadline passes while its delivery reads the signing key
+// (a cold SSM read) is not sent: it is handed back and then expires.
+func TestATaskWhoseDeadlinePassesWhileTheSecretIsReadIsNotSent(t *testing.T) {
+	e := newEnv(memstore.New(), dispatch.PushQueue{Name: "push"})
+	tg := newTarget(t, e.clk, nil)
+	e.pq = httpQueue(tg.srv.URL, 10*time.Second)
+	exp := e.clk.Now().Add(300 * time.Millisecond)
+	task := e.submit(t, queue.SubmitRequest{ExpiresAt: &exp})
+	h := dispatch.NewHTTP(slowSecrets{pause: 500 * time.Millisecond}, true)
+	d := dispatch.New(e.q, dispatch.Static{"push": e.pq}, dispatch.Options{Now: e.clk.Now, Logger: slog.New(slog.DiscardHandler), HTTP: h})
+	rep := run(t, d, "")
+	if n := len(tg.deliveries()); n != 0 || rep.Delivered != 0 || rep.Skipped != 1 {
+		t.Fatalf("%d deliveries after the deadline, report %+v", n, rep)
+	}
+	run(t, e.dispatcher(e.st, nil), "")
+	if got := e.get(t, task.ID); got.Status != queue.StatusExpired || len(tg.deliveries()) != 0 {
+		t.Fatalf("task %s after %d deliveries", got.Status, len(tg.deliveries()))
+	}
+}

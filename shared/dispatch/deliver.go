@@ -48,6 +48,10 @@ const (
 	// Lapse writes nothing: the delivery timed out, the lease lapses and
 	// the next claim delivers the next attempt.
 	Lapse
+	// HandBack says nothing was sent because the task's expires_at passed
+	// before it could be: the task is handed back undelivered (the
+	// attempt given back) and the next claim expires it.
+	HandBack
 )
 
 func (o Outcome) String() string {
@@ -58,6 +62,8 @@ func (o Outcome) String() string {
 		return "fail"
 	case Lapse:
 		return "lapse"
+	case HandBack:
+		return "hand back"
 	}
 	return fmt.Sprintf("Outcome(%d)", int(o))
 }
@@ -223,15 +229,7 @@ func (d *Dispatcher) deliver(ctx context.Context, p PushQueue, c queue.Claimed, 
 	log := d.log.With("queue", p.Name, "task_id", t.ID, "attempt", t.Attempt)
 	now := d.opts.Now()
 	if t.ExpiresAt != nil && !now.Before(*t.ExpiresAt) {
-		// Claimed just before its deadline and not sent in time: hand it
-		// back undelivered (the attempt is given back); the next claim or
-		// sweep expires it.
-		if _, err := d.q.Reschedule(ctx, t.ID, l.Token, queue.RescheduleRequest{}, now); err != nil {
-			log.Warn("hand back an expired task", "error", err)
-			rep.Errors++
-		}
-		rep.Skipped++
-		return rep
+		return d.handBack(ctx, t, l, now, log)
 	}
 	deadline := l.ExpiresAt.Add(-margin)
 	shown := t // as the API shows it: the lease's token only, no internals
@@ -257,8 +255,24 @@ func (d *Dispatcher) deliver(ctx context.Context, p PushQueue, c queue.Claimed, 
 		res = dl.Deliver(dctx, p.Target, Delivery{Task: t, Lease: l, Deadline: deadline, Body: body, Now: now})
 		cancel()
 	}
+	if res.Outcome == HandBack {
+		return d.handBack(ctx, t, l, d.opts.Now(), log)
+	}
 	rep.Delivered++
 	return rep.plus(d.apply(ctx, t, l, res, log))
+}
+
+// handBack hands back a task claimed just before its deadline and not
+// sent in time, undelivered (the attempt is given back); the next claim
+// or sweep expires it.
+func (d *Dispatcher) handBack(ctx context.Context, t queue.Task, l queue.Lease, now time.Time, log *slog.Logger) Report {
+	var rep Report
+	if _, err := d.q.Reschedule(ctx, t.ID, l.Token, queue.RescheduleRequest{}, now); err != nil {
+		log.Warn("hand back an expired task", "error", err)
+		rep.Errors++
+	}
+	rep.Skipped++
+	return rep
 }
 
 func (r Report) plus(o Report) Report { r.add(o); return r }

@@ -33,7 +33,8 @@ const MaxRetryAfter = 12 * time.Hour
 // follows it); a connection error, or an answer whose body is cut off,
 // is a retryable failure. Any other
 // status (3xx: redirects are not followed; other 4xx) fails the task
-// without retry.
+// without retry. A task whose expires_at passes while the signing key is
+// read is not sent (HandBack).
 type HTTP struct {
 	// Client sends the requests; NewHTTP's refuses local addresses (see
 	// NewHTTP). A nil one is http.DefaultClient, which does not. Redirects
@@ -90,9 +91,13 @@ func (h *HTTP) Deliver(ctx context.Context, target Target, d Delivery) Result {
 	if err := target.Validate(h.AllowHTTP); err != nil {
 		return Result{Outcome: Fail, Error: err.Error()}
 	}
+	start := time.Now()
 	secret, err := h.Secrets.Secret(ctx, target.Secret, d.Now)
 	if err != nil {
 		return Result{Outcome: Fail, Error: "read the signing secret: " + err.Error(), Retryable: true}
+	}
+	if t := d.Task.ExpiresAt; t != nil && !d.Now.Add(time.Since(start)).Before(*t) {
+		return Result{Outcome: HandBack} // the deadline passed while the key was read
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target.URL, bytes.NewReader(d.Body))
 	if err != nil {
