@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/aws/aws-lambda-go/lambda/messages"
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
 	"net/http"
@@ -48,5 +49,31 @@ func TestLambdaHandlerDoesNotStartAHandlerPastTheDeliveryDeadline(t *testing.T) 
 	})
 	if ran || err == nil {
 		t.Fatalf("ran %v, error %v", ran, err)
+	}
+}
+
+// A handler that panics answers a retryable function error (the function
+// lives on), and one that overruns its deadline sees its context end at
+// the payload's deadline with ErrDeadline as the cause.
+func TestLambdaHandlerSurvivesAPanicAndEndsTheContextAtTheDeadline(t *testing.T) {
+	var cause error
+	h := worker.LambdaHandler(map[string]worker.Handler{
+		"panics": func(context.Context, *worker.Task) (json.RawMessage, error) { panic("boom") },
+		"overruns": func(ctx context.Context, _ *worker.Task) (json.RawMessage, error) {
+			<-ctx.Done()
+			cause = context.Cause(ctx)
+			return nil, ctx.Err()
+		},
+	})
+	push := func(tt string) worker.Push {
+		return worker.Push{Task: client.Task{Task: queue.Task{ID: "id", TaskType: tt}}, Deadline: time.Now().Add(50 * time.Millisecond)}
+	}
+	var ie messages.InvokeResponse_Error
+	if _, err := h(context.Background(), push("panics")); !errors.As(err, &ie) || ie.Type == worker.PermanentErrorType {
+		t.Fatalf("panic: %#v", err)
+	}
+	start := time.Now()
+	if _, err := h(context.Background(), push("overruns")); err == nil || !errors.Is(cause, worker.ErrDeadline) || time.Since(start) > time.Second {
+		t.Fatalf("overrun: %v, cause %v after %s", err, cause, time.Since(start))
 	}
 }
