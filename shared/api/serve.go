@@ -28,6 +28,18 @@ type request struct {
 	query map[string]string // accepted query parameters
 	body  []byte
 	log   *requestLog
+	at    time.Time // the request's time, once read (now)
+}
+
+// now returns the time of the request: Options.Now read once, at its
+// first use, so that the core and the answer see the same time (a
+// heartbeat's new lease and the expires_in_seconds of its answer). Only
+// the later polls of a wait read the clock again.
+func (rq *request) now(a *API) time.Time {
+	if rq.at.IsZero() {
+		rq.at = a.now()
+	}
+	return rq.at
 }
 
 // reply is what a handler answers: a status and a body to encode as JSON

@@ -87,11 +87,8 @@ func TestNew(t *testing.T) {
 	if _, err := lambdafn.New("claim", lambdafn.Deps{}); err == nil {
 		t.Errorf("an HTTP function without a queue: no error")
 	}
-	if _, err := lambdafn.New("claim", lambdafn.Deps{Store: memstore.New()}); err != nil {
-		t.Errorf("an HTTP function over a store: %v", err)
-	}
 	for _, name := range lambdafn.Names() {
-		if _, err := lambdafn.New(name, lambdafn.Deps{Store: memstore.New()}); err != nil {
+		if _, err := lambdafn.New(name, lambdafn.Deps{Queue: queue.New(memstore.New(), queue.Options{})}); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
