@@ -77,3 +77,37 @@ func TestLambdaHandlerSurvivesAPanicAndEndsTheContextAtTheDeadline(t *testing.T)
 		t.Fatalf("overrun: %v, cause %v after %s", err, cause, time.Since(start))
 	}
 }
+
+// VerifySignature refuses a timestamp from the future beyond the
+// tolerance, a timestamp changed after signing, one that is not a number,
+// and a signature of the right length but wrong bytes.
+func TestVerifySignatureRefusesTamperedOrFutureTimestamps(t *testing.T) {
+	now := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
+	body := []byte(`{"task":{"id":"x"}}`)
+	sign := func(ts string) http.Header {
+		h := http.Header{}
+		h.Set("S3q-Timestamp", ts)
+		h.Set("S3q-Signature", pushsig.Sign("k", ts, body))
+		return h
+	}
+	future := sign(strconv.FormatInt(now.Add(6*time.Minute).Unix(), 10))
+	moved := sign(strconv.FormatInt(now.Add(-10*time.Minute).Unix(), 10))
+	moved.Set("S3q-Timestamp", strconv.FormatInt(now.Unix(), 10))
+	text := sign("soon")
+	flipped := sign(strconv.FormatInt(now.Unix(), 10))
+	sig := []byte(flipped.Get("S3q-Signature"))
+	sig[0] ^= 1
+	flipped.Set("S3q-Signature", string(sig))
+	huge := sign("99999999999999999")
+	for name, c := range map[string]struct {
+		h    http.Header
+		want error
+	}{
+		"future": {future, pushsig.ErrBadTime}, "moved": {moved, pushsig.ErrSignature},
+		"text": {text, pushsig.ErrBadTime}, "flipped": {flipped, pushsig.ErrSignature}, "huge": {huge, pushsig.ErrBadTime},
+	} {
+		if err := worker.VerifySignature("k", c.h, body, now, 5*time.Minute); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", name, err, c.want)
+		}
+	}
+}
