@@ -148,6 +148,10 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 			}
 			if rerr != nil {
 				err = rerr
+			} else {
+				// The id is taken by a task this view cannot see: one of
+				// another queue. It is not this request's.
+				err = &ConflictError{Field: "id", Message: fmt.Sprintf("task %s exists and was submitted with a different request", t.ID)}
 			}
 		}
 		q.abandon(ctx, &t)
