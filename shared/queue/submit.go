@@ -116,6 +116,7 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 		return SubmitResult{}, err
 	}
 	if req.ID != "" && !req.ReplayAnyRequest {
+		req.Queue = t.Queue // as resolved: absent means the view's queue
 		t.RequestHash = requestHash(req)
 	}
 	if !q.opts.RequireDeclared {
