@@ -728,4 +728,66 @@ func runIDRace(t *testing.T, f Factory) {
 		wantTasks(t, e, 1)
 		e.consistent()
 	})
+
+	t.Run("concurrent_submits_of_one_id_with_and_without_a_dedup_key_make_one_task_and_block_no_key", func(t *testing.T) {
+		e := newEnv(t, f)
+		n := 4
+		if f.Real {
+			n = 12
+		}
+		id := queue.NewID(t0)
+		reqs := []queue.SubmitRequest{
+			{ID: id, TaskType: "x", DedupKey: "k"},
+			{ID: id, TaskType: "x"},
+			{ID: id, TaskType: "x", DedupKey: "k2"},
+			{ID: id, TaskType: "x", DedupKey: "k", Queue: "other"},
+		}
+		type out struct {
+			req queue.SubmitRequest
+			res queue.SubmitResult
+			err error
+		}
+		outs := make(chan out, n)
+		for i := 0; i < n; i++ {
+			go func() {
+				q := e.reopen()
+				req := reqs[i%len(reqs)]
+				res, err := q.Submit(ctx, req, t0.Add(time.Duration(i)*time.Millisecond))
+				outs <- out{req, res, err}
+			}()
+		}
+		created := 0
+		for i := 0; i < n; i++ {
+			o := <-outs
+			var ce *queue.ConflictError
+			switch {
+			case errors.As(o.err, &ce) && ce.Field == "id":
+			case errors.Is(o.err, queue.ErrConflict): // racing takers of one key
+			case o.err != nil:
+				t.Fatalf("submit %+v: %v", o.req, o.err)
+			case o.res.Task.ID != id || o.res.Deduplicated:
+				t.Fatalf("answer: %+v", o.res)
+			case !o.res.Replayed:
+				created++
+			}
+		}
+		if created != 1 {
+			t.Fatalf("%d submits created the task, want 1", created)
+		}
+		wantTasks(t, e, 1)
+		e.consistent()
+		// Every key the losers took is free again: a new task gets it.
+		for _, r := range reqs {
+			if r.DedupKey == "" {
+				continue
+			}
+			res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "x", DedupKey: r.DedupKey, Queue: r.Queue}, t0.Add(time.Second))
+			if err != nil {
+				t.Fatalf("key %s/%s: %v", r.Queue, r.DedupKey, err)
+			}
+			if res.Deduplicated && res.Task.ID != id {
+				t.Fatalf("key %s/%s is held by %s", r.Queue, r.DedupKey, res.Task.ID)
+			}
+		}
+	})
 }
