@@ -187,7 +187,11 @@ func (q *Queue) replay(ctx context.Context, t *Task, req SubmitRequest, wroteMar
 	if wroteMarker && t.IndexKey != "" && t.IndexKey != existing.IndexKey {
 		_ = q.store.Delete(ctx, t.IndexKey)
 	}
-	if !req.ReplayAnyRequest && existing.RequestHash != "" && existing.RequestHash != t.RequestHash {
+	if !req.ReplayAnyRequest && existing.RequestHash != "" && existing.RequestHash != t.RequestHash ||
+		// A fire's id is derived from public facts (schedule, time): a
+		// task a client made with it, or one of another queue, is not the
+		// fire's.
+		req.ReplayAnyRequest && (existing.RequestHash != "" || existing.Queue != t.Queue) {
 		return SubmitResult{}, false, &ConflictError{Field: "id", Message: fmt.Sprintf("task %s exists and was submitted with a different request", t.ID)}
 	}
 	return SubmitResult{Task: existing, Replayed: true}, true, nil

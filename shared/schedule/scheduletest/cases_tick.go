@@ -37,6 +37,33 @@ func runTick(t *testing.T, f Factory) {
 		}
 	})
 
+	t.Run("a_task_a_client_made_with_a_fires_id_is_not_taken_for_the_fire_and_the_schedule_moves_on", func(t *testing.T) {
+		e := newEnv(t, f)
+		e.create(schedule.Request{ID: "a", Cron: "*/15 * * * *"}, t0)
+		// Fire ids are derived from public facts (schedule id, cron time):
+		// a submitter, of this queue or another, can take one first.
+		squat := map[string]string{}
+		for _, c := range []struct{ queue, at string }{{"b", "2026-05-01T09:15:00Z"}, {queue.DefaultQueue, "2026-05-01T09:30:00Z"}} {
+			id := schedule.TaskID("a", utc(c.at))
+			if _, err := e.q.In(c.queue).Submit(ctx, queue.SubmitRequest{ID: id, TaskType: "evil", Input: json.RawMessage(`{"x":1}`)}, t0); err != nil {
+				t.Fatal(err)
+			}
+			squat[id] = c.queue
+		}
+		e.tickEvery(t0, utc("2026-05-01T09:46:00Z"), time.Minute)
+		for _, fi := range e.history("a") {
+			if _, ok := squat[fi.TaskID]; ok {
+				t.Errorf("the fire at %s took the task a client made: %+v", fi.FireTime.Format(time.RFC3339), fi)
+			}
+		}
+		if st := e.state("a"); squat[st.LastTaskID] != "" || st.LastTaskID != schedule.TaskID("a", utc("2026-05-01T09:45:00Z")) {
+			t.Fatalf("last task %s", st.LastTaskID)
+		}
+		if task := e.task(schedule.TaskID("a", utc("2026-05-01T09:45:00Z"))); task.TaskType != "report.make" {
+			t.Fatalf("the 09:45 fire made %+v", task)
+		}
+	})
+
 	t.Run("a_due_schedule_fires_once_and_its_marker_moves_to_the_next_time", func(t *testing.T) {
 		e := newEnv(t, f)
 		e.create(schedule.Request{ID: "a", Cron: "*/15 * * * *", Queue: "reports", TaskType: "report.make",
