@@ -187,7 +187,10 @@ func (q *Queue) replay(ctx context.Context, t *Task, req SubmitRequest, wroteMar
 	if wroteMarker && t.IndexKey != "" && t.IndexKey != existing.IndexKey {
 		_ = q.store.Delete(ctx, t.IndexKey)
 	}
-	if !req.ReplayAnyRequest && existing.RequestHash != "" && existing.RequestHash != t.RequestHash ||
+	// A client's request replays only the task its own request made: one
+	// made without an id's request (a fire's, whose id anyone can
+	// compute) is not shown to it.
+	if !req.ReplayAnyRequest && existing.RequestHash != t.RequestHash ||
 		// A fire's id is derived from public facts (schedule, time): a
 		// task a client made with it, or one of another queue, is not the
 		// fire's.
