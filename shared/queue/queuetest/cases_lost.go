@@ -543,6 +543,28 @@ func runLostLease(t *testing.T, f Factory) {
 }
 
 func runLostManage(t *testing.T, f Factory) {
+	t.Run("a_queue_update_and_delete_whose_answers_were_lost_are_recognised", func(t *testing.T) {
+		e, fs := newLossEnv(t, f)
+		e.declare(queue.Declaration{Name: "a"}, t0)
+		lose(fs, store.OpPutIfMatch, "queues/")
+		d, created, err := e.q.Declare(ctx, queue.Declaration{Name: "a", MaxConcurrency: 5}, t0.Add(time.Second))
+		if err != nil || created || d.MaxConcurrency != 5 {
+			t.Fatalf("update: %+v created=%v %v", d, created, err)
+		}
+		wantHits(t, fs, 1)
+		if got, err := e.reopen().GetQueue(ctx, "a", t0.Add(time.Second)); err != nil || got.MaxConcurrency != 5 {
+			t.Fatalf("stored: %+v %v", got, err)
+		}
+		lose(fs, store.OpPutIfMatch, "queues/")
+		if err := e.q.DeleteQueue(ctx, "a", t0.Add(2*time.Second)); err != nil {
+			t.Fatalf("delete: %v", err)
+		}
+		wantHits(t, fs, 1)
+		if _, err := e.reopen().GetQueue(ctx, "a", t0.Add(2*time.Second)); !errors.Is(err, queue.ErrQueueNotFound) {
+			t.Fatalf("after the delete: %v", err)
+		}
+	})
+
 	t.Run("a_cancel_whose_answer_was_lost_is_recognised", func(t *testing.T) {
 		e, fs := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
