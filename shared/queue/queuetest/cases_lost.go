@@ -565,6 +565,32 @@ func runLostManage(t *testing.T, f Factory) {
 		}
 	})
 
+	t.Run("a_slot_takeover_whose_answer_was_lost_is_recognised", func(t *testing.T) {
+		e, fs := newLossEnv(t, f)
+		e.declare(queue.Declaration{Name: "one", MaxConcurrency: 1}, t0)
+		e.submit(queue.SubmitRequest{Queue: "one"}, t0)
+		e.submit(queue.SubmitRequest{Queue: "one"}, t0)
+		if cs := e.claim(queue.ClaimRequest{Queue: "one", LeaseFor: time.Minute}, t0); len(cs) != 1 {
+			t.Fatalf("claimed %d", len(cs))
+		}
+		// Its worker dies; after the lease the slot is taken over, and
+		// that write's answer is lost.
+		later := t0.Add(time.Minute + time.Second)
+		lose(fs, store.OpPutIfMatch, "slots/")
+		cs, err := e.reopen().Claim(ctx, queue.ClaimRequest{Queue: "one", LeaseFor: time.Minute}, later)
+		if err != nil || len(cs) != 1 {
+			t.Fatalf("claim: %d tasks, %v", len(cs), err)
+		}
+		wantHits(t, fs, 1)
+		if _, err := e.q.Complete(ctx, cs[0].Task.ID, cs[0].Lease.Token, nil, later); err != nil {
+			t.Fatal(err)
+		}
+		// The slot was freed by the complete: the next task runs at once.
+		if got := e.claim(queue.ClaimRequest{Queue: "one", LeaseFor: time.Minute}, later); len(got) != 1 {
+			t.Fatalf("claim after the complete: %d tasks", len(got))
+		}
+	})
+
 	t.Run("a_cancel_whose_answer_was_lost_is_recognised", func(t *testing.T) {
 		e, fs := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
