@@ -572,6 +572,12 @@ func (q *Queue) holdDedup(ctx context.Context, t *Task, now time.Time) (Task, bo
 		}
 		if p.TaskID != "" {
 			holder, hetag, err := q.load(ctx, p.TaskID)
+			if err == nil && (holder.Queue != t.Queue || holder.DedupKey != t.DedupKey) {
+				// The pointer of a submit of that id with another request
+				// (refused, then crashed before releasing it): the task
+				// does not hold this key, as if it did not exist.
+				err = fmt.Errorf("task %s does not hold dedup key %q: %w", p.TaskID, clip(t.DedupKey), ErrNotFound)
+			}
 			var ended Task
 			switch {
 			case err == nil && endsNow(&holder, &ended, now):

@@ -591,6 +591,23 @@ func runLostManage(t *testing.T, f Factory) {
 		}
 	})
 
+	t.Run("a_dedup_pointer_left_by_a_conflicting_submit_of_a_taken_id_does_not_hold_its_key", func(t *testing.T) {
+		e := newEnv(t, f)
+		x := e.submit(queue.SubmitRequest{ID: queue.NewID(t0), DedupKey: "k1"}, t0)
+		// A submit of x's id with another body and key k2 took k2's
+		// pointer and crashed before its (refused) create: the pointer
+		// names x, a live task that does not hold k2.
+		body, _ := json.Marshal(map[string]any{"task_id": x.ID, "created_at": t0})
+		if _, err := e.s.PutIfAbsent(ctx, queue.DedupKey(queue.DefaultQueue, "k2"), body); err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k2"}, t0.Add(5*time.Minute))
+		if err != nil || res.Deduplicated || res.Task.ID == x.ID || res.Task.DedupKey != "k2" {
+			t.Fatalf("a submit with k2: %+v %v", res, err)
+		}
+		e.consistent()
+	})
+
 	t.Run("a_cancel_whose_answer_was_lost_is_recognised", func(t *testing.T) {
 		e, fs := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
