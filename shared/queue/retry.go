@@ -87,6 +87,10 @@ func (q *Queue) retakeDedup(ctx context.Context, t *Task, now time.Time) error {
 		_ = json.Unmarshal(obj.Body, &p)
 		if p.TaskID != t.ID && validID(p.TaskID) == nil {
 			holder, hetag, err := q.load(ctx, p.TaskID)
+			if err == nil && (holder.Queue != t.Queue || holder.DedupKey != t.DedupKey) {
+				// Not its holder: a crashed, refused submit's pointer.
+				err = fmt.Errorf("task %s does not hold dedup key %q: %w", p.TaskID, clip(t.DedupKey), ErrNotFound)
+			}
 			var ended Task
 			switch {
 			case err == nil && endsNow(&holder, &ended, now):

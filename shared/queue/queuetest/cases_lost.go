@@ -606,6 +606,22 @@ func runLostManage(t *testing.T, f Factory) {
 			t.Fatalf("a submit with k2: %+v %v", res, err)
 		}
 		e.consistent()
+		// Nor does it stop a retry of the task that holds the key.
+		f := e.submit(queue.SubmitRequest{DedupKey: "k3"}, t0)
+		if _, err := e.q.Cancel(ctx, f.ID, t0); err != nil {
+			t.Fatal(err)
+		}
+		obj, err := e.s.Get(ctx, queue.DedupKey(queue.DefaultQueue, "k3"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.s.PutIfMatch(ctx, queue.DedupKey(queue.DefaultQueue, "k3"), body, obj.ETag); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := e.q.Retry(ctx, f.ID, t0.Add(5*time.Minute)); err != nil || got.Status != queue.StatusPending {
+			t.Fatalf("retry of the task with k3: %v %v", got.Status, err)
+		}
+		e.consistent()
 	})
 
 	t.Run("a_cancel_whose_answer_was_lost_is_recognised", func(t *testing.T) {
