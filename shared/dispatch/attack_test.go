@@ -489,16 +489,26 @@ func TestASlowOrHugeAnswerEndsWithinTheLease(t *testing.T) {
 func TestACancelDuringADeliveryThatTimesOutIsNotDeliveredAgain(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		e := newEnv(st, dispatch.PushQueue{Name: "push"})
+		cancelled := make(chan struct{})
+		var once sync.Once
 		tg := newTarget(t, e.clk, func(p dispatch.Payload, w http.ResponseWriter, r *http.Request) {
 			if _, err := e.q.Cancel(context.Background(), p.Task.ID, e.clk.Now()); err != nil {
 				t.Error(err)
 			}
+			once.Do(func() { close(cancelled) })
 			<-r.Context().Done()
 		})
 		e.pq = httpQueue(tg.srv.URL, time.Second)
 		task := e.submit(t, queue.SubmitRequest{MaxAttempts: 5})
 		if rep := run(t, e.dispatcher(st, nil), ""); rep.Lapsed != 1 {
 			t.Fatalf("report %+v", rep)
+		}
+		// On a loaded machine the target may still be on its way to the
+		// cancel when the delivery has timed out: the next run comes after it.
+		select {
+		case <-cancelled:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the target never asked to cancel")
 		}
 		e.clk.Advance(2 * time.Second)
 		run(t, e.dispatcher(st, nil), "")
