@@ -31,6 +31,7 @@ import (
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/memstore"
+	"github.com/s3q/s3q/shared/store/storefault"
 	"github.com/s3q/s3q/shared/tasktypes"
 )
 
@@ -239,7 +240,7 @@ func (r *retried) PutIfMatch(ctx context.Context, key string, body []byte, etag 
 // deployed function.
 type accessEnv struct {
 	rec     *recorder
-	faults  *store.Faulty
+	faults  *storefault.Store
 	retried *retried
 	setup   *queue.Queue
 	d       lambdafn.Deps
@@ -249,7 +250,7 @@ func newAccessEnv(t *testing.T) *accessEnv {
 	t.Helper()
 	bucket := memstore.New()
 	rt := &retried{Store: bucket}
-	faults := store.NewFaulty(rt)
+	faults := storefault.New(rt)
 	rec := newRecorder(faults)
 	// AutoDeclare: the grants cover a deployment that turns it on.
 	c := config.Config{Bucket: "s3q-test", Shards: 1, ArtifactTTL: artifacts.DefaultTTL, AutoDeclare: true, AllowInsecureTargets: true}
@@ -643,7 +644,7 @@ func runAccessCase(t *testing.T, c accessCase, e *accessEnv, mode string, n int)
 	}
 	switch mode {
 	case "lost":
-		e.faults.Fail(n+1, store.LoseAnswer)
+		e.faults.Fail(n+1, storefault.LoseAnswer)
 	case "retried":
 		e.retried.mu.Lock()
 		e.retried.n, e.retried.seen = n+1, 0

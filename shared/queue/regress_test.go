@@ -13,6 +13,7 @@ import (
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/memstore"
+	"github.com/s3q/s3q/shared/store/storefault"
 )
 
 var bg = context.Background()
@@ -233,8 +234,8 @@ func TestAClaimWhoseAnswerIsLostStillHandsTheTaskOver(t *testing.T) {
 	mem := memstore.New()
 	q := queue.New(mem, queue.Options{})
 	task := mustSubmit(t, q, queue.SubmitRequest{MaxAttempts: 1}, T0)
-	f := store.NewFaulty(mem)
-	f.Fail(1, store.LoseAnswer) // the claim's PutIfMatch lands, its answer is lost
+	f := storefault.New(mem)
+	f.Fail(1, storefault.LoseAnswer) // the claim's PutIfMatch lands, its answer is lost
 	cq := queue.New(f, queue.Options{})
 	cs, err := cq.Claim(bg, queue.ClaimRequest{LeaseFor: time.Minute}, T0)
 	if !f.Fired() {

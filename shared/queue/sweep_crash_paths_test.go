@@ -8,6 +8,7 @@ import (
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/memstore"
+	"github.com/s3q/s3q/shared/store/storefault"
 )
 
 // Crash the sweep at each write in a scenario the suite's crash test does
@@ -42,12 +43,12 @@ func TestASweepCrashedOnAnyPathLeavesWorkTheNextOneFinishes(t *testing.T) {
 		t.Fatal(err)
 	}
 	writes := int(cnt.Counts().Put + cnt.Counts().Delete)
-	for _, mode := range []store.FaultMode{store.FailBefore, store.FailAfter, store.LoseAnswer} {
+	for _, mode := range []storefault.FaultMode{storefault.FailBefore, storefault.FailAfter, storefault.LoseAnswer} {
 		for n := 1; n <= writes; n++ {
 			t.Run(fmt.Sprint(mode, "_", n), func(t *testing.T) {
 				s := memstore.New()
 				parked, dead, done := setup(s)
-				f := store.NewFaulty(s)
+				f := storefault.New(s)
 				f.Fail(n, mode)
 				pub := &rec{}
 				queue.New(f, o).Sweep(bg, now, queue.SweepOptions{Publisher: pub, Concurrency: 1})

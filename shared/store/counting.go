@@ -54,17 +54,6 @@ func (c Counts) Add(o Counts) Counts {
 	return Counts{Put: c.Put + o.Put, Get: c.Get + o.Get, List: c.List + o.List, Delete: c.Delete + o.Delete, Head: c.Head + o.Head}
 }
 
-// S3 list prices in US dollars per request (us-east-1, S3 Standard).
-const (
-	PricePutClass = 0.005 / 1000  // PUT, COPY, POST, LIST
-	PriceGetClass = 0.0004 / 1000 // GET, HEAD
-)
-
-// USD returns what the counted requests cost at S3 list prices. DELETE is free.
-func (c Counts) USD() float64 {
-	return float64(c.Put+c.List)*PricePutClass + float64(c.Get+c.Head)*PriceGetClass
-}
-
 // String formats the counts as "requests=N put=N list=N get=N delete=N head=N".
 func (c Counts) String() string {
 	return fmt.Sprintf("requests=%d put=%d list=%d get=%d delete=%d head=%d", c.Total(), c.Put, c.List, c.Get, c.Delete, c.Head)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/store"
+	"github.com/s3q/s3q/shared/store/storefault"
 )
 
 // crashCase is one transition to crash part-way through.
@@ -122,8 +123,8 @@ func runCrash(t *testing.T, f Factory) {
 		if writes == 0 {
 			t.Fatalf("%s makes no write", cc.name)
 		}
-		for _, mode := range []store.FaultMode{store.FailBefore, store.FailAfter} {
-			modeName := map[store.FaultMode]string{store.FailBefore: "before", store.FailAfter: "after"}[mode]
+		for _, mode := range []storefault.FaultMode{storefault.FailBefore, storefault.FailAfter} {
+			modeName := map[storefault.FaultMode]string{storefault.FailBefore: "before", storefault.FailAfter: "after"}[mode]
 			for n := 1; n <= writes; n++ {
 				name := fmt.Sprintf("a_crash_%s_write_%d_of_%d_of_%s_loses_nothing", modeName, n, writes, cc.name)
 				t.Run(name, func(t *testing.T) { crashOnce(t, f, cc, n, mode) })
@@ -146,10 +147,10 @@ func countWrites(t *testing.T, f Factory, cc crashCase) int {
 
 // crashOnce crashes cc at its n-th write and checks that a fresh process
 // finds, repairs and finishes everything.
-func crashOnce(t *testing.T, f Factory, cc crashCase, n int, mode store.FaultMode) {
+func crashOnce(t *testing.T, f Factory, cc crashCase, n int, mode storefault.FaultMode) {
 	e := newEnv(t, f)
 	id, tok := cc.setup(e)
-	faulty := store.NewFaulty(e.s)
+	faulty := storefault.New(e.s)
 	crashing := queue.New(faulty, e.op)
 	crashAt := t0.Add(time.Second)
 	faulty.Fail(n, mode)

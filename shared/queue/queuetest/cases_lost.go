@@ -9,6 +9,7 @@ import (
 
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/store"
+	"github.com/s3q/s3q/shared/store/storefault"
 )
 
 // Lost answers (DESIGN §12.1): each write of each transition lands and
@@ -17,20 +18,22 @@ import (
 // and dedup pointers consistent, no key blocked.
 
 // newLossEnv returns an env whose store fails chosen writes on demand.
-func newLossEnv(t testing.TB, f Factory, opts ...func(*queue.Options)) (*env, *store.Faulty) {
+func newLossEnv(t testing.TB, f Factory, opts ...func(*queue.Options)) (*env, *storefault.Store) {
 	e := newEnv(t, f, opts...)
-	fs := store.NewFaulty(e.s)
+	fs := storefault.New(e.s)
 	e.s, e.q = fs, queue.New(fs, e.op)
 	return e, fs
 }
 
 // lose arms the next write of kind op under prefix to land with its
 // answer lost.
-func lose(fs *store.Faulty, op, prefix string) { fs.FailMatching(op, prefix, store.LoseAnswer, 1) }
+func lose(fs *storefault.Store, op, prefix string) {
+	fs.FailMatching(op, prefix, storefault.LoseAnswer, 1)
+}
 
 // wantHits fails unless the armed fault hit n writes: a case whose fault
 // never fired proves nothing.
-func wantHits(t testing.TB, fs *store.Faulty, n int) {
+func wantHits(t testing.TB, fs *storefault.Store, n int) {
 	t.Helper()
 	if got := fs.Hits(); got != n {
 		t.Fatalf("the armed fault hit %d writes, want %d", got, n)
@@ -138,9 +141,9 @@ func runLostSubmit(t *testing.T, f Factory) {
 	for _, c := range []struct {
 		name, op, prefix string
 	}{
-		{"a_submit_whose_record_create_answer_was_lost_returns_its_one_task", store.OpPutIfAbsent, "tasks/"},
-		{"a_submit_whose_index_marker_answer_was_lost_returns_its_one_task", store.OpPut, "ready/"},
-		{"a_submit_whose_wake_up_answer_was_lost_returns_its_one_task", store.OpPut, "sweep/wake/"},
+		{"a_submit_whose_record_create_answer_was_lost_returns_its_one_task", storefault.OpPutIfAbsent, "tasks/"},
+		{"a_submit_whose_index_marker_answer_was_lost_returns_its_one_task", storefault.OpPut, "ready/"},
+		{"a_submit_whose_wake_up_answer_was_lost_returns_its_one_task", storefault.OpPut, "sweep/wake/"},
 	} {
 		for _, withID := range []bool{false, true} {
 			name := c.name
@@ -177,7 +180,7 @@ func runLostSubmit(t *testing.T, f Factory) {
 
 	t.Run("a_deadline_marker_whose_answer_was_lost_still_lets_the_sweep_find_the_task", func(t *testing.T) {
 		e, fs := newLossEnv(t, f)
-		lose(fs, store.OpPut, "deadline/")
+		lose(fs, storefault.OpPut, "deadline/")
 		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", TTL: dur("1m")}, t0)
 		if err != nil {
 			t.Fatal(err)
@@ -193,7 +196,7 @@ func runLostSubmit(t *testing.T, f Factory) {
 
 	t.Run("an_outbox_entry_whose_answer_was_lost_still_owes_the_expiry_event", func(t *testing.T) {
 		e, fs := newLossEnv(t, f)
-		lose(fs, store.OpPut, "sweep/")
+		lose(fs, storefault.OpPut, "sweep/")
 		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", TTL: dur("0s")}, t0)
 		if err != nil || res.Task.Status != queue.StatusExpired {
 			t.Fatalf("submit: %+v, %v", res.Task, err)
@@ -214,7 +217,7 @@ func runLostSubmit(t *testing.T, f Factory) {
 			if suffix == "" {
 				prefix += "/"
 			}
-			lose(fs, store.OpPut, prefix)
+			lose(fs, storefault.OpPut, prefix)
 			child, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", ParentID: parent.ID}, t0)
 			if err != nil {
 				t.Fatal(err)
@@ -274,7 +277,7 @@ func runLostDedup(t *testing.T, f Factory) {
 			if withID {
 				req.ID = queue.NewID(t0)
 			}
-			lose(fs, store.OpPutIfAbsent, "dedup/")
+			lose(fs, storefault.OpPutIfAbsent, "dedup/")
 			first, err := e.q.Submit(ctx, req, t0)
 			if err != nil || first.Deduplicated {
 				t.Fatalf("submit: %+v, %v", first, err)
@@ -296,7 +299,7 @@ func runLostDedup(t *testing.T, f Factory) {
 		if _, err := e.q.Complete(ctx, c.Task.ID, c.Lease.Token, nil, t0); err != nil {
 			t.Fatal(err)
 		}
-		lose(fs, store.OpPutIfMatch, "dedup/")
+		lose(fs, storefault.OpPutIfMatch, "dedup/")
 		b, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(time.Second))
 		if err != nil || b.Deduplicated || b.Task.ID == a.ID {
 			t.Fatalf("takeover: %+v, %v", b, err)
@@ -311,7 +314,7 @@ func runLostDedup(t *testing.T, f Factory) {
 
 	t.Run("a_submit_that_cannot_create_its_record_releases_its_dedup_key", func(t *testing.T) {
 		e, fs := newLossEnv(t, f)
-		fs.FailMatching(store.OpPutIfAbsent, "tasks/", store.FailBefore, store.OwnAttempts)
+		fs.FailMatching(storefault.OpPutIfAbsent, "tasks/", storefault.FailBefore, store.OwnAttempts)
 		_, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0)
 		if !errors.Is(err, store.ErrRetryable) {
 			t.Fatalf("err = %v, want a retryable store error", err)
@@ -330,7 +333,7 @@ func runLostDedup(t *testing.T, f Factory) {
 
 	t.Run("a_submit_whose_record_create_fails_once_retries_it_and_keeps_its_key", func(t *testing.T) {
 		e, fs := newLossEnv(t, f)
-		fs.FailMatching(store.OpPutIfAbsent, "tasks/", store.FailBefore, 1)
+		fs.FailMatching(storefault.OpPutIfAbsent, "tasks/", storefault.FailBefore, 1)
 		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0)
 		if err != nil {
 			t.Fatal(err)
@@ -431,7 +434,7 @@ func runLostLease(t *testing.T, f Factory) {
 	t.Run("a_claim_whose_answer_was_lost_still_leases_the_task", func(t *testing.T) {
 		e, fs := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{}, t0)
-		lose(fs, store.OpPutIfMatch, "tasks/")
+		lose(fs, storefault.OpPutIfMatch, "tasks/")
 		c := e.claimOne(t0)
 		wantHits(t, fs, 1)
 		got := e.get(a.ID)
@@ -446,7 +449,7 @@ func runLostLease(t *testing.T, f Factory) {
 		e, fs := newLossEnv(t, f)
 		e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
-		lose(fs, store.OpPutIfMatch, "tasks/")
+		lose(fs, storefault.OpPutIfMatch, "tasks/")
 		hb, err := e.q.Heartbeat(ctx, c.Task.ID, c.Lease.Token, 10*time.Minute, t0.Add(time.Minute))
 		if err != nil {
 			t.Fatal(err)
@@ -488,7 +491,7 @@ func runLostLease(t *testing.T, f Factory) {
 			e, fs := newLossEnv(t, f)
 			e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
 			c := e.claimOne(t0)
-			lose(fs, store.OpPutIfMatch, "tasks/")
+			lose(fs, storefault.OpPutIfMatch, "tasks/")
 			first, err := o.do(e.q, c, t0.Add(time.Second))
 			if err != nil {
 				t.Fatal(err)
@@ -546,7 +549,7 @@ func runLostManage(t *testing.T, f Factory) {
 	t.Run("a_cancel_whose_answer_was_lost_is_recognised", func(t *testing.T) {
 		e, fs := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
-		lose(fs, store.OpPutIfMatch, "tasks/")
+		lose(fs, storefault.OpPutIfMatch, "tasks/")
 		got, err := e.q.Cancel(ctx, a.ID, t0)
 		if err != nil {
 			t.Fatal(err)
@@ -561,9 +564,9 @@ func runLostManage(t *testing.T, f Factory) {
 	})
 
 	for _, c := range []struct{ name, op, prefix string }{
-		{"record", store.OpPutIfMatch, "tasks/"},
-		{"dedup_pointer", store.OpPutIfMatch, "dedup/"},
-		{"marker", store.OpPut, "ready/"},
+		{"record", storefault.OpPutIfMatch, "tasks/"},
+		{"dedup_pointer", storefault.OpPutIfMatch, "dedup/"},
+		{"marker", storefault.OpPut, "ready/"},
 	} {
 		t.Run("a_retry_whose_"+c.name+"_answer_was_lost_is_recognised", func(t *testing.T) {
 			e, fs := newLossEnv(t, f)
@@ -587,8 +590,8 @@ func runLostManage(t *testing.T, f Factory) {
 	}
 
 	for _, c := range []struct{ name, op, prefix string }{
-		{"record", store.OpPutIfMatch, "tasks/"},
-		{"outbox_entry", store.OpPut, "sweep/"},
+		{"record", storefault.OpPutIfMatch, "tasks/"},
+		{"outbox_entry", storefault.OpPut, "sweep/"},
 	} {
 		t.Run("an_expire_whose_"+c.name+"_answer_was_lost_is_recognised_and_owes_one_event", func(t *testing.T) {
 			e, fs := newLossEnv(t, f)
@@ -614,8 +617,8 @@ func runLostManage(t *testing.T, f Factory) {
 			if _, err := e.q.Expire(ctx, a.ID, t0); err != nil {
 				t.Fatal(err)
 			}
-			if c.op == store.OpPut {
-				lose(fs, store.OpDelete, c.prefix) // the outbox entry's delete
+			if c.op == storefault.OpPut {
+				lose(fs, storefault.OpDelete, c.prefix) // the outbox entry's delete
 			} else {
 				lose(fs, c.op, c.prefix) // the note of expiry_event_sent_at
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/store"
+	"github.com/s3q/s3q/shared/store/storefault"
 )
 
 // runSweepCrash crashes a sweep at each of its writes, before and after
@@ -35,14 +36,14 @@ func runSweepCrash(t *testing.T, f Factory) {
 	}
 	writes := int(counting.Counts().Put + counting.Counts().Delete)
 
-	for _, mode := range []store.FaultMode{store.FailBefore, store.FailAfter} {
-		modeName := map[store.FaultMode]string{store.FailBefore: "before", store.FailAfter: "after"}[mode]
+	for _, mode := range []storefault.FaultMode{storefault.FailBefore, storefault.FailAfter} {
+		modeName := map[storefault.FaultMode]string{storefault.FailBefore: "before", storefault.FailAfter: "after"}[mode]
 		for n := 1; n <= writes; n++ {
 			name := fmt.Sprintf("a_sweep_crashed_%s_write_%d_of_%d_leaves_work_the_next_sweep_finishes", modeName, n, writes)
 			t.Run(name, func(t *testing.T) {
 				e := newEnv(t, f)
 				parent, kid, long := setup(e)
-				faulty := store.NewFaulty(e.s)
+				faulty := storefault.New(e.s)
 				pub := &recorder{}
 				faulty.Fail(n, mode)
 				_, _ = queue.New(faulty, e.op).Sweep(ctx, now, opts(pub))

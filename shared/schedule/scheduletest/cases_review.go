@@ -9,6 +9,7 @@ import (
 
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store"
+	"github.com/s3q/s3q/shared/store/storefault"
 )
 
 // runReview holds the regression cases of an independent review.
@@ -73,14 +74,14 @@ func unretriedCrashes(t *testing.T, f Factory) {
 	end := utc("2026-05-01T10:01:30Z")
 	for _, op := range ops {
 		writes := countCrashWrites(t, f, op)
-		for _, mode := range []store.FaultMode{store.FailBefore, store.FailAfter} {
-			modeName := map[store.FaultMode]string{store.FailBefore: "before", store.FailAfter: "after"}[mode]
+		for _, mode := range []storefault.FaultMode{storefault.FailBefore, storefault.FailAfter} {
+			modeName := map[storefault.FaultMode]string{storefault.FailBefore: "before", storefault.FailAfter: "after"}[mode]
 			for n := 1; n <= writes; n++ {
 				t.Run(fmt.Sprintf("%s_crashed_%s_write_%d_of_%d", op.name, modeName, n, writes), func(t *testing.T) {
 					t.Parallel()
 					e := newEnv(t, f)
 					op.setup(e)
-					faulty := store.NewFaulty(e.s)
+					faulty := storefault.New(e.s)
 					faulty.Fail(n, mode)
 					_ = op.run(e.process(faulty), at)
 					if !faulty.Fired() {
@@ -152,8 +153,8 @@ func overlapAfterDeadTick(t *testing.T, f Factory) {
 	for n := 1; n <= writes; n++ {
 		e := newEnv(t, f)
 		e.create(req, created)
-		faulty := store.NewFaulty(e.s)
-		faulty.Fail(n, store.FailBefore)
+		faulty := storefault.New(e.s)
+		faulty.Fail(n, storefault.FailBefore)
 		_, _ = e.process(faulty).Tick(ctx, crashTick)
 		if _, err := e.q.Get(ctx, x); err != nil || e.state("a").LastTaskID == x {
 			continue // the task was not made, or the state write landed
