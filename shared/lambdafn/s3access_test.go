@@ -107,9 +107,9 @@ func (r *recorder) record(action, key string) {
 	}
 }
 
-func (r *recorder) recordPut(ctx context.Context, key string) {
+func (r *recorder) recordPut(key string, opts []store.PutOption) {
 	r.record("s3:PutObject", key)
-	if store.TagsFrom(ctx) != "" {
+	if store.PutOptionsOf(opts...).Tags != "" {
 		r.record("s3:PutObjectTagging", key)
 	}
 }
@@ -130,18 +130,18 @@ func (r *recorder) Head(ctx context.Context, key string) (store.Info, error) {
 	return r.inner.Head(ctx, key)
 }
 
-func (r *recorder) PutIfAbsent(ctx context.Context, key string, body []byte) (string, error) {
-	r.recordPut(ctx, key)
-	return r.inner.PutIfAbsent(ctx, key, body)
+func (r *recorder) PutIfAbsent(ctx context.Context, key string, body []byte, opts ...store.PutOption) (string, error) {
+	r.recordPut(key, opts)
+	return r.inner.PutIfAbsent(ctx, key, body, opts...)
 }
 
-func (r *recorder) PutIfMatch(ctx context.Context, key string, body []byte, etag string) (string, error) {
-	r.recordPut(ctx, key)
-	return r.inner.PutIfMatch(ctx, key, body, etag)
+func (r *recorder) PutIfMatch(ctx context.Context, key string, body []byte, etag string, opts ...store.PutOption) (string, error) {
+	r.recordPut(key, opts)
+	return r.inner.PutIfMatch(ctx, key, body, etag, opts...)
 }
 
-func (r *recorder) Put(ctx context.Context, key string, body []byte) (string, error) {
-	r.recordPut(ctx, key)
+func (r *recorder) Put(ctx context.Context, key string, body []byte, opts ...store.PutOption) (string, error) {
+	r.recordPut(key, opts)
 	if conditionalOnly(key) {
 		r.mu.Lock()
 		if r.on {
@@ -149,7 +149,7 @@ func (r *recorder) Put(ctx context.Context, key string, body []byte) (string, er
 		}
 		r.mu.Unlock()
 	}
-	return r.inner.Put(ctx, key, body)
+	return r.inner.Put(ctx, key, body, opts...)
 }
 
 func (r *recorder) Delete(ctx context.Context, key string) error {
@@ -218,16 +218,16 @@ func (r *retried) hit() bool {
 	return false
 }
 
-func (r *retried) PutIfAbsent(ctx context.Context, key string, body []byte) (string, error) {
-	etag, err := r.Store.PutIfAbsent(ctx, key, body)
+func (r *retried) PutIfAbsent(ctx context.Context, key string, body []byte, opts ...store.PutOption) (string, error) {
+	etag, err := r.Store.PutIfAbsent(ctx, key, body, opts...)
 	if err == nil && r.hit() {
 		return "", store.ErrPrecondition
 	}
 	return etag, err
 }
 
-func (r *retried) PutIfMatch(ctx context.Context, key string, body []byte, etag string) (string, error) {
-	newETag, err := r.Store.PutIfMatch(ctx, key, body, etag)
+func (r *retried) PutIfMatch(ctx context.Context, key string, body []byte, etag string, opts ...store.PutOption) (string, error) {
+	newETag, err := r.Store.PutIfMatch(ctx, key, body, etag, opts...)
 	if err == nil && r.hit() {
 		return "", store.ErrPrecondition
 	}

@@ -239,15 +239,11 @@ func (q *Queue) create(ctx context.Context, t *Task) error {
 			return err
 		}
 	}
-	wctx := ctx
-	if t.Status.Terminal() { // expired on arrival
-		wctx = store.WithTags(ctx, TerminalTag)
-	}
 	// A fresh UUIDv7 only exists already if an earlier attempt of this
 	// very write landed: CreateOwn recognises it by its body (created_at
 	// and the id make every body unique), and retries a create whose
 	// answer was lost and that did not land.
-	if _, err := store.CreateOwn(wctx, q.store, TaskKey(t.ID), body, nil); err != nil {
+	if _, err := store.CreateOwn(ctx, q.store, TaskKey(t.ID), body, nil, taskPutOptions(t)...); err != nil {
 		return fmt.Errorf("create task %s: %w", t.ID, err)
 	}
 	return nil

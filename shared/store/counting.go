@@ -101,21 +101,21 @@ func (c *Counting) Head(ctx context.Context, key string) (Info, error) {
 }
 
 // PutIfAbsent implements Store.
-func (c *Counting) PutIfAbsent(ctx context.Context, key string, body []byte) (string, error) {
+func (c *Counting) PutIfAbsent(ctx context.Context, key string, body []byte, opts ...PutOption) (string, error) {
 	c.add(KindPut)
-	return c.inner.PutIfAbsent(ctx, key, body)
+	return c.inner.PutIfAbsent(ctx, key, body, opts...)
 }
 
 // PutIfMatch implements Store.
-func (c *Counting) PutIfMatch(ctx context.Context, key string, body []byte, etag string) (string, error) {
+func (c *Counting) PutIfMatch(ctx context.Context, key string, body []byte, etag string, opts ...PutOption) (string, error) {
 	c.add(KindPut)
-	return c.inner.PutIfMatch(ctx, key, body, etag)
+	return c.inner.PutIfMatch(ctx, key, body, etag, opts...)
 }
 
 // Put implements Store.
-func (c *Counting) Put(ctx context.Context, key string, body []byte) (string, error) {
+func (c *Counting) Put(ctx context.Context, key string, body []byte, opts ...PutOption) (string, error) {
 	c.add(KindPut)
-	return c.inner.Put(ctx, key, body)
+	return c.inner.Put(ctx, key, body, opts...)
 }
 
 // Delete implements Store.

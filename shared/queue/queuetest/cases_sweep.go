@@ -782,9 +782,9 @@ type hookStore struct {
 	once   *sync.Once
 }
 
-func (h hookStore) Put(c context.Context, key string, body []byte) (string, error) {
+func (h hookStore) Put(c context.Context, key string, body []byte, opts ...store.PutOption) (string, error) {
 	if strings.HasPrefix(key, h.prefix) {
 		h.once.Do(h.hook)
 	}
-	return h.Store.Put(c, key, body)
+	return h.Store.Put(c, key, body, opts...)
 }

@@ -183,14 +183,14 @@ type slowStore struct {
 	d time.Duration
 }
 
-func (s slowStore) Put(ctx context.Context, key string, body []byte) (string, error) {
+func (s slowStore) Put(ctx context.Context, key string, body []byte, opts ...store.PutOption) (string, error) {
 	time.Sleep(s.d)
-	return s.Store.Put(ctx, key, body)
+	return s.Store.Put(ctx, key, body, opts...)
 }
 
-func (s slowStore) PutIfAbsent(ctx context.Context, key string, body []byte) (string, error) {
+func (s slowStore) PutIfAbsent(ctx context.Context, key string, body []byte, opts ...store.PutOption) (string, error) {
 	time.Sleep(s.d)
-	return s.Store.PutIfAbsent(ctx, key, body)
+	return s.Store.PutIfAbsent(ctx, key, body, opts...)
 }
 
 func catchUpBudget(t *testing.T, f Factory) {
@@ -225,11 +225,11 @@ type stallStore struct {
 	before func()
 }
 
-func (s *stallStore) PutIfAbsent(ctx context.Context, key string, body []byte) (string, error) {
+func (s *stallStore) PutIfAbsent(ctx context.Context, key string, body []byte, opts ...store.PutOption) (string, error) {
 	if key == s.key {
 		s.once.Do(s.before)
 	}
-	return s.Store.PutIfAbsent(ctx, key, body)
+	return s.Store.PutIfAbsent(ctx, key, body, opts...)
 }
 
 func createStalledBeforeState(t *testing.T, f Factory) {

@@ -160,12 +160,12 @@ func (f *Store) Head(ctx context.Context, key string) (store.Info, error) {
 }
 
 // PutIfAbsent implements store.Store.
-func (f *Store) PutIfAbsent(ctx context.Context, key string, body []byte) (string, error) {
+func (f *Store) PutIfAbsent(ctx context.Context, key string, body []byte, opts ...store.PutOption) (string, error) {
 	before, after := f.decide(OpPutIfAbsent, key)
 	if before {
 		return "", injected()
 	}
-	etag, err := f.inner.PutIfAbsent(ctx, key, body)
+	etag, err := f.inner.PutIfAbsent(ctx, key, body, opts...)
 	if after {
 		return "", injected()
 	}
@@ -173,12 +173,12 @@ func (f *Store) PutIfAbsent(ctx context.Context, key string, body []byte) (strin
 }
 
 // PutIfMatch implements store.Store.
-func (f *Store) PutIfMatch(ctx context.Context, key string, body []byte, etag string) (string, error) {
+func (f *Store) PutIfMatch(ctx context.Context, key string, body []byte, etag string, opts ...store.PutOption) (string, error) {
 	before, after := f.decide(OpPutIfMatch, key)
 	if before {
 		return "", injected()
 	}
-	newETag, err := f.inner.PutIfMatch(ctx, key, body, etag)
+	newETag, err := f.inner.PutIfMatch(ctx, key, body, etag, opts...)
 	if after {
 		return "", injected()
 	}
@@ -186,12 +186,12 @@ func (f *Store) PutIfMatch(ctx context.Context, key string, body []byte, etag st
 }
 
 // Put implements store.Store.
-func (f *Store) Put(ctx context.Context, key string, body []byte) (string, error) {
+func (f *Store) Put(ctx context.Context, key string, body []byte, opts ...store.PutOption) (string, error) {
 	before, after := f.decide(OpPut, key)
 	if before {
 		return "", injected()
 	}
-	etag, err := f.inner.Put(ctx, key, body)
+	etag, err := f.inner.Put(ctx, key, body, opts...)
 	if after {
 		return "", injected()
 	}
