@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"fmt"
+	"github.com/s3q/s3q/shared/internal/check"
 	"testing"
 	"time"
 
@@ -18,7 +19,7 @@ func TestASweepCrashedOnAnyPathLeavesWorkTheNextOneFinishes(t *testing.T) {
 	o := queue.Options{}
 	setup := func(s store.Store) (parked, dead, done string) {
 		q := queue.New(s, o)
-		parked = mustSubmit(t, q, queue.SubmitRequest{TTL: dur("10m"), Queue: "p"}, T0).ID
+		parked = mustSubmit(t, q, queue.SubmitRequest{TTL: check.Dur("10m"), Queue: "p"}, T0).ID
 		claim1(t, q, queue.ClaimRequest{Queue: "p", LeaseFor: 20 * time.Minute}, T0)
 		sweepAt(t, s, o, T0.Add(11*time.Minute), nil) // park until +20m
 		dead = mustSubmit(t, q, queue.SubmitRequest{MaxAttempts: 1, Queue: "d"}, T0).ID

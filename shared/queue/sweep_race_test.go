@@ -1,6 +1,7 @@
 package queue_test
 
 import (
+	"github.com/s3q/s3q/shared/internal/check"
 	"sync"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ func TestParkedLeasesRacingSweepsAndWorkersLoseNothing(t *testing.T) {
 		q := queue.New(s, o)
 		n := 20
 		for i := 0; i < n; i++ {
-			mustSubmit(t, q, queue.SubmitRequest{TTL: dur("10m")}, T0)
+			mustSubmit(t, q, queue.SubmitRequest{TTL: check.Dur("10m")}, T0)
 		}
 		cs, err := q.Claim(bg, queue.ClaimRequest{LeaseFor: time.Hour, MaxTasks: n}, T0)
 		if err != nil || len(cs) != n {

@@ -5,6 +5,7 @@ package queue_test
 import (
 	"context"
 	"errors"
+	"github.com/s3q/s3q/shared/internal/check"
 	"strings"
 	"sync"
 	"testing"
@@ -110,7 +111,7 @@ func TestAShortenedLeaseOfAParkedTaskIsReclaimedWhenItLapses(t *testing.T) {
 	s := memstore.New()
 	o := queue.Options{}
 	q := queue.New(s, o)
-	task := mustSubmit(t, q, queue.SubmitRequest{TTL: dur("10m")}, T0)
+	task := mustSubmit(t, q, queue.SubmitRequest{TTL: check.Dur("10m")}, T0)
 	c := claim1(t, q, queue.ClaimRequest{LeaseFor: 12 * time.Hour}, T0)
 	if rep := sweepAt(t, s, o, T0.Add(11*time.Minute), nil); rep.Parked != 1 {
 		t.Fatalf("%+v", rep)
@@ -137,7 +138,7 @@ func TestAFirstAttemptTaskWhoseWorkerDiedIsExpiredByTheSweep(t *testing.T) {
 	s := memstore.New()
 	o := queue.Options{}
 	q := queue.New(s, o)
-	task := mustSubmit(t, q, queue.SubmitRequest{TTL: dur("10m"), TTLFrom: queue.TTLFromFirstAttempt}, T0)
+	task := mustSubmit(t, q, queue.SubmitRequest{TTL: check.Dur("10m"), TTLFrom: queue.TTLFromFirstAttempt}, T0)
 	claim1(t, q, queue.ClaimRequest{LeaseFor: time.Minute}, T0)
 	pub := &rec{}
 	for _, d := range []time.Duration{time.Hour, 2 * time.Hour, 24 * time.Hour} {
@@ -155,8 +156,8 @@ func TestAChildOfAnExpiredParentCannotBeRetried(t *testing.T) {
 	s := memstore.New()
 	o := queue.Options{}
 	q := queue.New(s, o)
-	parent := mustSubmit(t, q, queue.SubmitRequest{TTL: dur("10m")}, T0)
-	kid := mustSubmit(t, q, queue.SubmitRequest{ParentID: parent.ID, TTL: dur("10h"), Queue: "kids", MaxAttempts: 1}, T0)
+	parent := mustSubmit(t, q, queue.SubmitRequest{TTL: check.Dur("10m")}, T0)
+	kid := mustSubmit(t, q, queue.SubmitRequest{ParentID: parent.ID, TTL: check.Dur("10h"), Queue: "kids", MaxAttempts: 1}, T0)
 	c := claim1(t, q, queue.ClaimRequest{Queue: "kids"}, T0)
 	q.Fail(bg, kid.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, T0)
 	sweepAt(t, s, o, T0.Add(10*time.Minute), nil) // parent expires, cascade
@@ -171,17 +172,6 @@ func TestAChildOfAnExpiredParentCannotBeRetried(t *testing.T) {
 	if cs, _ := q.Claim(bg, queue.ClaimRequest{Queue: "kids"}, T0.Add(13*time.Minute)); len(cs) == 1 {
 		t.Fatalf("a child of an expired parent was retried and started (parent expired at +10m)")
 	}
-}
-
-func ptrT(t time.Time) *time.Time { return &t }
-
-func dur(s string) *queue.Duration {
-	d, err := queue.ParseDuration(s)
-	if err != nil {
-		panic(err)
-	}
-	v := queue.Duration(d)
-	return &v
 }
 
 var _ = strings.HasPrefix

@@ -2,6 +2,7 @@ package queuetest
 
 import (
 	"errors"
+	"github.com/s3q/s3q/shared/internal/check"
 	"testing"
 	"time"
 
@@ -76,7 +77,7 @@ func runCancel(t *testing.T, f Factory) {
 			t.Fatal("a refused cancel changed the record")
 		}
 		_, err = e.q.Cancel(ctx, queue.NewID(t0), t0)
-		wantErr(t, err, queue.ErrNotFound)
+		check.Err(t, err, queue.ErrNotFound)
 	})
 
 	t.Run("retry_puts_a_failed_or_cancelled_task_back_with_fresh_attempts", func(t *testing.T) {
@@ -112,7 +113,7 @@ func runCancel(t *testing.T, f Factory) {
 
 	t.Run("an_expired_task_cannot_be_retried", func(t *testing.T) {
 		e := newEnv(t, f)
-		task := e.submit(queue.SubmitRequest{TTL: dur("0s")}, t0)
+		task := e.submit(queue.SubmitRequest{TTL: check.Dur("0s")}, t0)
 		before := e.raw(task.ID)
 		_, err := e.q.Retry(ctx, task.ID, t0)
 		wantState(t, err, queue.StatusExpired)
@@ -120,7 +121,7 @@ func runCancel(t *testing.T, f Factory) {
 			t.Fatal("a refused retry changed the record")
 		}
 		// Nor a failed one whose deadline has passed.
-		late := e.submit(queue.SubmitRequest{TTL: dur("1m"), MaxAttempts: 1}, t0)
+		late := e.submit(queue.SubmitRequest{TTL: check.Dur("1m"), MaxAttempts: 1}, t0)
 		c := e.claimOne(t0)
 		if _, err := e.q.Fail(ctx, late.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
 			t.Fatal(err)
@@ -151,7 +152,7 @@ func runCancel(t *testing.T, f Factory) {
 
 	t.Run("mark_expired_for_ttl_refuses_a_task_whose_deadline_has_not_passed", func(t *testing.T) {
 		e := newEnv(t, f)
-		task := e.submit(queue.SubmitRequest{TTL: dur("1h")}, t0)
+		task := e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0)
 		_, err := e.q.MarkExpired(ctx, task.ID, queue.ReasonTTL, t0.Add(time.Minute))
 		wantState(t, err, queue.StatusPending)
 		got, err := e.q.MarkExpired(ctx, task.ID, queue.ReasonTTL, t0.Add(time.Hour))

@@ -1,6 +1,7 @@
 package queuetest
 
 import (
+	"github.com/s3q/s3q/shared/internal/check"
 	"testing"
 	"time"
 
@@ -37,7 +38,7 @@ func runClaim(t *testing.T, f Factory) {
 
 	t.Run("claim_without_lease_for_uses_the_task_timeout", func(t *testing.T) {
 		e := newEnv(t, f)
-		e.submit(queue.SubmitRequest{Timeout: dur("90s")}, t0)
+		e.submit(queue.SubmitRequest{Timeout: check.Dur("90s")}, t0)
 		c := e.claimOne(t0)
 		if !c.Lease.ExpiresAt.Equal(t0.Add(90 * time.Second)) {
 			t.Fatalf("lease expires_at = %s, want now+90s", c.Lease.ExpiresAt)
@@ -57,7 +58,7 @@ func runClaim(t *testing.T, f Factory) {
 
 	t.Run("a_claim_never_starts_a_task_at_or_past_its_expires_at", func(t *testing.T) {
 		e := newEnv(t, f)
-		task := e.submit(queue.SubmitRequest{TTL: dur("10m")}, t0)
+		task := e.submit(queue.SubmitRequest{TTL: check.Dur("10m")}, t0)
 		exp := t0.Add(10 * time.Minute)
 		e.claimNone(exp) // exactly at expires_at: too late
 		got := e.get(task.ID)
@@ -70,7 +71,7 @@ func runClaim(t *testing.T, f Factory) {
 			t.Fatalf("markers left: %v", m)
 		}
 		e2 := newEnv(t, f)
-		ok := e2.submit(queue.SubmitRequest{TTL: dur("10m")}, t0)
+		ok := e2.submit(queue.SubmitRequest{TTL: check.Dur("10m")}, t0)
 		c := e2.claimOne(exp.Add(-time.Microsecond)) // one microsecond before: still starts
 		if c.Task.ID != ok.ID {
 			t.Fatal("wrong task")
@@ -81,8 +82,8 @@ func runClaim(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		old := e.submit(queue.SubmitRequest{}, t0)
 		newer := e.submit(queue.SubmitRequest{}, t0.Add(time.Second))
-		late := e.submit(queue.SubmitRequest{TTL: dur("2h")}, t0.Add(2*time.Second))
-		soon := e.submit(queue.SubmitRequest{TTL: dur("1h")}, t0.Add(3*time.Second))
+		late := e.submit(queue.SubmitRequest{TTL: check.Dur("2h")}, t0.Add(2*time.Second))
+		soon := e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0.Add(3*time.Second))
 		var got []string
 		for i := 0; i < 4; i++ {
 			got = append(got, e.claimOne(t0.Add(time.Minute)).Task.ID)
@@ -158,7 +159,7 @@ func runClaim(t *testing.T, f Factory) {
 		}
 		// The old holder has lost it.
 		_, err = e.q.Complete(ctx, task.ID, first.Lease.Token, nil, t0.Add(time.Minute+time.Second))
-		wantErr(t, err, queue.ErrLeaseMismatch)
+		check.Err(t, err, queue.ErrLeaseMismatch)
 	})
 
 	t.Run("an_expired_lease_with_attempts_spent_fails_the_task", func(t *testing.T) {
@@ -178,7 +179,7 @@ func runClaim(t *testing.T, f Factory) {
 
 	t.Run("an_expired_lease_past_the_deadline_expires_the_task", func(t *testing.T) {
 		e := newEnv(t, f)
-		task := e.submit(queue.SubmitRequest{TTL: dur("10m")}, t0)
+		task := e.submit(queue.SubmitRequest{TTL: check.Dur("10m")}, t0)
 		e.claim(queue.ClaimRequest{LeaseFor: 15 * time.Minute}, t0)
 		// The deadline passes while it runs: it is not interrupted.
 		if _, err := e.q.Heartbeat(ctx, task.ID, e.get(task.ID).LeaseToken, 0, t0.Add(11*time.Minute)); err != nil {
@@ -193,15 +194,15 @@ func runClaim(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		e.submit(queue.SubmitRequest{}, t0)
 		_, err := e.q.Claim(ctx, queue.ClaimRequest{LeaseFor: -time.Second}, t0)
-		wantErr(t, err, queue.ErrInvalidLeaseDuration)
+		check.Err(t, err, queue.ErrInvalidLeaseDuration)
 		_, err = e.q.Claim(ctx, queue.ClaimRequest{LeaseFor: 13 * time.Hour}, t0)
-		wantErr(t, err, queue.ErrInvalidLeaseDuration)
+		check.Err(t, err, queue.ErrInvalidLeaseDuration)
 		_, err = e.q.Claim(ctx, queue.ClaimRequest{Queue: "a/b"}, t0)
-		wantField(t, err, "queue")
+		check.Field(t, err, "queue")
 		_, err = e.q.Claim(ctx, queue.ClaimRequest{TaskTypes: []string{".."}}, t0)
-		wantField(t, err, "task_types")
+		check.Field(t, err, "task_types")
 		_, err = e.q.Claim(ctx, queue.ClaimRequest{MaxTasks: 1000}, t0)
-		wantField(t, err, "max_tasks")
+		check.Field(t, err, "max_tasks")
 		wantStatus(t, e.get(e.claimOne(t0).Task.ID), queue.StatusRunning) // still there, untouched
 	})
 

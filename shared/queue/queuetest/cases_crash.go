@@ -3,6 +3,7 @@ package queuetest
 import (
 	"errors"
 	"fmt"
+	"github.com/s3q/s3q/shared/internal/check"
 	"testing"
 	"time"
 
@@ -51,7 +52,7 @@ func crashCases() []crashCase {
 	return []crashCase{
 		{name: "submit", submits: true, setup: func(*env) (string, string) { return "", "" },
 			run: func(q *queue.Queue, _, _ string, now time.Time) error {
-				_, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "x", TTL: dur("1h")}, now)
+				_, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "x", TTL: check.Dur("1h")}, now)
 				return err
 			}},
 		{name: "submit_with_dedup_key", submits: true, setup: func(*env) (string, string) { return "", "" },
@@ -64,7 +65,7 @@ func crashCases() []crashCase {
 				_, err := q.Claim(ctx, queue.ClaimRequest{LeaseFor: crashLease}, now)
 				return err
 			}},
-		{name: "claim_that_expires_the_task", setup: pending(queue.SubmitRequest{TTL: dur("1s")}),
+		{name: "claim_that_expires_the_task", setup: pending(queue.SubmitRequest{TTL: check.Dur("1s")}),
 			run: func(q *queue.Queue, _, _ string, now time.Time) error {
 				_, err := q.Claim(ctx, queue.ClaimRequest{}, now)
 				return err
@@ -74,12 +75,12 @@ func crashCases() []crashCase {
 				_, err := q.Heartbeat(ctx, id, tok, crashLease, now)
 				return err
 			}},
-		{name: "complete", setup: running(queue.SubmitRequest{TTL: dur("1h")}),
+		{name: "complete", setup: running(queue.SubmitRequest{TTL: check.Dur("1h")}),
 			run: func(q *queue.Queue, id, tok string, now time.Time) error {
 				_, err := q.Complete(ctx, id, tok, []byte(`1`), now)
 				return err
 			}},
-		{name: "fail_with_retry", setup: running(queue.SubmitRequest{TTL: dur("1h")}),
+		{name: "fail_with_retry", setup: running(queue.SubmitRequest{TTL: check.Dur("1h")}),
 			run: func(q *queue.Queue, id, tok string, now time.Time) error {
 				_, err := q.Fail(ctx, id, tok, queue.FailRequest{Error: "x"}, now)
 				return err

@@ -3,6 +3,7 @@ package queuetest
 import (
 	"encoding/json"
 	"errors"
+	"github.com/s3q/s3q/shared/internal/check"
 	"strings"
 	"testing"
 	"time"
@@ -181,7 +182,7 @@ func runLostSubmit(t *testing.T, f Factory) {
 	t.Run("a_deadline_marker_whose_answer_was_lost_still_lets_the_sweep_find_the_task", func(t *testing.T) {
 		e, fs := newLossEnv(t, f)
 		lose(fs, storefault.OpPut, "deadline/")
-		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", TTL: dur("1m")}, t0)
+		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", TTL: check.Dur("1m")}, t0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +198,7 @@ func runLostSubmit(t *testing.T, f Factory) {
 	t.Run("an_outbox_entry_whose_answer_was_lost_still_owes_the_expiry_event", func(t *testing.T) {
 		e, fs := newLossEnv(t, f)
 		lose(fs, storefault.OpPut, "sweep/")
-		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", TTL: dur("0s")}, t0)
+		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", TTL: check.Dur("0s")}, t0)
 		if err != nil || res.Task.Status != queue.StatusExpired {
 			t.Fatalf("submit: %+v, %v", res.Task, err)
 		}
@@ -212,7 +213,7 @@ func runLostSubmit(t *testing.T, f Factory) {
 	for _, suffix := range []string{".flag", ""} {
 		t.Run("a_child_submit_whose_parent_hint_answer_was_lost_still_joins_the_cascade"+strings.ReplaceAll(suffix, ".", "_"), func(t *testing.T) {
 			e, fs := newLossEnv(t, f)
-			parent := e.submit(queue.SubmitRequest{TTL: dur("1m")}, t0)
+			parent := e.submit(queue.SubmitRequest{TTL: check.Dur("1m")}, t0)
 			prefix := "children/" + parent.ID + suffix
 			if suffix == "" {
 				prefix += "/"
@@ -232,7 +233,7 @@ func runLostSubmit(t *testing.T, f Factory) {
 
 	t.Run("a_submit_retried_with_its_id_after_the_answer_was_lost_replays_the_task", func(t *testing.T) {
 		e, _ := newLossEnv(t, f)
-		req := queue.SubmitRequest{ID: queue.NewID(t0), TaskType: "email.send", TTL: dur("1h"), Input: json.RawMessage(`{"to": "a"}`)}
+		req := queue.SubmitRequest{ID: queue.NewID(t0), TaskType: "email.send", TTL: check.Dur("1h"), Input: json.RawMessage(`{"to": "a"}`)}
 		first, err := e.q.Submit(ctx, req, t0)
 		if err != nil {
 			t.Fatal(err)
@@ -374,7 +375,7 @@ func runLostDedup(t *testing.T, f Factory) {
 
 	t.Run("a_pending_dedup_holder_past_its_deadline_is_expired_and_gives_up_the_key", func(t *testing.T) {
 		e, _ := newLossEnv(t, f)
-		a := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: dur("1m")}, t0)
+		a := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: check.Dur("1m")}, t0)
 		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(2*time.Minute))
 		if err != nil || res.Deduplicated || res.Task.ID == a.ID {
 			t.Fatalf("submit: %+v, %v", res, err)
@@ -397,7 +398,7 @@ func runLostDedup(t *testing.T, f Factory) {
 
 	t.Run("a_running_dedup_holder_whose_lease_lapsed_past_its_deadline_is_expired_and_gives_up_the_key", func(t *testing.T) {
 		e, _ := newLossEnv(t, f)
-		a := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: dur("1m")}, t0)
+		a := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: check.Dur("1m")}, t0)
 		e.claim(queue.ClaimRequest{LeaseFor: 90 * time.Second}, t0)
 		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(2*time.Minute))
 		if err != nil || res.Deduplicated || res.Task.ID == a.ID {
@@ -420,7 +421,7 @@ func runLostDedup(t *testing.T, f Factory) {
 
 	t.Run("a_running_dedup_holder_past_its_deadline_keeps_the_key", func(t *testing.T) {
 		e, _ := newLossEnv(t, f)
-		a := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: dur("1m")}, t0)
+		a := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: check.Dur("1m")}, t0)
 		e.claimOne(t0)
 		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(2*time.Minute))
 		if err != nil || !res.Deduplicated || res.Task.ID != a.ID {
@@ -522,9 +523,9 @@ func runLostLease(t *testing.T, f Factory) {
 			t.Fatal(err)
 		}
 		_, err := e.q.Fail(ctx, c.Task.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0)
-		wantErr(t, err, queue.ErrNotRunning)
+		check.Err(t, err, queue.ErrNotRunning)
 		_, err = e.q.Complete(ctx, c.Task.ID, "not-the-token", nil, t0)
-		wantErr(t, err, queue.ErrNotRunning)
+		check.Err(t, err, queue.ErrNotRunning)
 	})
 
 	t.Run("a_fail_retried_after_the_task_was_claimed_again_does_not_fail_the_new_attempt", func(t *testing.T) {
@@ -642,7 +643,7 @@ func runLostManage(t *testing.T, f Factory) {
 
 		t.Run("a_sweep_whose_"+c.name+"_answer_was_lost_expires_the_task_once", func(t *testing.T) {
 			e, fs := newLossEnv(t, f)
-			a := e.submit(queue.SubmitRequest{TTL: dur("1m")}, t0)
+			a := e.submit(queue.SubmitRequest{TTL: check.Dur("1m")}, t0)
 			lose(fs, c.op, c.prefix)
 			pub := &recorder{}
 			rep, err := e.q.Sweep(ctx, t0.Add(2*time.Minute), queue.SweepOptions{Publisher: pub})

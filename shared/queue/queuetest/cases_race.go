@@ -3,6 +3,7 @@ package queuetest
 import (
 	"errors"
 	"fmt"
+	"github.com/s3q/s3q/shared/internal/check"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -70,7 +71,7 @@ func runRace(t *testing.T, f Factory) {
 		for i := 0; i < n; i++ {
 			req := queue.SubmitRequest{TaskType: "job", Input: jsonOf(i)}
 			if i%3 == 0 {
-				req.TTL = dur("1h")
+				req.TTL = check.Dur("1h")
 			}
 			e.submit(req, t0)
 		}

@@ -3,6 +3,7 @@ package queuetest
 import (
 	"context"
 	"errors"
+	"github.com/s3q/s3q/shared/internal/check"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ func runSubmit(t *testing.T, f Factory) {
 
 	t.Run("ttl_sets_expires_at_from_submission_and_uses_the_deadline_index", func(t *testing.T) {
 		e := newEnv(t, f)
-		task := e.submit(queue.SubmitRequest{TTL: dur("1h")}, t0)
+		task := e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0)
 		wantTime(t, "expires_at", task.ExpiresAt, t0.Add(time.Hour))
 		if m := e.markers(); len(m) != 1 || !strings.HasPrefix(m[0], "deadline/default/0/") {
 			t.Fatalf("markers = %v", m)
@@ -46,7 +47,7 @@ func runSubmit(t *testing.T, f Factory) {
 		secs := int64(90)
 		task = e.submit(queue.SubmitRequest{TTLSeconds: &secs}, t0)
 		wantTime(t, "expires_at", task.ExpiresAt, t0.Add(90*time.Second))
-		task = e.submit(queue.SubmitRequest{TTL: dur("7d")}, t0)
+		task = e.submit(queue.SubmitRequest{TTL: check.Dur("7d")}, t0)
 		wantTime(t, "expires_at", task.ExpiresAt, t0.Add(7*24*time.Hour))
 		abs := t0.Add(3 * time.Hour)
 		task = e.submit(queue.SubmitRequest{ExpiresAt: &abs}, t0)
@@ -55,7 +56,7 @@ func runSubmit(t *testing.T, f Factory) {
 
 	t.Run("ttl_zero_is_expired_on_arrival_and_never_claimed", func(t *testing.T) {
 		e := newEnv(t, f)
-		task := e.submit(queue.SubmitRequest{TTL: dur("0s")}, t0)
+		task := e.submit(queue.SubmitRequest{TTL: check.Dur("0s")}, t0)
 		wantStatus(t, task, queue.StatusExpired)
 		wantTime(t, "expired_at", task.ExpiredAt, t0)
 		wantTime(t, "expires_at", task.ExpiresAt, t0)
@@ -76,7 +77,7 @@ func runSubmit(t *testing.T, f Factory) {
 		if !task.AvailableAt.Equal(when) {
 			t.Fatalf("available_at = %s, want %s", task.AvailableAt, when)
 		}
-		task = e.submit(queue.SubmitRequest{Delay: dur("10m")}, t0)
+		task = e.submit(queue.SubmitRequest{Delay: check.Dur("10m")}, t0)
 		if !task.AvailableAt.Equal(t0.Add(10 * time.Minute)) {
 			t.Fatalf("available_at = %s", task.AvailableAt)
 		}
@@ -100,7 +101,7 @@ func runSubmit(t *testing.T, f Factory) {
 
 	t.Run("ttl_from_first_attempt_starts_the_clock_at_the_first_claim", func(t *testing.T) {
 		e := newEnv(t, f)
-		task := e.submit(queue.SubmitRequest{TTL: dur("10m"), TTLFrom: queue.TTLFromFirstAttempt}, t0)
+		task := e.submit(queue.SubmitRequest{TTL: check.Dur("10m"), TTLFrom: queue.TTLFromFirstAttempt}, t0)
 		if task.ExpiresAt != nil {
 			t.Fatalf("expires_at = %v before the first claim, want none", task.ExpiresAt)
 		}
@@ -120,13 +121,13 @@ func runSubmit(t *testing.T, f Factory) {
 
 	t.Run("a_child_inherits_its_parents_deadline_and_may_override_it", func(t *testing.T) {
 		e := newEnv(t, f)
-		parent := e.submit(queue.SubmitRequest{TTL: dur("1h")}, t0)
+		parent := e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0)
 		child := e.submit(queue.SubmitRequest{ParentID: parent.ID}, t0.Add(20*time.Minute))
 		wantTime(t, "child expires_at", child.ExpiresAt, t0.Add(time.Hour))
 		if child.ParentID != parent.ID {
 			t.Fatalf("parent_id = %q", child.ParentID)
 		}
-		own := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: dur("2h")}, t0.Add(20*time.Minute))
+		own := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: check.Dur("2h")}, t0.Add(20*time.Minute))
 		wantTime(t, "overriding child expires_at", own.ExpiresAt, t0.Add(20*time.Minute+2*time.Hour))
 		free := e.submit(queue.SubmitRequest{}, t0)
 		kid := e.submit(queue.SubmitRequest{ParentID: free.ID}, t0)
@@ -146,7 +147,7 @@ func runSubmit(t *testing.T, f Factory) {
 		}
 		global := e.submit(queue.SubmitRequest{TaskType: "other"}, t0)
 		wantTime(t, "global default expires_at", global.ExpiresAt, t0.Add(2*time.Hour))
-		req := e.submit(queue.SubmitRequest{TaskType: "report.build", TTL: dur("5m")}, t0)
+		req := e.submit(queue.SubmitRequest{TaskType: "report.build", TTL: check.Dur("5m")}, t0)
 		wantTime(t, "request expires_at", req.ExpiresAt, t0.Add(5*time.Minute))
 	})
 
@@ -181,7 +182,7 @@ func runSubmit(t *testing.T, f Factory) {
 
 	t.Run("batch_submit_returns_one_result_per_item_and_a_bad_item_stops_no_other", func(t *testing.T) {
 		e := newEnv(t, f)
-		reqs := []queue.SubmitRequest{{TaskType: "a"}, {TaskType: "bad/type"}, {TaskType: "c", TTL: dur("1h")}}
+		reqs := []queue.SubmitRequest{{TaskType: "a"}, {TaskType: "bad/type"}, {TaskType: "c", TTL: check.Dur("1h")}}
 		res, err := e.q.SubmitBatch(ctx, reqs, t0)
 		if err != nil {
 			t.Fatal(err)
@@ -189,7 +190,7 @@ func runSubmit(t *testing.T, f Factory) {
 		if len(res) != 3 || res[0].Err != nil || res[2].Err != nil || res[1].Err == nil {
 			t.Fatalf("results: %+v", res)
 		}
-		wantField(t, res[1].Err, "task_type")
+		check.Field(t, res[1].Err, "task_type")
 		if res[0].Result.Task.TaskType != "a" || res[2].Result.Task.TaskType != "c" {
 			t.Fatalf("results out of order: %+v", res)
 		}
@@ -223,17 +224,17 @@ func runSubmit(t *testing.T, f Factory) {
 			{"task_type too long", queue.SubmitRequest{TaskType: strings.Repeat("a", 129)}, "task_type", false},
 			{"queue with slash", queue.SubmitRequest{TaskType: "a", Queue: "../etc"}, "queue", false},
 			{"queue too long", queue.SubmitRequest{TaskType: "a", Queue: strings.Repeat("q", 65)}, "queue", false},
-			{"negative ttl", queue.SubmitRequest{TaskType: "a", TTL: dur("-1s")}, "ttl", false},
+			{"negative ttl", queue.SubmitRequest{TaskType: "a", TTL: check.Dur("-1s")}, "ttl", false},
 			{"negative ttl_seconds", queue.SubmitRequest{TaskType: "a", TTLSeconds: &neg}, "ttl_seconds", false},
-			{"ttl and expires_at", queue.SubmitRequest{TaskType: "a", TTL: dur("1h"), ExpiresAt: &tm}, "expires_at", false},
-			{"ttl and ttl_seconds", queue.SubmitRequest{TaskType: "a", TTL: dur("1h"), TTLSeconds: &secs}, "ttl_seconds", false},
+			{"ttl and expires_at", queue.SubmitRequest{TaskType: "a", TTL: check.Dur("1h"), ExpiresAt: &tm}, "expires_at", false},
+			{"ttl and ttl_seconds", queue.SubmitRequest{TaskType: "a", TTL: check.Dur("1h"), TTLSeconds: &secs}, "ttl_seconds", false},
 			{"expires_at out of range", queue.SubmitRequest{TaskType: "a", ExpiresAt: &tooFar}, "expires_at", false},
-			{"schedule_at and delay", queue.SubmitRequest{TaskType: "a", ScheduleAt: &tm, Delay: dur("1m")}, "delay", false},
-			{"negative delay", queue.SubmitRequest{TaskType: "a", Delay: dur("-1m")}, "delay", false},
-			{"unknown ttl_from", queue.SubmitRequest{TaskType: "a", TTL: dur("1h"), TTLFrom: "later"}, "ttl_from", false},
+			{"schedule_at and delay", queue.SubmitRequest{TaskType: "a", ScheduleAt: &tm, Delay: check.Dur("1m")}, "delay", false},
+			{"negative delay", queue.SubmitRequest{TaskType: "a", Delay: check.Dur("-1m")}, "delay", false},
+			{"unknown ttl_from", queue.SubmitRequest{TaskType: "a", TTL: check.Dur("1h"), TTLFrom: "later"}, "ttl_from", false},
 			{"first_attempt with expires_at", queue.SubmitRequest{TaskType: "a", ExpiresAt: &tm, TTLFrom: queue.TTLFromFirstAttempt}, "ttl_from", false},
 			{"negative max_attempts", queue.SubmitRequest{TaskType: "a", MaxAttempts: -1}, "max_attempts", false},
-			{"zero timeout", queue.SubmitRequest{TaskType: "a", Timeout: dur("0s")}, "timeout", false},
+			{"zero timeout", queue.SubmitRequest{TaskType: "a", Timeout: check.Dur("0s")}, "timeout", false},
 			{"malformed parent_id", queue.SubmitRequest{TaskType: "a", ParentID: "../../x"}, "parent_id", false},
 			{"unknown parent_id", queue.SubmitRequest{TaskType: "a", ParentID: queue.NewID(t0)}, "parent_id", false},
 			{"on_parent_expired without parent", queue.SubmitRequest{TaskType: "a", OnParentExpired: "cancel"}, "on_parent_expired", false},
@@ -246,7 +247,7 @@ func runSubmit(t *testing.T, f Factory) {
 			if err == nil {
 				t.Fatalf("%s: no error", c.name)
 			}
-			wantField(t, err, c.field)
+			check.Field(t, err, c.field)
 			if c.large != errors.Is(err, queue.ErrTooLarge) {
 				t.Fatalf("%s: ErrTooLarge = %v, want %v", c.name, errors.Is(err, queue.ErrTooLarge), c.large)
 			}
@@ -288,6 +289,6 @@ func runSubmitWithID(t *testing.T, f Factory) {
 			t.Fatalf("%d tasks", n)
 		}
 		_, err = e.q.Submit(ctx, queue.SubmitRequest{ID: "not-an-id", TaskType: "tick"}, t0)
-		wantField(t, err, "id")
+		check.Field(t, err, "id")
 	})
 }

@@ -2,6 +2,7 @@ package queuetest
 
 import (
 	"fmt"
+	"github.com/s3q/s3q/shared/internal/check"
 	"testing"
 	"time"
 
@@ -16,9 +17,9 @@ import (
 // running task parked, nothing left behind.
 func runSweepCrash(t *testing.T, f Factory) {
 	setup := func(e *env) (parent, kid, long string) {
-		parent = e.submit(queue.SubmitRequest{TTL: dur("1m")}, t0).ID
-		kid = e.submit(queue.SubmitRequest{ParentID: parent, TTL: dur("1h"), Queue: "kids"}, t0).ID
-		long = e.submit(queue.SubmitRequest{TTL: dur("1m"), Queue: "long"}, t0).ID
+		parent = e.submit(queue.SubmitRequest{TTL: check.Dur("1m")}, t0).ID
+		kid = e.submit(queue.SubmitRequest{ParentID: parent, TTL: check.Dur("1h"), Queue: "kids"}, t0).ID
+		long = e.submit(queue.SubmitRequest{TTL: check.Dur("1m"), Queue: "long"}, t0).ID
 		e.claim(queue.ClaimRequest{Queue: "long", LeaseFor: time.Hour}, t0)
 		return parent, kid, long
 	}

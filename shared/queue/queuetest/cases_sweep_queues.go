@@ -3,6 +3,7 @@ package queuetest
 import (
 	"context"
 	"fmt"
+	"github.com/s3q/s3q/shared/internal/check"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -40,7 +41,7 @@ func runSweepQueues(t *testing.T, f Factory) {
 		if _, err := e.q.Expire(ctx, owed.ID, t0); err != nil {
 			t.Fatal(err)
 		}
-		due := e.submit(queue.SubmitRequest{Queue: "zz-last", TTL: dur("1m")}, t0)
+		due := e.submit(queue.SubmitRequest{Queue: "zz-last", TTL: check.Dur("1m")}, t0)
 		// n queue names, each with a wake-up due, as n submits with a
 		// one-minute TTL leave them, and a few entries of the old registry.
 		keys := make([]string, 0, n+10)

@@ -11,7 +11,6 @@ package queuetest
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sort"
 	"strings"
 	"testing"
@@ -184,24 +183,6 @@ func wantStatus(t testing.TB, task queue.Task, want queue.Status) {
 	}
 }
 
-func wantErr(t testing.TB, err, want error) {
-	t.Helper()
-	if !errors.Is(err, want) {
-		t.Fatalf("err = %v, want %v", err, want)
-	}
-}
-
-func wantField(t testing.TB, err error, field string) {
-	t.Helper()
-	var ve *queue.ValidationError
-	if !errors.As(err, &ve) {
-		t.Fatalf("err = %v, want a *queue.ValidationError on %q", err, field)
-	}
-	if ve.Field != field {
-		t.Fatalf("validation error on field %q (%v), want field %q", ve.Field, err, field)
-	}
-}
-
 func wantTime(t testing.TB, name string, got *time.Time, want time.Time) {
 	t.Helper()
 	if got == nil {
@@ -210,15 +191,6 @@ func wantTime(t testing.TB, name string, got *time.Time, want time.Time) {
 	if !got.Equal(want) {
 		t.Fatalf("%s = %s, want %s", name, got.Format(time.RFC3339Nano), want.Format(time.RFC3339Nano))
 	}
-}
-
-func dur(s string) *queue.Duration {
-	d, err := queue.ParseDuration(s)
-	if err != nil {
-		panic(err)
-	}
-	v := queue.Duration(d)
-	return &v
 }
 
 func at(t time.Time) *time.Time { return &t }

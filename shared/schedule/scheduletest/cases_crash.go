@@ -3,6 +3,7 @@ package scheduletest
 import (
 	"errors"
 	"fmt"
+	"github.com/s3q/s3q/shared/internal/check"
 	"testing"
 	"time"
 
@@ -92,7 +93,7 @@ func crashOps() []crashOp {
 				e.tick(utc("2026-05-01T09:30:10Z"))
 				firesAt("2026-05-01T09:15:00Z")(t, e)
 				_, err := e.sc.Get(ctx, "a", crashAt)
-				wantErr(t, err, schedule.ErrNotFound)
+				check.Err(t, err, schedule.ErrNotFound)
 				wantStrings(t, "schedule keys", e.keys("schedules/"), []string{"schedules/a/state.json"})
 			}},
 		{name: "trigger", setup: create(schedule.Request{ID: "a", Cron: "@daily"}),

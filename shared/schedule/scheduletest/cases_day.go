@@ -2,6 +2,7 @@ package scheduletest
 
 import (
 	"fmt"
+	"github.com/s3q/s3q/shared/internal/check"
 	"math/rand/v2"
 	"regexp"
 	"sort"
@@ -49,7 +50,7 @@ func daySchedules(light bool) []daySchedule {
 		return n
 	}
 	catchUp := func(w string) func(q *schedule.Request) {
-		return func(q *schedule.Request) { q.MissedRuns, q.CatchUpWindow = schedule.MissedCatchUp, dur(w) }
+		return func(q *schedule.Request) { q.MissedRuns, q.CatchUpWindow = schedule.MissedCatchUp, check.Dur(w) }
 	}
 	add(heavy(1), "@every 90s", nil)
 	add(1+heavy(1), "*/15 * * * *", nil)

@@ -1,6 +1,7 @@
 package scheduletest
 
 import (
+	"github.com/s3q/s3q/shared/internal/check"
 	"testing"
 	"time"
 
@@ -62,7 +63,7 @@ func runLost(t *testing.T, f Factory) {
 			}
 			// The same create again is refused: the id is taken.
 			_, err = e.sc.Create(ctx, quarter, t0.Add(time.Second))
-			wantErr(t, err, schedule.ErrExists)
+			check.Err(t, err, schedule.ErrExists)
 			fires(t, e)
 		})
 	}
