@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/clip"
 	"github.com/s3q/s3q/shared/store"
 )
 
@@ -279,12 +280,12 @@ func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Ta
 	switch req.TTLFrom {
 	case "", TTLFromSubmission, TTLFromFirstAttempt:
 	default:
-		return Task{}, invalid("ttl_from", "%q is not one of submission, first_attempt", clip(string(req.TTLFrom)))
+		return Task{}, invalid("ttl_from", "%q is not one of submission, first_attempt", clip.Input(string(req.TTLFrom)))
 	}
 	switch req.OnParentExpired {
 	case "", OnParentExpiredRun, OnParentExpiredCancel:
 	default:
-		return Task{}, invalid("on_parent_expired", "%q is not one of run, cancel", clip(req.OnParentExpired))
+		return Task{}, invalid("on_parent_expired", "%q is not one of run, cancel", clip.Input(req.OnParentExpired))
 	}
 	if req.OnParentExpired != "" && req.ParentID == "" {
 		return Task{}, invalid("on_parent_expired", "needs parent_id")
@@ -569,14 +570,14 @@ func (q *Queue) holdDedup(ctx context.Context, t *Task, now time.Time) (Task, bo
 			case err == nil && !holder.Status.Terminal():
 				return holder, true, nil
 			case err == nil && p.Reviving && now.Sub(p.CreatedAt) < q.opts.StaleMarkerGrace:
-				return Task{}, false, fmt.Errorf("dedup key %q: task %s is being retried: %w", clip(t.DedupKey), p.TaskID, ErrConflict)
+				return Task{}, false, fmt.Errorf("dedup key %q: task %s is being retried: %w", clip.Input(t.DedupKey), p.TaskID, ErrConflict)
 			case err == nil:
 				// terminal: the key is free again
 			case errors.Is(err, ErrNotFound):
 				if now.Sub(p.CreatedAt) < q.opts.StaleMarkerGrace {
 					// Another submit holds the key and has not written its
 					// task yet, or crashed a moment ago.
-					return Task{}, false, fmt.Errorf("dedup key %q is being taken by task %s: %w", clip(t.DedupKey), p.TaskID, ErrConflict)
+					return Task{}, false, fmt.Errorf("dedup key %q is being taken by task %s: %w", clip.Input(t.DedupKey), p.TaskID, ErrConflict)
 				}
 			default:
 				return Task{}, false, err
@@ -588,7 +589,7 @@ func (q *Queue) holdDedup(ctx context.Context, t *Task, now time.Time) (Task, bo
 			return Task{}, false, fmt.Errorf("take over dedup key: %w", err)
 		}
 	}
-	return Task{}, false, fmt.Errorf("dedup key %q: %w", clip(t.DedupKey), ErrConflict)
+	return Task{}, false, fmt.Errorf("dedup key %q: %w", clip.Input(t.DedupKey), ErrConflict)
 }
 
 // abandon undoes what a failed submit of t wrote before its record, when

@@ -2,10 +2,10 @@ package queue_test
 
 import (
 	"fmt"
-	"github.com/s3q/s3q/shared/internal/check"
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/memstore"

@@ -1,11 +1,11 @@
 package queue_test
 
 import (
-	"github.com/s3q/s3q/shared/internal/check"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/store/memstore"
 )

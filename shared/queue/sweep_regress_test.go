@@ -5,12 +5,12 @@ package queue_test
 import (
 	"context"
 	"errors"
-	"github.com/s3q/s3q/shared/internal/check"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/memstore"

@@ -1,10 +1,10 @@
 package queuetest
 
 import (
-	"github.com/s3q/s3q/shared/internal/check"
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 )
 

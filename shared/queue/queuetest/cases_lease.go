@@ -2,11 +2,11 @@ package queuetest
 
 import (
 	"bytes"
-	"github.com/s3q/s3q/shared/internal/check"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 )
 

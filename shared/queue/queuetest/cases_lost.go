@@ -3,11 +3,11 @@ package queuetest
 import (
 	"encoding/json"
 	"errors"
-	"github.com/s3q/s3q/shared/internal/check"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/storefault"

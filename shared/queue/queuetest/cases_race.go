@@ -3,12 +3,12 @@ package queuetest
 import (
 	"errors"
 	"fmt"
-	"github.com/s3q/s3q/shared/internal/check"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 )
 

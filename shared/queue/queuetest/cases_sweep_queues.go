@@ -3,12 +3,12 @@ package queuetest
 import (
 	"context"
 	"fmt"
-	"github.com/s3q/s3q/shared/internal/check"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/store"
 )

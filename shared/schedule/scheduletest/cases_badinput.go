@@ -2,10 +2,10 @@ package scheduletest
 
 import (
 	"encoding/json"
-	"github.com/s3q/s3q/shared/internal/check"
 	"strings"
 	"testing"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/schedule"
 )
 

@@ -3,10 +3,10 @@ package scheduletest
 import (
 	"errors"
 	"fmt"
-	"github.com/s3q/s3q/shared/internal/check"
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/storefault"

@@ -2,7 +2,6 @@ package scheduletest
 
 import (
 	"fmt"
-	"github.com/s3q/s3q/shared/internal/check"
 	"math/rand/v2"
 	"regexp"
 	"sort"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/storefault"

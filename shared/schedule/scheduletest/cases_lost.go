@@ -1,10 +1,10 @@
 package scheduletest
 
 import (
-	"github.com/s3q/s3q/shared/internal/check"
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store/storefault"

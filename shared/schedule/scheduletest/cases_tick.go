@@ -3,11 +3,11 @@ package scheduletest
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/s3q/s3q/shared/internal/check"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store"
