@@ -107,8 +107,8 @@ func (d *Declaration) validate(insecure bool) error {
 	if d.MaxAttempts < 0 || d.MaxAttempts > MaxAttemptsLimit {
 		return invalid("max_attempts", "must be between 1 and %d (0 or absent: no queue default)", MaxAttemptsLimit)
 	}
-	if d.Timeout != nil && (d.Timeout.Std() <= 0 || d.Timeout.Std() > MaxLease) {
-		return invalid("timeout", "must be more than 0 and at most %s", FormatDuration(MaxLease))
+	if err := checkTimeout(d.Timeout); err != nil {
+		return err
 	}
 	if d.Shards < 0 || d.Shards > MaxQueueShards {
 		return invalid("shards", "must be between 1 and %d (0 or absent: the deployment's)", MaxQueueShards)

@@ -274,8 +274,8 @@ func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Ta
 	if req.MaxAttempts < 0 || req.MaxAttempts > MaxAttemptsLimit {
 		return Task{}, invalid("max_attempts", "must be between 1 and %d (0 means the default, %d)", MaxAttemptsLimit, DefaultMaxAttempts)
 	}
-	if req.Timeout != nil && (req.Timeout.Std() <= 0 || req.Timeout.Std() > MaxLease) {
-		return Task{}, invalid("timeout", "must be more than 0 and at most %s", FormatDuration(MaxLease))
+	if err := checkTimeout(req.Timeout); err != nil {
+		return Task{}, err
 	}
 	switch req.TTLFrom {
 	case "", TTLFromSubmission, TTLFromFirstAttempt:
