@@ -199,12 +199,3 @@ func jsonOf(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
 }
-
-func hasPrefix(keys []string, p string) bool {
-	for _, k := range keys {
-		if strings.HasPrefix(k, p) {
-			return true
-		}
-	}
-	return false
-}
