@@ -772,7 +772,8 @@ func runSweep(t *testing.T, f Factory) {
 		}
 	})
 
-	t.Run("crash", func(t *testing.T) { runSweepCrash(t, f) })
+	t.Run("rules", func(t *testing.T) { runSweepRules(t, f) })
+	t.Run("crash", func(t *testing.T) { runSweepCrash(t, f); runSweepCrashPaths(t, f) })
 }
 
 // hookStore runs hook once, just before the first Put of a key under prefix.
