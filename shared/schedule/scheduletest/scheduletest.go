@@ -36,11 +36,11 @@ type Factory struct {
 func Run(t *testing.T, f Factory) {
 	t.Run("crud", func(t *testing.T) { runCRUD(t, f) })
 	t.Run("bad_input", func(t *testing.T) { runBadInput(t, f) })
-	t.Run("tick", func(t *testing.T) { runTick(t, f) })
+	t.Run("tick", func(t *testing.T) { runTick(t, f); runTickFires(t, f) })
 	t.Run("cron", func(t *testing.T) { runCron(t, f) })
-	t.Run("crash", func(t *testing.T) { runCrash(t, f) })
+	t.Run("crash", func(t *testing.T) { runCrash(t, f); runCrashUnretried(t, f) })
+	t.Run("race", func(t *testing.T) { runRace(t, f) })
 	t.Run("day", func(t *testing.T) { runDay(t, f) })
-	t.Run("review", func(t *testing.T) { runReview(t, f) })
 	t.Run("lost_answer", func(t *testing.T) { runLost(t, f) })
 }
 
