@@ -88,3 +88,127 @@ func (s *Scheduler) busy(ctx context.Context, id string) (bool, error) {
 	}
 	return t.Status == queue.StatusPending || t.Status == queue.StatusRunning, nil
 }
+
+// fire makes the fires of a due schedule whose state st (read with etag)
+// follows def, then moves the state on. The state write is the last step:
+// until it lands, a repeat finds the same tasks. When stop reports true
+// before a fire of a catch-up, the state moves on to that fire's time only
+// (as at MaxCatchUpPerTick), and the next tick carries on from there.
+func (s *Scheduler) fire(ctx context.Context, def *Definition, st State, etag string, now time.Time, stop func() bool) (outcome, error) {
+	var out outcome
+	sp, err := s.spec(def)
+	if err != nil {
+		return out, err
+	}
+	times, missed, rest := s.dueTimes(def, sp, *st.NextRunAt, now)
+	out.missed = missed
+	ns := st
+	ns.Rev++
+	ns.UpdatedAt = now
+	known, lastBusy := false, false // whether ns.LastTaskID's status is known here
+	if def.Overlap == OverlapSkip && times[0].After(*st.NextRunAt) {
+		// A tick that died before its state write may have fired
+		// st.NextRunAt: that task, not the state's last one, is the one
+		// a fire must wait for, and its time was not missed.
+		prev := *st.NextRunAt
+		t, err := s.q.Get(ctx, TaskID(def.ID, prev))
+		switch {
+		case errors.Is(err, queue.ErrNotFound):
+		case err != nil:
+			return out, fmt.Errorf("check task %s: %w", TaskID(def.ID, prev), err)
+		default:
+			if missed > 0 {
+				missed--
+				out.missed--
+			}
+			ns.LastRunAt, ns.LastTaskID = &prev, t.ID
+			known, lastBusy = true, t.Status == queue.StatusPending || t.Status == queue.StatusRunning
+		}
+	}
+	for i, ft := range times {
+		if i > 0 && stop() {
+			rest, out.more = ft, true
+			times = times[:i]
+			break
+		}
+		f := Fire{ScheduleID: def.ID, FireTime: ft, FiredAt: now}
+		if i == 0 {
+			f.Missed = missed
+		}
+		if def.Overlap == OverlapSkip && ns.LastTaskID != "" {
+			if !known {
+				if lastBusy, err = s.busy(ctx, ns.LastTaskID); err != nil {
+					return out, err
+				}
+				known = true
+			}
+			if lastBusy {
+				f.Skipped, f.RunningTaskID = SkippedOverlap, ns.LastTaskID
+				if err := s.putHistory(ctx, &f); err != nil {
+					return out, err
+				}
+				out.skipped++
+				continue
+			}
+		}
+		res, err := s.submit(ctx, def, TaskID(def.ID, ft), ft, now)
+		if err != nil {
+			if !isInvalid(err) {
+				return out, err
+			}
+			f.Skipped, f.Error = SkippedInvalid, err.Error()
+			if err := s.putHistory(ctx, &f); err != nil {
+				return out, err
+			}
+			out.skipped++
+			continue
+		}
+		f.TaskID = res.Task.ID
+		if err := s.putHistory(ctx, &f); err != nil {
+			return out, err
+		}
+		ns.LastRunAt, ns.LastTaskID = &ft, res.Task.ID
+		known, lastBusy = true, res.Task.Status == queue.StatusPending || res.Task.Status == queue.StatusRunning
+		out.fired++
+	}
+	next := rest
+	if next.IsZero() {
+		next = sp.Next(times[len(times)-1])
+	}
+	ns.NextRunAt = timePtr(next)
+	ns.DueKey = ""
+	if ns.NextRunAt != nil {
+		ns.DueKey = dueKey(markerTime(next, now), def.ID, ns.Rev)
+	}
+	if err := s.writeState(ctx, &st, etag, &ns); err != nil {
+		return outcome{}, err
+	}
+	return out, nil
+}
+
+// dueTimes returns the fire times to make now for a schedule whose next
+// fire time is from (<= now), how many due times are passed over, and,
+// when a catch-up is cut at MaxCatchUpPerTick, the first time left for the
+// next tick.
+func (s *Scheduler) dueTimes(def *Definition, sp *Spec, from, now time.Time) (times []time.Time, missed int, rest time.Time) {
+	const countLimit = 1000
+	if def.MissedRuns == MissedCatchUp {
+		first := from
+		if start := now.Add(-def.catchUpWindow()); first.Before(start) {
+			first = sp.atOrAfter(start)
+			missed = sp.count(from, first, countLimit)
+		}
+		for t := first; !t.IsZero() && !t.After(now); t = sp.Next(t) {
+			if len(times) == s.opts.MaxCatchUpPerTick {
+				return times, missed, t
+			}
+			times = append(times, t)
+		}
+		if len(times) > 0 {
+			return times, missed, time.Time{}
+		}
+		// Nothing inside the window: fire the latest, as skip does.
+	}
+	l := sp.latest(from, now)
+	return []time.Time{l}, sp.count(from, l, countLimit), time.Time{}
+}
