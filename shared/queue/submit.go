@@ -250,7 +250,10 @@ func (q *Queue) create(ctx context.Context, t *Task) error {
 	return nil
 }
 
-// build validates a request and makes the new task record, without writing.
+// build validates a request and makes the new task record, without
+// writing: checks (validateSubmit, availableAt, requestTTL), then the
+// record, what it inherits from its parent, the defaults of its task
+// type, queue and deployment (applyDefaults), and its deadline.
 func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Task, error) {
 	var err error
 	if req.Queue, err = q.scoped("queue", req.Queue); err != nil {
@@ -259,98 +262,16 @@ func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Ta
 	if req.Queue == "" {
 		req.Queue = DefaultQueue
 	}
-	if err := ValidateQueueName(req.Queue); err != nil {
+	if err := validateSubmit(&req); err != nil {
 		return Task{}, err
 	}
-	if err := ValidateTaskType("task_type", req.TaskType); err != nil {
+	avail, err := availableAt(&req, now)
+	if err != nil {
 		return Task{}, err
 	}
-	if err := validJSON("input", req.Input); err != nil {
+	ttl, err := requestTTL(&req)
+	if err != nil {
 		return Task{}, err
-	}
-	if err := validText("dedup_key", req.DedupKey, MaxDedupKeyBytes); err != nil {
-		return Task{}, err
-	}
-	if req.MaxAttempts < 0 || req.MaxAttempts > MaxAttemptsLimit {
-		return Task{}, invalid("max_attempts", "must be between 1 and %d (0 means the default, %d)", MaxAttemptsLimit, DefaultMaxAttempts)
-	}
-	if err := checkTimeout(req.Timeout); err != nil {
-		return Task{}, err
-	}
-	switch req.TTLFrom {
-	case "", TTLFromSubmission, TTLFromFirstAttempt:
-	default:
-		return Task{}, invalid("ttl_from", "%q is not one of submission, first_attempt", clip.Input(string(req.TTLFrom)))
-	}
-	switch req.OnParentExpired {
-	case "", OnParentExpiredRun, OnParentExpiredCancel:
-	default:
-		return Task{}, invalid("on_parent_expired", "%q is not one of run, cancel", clip.Input(req.OnParentExpired))
-	}
-	if req.OnParentExpired != "" && req.ParentID == "" {
-		return Task{}, invalid("on_parent_expired", "needs parent_id")
-	}
-
-	// When it can first run.
-	avail := now
-	switch {
-	case req.ScheduleAt != nil && req.Delay != nil:
-		return Task{}, invalid("delay", "give schedule_at or delay, not both")
-	case req.ScheduleAt != nil:
-		if err := validTime("schedule_at", *req.ScheduleAt); err != nil {
-			return Task{}, err
-		}
-		if s := norm(*req.ScheduleAt); s.After(now) {
-			avail = s
-		}
-	case req.Delay != nil:
-		if req.Delay.Std() < 0 {
-			return Task{}, invalid("delay", "must not be negative")
-		}
-		avail = norm(now.Add(req.Delay.Std()))
-		if err := validTime("delay", avail); err != nil {
-			return Task{}, err
-		}
-	}
-
-	// Its time to live, from the request.
-	var ttl *time.Duration
-	given := 0
-	if req.TTL != nil {
-		given++
-		ttl = ptr(req.TTL.Std())
-	}
-	if req.TTLSeconds != nil {
-		given++
-		ttl = ptr(time.Duration(*req.TTLSeconds) * time.Second)
-		if *req.TTLSeconds > int64(maxTime.Sub(minTime)/time.Second) {
-			return Task{}, invalid("ttl_seconds", "is too large")
-		}
-	}
-	if req.ExpiresAt != nil {
-		given++
-	}
-	if given > 1 {
-		field := "expires_at"
-		if req.ExpiresAt == nil {
-			field = "ttl_seconds"
-		}
-		return Task{}, invalid(field, "give one of ttl, ttl_seconds and expires_at")
-	}
-	if ttl != nil && *ttl < 0 {
-		field := "ttl"
-		if req.TTLSeconds != nil {
-			field = "ttl_seconds"
-		}
-		return Task{}, invalid(field, "must not be negative (0 submits an already-expired task)")
-	}
-	if req.ExpiresAt != nil {
-		if err := validTime("expires_at", *req.ExpiresAt); err != nil {
-			return Task{}, err
-		}
-		if req.TTLFrom == TTLFromFirstAttempt {
-			return Task{}, invalid("ttl_from", "first_attempt needs a ttl, not expires_at")
-		}
 	}
 
 	id := q.opts.NewID(now)
@@ -382,35 +303,191 @@ func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Ta
 		t.ExpiresAt = ptr(norm(*req.ExpiresAt))
 	}
 
-	// Defaults, most specific first: request > parent > task type > queue
-	// > global.
-	ttlFrom := req.TTLFrom
-	timeoutSet := req.Timeout != nil
-	parentExpired := false
-	if req.ParentID != "" {
-		if err := ValidateID(req.ParentID); err != nil {
-			return Task{}, &ValidationError{Field: "parent_id", Message: err.(*ValidationError).Message, Err: ErrInvalidInput}
-		}
-		parent, _, err := q.load(ctx, req.ParentID)
-		if errors.Is(err, ErrNotFound) {
-			return Task{}, invalid("parent_id", "no task %s", req.ParentID)
-		}
-		if err != nil {
-			return Task{}, err
-		}
-		if ttl == nil && t.ExpiresAt == nil && parent.ExpiresAt != nil {
-			t.ExpiresAt = ptr(*parent.ExpiresAt) // the parent's remaining TTL
-		}
-		parentExpired = parent.Status == StatusExpired
+	parentExpired, err := q.inheritParent(ctx, &req, &t, ttl)
+	if err != nil {
+		return Task{}, err
 	}
 	decl, err := q.declared(ctx, req.Queue, false, now)
 	if err != nil {
 		return Task{}, err
 	}
+	ttl, ttlFrom, err := q.applyDefaults(ctx, &req, decl, &t, ttl, now)
+	if err != nil {
+		return Task{}, err
+	}
+
+	// The deadline.
+	if ttl != nil {
+		switch {
+		case ttlFrom == TTLFromFirstAttempt && *ttl > 0:
+			t.TTL, t.TTLFrom = ptr(Duration(*ttl)), TTLFromFirstAttempt
+		default:
+			t.ExpiresAt = ptr(norm(now.Add(*ttl)))
+		}
+	}
+	if t.ExpiresAt != nil {
+		if err := validTime("ttl", *t.ExpiresAt); err != nil {
+			return Task{}, err
+		}
+	}
+
+	// ttl=0 (or a deadline already past) submits an already-expired task,
+	// and so does a parent that has expired: its children expire with it.
+	if parentExpired {
+		expire(&t, ReasonParentExpired, now)
+		return t, nil
+	}
+	if t.deadlinePassed(now) {
+		expire(&t, ReasonTTL, now)
+		return t, nil
+	}
+	t.IndexKey = indexKeyFor(&t, decl.Shards)
+	return t, nil
+}
+
+// validateSubmit checks the fields of a submit request (its queue
+// resolved) that need nothing but the request.
+func validateSubmit(req *SubmitRequest) error {
+	if err := ValidateQueueName(req.Queue); err != nil {
+		return err
+	}
+	if err := ValidateTaskType("task_type", req.TaskType); err != nil {
+		return err
+	}
+	if err := validJSON("input", req.Input); err != nil {
+		return err
+	}
+	if err := validText("dedup_key", req.DedupKey, MaxDedupKeyBytes); err != nil {
+		return err
+	}
+	if req.MaxAttempts < 0 || req.MaxAttempts > MaxAttemptsLimit {
+		return invalid("max_attempts", "must be between 1 and %d (0 means the default, %d)", MaxAttemptsLimit, DefaultMaxAttempts)
+	}
+	if err := checkTimeout(req.Timeout); err != nil {
+		return err
+	}
+	switch req.TTLFrom {
+	case "", TTLFromSubmission, TTLFromFirstAttempt:
+	default:
+		return invalid("ttl_from", "%q is not one of submission, first_attempt", clip.Input(string(req.TTLFrom)))
+	}
+	switch req.OnParentExpired {
+	case "", OnParentExpiredRun, OnParentExpiredCancel:
+	default:
+		return invalid("on_parent_expired", "%q is not one of run, cancel", clip.Input(req.OnParentExpired))
+	}
+	if req.OnParentExpired != "" && req.ParentID == "" {
+		return invalid("on_parent_expired", "needs parent_id")
+	}
+	return nil
+}
+
+// availableAt returns when a submitted task can first run: now, or its
+// schedule_at or delay.
+func availableAt(req *SubmitRequest, now time.Time) (time.Time, error) {
+	avail := now
+	switch {
+	case req.ScheduleAt != nil && req.Delay != nil:
+		return time.Time{}, invalid("delay", "give schedule_at or delay, not both")
+	case req.ScheduleAt != nil:
+		if err := validTime("schedule_at", *req.ScheduleAt); err != nil {
+			return time.Time{}, err
+		}
+		if s := norm(*req.ScheduleAt); s.After(now) {
+			avail = s
+		}
+	case req.Delay != nil:
+		if req.Delay.Std() < 0 {
+			return time.Time{}, invalid("delay", "must not be negative")
+		}
+		avail = norm(now.Add(req.Delay.Std()))
+		if err := validTime("delay", avail); err != nil {
+			return time.Time{}, err
+		}
+	}
+
+	return avail, nil
+}
+
+// requestTTL returns the time to live a request gives (ttl or
+// ttl_seconds; nil for none or expires_at), and checks that it gives at
+// most one of ttl, ttl_seconds and expires_at.
+func requestTTL(req *SubmitRequest) (*time.Duration, error) {
+	var ttl *time.Duration
+	given := 0
+	if req.TTL != nil {
+		given++
+		ttl = ptr(req.TTL.Std())
+	}
+	if req.TTLSeconds != nil {
+		given++
+		ttl = ptr(time.Duration(*req.TTLSeconds) * time.Second)
+		if *req.TTLSeconds > int64(maxTime.Sub(minTime)/time.Second) {
+			return nil, invalid("ttl_seconds", "is too large")
+		}
+	}
+	if req.ExpiresAt != nil {
+		given++
+	}
+	if given > 1 {
+		field := "expires_at"
+		if req.ExpiresAt == nil {
+			field = "ttl_seconds"
+		}
+		return nil, invalid(field, "give one of ttl, ttl_seconds and expires_at")
+	}
+	if ttl != nil && *ttl < 0 {
+		field := "ttl"
+		if req.TTLSeconds != nil {
+			field = "ttl_seconds"
+		}
+		return nil, invalid(field, "must not be negative (0 submits an already-expired task)")
+	}
+	if req.ExpiresAt != nil {
+		if err := validTime("expires_at", *req.ExpiresAt); err != nil {
+			return nil, err
+		}
+		if req.TTLFrom == TTLFromFirstAttempt {
+			return nil, invalid("ttl_from", "first_attempt needs a ttl, not expires_at")
+		}
+	}
+
+	return ttl, nil
+}
+
+// inheritParent checks a child's parent and gives t the parent's
+// deadline when the request sets none; it reports whether the parent has
+// expired (the child is then born expired).
+func (q *Queue) inheritParent(ctx context.Context, req *SubmitRequest, t *Task, ttl *time.Duration) (parentExpired bool, err error) {
+	if req.ParentID == "" {
+		return false, nil
+	}
+	if err := ValidateID(req.ParentID); err != nil {
+		return false, &ValidationError{Field: "parent_id", Message: err.(*ValidationError).Message, Err: ErrInvalidInput}
+	}
+	parent, _, err := q.load(ctx, req.ParentID)
+	if errors.Is(err, ErrNotFound) {
+		return false, invalid("parent_id", "no task %s", req.ParentID)
+	}
+	if err != nil {
+		return false, err
+	}
+	if ttl == nil && t.ExpiresAt == nil && parent.ExpiresAt != nil {
+		t.ExpiresAt = ptr(*parent.ExpiresAt) // the parent's remaining TTL
+	}
+	return parent.Status == StatusExpired, nil
+}
+
+// applyDefaults fills in what the request leaves out, most specific
+// first: request > parent > task type > queue > deployment. It returns
+// the time to live and ttl_from that make the deadline.
+func (q *Queue) applyDefaults(ctx context.Context, req *SubmitRequest, decl Declaration, t *Task, ttl *time.Duration, now time.Time) (*time.Duration, TTLFrom, error) {
+	ttlFrom := req.TTLFrom
+	timeoutSet := req.Timeout != nil
 	if q.opts.TypeDefaults != nil {
 		d, ok, err := q.opts.TypeDefaults.TaskTypeDefaults(ctx, req.TaskType, now)
 		if err != nil {
-			return Task{}, fmt.Errorf("task type defaults: %w", err)
+			return nil, "", fmt.Errorf("task type defaults: %w", err)
 		}
 		if ok {
 			if ttl == nil && t.ExpiresAt == nil && req.ParentID == "" && d.TTL != nil {
@@ -448,33 +525,7 @@ func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Ta
 		t.MaxAttempts = DefaultMaxAttempts
 	}
 
-	// The deadline.
-	if ttl != nil {
-		switch {
-		case ttlFrom == TTLFromFirstAttempt && *ttl > 0:
-			t.TTL, t.TTLFrom = ptr(Duration(*ttl)), TTLFromFirstAttempt
-		default:
-			t.ExpiresAt = ptr(norm(now.Add(*ttl)))
-		}
-	}
-	if t.ExpiresAt != nil {
-		if err := validTime("ttl", *t.ExpiresAt); err != nil {
-			return Task{}, err
-		}
-	}
-
-	// ttl=0 (or a deadline already past) submits an already-expired task,
-	// and so does a parent that has expired: its children expire with it.
-	if parentExpired {
-		expire(&t, ReasonParentExpired, now)
-		return t, nil
-	}
-	if t.deadlinePassed(now) {
-		expire(&t, ReasonTTL, now)
-		return t, nil
-	}
-	t.IndexKey = indexKeyFor(&t, decl.Shards)
-	return t, nil
+	return ttl, ttlFrom, nil
 }
 
 // dedupPointer is the body of dedup/{queue}/{sha256(key)}. An empty
