@@ -84,12 +84,12 @@ func (f *queueFlags) overlay(d *queue.Declaration) {
 	})
 }
 
-func init() {
-	register(func() *command {
-		var qf queueFlags
-		return &command{
-			name: "queue", args: "SUBCOMMAND [NAME]", summary: "declare, list, show, update and delete queues",
-			details: `A queue is declared before tasks are submitted to it (unless the deployment
+// queueCommand is s3q queue.
+func queueCommand() *command {
+	var qf queueFlags
+	return &command{
+		name: "queue", args: "SUBCOMMAND [NAME]", summary: "declare, list, show, update and delete queues",
+		details: `A queue is declared before tasks are submitted to it (unless the deployment
 auto-declares, as s3q dev does): submitting to an undeclared queue is 404
 queue_not_found. Its defaults apply where a submit and its task type give
 none (request > task type > queue > global).
@@ -110,91 +110,90 @@ Examples:
   s3q queue create hooks --target-url https://example.com/s3q --target-secret /s3q/hooks
   s3q queue update emails --max-concurrency 20 --no-ttl
   s3q queue list --no-counts -o json`,
-			flags: qf.define,
-			run: func(ctx context.Context, e *env, args []string) error {
-				if len(args) == 0 {
-					return usageErr("queue needs a subcommand: create, update, list, show, delete")
+		flags: qf.define,
+		run: func(ctx context.Context, e *env, args []string) error {
+			if len(args) == 0 {
+				return usageErr("queue needs a subcommand: create, update, list, show, delete")
+			}
+			sub, rest := args[0], args[1:]
+			needName := func() (string, error) {
+				if len(rest) != 1 {
+					return "", usageErr("queue %s takes one queue NAME", sub)
 				}
-				sub, rest := args[0], args[1:]
-				needName := func() (string, error) {
-					if len(rest) != 1 {
-						return "", usageErr("queue %s takes one queue NAME", sub)
-					}
-					return rest[0], nil
-				}
-				c, err := newClient(ctx, e)
+				return rest[0], nil
+			}
+			c, err := newClient(ctx, e)
+			if err != nil {
+				return err
+			}
+			show := func(q client.QueueInfo, err error) error {
 				if err != nil {
 					return err
 				}
-				show := func(q client.QueueInfo, err error) error {
-					if err != nil {
-						return err
-					}
-					if e.output == "json" {
-						return printJSON(e.stdout, map[string]any{"queue": q})
-					}
-					printQueue(e.stdout, q)
-					return nil
+				if e.output == "json" {
+					return printJSON(e.stdout, map[string]any{"queue": q})
 				}
-				switch sub {
-				case "create", "update":
-					name, err := needName()
-					if err != nil {
-						return err
-					}
-					d := queue.Declaration{Name: name}
-					cur, err := c.GetQueue(ctx, name)
-					switch {
-					case err == nil && sub == "create":
-						return fmt.Errorf("queue %s exists; change it with 's3q queue update %s'", name, name)
-					case err == nil:
-						d = cur.Declaration
-					case !errors.Is(err, queue.ErrQueueNotFound) || sub == "update":
-						return err
-					}
-					qf.overlay(&d)
-					q, _, err := c.DeclareQueue(ctx, d)
-					return show(q, err)
-				case "show":
-					name, err := needName()
-					if err != nil {
-						return err
-					}
-					return show(c.GetQueue(ctx, name))
-				case "delete":
-					name, err := needName()
-					if err != nil {
-						return err
-					}
-					if err := c.DeleteQueue(ctx, name); err != nil {
-						return err
-					}
-					if e.output == "json" {
-						return printJSON(e.stdout, map[string]any{"deleted": name})
-					}
-					fmt.Fprintf(e.stdout, "deleted queue %s\n", name)
-					return nil
-				case "list":
-					if len(rest) != 0 {
-						return usageErr("queue list takes no arguments")
-					}
-					res, err := c.ListQueues(ctx, client.ListQueuesRequest{Limit: qf.limit, Cursor: qf.cursor, NoCounts: qf.noCounts})
-					if err != nil {
-						return err
-					}
-					if e.output == "json" {
-						return printJSON(e.stdout, res)
-					}
-					printQueues(e.stdout, res.Queues)
-					if res.NextCursor != "" {
-						fmt.Fprintf(e.stderr, "more: s3q queue list --cursor %s\n", res.NextCursor)
-					}
-					return nil
+				printQueue(e.stdout, q)
+				return nil
+			}
+			switch sub {
+			case "create", "update":
+				name, err := needName()
+				if err != nil {
+					return err
 				}
-				return usageErr("unknown queue subcommand %q", sub)
-			},
-		}
-	})
+				d := queue.Declaration{Name: name}
+				cur, err := c.GetQueue(ctx, name)
+				switch {
+				case err == nil && sub == "create":
+					return fmt.Errorf("queue %s exists; change it with 's3q queue update %s'", name, name)
+				case err == nil:
+					d = cur.Declaration
+				case !errors.Is(err, queue.ErrQueueNotFound) || sub == "update":
+					return err
+				}
+				qf.overlay(&d)
+				q, _, err := c.DeclareQueue(ctx, d)
+				return show(q, err)
+			case "show":
+				name, err := needName()
+				if err != nil {
+					return err
+				}
+				return show(c.GetQueue(ctx, name))
+			case "delete":
+				name, err := needName()
+				if err != nil {
+					return err
+				}
+				if err := c.DeleteQueue(ctx, name); err != nil {
+					return err
+				}
+				if e.output == "json" {
+					return printJSON(e.stdout, map[string]any{"deleted": name})
+				}
+				fmt.Fprintf(e.stdout, "deleted queue %s\n", name)
+				return nil
+			case "list":
+				if len(rest) != 0 {
+					return usageErr("queue list takes no arguments")
+				}
+				res, err := c.ListQueues(ctx, client.ListQueuesRequest{Limit: qf.limit, Cursor: qf.cursor, NoCounts: qf.noCounts})
+				if err != nil {
+					return err
+				}
+				if e.output == "json" {
+					return printJSON(e.stdout, res)
+				}
+				printQueues(e.stdout, res.Queues)
+				if res.NextCursor != "" {
+					fmt.Fprintf(e.stderr, "more: s3q queue list --cursor %s\n", res.NextCursor)
+				}
+				return nil
+			}
+			return usageErr("unknown queue subcommand %q", sub)
+		},
+	}
 }
 
 // printQueue shows one queue as name: value lines.

@@ -75,15 +75,15 @@ func (f *scheduleFlags) overlay(req *schedule.Request) error {
 	return err
 }
 
-func init() {
-	register(func() *command {
-		var sf scheduleFlags
-		var limit int
-		var cursor string
-		var since timeFlag
-		return &command{
-			name: "schedule", args: "SUBCOMMAND [ID]", summary: "manage recurring cron schedules",
-			details: `A schedule lives in the queue its tasks fire into: --queue (default
+// scheduleCommand is s3q schedule.
+func scheduleCommand() *command {
+	var sf scheduleFlags
+	var limit int
+	var cursor string
+	var since timeFlag
+	return &command{
+		name: "schedule", args: "SUBCOMMAND [ID]", summary: "manage recurring cron schedules",
+		details: `A schedule lives in the queue its tasks fire into: --queue (default
 "default"). A schedule of another queue is not found.
 
 Subcommands:
@@ -106,149 +106,148 @@ Examples:
   s3q schedule create poll --cron '@every 15m' -t feed.poll --overlap skip --queue feeds
   s3q schedule update nightly --cron '30 2 * * 1-5'
   s3q schedule history nightly --since 2026-01-01T00:00:00Z`,
-			flags: func(fs *flag.FlagSet) {
-				sf.define(fs)
-				fs.IntVar(&limit, "limit", 0, "items per page (list, history)")
-				fs.StringVar(&cursor, "cursor", "", "continue a previous page (list, history)")
-				fs.Var(&since, "since", "history from this RFC 3339 `time` on")
-			},
-			run: func(ctx context.Context, e *env, args []string) error {
-				if len(args) == 0 {
-					return usageErr("schedule needs a subcommand: create, update, list, show, pause, resume, trigger, delete, history")
+		flags: func(fs *flag.FlagSet) {
+			sf.define(fs)
+			fs.IntVar(&limit, "limit", 0, "items per page (list, history)")
+			fs.StringVar(&cursor, "cursor", "", "continue a previous page (list, history)")
+			fs.Var(&since, "since", "history from this RFC 3339 `time` on")
+		},
+		run: func(ctx context.Context, e *env, args []string) error {
+			if len(args) == 0 {
+				return usageErr("schedule needs a subcommand: create, update, list, show, pause, resume, trigger, delete, history")
+			}
+			sub, rest := args[0], args[1:]
+			needID := func() (string, error) {
+				if len(rest) != 1 {
+					return "", usageErr("schedule %s takes one schedule ID", sub)
 				}
-				sub, rest := args[0], args[1:]
-				needID := func() (string, error) {
-					if len(rest) != 1 {
-						return "", usageErr("schedule %s takes one schedule ID", sub)
-					}
-					return rest[0], nil
-				}
-				c, err := newClient(ctx, e)
+				return rest[0], nil
+			}
+			c, err := newClient(ctx, e)
+			if err != nil {
+				return err
+			}
+			show := func(s schedule.Schedule, err error) error {
 				if err != nil {
 					return err
 				}
-				show := func(s schedule.Schedule, err error) error {
-					if err != nil {
-						return err
-					}
-					if e.output == "json" {
-						return printJSON(e.stdout, map[string]any{"schedule": s})
-					}
-					printSchedule(e.stdout, s, time.Now())
-					return nil
+				if e.output == "json" {
+					return printJSON(e.stdout, map[string]any{"schedule": s})
 				}
-				switch sub {
-				case "create":
-					id, err := needID()
-					if err != nil {
-						return err
-					}
-					req := schedule.Request{ID: id}
-					if err := sf.overlay(&req); err != nil {
-						return err
-					}
-					if req.Cron == "" || req.TaskType == "" {
-						return usageErr("schedule create needs --cron and --type")
-					}
-					return show(c.CreateSchedule(ctx, req))
-				case "update":
-					id, err := needID()
-					if err != nil {
-						return err
-					}
-					cur, err := c.GetSchedule(ctx, id)
-					if err != nil {
-						return err
-					}
-					req := cur.Definition.Request()
-					req.Enabled = nil // unchanged unless --paused says otherwise
-					if err := sf.overlay(&req); err != nil {
-						return err
-					}
-					return show(c.UpdateSchedule(ctx, id, req))
-				case "show":
-					id, err := needID()
-					if err != nil {
-						return err
-					}
-					return show(c.GetSchedule(ctx, id))
-				case "pause", "resume":
-					id, err := needID()
-					if err != nil {
-						return err
-					}
-					if sub == "pause" {
-						return show(c.PauseSchedule(ctx, id))
-					}
-					return show(c.ResumeSchedule(ctx, id))
-				case "trigger":
-					id, err := needID()
-					if err != nil {
-						return err
-					}
-					f, err := c.TriggerSchedule(ctx, id)
-					if err != nil {
-						return err
-					}
-					if e.output == "json" {
-						return printJSON(e.stdout, map[string]any{"fire": f})
-					}
-					fmt.Fprintf(e.stdout, "fired %s at %s: task %s\n", f.ScheduleID, f.FireTime.UTC().Format(time.RFC3339), f.TaskID)
-					return nil
-				case "delete":
-					id, err := needID()
-					if err != nil {
-						return err
-					}
-					if err := c.DeleteSchedule(ctx, id); err != nil {
-						return err
-					}
-					if e.output != "json" {
-						fmt.Fprintf(e.stdout, "deleted schedule %s\n", id)
-					}
-					return nil
-				case "list":
-					if len(rest) != 0 {
-						return usageErr("schedule list takes no ID")
-					}
-					res, err := c.ListSchedules(ctx, schedule.ListRequest{Limit: limit, Cursor: cursor})
-					if err != nil {
-						return err
-					}
-					if e.output == "json" {
-						return printJSON(e.stdout, res)
-					}
-					printSchedules(e.stdout, res.Schedules, time.Now())
-					if res.NextCursor != "" {
-						fmt.Fprintf(e.stderr, "more: s3q schedule list --cursor %s\n", res.NextCursor)
-					}
-					return nil
-				case "history":
-					id, err := needID()
-					if err != nil {
-						return err
-					}
-					req := schedule.HistoryRequest{Limit: limit, Cursor: cursor}
-					if since.set {
-						req.Since = &since.t
-					}
-					res, err := c.ScheduleHistory(ctx, id, req)
-					if err != nil {
-						return err
-					}
-					if e.output == "json" {
-						return printJSON(e.stdout, res)
-					}
-					printFires(e.stdout, res.Fires)
-					if res.NextCursor != "" {
-						fmt.Fprintf(e.stderr, "more: s3q schedule history %s --cursor %s\n", id, res.NextCursor)
-					}
-					return nil
+				printSchedule(e.stdout, s, time.Now())
+				return nil
+			}
+			switch sub {
+			case "create":
+				id, err := needID()
+				if err != nil {
+					return err
 				}
-				return usageErr("unknown schedule subcommand %q", sub)
-			},
-		}
-	})
+				req := schedule.Request{ID: id}
+				if err := sf.overlay(&req); err != nil {
+					return err
+				}
+				if req.Cron == "" || req.TaskType == "" {
+					return usageErr("schedule create needs --cron and --type")
+				}
+				return show(c.CreateSchedule(ctx, req))
+			case "update":
+				id, err := needID()
+				if err != nil {
+					return err
+				}
+				cur, err := c.GetSchedule(ctx, id)
+				if err != nil {
+					return err
+				}
+				req := cur.Definition.Request()
+				req.Enabled = nil // unchanged unless --paused says otherwise
+				if err := sf.overlay(&req); err != nil {
+					return err
+				}
+				return show(c.UpdateSchedule(ctx, id, req))
+			case "show":
+				id, err := needID()
+				if err != nil {
+					return err
+				}
+				return show(c.GetSchedule(ctx, id))
+			case "pause", "resume":
+				id, err := needID()
+				if err != nil {
+					return err
+				}
+				if sub == "pause" {
+					return show(c.PauseSchedule(ctx, id))
+				}
+				return show(c.ResumeSchedule(ctx, id))
+			case "trigger":
+				id, err := needID()
+				if err != nil {
+					return err
+				}
+				f, err := c.TriggerSchedule(ctx, id)
+				if err != nil {
+					return err
+				}
+				if e.output == "json" {
+					return printJSON(e.stdout, map[string]any{"fire": f})
+				}
+				fmt.Fprintf(e.stdout, "fired %s at %s: task %s\n", f.ScheduleID, f.FireTime.UTC().Format(time.RFC3339), f.TaskID)
+				return nil
+			case "delete":
+				id, err := needID()
+				if err != nil {
+					return err
+				}
+				if err := c.DeleteSchedule(ctx, id); err != nil {
+					return err
+				}
+				if e.output != "json" {
+					fmt.Fprintf(e.stdout, "deleted schedule %s\n", id)
+				}
+				return nil
+			case "list":
+				if len(rest) != 0 {
+					return usageErr("schedule list takes no ID")
+				}
+				res, err := c.ListSchedules(ctx, schedule.ListRequest{Limit: limit, Cursor: cursor})
+				if err != nil {
+					return err
+				}
+				if e.output == "json" {
+					return printJSON(e.stdout, res)
+				}
+				printSchedules(e.stdout, res.Schedules, time.Now())
+				if res.NextCursor != "" {
+					fmt.Fprintf(e.stderr, "more: s3q schedule list --cursor %s\n", res.NextCursor)
+				}
+				return nil
+			case "history":
+				id, err := needID()
+				if err != nil {
+					return err
+				}
+				req := schedule.HistoryRequest{Limit: limit, Cursor: cursor}
+				if since.set {
+					req.Since = &since.t
+				}
+				res, err := c.ScheduleHistory(ctx, id, req)
+				if err != nil {
+					return err
+				}
+				if e.output == "json" {
+					return printJSON(e.stdout, res)
+				}
+				printFires(e.stdout, res.Fires)
+				if res.NextCursor != "" {
+					fmt.Fprintf(e.stderr, "more: s3q schedule history %s --cursor %s\n", id, res.NextCursor)
+				}
+				return nil
+			}
+			return usageErr("unknown schedule subcommand %q", sub)
+		},
+	}
 }
 
 func printSchedule(w io.Writer, s schedule.Schedule, now time.Time) {

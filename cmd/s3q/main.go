@@ -39,10 +39,34 @@ type env struct {
 	queueSet bool
 }
 
-// commands holds a factory per command, so that every run gets fresh flag
-// variables.
-var commands = map[string]func() *command{}
+// commands holds a factory per command by name, so that every run gets
+// fresh flag variables. Each command is a value made by its factory in
+// its file (cmd_tasks.go, cmd_queue.go, ...).
+var commands = byName(append([]func() *command{
+	submitCommand, listCommand, historyCommand,
+	queueCommand, scheduleCommand, workerCommand,
+}, taskOpCommands()...))
 
+// byName indexes command factories by their command's name.
+func byName(fs []func() *command) map[string]func() *command {
+	m := make(map[string]func() *command, len(fs))
+	for _, f := range fs {
+		m[f().name] = f
+	}
+	return m
+}
+
+// taskOpCommands returns the factories of status, cancel, retry and expire.
+func taskOpCommands() []func() *command {
+	fs := make([]func() *command, len(taskOps))
+	for i, op := range taskOps {
+		fs[i] = op.command
+	}
+	return fs
+}
+
+// register adds a command that its file registers in an init function
+// (dev, invoke, sweep).
 func register(f func() *command) { commands[f().name] = f }
 
 func main() {
