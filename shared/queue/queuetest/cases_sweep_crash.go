@@ -25,18 +25,9 @@ func runSweepCrash(t *testing.T, f Factory) {
 		return parent, kid, long
 	}
 	now := t0.Add(time.Minute)
-	// One task at a time, so that the n-th write is the same in every run.
-	opts := func(pub queue.EventPublisher) queue.SweepOptions {
-		return queue.SweepOptions{Publisher: pub, Concurrency: 1}
-	}
-
 	e := newEnv(t, f)
 	setup(e)
-	counting := store.NewCounting(e.s)
-	if _, err := queue.New(counting, e.op).Sweep(ctx, now, opts(&recorder{})); err != nil {
-		t.Fatal(err)
-	}
-	writes := int(counting.Counts().Put + counting.Counts().Delete)
+	writes := sweepWrites(t, e, now)
 
 	for _, mode := range []storefault.FaultMode{storefault.FailBefore, storefault.FailAfter} {
 		modeName := map[storefault.FaultMode]string{storefault.FailBefore: "before", storefault.FailAfter: "after"}[mode]
@@ -48,7 +39,7 @@ func runSweepCrash(t *testing.T, f Factory) {
 				faulty := storefault.New(e.s)
 				pub := &recorder{}
 				faulty.Fail(n, mode)
-				_, _ = queue.New(faulty, e.op).Sweep(ctx, now, opts(pub))
+				_, _ = queue.New(faulty, e.op).Sweep(ctx, now, crashSweepOptions(pub))
 				if !faulty.Fired() {
 					t.Fatalf("write %d never happened", n)
 				}
@@ -112,18 +103,9 @@ func runSweepCrashPaths(t *testing.T, f Factory) {
 		return parked, dead, done
 	}
 	now := t0.Add(21 * time.Minute)
-	// One task at a time, so that the n-th write is the same in every run.
-	opts := func(pub queue.EventPublisher) queue.SweepOptions {
-		return queue.SweepOptions{Publisher: pub, Concurrency: 1}
-	}
-
 	e := newEnv(t, f)
 	setup(e)
-	counting := store.NewCounting(e.s)
-	if _, err := queue.New(counting, e.op).Sweep(ctx, now, opts(&recorder{})); err != nil {
-		t.Fatal(err)
-	}
-	writes := int(counting.Counts().Put + counting.Counts().Delete)
+	writes := sweepWrites(t, e, now)
 
 	modeNames := map[storefault.FaultMode]string{storefault.FailBefore: "before", storefault.FailAfter: "after", storefault.LoseAnswer: "with_its_answer_lost_at"}
 	for _, mode := range []storefault.FaultMode{storefault.FailBefore, storefault.FailAfter, storefault.LoseAnswer} {
@@ -136,7 +118,7 @@ func runSweepCrashPaths(t *testing.T, f Factory) {
 				faulty := storefault.New(e.s)
 				faulty.Fail(n, mode)
 				pub := &recorder{}
-				_, _ = queue.New(faulty, e.op).Sweep(ctx, now, opts(pub))
+				_, _ = queue.New(faulty, e.op).Sweep(ctx, now, crashSweepOptions(pub))
 				faulty.Disarm()
 				e.sweep(now, pub)
 				e.sweep(now.Add(3*time.Minute), pub)
@@ -162,4 +144,21 @@ func runSweepCrashPaths(t *testing.T, f Factory) {
 			})
 		}
 	}
+}
+
+// crashSweepOptions sweeps one task at a time, so that the n-th write is
+// the same in every run.
+func crashSweepOptions(pub queue.EventPublisher) queue.SweepOptions {
+	return queue.SweepOptions{Publisher: pub, Concurrency: 1}
+}
+
+// sweepWrites returns how many writes (puts and deletes) a sweep of e at
+// now makes: the writes a crash case crashes at, one by one.
+func sweepWrites(t *testing.T, e *env, now time.Time) int {
+	t.Helper()
+	counting := store.NewCounting(e.s)
+	if _, err := queue.New(counting, e.op).Sweep(ctx, now, crashSweepOptions(&recorder{})); err != nil {
+		t.Fatal(err)
+	}
+	return int(counting.Counts().Put + counting.Counts().Delete)
 }
