@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/s3q/s3q/shared/internal/clip"
 	"github.com/s3q/s3q/shared/store"
 )
 
@@ -90,8 +89,8 @@ func (q *Queue) retakeDedup(ctx context.Context, t *Task, now time.Time) error {
 			switch {
 			case err == nil && !holder.Status.Terminal():
 				return &StateError{ID: t.ID, Op: "retry", Status: t.Status, Reason: fmt.Sprintf("its dedup key is held by live task %s", holder.ID)}
-			case errors.Is(err, ErrNotFound) && now.Sub(p.CreatedAt) < q.opts.StaleMarkerGrace:
-				return fmt.Errorf("dedup key %q is being taken by task %s: %w", clip.Input(t.DedupKey), p.TaskID, ErrConflict)
+			case errors.Is(err, ErrNotFound) && q.freshPointer(p, now):
+				return errDedupTaken(t, p.TaskID)
 			case err != nil && !errors.Is(err, ErrNotFound):
 				return err
 			}
@@ -102,5 +101,5 @@ func (q *Queue) retakeDedup(ctx context.Context, t *Task, now time.Time) error {
 			return fmt.Errorf("retake dedup key: %w", err)
 		}
 	}
-	return fmt.Errorf("dedup key %q: %w", clip.Input(t.DedupKey), ErrConflict)
+	return errDedupBusy(t)
 }

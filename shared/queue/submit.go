@@ -539,6 +539,24 @@ type dedupPointer struct {
 	Reviving bool `json:"reviving,omitempty"`
 }
 
+// freshPointer reports whether dedup pointer p was written less than
+// StaleMarkerGrace before now: its writer may still be at work.
+func (q *Queue) freshPointer(p dedupPointer, now time.Time) bool {
+	return now.Sub(p.CreatedAt) < q.opts.StaleMarkerGrace
+}
+
+// errDedupTaken is the conflict of t's dedup key while task id, not yet
+// written, takes it.
+func errDedupTaken(t *Task, id string) error {
+	return fmt.Errorf("dedup key %q is being taken by task %s: %w", clip.Input(t.DedupKey), id, ErrConflict)
+}
+
+// errDedupBusy is the conflict of t's dedup key when it kept changing
+// under every compare-and-swap.
+func errDedupBusy(t *Task) error {
+	return fmt.Errorf("dedup key %q: %w", clip.Input(t.DedupKey), ErrConflict)
+}
+
 // namesTask returns a test of a stored pointer: whether it names id.
 func namesTask(id string) func(stored []byte) bool {
 	return func(stored []byte) bool {
@@ -620,15 +638,15 @@ func (q *Queue) holdDedup(ctx context.Context, t *Task, now time.Time) (Task, bo
 				}
 			case err == nil && !holder.Status.Terminal():
 				return holder, true, nil
-			case err == nil && p.Reviving && now.Sub(p.CreatedAt) < q.opts.StaleMarkerGrace:
+			case err == nil && p.Reviving && q.freshPointer(p, now):
 				return Task{}, false, fmt.Errorf("dedup key %q: task %s is being retried: %w", clip.Input(t.DedupKey), p.TaskID, ErrConflict)
 			case err == nil:
 				// terminal: the key is free again
 			case errors.Is(err, ErrNotFound):
-				if now.Sub(p.CreatedAt) < q.opts.StaleMarkerGrace {
+				if q.freshPointer(p, now) {
 					// Another submit holds the key and has not written its
 					// task yet, or crashed a moment ago.
-					return Task{}, false, fmt.Errorf("dedup key %q is being taken by task %s: %w", clip.Input(t.DedupKey), p.TaskID, ErrConflict)
+					return Task{}, false, errDedupTaken(t, p.TaskID)
 				}
 			default:
 				return Task{}, false, err
@@ -640,7 +658,7 @@ func (q *Queue) holdDedup(ctx context.Context, t *Task, now time.Time) (Task, bo
 			return Task{}, false, fmt.Errorf("take over dedup key: %w", err)
 		}
 	}
-	return Task{}, false, fmt.Errorf("dedup key %q: %w", clip.Input(t.DedupKey), ErrConflict)
+	return Task{}, false, errDedupBusy(t)
 }
 
 // abandon undoes what a failed submit of t wrote before its record, when
