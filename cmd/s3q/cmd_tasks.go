@@ -68,12 +68,7 @@ func newClient(ctx context.Context, e *env) (*client.Client, error) {
 
 // submitCommand is s3q submit.
 func submitCommand() *command {
-	var (
-		taskType, input, dedup, parent, ttlFrom, file, id string
-		ttl, in, wait, timeout                            durationFlag
-		expiresAt, at                                     timeFlag
-		maxAttempts                                       int
-	)
+	sf := &submitFlags{}
 	return &command{
 		name: "submit", summary: "submit a task (or many from a JSONL file)",
 		details: `Submits one task to --queue (default "default") and prints it. Input
@@ -92,22 +87,22 @@ Examples:
   s3q submit -t ping --in 10m --dedup-key ping-42 --wait 20s --queue pings
   s3q submit --file tasks.jsonl`,
 		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&taskType, "type", "", "task `type` (required)")
-			fs.StringVar(&taskType, "t", "", "")
-			fs.StringVar(&input, "input", "", "input `json`, or @file")
-			fs.StringVar(&input, "i", "", "")
-			fs.Var(&ttl, "ttl", "time to live: the task expires if not started within `duration`")
-			fs.Var(&expiresAt, "expires-at", "absolute deadline for starting (RFC 3339 `time`)")
-			fs.StringVar(&ttlFrom, "ttl-from", "", "when the ttl starts: submission (default) or first_attempt")
-			fs.Var(&at, "at", "run no earlier than this RFC 3339 `time`")
-			fs.Var(&in, "in", "run no earlier than `duration` from now")
-			fs.StringVar(&dedup, "dedup-key", "", "idempotency `key`: returns the live task holding it")
-			fs.IntVar(&maxAttempts, "max-attempts", 0, "claims allowed before the task fails (default 3)")
-			fs.Var(&timeout, "timeout", "lease length of each attempt, a `duration` (default 5m)")
-			fs.StringVar(&parent, "parent", "", "parent task `id`: the task inherits its deadline")
-			fs.Var(&wait, "wait", "wait up to `duration` (max 25s) for the outcome")
-			fs.StringVar(&file, "file", "", "submit every line of a JSON Lines `file` (- for stdin)")
-			fs.StringVar(&id, "id", "", "task `id`, a lowercase UUIDv7 (default: a fresh one); the same id never makes a second task")
+			fs.StringVar(&sf.taskType, "type", "", "task `type` (required)")
+			fs.StringVar(&sf.taskType, "t", "", "")
+			fs.StringVar(&sf.input, "input", "", "input `json`, or @file")
+			fs.StringVar(&sf.input, "i", "", "")
+			fs.Var(&sf.ttl, "ttl", "time to live: the task expires if not started within `duration`")
+			fs.Var(&sf.expiresAt, "expires-at", "absolute deadline for starting (RFC 3339 `time`)")
+			fs.StringVar(&sf.ttlFrom, "ttl-from", "", "when the ttl starts: submission (default) or first_attempt")
+			fs.Var(&sf.at, "at", "run no earlier than this RFC 3339 `time`")
+			fs.Var(&sf.in, "in", "run no earlier than `duration` from now")
+			fs.StringVar(&sf.dedup, "dedup-key", "", "idempotency `key`: returns the live task holding it")
+			fs.IntVar(&sf.maxAttempts, "max-attempts", 0, "claims allowed before the task fails (default 3)")
+			fs.Var(&sf.timeout, "timeout", "lease length of each attempt, a `duration` (default 5m)")
+			fs.StringVar(&sf.parent, "parent", "", "parent task `id`: the task inherits its deadline")
+			fs.Var(&sf.wait, "wait", "wait up to `duration` (max 25s) for the outcome")
+			fs.StringVar(&sf.file, "file", "", "submit every line of a JSON Lines `file` (- for stdin)")
+			fs.StringVar(&sf.id, "id", "", "task `id`, a lowercase UUIDv7 (default: a fresh one); the same id never makes a second task")
 		},
 		run: func(ctx context.Context, e *env, args []string) error {
 			if len(args) > 0 {
@@ -117,57 +112,79 @@ Examples:
 			if err != nil {
 				return err
 			}
-			if file != "" {
-				if taskType != "" || input != "" || id != "" {
+			if sf.file != "" {
+				if sf.taskType != "" || sf.input != "" || sf.id != "" {
 					return usageErr("--file cannot be combined with --type, --input or --id")
 				}
-				return submitFile(ctx, e, c, file)
+				return submitFile(ctx, e, c, sf.file)
 			}
-			if taskType == "" {
-				return usageErr("--type is required")
-			}
-			req := queue.SubmitRequest{ID: id, TaskType: taskType, DedupKey: dedup, MaxAttempts: maxAttempts, ParentID: parent, TTLFrom: queue.TTLFrom(ttlFrom)}
-			if input != "" {
-				raw, err := readInput(input)
-				if err != nil {
-					return err
-				}
-				req.Input = raw
-			}
-			if ttl.set {
-				req.TTL = ptr(queue.Duration(ttl.d))
-			}
-			if expiresAt.set {
-				req.ExpiresAt = &expiresAt.t
-			}
-			if at.set {
-				req.ScheduleAt = &at.t
-			}
-			if in.set {
-				req.Delay = ptr(queue.Duration(in.d))
-			}
-			if timeout.set {
-				req.Timeout = ptr(queue.Duration(timeout.d))
-			}
-			res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: req, Wait: wait.d})
+			req, err := sf.request()
 			if err != nil {
 				return err
 			}
-			if e.output == "json" {
-				return printJSON(e.stdout, res)
+			res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: req, Wait: sf.wait.d})
+			if err != nil {
+				return err
 			}
-			switch {
-			case res.Deduplicated:
-				fmt.Fprintln(e.stdout, "deduplicated: a live task already holds this key")
-			case res.Replayed:
-				fmt.Fprintln(e.stdout, "replayed: a task with this id was already submitted")
-			case res.Status == 202:
-				fmt.Fprintln(e.stdout, "still running when the wait ran out")
-			}
-			printTask(e.stdout, res.Task, time.Now())
-			return nil
+			return printSubmitted(e, res)
 		},
 	}
+}
+
+// submitFlags are the flags of s3q submit.
+type submitFlags struct {
+	taskType, input, dedup, parent, ttlFrom, file, id string
+	ttl, in, wait, timeout                            durationFlag
+	expiresAt, at                                     timeFlag
+	maxAttempts                                       int
+}
+
+// request makes the submit request the flags describe.
+func (sf *submitFlags) request() (queue.SubmitRequest, error) {
+	if sf.taskType == "" {
+		return queue.SubmitRequest{}, usageErr("--type is required")
+	}
+	req := queue.SubmitRequest{ID: sf.id, TaskType: sf.taskType, DedupKey: sf.dedup, MaxAttempts: sf.maxAttempts, ParentID: sf.parent, TTLFrom: queue.TTLFrom(sf.ttlFrom)}
+	if sf.input != "" {
+		raw, err := readInput(sf.input)
+		if err != nil {
+			return queue.SubmitRequest{}, err
+		}
+		req.Input = raw
+	}
+	if sf.ttl.set {
+		req.TTL = ptr(queue.Duration(sf.ttl.d))
+	}
+	if sf.expiresAt.set {
+		req.ExpiresAt = &sf.expiresAt.t
+	}
+	if sf.at.set {
+		req.ScheduleAt = &sf.at.t
+	}
+	if sf.in.set {
+		req.Delay = ptr(queue.Duration(sf.in.d))
+	}
+	if sf.timeout.set {
+		req.Timeout = ptr(queue.Duration(sf.timeout.d))
+	}
+	return req, nil
+}
+
+// printSubmitted prints the answer to a submit.
+func printSubmitted(e *env, res client.SubmitResult) error {
+	if e.output == "json" {
+		return printJSON(e.stdout, res)
+	}
+	switch {
+	case res.Deduplicated:
+		fmt.Fprintln(e.stdout, "deduplicated: a live task already holds this key")
+	case res.Replayed:
+		fmt.Fprintln(e.stdout, "replayed: a task with this id was already submitted")
+	case res.Status == 202:
+		fmt.Fprintln(e.stdout, "still running when the wait ran out")
+	}
+	printTask(e.stdout, res.Task, time.Now())
+	return nil
 }
 
 // listCommand is s3q list.
