@@ -95,17 +95,15 @@ func (s *Scheduler) busy(ctx context.Context, id string) (bool, error) {
 // before a fire of a catch-up, the state moves on to that fire's time only
 // (as at MaxCatchUpPerTick), and the next tick carries on from there.
 func (s *Scheduler) fire(ctx context.Context, def *Definition, st State, etag string, now time.Time, stop func() bool) (outcome, error) {
-	var out outcome
 	sp, err := s.spec(def)
 	if err != nil {
-		return out, err
+		return outcome{}, err
 	}
 	times, missed, rest := s.dueTimes(def, sp, *st.NextRunAt, now)
-	out.missed = missed
-	ns := st
-	ns.Rev++
-	ns.UpdatedAt = now
-	known, lastBusy := false, false // whether ns.LastTaskID's status is known here
+	r := &fireRun{def: def, ns: st, now: now}
+	r.out.missed = missed
+	r.ns.Rev++
+	r.ns.UpdatedAt = now
 	if def.Overlap == OverlapSkip && times[0].After(*st.NextRunAt) {
 		// A tick that died before its state write may have fired
 		// st.NextRunAt: that task, not the state's last one, is the one
@@ -115,19 +113,18 @@ func (s *Scheduler) fire(ctx context.Context, def *Definition, st State, etag st
 		switch {
 		case errors.Is(err, queue.ErrNotFound):
 		case err != nil:
-			return out, fmt.Errorf("check task %s: %w", TaskID(def.ID, prev), err)
+			return r.out, fmt.Errorf("check task %s: %w", TaskID(def.ID, prev), err)
 		default:
 			if missed > 0 {
 				missed--
-				out.missed--
+				r.out.missed--
 			}
-			ns.LastRunAt, ns.LastTaskID = &prev, t.ID
-			known, lastBusy = true, t.Status == queue.StatusPending || t.Status == queue.StatusRunning
+			r.ran(prev, t)
 		}
 	}
 	for i, ft := range times {
 		if i > 0 && stop() {
-			rest, out.more = ft, true
+			rest, r.out.more = ft, true
 			times = times[:i]
 			break
 		}
@@ -135,55 +132,82 @@ func (s *Scheduler) fire(ctx context.Context, def *Definition, st State, etag st
 		if i == 0 {
 			f.Missed = missed
 		}
-		if def.Overlap == OverlapSkip && ns.LastTaskID != "" {
-			if !known {
-				if lastBusy, err = s.busy(ctx, ns.LastTaskID); err != nil {
-					return out, err
-				}
-				known = true
-			}
-			if lastBusy {
-				f.Skipped, f.RunningTaskID = SkippedOverlap, ns.LastTaskID
-				if err := s.putHistory(ctx, &f); err != nil {
-					return out, err
-				}
-				out.skipped++
-				continue
-			}
+		if err := s.fireOne(ctx, r, &f); err != nil {
+			return r.out, err
 		}
-		res, err := s.submit(ctx, def, TaskID(def.ID, ft), ft, now)
-		if err != nil {
-			if !isInvalid(err) {
-				return out, err
-			}
-			f.Skipped, f.Error = SkippedInvalid, err.Error()
-			if err := s.putHistory(ctx, &f); err != nil {
-				return out, err
-			}
-			out.skipped++
-			continue
-		}
-		f.TaskID = res.Task.ID
-		if err := s.putHistory(ctx, &f); err != nil {
-			return out, err
-		}
-		ns.LastRunAt, ns.LastTaskID = &ft, res.Task.ID
-		known, lastBusy = true, res.Task.Status == queue.StatusPending || res.Task.Status == queue.StatusRunning
-		out.fired++
 	}
 	next := rest
 	if next.IsZero() {
 		next = sp.Next(times[len(times)-1])
 	}
-	ns.NextRunAt = timePtr(next)
-	ns.DueKey = ""
-	if ns.NextRunAt != nil {
-		ns.DueKey = dueKey(markerTime(next, now), def.ID, ns.Rev)
+	r.ns.NextRunAt = timePtr(next)
+	r.ns.DueKey = ""
+	if r.ns.NextRunAt != nil {
+		r.ns.DueKey = dueKey(markerTime(next, now), def.ID, r.ns.Rev)
 	}
-	if err := s.writeState(ctx, &st, etag, &ns); err != nil {
+	if err := s.writeState(ctx, &st, etag, &r.ns); err != nil {
 		return outcome{}, err
 	}
-	return out, nil
+	return r.out, nil
+}
+
+// fireRun is fire's progress through the due times of one schedule: the
+// state it will write, and whether the status of the state's last task
+// is known here (and whether that task is still live).
+type fireRun struct {
+	def             *Definition
+	ns              State
+	now             time.Time
+	known, lastBusy bool
+	out             outcome
+}
+
+// ran records that the fire at ft made (or found) task t.
+func (r *fireRun) ran(ft time.Time, t queue.Task) {
+	r.ns.LastRunAt, r.ns.LastTaskID = &ft, t.ID
+	r.known, r.lastBusy = true, t.Status == queue.StatusPending || t.Status == queue.StatusRunning
+}
+
+// fireOne makes fire f: skipped while the last task runs (overlap
+// skip), skipped for a template the queue refuses, else its task; and
+// its history entry.
+func (s *Scheduler) fireOne(ctx context.Context, r *fireRun, f *Fire) error {
+	if r.def.Overlap == OverlapSkip && r.ns.LastTaskID != "" {
+		if !r.known {
+			busy, err := s.busy(ctx, r.ns.LastTaskID)
+			if err != nil {
+				return err
+			}
+			r.known, r.lastBusy = true, busy
+		}
+		if r.lastBusy {
+			f.Skipped, f.RunningTaskID = SkippedOverlap, r.ns.LastTaskID
+			if err := s.putHistory(ctx, f); err != nil {
+				return err
+			}
+			r.out.skipped++
+			return nil
+		}
+	}
+	res, err := s.submit(ctx, r.def, TaskID(r.def.ID, f.FireTime), f.FireTime, r.now)
+	if err != nil {
+		if !isInvalid(err) {
+			return err
+		}
+		f.Skipped, f.Error = SkippedInvalid, err.Error()
+		if err := s.putHistory(ctx, f); err != nil {
+			return err
+		}
+		r.out.skipped++
+		return nil
+	}
+	f.TaskID = res.Task.ID
+	if err := s.putHistory(ctx, f); err != nil {
+		return err
+	}
+	r.ran(f.FireTime, res.Task)
+	r.out.fired++
+	return nil
 }
 
 // dueTimes returns the fire times to make now for a schedule whose next
