@@ -316,19 +316,8 @@ func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Ta
 		return Task{}, err
 	}
 
-	// The deadline.
-	if ttl != nil {
-		switch {
-		case ttlFrom == TTLFromFirstAttempt && *ttl > 0:
-			t.TTL, t.TTLFrom = ptr(Duration(*ttl)), TTLFromFirstAttempt
-		default:
-			t.ExpiresAt = ptr(norm(now.Add(*ttl)))
-		}
-	}
-	if t.ExpiresAt != nil {
-		if err := validTime("ttl", *t.ExpiresAt); err != nil {
-			return Task{}, err
-		}
+	if err := setDeadline(&t, ttl, ttlFrom, now); err != nil {
+		return Task{}, err
 	}
 
 	// ttl=0 (or a deadline already past) submits an already-expired task,
@@ -343,6 +332,23 @@ func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Ta
 	}
 	t.IndexKey = indexKeyFor(&t, decl.Shards)
 	return t, nil
+}
+
+// setDeadline gives t its deadline from a time to live: expires_at, or
+// with ttl_from first_attempt a ttl that starts at the first claim.
+func setDeadline(t *Task, ttl *time.Duration, ttlFrom TTLFrom, now time.Time) error {
+	if ttl != nil {
+		switch {
+		case ttlFrom == TTLFromFirstAttempt && *ttl > 0:
+			t.TTL, t.TTLFrom = ptr(Duration(*ttl)), TTLFromFirstAttempt
+		default:
+			t.ExpiresAt = ptr(norm(now.Add(*ttl)))
+		}
+	}
+	if t.ExpiresAt != nil {
+		return validTime("ttl", *t.ExpiresAt)
+	}
+	return nil
 }
 
 // validateSubmit checks the fields of a submit request (its queue
