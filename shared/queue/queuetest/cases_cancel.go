@@ -19,6 +19,7 @@ func wantState(t testing.TB, err error, status queue.Status) {
 
 func runCancel(t *testing.T, f Factory) {
 	t.Run("cancel_of_a_pending_task_cancels_it_at_once", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{}, t0)
 		got, err := e.q.Cancel(ctx, task.ID, t0)
@@ -38,6 +39,7 @@ func runCancel(t *testing.T, f Factory) {
 	})
 
 	t.Run("cancel_of_a_running_task_requests_it_and_the_holder_acknowledges", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
@@ -64,6 +66,7 @@ func runCancel(t *testing.T, f Factory) {
 	})
 
 	t.Run("cancel_of_a_completed_task_is_a_state_error", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
@@ -81,6 +84,7 @@ func runCancel(t *testing.T, f Factory) {
 	})
 
 	t.Run("retry_puts_a_failed_or_cancelled_task_back_with_fresh_attempts", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{MaxAttempts: 1}, t0)
 		c := e.claimOne(t0)
@@ -112,6 +116,7 @@ func runCancel(t *testing.T, f Factory) {
 	})
 
 	t.Run("an_expired_task_cannot_be_retried", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{TTL: check.Dur("0s")}, t0)
 		before := e.raw(task.ID)
@@ -131,6 +136,7 @@ func runCancel(t *testing.T, f Factory) {
 	})
 
 	t.Run("expire_by_hand_marks_a_pending_task_expired_and_refuses_a_running_one", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{}, t0)
 		other := e.submit(queue.SubmitRequest{}, t0)
@@ -151,6 +157,7 @@ func runCancel(t *testing.T, f Factory) {
 	})
 
 	t.Run("mark_expired_for_ttl_refuses_a_task_whose_deadline_has_not_passed", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0)
 		_, err := e.q.MarkExpired(ctx, task.ID, queue.ReasonTTL, t0.Add(time.Minute))

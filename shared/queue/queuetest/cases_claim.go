@@ -10,11 +10,13 @@ import (
 
 func runClaim(t *testing.T, f Factory) {
 	t.Run("claim_on_an_empty_queue_returns_nothing", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		e.claimNone(t0)
 	})
 
 	t.Run("claim_returns_a_running_task_with_a_lease", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{}, t0)
 		c := e.claim(queue.ClaimRequest{WorkerID: "w1", LeaseFor: time.Minute}, t0.Add(time.Second))
@@ -37,6 +39,7 @@ func runClaim(t *testing.T, f Factory) {
 	})
 
 	t.Run("claim_without_lease_for_uses_the_task_timeout", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		e.submit(queue.SubmitRequest{Timeout: check.Dur("90s")}, t0)
 		c := e.claimOne(t0)
@@ -46,6 +49,7 @@ func runClaim(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_task_is_not_claimable_before_available_at_and_is_at_that_instant", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		when := t0.Add(40 * 24 * time.Hour) // well past any 15-minute cap
 		task := e.submit(queue.SubmitRequest{ScheduleAt: &when}, t0)
@@ -57,6 +61,7 @@ func runClaim(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_claim_never_starts_a_task_at_or_past_its_expires_at", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{TTL: check.Dur("10m")}, t0)
 		exp := t0.Add(10 * time.Minute)
@@ -79,6 +84,7 @@ func runClaim(t *testing.T, f Factory) {
 	})
 
 	t.Run("claim_order_is_earliest_deadline_first_then_oldest_available", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		old := e.submit(queue.SubmitRequest{}, t0)
 		newer := e.submit(queue.SubmitRequest{}, t0.Add(time.Second))
@@ -97,6 +103,7 @@ func runClaim(t *testing.T, f Factory) {
 	})
 
 	t.Run("max_tasks_claims_several_at_once", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		for i := 0; i < 5; i++ {
 			e.submit(queue.SubmitRequest{}, t0)
@@ -112,6 +119,7 @@ func runClaim(t *testing.T, f Factory) {
 	})
 
 	t.Run("claim_takes_only_its_queue_and_task_types", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		a := e.submit(queue.SubmitRequest{TaskType: "a"}, t0)
 		b := e.submit(queue.SubmitRequest{TaskType: "b"}, t0)
@@ -131,6 +139,7 @@ func runClaim(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_valid_lease_keeps_other_claimers_away", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		e.submit(queue.SubmitRequest{}, t0)
 		c := e.claim(queue.ClaimRequest{LeaseFor: time.Minute}, t0)
@@ -146,6 +155,7 @@ func runClaim(t *testing.T, f Factory) {
 	})
 
 	t.Run("an_expired_lease_is_reclaimed_by_the_next_claim", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{}, t0)
 		first := e.claim(queue.ClaimRequest{LeaseFor: time.Minute}, t0)[0]
@@ -163,6 +173,7 @@ func runClaim(t *testing.T, f Factory) {
 	})
 
 	t.Run("an_expired_lease_with_attempts_spent_fails_the_task", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{MaxAttempts: 1}, t0)
 		e.claim(queue.ClaimRequest{LeaseFor: time.Minute}, t0)
@@ -178,6 +189,7 @@ func runClaim(t *testing.T, f Factory) {
 	})
 
 	t.Run("an_expired_lease_past_the_deadline_expires_the_task", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{TTL: check.Dur("10m")}, t0)
 		e.claim(queue.ClaimRequest{LeaseFor: 15 * time.Minute}, t0)
@@ -191,6 +203,7 @@ func runClaim(t *testing.T, f Factory) {
 	})
 
 	t.Run("claim_rejects_a_bad_lease_duration_and_bad_names", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		e.submit(queue.SubmitRequest{}, t0)
 		_, err := e.q.Claim(ctx, queue.ClaimRequest{LeaseFor: -time.Second}, t0)
@@ -207,6 +220,7 @@ func runClaim(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_marker_without_a_record_is_deleted_once_old", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		ghost := queue.NewID(t0)
 		key := "ready/default/0/20260128T090000.000000Z_" + ghost

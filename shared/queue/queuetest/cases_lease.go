@@ -12,6 +12,7 @@ import (
 
 func runLease(t *testing.T, f Factory) {
 	t.Run("heartbeat_extends_the_lease_and_keeps_the_token", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		e.submit(queue.SubmitRequest{}, t0)
 		c := e.claim(queue.ClaimRequest{LeaseFor: time.Minute}, t0)[0]
@@ -33,6 +34,7 @@ func runLease(t *testing.T, f Factory) {
 	})
 
 	t.Run("complete_stores_the_output_and_drops_the_marker", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0)
 		c := e.claimOne(t0)
@@ -55,6 +57,7 @@ func runLease(t *testing.T, f Factory) {
 	})
 
 	t.Run("every_lease_error_leaves_the_record_byte_for_byte_unchanged", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		a := e.submit(queue.SubmitRequest{}, t0)
 		b := e.submit(queue.SubmitRequest{}, t0)
@@ -130,6 +133,7 @@ func runLease(t *testing.T, f Factory) {
 	})
 
 	t.Run("fail_retries_with_backoff_and_keeps_expires_at", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{TTL: check.Dur("1h"), MaxAttempts: 3}, t0)
 		c := e.claimOne(t0)
@@ -158,6 +162,7 @@ func runLease(t *testing.T, f Factory) {
 	})
 
 	t.Run("fail_with_attempts_spent_dead_letters_the_task", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{MaxAttempts: 2}, t0)
 		now := t0
@@ -183,6 +188,7 @@ func runLease(t *testing.T, f Factory) {
 	})
 
 	t.Run("fail_with_a_permanent_error_dead_letters_at_once", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{MaxAttempts: 5}, t0)
 		c := e.claimOne(t0)
@@ -198,6 +204,7 @@ func runLease(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_retry_whose_backoff_lands_past_the_deadline_expires", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{TTL: check.Dur("5s")}, t0)
 		c := e.claimOne(t0)
@@ -213,6 +220,7 @@ func runLease(t *testing.T, f Factory) {
 	})
 
 	t.Run("reschedule_delays_without_using_an_attempt_and_may_extend_the_deadline", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{TTL: check.Dur("10m"), MaxAttempts: 1}, t0)
 		c := e.claimOne(t0)

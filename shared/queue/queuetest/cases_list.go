@@ -10,6 +10,7 @@ import (
 
 func runList(t *testing.T, f Factory) {
 	t.Run("list_filters_by_status_queue_and_type_and_pages_with_a_cursor", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		var ids []string
 		for i := 0; i < 5; i++ {
@@ -52,6 +53,7 @@ func runList(t *testing.T, f Factory) {
 	})
 
 	t.Run("history_returns_every_version_of_the_record_oldest_first", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0)
 		c := e.claimOne(t0.Add(time.Second))

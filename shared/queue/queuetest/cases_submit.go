@@ -13,6 +13,7 @@ import (
 
 func runSubmit(t *testing.T, f Factory) {
 	t.Run("submit_applies_defaults_and_writes_one_marker", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{Input: jsonOf(map[string]string{"to": "a@b.c"})}, t0)
 		wantStatus(t, task, queue.StatusPending)
@@ -38,6 +39,7 @@ func runSubmit(t *testing.T, f Factory) {
 	})
 
 	t.Run("ttl_sets_expires_at_from_submission_and_uses_the_deadline_index", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0)
 		wantTime(t, "expires_at", task.ExpiresAt, t0.Add(time.Hour))
@@ -55,6 +57,7 @@ func runSubmit(t *testing.T, f Factory) {
 	})
 
 	t.Run("ttl_zero_is_expired_on_arrival_and_never_claimed", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{TTL: check.Dur("0s")}, t0)
 		wantStatus(t, task, queue.StatusExpired)
@@ -71,6 +74,7 @@ func runSubmit(t *testing.T, f Factory) {
 	})
 
 	t.Run("schedule_at_and_delay_set_available_at", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		when := t0.Add(48 * time.Hour)
 		task := e.submit(queue.SubmitRequest{ScheduleAt: &when}, t0)
@@ -89,6 +93,7 @@ func runSubmit(t *testing.T, f Factory) {
 	})
 
 	t.Run("expires_at_before_schedule_at_is_accepted_and_expires_without_running", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		when, exp := t0.Add(2*time.Hour), t0.Add(time.Hour)
 		task := e.submit(queue.SubmitRequest{ScheduleAt: &when, ExpiresAt: &exp}, t0)
@@ -100,6 +105,7 @@ func runSubmit(t *testing.T, f Factory) {
 	})
 
 	t.Run("ttl_from_first_attempt_starts_the_clock_at_the_first_claim", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{TTL: check.Dur("10m"), TTLFrom: queue.TTLFromFirstAttempt}, t0)
 		if task.ExpiresAt != nil {
@@ -120,6 +126,7 @@ func runSubmit(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_child_inherits_its_parents_deadline_and_may_override_it", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		parent := e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0)
 		child := e.submit(queue.SubmitRequest{ParentID: parent.ID}, t0.Add(20*time.Minute))
@@ -137,6 +144,7 @@ func runSubmit(t *testing.T, f Factory) {
 	})
 
 	t.Run("defaults_apply_most_specific_first", func(t *testing.T) {
+		t.Parallel()
 		ttl := 30 * time.Minute
 		src := staticDefaults{"report.build": {TTL: &ttl, MaxAttempts: 5}}
 		e := newEnv(t, f, func(o *queue.Options) { o.DefaultTTL = 2 * time.Hour; o.TypeDefaults = src })
@@ -152,6 +160,7 @@ func runSubmit(t *testing.T, f Factory) {
 	})
 
 	t.Run("dedup_key_returns_the_existing_task_while_it_is_live", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		first, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "x", DedupKey: "order-42"}, t0)
 		if err != nil || first.Deduplicated {
@@ -181,6 +190,7 @@ func runSubmit(t *testing.T, f Factory) {
 	})
 
 	t.Run("batch_submit_returns_one_result_per_item_and_a_bad_item_stops_no_other", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		reqs := []queue.SubmitRequest{{TaskType: "a"}, {TaskType: "bad/type"}, {TaskType: "c", TTL: check.Dur("1h")}}
 		res, err := e.q.SubmitBatch(ctx, reqs, t0)
@@ -200,6 +210,7 @@ func runSubmit(t *testing.T, f Factory) {
 	})
 
 	t.Run("bad_input_names_the_field_and_writes_nothing", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		neg := int64(-5)
 		secs := int64(60)
@@ -271,6 +282,7 @@ func (s staticDefaults) TaskTypeDefaults(_ context.Context, taskType string, _ t
 
 func runSubmitWithID(t *testing.T, f Factory) {
 	t.Run("a_given_id_makes_at_most_one_task_even_after_the_first_finished", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		id := queue.DerivedID(t0, "schedule-a")
 		first, err := e.q.Submit(ctx, queue.SubmitRequest{ID: id, TaskType: "tick"}, t0)
