@@ -42,6 +42,7 @@ func runListCost(t *testing.T, f Factory) {
 	}
 
 	t.Run("listing_failed_expired_or_cancelled_tasks_costs_one_list_and_a_get_per_task", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		failed, cancelled, expired, _ := rare(e)
 		for _, c := range []struct {
@@ -75,6 +76,7 @@ func runListCost(t *testing.T, f Factory) {
 	})
 
 	t.Run("the_status_index_pages_across_queues_with_a_cursor", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		var want []string
 		for _, name := range []string{"b", "a", "c"} {
@@ -107,6 +109,7 @@ func runListCost(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_scan_examines_at_most_a_set_number_of_records_and_returns_a_cursor", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		_, _, _, done := rare(e)
 		q, n := e.counted()
@@ -141,6 +144,7 @@ func runListCost(t *testing.T, f Factory) {
 	})
 
 	t.Run("pending_tasks_of_a_queue_list_in_claim_order_without_the_running_ones", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		a := e.submit(queue.SubmitRequest{Queue: "p"}, t0)
 		b := e.submit(queue.SubmitRequest{Queue: "p"}, t0.Add(time.Second))
@@ -172,6 +176,7 @@ func runListCost(t *testing.T, f Factory) {
 	})
 
 	t.Run("stale_status_markers_are_skipped_and_deleted_once_past_the_grace", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		live := e.submit(queue.SubmitRequest{}, t0)
 		ghost := queue.NewID(t0)
@@ -191,6 +196,7 @@ func runListCost(t *testing.T, f Factory) {
 	})
 
 	t.Run("history_comes_in_pages_of_limit_versions_each_costing_one_list_and_a_get_per_version", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)

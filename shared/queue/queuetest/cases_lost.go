@@ -180,6 +180,7 @@ func runLostSubmit(t *testing.T, f Factory) {
 	}
 
 	t.Run("a_deadline_marker_whose_answer_was_lost_still_lets_the_sweep_find_the_task", func(t *testing.T) {
+		t.Parallel()
 		e, fs := newLossEnv(t, f)
 		lose(fs, storefault.OpPut, "deadline/")
 		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", TTL: check.Dur("1m")}, t0)
@@ -196,6 +197,7 @@ func runLostSubmit(t *testing.T, f Factory) {
 	})
 
 	t.Run("an_outbox_entry_whose_answer_was_lost_still_owes_the_expiry_event", func(t *testing.T) {
+		t.Parallel()
 		e, fs := newLossEnv(t, f)
 		lose(fs, storefault.OpPut, "sweep/")
 		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", TTL: check.Dur("0s")}, t0)
@@ -232,6 +234,7 @@ func runLostSubmit(t *testing.T, f Factory) {
 	}
 
 	t.Run("a_submit_retried_with_its_id_after_the_answer_was_lost_replays_the_task", func(t *testing.T) {
+		t.Parallel()
 		e, _ := newLossEnv(t, f)
 		req := queue.SubmitRequest{ID: queue.NewID(t0), TaskType: "email.send", TTL: check.Dur("1h"), Input: json.RawMessage(`{"to": "a"}`)}
 		first, err := e.q.Submit(ctx, req, t0)
@@ -250,6 +253,7 @@ func runLostSubmit(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_submit_retried_with_its_id_and_another_request_is_a_conflict_on_id", func(t *testing.T) {
+		t.Parallel()
 		e, _ := newLossEnv(t, f)
 		req := queue.SubmitRequest{ID: queue.NewID(t0), TaskType: "email.send"}
 		if _, err := e.q.Submit(ctx, req, t0); err != nil {
@@ -294,6 +298,7 @@ func runLostDedup(t *testing.T, f Factory) {
 	}
 
 	t.Run("a_dedup_takeover_whose_answer_was_lost_is_recognised", func(t *testing.T) {
+		t.Parallel()
 		e, fs := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
 		c := e.claimOne(t0)
@@ -314,6 +319,7 @@ func runLostDedup(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_submit_that_cannot_create_its_record_releases_its_dedup_key", func(t *testing.T) {
+		t.Parallel()
 		e, fs := newLossEnv(t, f)
 		fs.FailMatching(storefault.OpPutIfAbsent, "tasks/", storefault.FailBefore, store.OwnAttempts)
 		_, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0)
@@ -333,6 +339,7 @@ func runLostDedup(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_submit_whose_record_create_fails_once_retries_it_and_keeps_its_key", func(t *testing.T) {
+		t.Parallel()
 		e, fs := newLossEnv(t, f)
 		fs.FailMatching(storefault.OpPutIfAbsent, "tasks/", storefault.FailBefore, 1)
 		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0)
@@ -349,6 +356,7 @@ func runLostDedup(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_dedup_keyed_submit_retried_with_its_id_after_its_task_finished_replays_it", func(t *testing.T) {
+		t.Parallel()
 		e, _ := newLossEnv(t, f)
 		req := queue.SubmitRequest{ID: queue.NewID(t0), TaskType: "email.send", DedupKey: "k"}
 		a, err := e.q.Submit(ctx, req, t0)
@@ -374,6 +382,7 @@ func runLostDedup(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_pending_dedup_holder_past_its_deadline_is_expired_and_gives_up_the_key", func(t *testing.T) {
+		t.Parallel()
 		e, _ := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: check.Dur("1m")}, t0)
 		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(2*time.Minute))
@@ -397,6 +406,7 @@ func runLostDedup(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_running_dedup_holder_whose_lease_lapsed_past_its_deadline_is_expired_and_gives_up_the_key", func(t *testing.T) {
+		t.Parallel()
 		e, _ := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: check.Dur("1m")}, t0)
 		e.claim(queue.ClaimRequest{LeaseFor: 90 * time.Second}, t0)
@@ -409,6 +419,7 @@ func runLostDedup(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_running_dedup_holder_whose_lease_lapsed_with_attempts_left_keeps_the_key", func(t *testing.T) {
+		t.Parallel()
 		e, _ := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
 		e.claim(queue.ClaimRequest{LeaseFor: time.Minute}, t0)
@@ -420,6 +431,7 @@ func runLostDedup(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_running_dedup_holder_past_its_deadline_keeps_the_key", func(t *testing.T) {
+		t.Parallel()
 		e, _ := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: check.Dur("1m")}, t0)
 		e.claimOne(t0)
@@ -433,6 +445,7 @@ func runLostDedup(t *testing.T, f Factory) {
 
 func runLostLease(t *testing.T, f Factory) {
 	t.Run("a_claim_whose_answer_was_lost_still_leases_the_task", func(t *testing.T) {
+		t.Parallel()
 		e, fs := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{}, t0)
 		lose(fs, storefault.OpPutIfMatch, "tasks/")
@@ -447,6 +460,7 @@ func runLostLease(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_heartbeat_whose_answer_was_lost_extends_the_lease_and_its_retry_answers_the_same", func(t *testing.T) {
+		t.Parallel()
 		e, fs := newLossEnv(t, f)
 		e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
@@ -516,6 +530,7 @@ func runLostLease(t *testing.T, f Factory) {
 	}
 
 	t.Run("a_lease_operation_retried_as_another_operation_is_still_refused", func(t *testing.T) {
+		t.Parallel()
 		e, _ := newLossEnv(t, f)
 		e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
@@ -529,6 +544,7 @@ func runLostLease(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_fail_retried_after_the_task_was_claimed_again_does_not_fail_the_new_attempt", func(t *testing.T) {
+		t.Parallel()
 		e, _ := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
@@ -548,6 +564,7 @@ func runLostLease(t *testing.T, f Factory) {
 
 func runLostManage(t *testing.T, f Factory) {
 	t.Run("a_cancel_whose_answer_was_lost_is_recognised", func(t *testing.T) {
+		t.Parallel()
 		e, fs := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
 		lose(fs, storefault.OpPutIfMatch, "tasks/")
@@ -668,6 +685,7 @@ func runLostManage(t *testing.T, f Factory) {
 // the same two writes as one without (DESIGN §7's budget).
 func runIDBudget(t *testing.T, f Factory) {
 	t.Run("a_submit_with_an_id_costs_the_same_requests_as_one_without", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		q, counts := e.counted()
 		if _, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "warm"}, t0); err != nil { // warms what is written once per process (a wake-up)
@@ -691,6 +709,7 @@ func runIDBudget(t *testing.T, f Factory) {
 // runIDRace submits one request with one id from many goroutines at once.
 func runIDRace(t *testing.T, f Factory) {
 	t.Run("concurrent_submits_with_one_id_make_one_task_and_the_rest_replay_it", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		n := 4
 		if f.Real {

@@ -35,6 +35,7 @@ func (e *env) declare(d queue.Declaration, now time.Time) queue.Declaration {
 
 func runQueues(t *testing.T, f Factory) {
 	t.Run("a_queue_is_declared_read_changed_listed_and_deleted", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		d, created, err := e.q.Declare(ctx, queue.Declaration{Name: "emails", TTL: check.Dur("1h"), MaxAttempts: 5, Timeout: check.Dur("2m"), MaxConcurrency: 4,
 			Target: &queue.Target{URL: "https://example.com/hook", Secret: "/s3q/hook"}}, t0)
@@ -83,6 +84,7 @@ func runQueues(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_bad_declaration_names_its_field_and_writes_nothing", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		web := func(url, secret string) *queue.Target { return &queue.Target{URL: url, Secret: secret} }
 		for _, c := range []struct {
@@ -136,6 +138,7 @@ func runQueues(t *testing.T, f Factory) {
 	})
 
 	t.Run("shards_are_fixed_at_creation", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		e.declare(queue.Declaration{Name: "wide", Shards: 4}, t0)
 		_, _, err := e.q.Declare(ctx, queue.Declaration{Name: "wide", Shards: 2}, t0)
@@ -161,6 +164,7 @@ func runQueues(t *testing.T, f Factory) {
 	})
 
 	t.Run("an_undeclared_queue_is_queue_not_found_when_declarations_are_required", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f, requireDeclared)
 		_, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "t", Queue: "ghost"}, t0)
 		check.Err(t, err, queue.ErrQueueNotFound)
@@ -179,6 +183,7 @@ func runQueues(t *testing.T, f Factory) {
 	})
 
 	t.Run("auto_declare_declares_a_queue_on_its_first_submit_and_not_on_bad_input", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		_, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "t", Queue: "fresh", TTL: check.Dur("-1s")}, t0)
 		check.Field(t, err, "ttl")
@@ -200,6 +205,7 @@ func runQueues(t *testing.T, f Factory) {
 	})
 
 	t.Run("max_queues_bounds_declarations_by_hand_and_on_submit", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f, func(o *queue.Options) { o.MaxQueues = 2 })
 		e.declare(queue.Declaration{Name: "a"}, t0)
 		e.submit(queue.SubmitRequest{Queue: "b"}, t0)
@@ -222,6 +228,7 @@ func runQueues(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_queue_with_live_tasks_is_not_deleted", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		e.declare(queue.Declaration{Name: "busy"}, t0)
 		e.submit(queue.SubmitRequest{Queue: "busy", Delay: check.Dur("1h")}, t0)
@@ -246,6 +253,7 @@ func runQueues(t *testing.T, f Factory) {
 	})
 
 	t.Run("defaults_resolve_request_then_task_type_then_queue_then_global", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f, func(o *queue.Options) {
 			o.DefaultTTL = 10 * time.Hour
 			o.TypeDefaults = typeDefaults{"typed": {MaxAttempts: 7, Timeout: 7 * time.Minute}}
@@ -271,6 +279,7 @@ func runQueues(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_view_of_one_queue_finds_no_task_of_another_and_changes_nothing", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{Queue: "a"}, t0)
 		other := e.q.In("b")
@@ -308,6 +317,7 @@ func runQueues(t *testing.T, f Factory) {
 	})
 
 	t.Run("counts_come_from_the_index_markers", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		d := e.declare(queue.Declaration{Name: "c", MaxConcurrency: 2}, t0)
 		e.submit(queue.SubmitRequest{Queue: "c"}, t0)
@@ -327,6 +337,7 @@ func runQueues(t *testing.T, f Factory) {
 // most max_concurrency tasks of the queue hold a valid lease at once.
 func runConcurrency(t *testing.T, f Factory) {
 	t.Run("racing_claimers_never_start_more_than_max_concurrency", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		const limit = 3
 		e.declare(queue.Declaration{Name: "mc", MaxConcurrency: limit}, t0)
@@ -388,6 +399,7 @@ func runConcurrency(t *testing.T, f Factory) {
 	})
 
 	t.Run("workers_claiming_and_completing_at_once_never_run_more_than_max_concurrency", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		const limit, tasks = 2, 24
 		e.declare(queue.Declaration{Name: "steady", MaxConcurrency: limit}, t0)
@@ -441,6 +453,7 @@ func runConcurrency(t *testing.T, f Factory) {
 	})
 
 	t.Run("every_way_out_of_running_gives_the_slot_back", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		e.declare(queue.Declaration{Name: "one", MaxConcurrency: 1}, t0)
 		for i := 0; i < 5; i++ {
@@ -480,6 +493,7 @@ func runConcurrency(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_slot_of_a_dead_worker_is_taken_over_once_its_lease_lapses", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		e.declare(queue.Declaration{Name: "dead", MaxConcurrency: 2}, t0)
 		for i := 0; i < 4; i++ {
@@ -519,6 +533,7 @@ func runConcurrency(t *testing.T, f Factory) {
 	})
 
 	t.Run("max_concurrency_costs_a_list_and_two_puts_per_task", func(t *testing.T) {
+		t.Parallel()
 		perTask := func(mc int) store.Counts {
 			t.Helper()
 			c := store.NewCounting(f.New(t))

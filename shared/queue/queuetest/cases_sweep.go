@@ -42,6 +42,7 @@ func wantDetailKeys(t testing.TB, m map[string]any, want []string) {
 
 func runSweep(t *testing.T, f Factory) {
 	t.Run("a_sweep_expires_every_pending_task_past_its_deadline_and_publishes_one_event_each", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		var due []queue.Task
 		for i := 0; i < 3; i++ {
@@ -97,6 +98,7 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("sweep_requests_do_not_grow_with_the_backlog", func(t *testing.T) {
+		t.Parallel()
 		backlog := 2500 // past two LIST pages
 		if f.Real {
 			backlog = 300 // kept small for time; mem shows the pages
@@ -132,6 +134,7 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("an_idle_sweep_costs_one_list_however_many_queues_were_used", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		if rep := e.sweep(t0, nil); rep.Requests != (store.Counts{List: 1}) {
 			t.Fatalf("sweep of an empty bucket: %v", rep.Requests)
@@ -168,6 +171,7 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_running_task_past_its_deadline_is_parked_and_expired_when_its_lease_lapses", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{TTL: check.Dur("10m")}, t0)
 		c := e.claim(queue.ClaimRequest{LeaseFor: time.Hour}, t0)[0]
@@ -214,6 +218,7 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_parked_task_completes_or_fails_as_usual", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		a := e.submit(queue.SubmitRequest{TTL: check.Dur("10m")}, t0)
 		b := e.submit(queue.SubmitRequest{TTL: check.Dur("10m")}, t0)
@@ -244,6 +249,7 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_lapsed_lease_is_reclaimed_to_pending_failed_or_cancelled_like_a_claim_would", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		again := e.submit(queue.SubmitRequest{TTL: check.Dur("10m"), MaxAttempts: 3}, t0)
 		spent := e.submit(queue.SubmitRequest{TTL: check.Dur("10m"), MaxAttempts: 1}, t0)
@@ -290,6 +296,7 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_claim_cancels_a_task_whose_lease_lapsed_after_a_cancel_request", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{}, t0)
 		e.claim(queue.ClaimRequest{LeaseFor: time.Minute}, t0)
@@ -302,6 +309,7 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("expiring_a_parent_expires_its_pending_children_and_asks_running_ones_to_cancel", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		parent := e.submit(queue.SubmitRequest{TaskType: "parent", TTL: check.Dur("10m")}, t0)
 		kid := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: check.Dur("1h"), Queue: "kids"}, t0)
@@ -357,6 +365,7 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_child_of_an_expired_parent_is_expired_on_arrival", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		parent := e.submit(queue.SubmitRequest{TTL: check.Dur("0s")}, t0)
 		kid := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: check.Dur("1h")}, t0)
@@ -391,6 +400,7 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("tasks_expired_by_a_claim_by_hand_or_on_arrival_get_their_event_from_the_next_sweep", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		byClaim := e.submit(queue.SubmitRequest{TTL: check.Dur("1m")}, t0)
 		byHand := e.submit(queue.SubmitRequest{Queue: "other"}, t0)
@@ -421,6 +431,7 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_task_that_lands_in_failed_gets_a_dead_lettered_event_each_time", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		spent := e.submit(queue.SubmitRequest{MaxAttempts: 1, Queue: "a"}, t0)
 		permanent := e.submit(queue.SubmitRequest{Queue: "b"}, t0)
@@ -467,6 +478,7 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("an_event_the_publisher_does_not_deliver_is_published_by_a_later_sweep", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		first := e.submit(queue.SubmitRequest{TTL: check.Dur("1m")}, t0)
 		e.submit(queue.SubmitRequest{TTL: check.Dur("1m")}, t0)
@@ -505,6 +517,7 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("stale_markers_and_hints_are_deleted_only_once_past_the_grace", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		ghost := queue.NewID(t0)
 		e.put("sweep/wake/" + keyTime(t0) + "_default") // as a crashed submit leaves it
@@ -530,6 +543,7 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_sweep_stops_at_its_deadline_and_the_next_one_finishes", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		n := 12
 		for i := 0; i < n; i++ {
@@ -563,6 +577,7 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("two_sweeps_and_claimers_at_once_move_each_task_exactly_once", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		n, m := 16, 6
 		overdue := map[string]bool{}
@@ -656,6 +671,7 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_sweep_reads_the_queues_whose_wake_ups_are_due_and_counts_deadlines_near_expiration", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{Queue: "reports", TTL: check.Dur("1m")}, t0)
 		for _, ttl := range []string{"2m", "5m", "7m", "1h"} {
@@ -690,6 +706,7 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("artifacts_are_deleted_once_past_their_time_or_once_the_task_finishes", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		put := func(id string, names ...string) {
 			for _, n := range names {
