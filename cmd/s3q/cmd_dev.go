@@ -98,7 +98,6 @@ Examples:
 				o.PushQueues, o.PushSecrets = pqs, map[string]string{devSecretName: pushSecret}
 				o.Out = e.stdout
 				o.Logger = slog.New(slog.NewJSONHandler(e.stderr, nil))
-				wireTimers(&o)
 				return devserver.Run(ctx, o)
 			},
 		}

@@ -62,15 +62,11 @@ Example (against the S3 server of 's3q dev --endpoint ...', or a real bucket):
 				if err != nil {
 					return err
 				}
-				deps, err := lambdafn.DepsFromConfig(ctx, cfg, e.stderr)
+				// The function's own wiring, as in Lambda; the log and the
+				// metrics on stderr.
+				deps, err := lambdafn.Build(ctx, cfg, lambdafn.Parts{Out: e.stderr}, args[0])
 				if err != nil {
 					return err
-				}
-				wireDeps(&deps, cfg)
-				if args[0] == lambdafn.Dispatch {
-					if deps.Dispatcher, err = lambdafn.DispatcherFromConfig(ctx, cfg, deps); err != nil {
-						return err
-					}
 				}
 				h, err := lambdafn.New(args[0], deps)
 				if err != nil {

@@ -42,24 +42,13 @@ Examples:
 				if err != nil {
 					return err
 				}
-				deps, err := lambdafn.DepsFromConfig(ctx, cfg, e.stderr)
+				// The sweep-expired function's wiring; EMF metrics are for
+				// CloudWatch Logs, which a CLI run has not.
+				deps, err := lambdafn.Build(ctx, cfg, lambdafn.Parts{Out: e.stderr, NoMetrics: true}, lambdafn.SweepExpired)
 				if err != nil {
 					return err
 				}
-				// EMF metrics are for CloudWatch Logs, which a CLI run has not.
-				deps.Metrics = nil
-				wireDeps(&deps, cfg)
-				if deps.Sweep == nil {
-					return fmt.Errorf("no sweep is wired into this build")
-				}
-				out, err := deps.Sweep(ctx, time.Now())
-				rep, ok := out.(queue.SweepReport)
-				if !ok {
-					if err == nil {
-						err = fmt.Errorf("the sweep answered %T, not a report", out)
-					}
-					return err
-				}
+				rep, err := deps.Sweep(ctx, time.Now())
 				if e.output == "json" {
 					if perr := printJSON(e.stdout, rep); perr != nil {
 						return perr

@@ -154,6 +154,7 @@ func Functions() []Function {
 				"POST /queues/{queue}/tasks/{id}/heartbeat", "POST /queues/{queue}/tasks/{id}/complete", "POST /queues/{queue}/tasks/{id}/fail",
 				"POST /queues/{queue}/tasks/{id}/reschedule",
 				"POST /queues/{queue}/tasks/{id}/artifacts", "GET /queues/{queue}/tasks/{id}/artifacts/{name}",
+				"GET /openapi.json",
 			},
 		},
 		{

@@ -34,7 +34,7 @@ import (
 // schedules with none due.
 func benchTick(ctx context.Context, srv *s3local.Server) error {
 	s := srv.Store(prefix())
-	setup := schedule.New(s, nil, schedule.Options{})
+	setup := schedule.New(s, queue.New(s, queue.Options{}), schedule.Options{})
 	created := time.Date(2026, 5, 1, 8, 59, 0, 0, time.UTC)
 	for i := range 5 {
 		if _, err := setup.Create(ctx, schedule.Request{ID: fmt.Sprintf("due-%d", i), TaskType: "bench", Cron: "* * * * *"}, created); err != nil {

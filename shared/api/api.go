@@ -20,6 +20,12 @@
 // expires_in_seconds (whole seconds, rounded down, negative once passed)
 // when it has a deadline. Errors are {"error": {"code", "message",
 // "field"}}, with the codes in errors.go.
+//
+// The route table (routes.go) is the one description of the routes: it
+// feeds the http.ServeMux that matches requests, the routes of each Lambda
+// function (RoutesOf), and the OpenAPI 3.1 document (Document, served at
+// GET /openapi.json and committed as openapi.json), which the stack's route
+// keys are checked against.
 package api
 
 import (

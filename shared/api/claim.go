@@ -48,12 +48,13 @@ func (a *API) claim(rq *request) (reply, error) {
 		end = dl.Add(-ctxMargin)
 	}
 	poll := claimPollMin
+	now := rq.now(a) // the first claim at the request's time, each later one at the clock's
 	for {
-		claimed, err := rq.q.Claim(rq.ctx, req, a.now())
+		claimed, err := rq.q.Claim(rq.ctx, req, now)
 		if len(claimed) > 0 {
 			// A claim that fails after leasing some tasks hands them over;
 			// the error will come back on the next claim.
-			return a.claimReply(rq, claimed), nil
+			return a.claimReply(rq, claimed, now), nil
 		}
 		if err != nil {
 			return reply{}, err
@@ -70,11 +71,12 @@ func (a *API) claim(rq *request) (reply, error) {
 		case <-timer.C:
 		}
 		poll = min(2*poll, claimPollMax)
+		now = a.now()
 	}
 }
 
-func (a *API) claimReply(rq *request, claimed []queue.Claimed) reply {
-	now := a.now()
+// claimReply is the 200 of a claim made at now.
+func (a *API) claimReply(rq *request, claimed []queue.Claimed, now time.Time) reply {
 	out := claimReply{Tasks: make([]claimedView, len(claimed))}
 	for i, c := range claimed {
 		out.Tasks[i] = claimedView{Task: view(c.Task, now), Lease: c.Lease}

@@ -87,6 +87,7 @@ func FuzzAPI(f *testing.F) {
 		before := keys(t, s)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
+		checkAnswer(t, req, string(body), rec.Code, rec.Header(), rec.Body.Bytes())
 
 		var out struct {
 			Error *struct {

@@ -77,6 +77,9 @@ type env struct {
 
 func newEnv(t *testing.T, s store.Store, opts api.Options) *env {
 	t.Helper()
+	if s == nil {
+		s = memstore.New()
+	}
 	e := &env{t: t, store: s, clock: &clock{now: t0}, logs: &bytes.Buffer{}}
 	e.q = queue.New(reqcount.Wrap(s), queue.Options{ListCacheFor: -1})
 	if opts.Now == nil {
@@ -119,6 +122,7 @@ func (e *env) do(method, path, body string) response {
 	req := httptest.NewRequest(method, path, rd)
 	rec := httptest.NewRecorder()
 	e.api.ServeHTTP(rec, req)
+	checkAnswer(e.t, req, body, rec.Code, rec.Header(), rec.Body.Bytes())
 	r := response{status: rec.Code, header: rec.Header(), raw: rec.Body.Bytes()}
 	if len(r.raw) > 0 {
 		if err := json.Unmarshal(r.raw, &r.body); err != nil {

@@ -37,11 +37,11 @@ func (a *API) heartbeat(rq *request) (reply, error) {
 	if body.LeaseFor != nil {
 		d = *body.LeaseFor
 	}
-	c, err := rq.q.Heartbeat(rq.ctx, rq.id, body.LeaseToken, d.Std(), a.now())
+	c, err := rq.q.Heartbeat(rq.ctx, rq.id, body.LeaseToken, d.Std(), rq.now(a))
 	if err != nil {
 		return reply{}, err
 	}
-	return reply{status: http.StatusOK, body: claimedView{Task: view(c.Task, a.now()), Lease: c.Lease}}, nil
+	return reply{status: http.StatusOK, body: claimedView{Task: view(c.Task, rq.now(a)), Lease: c.Lease}}, nil
 }
 
 // completeBody is the body of POST /tasks/{id}/complete.
@@ -56,8 +56,8 @@ func (a *API) complete(rq *request) (reply, error) {
 	if err := decodeLease(rq, &body, &body.LeaseToken); err != nil {
 		return reply{}, err
 	}
-	t, err := rq.q.Complete(rq.ctx, rq.id, body.LeaseToken, body.Output, a.now())
-	return a.taskOrError(t, err)
+	t, err := rq.q.Complete(rq.ctx, rq.id, body.LeaseToken, body.Output, rq.now(a))
+	return a.taskOrError(rq, t, err)
 }
 
 // failBody is the body of POST /tasks/{id}/fail.
@@ -73,8 +73,8 @@ func (a *API) fail(rq *request) (reply, error) {
 	if err := decodeLease(rq, &body, &body.LeaseToken); err != nil {
 		return reply{}, err
 	}
-	t, err := rq.q.Fail(rq.ctx, rq.id, body.LeaseToken, body.FailRequest, a.now())
-	return a.taskOrError(t, err)
+	t, err := rq.q.Fail(rq.ctx, rq.id, body.LeaseToken, body.FailRequest, rq.now(a))
+	return a.taskOrError(rq, t, err)
 }
 
 // rescheduleBody is the body of POST /tasks/{id}/reschedule.
@@ -90,6 +90,6 @@ func (a *API) reschedule(rq *request) (reply, error) {
 	if err := decodeLease(rq, &body, &body.LeaseToken); err != nil {
 		return reply{}, err
 	}
-	t, err := rq.q.Reschedule(rq.ctx, rq.id, body.LeaseToken, body.RescheduleRequest, a.now())
-	return a.taskOrError(t, err)
+	t, err := rq.q.Reschedule(rq.ctx, rq.id, body.LeaseToken, body.RescheduleRequest, rq.now(a))
+	return a.taskOrError(rq, t, err)
 }

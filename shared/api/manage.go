@@ -26,11 +26,11 @@ func (a *API) cancel(rq *request) (reply, error) {
 		err error
 	)
 	if body.LeaseToken != "" {
-		t, err = rq.q.AckCancel(rq.ctx, rq.id, body.LeaseToken, a.now())
+		t, err = rq.q.AckCancel(rq.ctx, rq.id, body.LeaseToken, rq.now(a))
 	} else {
-		t, err = rq.q.Cancel(rq.ctx, rq.id, a.now())
+		t, err = rq.q.Cancel(rq.ctx, rq.id, rq.now(a))
 	}
-	return a.taskOrError(t, err)
+	return a.taskOrError(rq, t, err)
 }
 
 // retry serves POST /queues/{queue}/tasks/{id}/retry: a failed or cancelled task goes
@@ -39,8 +39,8 @@ func (a *API) retry(rq *request) (reply, error) {
 	if err := decodeObject(rq.body, &struct{}{}, ""); err != nil {
 		return reply{}, err
 	}
-	t, err := rq.q.Retry(rq.ctx, rq.id, a.now())
-	return a.taskOrError(t, err)
+	t, err := rq.q.Retry(rq.ctx, rq.id, rq.now(a))
+	return a.taskOrError(rq, t, err)
 }
 
 // expire serves POST /queues/{queue}/tasks/{id}/expire: a pending task is marked expired
@@ -49,14 +49,14 @@ func (a *API) expire(rq *request) (reply, error) {
 	if err := decodeObject(rq.body, &struct{}{}, ""); err != nil {
 		return reply{}, err
 	}
-	t, err := rq.q.Expire(rq.ctx, rq.id, a.now())
-	return a.taskOrError(t, err)
+	t, err := rq.q.Expire(rq.ctx, rq.id, rq.now(a))
+	return a.taskOrError(rq, t, err)
 }
 
 // taskOrError is the 200 {"task": ...} of an operation, or its error.
-func (a *API) taskOrError(t queue.Task, err error) (reply, error) {
+func (a *API) taskOrError(rq *request, t queue.Task, err error) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return reply{status: http.StatusOK, body: taskReply{Task: view(t, a.now())}}, nil
+	return reply{status: http.StatusOK, body: taskReply{Task: view(t, rq.now(a))}}, nil
 }

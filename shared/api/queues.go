@@ -58,7 +58,7 @@ func (a *API) queueDeclare(rq *request) (reply, error) {
 	d, created, err := a.q.Declare(rq.ctx, queue.Declaration{
 		Name: rq.queue, TTL: body.TTL, TTLFrom: body.TTLFrom, MaxAttempts: body.MaxAttempts,
 		Timeout: body.Timeout, Shards: body.Shards, MaxConcurrency: body.MaxConcurrency, Target: target,
-	}, a.now())
+	}, rq.now(a))
 	if err != nil {
 		return reply{}, err
 	}
@@ -71,11 +71,11 @@ func (a *API) queueDeclare(rq *request) (reply, error) {
 
 // queueGet serves GET /queues/{queue}: the declaration with its counts.
 func (a *API) queueGet(rq *request) (reply, error) {
-	d, err := a.q.GetQueue(rq.ctx, rq.queue, a.now())
+	d, err := a.q.GetQueue(rq.ctx, rq.queue, rq.now(a))
 	if err != nil {
 		return reply{}, err
 	}
-	c, err := a.q.CountQueue(rq.ctx, d, a.now())
+	c, err := a.q.CountQueue(rq.ctx, d, rq.now(a))
 	if err != nil {
 		return reply{}, err
 	}
@@ -88,7 +88,7 @@ func (a *API) queueDelete(rq *request) (reply, error) {
 	if err := decodeObject(rq.body, &struct{}{}, ""); err != nil {
 		return reply{}, err
 	}
-	if err := a.q.DeleteQueue(rq.ctx, rq.queue, a.now()); err != nil {
+	if err := a.q.DeleteQueue(rq.ctx, rq.queue, rq.now(a)); err != nil {
 		return reply{}, err
 	}
 	return reply{status: http.StatusNoContent}, nil
@@ -132,7 +132,7 @@ func (a *API) queueList(rq *request) (reply, error) {
 			firstErr error
 		)
 		sem := make(chan struct{}, 8)
-		now := a.now()
+		now := rq.now(a)
 		for i := range out.Queues {
 			wg.Add(1)
 			sem <- struct{}{}

@@ -111,7 +111,9 @@ func TestUndeclaredQueueIs404UnlessAutoDeclared(t *testing.T) {
 	h := api.New(q, api.Options{Schedules: schedule.New(s, q, schedule.Options{})})
 	do := func(method, path, body string) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequest(method, path, strings.NewReader(body)))
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		h.ServeHTTP(w, req)
+		checkAnswer(t, req, body, w.Code, w.Header(), w.Body.Bytes())
 		return w
 	}
 	before := keys(t, s)
@@ -154,7 +156,9 @@ func TestScheduleUnderAnotherQueueIs404(t *testing.T) {
 	h := api.New(q, api.Options{Schedules: sc})
 	do := func(method, path, body string) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequest(method, path, strings.NewReader(body)))
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		h.ServeHTTP(w, req)
+		checkAnswer(t, req, body, w.Code, w.Header(), w.Body.Bytes())
 		return w
 	}
 	if w := do("POST", "/queues/a/schedules", `{"id":"nightly","cron":"0 2 * * *","task_type":"t"}`); w.Code != 201 || !strings.Contains(w.Body.String(), `"queue":"a"`) {

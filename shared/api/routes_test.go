@@ -296,6 +296,16 @@ var routeCases = []routeCase{
 				t.Errorf("Allow = %q", got)
 			}
 		}},
+	{name: "a_head_request_is_405_with_allow", method: "HEAD", path: "/queues/default/tasks", status: 405, code: "method_not_allowed",
+		check: func(t *testing.T, e *env, r response, id string) {
+			if got := r.header.Get("Allow"); got != "POST, GET" {
+				t.Errorf("Allow = %q", got)
+			}
+		}},
+	{name: "a_path_that_is_not_clean_is_404", method: "GET", path: "/queues/default/../default/tasks", status: 404, code: "not_found"},
+	{name: "a_doubled_slash_is_404", method: "GET", path: "/queues//tasks", status: 404, code: "not_found"},
+	{name: "the_openapi_document_is_served", method: "GET", path: "/openapi.json", status: 200, check: wantField("openapi", "3.1.0")},
+	{name: "the_openapi_document_takes_no_query_parameter", method: "GET", path: "/openapi.json?x=1", status: 400, code: "invalid_input", field: "x"},
 	{name: "get_of_the_batch_path_is_400_naming_id", method: "GET", path: "/queues/default/tasks/batch", status: 400, code: "invalid_input", field: "id"},
 }
 

@@ -39,13 +39,13 @@ func (a *API) inQueue(rq *request, req *schedule.Request) error {
 	default:
 		return badInput("queue", "is %q, but the request is addressed to queue %q", clip(req.Queue), rq.queue)
 	}
-	return a.q.CheckQueue(rq.ctx, rq.queue, a.now())
+	return a.q.CheckQueue(rq.ctx, rq.queue, rq.now(a))
 }
 
 // ownSchedule checks that schedule id fires into the path's queue: one
 // that does not, or does not exist, is 404.
 func (a *API) ownSchedule(rq *request, sc *schedule.Scheduler) error {
-	s, err := sc.Get(rq.ctx, rq.id, a.now())
+	s, err := sc.Get(rq.ctx, rq.id, rq.now(a))
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (a *API) scheduleCreate(rq *request) (reply, error) {
 	if err := a.inQueue(rq, &req); err != nil {
 		return reply{}, err
 	}
-	s, err := sc.Create(rq.ctx, req, a.now())
+	s, err := sc.Create(rq.ctx, req, rq.now(a))
 	return a.scheduleOut(http.StatusCreated, s, err)
 }
 
@@ -90,7 +90,7 @@ func (a *API) scheduleList(rq *request) (reply, error) {
 	if req.Limit, err = queryLimit(rq); err != nil {
 		return reply{}, err
 	}
-	res, err := sc.List(rq.ctx, req, a.now())
+	res, err := sc.List(rq.ctx, req, rq.now(a))
 	if err != nil {
 		return reply{}, err
 	}
@@ -103,7 +103,7 @@ func (a *API) scheduleGet(rq *request) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	s, err := sc.Get(rq.ctx, rq.id, a.now())
+	s, err := sc.Get(rq.ctx, rq.id, rq.now(a))
 	if err == nil && s.Queue != rq.queue {
 		return reply{}, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no schedule " + clip(rq.id) + " in queue " + rq.queue}
 	}
@@ -126,7 +126,7 @@ func (a *API) scheduleUpdate(rq *request) (reply, error) {
 	if err := a.ownSchedule(rq, sc); err != nil {
 		return reply{}, err
 	}
-	s, err := sc.Update(rq.ctx, rq.id, req, a.now())
+	s, err := sc.Update(rq.ctx, rq.id, req, rq.now(a))
 	return a.scheduleOut(http.StatusOK, s, err)
 }
 
@@ -139,7 +139,7 @@ func (a *API) scheduleDelete(rq *request) (reply, error) {
 	if err := a.ownSchedule(rq, sc); err != nil {
 		return reply{}, err
 	}
-	if err := sc.Delete(rq.ctx, rq.id, a.now()); err != nil {
+	if err := sc.Delete(rq.ctx, rq.id, rq.now(a)); err != nil {
 		return reply{}, err
 	}
 	return reply{status: http.StatusNoContent}, nil
@@ -167,7 +167,7 @@ func (a *API) scheduleAction(rq *request, act func(*schedule.Scheduler, context.
 	if err := a.ownSchedule(rq, sc); err != nil {
 		return reply{}, err
 	}
-	s, err := act(sc, rq.ctx, rq.id, a.now())
+	s, err := act(sc, rq.ctx, rq.id, rq.now(a))
 	return a.scheduleOut(http.StatusOK, s, err)
 }
 
@@ -183,7 +183,7 @@ func (a *API) scheduleTrigger(rq *request) (reply, error) {
 	if err := a.ownSchedule(rq, sc); err != nil {
 		return reply{}, err
 	}
-	f, err := sc.Trigger(rq.ctx, rq.id, a.now())
+	f, err := sc.Trigger(rq.ctx, rq.id, rq.now(a))
 	if err != nil {
 		return reply{}, err
 	}

@@ -28,6 +28,18 @@ type request struct {
 	query map[string]string // accepted query parameters
 	body  []byte
 	log   *requestLog
+	at    time.Time // the request's time, once read (now)
+}
+
+// now returns the time of the request: Options.Now read once, at its
+// first use, so that the core and the answer see the same time (a
+// heartbeat's new lease and the expires_in_seconds of its answer). Only
+// the later polls of a wait read the clock again.
+func (rq *request) now(a *API) time.Time {
+	if rq.at.IsZero() {
+		rq.at = a.now()
+	}
+	return rq.at
 }
 
 // reply is what a handler answers: a status and a body to encode as JSON
@@ -79,14 +91,14 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serve routes r, reads and checks what the route takes, and runs its
 // handler.
 func (a *API) serve(ctx context.Context, r *http.Request, rl *requestLog) (reply, error) {
-	rt, ps, _ := match(table, r.Method, r.URL.Path)
+	rt, ps := match(r)
 	if rt == nil || !slices.Contains(a.routes, rt) {
 		rl.route = "unmatched"
 		if rt != nil {
 			// A route of the API, but not of this one (Options.Routes).
 			return reply{}, notFound("route %s is not served here", rt.key())
 		}
-		if _, _, allow := match(a.routes, r.Method, r.URL.Path); len(allow) > 0 {
+		if allow := allowed(r, a.routes); len(allow) > 0 {
 			return reply{}, methodNotAllowed(r.Method, allow)
 		}
 		return reply{}, notFound("no route %s %s", clip(r.Method), clip(r.URL.Path))

@@ -32,12 +32,12 @@ func (a *API) submit(rq *request) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	res, err := rq.q.Submit(rq.ctx, body.SubmitRequest, a.now())
+	res, err := rq.q.Submit(rq.ctx, body.SubmitRequest, rq.now(a))
 	if err != nil {
 		return reply{}, err
 	}
 	rq.log.addIDs(res.Task.ID)
-	a.submitted(created(res))
+	a.submitted(rq, created(res))
 	if wait > 0 {
 		return a.awaitOutcome(rq, res, wait)
 	}
@@ -45,7 +45,7 @@ func (a *API) submit(rq *request) (reply, error) {
 	if res.Deduplicated || res.Replayed {
 		status = http.StatusOK
 	}
-	return reply{status: status, body: taskReply{Task: view(res.Task, a.now()), Deduplicated: res.Deduplicated, Replayed: res.Replayed}}, nil
+	return reply{status: status, body: taskReply{Task: view(res.Task, rq.now(a)), Deduplicated: res.Deduplicated, Replayed: res.Replayed}}, nil
 }
 
 // batchBody is the body of POST /tasks/batch.
@@ -81,7 +81,7 @@ func (a *API) submitBatch(rq *request) (reply, error) {
 		at = append(at, i)
 	}
 	if len(reqs) > 0 {
-		out, err := rq.q.SubmitBatch(rq.ctx, reqs, a.now())
+		out, err := rq.q.SubmitBatch(rq.ctx, reqs, rq.now(a))
 		if err != nil {
 			return reply{}, err
 		}
@@ -91,8 +91,8 @@ func (a *API) submitBatch(rq *request) (reply, error) {
 				ok = append(ok, r.Result)
 			}
 		}
-		a.submitted(created(ok...))
-		now := a.now()
+		a.submitted(rq, created(ok...))
+		now := rq.now(a)
 		for j, r := range out {
 			i := at[j]
 			if r.Err != nil {
@@ -112,9 +112,9 @@ func (a *API) submitBatch(rq *request) (reply, error) {
 }
 
 // submitted passes the tasks a submit created to Options.OnSubmit.
-func (a *API) submitted(tasks []queue.Task) {
+func (a *API) submitted(rq *request, tasks []queue.Task) {
 	if a.opts.OnSubmit != nil && len(tasks) > 0 {
-		a.opts.OnSubmit(tasks, a.now())
+		a.opts.OnSubmit(tasks, rq.now(a))
 	}
 }
 

@@ -100,6 +100,29 @@ func TestSubmitByID(t *testing.T) {
 				}
 			})
 
+			t.Run("a_submit_with_the_id_of_a_task_in_another_queue_answers_409_conflict_on_id_and_writes_nothing", func(t *testing.T) {
+				e := newEnv(t, b.new(t), api.Options{})
+				e.do("PUT", "/queues/b", `{}`)
+				for _, first := range []string{`{"task_type":"t","input":{"secret":1}}`, `{"id":"` + queue.NewID(t0) + `","task_type":"t","input":{"secret":1}}`} {
+					id := e.submit(first)
+					before := keys(t, e.store)
+					for _, body := range []string{`{"id":"` + id + `","task_type":"t"}`, `{"id":"` + id + `","task_type":"t","input":{"secret":1}}`, `{"id":"` + id + `","task_type":"t","dedup_key":"k"}`} {
+						r := e.do("POST", "/queues/b/tasks", body)
+						if r.status != http.StatusConflict || str(r.body, "error.code") != api.CodeConflict || str(r.body, "error.field") != "id" {
+							t.Fatalf("%s: %d %s", body, r.status, r.raw)
+						}
+						if strings.Contains(string(r.raw), "secret") {
+							t.Fatalf("another queue's task leaks: %s", r.raw)
+						}
+						// A dedup pointer the refused submit took is left released
+						// ({}): keys are never deleted and created again.
+						if after := keys(t, e.store); !maps.Equal(without(before, "dedup/"), without(after, "dedup/")) {
+							t.Fatalf("%s wrote:\nbefore %v\nafter  %v", body, before, after)
+						}
+					}
+				}
+			})
+
 			t.Run("a_lease_operation_retried_with_the_same_token_answers_200_with_the_task", func(t *testing.T) {
 				e := newEnv(t, b.new(t), api.Options{})
 				for _, op := range []string{"complete", "fail", "cancel", "heartbeat"} {
@@ -135,4 +158,11 @@ func countPrefix(m map[string]string, prefix string) int {
 		}
 	}
 	return n
+}
+
+// without returns m without the keys under prefix.
+func without(m map[string]string, prefix string) map[string]string {
+	out := maps.Clone(m)
+	maps.DeleteFunc(out, func(k, _ string) bool { return strings.HasPrefix(k, prefix) })
+	return out
 }

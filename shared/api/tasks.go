@@ -14,7 +14,7 @@ func (a *API) get(rq *request) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return reply{status: http.StatusOK, body: taskReply{Task: view(t, a.now())}}, nil
+	return reply{status: http.StatusOK, body: taskReply{Task: view(t, rq.now(a))}}, nil
 }
 
 // list serves GET /queues/{queue}/tasks?status=&task_type=&limit=&cursor=
@@ -28,7 +28,7 @@ func (a *API) list(rq *request) (reply, error) {
 		Queue:    rq.query["queue"],
 		TaskType: rq.query["task_type"],
 		Cursor:   rq.query["cursor"],
-		Now:      a.now(), // stale status/ markers met are repaired
+		Now:      rq.now(a), // stale status/ markers met are repaired
 	}
 	if s, ok := rq.query["limit"]; ok {
 		n, err := strconv.Atoi(s)
@@ -44,7 +44,7 @@ func (a *API) list(rq *request) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	now := a.now()
+	now := rq.now(a)
 	out := listReply{Tasks: make([]taskView, len(res.Tasks)), NextCursor: res.NextCursor}
 	for i, t := range res.Tasks {
 		out.Tasks[i] = view(t, now)
@@ -66,7 +66,7 @@ func (a *API) history(rq *request) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	now := a.now()
+	now := rq.now(a)
 	out := historyReply{Versions: make([]versionView, len(res.Versions)), NextCursor: res.NextCursor}
 	for i, v := range res.Versions {
 		out.Versions[i] = versionView{VersionID: v.VersionID, ModifiedAt: v.ModifiedAt, Task: view(v.Task, now)}

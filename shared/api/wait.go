@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -21,37 +20,36 @@ const (
 )
 
 // awaitOutcome waits up to wait (real time) for a submitted task to
-// finish, reading its record now and then (DESIGN §6):
+// finish, reading its record now and then; queue.Queue.CheckWait decides
+// at each look (DESIGN §6):
 //
 //   - finished (completed, failed, cancelled, archived): 200 with the task;
 //   - its expires_at passed first (by Options.Now): 504 deadline_exceeded,
-//     after marking a pending task expired, or asking a running one to
-//     cancel (a running task is never interrupted by its deadline);
+//     the task then expired, or asked to cancel if it was running;
 //   - the wait ran out first: 202 with the task as it is.
+//
+// The first look is at the request's time; each later one reads the
+// clock again.
 func (a *API) awaitOutcome(rq *request, res queue.SubmitResult, wait time.Duration) (reply, error) {
 	end := time.Now().Add(wait)
 	if dl, ok := rq.ctx.Deadline(); ok && dl.Add(-ctxMargin).Before(end) {
 		end = dl.Add(-ctxMargin)
 	}
-	t := res.Task
+	t, now := res.Task, rq.now(a)
 	poll := waitPollMin
 	for {
-		now := a.now()
+		var (
+			state queue.WaitState
+			err   error
+		)
+		t, state, err = rq.q.CheckWait(rq.ctx, t, now)
 		switch {
-		case t.Status == queue.StatusExpired:
+		case err != nil:
+			return reply{}, err
+		case state == queue.WaitDeadline:
 			return a.deadlineReply(t, now), nil
-		case t.Status.Terminal():
+		case state == queue.WaitDone:
 			return reply{status: http.StatusOK, body: taskReply{Task: view(t, now), Deduplicated: res.Deduplicated, Replayed: res.Replayed}}, nil
-		case t.ExpiresAt != nil && !now.Before(*t.ExpiresAt):
-			next, done, err := a.stopAtDeadline(rq, t, now)
-			if err != nil {
-				return reply{}, err
-			}
-			if done {
-				return a.deadlineReply(next, now), nil
-			}
-			t = next // it changed meanwhile: look again
-			continue
 		}
 		left := time.Until(end)
 		if left <= 0 {
@@ -69,39 +67,11 @@ func (a *API) awaitOutcome(rq *request, res queue.SubmitResult, wait time.Durati
 		case <-timer.C:
 		}
 		poll = min(2*poll, waitPollMax)
-		var err error
 		if t, err = rq.q.Get(rq.ctx, t.ID); err != nil {
 			return reply{}, err
 		}
+		now = a.now()
 	}
-}
-
-// stopAtDeadline acts on a task whose deadline passed during a wait: a
-// pending task is marked expired, a running one gets cancel_requested. It
-// returns the task and true when done, or the re-read task and false when
-// the task changed status meanwhile.
-func (a *API) stopAtDeadline(rq *request, t queue.Task, now time.Time) (queue.Task, bool, error) {
-	var (
-		next queue.Task
-		err  error
-	)
-	switch t.Status {
-	case queue.StatusPending:
-		next, err = rq.q.MarkExpired(rq.ctx, t.ID, queue.ReasonTTL, now)
-	case queue.StatusRunning:
-		next, err = rq.q.Cancel(rq.ctx, t.ID, now)
-	default:
-		return t, true, nil
-	}
-	var se *queue.StateError
-	if errors.As(err, &se) {
-		next, err = rq.q.Get(rq.ctx, t.ID)
-		return next, false, err
-	}
-	if err != nil {
-		return queue.Task{}, false, err
-	}
-	return next, true, nil
 }
 
 // deadlineReply is the 504 of a wait whose task passed its deadline: the

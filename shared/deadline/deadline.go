@@ -4,7 +4,11 @@
 // long the task's temporary artifacts live. Every helper takes now.
 //
 // A running task is never interrupted by its deadline (DESIGN.md §3):
-// these helpers let a handler decide to stop on its own.
+// these helpers let a handler decide to stop on its own. The worker
+// (package worker) offers them to its handlers at its clock:
+// worker.Task.Remaining and worker.Task.ShouldAbort are Remaining and
+// ShouldAbort, so a pull handler, a push handler (worker.LambdaHandler)
+// and any other reader of a task judge by one rule.
 package deadline
 
 import (
@@ -20,9 +24,10 @@ func Remaining(t *queue.Task, now time.Time) (time.Duration, bool) {
 }
 
 // ShouldAbort reports whether a handler working on t should stop at now:
-// when its deadline has passed or less than margin of it is left, or when
-// a cancel was requested. A task without a deadline is aborted only on a
-// cancel request.
+// when a cancel was requested, or when at most margin is left until its
+// deadline (so at its deadline with margin 0, the instant a claim would no
+// longer start it). A task without a deadline is aborted only on a cancel
+// request.
 func ShouldAbort(t *queue.Task, now time.Time, margin time.Duration) bool {
 	if t.CancelRequested {
 		return true

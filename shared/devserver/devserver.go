@@ -23,14 +23,11 @@ import (
 	"os"
 	"time"
 
-	"github.com/s3q/s3q/shared/artifacts"
+	"github.com/s3q/s3q/shared/config"
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/events"
 	"github.com/s3q/s3q/shared/lambdafn"
 	"github.com/s3q/s3q/shared/queue"
-	"github.com/s3q/s3q/shared/reqcount"
-	"github.com/s3q/s3q/shared/schedule"
-	"github.com/s3q/s3q/shared/tasktypes"
 )
 
 // Defaults of Options.
@@ -82,18 +79,6 @@ type Options struct {
 	// TickInterval is how often sweep-expired and schedule-tick fire.
 	// Defaults to DefaultTickInterval (60s), as in the deployed stack.
 	TickInterval time.Duration
-
-	// Wire, when set, completes the Deps the functions run on, once the
-	// store and the queue exist: cmd/s3q sets the sweep and tick work here
-	// (Sweep: lambdafn.NewSweep). The Deps carry the dev server's event
-	// publisher (the log, and the ring behind GET /events) and its
-	// artifact service. Defaults to none.
-	Wire func(d *lambdafn.Deps)
-
-	// Sweep and Tick are the timer functions' work (lambdafn.Deps); when
-	// set they win over what Wire sets. Default to none: the timer
-	// functions log that they have nothing to do.
-	Sweep, Tick lambdafn.TimerFunc
 
 	// PushQueues are the push queues dispatch delivers, in this process:
 	// woken at once by a submit of a task due now, at a delayed task's
@@ -151,42 +136,29 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer st.close()
 
-	counted := reqcount.Wrap(st.store)
-	// auto_declare is on (RequireDeclared off) and http:// push targets
-	// are accepted: this is a development server.
-	q := queue.New(counted, queue.Options{
-		Shards: opts.Shards, DefaultTTL: opts.DefaultTTL, AllowInsecureTargets: true,
-		TypeDefaults: tasktypes.NewSource(counted, 0),
-	})
 	if opts.RecentEvents <= 0 {
 		opts.RecentEvents = DefaultRecentEvents
 	}
 	ring := events.NewRing(opts.RecentEvents)
-	deps := lambdafn.Deps{
-		Queue: q, Store: st.store, Logger: opts.Logger,
-		Publisher: events.Multi(events.Log{Logger: opts.Logger}, ring),
-		Artifacts: artifacts.New(q, st.client, opts.Bucket, opts.Prefix, artifacts.Options{}),
-		Scheduler: schedule.New(counted, q, schedule.Options{}),
-		MaxWait:   opts.MaxWait,
+	// The configuration path of every function (lambdafn.Build), with what
+	// a dev server has in place of AWS: its S3 server, the log and the ring
+	// behind GET /events for the event bus, push delivery in this process.
+	// auto_declare is on and http:// push targets are accepted: this is a
+	// development server.
+	cfg := config.Config{
+		Bucket: opts.Bucket, Prefix: opts.Prefix, Shards: opts.Shards, DefaultTTL: opts.DefaultTTL, MaxWait: opts.MaxWait,
+		AutoDeclare: true, AllowInsecureTargets: true, PushQueues: opts.PushQueues, LambdaEndpoint: opts.LambdaEndpoint,
 	}
-	// Dispatch, in this process: the declared push queues and PushQueues.
-	d, err := newDispatcher(ctx, q, opts)
+	deps, err := lambdafn.Build(ctx, cfg, lambdafn.Parts{
+		Logger: opts.Logger, NoMetrics: true, Store: st.store, S3: st.client,
+		Publisher: events.Multi(events.Log{Logger: opts.Logger}, ring),
+		Local:     true, Secrets: dispatch.StaticSecrets(opts.PushSecrets),
+	})
 	if err != nil {
 		return err
 	}
-	local := dispatch.NewLocal(ctx, d)
+	local := deps.Waker.(*dispatch.Local) // what Parts.Local wakes dispatch with
 	defer local.Wait()
-	d.SetWaker(local)
-	deps.Dispatcher, deps.Waker, deps.Targets = d, local, d.Targets()
-	if opts.Wire != nil {
-		opts.Wire(&deps)
-	}
-	if opts.Sweep != nil {
-		deps.Sweep = opts.Sweep
-	}
-	if opts.Tick != nil {
-		deps.Tick = opts.Tick
-	}
 	functions := map[string]*function{}
 	for _, name := range lambdafn.Names() {
 		if functions[name], err = newFunction(name, deps); err != nil {
@@ -203,7 +175,7 @@ func Run(ctx context.Context, opts Options) error {
 	go func() { served <- srv.Serve(ln) }()
 
 	baseURL := "http://" + ln.Addr().String()
-	banner(opts.Out, baseURL, st.describe, opts.TickInterval, deps.Sweep != nil)
+	banner(opts.Out, baseURL, st.describe, opts.TickInterval)
 	if opts.Started != nil {
 		opts.Started(baseURL)
 	}
@@ -238,11 +210,8 @@ func Run(ctx context.Context, opts Options) error {
 }
 
 // banner prints where the API is and how to try it.
-func banner(w io.Writer, baseURL, storage string, tick time.Duration, sweeping bool) {
+func banner(w io.Writer, baseURL, storage string, tick time.Duration) {
 	events := "GET /events shows the latest Task Expired and Task Dead-Lettered events (dev only)"
-	if !sweeping {
-		events = "GET /events would show task events, but no sweep is wired into this build"
-	}
 	fmt.Fprintf(w, `s3q dev: the HTTP API is at %[1]s
   state:  %[2]s
   timers: sweep-expired and schedule-tick every %[3]s

@@ -9,12 +9,10 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/s3q/s3q/shared/devserver"
-	"github.com/s3q/s3q/shared/lambdafn"
 	"github.com/s3q/s3q/shared/s3local"
 )
 
@@ -99,11 +97,10 @@ func field(m map[string]any, path ...string) any {
 }
 
 func TestDevServer(t *testing.T) {
-	var sweeps, ticks atomic.Int64
+	runs := &timerRuns{}
 	d := start(t, devserver.Options{
 		TickInterval: 50 * time.Millisecond,
-		Sweep:        func(context.Context, time.Time) (any, error) { sweeps.Add(1); return nil, nil },
-		Tick:         func(context.Context, time.Time) (any, error) { ticks.Add(1); return nil, nil },
+		Logger:       slog.New(slog.NewJSONHandler(runs, nil)),
 	})
 
 	t.Run("it_prints_the_url_and_a_curl_example", func(t *testing.T) {
@@ -150,11 +147,11 @@ func TestDevServer(t *testing.T) {
 	})
 	t.Run("the_timers_fire_sweep_and_tick", func(t *testing.T) {
 		deadline := time.Now().Add(5 * time.Second)
-		for (sweeps.Load() < 2 || ticks.Load() < 2) && time.Now().Before(deadline) {
+		for (runs.of("sweep-expired") < 2 || runs.of("schedule-tick") < 2) && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}
-		if sweeps.Load() < 2 || ticks.Load() < 2 {
-			t.Errorf("sweeps %d, ticks %d in 5s at a 50ms interval", sweeps.Load(), ticks.Load())
+		if sweeps, ticks := runs.of("sweep-expired"), runs.of("schedule-tick"); sweeps < 2 || ticks < 2 {
+			t.Errorf("sweeps %d, ticks %d in 5s at a 50ms interval", sweeps, ticks)
 		}
 	})
 	t.Run("it_shuts_down_cleanly_when_the_context_ends", func(t *testing.T) {
@@ -165,6 +162,36 @@ func TestDevServer(t *testing.T) {
 			t.Errorf("still serving after shutdown")
 		}
 	})
+}
+
+// timerRuns counts the log lines of the timer functions that ran their
+// work, by function.
+type timerRuns struct {
+	mu   sync.Mutex
+	runs map[string]int
+}
+
+func (r *timerRuns) Write(p []byte) (int, error) {
+	var line struct {
+		Msg      string `json:"msg"`
+		Function string `json:"function"`
+		Wired    bool   `json:"wired"`
+	}
+	if json.Unmarshal(p, &line) == nil && line.Msg == "timer" && line.Wired {
+		r.mu.Lock()
+		if r.runs == nil {
+			r.runs = map[string]int{}
+		}
+		r.runs[line.Function]++
+		r.mu.Unlock()
+	}
+	return len(p), nil
+}
+
+func (r *timerRuns) of(function string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.runs[function]
 }
 
 func TestDevServerDataDir(t *testing.T) {
@@ -230,7 +257,6 @@ func TestDevServerEndpoint(t *testing.T) {
 func TestDevServerEventsAndArtifacts(t *testing.T) {
 	d := start(t, devserver.Options{
 		TickInterval: 50 * time.Millisecond,
-		Wire:         func(deps *lambdafn.Deps) { deps.Sweep = lambdafn.NewSweep(*deps) },
 	})
 
 	t.Run("the_banner_points_at_get_events", func(t *testing.T) {

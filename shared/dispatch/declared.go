@@ -3,6 +3,8 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,8 +21,11 @@ const DefaultDeclaredCacheFor = 30 * time.Second
 // (the core's slots), so the dispatcher takes no slots of its own for it
 // and runs at most that many deliveries at once.
 //
-// The list is read (one LIST and one GET per declared queue) at most once
-// per CacheFor, one queue's declaration likewise.
+// The list is read at most once per CacheFor: one LIST of queues/ per
+// 1,000 queues, and a GET of each declaration that is new or whose ETag
+// changed since the last listing (so a warm dispatcher's idle cost does
+// not grow with the queues); one queue's declaration at most once per
+// CacheFor too.
 type Declared struct {
 	q        *queue.Queue
 	static   Static
@@ -31,6 +36,20 @@ type Declared struct {
 	allAt  time.Time
 	one    map[string]declaredEntry
 	loaded bool
+	// etags is what each declaration said at the last listing, by the
+	// ETag the listing showed: a later listing reads again only those
+	// whose ETag changed.
+	etags map[string]etagEntry
+}
+
+// queuesPrefix is where the declarations are (queue.QueueKey).
+const queuesPrefix = "queues/"
+
+// etagEntry is what a declaration with this ETag says.
+type etagEntry struct {
+	etag string
+	p    PushQueue
+	ok   bool
 }
 
 type declaredEntry struct {
@@ -78,22 +97,49 @@ func (s *Declared) PushQueues(ctx context.Context, now time.Time) ([]PushQueue, 
 	s.mu.Unlock()
 	var out []PushQueue
 	seen := map[string]bool{}
-	cursor := ""
+	byETag := map[string]etagEntry{}
+	st := s.q.Store()
+	after := ""
 	for {
-		res, err := s.q.ListQueues(ctx, queue.ListQueuesRequest{Limit: 1000, Cursor: cursor})
+		page, err := st.List(ctx, queuesPrefix, after, 1000)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("list queues: %w", err)
 		}
-		for _, d := range res.Queues {
-			if p, ok := FromDeclaration(d); ok {
-				seen[d.Name] = true
-				out = append(out, p)
+		for _, it := range page.Items {
+			name := strings.TrimSuffix(strings.TrimPrefix(it.Key, queuesPrefix), ".json")
+			if it.Key != queue.QueueKey(name) || queue.ValidateQueueName(name) != nil {
+				continue
+			}
+			s.mu.Lock()
+			e, ok := s.etags[name]
+			s.mu.Unlock()
+			if !ok || it.ETag == "" || e.etag != it.ETag {
+				// New or changed since the last listing: read it.
+				d, err := s.q.GetQueue(ctx, name, now)
+				switch {
+				case errors.Is(err, queue.ErrQueueNotFound):
+					e = etagEntry{etag: it.ETag}
+				case err != nil:
+					return nil, err
+				default:
+					e = etagEntry{etag: it.ETag}
+					e.p, e.ok = FromDeclaration(d)
+				}
+			}
+			byETag[name] = e
+			if e.ok {
+				seen[name] = true
+				out = append(out, e.p)
 			}
 		}
-		if cursor = res.NextCursor; cursor == "" {
+		if !page.Truncated || len(page.Items) == 0 {
 			break
 		}
+		after = page.Items[len(page.Items)-1].Key
 	}
+	s.mu.Lock()
+	s.etags = byETag
+	s.mu.Unlock()
 	static, _ := s.static.PushQueues(ctx, now)
 	for _, p := range static {
 		if !seen[p.Name] {

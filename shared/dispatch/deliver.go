@@ -12,9 +12,11 @@ import (
 
 	"github.com/s3q/s3q/shared/internal/clip"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/store"
 )
 
-// Payload is what a target receives: the task (without its lease token),
+// Payload is what a target receives: the task (as the API shows it:
+// without its lease tokens, request hash, index marker or slot),
 // the lease (task_id, token, expires_at) and the deadline by which the
 // target must answer, a little before the lease ends.
 type Payload struct {
@@ -47,6 +49,10 @@ const (
 	// Lapse writes nothing: the delivery timed out, the lease lapses and
 	// the next claim delivers the next attempt.
 	Lapse
+	// HandBack says nothing was sent because the task's expires_at passed
+	// before it could be: the task is handed back undelivered (the
+	// attempt given back) and the next claim expires it.
+	HandBack
 )
 
 func (o Outcome) String() string {
@@ -57,6 +63,8 @@ func (o Outcome) String() string {
 		return "fail"
 	case Lapse:
 		return "lapse"
+	case HandBack:
+		return "hand back"
 	}
 	return fmt.Sprintf("Outcome(%d)", int(o))
 }
@@ -80,8 +88,10 @@ type Deliverer interface {
 }
 
 // drain delivers due tasks of one queue until none is due, the run's time
-// ends, or every slot is held by other dispatchers.
-func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time) (rep Report, err error) {
+// ends, or every slot is held by other dispatchers. wake says the run is
+// for one queue (a wake), whose first empty claim looks once more after
+// RecheckAfter; the minute rule's run of every queue does not.
+func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time, wake bool) (rep Report, err error) {
 	lease := p.Lease()
 	margin := d.margin(lease)
 	limit := d.opts.MaxInFlight
@@ -99,7 +109,7 @@ func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time) (r
 		sem      = make(chan struct{}, limit)
 		rechecks = 0
 	)
-	if d.opts.RecheckAfter > 0 {
+	if d.opts.RecheckAfter > 0 && wake {
 		rechecks = 1
 	}
 	defer func() {
@@ -107,6 +117,14 @@ func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time) (r
 		mu.Lock()
 		defer mu.Unlock()
 	}()
+	if now := d.opts.Now(); !wake && !until.IsZero() && now.Add(lease+margin).After(until) {
+		// The minute rule's run has its whole time ahead: a lease that
+		// does not fit now never will, and the queue is never delivered.
+		d.log.Error("the delivery lease does not fit in a dispatch run; raise the dispatch function's timeout (dispatchTimeoutSeconds) or lower the queue's timeout",
+			"queue", p.Name, "lease", lease, "margin", margin, "run_left", until.Sub(now))
+		rep.Errors++
+		return rep, nil
+	}
 	for ctx.Err() == nil {
 		if now := d.opts.Now(); !until.IsZero() && now.Add(lease+margin).After(until) {
 			break
@@ -212,19 +230,12 @@ func (d *Dispatcher) deliver(ctx context.Context, p PushQueue, c queue.Claimed, 
 	log := d.log.With("queue", p.Name, "task_id", t.ID, "attempt", t.Attempt)
 	now := d.opts.Now()
 	if t.ExpiresAt != nil && !now.Before(*t.ExpiresAt) {
-		// Claimed just before its deadline and not sent in time: hand it
-		// back undelivered (the attempt is given back); the next claim or
-		// sweep expires it.
-		if _, err := d.q.Reschedule(ctx, t.ID, l.Token, queue.RescheduleRequest{}, now); err != nil {
-			log.Warn("hand back an expired task", "error", err)
-			rep.Errors++
-		}
-		rep.Skipped++
-		return rep
+		return d.handBack(ctx, t, l, now, log)
 	}
 	deadline := l.ExpiresAt.Add(-margin)
-	shown := t
-	shown.LeaseToken = ""
+	shown := t // as the API shows it: the lease's token only, no internals
+	shown.LeaseToken, shown.EndedLeaseToken, shown.RequestHash = "", "", ""
+	shown.IndexKey, shown.SlotKey, shown.SlotETag = "", "", ""
 	body, err := json.Marshal(Payload{Task: shown, Lease: l, Deadline: deadline})
 	if err != nil {
 		rep.Errors++
@@ -245,11 +256,54 @@ func (d *Dispatcher) deliver(ctx context.Context, p PushQueue, c queue.Claimed, 
 		res = dl.Deliver(dctx, p.Target, Delivery{Task: t, Lease: l, Deadline: deadline, Body: body, Now: now})
 		cancel()
 	}
+	if res.Outcome == HandBack {
+		return d.handBack(ctx, t, l, d.opts.Now(), log)
+	}
 	rep.Delivered++
 	return rep.plus(d.apply(ctx, t, l, res, log))
 }
 
+// handBack hands back a task claimed just before its deadline and not
+// sent in time, undelivered (the attempt is given back); the next claim
+// or sweep expires it.
+func (d *Dispatcher) handBack(ctx context.Context, t queue.Task, l queue.Lease, now time.Time, log *slog.Logger) Report {
+	var rep Report
+	if _, err := d.q.Reschedule(ctx, t.ID, l.Token, queue.RescheduleRequest{}, now); err != nil {
+		log.Warn("hand back an expired task", "error", err)
+		rep.Errors++
+	}
+	rep.Skipped++
+	return rep
+}
+
 func (r Report) plus(o Report) Report { r.add(o); return r }
+
+// outcomeRetries is how many times a delivery's outcome write is sent
+// again after a retryable store error, waiting 100ms, 200ms, 400ms.
+const outcomeRetries = 3
+
+// retryWrite runs an outcome write (complete, fail) and runs it again
+// after a retryable store error while the lease lasts: the core answers a
+// retry of a write that did land as it answered the first, and a write
+// that did not land would otherwise leave the lease to lapse, so that the
+// target's answer is lost and the task delivered again as the next
+// attempt.
+func (d *Dispatcher) retryWrite(ctx context.Context, l queue.Lease, write func(now time.Time) error) error {
+	wait := 100 * time.Millisecond
+	for i := 0; ; i++ {
+		now := d.opts.Now()
+		err := write(now)
+		if err == nil || !errors.Is(err, store.ErrRetryable) || i == outcomeRetries || !now.Add(wait).Before(l.ExpiresAt) {
+			return err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return err
+		}
+		wait *= 2
+	}
+}
 
 // apply writes the outcome of a delivery.
 func (d *Dispatcher) apply(ctx context.Context, t queue.Task, l queue.Lease, res Result, log *slog.Logger) Report {
@@ -258,7 +312,10 @@ func (d *Dispatcher) apply(ctx context.Context, t queue.Task, l queue.Lease, res
 	switch res.Outcome {
 	case Complete:
 		out := Output(res.Output)
-		_, err := d.q.Complete(ctx, t.ID, l.Token, out, now)
+		err := d.retryWrite(ctx, l, func(now time.Time) (err error) {
+			_, err = d.q.Complete(ctx, t.ID, l.Token, out, now)
+			return err
+		})
 		var verr *queue.ValidationError
 		if errors.As(err, &verr) {
 			// The answer is no acceptable output (too large): a failure
@@ -281,9 +338,13 @@ func (d *Dispatcher) apply(ctx context.Context, t queue.Task, l queue.Lease, res
 		return rep
 	}
 	retryable := res.Retryable
-	next, err := d.q.Fail(ctx, t.ID, l.Token, queue.FailRequest{
-		Error: clip.String(res.Error, maxErrorBytes), Retryable: &retryable, RetryAfter: res.RetryAfter,
-	}, now)
+	var next queue.Task
+	err := d.retryWrite(ctx, l, func(now time.Time) (err error) {
+		next, err = d.q.Fail(ctx, t.ID, l.Token, queue.FailRequest{
+			Error: clip.String(res.Error, maxErrorBytes), Retryable: &retryable, RetryAfter: res.RetryAfter,
+		}, now)
+		return err
+	})
 	if err != nil {
 		log.Warn("fail after delivery", "error", err)
 		rep.Errors++

@@ -192,7 +192,8 @@ type Options struct {
 	// rule. Defaults to none.
 	Waker Waker
 	// RecheckAfter, when positive, makes a run of one queue (a wake) that
-	// finds nothing at first claim again once after this long: a
+	// finds nothing at first claim again once after this long (a run of
+	// every queue, the minute rule's, does not): a
 	// dispatcher in another process than the submit may hold a listing
 	// from just before the task was written (queue.Options.ListCacheFor).
 	// Defaults to 0: no second look.
@@ -243,7 +244,7 @@ type Report struct {
 	Retried   int `json:"retried"` // of Failed, the ones put back to pending
 	Lapsed    int `json:"lapsed"`  // time-outs: the lease was left to lapse
 	Skipped   int `json:"skipped"` // claimed past the deadline and handed back undelivered
-	Errors    int `json:"errors"`  // outcomes that could not be written
+	Errors    int `json:"errors"`  // outcomes that could not be written, and queues whose lease does not fit in a run
 }
 
 // Run delivers due tasks of the named queue (every push queue when queue
@@ -277,7 +278,7 @@ func (d *Dispatcher) Run(ctx context.Context, queueName string, until time.Time)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := d.drain(ctx, p, until)
+			r, err := d.drain(ctx, p, until, queueName != "")
 			mu.Lock()
 			defer mu.Unlock()
 			rep.add(r)

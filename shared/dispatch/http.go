@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/s3q/s3q/shared/pushsig"
@@ -27,12 +30,15 @@ const MaxRetryAfter = 12 * time.Hour
 // body as output. 429 and 5xx are a retryable failure, available again
 // after Retry-After (seconds or an HTTP date) when given, else after the
 // queue's backoff; a time-out lets the lease lapse (the next attempt
-// follows it); a connection error is a retryable failure. Any other
+// follows it); a connection error, or an answer whose body is cut off,
+// is a retryable failure. Any other
 // status (3xx: redirects are not followed; other 4xx) fails the task
-// without retry.
+// without retry. A task whose expires_at passes while the signing key is
+// read is not sent (HandBack).
 type HTTP struct {
-	// Client sends the requests. Defaults to a client that follows no
-	// redirect. A given client's CheckRedirect is replaced likewise.
+	// Client sends the requests; NewHTTP's refuses local addresses (see
+	// NewHTTP). A nil one is http.DefaultClient, which does not. Redirects
+	// are never followed: the client's CheckRedirect is replaced.
 	Client *http.Client
 	// Secrets reads the signing keys. Required.
 	Secrets SecretSource
@@ -42,9 +48,42 @@ type HTTP struct {
 
 var _ Deliverer = (*HTTP)(nil)
 
-// NewHTTP returns an HTTP deliverer.
+// NewHTTP returns an HTTP deliverer. Unless allowHTTP (s3q dev), its
+// client refuses to connect to an address that is loopback, link-local
+// (169.254.0.0/16 and fe80::/10: the instance metadata and container
+// credential endpoints), AWS's IPv6 metadata address (fd00:ec2::254),
+// multicast or unspecified, checked on the address dialled, after DNS, and
+// uses no proxy. Private addresses (10/8, 172.16/12, 192.168/16) are
+// allowed: a dispatcher in a VPC may deliver to its services.
 func NewHTTP(secrets SecretSource, allowHTTP bool) *HTTP {
-	return &HTTP{Client: &http.Client{}, Secrets: secrets, AllowHTTP: allowHTTP}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if !allowHTTP {
+		tr.Proxy = nil
+		tr.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: refuseLocal}).DialContext
+	}
+	return &HTTP{Client: &http.Client{Transport: tr}, Secrets: secrets, AllowHTTP: allowHTTP}
+}
+
+// ErrRefusedAddress is the cause of a delivery whose target resolved to an
+// address NewHTTP's client refuses.
+var ErrRefusedAddress = errors.New("dispatch: target address refused (loopback, link-local or metadata)")
+
+// awsMetadataV6 is the instance metadata service's IPv6 address.
+var awsMetadataV6 = netip.MustParseAddr("fd00:ec2::254")
+
+// refuseLocal is a net.Dialer Control: it refuses the addresses NewHTTP
+// names.
+func refuseLocal(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("%w: %s", ErrRefusedAddress, address)
+	}
+	ip := ap.Addr().Unmap()
+	if ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsMulticast() ||
+		ip.IsUnspecified() || ip == awsMetadataV6 {
+		return fmt.Errorf("%w: %s", ErrRefusedAddress, ip)
+	}
+	return nil
 }
 
 // Deliver posts one delivery.
@@ -52,9 +91,13 @@ func (h *HTTP) Deliver(ctx context.Context, target Target, d Delivery) Result {
 	if err := target.Validate(h.AllowHTTP); err != nil {
 		return Result{Outcome: Fail, Error: err.Error()}
 	}
+	start := time.Now()
 	secret, err := h.Secrets.Secret(ctx, target.Secret, d.Now)
 	if err != nil {
 		return Result{Outcome: Fail, Error: "read the signing secret: " + err.Error(), Retryable: true}
+	}
+	if t := d.Task.ExpiresAt; t != nil && !d.Now.Add(time.Since(start)).Before(*t) {
+		return Result{Outcome: HandBack} // the deadline passed while the key was read
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target.URL, bytes.NewReader(d.Body))
 	if err != nil {
@@ -70,6 +113,9 @@ func (h *HTTP) Deliver(ctx context.Context, target Target, d Delivery) Result {
 	c := *h.client()
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	resp, err := c.Do(req)
+	if errors.Is(err, ErrRefusedAddress) {
+		return Result{Outcome: Fail, Error: "post: " + err.Error()}
+	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 			return Result{Outcome: Lapse}
@@ -84,6 +130,10 @@ func (h *HTTP) Deliver(ctx context.Context, target Target, d Delivery) Result {
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes+1))
 	if err != nil && ctx.Err() != nil {
 		return Result{Outcome: Lapse, Status: resp.StatusCode}
+	}
+	if err != nil {
+		// The answer was cut off: half a body is no output.
+		return Result{Outcome: Fail, Error: fmt.Sprintf("read the answer (%d): %v", resp.StatusCode, err), Retryable: true, Status: resp.StatusCode}
 	}
 	return DecideHTTP(resp.StatusCode, resp.Header.Get("Retry-After"), body, d.Now)
 }
@@ -110,7 +160,11 @@ func ParseRetryAfter(v string, now time.Time) time.Duration {
 		return 0
 	}
 	var d time.Duration
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		err = nil // a number of seconds beyond int64: the cap, or nothing when negative
+	}
+	if err == nil {
 		if n <= 0 {
 			return 0
 		}

@@ -30,8 +30,10 @@ var _ LambdaInvoker = (*lambda.Client)(nil)
 // (FunctionError set) fails it, retryably unless its payload says
 // "retryable": false or its errorType is PermanentErrorType; a time-out
 // of the invocation lets the lease lapse; an error of the Invoke call
-// itself (throttled, not found, denied) is a retryable failure, retried
-// after the throttle's Retry-After when Lambda gives one.
+// itself (throttled, not found, denied, a broken connection, a 5xx) is a
+// retryable failure, retried after the throttle's Retry-After when Lambda
+// gives one. The SDK never sends an Invoke twice: one attempt is one
+// Invoke.
 type Lambda struct {
 	Client LambdaInvoker
 }
@@ -44,7 +46,7 @@ func (l *Lambda) Deliver(ctx context.Context, target Target, d Delivery) Result 
 		FunctionName:   aws.String(target.Lambda),
 		InvocationType: types.InvocationTypeRequestResponse,
 		Payload:        d.Body,
-	})
+	}, noRetry)
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
 			return Result{Outcome: Lapse}
@@ -59,6 +61,12 @@ func (l *Lambda) Deliver(ctx context.Context, target Target, d Delivery) Result 
 	}
 	return DecideLambda(out.StatusCode, aws.ToString(out.FunctionError), out.Payload)
 }
+
+// noRetry turns off the SDK's retries of a delivery's Invoke: a
+// connection that breaks, or a 5xx, after the request reached Lambda may
+// have run the function, and sending it again would deliver the same
+// attempt twice. The failure is retried as the next attempt instead.
+func noRetry(o *lambda.Options) { o.Retryer = aws.NopRetryer{} }
 
 // FunctionError is the payload of a Lambda function error.
 type FunctionError struct {

@@ -34,6 +34,7 @@ type Waker interface {
 // pending, in a push queue, and due within WakeAhead of now. It is the
 // submit function's hook (api.Options.OnSubmit).
 func OnSubmit(ctx context.Context, targets Targets, w Waker, tasks []queue.Task, now time.Time, log *slog.Logger) {
+	woken := map[Wake]bool{} // the tasks are all written: one wake each serves them all
 	for _, t := range tasks {
 		if t.Status != queue.StatusPending || t.AvailableAt.After(now.Add(WakeAhead)) {
 			continue
@@ -48,13 +49,19 @@ func OnSubmit(ctx context.Context, targets Targets, w Waker, tasks []queue.Task,
 		if !at.After(now) {
 			at = time.Time{}
 		}
-		w.Wake(ctx, Wake{Queue: t.Queue, At: at})
+		if wk := (Wake{Queue: t.Queue, At: at}); !woken[wk] {
+			woken[wk] = true
+			w.Wake(ctx, wk)
+		}
 	}
 }
 
 // Limited passes on at most one wake per queue and target second per
 // Every (a warm container's limit: at most one Invoke per queue per
-// second for tasks due now).
+// second for tasks due now). A wake for now that comes within Every of
+// the last one is not dropped but sent once, for the time the limit
+// opens (the last wake's time + Every): the earlier run may have ended
+// before the later task was written.
 type Limited struct {
 	Next  Waker
 	Now   func() time.Time
@@ -82,8 +89,20 @@ func (l *Limited) Wake(ctx context.Context, w Wake) {
 		l.last = map[Wake]time.Time{}
 	}
 	if t, ok := l.last[k]; ok && now.Sub(t) < every {
-		l.mu.Unlock()
-		return
+		if !k.At.IsZero() {
+			l.mu.Unlock()
+			return
+		}
+		// A wake for now went out less than every ago, and its run may
+		// already have found nothing more: hold this one back until the
+		// throttle opens instead of leaving the task to the minute rule.
+		// One held-back wake per wake sent.
+		k = Wake{Queue: w.Queue, At: t.Add(every)}
+		if _, ok := l.last[k]; ok {
+			l.mu.Unlock()
+			return
+		}
+		w.At = k.At
 	}
 	l.last[k] = now
 	for old, t := range l.last {

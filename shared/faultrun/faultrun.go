@@ -18,7 +18,6 @@ import (
 
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/devserver"
-	"github.com/s3q/s3q/shared/lambdafn"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/s3local"
 	"github.com/s3q/s3q/shared/s3local/faultproxy"
@@ -237,10 +236,6 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		devDone <- devserver.Run(devCtx, devserver.Options{
 			Addr: "127.0.0.1:0", Endpoint: proxy.URL, Bucket: srv.Bucket, Prefix: prefix, Region: srv.Region,
 			AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, TickInterval: time.Second,
-			Wire: func(d *lambdafn.Deps) {
-				d.Sweep = lambdafn.NewSweep(*d)
-				d.Tick = lambdafn.NewTick(*d)
-			},
 			Out: io.Discard, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			Started: func(u string) { started <- u },
 		})

@@ -123,11 +123,10 @@ func TestSweepExpiredWiredFromConfig(t *testing.T) {
 		defer fake.Close()
 		c := fromEnv(t, map[string]string{"S3Q_EVENT_BUS": "s3q-test", "AWS_ENDPOINT_URL_EVENTBRIDGE": fake.URL, "S3Q_METRICS_NAMESPACE": "s3q/test"})
 		var out bytes.Buffer
-		d, err := lambdafn.DepsFromConfig(t.Context(), c, &out)
+		d, err := lambdafn.Build(t.Context(), c, lambdafn.Parts{Out: &out})
 		if err != nil {
 			t.Fatal(err)
 		}
-		d.Sweep = lambdafn.NewSweep(d)
 		// Due an hour before the sample event's time: no waiting.
 		res, err := d.Queue.Submit(t.Context(), queue.SubmitRequest{TaskType: "email.send", TTL: ttl(time.Hour)}, eventTime.Add(-2*time.Hour))
 		if err != nil {
@@ -206,11 +205,10 @@ func TestSweepExpiredWiredFromConfig(t *testing.T) {
 	t.Run("without_an_event_bus_the_events_go_to_the_log", func(t *testing.T) {
 		c := fromEnv(t, nil)
 		var out bytes.Buffer
-		d, err := lambdafn.DepsFromConfig(t.Context(), c, &out)
+		d, err := lambdafn.Build(t.Context(), c, lambdafn.Parts{Out: &out})
 		if err != nil {
 			t.Fatal(err)
 		}
-		d.Sweep = lambdafn.NewSweep(d)
 		res, err := d.Queue.Submit(t.Context(), queue.SubmitRequest{TaskType: "report.build", TTL: ttl(time.Minute)}, eventTime.Add(-time.Hour))
 		if err != nil {
 			t.Fatal(err)
@@ -231,12 +229,12 @@ func TestSweepExpiredWiredFromConfig(t *testing.T) {
 
 	t.Run("the_queue_takes_task_type_defaults_from_the_bucket_and_the_default_ttl_from_the_env", func(t *testing.T) {
 		c := fromEnv(t, map[string]string{"S3Q_DEFAULT_TTL": "7d"})
-		d, err := lambdafn.DepsFromConfig(t.Context(), c, io.Discard)
+		d, err := lambdafn.Build(t.Context(), c, lambdafn.Parts{Out: io.Discard})
 		if err != nil {
 			t.Fatal(err)
 		}
 		cfg := `{"task_types":{"report.build":{"ttl":"30m","ttl_from":"first_attempt","max_attempts":5}}}`
-		if _, err := d.Store.Put(t.Context(), tasktypes.Key, []byte(cfg)); err != nil {
+		if _, err := d.Queue.Store().Put(t.Context(), tasktypes.Key, []byte(cfg)); err != nil {
 			t.Fatal(err)
 		}
 		typed, err := d.Queue.Submit(t.Context(), queue.SubmitRequest{TaskType: "report.build"}, eventTime)
@@ -258,7 +256,7 @@ func TestSweepExpiredWiredFromConfig(t *testing.T) {
 	t.Run("the_submit_function_writes_the_ttl_at_submit_metric", func(t *testing.T) {
 		c := fromEnv(t, nil)
 		var out bytes.Buffer
-		d, err := lambdafn.DepsFromConfig(t.Context(), c, &out)
+		d, err := lambdafn.Build(t.Context(), c, lambdafn.Parts{Out: &out})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -277,11 +275,10 @@ func TestSweepExpiredWiredFromConfig(t *testing.T) {
 // tick's requests (and the schedule routes') are in its s3_requests.
 func TestScheduleTickCountsItsRequests(t *testing.T) {
 	c := fromEnv(t, nil)
-	d, err := lambdafn.DepsFromConfig(t.Context(), c, io.Discard)
+	d, err := lambdafn.Build(t.Context(), c, lambdafn.Parts{Out: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.Tick = lambdafn.NewTick(d)
 	// Nothing due: the tick makes one LIST of due/, and says so.
 	if rep := invokeTimer(t, "schedule-tick", d); rep.S3Requests != 1 {
 		t.Fatalf("an idle tick counted %d requests, want 1 (the LIST of due/)", rep.S3Requests)
@@ -301,7 +298,7 @@ func TestScheduleTickCountsItsRequests(t *testing.T) {
 func TestTheRequestLogLineNamesTheCaller(t *testing.T) {
 	c := fromEnv(t, nil)
 	var out bytes.Buffer
-	d, err := lambdafn.DepsFromConfig(t.Context(), c, &out)
+	d, err := lambdafn.Build(t.Context(), c, lambdafn.Parts{Out: &out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +331,7 @@ func TestTheRequestLogLineNamesTheCaller(t *testing.T) {
 // a 400 naming wait, and nothing is submitted.
 func TestMaxWaitFromTheEnvironment(t *testing.T) {
 	c := fromEnv(t, map[string]string{"S3Q_MAX_WAIT": "500ms"})
-	d, err := lambdafn.DepsFromConfig(t.Context(), c, io.Discard)
+	d, err := lambdafn.Build(t.Context(), c, lambdafn.Parts{Out: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,11 +354,10 @@ func TestMaxWaitFromTheEnvironment(t *testing.T) {
 func TestTheTimerLogLineNamesTheRuleAndTheInvocation(t *testing.T) {
 	c := fromEnv(t, nil)
 	var out bytes.Buffer
-	d, err := lambdafn.DepsFromConfig(t.Context(), c, &out)
+	d, err := lambdafn.Build(t.Context(), c, lambdafn.Parts{Out: &out})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.Tick = lambdafn.NewTick(d)
 	h, err := lambdafn.New("schedule-tick", d)
 	if err != nil {
 		t.Fatal(err)

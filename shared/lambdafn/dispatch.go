@@ -4,64 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"os"
 	"time"
 
-	"github.com/s3q/s3q/shared/config"
 	"github.com/s3q/s3q/shared/dispatch"
-	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/reqcount"
 )
-
-// dispatchListCache is how long one LIST serves the dispatch function's
-// claims: short, because the tasks it serves are submitted by another
-// process a moment before the wake.
-const dispatchListCache = 100 * time.Millisecond
-
-// DispatcherFromConfig builds the dispatch function's work from its
-// configuration: the declared queues with a target (PUT /queues/{queue}),
-// then those of S3Q_PUSH_QUEUES, Lambda targets
-// invoked through the Lambda client (S3Q_LAMBDA_ENDPOINT when set), URL
-// targets signed with secrets from SSM Parameter Store (cached 5m), and
-// retries woken by an asynchronous Invoke of the function itself (its
-// AWS_LAMBDA_FUNCTION_NAME). It makes no request.
-func DispatcherFromConfig(ctx context.Context, c config.Config, d Deps) (*dispatch.Dispatcher, error) {
-	lc, err := c.LambdaClient(ctx)
-	if err != nil {
-		return nil, err
-	}
-	sc, err := c.SSMClient(ctx)
-	if err != nil {
-		return nil, err
-	}
-	opts := dispatch.Options{
-		Logger:       d.Logger,
-		Lambda:       &dispatch.Lambda{Client: lc},
-		HTTP:         dispatch.NewHTTP(dispatch.NewSSMSecrets(sc, 0), c.AllowInsecureTargets),
-		RecheckAfter: dispatchListCache + 50*time.Millisecond,
-	}
-	if self := os.Getenv("AWS_LAMBDA_FUNCTION_NAME"); self != "" {
-		opts.Waker = &dispatch.Limited{Now: time.Now, Next: &dispatch.LambdaWaker{Client: lc, Function: self, Logger: d.Logger}}
-	}
-	// Claims only, of push queues: an undeclared one (S3Q_PUSH_QUEUES) is
-	// claimed from as auto_declare would, without declaring it.
-	q := queue.New(reqcount.Wrap(d.Store), queue.Options{Shards: c.Shards, ListCacheFor: dispatchListCache})
-	return dispatch.New(q, dispatch.NewDeclared(q, c.PushQueues, 0), opts), nil
-}
-
-// WakerFromConfig returns the submit function's wake of the dispatch
-// function (S3Q_DISPATCH_FUNCTION, at most one Invoke per queue and second
-// per container), or nil when none is configured.
-func WakerFromConfig(ctx context.Context, c config.Config, logger *slog.Logger) (dispatch.Waker, error) {
-	if c.DispatchFunction == "" {
-		return nil, nil
-	}
-	lc, err := c.LambdaClient(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &dispatch.Limited{Now: time.Now, Next: &dispatch.LambdaWaker{Client: lc, Function: c.DispatchFunction, Logger: logger}}, nil
-}
 
 // dispatchFunction is the dispatch function: a run of the dispatcher for
 // an EventBridge scheduled event (every push queue) or a dispatch.Wake

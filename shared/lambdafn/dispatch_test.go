@@ -46,7 +46,7 @@ func TestSubmitWakesDispatchAndTheSampleEventsDeliver(t *testing.T) {
 	targets := dispatch.Static{"orders": {Name: "orders", Target: dispatch.Target{URL: target.URL, Secret: "k"}}}
 	w := &wakes{}
 	d := lambdafn.Deps{
-		Queue: q, Store: st, Logger: slog.New(slog.DiscardHandler), Waker: w,
+		Queue: q, Logger: slog.New(slog.DiscardHandler), Waker: w,
 		Dispatcher: dispatch.New(q, targets, dispatch.Options{
 			Logger: slog.New(slog.DiscardHandler), HTTP: dispatch.NewHTTP(dispatch.StaticSecrets{"k": "v"}, true),
 		}),
@@ -110,7 +110,7 @@ func TestADispatchWakeForLaterWaitsUntilItsTime(t *testing.T) {
 	st := s3localtest.NewStore(t, servers.GoFakeS3)
 	q := queue.New(st, queue.Options{})
 	d := lambdafn.Deps{
-		Queue: q, Store: st, Logger: slog.New(slog.DiscardHandler),
+		Queue: q, Logger: slog.New(slog.DiscardHandler),
 		Dispatcher: dispatch.New(q, dispatch.Static{}, dispatch.Options{Logger: slog.New(slog.DiscardHandler)}),
 	}
 	h, err := lambdafn.New(lambdafn.Dispatch, d)

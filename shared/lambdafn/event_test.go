@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/s3q/s3q/shared/api"
 	"github.com/s3q/s3q/shared/lambdafn"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/store/memstore"
@@ -87,16 +88,19 @@ func TestNew(t *testing.T) {
 	if _, err := lambdafn.New("claim", lambdafn.Deps{}); err == nil {
 		t.Errorf("an HTTP function without a queue: no error")
 	}
-	if _, err := lambdafn.New("claim", lambdafn.Deps{Store: memstore.New()}); err != nil {
-		t.Errorf("an HTTP function over a store: %v", err)
-	}
 	for _, name := range lambdafn.Names() {
-		if _, err := lambdafn.New(name, lambdafn.Deps{Store: memstore.New()}); err != nil {
+		if _, err := lambdafn.New(name, lambdafn.Deps{Queue: queue.New(memstore.New(), queue.Options{})}); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
 	if fn, ok := lambdafn.FunctionFor("POST /queues/{queue}/tasks/{id}/fail"); !ok || fn != "tasks" {
 		t.Errorf("FunctionFor = %q %v", fn, ok)
+	}
+	// Every route of the API's table has its function.
+	for _, key := range api.Routes() {
+		if _, ok := lambdafn.FunctionFor(key); !ok {
+			t.Errorf("no function serves %s", key)
+		}
 	}
 	for _, c := range []struct{ method, path, want string }{
 		{"POST", "/queues/a/tasks", "submit"},
@@ -108,6 +112,7 @@ func TestNew(t *testing.T) {
 		{"POST", "/queues/a/schedules", "schedules"},
 		{"POST", "/tasks", "tasks"}, // the unscoped routes are gone: 405 from the owner of GET /tasks
 		{"GET", "/nope", "tasks"},   // nobody's: tasks answers 404
+		{"GET", "/openapi.json", "tasks"},
 	} {
 		if got := lambdafn.FunctionForRequest(c.method, c.path); got != c.want {
 			t.Errorf("FunctionForRequest(%s %s) = %s, want %s", c.method, c.path, got, c.want)

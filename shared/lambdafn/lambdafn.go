@@ -11,30 +11,23 @@
 // push queue) or a dispatch.Wake from submit (one queue) and runs
 // Deps.Dispatcher until nothing is due or its time ends.
 //
-// DepsFromConfig builds the Deps a deployed function runs on from its
-// environment (package config); NewSweep is the sweep's work over them
-// (events to the bus or the log, EMF metrics to stdout). The submit
-// function writes the TTL-at-submit metric, the tasks function hands out
-// presigned artifact URLs.
+// wire.go is the composition root: Build makes the Deps of a process from
+// its configuration (package config) and New says what each function runs
+// on them, in one table. The submit function writes the TTL-at-submit
+// metric, the tasks function hands out presigned artifact URLs.
 package lambdafn
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
-
-	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/s3q/s3q/shared/api"
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/metrics"
 	"github.com/s3q/s3q/shared/queue"
-	"github.com/s3q/s3q/shared/reqcount"
 	"github.com/s3q/s3q/shared/schedule"
-	"github.com/s3q/s3q/shared/store"
 )
 
 // The function names.
@@ -48,39 +41,22 @@ const (
 	Dispatch     = "dispatch"
 )
 
-// routes are the API routes each HTTP function owns. Every route that
-// touches a queue's tasks names the queue (DESIGN §12.3); the tasks
-// function also serves the queue declarations and GET /tasks, the
-// operator's listing across queues.
+// routes are the API routes each HTTP function owns, from the API's route
+// table (api.RoutesOf), which names the function of every route. Every
+// route that touches a queue's tasks names the queue (DESIGN §12.3); the
+// tasks function also serves the queue declarations, GET /tasks (the
+// operator's listing across queues) and GET /openapi.json.
 var routes = map[string][]string{
-	Submit: {"POST /queues/{queue}/tasks", "POST /queues/{queue}/tasks/batch"},
-	Claim:  {"POST /queues/{queue}/claim"},
-	Tasks: {
-		"GET /queues", "PUT /queues/{queue}", "GET /queues/{queue}", "DELETE /queues/{queue}",
-		"GET /tasks", "GET /queues/{queue}/tasks",
-		"GET /queues/{queue}/tasks/{id}", "GET /queues/{queue}/tasks/{id}/history",
-		"POST /queues/{queue}/tasks/{id}/cancel", "POST /queues/{queue}/tasks/{id}/retry", "POST /queues/{queue}/tasks/{id}/expire",
-		"POST /queues/{queue}/tasks/{id}/heartbeat", "POST /queues/{queue}/tasks/{id}/complete", "POST /queues/{queue}/tasks/{id}/fail",
-		"POST /queues/{queue}/tasks/{id}/reschedule",
-		"POST /queues/{queue}/tasks/{id}/artifacts", "GET /queues/{queue}/tasks/{id}/artifacts/{name}",
-	},
-	Schedules: {
-		"POST /queues/{queue}/schedules", "GET /queues/{queue}/schedules",
-		"GET /queues/{queue}/schedules/{id}", "PUT /queues/{queue}/schedules/{id}", "DELETE /queues/{queue}/schedules/{id}",
-		"POST /queues/{queue}/schedules/{id}/pause", "POST /queues/{queue}/schedules/{id}/resume", "POST /queues/{queue}/schedules/{id}/trigger",
-		"GET /queues/{queue}/schedules/{id}/history",
-	},
+	Submit:    api.RoutesOf(Submit),
+	Claim:     api.RoutesOf(Claim),
+	Tasks:     api.RoutesOf(Tasks),
+	Schedules: api.RoutesOf(Schedules),
 }
 
 // Names returns the name of every function, HTTP ones first.
 func Names() []string {
 	return []string{Submit, Claim, Tasks, Schedules, SweepExpired, ScheduleTick, Dispatch}
 }
-
-// Routes returns the API route keys an HTTP function owns
-// ("POST /queues/{queue}/claim"),
-// or nil for a timer function or an unknown name.
-func Routes(name string) []string { return slices.Clone(routes[name]) }
 
 // FunctionFor returns the name of the HTTP function that owns a route key,
 // and false when none does.
@@ -114,50 +90,41 @@ func FunctionForRequest(method, path string) string {
 	return Tasks
 }
 
-// TimerFunc is the work a timer function does at now, returning a report
+// timerWork is the work a timer function does at now, returning a report
 // (any JSON value) for its log line and its response.
-type TimerFunc func(ctx context.Context, now time.Time) (any, error)
+type timerWork func(ctx context.Context, now time.Time) (any, error)
 
 // Deps is what the functions run on.
 type Deps struct {
-	// Queue is the task queue. Required by the HTTP functions, unless
-	// Store is given: then it is queue.New(reqcount.Wrap(Store)).
+	// Queue is the task queue, over a reqcount-wrapped store. Required by
+	// the HTTP functions; sweep-expired sweeps it. Defaults to none: the
+	// sweep logs that it has nothing to do.
 	Queue *queue.Queue
-	// Store is the store the queue works on, for wiring Sweep and Tick.
-	// Optional.
-	Store store.Store
 	// Logger receives one JSON line per invocation. Defaults to
 	// slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 	// Publisher delivers the Task Expired and Task Dead-Lettered events of
-	// the sweep (NewSweep). Defaults to the log (events.Log on Logger).
+	// the sweep (Deps.Sweep). Defaults to the log (events.Log on Logger).
 	Publisher queue.EventPublisher
 	// Metrics receives the CloudWatch EMF metrics: the sweep's
-	// (NewSweep) and the TTL of each submitted task (the submit
+	// (Deps.Sweep) and the TTL of each submitted task (the submit
 	// function). Defaults to none.
 	Metrics *metrics.Emitter
 	// Artifacts hands out the presigned artifact URLs of the tasks
 	// function. Defaults to none: the artifact routes answer 404.
 	Artifacts api.Artifacts
-	// Sweep is the work of sweep-expired: reclaim expired leases, expire
-	// overdue tasks, publish Task Expired events (NewSweep). Defaults to
-	// none: the function logs that it has nothing to do and says so in its
-	// report.
-	Sweep TimerFunc
-	// Tick is the work of schedule-tick: fire the due cron schedules
-	// (NewTick). Defaults to none, like Sweep.
-	Tick TimerFunc
 	// Scheduler serves the schedules function's routes and is the tick's
-	// work. Defaults to none: the schedule routes answer 404.
+	// work (Deps.Tick). Defaults to none: the schedule routes answer 404
+	// and the tick logs that it has nothing to do.
 	Scheduler *schedule.Scheduler
 	// MaxWait is the longest "wait" of a submit or a claim long-poll
 	// (S3Q_MAX_WAIT); a longer one is a 400 naming wait. Defaults to
 	// api.DefaultMaxWait.
 	MaxWait time.Duration
 	// Dispatcher is the dispatch function's work: deliver the due tasks of
-	// push queues (DispatcherFromConfig). Defaults to none: the function
+	// push queues (Build). Defaults to none: the function
 	// logs that it has nothing to do.
 	Dispatcher *dispatch.Dispatcher
 	// Waker is woken by the submit function for each created task that is
@@ -167,33 +134,4 @@ type Deps struct {
 	// Targets lists the push queues, for the submit function's wake.
 	// Defaults to the Dispatcher's, else none.
 	Targets dispatch.Targets
-}
-
-// New returns the handler of the named function, ready for lambda.Start
-// or for Invoke with an event's JSON.
-func New(name string, d Deps) (lambda.Handler, error) {
-	if d.Logger == nil {
-		d.Logger = slog.Default()
-	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	d.Logger = d.Logger.With("function", name)
-	switch name {
-	case Submit, Claim, Tasks, Schedules:
-		if d.Queue == nil && d.Store != nil {
-			d.Queue = queue.New(reqcount.Wrap(d.Store), queue.Options{})
-		}
-		if d.Queue == nil {
-			return nil, fmt.Errorf("lambdafn: function %s needs Deps.Queue or Deps.Store", name)
-		}
-		return lambda.NewHandler(newHTTP(name, d).handle), nil
-	case SweepExpired:
-		return lambda.NewHandler(newTimer(name, d.Sweep, d).handle), nil
-	case ScheduleTick:
-		return lambda.NewHandler(newTimer(name, d.Tick, d).handle), nil
-	case Dispatch:
-		return lambda.NewHandler((&dispatchFunction{d: d}).handle), nil
-	}
-	return nil, fmt.Errorf("lambdafn: no function %q; the functions are %s", name, strings.Join(Names(), ", "))
 }

@@ -236,7 +236,7 @@ func (r *retried) PutIfMatch(ctx context.Context, key string, body []byte, etag 
 
 // accessEnv is a bucket in memory, a queue that prepares its state (as
 // other processes did before), and the deps of a fresh function process
-// over the same bucket through a recorder, wired as DepsFromConfig wires a
+// over the same bucket through a recorder, wired as Build wires a
 // deployed function.
 type accessEnv struct {
 	rec     *recorder
@@ -260,14 +260,11 @@ func newAccessEnv(t *testing.T) *accessEnv {
 		BaseEndpoint: aws.String("http://127.0.0.1:1"), UsePathStyle: true})
 	d := lambdafn.Deps{
 		Queue:     q,
-		Store:     rec,
 		Logger:    slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		Artifacts: signingArtifacts{c.Artifacts(q, client), rec},
 		Scheduler: schedule.New(q.Store(), q, schedule.Options{}),
 	}
-	d.Sweep = lambdafn.NewSweep(d)
-	d.Tick = lambdafn.NewTick(d)
-	// Dispatch as DispatcherFromConfig builds it: the declared push queues
+	// Dispatch as Build builds it: the declared push queues
 	// (queue "pushed" of world), delivered to a local URL target.
 	dq := queue.New(rec, queue.Options{Shards: 1})
 	d.Dispatcher = dispatch.New(dq, dispatch.NewDeclared(dq, nil, 0), dispatch.Options{

@@ -12,17 +12,17 @@ import (
 	"github.com/s3q/s3q/shared/queue"
 )
 
-// NewSweep returns the work of sweep-expired over d.Queue (required): one
-// queue.Queue.Sweep at the event's time, its events delivered by
-// d.Publisher (the log when nil), then, when d.Metrics is set, its
-// metrics: the sweep's line (SweepIncomplete, duration, requests, tasks_expired,
+// Sweep is the work of sweep-expired at now: one queue.Queue.Sweep over
+// d.Queue (required), its events delivered by d.Publisher (the log when
+// nil), then, when d.Metrics is set, its metrics: the sweep's line
+// (SweepIncomplete, duration, requests, tasks_expired,
 // tasks_near_expiration, ...), tasks_expired_total by task type, and
 // tasks_dead_lettered_total by task type (from the Task Dead-Lettered
 // events it delivered). A metric that cannot be written is logged and
-// does not fail the sweep. The report is the queue.SweepReport. The sweep
-// stops 3s before the invocation's deadline and the next one carries on;
-// such a sweep also logs a warning with "incomplete": true.
-func NewSweep(d Deps) TimerFunc {
+// does not fail the sweep. The sweep stops 3s before ctx's deadline and
+// the next one carries on; such a sweep also logs a warning with
+// "incomplete": true.
+func (d Deps) Sweep(ctx context.Context, now time.Time) (queue.SweepReport, error) {
 	logger := d.Logger
 	if logger == nil {
 		logger = slog.Default()
@@ -31,25 +31,23 @@ func NewSweep(d Deps) TimerFunc {
 	if pub == nil {
 		pub = events.Log{Logger: logger}
 	}
-	return func(ctx context.Context, now time.Time) (any, error) {
-		dl := &deadLetters{pub: pub, byType: map[string]int{}}
-		rep, err := d.Queue.Sweep(ctx, now, queue.SweepOptions{Publisher: dl})
-		if rep.Incomplete {
-			logger.WarnContext(ctx, "sweep incomplete: work left for the next sweep", "incomplete", true,
-				"queues_due", rep.QueuesDue, "queues", rep.Queues, "events_sent", rep.EventsSent, "errors", rep.Errors)
-		}
-		if d.Metrics != nil {
-			if merr := d.Metrics.Sweep(rep, now); merr != nil {
-				logger.WarnContext(ctx, "write sweep metrics", "error", merr)
-			}
-			for _, tt := range dl.types() {
-				if merr := d.Metrics.TasksDeadLettered(tt, dl.byType[tt], now); merr != nil {
-					logger.WarnContext(ctx, "write dead-letter metrics", "error", merr)
-				}
-			}
-		}
-		return rep, err
+	dl := &deadLetters{pub: pub, byType: map[string]int{}}
+	rep, err := d.Queue.Sweep(ctx, now, queue.SweepOptions{Publisher: dl})
+	if rep.Incomplete {
+		logger.WarnContext(ctx, "sweep incomplete: work left for the next sweep", "incomplete", true,
+			"queues_due", rep.QueuesDue, "queues", rep.Queues, "events_sent", rep.EventsSent, "errors", rep.Errors)
 	}
+	if d.Metrics != nil {
+		if merr := d.Metrics.Sweep(rep, now); merr != nil {
+			logger.WarnContext(ctx, "write sweep metrics", "error", merr)
+		}
+		for _, tt := range dl.types() {
+			if merr := d.Metrics.TasksDeadLettered(tt, dl.byType[tt], now); merr != nil {
+				logger.WarnContext(ctx, "write dead-letter metrics", "error", merr)
+			}
+		}
+	}
+	return rep, err
 }
 
 // deadLetters is a publisher that counts, by task type, the Task

@@ -22,7 +22,6 @@ func TestASweepOutOfTimeSaysIncompleteInItsLogAndInSweepIncomplete(t *testing.T)
 	}
 	var logs, emf bytes.Buffer
 	d := lambdafn.Deps{Queue: q, Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Metrics: metrics.New(&emf, "")}
-	sweep := lambdafn.NewSweep(d)
 	for _, c := range []struct {
 		name       string
 		incomplete bool
@@ -33,11 +32,11 @@ func TestASweepOutOfTimeSaysIncompleteInItsLogAndInSweepIncomplete(t *testing.T)
 			emf.Reset()
 			ctx, cancel := context.WithTimeout(t.Context(), c.within) // the sweep stops 3s before the deadline
 			defer cancel()
-			rep, err := sweep(ctx, eventTime.Add(2*time.Minute))
+			rep, err := d.Sweep(ctx, eventTime.Add(2*time.Minute))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rep.(queue.SweepReport).Incomplete != c.incomplete {
+			if rep.Incomplete != c.incomplete {
 				t.Fatalf("report: %+v", rep)
 			}
 			if got := strings.Contains(logs.String(), `"incomplete":true`); got != c.incomplete {

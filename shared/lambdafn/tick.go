@@ -3,14 +3,13 @@ package lambdafn
 import (
 	"context"
 	"time"
+
+	"github.com/s3q/s3q/shared/schedule"
 )
 
-// NewTick returns the work of schedule-tick over d.Scheduler (required):
-// one schedule.Scheduler.Tick at the event's time, which fires every due
-// cron schedule exactly once per cron time. The report is the
-// schedule.TickReport.
-func NewTick(d Deps) TimerFunc {
-	return func(ctx context.Context, now time.Time) (any, error) {
-		return d.Scheduler.Tick(ctx, now)
-	}
+// Tick is the work of schedule-tick at now: one schedule.Scheduler.Tick
+// over d.Scheduler (required), which fires every due cron schedule
+// exactly once per cron time.
+func (d Deps) Tick(ctx context.Context, now time.Time) (schedule.TickReport, error) {
+	return d.Scheduler.Tick(ctx, now)
 }

@@ -19,8 +19,9 @@ type Report struct {
 	// EventBridge scheduled it for), or the clock when the event has none
 	// or names a time still ahead of it.
 	Now time.Time `json:"now"`
-	// Wired is false when the function has no work wired (Deps.Sweep or
-	// Deps.Tick is nil) and did nothing.
+	// Wired is false when the function has nothing to work on
+	// (sweep-expired without Deps.Queue, schedule-tick without
+	// Deps.Scheduler) and did nothing.
 	Wired bool `json:"wired"`
 	// Result is what the work returned.
 	Result any `json:"result,omitempty"`
@@ -36,11 +37,11 @@ type Report struct {
 // timerFunction is a timer function: its work, called once per event.
 type timerFunction struct {
 	name string
-	work TimerFunc
+	work timerWork
 	d    Deps
 }
 
-func newTimer(name string, work TimerFunc, d Deps) *timerFunction {
+func newTimer(name string, work timerWork, d Deps) *timerFunction {
 	return &timerFunction{name: name, work: work, d: d}
 }
 

@@ -11,6 +11,9 @@ import (
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/reqcount"
 	"github.com/s3q/s3q/shared/s3local/s3localtest"
+	"github.com/s3q/s3q/shared/schedule"
+	"github.com/s3q/s3q/shared/store"
+	"github.com/s3q/s3q/shared/store/memstore"
 )
 
 func TestTimerFunctions(t *testing.T) {
@@ -22,23 +25,27 @@ func TestTimerFunctions(t *testing.T) {
 				t.Errorf("report %+v", rep)
 			}
 		})
-		t.Run(name+"_calls_its_work_with_the_event_time", func(t *testing.T) {
-			var got time.Time
-			work := func(ctx context.Context, now time.Time) (any, error) {
-				got = now
-				return map[string]int{"expired": 2}, nil
+		t.Run(name+"_runs_its_work_at_the_event_time", func(t *testing.T) {
+			q := newQueue(t)
+			d := deps(q)
+			d.Scheduler = schedule.New(q.Store(), q, schedule.Options{})
+			// Due at the event's time and not a minute before it.
+			if _, err := q.Submit(t.Context(), queue.SubmitRequest{TaskType: "a", TTL: ttl(time.Hour)}, eventTime.Add(-time.Hour)); err != nil {
+				t.Fatal(err)
 			}
-			d := deps(nil)
-			d.Sweep, d.Tick = work, work
+			if _, err := d.Scheduler.Create(t.Context(), schedule.Request{ID: "nine", TaskType: "a", Cron: "0 9 * * *"}, eventTime.Add(-time.Minute)); err != nil {
+				t.Fatal(err)
+			}
 			rep := invokeTimer(t, name, d)
-			if !got.Equal(eventTime) || !rep.Wired || rep.Result.(map[string]any)["expired"] != float64(2) {
-				t.Errorf("work ran at %s; report %+v", got, rep)
+			did := map[string]string{"sweep-expired": "expired", "schedule-tick": "fired"}[name]
+			if !rep.Wired || rep.Result.(map[string]any)[did] != 1.0 {
+				t.Errorf("report %+v, want %s 1", rep, did)
 			}
 		})
 		t.Run(name+"_returns_the_error_of_its_work", func(t *testing.T) {
-			d := deps(nil)
-			fail := func(context.Context, time.Time) (any, error) { return nil, errors.New("S3 is down") }
-			d.Sweep, d.Tick = fail, fail
+			q := queue.New(reqcount.Wrap(down{memstore.New()}), queue.Options{})
+			d := deps(q)
+			d.Scheduler = schedule.New(q.Store(), q, schedule.Options{})
 			h, _ := lambdafn.New(name, d)
 			if _, err := h.Invoke(t.Context(), readEvent(t, name+".json", "", "")); err == nil {
 				t.Errorf("no error")
@@ -53,16 +60,17 @@ func TestTimerFunctions(t *testing.T) {
 		})
 	}
 	t.Run("a_sweep_counts_the_s3_requests_of_its_work", func(t *testing.T) {
-		q := newQueue(t)
-		d := deps(q)
-		d.Sweep = func(ctx context.Context, now time.Time) (any, error) {
-			_, err := q.Claim(ctx, queue.ClaimRequest{}, now)
-			return nil, err
-		}
-		if rep := invokeTimer(t, "sweep-expired", d); rep.S3Requests < 2 {
-			t.Errorf("s3_requests = %d, want the claim's LISTs", rep.S3Requests)
+		if rep := invokeTimer(t, "sweep-expired", deps(newQueue(t))); rep.S3Requests < 1 {
+			t.Errorf("s3_requests = %d, want the idle sweep's LIST", rep.S3Requests)
 		}
 	})
+}
+
+// down is a store whose every LIST fails, as S3 does when it is down.
+type down struct{ store.Store }
+
+func (down) List(context.Context, string, string, int) (store.Page, error) {
+	return store.Page{}, errors.New("S3 is down")
 }
 
 func invokeTimer(t *testing.T, name string, d lambdafn.Deps) lambdafn.Report {

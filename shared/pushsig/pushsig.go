@@ -27,6 +27,7 @@ var (
 	ErrMissing   = errors.New("pushsig: missing S3q-Signature or S3q-Timestamp")
 	ErrBadTime   = errors.New("pushsig: timestamp outside the tolerance")
 	ErrSignature = errors.New("pushsig: signature mismatch")
+	ErrNoSecret  = errors.New("pushsig: no secret to verify with")
 )
 
 // Sign returns the hex HMAC-SHA256 of timestamp + "." + body under secret.
@@ -42,7 +43,12 @@ func Sign(secret, timestamp string, body []byte) string {
 // against its body: the signature must be Sign(secret, timestamp, body)
 // (compared in constant time) and the timestamp within tolerance of now
 // either way, which bounds replays. A tolerance <= 0 means 5 minutes.
+// An empty secret verifies nothing (ErrNoSecret): anyone can sign with
+// the empty key.
 func Verify(secret string, h http.Header, body []byte, now time.Time, tolerance time.Duration) error {
+	if secret == "" {
+		return ErrNoSecret
+	}
 	sig, ts := h.Get(HeaderSignature), h.Get(HeaderTimestamp)
 	if sig == "" || ts == "" {
 		return ErrMissing

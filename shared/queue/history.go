@@ -87,6 +87,13 @@ func (q *Queue) HistoryPage(ctx context.Context, id string, req HistoryRequest) 
 		}
 		res.Versions = append(res.Versions, e)
 	}
+	if len(res.Versions) == 0 && q.scope != "" {
+		// A page past the last version reads none: check the task's
+		// queue on the last, so another queue's task stays not found.
+		if _, err := q.version(ctx, id, versions[len(versions)-1]); err != nil {
+			return HistoryResult{}, err
+		}
+	}
 	if end < len(versions) {
 		res.NextCursor = versions[end-1].VersionID
 	}

@@ -214,7 +214,9 @@ func (q *Queue) Declare(ctx context.Context, d Declaration, now time.Time) (Decl
 		if err != nil {
 			return Declaration{}, false, fmt.Errorf("encode queue %s: %w", d.Name, err)
 		}
-		_, err = q.store.PutIfMatch(ctx, QueueKey(d.Name), body, etag)
+		// A lost answer is recognised on a re-read (the body carries its
+		// update time).
+		_, err = store.SwapOwn(ctx, q.store, QueueKey(d.Name), body, etag, nil)
 		if errors.Is(err, store.ErrPrecondition) {
 			continue
 		}
@@ -589,7 +591,9 @@ func (q *Queue) DeleteQueue(ctx context.Context, name string, now time.Time) err
 		}
 	}
 	// A tombstone, by If-Match: a declaration changed meanwhile is kept.
-	if _, err := q.store.PutIfMatch(ctx, QueueKey(name), queueTombstone, etag); err != nil {
+	// A lost answer is recognised on a re-read: a tombstone is deleted
+	// whoever wrote it.
+	if _, err := store.SwapOwn(ctx, q.store, QueueKey(name), queueTombstone, etag, nil); err != nil {
 		if errors.Is(err, store.ErrPrecondition) {
 			return fmt.Errorf("delete queue %s: changed meanwhile: %w", name, ErrConflict)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/clip"
 	"github.com/s3q/s3q/shared/store"
 )
 
@@ -18,7 +19,8 @@ var errUnchanged = errors.New("queue: unchanged")
 // kept for the record). An expired task cannot be retried, nor can a task
 // whose deadline has passed (it would expire at once): both are a
 // *StateError. Submit a new task instead. A task with a dedup key first
-// takes its key back; when another live task holds it now, the retry is a
+// takes its key back (a holder that can never run again is ended in place,
+// as a submit would end it); when another live task holds it now, the retry is a
 // *StateError, so one key never has two live tasks.
 func (q *Queue) Retry(ctx context.Context, id string, now time.Time) (Task, error) {
 	now = norm(now)
@@ -85,8 +87,22 @@ func (q *Queue) retakeDedup(ctx context.Context, t *Task, now time.Time) error {
 		var p dedupPointer
 		_ = json.Unmarshal(obj.Body, &p)
 		if p.TaskID != t.ID && validID(p.TaskID) == nil {
-			holder, _, err := q.load(ctx, p.TaskID)
+			holder, hetag, err := q.load(ctx, p.TaskID)
+			if err == nil && (holder.Queue != t.Queue || holder.DedupKey != t.DedupKey) {
+				// Not its holder: a crashed, refused submit's pointer.
+				err = fmt.Errorf("task %s does not hold dedup key %q: %w", p.TaskID, clip.Input(t.DedupKey), ErrNotFound)
+			}
+			var ended Task
 			switch {
+			case err == nil && endsNow(&holder, &ended, now):
+				// It can never run (DESIGN §12.1): end it in place, as a
+				// submit would, and the key is free.
+				if _, err := q.commit(ctx, &holder, hetag, &ended); err != nil {
+					if errors.Is(err, store.ErrPrecondition) {
+						continue // it changed meanwhile: look again
+					}
+					return err
+				}
 			case err == nil && !holder.Status.Terminal():
 				return &StateError{ID: t.ID, Op: "retry", Status: t.Status, Reason: fmt.Sprintf("its dedup key is held by live task %s", holder.ID)}
 			case errors.Is(err, ErrNotFound) && q.freshPointer(p, now):

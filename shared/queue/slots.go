@@ -148,7 +148,9 @@ func (q *Queue) takeSlot(ctx context.Context, d Declaration, t *Task, run *slotR
 		if !free {
 			continue
 		}
-		newETag, err := q.store.PutIfMatch(ctx, key, body, etag)
+		// A lost answer is recognised on a re-read (the body names this
+		// claim's lease token).
+		newETag, err := store.SwapOwn(ctx, q.store, key, body, etag, nil)
 		if errors.Is(err, store.ErrPrecondition) || errors.Is(err, store.ErrNotFound) {
 			continue
 		}

@@ -117,6 +117,7 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 		return SubmitResult{}, err
 	}
 	if req.ID != "" && !req.ReplayAnyRequest {
+		req.Queue = t.Queue // as resolved: absent means the view's queue
 		t.RequestHash = requestHash(req)
 	}
 	if !q.opts.RequireDeclared {
@@ -149,6 +150,10 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 			}
 			if rerr != nil {
 				err = rerr
+			} else {
+				// The id is taken by a task this view cannot see: one of
+				// another queue. It is not this request's.
+				err = &ConflictError{Field: "id", Message: fmt.Sprintf("task %s exists and was submitted with a different request", t.ID)}
 			}
 		}
 		q.abandon(ctx, &t)
@@ -183,7 +188,14 @@ func (q *Queue) replay(ctx context.Context, t *Task, req SubmitRequest, wroteMar
 	if wroteMarker && t.IndexKey != "" && t.IndexKey != existing.IndexKey {
 		_ = q.store.Delete(ctx, t.IndexKey)
 	}
-	if !req.ReplayAnyRequest && existing.RequestHash != "" && existing.RequestHash != t.RequestHash {
+	// A client's request replays only the task its own request made: one
+	// made without an id's request (a fire's, whose id anyone can
+	// compute) is not shown to it.
+	if !req.ReplayAnyRequest && existing.RequestHash != t.RequestHash ||
+		// A fire's id is derived from public facts (schedule, time): a
+		// task a client made with it, or one of another queue, is not the
+		// fire's.
+		req.ReplayAnyRequest && (existing.RequestHash != "" || existing.Queue != t.Queue) {
 		return SubmitResult{}, false, &ConflictError{Field: "id", Message: fmt.Sprintf("task %s exists and was submitted with a different request", t.ID)}
 	}
 	return SubmitResult{Task: existing, Replayed: true}, true, nil
@@ -348,6 +360,12 @@ func (q *Queue) holdDedup(ctx context.Context, t *Task, now time.Time) (Task, bo
 		}
 		if p.TaskID != "" {
 			holder, hetag, err := q.load(ctx, p.TaskID)
+			if err == nil && (holder.Queue != t.Queue || holder.DedupKey != t.DedupKey) {
+				// The pointer of a submit of that id with another request
+				// (refused, then crashed before releasing it): the task
+				// does not hold this key, as if it did not exist.
+				err = fmt.Errorf("task %s does not hold dedup key %q: %w", p.TaskID, clip.Input(t.DedupKey), ErrNotFound)
+			}
 			var ended Task
 			switch {
 			case err == nil && endsNow(&holder, &ended, now):

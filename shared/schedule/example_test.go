@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store/memstore"
 )
@@ -15,7 +16,8 @@ import (
 // schedule-tick Lambda, invoked by EventBridge every minute.
 func ExampleScheduler_Tick() {
 	ctx := context.Background()
-	sc := schedule.New(memstore.New(), nil, schedule.Options{})
+	st := memstore.New()
+	sc := schedule.New(st, queue.New(st, queue.Options{}), schedule.Options{})
 	now := time.Date(2026, 5, 1, 6, 0, 0, 0, time.UTC) // a Friday
 
 	s, err := sc.Create(ctx, schedule.Request{

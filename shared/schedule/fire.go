@@ -58,10 +58,14 @@ func (s *Scheduler) submit(ctx context.Context, def *Definition, taskID string, 
 }
 
 // isInvalid reports whether err is a validation error: the template can
-// never make a task, and retrying will not help.
+// never make a task, and retrying will not help. So is a fire's task id
+// that another request has taken (a client can compute it): the fire is
+// skipped rather than retried for ever, and so is a fire into a queue
+// that is no longer declared (deleted since the schedule was made).
 func isInvalid(err error) bool {
 	var ve *queue.ValidationError
-	return errors.As(err, &ve)
+	var ce *queue.ConflictError
+	return errors.As(err, &ve) || errors.As(err, &ce) && ce.Field == "id" || errors.Is(err, queue.ErrQueueNotFound)
 }
 
 // putHistory writes one history entry (a plain PUT: a repeated fire

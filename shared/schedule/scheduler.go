@@ -23,9 +23,13 @@ type Options struct {
 
 	// TickBudget is the wall-clock time one Tick may spend before it stops
 	// taking up due schedules and leaves the rest to the next tick (it also
-	// stops 5s before its context's deadline). It is the only clock the
-	// package reads; fire times come from now. Defaults to 40s.
+	// stops 5s before its context's deadline). Defaults to 40s.
 	TickBudget time.Duration
+
+	// Clock reads the wall clock, for TickBudget and the context's
+	// deadline only, as queue.SweepOptions.Clock does for the sweep: fire
+	// times come from the now a Tick is given. Defaults to time.Now.
+	Clock func() time.Time
 
 	// MaxPerTick bounds how many due markers one Tick takes up. Defaults
 	// to no limit (the budget decides).
@@ -52,17 +56,21 @@ type Scheduler struct {
 	specs sync.Map // cron + "\x00" + timezone -> *Spec
 }
 
-// New returns a Scheduler over s that submits fired tasks through q (a
-// queue on the same store; nil makes one with default options).
+// New returns a Scheduler over s that submits fired tasks through q, a
+// queue on the same store with the deployment's options (its shards
+// above all: every process must agree on them). q is required.
 func New(s store.Store, q *queue.Queue, opts Options) *Scheduler {
 	if q == nil {
-		q = queue.New(s, queue.Options{})
+		panic("schedule: New needs the queue fired tasks go to")
 	}
 	if opts.StaleMarkerGrace <= 0 {
 		opts.StaleMarkerGrace = 2 * time.Minute
 	}
 	if opts.TickBudget <= 0 {
 		opts.TickBudget = 40 * time.Second
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
 	}
 	if opts.MaxCatchUpPerTick <= 0 {
 		opts.MaxCatchUpPerTick = 100

@@ -75,7 +75,7 @@ var duePages = []int{10, 100, 1000}
 // into the returned error and retried by the next tick.
 func (s *Scheduler) Tick(ctx context.Context, now time.Time) (TickReport, error) {
 	now = norm(now)
-	start := time.Now()
+	start := s.opts.Clock()
 	var (
 		mu   sync.Mutex
 		rep  TickReport
@@ -86,11 +86,12 @@ func (s *Scheduler) Tick(ctx context.Context, now time.Time) (TickReport, error)
 	// outOfTime is the budget of the work: TickBudget, and 5s before
 	// ctx's deadline (left for the state writes of the work under way).
 	outOfTime := func() bool {
-		if ctx.Err() != nil || time.Since(start) > s.opts.TickBudget {
+		wall := s.opts.Clock()
+		if ctx.Err() != nil || wall.Sub(start) > s.opts.TickBudget {
 			return true
 		}
 		dl, ok := ctx.Deadline()
-		return ok && time.Until(dl) < 5*time.Second
+		return ok && dl.Sub(wall) < 5*time.Second
 	}
 	outOfBudget := func() bool {
 		return outOfTime() || s.opts.MaxPerTick > 0 && rep.Due >= s.opts.MaxPerTick

@@ -40,10 +40,12 @@ type Push struct {
 // deadline (or the invocation's, if earlier; context.Cause is
 // ErrDeadline), and Task.Remaining / ShouldAbort, the DeadlineGuard, read
 // the task's expires_at. No heartbeat is needed: the dispatcher holds the
-// lease until the deadline.
+// lease until the deadline. An invocation that starts after the deadline
+// runs no handler (a retryable function error): the dispatcher has
+// stopped waiting for it.
 //
 // The handler's output is the function's result, which completes the
-// task. An error is a function error, which fails it: retried while
+// task (an output that is not JSON is sent as a JSON string). An error is a function error, which fails it: retried while
 // attempts remain, unless it is Permanent (errorType PermanentErrorType)
 // or there is no handler for the type. Reschedule is not available under
 // push; it fails the attempt like a plain error.
@@ -54,6 +56,12 @@ func LambdaHandler(handlers map[string]Handler) func(ctx context.Context, p Push
 			return nil, functionError(Permanent(fmt.Errorf("no handler for task type %q", p.Task.TaskType)))
 		}
 		if !p.Deadline.IsZero() {
+			if !time.Now().Before(p.Deadline) {
+				// The dispatcher has stopped waiting: the lease lapses and
+				// the next attempt is delivered. Running this one too would
+				// run the task twice at once.
+				return nil, functionError(ErrDeadline)
+			}
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithDeadlineCause(ctx, p.Deadline, ErrDeadline)
 			defer cancel()
@@ -65,6 +73,12 @@ func LambdaHandler(handlers map[string]Handler) func(ctx context.Context, p Push
 		}
 		if len(out) == 0 {
 			return json.RawMessage("null"), nil
+		}
+		if !json.Valid(out) {
+			// As an HTTP target's plain-text answer: the text as a JSON
+			// string. The runtime would fail to encode it, and each retry
+			// would run the handler again.
+			return json.Marshal(string(out))
 		}
 		return out, nil
 	}
@@ -84,7 +98,8 @@ func functionError(err error) error {
 	return messages.InvokeResponse_Error{Message: err.Error(), Type: typ}
 }
 
-// VerifySignature checks an HTTPS push delivery: header is the request's
+// VerifySignature checks an HTTPS push delivery (an empty secret fails
+// every one, pushsig.ErrNoSecret): header is the request's
 // header (S3q-Signature, S3q-Timestamp), body its exact bytes, secret the
 // value of the target's SSM parameter. The signature is the hex
 // HMAC-SHA256 of timestamp + "." + body; the timestamp must be within

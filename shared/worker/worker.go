@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/client"
+	"github.com/s3q/s3q/shared/deadline"
 	"github.com/s3q/s3q/shared/queue"
 )
 
@@ -55,15 +56,17 @@ type Task struct {
 }
 
 // Remaining returns the time left until the task's deadline (expires_at),
-// and false when it has none. A running task is never stopped by its
-// deadline; a handler may read this and give up early.
-func (t *Task) Remaining() (time.Duration, bool) { return t.Task.Task.Remaining(t.now()) }
+// and false when it has none (deadline.Remaining at the worker's clock).
+// A running task is never stopped by its deadline; a handler may read
+// this and give up early.
+func (t *Task) Remaining() (time.Duration, bool) { return deadline.Remaining(&t.Task.Task, t.now()) }
 
-// ShouldAbort reports whether less than margin is left until the task's
-// deadline (false when it has none).
+// ShouldAbort is the DeadlineGuard's rule (deadline.ShouldAbort) at the
+// worker's clock: true when a cancel was requested or at most margin is
+// left until the task's deadline. A task without a deadline is aborted
+// only on a cancel request.
 func (t *Task) ShouldAbort(margin time.Duration) bool {
-	left, ok := t.Remaining()
-	return ok && left < margin
+	return deadline.ShouldAbort(&t.Task.Task, t.now(), margin)
 }
 
 // Options tune a Worker.

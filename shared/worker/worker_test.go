@@ -86,8 +86,11 @@ func TestWorkerCompletesWithTheHandlersOutputAndSeesTheDeadline(t *testing.T) {
 	id := submit(t, c, queue.SubmitRequest{TaskType: "echo", Input: []byte(`{"x":1}`), TTL: &ttl})
 	w := worker.New(c, fastOpts())
 	var left time.Duration
+	var abortWithin time.Duration // the smallest margin that aborts, to the hour
 	w.Handle("echo", func(ctx context.Context, task *worker.Task) (json.RawMessage, error) {
 		left, _ = task.Remaining()
+		for abortWithin = 0; !task.ShouldAbort(abortWithin); abortWithin += time.Hour {
+		}
 		if task.ShouldAbort(time.Minute) {
 			return nil, errors.New("too late")
 		}
@@ -100,6 +103,9 @@ func TestWorkerCompletesWithTheHandlersOutputAndSeesTheDeadline(t *testing.T) {
 	}
 	if left < 59*time.Minute || left > time.Hour {
 		t.Fatalf("Remaining() = %s, want about 1h", left)
+	}
+	if abortWithin != time.Hour {
+		t.Fatalf("ShouldAbort first true with a margin of %s, want 1h (deadline.ShouldAbort: at most margin left)", abortWithin)
 	}
 }
 

@@ -115,6 +115,28 @@ func runCancel(t *testing.T, f Factory) {
 		}
 	})
 
+	t.Run("retry_takes_its_dedup_key_back_from_a_holder_past_its_deadline_and_expires_that_holder", func(t *testing.T) {
+		e := newEnv(t, f)
+		first := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
+		if _, err := e.q.Cancel(ctx, first.ID, t0); err != nil {
+			t.Fatal(err)
+		}
+		holder := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: check.Dur("1m")}, t0)
+		if holder.ID == first.ID {
+			t.Fatal("the cancelled task still held its key")
+		}
+		// The holder can never run after t0+1m, though no sweep marked it.
+		got, err := e.q.Retry(ctx, first.ID, t0.Add(2*time.Minute))
+		if err != nil || got.Status != queue.StatusPending {
+			t.Fatalf("retry: %v %v", got.Status, err)
+		}
+		wantStatus(t, e.get(holder.ID), queue.StatusExpired)
+		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "x", DedupKey: "k"}, t0.Add(3*time.Minute))
+		if err != nil || !res.Deduplicated || res.Task.ID != first.ID {
+			t.Fatalf("the key after the retry: %+v %v", res, err)
+		}
+	})
+
 	t.Run("an_expired_task_cannot_be_retried", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, f)

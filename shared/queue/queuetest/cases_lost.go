@@ -563,6 +563,87 @@ func runLostLease(t *testing.T, f Factory) {
 }
 
 func runLostManage(t *testing.T, f Factory) {
+	t.Run("a_queue_update_and_delete_whose_answers_were_lost_are_recognised", func(t *testing.T) {
+		e, fs := newLossEnv(t, f)
+		e.declare(queue.Declaration{Name: "a"}, t0)
+		lose(fs, storefault.OpPutIfMatch, "queues/")
+		d, created, err := e.q.Declare(ctx, queue.Declaration{Name: "a", MaxConcurrency: 5}, t0.Add(time.Second))
+		if err != nil || created || d.MaxConcurrency != 5 {
+			t.Fatalf("update: %+v created=%v %v", d, created, err)
+		}
+		wantHits(t, fs, 1)
+		if got, err := e.reopen().GetQueue(ctx, "a", t0.Add(time.Second)); err != nil || got.MaxConcurrency != 5 {
+			t.Fatalf("stored: %+v %v", got, err)
+		}
+		lose(fs, storefault.OpPutIfMatch, "queues/")
+		if err := e.q.DeleteQueue(ctx, "a", t0.Add(2*time.Second)); err != nil {
+			t.Fatalf("delete: %v", err)
+		}
+		wantHits(t, fs, 1)
+		if _, err := e.reopen().GetQueue(ctx, "a", t0.Add(2*time.Second)); !errors.Is(err, queue.ErrQueueNotFound) {
+			t.Fatalf("after the delete: %v", err)
+		}
+	})
+
+	t.Run("a_slot_takeover_whose_answer_was_lost_is_recognised", func(t *testing.T) {
+		e, fs := newLossEnv(t, f)
+		e.declare(queue.Declaration{Name: "one", MaxConcurrency: 1}, t0)
+		e.submit(queue.SubmitRequest{Queue: "one"}, t0)
+		e.submit(queue.SubmitRequest{Queue: "one"}, t0)
+		if cs := e.claim(queue.ClaimRequest{Queue: "one", LeaseFor: time.Minute}, t0); len(cs) != 1 {
+			t.Fatalf("claimed %d", len(cs))
+		}
+		// Its worker dies; after the lease the slot is taken over, and
+		// that write's answer is lost.
+		later := t0.Add(time.Minute + time.Second)
+		lose(fs, storefault.OpPutIfMatch, "slots/")
+		cs, err := e.reopen().Claim(ctx, queue.ClaimRequest{Queue: "one", LeaseFor: time.Minute}, later)
+		if err != nil || len(cs) != 1 {
+			t.Fatalf("claim: %d tasks, %v", len(cs), err)
+		}
+		wantHits(t, fs, 1)
+		if _, err := e.q.Complete(ctx, cs[0].Task.ID, cs[0].Lease.Token, nil, later); err != nil {
+			t.Fatal(err)
+		}
+		// The slot was freed by the complete: the next task runs at once.
+		if got := e.claim(queue.ClaimRequest{Queue: "one", LeaseFor: time.Minute}, later); len(got) != 1 {
+			t.Fatalf("claim after the complete: %d tasks", len(got))
+		}
+	})
+
+	t.Run("a_dedup_pointer_left_by_a_conflicting_submit_of_a_taken_id_does_not_hold_its_key", func(t *testing.T) {
+		e := newEnv(t, f)
+		x := e.submit(queue.SubmitRequest{ID: queue.NewID(t0), DedupKey: "k1"}, t0)
+		// A submit of x's id with another body and key k2 took k2's
+		// pointer and crashed before its (refused) create: the pointer
+		// names x, a live task that does not hold k2.
+		body, _ := json.Marshal(map[string]any{"task_id": x.ID, "created_at": t0})
+		if _, err := e.s.PutIfAbsent(ctx, queue.DedupKey(queue.DefaultQueue, "k2"), body); err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k2"}, t0.Add(5*time.Minute))
+		if err != nil || res.Deduplicated || res.Task.ID == x.ID || res.Task.DedupKey != "k2" {
+			t.Fatalf("a submit with k2: %+v %v", res, err)
+		}
+		e.consistent()
+		// Nor does it stop a retry of the task that holds the key.
+		f := e.submit(queue.SubmitRequest{DedupKey: "k3"}, t0)
+		if _, err := e.q.Cancel(ctx, f.ID, t0); err != nil {
+			t.Fatal(err)
+		}
+		obj, err := e.s.Get(ctx, queue.DedupKey(queue.DefaultQueue, "k3"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.s.PutIfMatch(ctx, queue.DedupKey(queue.DefaultQueue, "k3"), body, obj.ETag); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := e.q.Retry(ctx, f.ID, t0.Add(5*time.Minute)); err != nil || got.Status != queue.StatusPending {
+			t.Fatalf("retry of the task with k3: %v %v", got.Status, err)
+		}
+		e.consistent()
+	})
+
 	t.Run("a_cancel_whose_answer_was_lost_is_recognised", func(t *testing.T) {
 		t.Parallel()
 		e, fs := newLossEnv(t, f)
@@ -750,5 +831,67 @@ func runIDRace(t *testing.T, f Factory) {
 		}
 		wantTasks(t, e, 1)
 		e.consistent()
+	})
+
+	t.Run("concurrent_submits_of_one_id_with_and_without_a_dedup_key_make_one_task_and_block_no_key", func(t *testing.T) {
+		e := newEnv(t, f)
+		n := 4
+		if f.Real {
+			n = 12
+		}
+		id := queue.NewID(t0)
+		reqs := []queue.SubmitRequest{
+			{ID: id, TaskType: "x", DedupKey: "k"},
+			{ID: id, TaskType: "x"},
+			{ID: id, TaskType: "x", DedupKey: "k2"},
+			{ID: id, TaskType: "x", DedupKey: "k", Queue: "other"},
+		}
+		type out struct {
+			req queue.SubmitRequest
+			res queue.SubmitResult
+			err error
+		}
+		outs := make(chan out, n)
+		for i := 0; i < n; i++ {
+			go func() {
+				q := e.reopen()
+				req := reqs[i%len(reqs)]
+				res, err := q.Submit(ctx, req, t0.Add(time.Duration(i)*time.Millisecond))
+				outs <- out{req, res, err}
+			}()
+		}
+		created := 0
+		for i := 0; i < n; i++ {
+			o := <-outs
+			var ce *queue.ConflictError
+			switch {
+			case errors.As(o.err, &ce) && ce.Field == "id":
+			case errors.Is(o.err, queue.ErrConflict): // racing takers of one key
+			case o.err != nil:
+				t.Fatalf("submit %+v: %v", o.req, o.err)
+			case o.res.Task.ID != id || o.res.Deduplicated:
+				t.Fatalf("answer: %+v", o.res)
+			case !o.res.Replayed:
+				created++
+			}
+		}
+		if created != 1 {
+			t.Fatalf("%d submits created the task, want 1", created)
+		}
+		wantTasks(t, e, 1)
+		e.consistent()
+		// Every key the losers took is free again: a new task gets it.
+		for _, r := range reqs {
+			if r.DedupKey == "" {
+				continue
+			}
+			res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "x", DedupKey: r.DedupKey, Queue: r.Queue}, t0.Add(time.Second))
+			if err != nil {
+				t.Fatalf("key %s/%s: %v", r.Queue, r.DedupKey, err)
+			}
+			if res.Deduplicated && res.Task.ID != id {
+				t.Fatalf("key %s/%s is held by %s", r.Queue, r.DedupKey, res.Task.ID)
+			}
+		}
 	})
 }

@@ -289,6 +289,13 @@ func runQueues(t *testing.T, f Factory) {
 		check.Err(t, err, queue.ErrNotFound)
 		_, err = other.History(ctx, task.ID)
 		check.Err(t, err, queue.ErrNotFound)
+		// Nor does a page after its last version (which reads no version).
+		if h, err := e.q.In("a").HistoryPage(ctx, task.ID, queue.HistoryRequest{}); err != nil {
+			t.Fatal(err)
+		} else {
+			_, err = other.HistoryPage(ctx, task.ID, queue.HistoryRequest{Cursor: h.Versions[len(h.Versions)-1].VersionID})
+			check.Err(t, err, queue.ErrNotFound)
+		}
 		_, err = other.Heartbeat(ctx, task.ID, c.Lease.Token, 0, t0)
 		check.Err(t, err, queue.ErrNotFound)
 		_, err = other.Complete(ctx, task.ID, c.Lease.Token, nil, t0)

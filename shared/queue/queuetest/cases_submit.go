@@ -303,4 +303,43 @@ func runSubmitWithID(t *testing.T, f Factory) {
 		_, err = e.q.Submit(ctx, queue.SubmitRequest{ID: "not-an-id", TaskType: "tick"}, t0)
 		check.Field(t, err, "id")
 	})
+
+	t.Run("a_client_id_equal_to_a_schedule_fires_id_is_a_conflict_and_shows_nothing_of_that_task", func(t *testing.T) {
+		e := newEnv(t, f)
+		// A fire's id is computable by anyone (DerivedID of schedule and
+		// time); its task carries no request of a client.
+		id := queue.DerivedID(t0, "schedule/nightly")
+		if _, err := e.q.Submit(ctx, queue.SubmitRequest{ID: id, TaskType: "report", Input: jsonOf(map[string]string{"secret": "s"}), ReplayAnyRequest: true}, t0); err != nil {
+			t.Fatal(err)
+		}
+		for _, req := range []queue.SubmitRequest{{ID: id, TaskType: "report"}, {ID: id, TaskType: "report", Input: jsonOf(map[string]string{"secret": "s"})}} {
+			res, err := e.q.In(queue.DefaultQueue).Submit(ctx, req, t0.Add(time.Minute))
+			var ce *queue.ConflictError
+			if !errors.As(err, &ce) || ce.Field != "id" || res.Task.ID != "" {
+				t.Fatalf("%+v: %+v %v", req, res, err)
+			}
+		}
+		wantTasks(t, e, 1)
+	})
+
+	t.Run("a_retry_that_names_the_queue_its_first_attempt_left_to_the_path_replays_the_task", func(t *testing.T) {
+		e := newEnv(t, f)
+		a := e.q.In("a")
+		id := queue.NewID(t0)
+		first, err := a.Submit(ctx, queue.SubmitRequest{ID: id, TaskType: "x"}, t0)
+		if err != nil || first.Task.Queue != "a" {
+			t.Fatalf("first: %+v %v", first, err)
+		}
+		again, err := a.Submit(ctx, queue.SubmitRequest{ID: id, TaskType: "x", Queue: "a"}, t0.Add(time.Second))
+		if err != nil || !again.Replayed {
+			t.Fatalf("the same request, spelled with its queue: %+v %v", again, err)
+		}
+		// The default queue spelled out is another request in queue a.
+		other, err := e.q.Submit(ctx, queue.SubmitRequest{ID: id, TaskType: "x", Queue: queue.DefaultQueue}, t0.Add(time.Second))
+		var ce *queue.ConflictError
+		if !errors.As(err, &ce) || ce.Field != "id" {
+			t.Fatalf("the same body in the default queue: %+v %v", other, err)
+		}
+		wantTasks(t, e, 1)
+	})
 }

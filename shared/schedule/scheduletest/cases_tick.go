@@ -38,6 +38,58 @@ func runTick(t *testing.T, f Factory) {
 		}
 	})
 
+	t.Run("a_task_a_client_made_with_a_fires_id_is_not_taken_for_the_fire_and_the_schedule_moves_on", func(t *testing.T) {
+		e := newEnv(t, f)
+		e.create(schedule.Request{ID: "a", Cron: "*/15 * * * *"}, t0)
+		// Fire ids are derived from public facts (schedule id, cron time):
+		// a submitter, of this queue or another, can take one first.
+		squat := map[string]string{}
+		for _, c := range []struct{ queue, at string }{{"b", "2026-05-01T09:15:00Z"}, {queue.DefaultQueue, "2026-05-01T09:30:00Z"}} {
+			id := schedule.TaskID("a", utc(c.at))
+			if _, err := e.q.In(c.queue).Submit(ctx, queue.SubmitRequest{ID: id, TaskType: "evil", Input: json.RawMessage(`{"x":1}`)}, t0); err != nil {
+				t.Fatal(err)
+			}
+			squat[id] = c.queue
+		}
+		e.tickEvery(t0, utc("2026-05-01T09:46:00Z"), time.Minute)
+		for _, fi := range e.history("a") {
+			if _, ok := squat[fi.TaskID]; ok {
+				t.Errorf("the fire at %s took the task a client made: %+v", fi.FireTime.Format(time.RFC3339), fi)
+			}
+		}
+		if st := e.state("a"); squat[st.LastTaskID] != "" || st.LastTaskID != schedule.TaskID("a", utc("2026-05-01T09:45:00Z")) {
+			t.Fatalf("last task %s", st.LastTaskID)
+		}
+		if task := e.task(schedule.TaskID("a", utc("2026-05-01T09:45:00Z"))); task.TaskType != "report.make" {
+			t.Fatalf("the 09:45 fire made %+v", task)
+		}
+	})
+
+	t.Run("a_schedule_whose_queue_was_deleted_skips_its_fires_and_fails_no_tick", func(t *testing.T) {
+		e := newEnv(t, f)
+		q := queue.New(e.s, queue.Options{RequireDeclared: true})
+		e.q, e.sc = q, schedule.New(e.s, q, e.opts)
+		if _, _, err := q.Declare(ctx, queue.Declaration{Name: "a"}, t0); err != nil {
+			t.Fatal(err)
+		}
+		e.create(schedule.Request{ID: "s", Cron: "*/15 * * * *", Queue: "a"}, t0)
+		e.create(schedule.Request{ID: "other", Cron: "*/15 * * * *"}, t0)
+		if _, _, err := q.Declare(ctx, queue.Declaration{Name: queue.DefaultQueue}, t0); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.DeleteQueue(ctx, "a", t0); err != nil {
+			t.Fatal(err)
+		}
+		e.tickEvery(t0, utc("2026-05-01T09:31:00Z"), time.Minute) // fails the test on a tick error
+		h := e.history("s")
+		if len(h) != 2 || h[0].Skipped == "" || h[0].Error == "" {
+			t.Fatalf("history of the schedule of the deleted queue: %+v", h)
+		}
+		if st := e.state("other"); st.LastTaskID != schedule.TaskID("other", utc("2026-05-01T09:30:00Z")) {
+			t.Fatalf("the other schedule: last task %s", st.LastTaskID)
+		}
+	})
+
 	t.Run("a_due_schedule_fires_once_and_its_marker_moves_to_the_next_time", func(t *testing.T) {
 		e := newEnv(t, f)
 		e.create(schedule.Request{ID: "a", Cron: "*/15 * * * *", Queue: "reports", TaskType: "report.make",

@@ -1,0 +1,328 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// The OpenAPI 3.1 document of the API, generated from the route table:
+// every route with its path and query parameters, request body, answers
+// and error codes. shared/api/openapi.json is this document committed;
+// a test fails when it differs, and the API tests validate every answer
+// they receive against it.
+
+// obj is a JSON object of the document.
+type obj = map[string]any
+
+// commonErrors are the error codes every route may answer: a bad path
+// value or query parameter (400), a route this function does not serve or
+// an unknown id (404), a bug (500), a throttled or failing store (503), a
+// request out of time (504).
+var commonErrors = []string{CodeInvalidInput, CodeNotFound, CodeInternal, CodeThrottled, CodeDeadlineExceeded}
+
+// codeStatus is the HTTP status of each error code.
+var codeStatus = map[string]int{
+	CodeInvalidInput:         http.StatusBadRequest,
+	CodeInvalidLeaseDuration: http.StatusBadRequest,
+	CodeNotFound:             http.StatusNotFound,
+	CodeQueueNotFound:        http.StatusNotFound,
+	CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
+	CodeNotRunning:           http.StatusConflict,
+	CodeLeaseMismatch:        http.StatusConflict,
+	CodeLeaseExpired:         http.StatusConflict,
+	CodeInvalidState:         http.StatusConflict,
+	CodeConflict:             http.StatusConflict,
+	CodeAlreadyExists:        http.StatusConflict,
+	CodeQueueNotEmpty:        http.StatusConflict,
+	CodeTooManyQueues:        http.StatusConflict,
+	CodeTooLarge:             http.StatusRequestEntityTooLarge,
+	CodeInternal:             http.StatusInternalServerError,
+	CodeThrottled:            http.StatusServiceUnavailable,
+	CodeDeadlineExceeded:     http.StatusGatewayTimeout,
+}
+
+// queryDocs describes each query parameter a route may accept.
+var queryDocs = map[string]obj{
+	"status":    {"description": "only tasks in this status", "schema": ref("Status")},
+	"queue":     {"description": "only tasks of this queue", "schema": obj{"type": "string"}},
+	"task_type": {"description": "only tasks of this type", "schema": obj{"type": "string"}},
+	"limit":     {"description": "at most this many results", "schema": obj{"type": "integer", "minimum": 1}},
+	"cursor":    {"description": "the next_cursor of the previous page", "schema": obj{"type": "string"}},
+	"counts":    {"description": "with each queue's counts (default true)", "schema": obj{"type": "boolean"}},
+	"since":     {"description": "only fires at or after this time", "schema": dateTime()},
+}
+
+// pathDocs describes each path wildcard.
+var pathDocs = map[string]obj{
+	"queue": {"description": "the queue's name", "schema": obj{"type": "string"}},
+	"id":    {"description": "the task's id (a UUID) or the schedule's id", "schema": obj{"type": "string"}},
+	"name":  {"description": "the artifact's name", "schema": obj{"type": "string"}},
+}
+
+func ref(name string) obj { return obj{"$ref": "#/components/schemas/" + name} }
+func str() obj            { return obj{"type": "string"} }
+func integer() obj        { return obj{"type": "integer"} }
+func boolean() obj        { return obj{"type": "boolean"} }
+func dateTime() obj       { return obj{"type": "string", "format": "date-time"} }
+func nullTime() obj       { return obj{"type": []string{"string", "null"}, "format": "date-time"} }
+func duration() obj {
+	return obj{"type": "string", "description": "a duration such as 90s, 30m, 1h or 7d"}
+}
+func durationOrSeconds() obj {
+	return obj{"type": []string{"string", "number"}, "description": "a duration such as 90s, 30m, 1h or 7d, or a number of seconds"}
+}
+func anyJSON() obj { return obj{"description": "any JSON value"} }
+func arrayOf(items obj) obj {
+	return obj{"type": "array", "items": items}
+}
+
+// object is a JSON object schema: its properties, those it always has, and
+// whether it may hold others.
+func object(props obj, required []string, closed bool) obj {
+	o := obj{"type": "object", "properties": props}
+	if len(required) > 0 {
+		o["required"] = required
+	}
+	if closed {
+		o["additionalProperties"] = false
+	}
+	return o
+}
+
+// schemas are the document's components: the bodies routes take and answer.
+func schemas() obj {
+	taskProps := obj{
+		"id": str(), "queue": str(), "task_type": str(), "status": ref("Status"), "input": anyJSON(), "output": anyJSON(),
+		"created_at": dateTime(), "updated_at": dateTime(), "available_at": dateTime(),
+		"expires_at": nullTime(), "expires_in_seconds": obj{"type": "integer", "description": "whole seconds to expires_at, rounded down; negative once passed"},
+		"expired_at": dateTime(), "expiry_reason": obj{"type": "string", "enum": []string{"ttl", "parent_expired", "manual"}},
+		"ttl": duration(), "ttl_from": ref("TTLFrom"),
+		"dedup_key": str(), "parent_id": str(), "on_parent_expired": str(),
+		"attempt": integer(), "max_attempts": integer(), "timeout": duration(),
+		"lease_expires_at": dateTime(), "worker_id": str(), "started_at": dateTime(),
+		"last_error": str(), "failed_at": dateTime(), "ended_by": obj{"type": "string", "description": "the lease operation that ended the last lease (complete, fail, reschedule, cancel)"}, "completed_at": dateTime(), "cancelled_at": dateTime(), "cancel_requested": boolean(),
+		"expiry_event_sent_at": dateTime(), "dead_letter_event_sent_at": dateTime(), "artifacts_expire_at": dateTime(),
+	}
+	lease := obj{"lease_token": obj{"type": "string", "description": "the token of the lease, from the claim"}}
+	withLease := func(props obj, required ...string) obj {
+		p := obj{"lease_token": lease["lease_token"]}
+		for k, v := range props {
+			p[k] = v
+		}
+		return object(p, append([]string{"lease_token"}, required...), false)
+	}
+	submitProps := obj{
+		"id":        obj{"type": "string", "description": "a lowercase UUIDv7 the caller makes: one id is one task (exactly-once submits)"},
+		"task_type": str(), "queue": str(), "input": anyJSON(),
+		"ttl": durationOrSeconds(), "ttl_seconds": integer(), "expires_at": dateTime(), "ttl_from": ref("TTLFrom"),
+		"schedule_at": dateTime(), "delay": durationOrSeconds(), "dedup_key": str(), "max_attempts": integer(),
+		"timeout": durationOrSeconds(), "parent_id": str(), "on_parent_expired": str(),
+	}
+	submit := object(submitProps, []string{"task_type"}, false)
+	submit["properties"].(obj)["wait"] = obj{"type": []string{"string", "number"}, "description": "a duration or a number of seconds: wait up to this long for the outcome: 200 finished, 202 still going, 504 deadline passed"}
+	queueProps := obj{
+		"name": str(), "ttl": duration(), "ttl_from": ref("TTLFrom"), "max_attempts": integer(), "timeout": duration(),
+		"shards": integer(), "max_concurrency": integer(), "target": ref("Target"), "auto_declared": boolean(),
+		"created_at": dateTime(), "updated_at": dateTime(),
+		"counts": object(obj{"live": integer(), "delayed": integer(), "running": integer(), "at_least": boolean()}, []string{"live", "delayed"}, false),
+	}
+	taskResult := obj{"task": ref("Task"), "deduplicated": boolean(), "replayed": boolean()}
+	return obj{
+		"Status":   obj{"type": "string", "enum": []string{"pending", "running", "completed", "failed", "cancelled", "expired", "archived"}},
+		"TTLFrom":  obj{"type": "string", "enum": []string{"submission", "first_attempt"}},
+		"Task":     object(taskProps, []string{"id", "queue", "task_type", "status", "created_at", "updated_at", "available_at", "expires_at", "attempt", "max_attempts", "timeout"}, true),
+		"Lease":    object(obj{"task_id": str(), "token": str(), "expires_at": dateTime()}, []string{"task_id", "token", "expires_at"}, true),
+		"Claimed":  object(obj{"task": ref("Task"), "lease": ref("Lease")}, []string{"task", "lease"}, true),
+		"Error":    object(obj{"code": str(), "message": str(), "field": obj{"type": "string", "description": "the request field at fault, in its JSON spelling"}}, []string{"code", "message"}, true),
+		"Target":   object(obj{"lambda": str(), "url": str(), "secret": str()}, nil, false),
+		"Queue":    object(queueProps, []string{"name", "created_at", "updated_at"}, false),
+		"Schedule": object(obj{"id": str(), "task_type": str(), "queue": str(), "cron": str(), "last_run_at": nullTime(), "next_run_at": nullTime(), "next_runs": arrayOf(dateTime())}, []string{"id", "task_type", "cron"}, false),
+		"Fire": object(obj{"schedule_id": str(), "fire_time": dateTime(), "task_id": str(), "fired_at": dateTime(),
+			"skipped": str(), "running_task_id": str(), "error": str()}, []string{"schedule_id", "fire_time", "fired_at"}, false),
+		"Artifact": object(obj{"task_id": str(), "name": str(), "upload_url": str(), "download_url": str(),
+			"headers": obj{"type": "object", "additionalProperties": arrayOf(str()), "description": "headers to send as they are"}, "expires_at": dateTime()},
+			[]string{"task_id", "name", "expires_at"}, true),
+
+		"TaskReply":       object(taskResult, []string{"task"}, true),
+		"TaskList":        object(obj{"tasks": arrayOf(ref("Task")), "next_cursor": str()}, []string{"tasks"}, true),
+		"BatchReply":      object(obj{"results": arrayOf(object(obj{"task": ref("Task"), "deduplicated": boolean(), "replayed": boolean(), "error": ref("Error")}, nil, true))}, []string{"results"}, true),
+		"ClaimReply":      object(obj{"tasks": arrayOf(ref("Claimed"))}, []string{"tasks"}, true),
+		"History":         object(obj{"versions": arrayOf(object(obj{"version_id": str(), "modified_at": dateTime(), "task": ref("Task")}, []string{"version_id", "modified_at", "task"}, true)), "next_cursor": str()}, []string{"versions"}, true),
+		"QueueReply":      object(obj{"queue": ref("Queue")}, []string{"queue"}, true),
+		"QueueList":       object(obj{"queues": arrayOf(ref("Queue")), "next_cursor": str()}, []string{"queues"}, true),
+		"ScheduleReply":   object(obj{"schedule": ref("Schedule")}, []string{"schedule"}, true),
+		"ScheduleList":    object(obj{"schedules": arrayOf(ref("Schedule")), "next_cursor": str()}, []string{"schedules"}, true),
+		"FireReply":       object(obj{"fire": ref("Fire")}, []string{"fire"}, true),
+		"ScheduleHistory": object(obj{"fires": arrayOf(ref("Fire")), "next_cursor": str()}, []string{"fires"}, true),
+		"ArtifactReply":   object(obj{"artifact": ref("Artifact")}, []string{"artifact"}, true),
+		"OpenAPI":         obj{"type": "object", "description": "an OpenAPI 3.1 document"},
+		"ErrorReply":      object(obj{"error": ref("Error"), "task": ref("Task")}, []string{"error"}, true),
+
+		"Empty":         object(obj{}, nil, true),
+		"SubmitRequest": submit,
+		"BatchRequest": object(obj{"tasks": obj{"type": "array", "minItems": 1, "maxItems": 500, "items": obj{"type": "object",
+			"description": "a task as POST /queues/{queue}/tasks takes it (SubmitRequest, without wait); an invalid one gets an error in its result, the others are still submitted"}}},
+			[]string{"tasks"}, true),
+		"ClaimRequest":      object(obj{"queue": str(), "task_types": arrayOf(str()), "lease_for": durationOrSeconds(), "worker_id": str(), "max_tasks": integer(), "wait": durationOrSeconds()}, nil, true),
+		"CancelRequest":     object(lease, nil, true),
+		"HeartbeatRequest":  withLease(obj{"lease_for": durationOrSeconds()}),
+		"CompleteRequest":   withLease(obj{"output": anyJSON()}),
+		"FailRequest":       withLease(obj{"error": str(), "retryable": boolean()}),
+		"RescheduleRequest": withLease(obj{"delay": durationOrSeconds(), "extend_expiration": durationOrSeconds()}),
+		"ArtifactRequest":   object(obj{"name": str(), "size": obj{"type": "integer", "minimum": 1}}, []string{"name", "size"}, true),
+		"QueueRequest":      object(obj{"ttl": durationOrSeconds(), "ttl_from": ref("TTLFrom"), "max_attempts": integer(), "timeout": durationOrSeconds(), "shards": integer(), "max_concurrency": integer(), "target": ref("Target")}, nil, true),
+		"ScheduleRequest":   object(obj{"id": str(), "task_type": str(), "input": anyJSON(), "queue": str(), "cron": str(), "timezone": str(), "ttl": durationOrSeconds(), "ttl_from": ref("TTLFrom"), "max_attempts": integer()}, []string{"task_type", "cron"}, false),
+	}
+}
+
+// errorResponse is the answer of a route with status: an error body whose
+// code is one of codes.
+func errorResponse(status int, codes []string) obj {
+	return obj{
+		"description": http.StatusText(status) + ": " + strings.Join(codes, ", "),
+		"headers":     errorHeaders(status),
+		"content": obj{"application/json": obj{"schema": object(obj{
+			"error": obj{"allOf": []obj{ref("Error")}, "properties": obj{"code": obj{"enum": codes}}},
+			"task":  ref("Task"),
+		}, []string{"error"}, true)}},
+	}
+}
+
+func errorHeaders(status int) obj {
+	switch status {
+	case http.StatusServiceUnavailable:
+		return obj{"Retry-After": obj{"description": "seconds to wait before retrying", "schema": str()}}
+	case http.StatusMethodNotAllowed:
+		return obj{"Allow": obj{"description": "the methods the path is served with", "schema": str()}}
+	}
+	return obj{}
+}
+
+// errorResponseName is the name in components.responses of the error
+// answer with codes: "not_running.lease_mismatch".
+func errorResponseName(codes []string) string { return strings.Join(codes, ".") }
+
+// operation is the document's description of one route. Its error answers
+// refer to components.responses, which it adds to shared.
+func (rt *route) operation(shared obj) obj {
+	var params []obj
+	for _, seg := range strings.Split(rt.pattern, "/") {
+		if name, ok := strings.CutPrefix(seg, "{"); ok {
+			name = strings.TrimSuffix(name, "}")
+			p := obj{"name": name, "in": "path", "required": true}
+			for k, v := range pathDocs[name] {
+				p[k] = v
+			}
+			params = append(params, p)
+		}
+	}
+	for _, name := range rt.query {
+		p := obj{"name": name, "in": "query"}
+		for k, v := range queryDocs[name] {
+			p[k] = v
+		}
+		params = append(params, p)
+	}
+	responses := obj{}
+	for _, a := range rt.answers {
+		r := obj{"description": http.StatusText(a.status)}
+		if a.schema != "" {
+			r["content"] = obj{"application/json": obj{"schema": ref(a.schema)}}
+		}
+		responses[strconv.Itoa(a.status)] = r
+	}
+	codes := slices.Clone(commonErrors)
+	if rt.method != http.MethodGet {
+		codes = append(codes, CodeTooLarge) // a body over the limit
+	}
+	for _, c := range rt.errors {
+		if !slices.Contains(codes, c) {
+			codes = append(codes, c)
+		}
+	}
+	byStatus := map[int][]string{}
+	for _, c := range codes {
+		byStatus[codeStatus[c]] = append(byStatus[codeStatus[c]], c)
+	}
+	for status, cs := range byStatus {
+		slices.Sort(cs)
+		name := errorResponseName(cs)
+		responses[strconv.Itoa(status)] = obj{"$ref": "#/components/responses/" + name}
+		shared[name] = errorResponse(status, cs)
+	}
+	op := obj{
+		"operationId":    strings.ToLower(rt.method) + strings.NewReplacer("/", "_", "{", "", "}", "", ".", "_").Replace(rt.pattern),
+		"summary":        rt.summary,
+		"responses":      responses,
+		"security":       []obj{{"sigv4": []string{}}},
+		"x-s3q-function": rt.function,
+	}
+	if len(params) > 0 {
+		op["parameters"] = params
+	}
+	if rt.body != "" {
+		op["requestBody"] = obj{"required": false, "content": obj{"application/json": obj{"schema": ref(rt.body)}}}
+	}
+	return op
+}
+
+// Document returns the OpenAPI 3.1 document of the API, as JSON (keys
+// sorted, indented, ending in a newline): the document GET /openapi.json
+// answers and shared/api/openapi.json holds.
+func Document() []byte { return document() }
+
+// document is buildDocument, once. It is set by init: the table refers to
+// the handler that serves the document, which the table describes.
+var document func() []byte
+
+func init() { document = sync.OnceValue(buildDocument) }
+
+func buildDocument() []byte {
+	paths := obj{}
+	responses := obj{
+		"NoRoute":          errorResponse(http.StatusNotFound, []string{CodeNotFound}),
+		"MethodNotAllowed": errorResponse(http.StatusMethodNotAllowed, []string{CodeMethodNotAllowed}),
+	}
+	for _, rt := range table {
+		item, _ := paths[rt.pattern].(obj)
+		if item == nil {
+			item = obj{}
+			paths[rt.pattern] = item
+		}
+		item[strings.ToLower(rt.method)] = rt.operation(responses)
+	}
+	doc := obj{
+		"openapi": "3.1.0",
+		"info": obj{
+			"title":   "s3q",
+			"version": "1",
+			"description": "s3q, a serverless task queue whose only state is one S3 bucket (DESIGN.md §8, §12.3). " +
+				"JSON in and out; errors are {\"error\":{\"code\",\"message\",\"field\"}}. A request no route matches answers " +
+				"404 not_found, or 405 method_not_allowed with an Allow header when its path is served with other methods " +
+				"(components.responses.NoRoute and MethodNotAllowed). Unknown JSON fields and query parameters are 400 invalid_input naming them.",
+		},
+		"paths": paths,
+		"components": obj{
+			"schemas":   schemas(),
+			"responses": responses,
+			"securitySchemes": obj{
+				"sigv4": obj{"type": "apiKey", "name": "Authorization", "in": "header", "x-amazon-apigateway-authtype": "awsSigv4",
+					"description": "API Gateway IAM authorization: requests signed with AWS SigV4 (execute-api:Invoke)"},
+			},
+		},
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		panic("api: encode the OpenAPI document: " + err.Error()) // only plain maps and strings: a bug
+	}
+	return append(b, '\n')
+}
+
+// openAPI serves GET /openapi.json.
+func (a *API) openAPI(*request) (reply, error) {
+	return reply{status: http.StatusOK, body: json.RawMessage(Document())}, nil
+}

@@ -1,0 +1,142 @@
+// Package openapitest is test support: it checks the answers of the API
+// against its OpenAPI document (api.Document) with kin-openapi's
+// openapi3filter.ValidateResponse, so that an answer the document does not
+// describe fails the test that received it, and so does a request the API
+// accepted that the document does not describe (ValidateRequest). The
+// API's tests check every answer of their request helpers with it, and
+// lambdafn's every answer of a function to a sample event.
+package openapitest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+
+	"github.com/s3q/s3q/shared/api"
+)
+
+// Document returns api.Document loaded and validated as OpenAPI 3.1; it
+// fails t when it is not valid.
+func Document(t testing.TB) *openapi3.T {
+	t.Helper()
+	doc, err := load()
+	if err != nil {
+		t.Fatalf("the OpenAPI document: %v", err)
+	}
+	return doc
+}
+
+var load = sync.OnceValues(func() (*openapi3.T, error) {
+	doc, err := openapi3.NewLoader().LoadFromData(api.Document())
+	if err != nil {
+		return nil, err
+	}
+	return doc, doc.Validate(context.Background())
+})
+
+// Check fails t when the document does not describe the answer status,
+// header and body to req (see Describe) or, when the API accepted it
+// (2xx), does not describe req with its body reqBody (see DescribeRequest).
+func Check(t testing.TB, req *http.Request, reqBody []byte, status int, header http.Header, body []byte) {
+	t.Helper()
+	doc := Document(t)
+	fail := func(what string, err error, b []byte) {
+		t.Helper()
+		why, _, _ := strings.Cut(err.Error(), "\n") // the reason, without the schema and value
+		if len(b) > 400 {
+			b = append(b[:400:400], "..."...)
+		}
+		t.Errorf("%s %s %s, which the OpenAPI document does not describe: %s\n%s", req.Method, req.URL.Path, what, why, b)
+	}
+	if err := Describe(doc, req, status, header, body); err != nil {
+		fail(fmt.Sprintf("answered %d", status), err, body)
+	}
+	if status >= 200 && status < 300 {
+		if err := DescribeRequest(doc, req, reqBody); err != nil {
+			fail("was accepted", err, reqBody)
+		}
+	}
+}
+
+// route returns the document's route for req (the one the API matches,
+// api.Match) with its path parameters; nil when the API has none.
+func route(doc *openapi3.T, req *http.Request) (*routers.Route, map[string]string, error) {
+	key, ok := api.Match(req.Method, req.URL.Path)
+	if !ok {
+		return nil, nil, nil
+	}
+	_, pattern, _ := strings.Cut(key, " ")
+	item := doc.Paths.Value(pattern)
+	if item == nil || item.GetOperation(req.Method) == nil {
+		return nil, nil, fmt.Errorf("the document has no operation %s", key)
+	}
+	params := map[string]string{}
+	segs := strings.Split(req.URL.Path, "/")
+	for i, p := range strings.Split(pattern, "/") {
+		if name, ok := strings.CutPrefix(p, "{"); ok && i < len(segs) {
+			params[strings.TrimSuffix(name, "}")] = segs[i]
+		}
+	}
+	return &routers.Route{Spec: doc, Path: pattern, PathItem: item, Method: req.Method, Operation: item.GetOperation(req.Method)}, params, nil
+}
+
+// DescribeRequest returns why doc does not describe req with its body,
+// or nil: its path and query parameters and its JSON body must be those of
+// its route's operation. It is meant for requests the API accepted.
+func DescribeRequest(doc *openapi3.T, req *http.Request, body []byte) error {
+	rt, params, err := route(doc, req)
+	if err != nil || rt == nil {
+		return err
+	}
+	r := req.Clone(context.Background())
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	r.Header.Del("Content-Type")
+	if len(body) > 0 {
+		r.Header.Set("Content-Type", "application/json") // the API reads every body as JSON, whatever its Content-Type
+	}
+	return openapi3filter.ValidateRequest(context.Background(), &openapi3filter.RequestValidationInput{
+		Request: r, PathParams: params, Route: rt,
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+	})
+}
+
+// Describe returns why doc does not describe an answer to req, or nil:
+// the status must be one of the route's, the body of that status's
+// schema, the headers those it names. The route is the one the API
+// matches (api.Match); an answer of no route must be the document's
+// NoRoute (404) or MethodNotAllowed (405).
+func Describe(doc *openapi3.T, req *http.Request, status int, header http.Header, body []byte) error {
+	rt, _, err := route(doc, req)
+	if err != nil {
+		return err
+	}
+	if rt == nil {
+		name := "NoRoute"
+		if status == http.StatusMethodNotAllowed {
+			name = "MethodNotAllowed"
+		}
+		op := &openapi3.Operation{Responses: openapi3.NewResponses(openapi3.WithStatus(status, doc.Components.Responses[name]))}
+		op.Responses.Delete("default")
+		rt = &routers.Route{Spec: doc, PathItem: &openapi3.PathItem{}, Method: req.Method, Operation: op}
+	}
+	if status == http.StatusNoContent && len(body) == 0 {
+		header = header.Clone()
+		header.Del("Content-Type")
+	}
+	return openapi3filter.ValidateResponse(context.Background(), &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, Route: rt},
+		Status:                 status,
+		Header:                 header,
+		Body:                   io.NopCloser(bytes.NewReader(body)),
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true},
+	})
+}

@@ -1,0 +1,113 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"github.com/aws/aws-lambda-go/lambda/messages"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/s3q/s3q/shared/client"
+	"github.com/s3q/s3q/shared/pushsig"
+	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/worker"
+)
+
+// A target whose secret is unset (an empty environment variable) must not
+// accept deliveries signed with the empty key: anyone can make those.
+func TestVerifySignatureWithAnEmptySecretRefusesEveryDelivery(t *testing.T) {
+	now := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
+	body := []byte(`{"task":{"id":"forged"}}`)
+	ts := strconv.FormatInt(now.Unix(), 10)
+	h := http.Header{}
+	h.Set("S3q-Timestamp", ts)
+	h.Set("S3q-Signature", pushsig.Sign("", ts, body))
+	if err := worker.VerifySignature("", h, body, now, 0); !errors.Is(err, pushsig.ErrNoSecret) {
+		t.Fatalf("empty secret: %v", err)
+	}
+}
+
+// An invocation that starts after its delivery's deadline (a cold start,
+// Lambda's own queueing) does not run the handler: the dispatcher has
+// stopped waiting, the lease lapses and the next attempt is delivered, so
+// running it would run the task twice at once.
+func TestLambdaHandlerDoesNotStartAHandlerPastTheDeliveryDeadline(t *testing.T) {
+	ran := false
+	h := worker.LambdaHandler(map[string]worker.Handler{
+		"ok": func(context.Context, *worker.Task) (json.RawMessage, error) {
+			ran = true
+			return json.RawMessage(`{}`), nil
+		},
+	})
+	_, err := h(context.Background(), worker.Push{
+		Task:     client.Task{Task: queue.Task{ID: "id", TaskType: "ok"}},
+		Lease:    client.Lease{TaskID: "id", Token: "tok"},
+		Deadline: time.Now().Add(-time.Second),
+	})
+	if ran || err == nil {
+		t.Fatalf("ran %v, error %v", ran, err)
+	}
+}
+
+// A handler that panics answers a retryable function error (the function
+// lives on), and one that overruns its deadline sees its context end at
+// the payload's deadline with ErrDeadline as the cause.
+func TestLambdaHandlerSurvivesAPanicAndEndsTheContextAtTheDeadline(t *testing.T) {
+	var cause error
+	h := worker.LambdaHandler(map[string]worker.Handler{
+		"panics": func(context.Context, *worker.Task) (json.RawMessage, error) { panic("boom") },
+		"overruns": func(ctx context.Context, _ *worker.Task) (json.RawMessage, error) {
+			<-ctx.Done()
+			cause = context.Cause(ctx)
+			return nil, ctx.Err()
+		},
+	})
+	push := func(tt string) worker.Push {
+		return worker.Push{Task: client.Task{Task: queue.Task{ID: "id", TaskType: tt}}, Deadline: time.Now().Add(50 * time.Millisecond)}
+	}
+	var ie messages.InvokeResponse_Error
+	if _, err := h(context.Background(), push("panics")); !errors.As(err, &ie) || ie.Type == worker.PermanentErrorType {
+		t.Fatalf("panic: %#v", err)
+	}
+	start := time.Now()
+	if _, err := h(context.Background(), push("overruns")); err == nil || !errors.Is(cause, worker.ErrDeadline) || time.Since(start) > time.Second {
+		t.Fatalf("overrun: %v, cause %v after %s", err, cause, time.Since(start))
+	}
+}
+
+// VerifySignature refuses a timestamp from the future beyond the
+// tolerance, a timestamp changed after signing, one that is not a number,
+// and a signature of the right length but wrong bytes.
+func TestVerifySignatureRefusesTamperedOrFutureTimestamps(t *testing.T) {
+	now := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
+	body := []byte(`{"task":{"id":"x"}}`)
+	sign := func(ts string) http.Header {
+		h := http.Header{}
+		h.Set("S3q-Timestamp", ts)
+		h.Set("S3q-Signature", pushsig.Sign("k", ts, body))
+		return h
+	}
+	future := sign(strconv.FormatInt(now.Add(6*time.Minute).Unix(), 10))
+	moved := sign(strconv.FormatInt(now.Add(-10*time.Minute).Unix(), 10))
+	moved.Set("S3q-Timestamp", strconv.FormatInt(now.Unix(), 10))
+	text := sign("soon")
+	flipped := sign(strconv.FormatInt(now.Unix(), 10))
+	sig := []byte(flipped.Get("S3q-Signature"))
+	sig[0] ^= 1
+	flipped.Set("S3q-Signature", string(sig))
+	huge := sign("99999999999999999")
+	for name, c := range map[string]struct {
+		h    http.Header
+		want error
+	}{
+		"future": {future, pushsig.ErrBadTime}, "moved": {moved, pushsig.ErrSignature},
+		"text": {text, pushsig.ErrBadTime}, "flipped": {flipped, pushsig.ErrSignature}, "huge": {huge, pushsig.ErrBadTime},
+	} {
+		if err := worker.VerifySignature("k", c.h, body, now, 5*time.Minute); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", name, err, c.want)
+		}
+	}
+}
