@@ -45,6 +45,7 @@ type env struct {
 var commands = byName(append([]func() *command{
 	submitCommand, listCommand, historyCommand,
 	queueCommand, scheduleCommand, workerCommand,
+	devCommand, invokeCommand, sweepCommand,
 }, taskOpCommands()...))
 
 // byName indexes command factories by their command's name.
@@ -64,10 +65,6 @@ func taskOpCommands() []func() *command {
 	}
 	return fs
 }
-
-// register adds a command that its file registers in an init function
-// (dev, invoke, sweep).
-func register(f func() *command) { commands[f().name] = f }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
