@@ -112,12 +112,7 @@ Examples:
   s3q queue list --no-counts -o json`,
 		flags: r.qf.define,
 		run: func(ctx context.Context, e *env, args []string) error {
-			if len(args) == 0 {
-				return usageErr("queue needs a subcommand: create, update, list, show, delete")
-			}
-			r.ctx, r.e, r.sub, r.rest = ctx, e, args[0], args[1:]
-			var err error
-			if r.c, err = newClient(ctx, e); err != nil {
+			if err := r.start(ctx, e, args, "queue", "create, update, list, show, delete"); err != nil {
 				return err
 			}
 			sub, ok := queueSubcommands[r.sub]
@@ -134,11 +129,7 @@ Examples:
 type queueCall struct {
 	qf queueFlags
 
-	ctx  context.Context
-	e    *env
-	c    *client.Client
-	sub  string
-	rest []string
+	subcall
 }
 
 // queueSubcommands are the subcommands of s3q queue.
@@ -148,12 +139,7 @@ var queueSubcommands = map[string]func(r *queueCall) error{
 }
 
 // name returns the one queue NAME the subcommand takes.
-func (r *queueCall) name() (string, error) {
-	if len(r.rest) != 1 {
-		return "", usageErr("queue %s takes one queue NAME", r.sub)
-	}
-	return r.rest[0], nil
-}
+func (r *queueCall) name() (string, error) { return r.arg("queue", "queue NAME") }
 
 // show prints a queue an API call answered, or returns its error.
 func (r *queueCall) show(q client.QueueInfo, err error) error {

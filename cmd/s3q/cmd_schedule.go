@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/schedule"
 )
@@ -111,12 +110,7 @@ Examples:
 			fs.Var(&r.since, "since", "history from this RFC 3339 `time` on")
 		},
 		run: func(ctx context.Context, e *env, args []string) error {
-			if len(args) == 0 {
-				return usageErr("schedule needs a subcommand: create, update, list, show, pause, resume, trigger, delete, history")
-			}
-			r.ctx, r.e, r.sub, r.rest = ctx, e, args[0], args[1:]
-			var err error
-			if r.c, err = newClient(ctx, e); err != nil {
+			if err := r.start(ctx, e, args, "schedule", "create, update, list, show, pause, resume, trigger, delete, history"); err != nil {
 				return err
 			}
 			sub, ok := scheduleSubcommands[r.sub]
@@ -136,11 +130,7 @@ type scheduleCall struct {
 	cursor string
 	since  timeFlag
 
-	ctx  context.Context
-	e    *env
-	c    *client.Client
-	sub  string
-	rest []string
+	subcall
 }
 
 // scheduleSubcommands are the subcommands of s3q schedule.
@@ -152,12 +142,7 @@ var scheduleSubcommands = map[string]func(r *scheduleCall) error{
 }
 
 // id returns the one schedule ID the subcommand takes.
-func (r *scheduleCall) id() (string, error) {
-	if len(r.rest) != 1 {
-		return "", usageErr("schedule %s takes one schedule ID", r.sub)
-	}
-	return r.rest[0], nil
-}
+func (r *scheduleCall) id() (string, error) { return r.arg("schedule", "schedule ID") }
 
 // show prints a schedule an API call answered, or returns its error.
 func (r *scheduleCall) show(s schedule.Schedule, err error) error {

@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/s3q/s3q/shared/client"
 )
 
 // command is one subcommand.
@@ -260,4 +262,35 @@ func withSpace(s string) string {
 		return ""
 	}
 	return s + " "
+}
+
+// subcall is one run of a command with subcommands (s3q queue, s3q
+// schedule): the subcommand, the arguments after it and the client.
+type subcall struct {
+	ctx  context.Context
+	e    *env
+	c    *client.Client
+	sub  string
+	rest []string
+}
+
+// start takes the subcommand from args and makes the client; cmd and
+// subs name the command and its subcommands for a usage error.
+func (r *subcall) start(ctx context.Context, e *env, args []string, cmd, subs string) error {
+	if len(args) == 0 {
+		return usageErr("%s needs a subcommand: %s", cmd, subs)
+	}
+	r.ctx, r.e, r.sub, r.rest = ctx, e, args[0], args[1:]
+	var err error
+	r.c, err = newClient(ctx, e)
+	return err
+}
+
+// arg returns the one argument the subcommand takes; what names it
+// ("queue NAME") for a usage error.
+func (r *subcall) arg(cmd, what string) (string, error) {
+	if len(r.rest) != 1 {
+		return "", usageErr("%s %s takes one %s", cmd, r.sub, what)
+	}
+	return r.rest[0], nil
 }
