@@ -27,12 +27,12 @@ func (s *setFlags) Set(v string) error {
 	return nil
 }
 
-func init() {
-	register(func() *command {
-		sets := &setFlags{m: map[string]string{}}
-		return &command{
-			name: "invoke", args: "FUNCTION EVENT.json", summary: "run a Lambda function's handler once with a sample event",
-			details: `Invokes a function's handler in this process, exactly as Lambda would, with
+// invokeCommand is s3q invoke.
+func invokeCommand() *command {
+	sets := &setFlags{m: map[string]string{}}
+	return &command{
+		name: "invoke", args: "FUNCTION EVENT.json", summary: "run a Lambda function's handler once with a sample event",
+		details: `Invokes a function's handler in this process, exactly as Lambda would, with
 an event file (see events/), and prints the response. It uses the same
 environment as the deployed function: S3Q_BUCKET (required), S3Q_ENDPOINT,
 S3Q_PREFIX, AWS_REGION, S3Q_DEFAULT_TTL, ... Placeholders such as
@@ -44,45 +44,44 @@ Functions: ` + strings.Join(lambdafn.Names(), ", ") + `
 
 Example (against the S3 server of 's3q dev --endpoint ...', or a real bucket):
   S3Q_BUCKET=s3q S3Q_ENDPOINT=http://127.0.0.1:7070 s3q invoke submit events/submit.json`,
-			flags: func(fs *flag.FlagSet) {
-				fs.Var(sets, "set", "replace {{`key`}} in the event with a value (key=value, repeatable)")
-			},
-			run: func(ctx context.Context, e *env, args []string) error {
-				if len(args) != 2 {
-					return usageErr("invoke takes a function name and an event file")
-				}
-				payload, err := os.ReadFile(args[1])
-				if err != nil {
-					return err
-				}
-				for k, v := range sets.m {
-					payload = bytes.ReplaceAll(payload, []byte("{{"+k+"}}"), []byte(v))
-				}
-				cfg, err := config.FromEnv(os.Getenv)
-				if err != nil {
-					return err
-				}
-				// The function's own wiring, as in Lambda; the log and the
-				// metrics on stderr.
-				deps, err := lambdafn.Build(ctx, cfg, lambdafn.Parts{Out: e.stderr}, args[0])
-				if err != nil {
-					return err
-				}
-				h, err := lambdafn.New(args[0], deps)
-				if err != nil {
-					return usageErr("%v", err)
-				}
-				out, err := h.Invoke(ctx, payload)
-				if err != nil {
-					return err
-				}
-				var pretty bytes.Buffer
-				if json.Indent(&pretty, out, "", "  ") == nil {
-					out = pretty.Bytes()
-				}
-				fmt.Fprintln(e.stdout, string(out))
-				return nil
-			},
-		}
-	})
+		flags: func(fs *flag.FlagSet) {
+			fs.Var(sets, "set", "replace {{`key`}} in the event with a value (key=value, repeatable)")
+		},
+		run: func(ctx context.Context, e *env, args []string) error {
+			if len(args) != 2 {
+				return usageErr("invoke takes a function name and an event file")
+			}
+			payload, err := os.ReadFile(args[1])
+			if err != nil {
+				return err
+			}
+			for k, v := range sets.m {
+				payload = bytes.ReplaceAll(payload, []byte("{{"+k+"}}"), []byte(v))
+			}
+			cfg, err := config.FromEnv(os.Getenv)
+			if err != nil {
+				return err
+			}
+			// The function's own wiring, as in Lambda; the log and the
+			// metrics on stderr.
+			deps, err := lambdafn.Build(ctx, cfg, lambdafn.Parts{Out: e.stderr}, args[0])
+			if err != nil {
+				return err
+			}
+			h, err := lambdafn.New(args[0], deps)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			out, err := h.Invoke(ctx, payload)
+			if err != nil {
+				return err
+			}
+			var pretty bytes.Buffer
+			if json.Indent(&pretty, out, "", "  ") == nil {
+				out = pretty.Bytes()
+			}
+			fmt.Fprintln(e.stdout, string(out))
+			return nil
+		},
+	}
 }

@@ -84,12 +84,12 @@ func (f *queueFlags) overlay(d *queue.Declaration) {
 	})
 }
 
-func init() {
-	register(func() *command {
-		var qf queueFlags
-		return &command{
-			name: "queue", args: "SUBCOMMAND [NAME]", summary: "declare, list, show, update and delete queues",
-			details: `A queue is declared before tasks are submitted to it (unless the deployment
+// queueCommand is s3q queue.
+func queueCommand() *command {
+	r := &queueCall{}
+	return &command{
+		name: "queue", args: "SUBCOMMAND [NAME]", summary: "declare, list, show, update and delete queues",
+		details: `A queue is declared before tasks are submitted to it (unless the deployment
 auto-declares, as s3q dev does): submitting to an undeclared queue is 404
 queue_not_found. Its defaults apply where a submit and its task type give
 none (request > task type > queue > global).
@@ -110,91 +110,109 @@ Examples:
   s3q queue create hooks --target-url https://example.com/s3q --target-secret /s3q/hooks
   s3q queue update emails --max-concurrency 20 --no-ttl
   s3q queue list --no-counts -o json`,
-			flags: qf.define,
-			run: func(ctx context.Context, e *env, args []string) error {
-				if len(args) == 0 {
-					return usageErr("queue needs a subcommand: create, update, list, show, delete")
-				}
-				sub, rest := args[0], args[1:]
-				needName := func() (string, error) {
-					if len(rest) != 1 {
-						return "", usageErr("queue %s takes one queue NAME", sub)
-					}
-					return rest[0], nil
-				}
-				c, err := newClient(ctx, e)
-				if err != nil {
-					return err
-				}
-				show := func(q client.QueueInfo, err error) error {
-					if err != nil {
-						return err
-					}
-					if e.output == "json" {
-						return printJSON(e.stdout, map[string]any{"queue": q})
-					}
-					printQueue(e.stdout, q)
-					return nil
-				}
-				switch sub {
-				case "create", "update":
-					name, err := needName()
-					if err != nil {
-						return err
-					}
-					d := queue.Declaration{Name: name}
-					cur, err := c.GetQueue(ctx, name)
-					switch {
-					case err == nil && sub == "create":
-						return fmt.Errorf("queue %s exists; change it with 's3q queue update %s'", name, name)
-					case err == nil:
-						d = cur.Declaration
-					case !errors.Is(err, queue.ErrQueueNotFound) || sub == "update":
-						return err
-					}
-					qf.overlay(&d)
-					q, _, err := c.DeclareQueue(ctx, d)
-					return show(q, err)
-				case "show":
-					name, err := needName()
-					if err != nil {
-						return err
-					}
-					return show(c.GetQueue(ctx, name))
-				case "delete":
-					name, err := needName()
-					if err != nil {
-						return err
-					}
-					if err := c.DeleteQueue(ctx, name); err != nil {
-						return err
-					}
-					if e.output == "json" {
-						return printJSON(e.stdout, map[string]any{"deleted": name})
-					}
-					fmt.Fprintf(e.stdout, "deleted queue %s\n", name)
-					return nil
-				case "list":
-					if len(rest) != 0 {
-						return usageErr("queue list takes no arguments")
-					}
-					res, err := c.ListQueues(ctx, client.ListQueuesRequest{Limit: qf.limit, Cursor: qf.cursor, NoCounts: qf.noCounts})
-					if err != nil {
-						return err
-					}
-					if e.output == "json" {
-						return printJSON(e.stdout, res)
-					}
-					printQueues(e.stdout, res.Queues)
-					if res.NextCursor != "" {
-						fmt.Fprintf(e.stderr, "more: s3q queue list --cursor %s\n", res.NextCursor)
-					}
-					return nil
-				}
-				return usageErr("unknown queue subcommand %q", sub)
-			},
-		}
-	})
+		flags: r.qf.define,
+		run: func(ctx context.Context, e *env, args []string) error {
+			if err := r.start(ctx, e, args, "queue", "create, update, list, show, delete"); err != nil {
+				return err
+			}
+			sub, ok := queueSubcommands[r.sub]
+			if !ok {
+				return usageErr("unknown queue subcommand %q", r.sub)
+			}
+			return sub(r)
+		},
+	}
+}
+
+// queueCall is one run of s3q queue SUBCOMMAND: its flags, the arguments
+// after the subcommand, and the client.
+type queueCall struct {
+	qf queueFlags
+
+	subcall
+}
+
+// queueSubcommands are the subcommands of s3q queue.
+var queueSubcommands = map[string]func(r *queueCall) error{
+	"create": (*queueCall).declare, "update": (*queueCall).declare,
+	"show": (*queueCall).showOne, "delete": (*queueCall).delete, "list": (*queueCall).list,
+}
+
+// name returns the one queue NAME the subcommand takes.
+func (r *queueCall) name() (string, error) { return r.arg("queue", "queue NAME") }
+
+// show prints a queue an API call answered, or returns its error.
+func (r *queueCall) show(q client.QueueInfo, err error) error {
+	if err != nil {
+		return err
+	}
+	if r.e.output == "json" {
+		return printJSON(r.e.stdout, map[string]any{"queue": q})
+	}
+	printQueue(r.e.stdout, q)
+	return nil
+}
+
+// declare is create (the queue must not exist) and update (it must).
+func (r *queueCall) declare() error {
+	name, err := r.name()
+	if err != nil {
+		return err
+	}
+	d := queue.Declaration{Name: name}
+	cur, err := r.c.GetQueue(r.ctx, name)
+	switch {
+	case err == nil && r.sub == "create":
+		return fmt.Errorf("queue %s exists; change it with 's3q queue update %s'", name, name)
+	case err == nil:
+		d = cur.Declaration
+	case !errors.Is(err, queue.ErrQueueNotFound) || r.sub == "update":
+		return err
+	}
+	r.qf.overlay(&d)
+	q, _, err := r.c.DeclareQueue(r.ctx, d)
+	return r.show(q, err)
+}
+
+func (r *queueCall) showOne() error {
+	name, err := r.name()
+	if err != nil {
+		return err
+	}
+	return r.show(r.c.GetQueue(r.ctx, name))
+}
+
+func (r *queueCall) delete() error {
+	name, err := r.name()
+	if err != nil {
+		return err
+	}
+	if err := r.c.DeleteQueue(r.ctx, name); err != nil {
+		return err
+	}
+	if r.e.output == "json" {
+		return printJSON(r.e.stdout, map[string]any{"deleted": name})
+	}
+	fmt.Fprintf(r.e.stdout, "deleted queue %s\n", name)
+	return nil
+}
+
+func (r *queueCall) list() error {
+	if len(r.rest) != 0 {
+		return usageErr("queue list takes no arguments")
+	}
+	res, err := r.c.ListQueues(r.ctx, client.ListQueuesRequest{Limit: r.qf.limit, Cursor: r.qf.cursor, NoCounts: r.qf.noCounts})
+	if err != nil {
+		return err
+	}
+	if r.e.output == "json" {
+		return printJSON(r.e.stdout, res)
+	}
+	printQueues(r.e.stdout, res.Queues)
+	if res.NextCursor != "" {
+		fmt.Fprintf(r.e.stderr, "more: s3q queue list --cursor %s\n", res.NextCursor)
+	}
+	return nil
 }
 
 // printQueue shows one queue as name: value lines.

@@ -75,15 +75,12 @@ func (f *scheduleFlags) overlay(req *schedule.Request) error {
 	return err
 }
 
-func init() {
-	register(func() *command {
-		var sf scheduleFlags
-		var limit int
-		var cursor string
-		var since timeFlag
-		return &command{
-			name: "schedule", args: "SUBCOMMAND [ID]", summary: "manage recurring cron schedules",
-			details: `A schedule lives in the queue its tasks fire into: --queue (default
+// scheduleCommand is s3q schedule.
+func scheduleCommand() *command {
+	r := &scheduleCall{}
+	return &command{
+		name: "schedule", args: "SUBCOMMAND [ID]", summary: "manage recurring cron schedules",
+		details: `A schedule lives in the queue its tasks fire into: --queue (default
 "default"). A schedule of another queue is not found.
 
 Subcommands:
@@ -106,149 +103,179 @@ Examples:
   s3q schedule create poll --cron '@every 15m' -t feed.poll --overlap skip --queue feeds
   s3q schedule update nightly --cron '30 2 * * 1-5'
   s3q schedule history nightly --since 2026-01-01T00:00:00Z`,
-			flags: func(fs *flag.FlagSet) {
-				sf.define(fs)
-				fs.IntVar(&limit, "limit", 0, "items per page (list, history)")
-				fs.StringVar(&cursor, "cursor", "", "continue a previous page (list, history)")
-				fs.Var(&since, "since", "history from this RFC 3339 `time` on")
-			},
-			run: func(ctx context.Context, e *env, args []string) error {
-				if len(args) == 0 {
-					return usageErr("schedule needs a subcommand: create, update, list, show, pause, resume, trigger, delete, history")
-				}
-				sub, rest := args[0], args[1:]
-				needID := func() (string, error) {
-					if len(rest) != 1 {
-						return "", usageErr("schedule %s takes one schedule ID", sub)
-					}
-					return rest[0], nil
-				}
-				c, err := newClient(ctx, e)
-				if err != nil {
-					return err
-				}
-				show := func(s schedule.Schedule, err error) error {
-					if err != nil {
-						return err
-					}
-					if e.output == "json" {
-						return printJSON(e.stdout, map[string]any{"schedule": s})
-					}
-					printSchedule(e.stdout, s, time.Now())
-					return nil
-				}
-				switch sub {
-				case "create":
-					id, err := needID()
-					if err != nil {
-						return err
-					}
-					req := schedule.Request{ID: id}
-					if err := sf.overlay(&req); err != nil {
-						return err
-					}
-					if req.Cron == "" || req.TaskType == "" {
-						return usageErr("schedule create needs --cron and --type")
-					}
-					return show(c.CreateSchedule(ctx, req))
-				case "update":
-					id, err := needID()
-					if err != nil {
-						return err
-					}
-					cur, err := c.GetSchedule(ctx, id)
-					if err != nil {
-						return err
-					}
-					req := cur.Definition.Request()
-					req.Enabled = nil // unchanged unless --paused says otherwise
-					if err := sf.overlay(&req); err != nil {
-						return err
-					}
-					return show(c.UpdateSchedule(ctx, id, req))
-				case "show":
-					id, err := needID()
-					if err != nil {
-						return err
-					}
-					return show(c.GetSchedule(ctx, id))
-				case "pause", "resume":
-					id, err := needID()
-					if err != nil {
-						return err
-					}
-					if sub == "pause" {
-						return show(c.PauseSchedule(ctx, id))
-					}
-					return show(c.ResumeSchedule(ctx, id))
-				case "trigger":
-					id, err := needID()
-					if err != nil {
-						return err
-					}
-					f, err := c.TriggerSchedule(ctx, id)
-					if err != nil {
-						return err
-					}
-					if e.output == "json" {
-						return printJSON(e.stdout, map[string]any{"fire": f})
-					}
-					fmt.Fprintf(e.stdout, "fired %s at %s: task %s\n", f.ScheduleID, f.FireTime.UTC().Format(time.RFC3339), f.TaskID)
-					return nil
-				case "delete":
-					id, err := needID()
-					if err != nil {
-						return err
-					}
-					if err := c.DeleteSchedule(ctx, id); err != nil {
-						return err
-					}
-					if e.output != "json" {
-						fmt.Fprintf(e.stdout, "deleted schedule %s\n", id)
-					}
-					return nil
-				case "list":
-					if len(rest) != 0 {
-						return usageErr("schedule list takes no ID")
-					}
-					res, err := c.ListSchedules(ctx, schedule.ListRequest{Limit: limit, Cursor: cursor})
-					if err != nil {
-						return err
-					}
-					if e.output == "json" {
-						return printJSON(e.stdout, res)
-					}
-					printSchedules(e.stdout, res.Schedules, time.Now())
-					if res.NextCursor != "" {
-						fmt.Fprintf(e.stderr, "more: s3q schedule list --cursor %s\n", res.NextCursor)
-					}
-					return nil
-				case "history":
-					id, err := needID()
-					if err != nil {
-						return err
-					}
-					req := schedule.HistoryRequest{Limit: limit, Cursor: cursor}
-					if since.set {
-						req.Since = &since.t
-					}
-					res, err := c.ScheduleHistory(ctx, id, req)
-					if err != nil {
-						return err
-					}
-					if e.output == "json" {
-						return printJSON(e.stdout, res)
-					}
-					printFires(e.stdout, res.Fires)
-					if res.NextCursor != "" {
-						fmt.Fprintf(e.stderr, "more: s3q schedule history %s --cursor %s\n", id, res.NextCursor)
-					}
-					return nil
-				}
-				return usageErr("unknown schedule subcommand %q", sub)
-			},
-		}
-	})
+		flags: func(fs *flag.FlagSet) {
+			r.sf.define(fs)
+			fs.IntVar(&r.limit, "limit", 0, "items per page (list, history)")
+			fs.StringVar(&r.cursor, "cursor", "", "continue a previous page (list, history)")
+			fs.Var(&r.since, "since", "history from this RFC 3339 `time` on")
+		},
+		run: func(ctx context.Context, e *env, args []string) error {
+			if err := r.start(ctx, e, args, "schedule", "create, update, list, show, pause, resume, trigger, delete, history"); err != nil {
+				return err
+			}
+			sub, ok := scheduleSubcommands[r.sub]
+			if !ok {
+				return usageErr("unknown schedule subcommand %q", r.sub)
+			}
+			return sub(r)
+		},
+	}
+}
+
+// scheduleCall is one run of s3q schedule SUBCOMMAND: its flags, the
+// arguments after the subcommand, and the client.
+type scheduleCall struct {
+	sf     scheduleFlags
+	limit  int
+	cursor string
+	since  timeFlag
+
+	subcall
+}
+
+// scheduleSubcommands are the subcommands of s3q schedule.
+var scheduleSubcommands = map[string]func(r *scheduleCall) error{
+	"create": (*scheduleCall).create, "update": (*scheduleCall).update,
+	"show": (*scheduleCall).showOne, "pause": (*scheduleCall).pauseOrResume, "resume": (*scheduleCall).pauseOrResume,
+	"trigger": (*scheduleCall).trigger, "delete": (*scheduleCall).delete,
+	"list": (*scheduleCall).list, "history": (*scheduleCall).history,
+}
+
+// id returns the one schedule ID the subcommand takes.
+func (r *scheduleCall) id() (string, error) { return r.arg("schedule", "schedule ID") }
+
+// show prints a schedule an API call answered, or returns its error.
+func (r *scheduleCall) show(s schedule.Schedule, err error) error {
+	if err != nil {
+		return err
+	}
+	if r.e.output == "json" {
+		return printJSON(r.e.stdout, map[string]any{"schedule": s})
+	}
+	printSchedule(r.e.stdout, s, time.Now())
+	return nil
+}
+
+func (r *scheduleCall) create() error {
+	id, err := r.id()
+	if err != nil {
+		return err
+	}
+	req := schedule.Request{ID: id}
+	if err := r.sf.overlay(&req); err != nil {
+		return err
+	}
+	if req.Cron == "" || req.TaskType == "" {
+		return usageErr("schedule create needs --cron and --type")
+	}
+	return r.show(r.c.CreateSchedule(r.ctx, req))
+}
+
+func (r *scheduleCall) update() error {
+	id, err := r.id()
+	if err != nil {
+		return err
+	}
+	cur, err := r.c.GetSchedule(r.ctx, id)
+	if err != nil {
+		return err
+	}
+	req := cur.Definition.Request()
+	req.Enabled = nil // unchanged unless --paused says otherwise
+	if err := r.sf.overlay(&req); err != nil {
+		return err
+	}
+	return r.show(r.c.UpdateSchedule(r.ctx, id, req))
+}
+
+func (r *scheduleCall) showOne() error {
+	id, err := r.id()
+	if err != nil {
+		return err
+	}
+	return r.show(r.c.GetSchedule(r.ctx, id))
+}
+
+func (r *scheduleCall) pauseOrResume() error {
+	id, err := r.id()
+	if err != nil {
+		return err
+	}
+	if r.sub == "pause" {
+		return r.show(r.c.PauseSchedule(r.ctx, id))
+	}
+	return r.show(r.c.ResumeSchedule(r.ctx, id))
+}
+
+func (r *scheduleCall) trigger() error {
+	id, err := r.id()
+	if err != nil {
+		return err
+	}
+	f, err := r.c.TriggerSchedule(r.ctx, id)
+	if err != nil {
+		return err
+	}
+	if r.e.output == "json" {
+		return printJSON(r.e.stdout, map[string]any{"fire": f})
+	}
+	fmt.Fprintf(r.e.stdout, "fired %s at %s: task %s\n", f.ScheduleID, f.FireTime.UTC().Format(time.RFC3339), f.TaskID)
+	return nil
+}
+
+func (r *scheduleCall) delete() error {
+	id, err := r.id()
+	if err != nil {
+		return err
+	}
+	if err := r.c.DeleteSchedule(r.ctx, id); err != nil {
+		return err
+	}
+	if r.e.output != "json" {
+		fmt.Fprintf(r.e.stdout, "deleted schedule %s\n", id)
+	}
+	return nil
+}
+
+func (r *scheduleCall) list() error {
+	if len(r.rest) != 0 {
+		return usageErr("schedule list takes no ID")
+	}
+	res, err := r.c.ListSchedules(r.ctx, schedule.ListRequest{Limit: r.limit, Cursor: r.cursor})
+	if err != nil {
+		return err
+	}
+	if r.e.output == "json" {
+		return printJSON(r.e.stdout, res)
+	}
+	printSchedules(r.e.stdout, res.Schedules, time.Now())
+	if res.NextCursor != "" {
+		fmt.Fprintf(r.e.stderr, "more: s3q schedule list --cursor %s\n", res.NextCursor)
+	}
+	return nil
+}
+
+func (r *scheduleCall) history() error {
+	id, err := r.id()
+	if err != nil {
+		return err
+	}
+	req := schedule.HistoryRequest{Limit: r.limit, Cursor: r.cursor}
+	if r.since.set {
+		req.Since = &r.since.t
+	}
+	res, err := r.c.ScheduleHistory(r.ctx, id, req)
+	if err != nil {
+		return err
+	}
+	if r.e.output == "json" {
+		return printJSON(r.e.stdout, res)
+	}
+	printFires(r.e.stdout, res.Fires)
+	if res.NextCursor != "" {
+		fmt.Fprintf(r.e.stderr, "more: s3q schedule history %s --cursor %s\n", id, res.NextCursor)
+	}
+	return nil
 }
 
 func printSchedule(w io.Writer, s schedule.Schedule, now time.Time) {

@@ -15,11 +15,11 @@ import (
 	"github.com/s3q/s3q/shared/queue"
 )
 
-func init() {
-	register(func() *command {
-		return &command{
-			name: "sweep", summary: "run one sweep now: expire overdue tasks, reclaim leases, publish events",
-			details: `Runs the work of the sweep-expired function once, in this process, at the
+// sweepCommand is s3q sweep.
+func sweepCommand() *command {
+	return &command{
+		name: "sweep", summary: "run one sweep now: expire overdue tasks, reclaim leases, publish events",
+		details: `Runs the work of the sweep-expired function once, in this process, at the
 current time, on the bucket itself (not through the API): every pending task
 past its deadline is expired, lapsed leases are reclaimed, the pending children
 of expired parents are expired, the Task Expired and Task Dead-Lettered events
@@ -34,32 +34,31 @@ beside the deployed sweep is safe: each task moves by one conditional write.
 Examples:
   S3Q_BUCKET=s3q S3Q_ENDPOINT=http://127.0.0.1:7070 s3q sweep
   S3Q_BUCKET=my-s3q-bucket S3Q_EVENT_BUS=s3q-prod-events s3q sweep -o json`,
-			run: func(ctx context.Context, e *env, args []string) error {
-				if len(args) != 0 {
-					return usageErr("sweep takes no arguments")
-				}
-				cfg, err := config.FromEnv(os.Getenv)
-				if err != nil {
-					return err
-				}
-				// The sweep-expired function's wiring; EMF metrics are for
-				// CloudWatch Logs, which a CLI run has not.
-				deps, err := lambdafn.Build(ctx, cfg, lambdafn.Parts{Out: e.stderr, NoMetrics: true}, lambdafn.SweepExpired)
-				if err != nil {
-					return err
-				}
-				rep, err := deps.Sweep(ctx, time.Now())
-				if e.output == "json" {
-					if perr := printJSON(e.stdout, rep); perr != nil {
-						return perr
-					}
-				} else {
-					printSweep(e.stdout, rep)
-				}
+		run: func(ctx context.Context, e *env, args []string) error {
+			if len(args) != 0 {
+				return usageErr("sweep takes no arguments")
+			}
+			cfg, err := config.FromEnv(os.Getenv)
+			if err != nil {
 				return err
-			},
-		}
-	})
+			}
+			// The sweep-expired function's wiring; EMF metrics are for
+			// CloudWatch Logs, which a CLI run has not.
+			deps, err := lambdafn.Build(ctx, cfg, lambdafn.Parts{Out: e.stderr, NoMetrics: true}, lambdafn.SweepExpired)
+			if err != nil {
+				return err
+			}
+			rep, err := deps.Sweep(ctx, time.Now())
+			if e.output == "json" {
+				if perr := printJSON(e.stdout, rep); perr != nil {
+					return perr
+				}
+			} else {
+				printSweep(e.stdout, rep)
+			}
+			return err
+		},
+	}
 }
 
 // printSweep writes a sweep's report for people.

@@ -66,17 +66,12 @@ func newClient(ctx context.Context, e *env) (*client.Client, error) {
 	return client.New(ctx, e.url, client.Options{UserAgent: "s3q-cli/" + version, Queue: e.queue})
 }
 
-func init() {
-	register(func() *command {
-		var (
-			taskType, input, dedup, parent, ttlFrom, file, id string
-			ttl, in, wait, timeout                            durationFlag
-			expiresAt, at                                     timeFlag
-			maxAttempts                                       int
-		)
-		return &command{
-			name: "submit", summary: "submit a task (or many from a JSONL file)",
-			details: `Submits one task to --queue (default "default") and prints it. Input
+// submitCommand is s3q submit.
+func submitCommand() *command {
+	sf := &submitFlags{}
+	return &command{
+		name: "submit", summary: "submit a task (or many from a JSONL file)",
+		details: `Submits one task to --queue (default "default") and prints it. Input
 is JSON, inline or @file.
 With --file, submits every line of a JSON Lines file (one submit request per
 line, as in the HTTP API) in batches of 500, with progress on stderr.
@@ -91,92 +86,115 @@ Examples:
   s3q submit -t report.build -i @input.json --at 2026-01-28T09:00:00Z --expires-at 2026-01-28T17:00:00Z
   s3q submit -t ping --in 10m --dedup-key ping-42 --wait 20s --queue pings
   s3q submit --file tasks.jsonl`,
-			flags: func(fs *flag.FlagSet) {
-				fs.StringVar(&taskType, "type", "", "task `type` (required)")
-				fs.StringVar(&taskType, "t", "", "")
-				fs.StringVar(&input, "input", "", "input `json`, or @file")
-				fs.StringVar(&input, "i", "", "")
-				fs.Var(&ttl, "ttl", "time to live: the task expires if not started within `duration`")
-				fs.Var(&expiresAt, "expires-at", "absolute deadline for starting (RFC 3339 `time`)")
-				fs.StringVar(&ttlFrom, "ttl-from", "", "when the ttl starts: submission (default) or first_attempt")
-				fs.Var(&at, "at", "run no earlier than this RFC 3339 `time`")
-				fs.Var(&in, "in", "run no earlier than `duration` from now")
-				fs.StringVar(&dedup, "dedup-key", "", "idempotency `key`: returns the live task holding it")
-				fs.IntVar(&maxAttempts, "max-attempts", 0, "claims allowed before the task fails (default 3)")
-				fs.Var(&timeout, "timeout", "lease length of each attempt, a `duration` (default 5m)")
-				fs.StringVar(&parent, "parent", "", "parent task `id`: the task inherits its deadline")
-				fs.Var(&wait, "wait", "wait up to `duration` (max 25s) for the outcome")
-				fs.StringVar(&file, "file", "", "submit every line of a JSON Lines `file` (- for stdin)")
-				fs.StringVar(&id, "id", "", "task `id`, a lowercase UUIDv7 (default: a fresh one); the same id never makes a second task")
-			},
-			run: func(ctx context.Context, e *env, args []string) error {
-				if len(args) > 0 {
-					return usageErr("submit takes no arguments, got %q", args[0])
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&sf.taskType, "type", "", "task `type` (required)")
+			fs.StringVar(&sf.taskType, "t", "", "")
+			fs.StringVar(&sf.input, "input", "", "input `json`, or @file")
+			fs.StringVar(&sf.input, "i", "", "")
+			fs.Var(&sf.ttl, "ttl", "time to live: the task expires if not started within `duration`")
+			fs.Var(&sf.expiresAt, "expires-at", "absolute deadline for starting (RFC 3339 `time`)")
+			fs.StringVar(&sf.ttlFrom, "ttl-from", "", "when the ttl starts: submission (default) or first_attempt")
+			fs.Var(&sf.at, "at", "run no earlier than this RFC 3339 `time`")
+			fs.Var(&sf.in, "in", "run no earlier than `duration` from now")
+			fs.StringVar(&sf.dedup, "dedup-key", "", "idempotency `key`: returns the live task holding it")
+			fs.IntVar(&sf.maxAttempts, "max-attempts", 0, "claims allowed before the task fails (default 3)")
+			fs.Var(&sf.timeout, "timeout", "lease length of each attempt, a `duration` (default 5m)")
+			fs.StringVar(&sf.parent, "parent", "", "parent task `id`: the task inherits its deadline")
+			fs.Var(&sf.wait, "wait", "wait up to `duration` (max 25s) for the outcome")
+			fs.StringVar(&sf.file, "file", "", "submit every line of a JSON Lines `file` (- for stdin)")
+			fs.StringVar(&sf.id, "id", "", "task `id`, a lowercase UUIDv7 (default: a fresh one); the same id never makes a second task")
+		},
+		run: func(ctx context.Context, e *env, args []string) error {
+			if len(args) > 0 {
+				return usageErr("submit takes no arguments, got %q", args[0])
+			}
+			c, err := newClient(ctx, e)
+			if err != nil {
+				return err
+			}
+			if sf.file != "" {
+				if sf.taskType != "" || sf.input != "" || sf.id != "" {
+					return usageErr("--file cannot be combined with --type, --input or --id")
 				}
-				c, err := newClient(ctx, e)
-				if err != nil {
-					return err
-				}
-				if file != "" {
-					if taskType != "" || input != "" || id != "" {
-						return usageErr("--file cannot be combined with --type, --input or --id")
-					}
-					return submitFile(ctx, e, c, file)
-				}
-				if taskType == "" {
-					return usageErr("--type is required")
-				}
-				req := queue.SubmitRequest{ID: id, TaskType: taskType, DedupKey: dedup, MaxAttempts: maxAttempts, ParentID: parent, TTLFrom: queue.TTLFrom(ttlFrom)}
-				if input != "" {
-					raw, err := readInput(input)
-					if err != nil {
-						return err
-					}
-					req.Input = raw
-				}
-				if ttl.set {
-					req.TTL = ptr(queue.Duration(ttl.d))
-				}
-				if expiresAt.set {
-					req.ExpiresAt = &expiresAt.t
-				}
-				if at.set {
-					req.ScheduleAt = &at.t
-				}
-				if in.set {
-					req.Delay = ptr(queue.Duration(in.d))
-				}
-				if timeout.set {
-					req.Timeout = ptr(queue.Duration(timeout.d))
-				}
-				res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: req, Wait: wait.d})
-				if err != nil {
-					return err
-				}
-				if e.output == "json" {
-					return printJSON(e.stdout, res)
-				}
-				switch {
-				case res.Deduplicated:
-					fmt.Fprintln(e.stdout, "deduplicated: a live task already holds this key")
-				case res.Replayed:
-					fmt.Fprintln(e.stdout, "replayed: a task with this id was already submitted")
-				case res.Status == 202:
-					fmt.Fprintln(e.stdout, "still running when the wait ran out")
-				}
-				printTask(e.stdout, res.Task, time.Now())
-				return nil
-			},
-		}
-	})
+				return submitFile(ctx, e, c, sf.file)
+			}
+			req, err := sf.request()
+			if err != nil {
+				return err
+			}
+			res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: req, Wait: sf.wait.d})
+			if err != nil {
+				return err
+			}
+			return printSubmitted(e, res)
+		},
+	}
+}
 
-	register(func() *command {
-		var status, ltype, cursor string
-		var limit int
-		var all, allQueues bool
-		return &command{
-			name: "list", summary: "list tasks by status, queue and type",
-			details: `Lists the tasks of --queue (default "default") oldest first, one page at
+// submitFlags are the flags of s3q submit.
+type submitFlags struct {
+	taskType, input, dedup, parent, ttlFrom, file, id string
+	ttl, in, wait, timeout                            durationFlag
+	expiresAt, at                                     timeFlag
+	maxAttempts                                       int
+}
+
+// request makes the submit request the flags describe.
+func (sf *submitFlags) request() (queue.SubmitRequest, error) {
+	if sf.taskType == "" {
+		return queue.SubmitRequest{}, usageErr("--type is required")
+	}
+	req := queue.SubmitRequest{ID: sf.id, TaskType: sf.taskType, DedupKey: sf.dedup, MaxAttempts: sf.maxAttempts, ParentID: sf.parent, TTLFrom: queue.TTLFrom(sf.ttlFrom)}
+	if sf.input != "" {
+		raw, err := readInput(sf.input)
+		if err != nil {
+			return queue.SubmitRequest{}, err
+		}
+		req.Input = raw
+	}
+	if sf.ttl.set {
+		req.TTL = ptr(queue.Duration(sf.ttl.d))
+	}
+	if sf.expiresAt.set {
+		req.ExpiresAt = &sf.expiresAt.t
+	}
+	if sf.at.set {
+		req.ScheduleAt = &sf.at.t
+	}
+	if sf.in.set {
+		req.Delay = ptr(queue.Duration(sf.in.d))
+	}
+	if sf.timeout.set {
+		req.Timeout = ptr(queue.Duration(sf.timeout.d))
+	}
+	return req, nil
+}
+
+// printSubmitted prints the answer to a submit.
+func printSubmitted(e *env, res client.SubmitResult) error {
+	if e.output == "json" {
+		return printJSON(e.stdout, res)
+	}
+	switch {
+	case res.Deduplicated:
+		fmt.Fprintln(e.stdout, "deduplicated: a live task already holds this key")
+	case res.Replayed:
+		fmt.Fprintln(e.stdout, "replayed: a task with this id was already submitted")
+	case res.Status == 202:
+		fmt.Fprintln(e.stdout, "still running when the wait ran out")
+	}
+	printTask(e.stdout, res.Task, time.Now())
+	return nil
+}
+
+// listCommand is s3q list.
+func listCommand() *command {
+	var status, ltype, cursor string
+	var limit int
+	var all, allQueues bool
+	return &command{
+		name: "list", summary: "list tasks by status, queue and type",
+		details: `Lists the tasks of --queue (default "default") oldest first, one page at
 a time; --all follows the cursor. --all-queues lists every queue's tasks
 (GET /tasks, the operator's route).
 
@@ -184,145 +202,150 @@ Examples:
   s3q list --status expired
   s3q list --status failed --queue emails --all -o json
   s3q list --status failed --all-queues`,
-			flags: func(fs *flag.FlagSet) {
-				fs.StringVar(&status, "status", "", "only this `status`: pending running completed failed cancelled expired archived")
-				fs.StringVar(&ltype, "type", "", "only this task `type`")
-				fs.BoolVar(&allQueues, "all-queues", false, "list the tasks of every queue, not just --queue")
-				fs.IntVar(&limit, "limit", 100, "tasks per page (max 1000)")
-				fs.StringVar(&cursor, "cursor", "", "continue from a previous page's next_cursor")
-				fs.BoolVar(&all, "all", false, "follow the cursor to the end")
-			},
-			run: func(ctx context.Context, e *env, args []string) error {
-				if len(args) != 0 {
-					return usageErr("list takes no arguments")
-				}
-				c, err := newClient(ctx, e)
-				if err != nil {
-					return err
-				}
-				var tasks []client.Task
-				req := queue.ListRequest{Status: queue.Status(status), TaskType: ltype, Queue: e.queue, Limit: limit, Cursor: cursor}
-				if allQueues {
-					if e.queueSet {
-						return usageErr("--all-queues and --queue exclude each other")
-					}
-					req.Queue = ""
-				}
-				next := ""
-				for {
-					res, err := c.List(ctx, req)
-					if err != nil {
-						return err
-					}
-					tasks = append(tasks, res.Tasks...)
-					next = res.NextCursor
-					if !all || next == "" {
-						break
-					}
-					req.Cursor = next
-				}
-				if e.output == "json" {
-					return printJSON(e.stdout, map[string]any{"tasks": tasks, "next_cursor": next})
-				}
-				printTable(e.stdout, tasks, time.Now())
-				if next != "" {
-					fmt.Fprintf(e.stderr, "more: s3q list --cursor %s (or --all)\n", next)
-				}
-				return nil
-			},
-		}
-	})
-
-	register(func() *command {
-		var hlimit int
-		var hcursor string
-		var hall bool
-		return &command{
-			name: "history", args: "ID", summary: "show the versions of a task's record, oldest first, a page at a time",
-			details: "The task must be in --queue (default \"default\"); a task of another queue is not found.",
-			flags: func(fs *flag.FlagSet) {
-				fs.IntVar(&hlimit, "limit", 0, "versions per page (default 100, at most 1000)")
-				fs.StringVar(&hcursor, "cursor", "", "continue from a previous page's next_cursor")
-				fs.BoolVar(&hall, "all", false, "follow the cursor to the end")
-			},
-			run: func(ctx context.Context, e *env, args []string) error {
-				if len(args) != 1 {
-					return usageErr("history takes one task ID")
-				}
-				c, err := newClient(ctx, e)
-				if err != nil {
-					return err
-				}
-				var vs []client.Version
-				req := queue.HistoryRequest{Limit: hlimit, Cursor: hcursor}
-				first := 1
-				if hcursor != "" {
-					first = 0 // the number of the first version is unknown
-				}
-				next := ""
-				for {
-					res, err := c.History(ctx, args[0], req)
-					if err != nil {
-						return err
-					}
-					vs = append(vs, res.Versions...)
-					if next = res.NextCursor; !hall || next == "" {
-						break
-					}
-					req.Cursor = next
-				}
-				if e.output == "json" {
-					return printJSON(e.stdout, map[string]any{"versions": vs, "next_cursor": next})
-				}
-				for i, v := range vs {
-					label := fmt.Sprintf("Version %d", first+i)
-					if first == 0 {
-						label = "Version " + v.VersionID
-					}
-					fmt.Fprintf(e.stdout, "%s: %s%s  (%s)\n", label, v.Task.Status, historyDetail(v.Task), v.ModifiedAt.UTC().Format(time.RFC3339))
-				}
-				if next != "" {
-					fmt.Fprintf(e.stderr, "more: s3q history %s --cursor %s (or --all)\n", args[0], next)
-				}
-				return nil
-			},
-		}
-	})
-
-	// Commands that take one task ID, make one call and show the task.
-	for _, op := range []struct {
-		name, summary string
-		call          func(c *client.Client, ctx context.Context, id string) (client.Task, error)
-	}{
-		{"status", "show a task, with its deadline and time left", (*client.Client).Get},
-		{"cancel", "cancel a pending task, or ask a running one to stop", (*client.Client).Cancel},
-		{"retry", "put a failed or cancelled task back to pending", (*client.Client).Retry},
-		{"expire", "mark a pending task expired now", (*client.Client).Expire},
-	} {
-		register(func() *command {
-			return &command{
-				name: op.name, args: "ID", summary: op.summary,
-				details: "The task must be in --queue (default \"default\"); a task of another queue is not found.",
-				run: func(ctx context.Context, e *env, args []string) error {
-					if len(args) != 1 {
-						return usageErr("%s takes one task ID", op.name)
-					}
-					c, err := newClient(ctx, e)
-					if err != nil {
-						return err
-					}
-					t, err := op.call(c, ctx, args[0])
-					if err != nil {
-						return err
-					}
-					if e.output == "json" {
-						return printJSON(e.stdout, map[string]any{"task": t})
-					}
-					printTask(e.stdout, t, time.Now())
-					return nil
-				},
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&status, "status", "", "only this `status`: pending running completed failed cancelled expired archived")
+			fs.StringVar(&ltype, "type", "", "only this task `type`")
+			fs.BoolVar(&allQueues, "all-queues", false, "list the tasks of every queue, not just --queue")
+			fs.IntVar(&limit, "limit", 100, "tasks per page (max 1000)")
+			fs.StringVar(&cursor, "cursor", "", "continue from a previous page's next_cursor")
+			fs.BoolVar(&all, "all", false, "follow the cursor to the end")
+		},
+		run: func(ctx context.Context, e *env, args []string) error {
+			if len(args) != 0 {
+				return usageErr("list takes no arguments")
 			}
-		})
+			c, err := newClient(ctx, e)
+			if err != nil {
+				return err
+			}
+			var tasks []client.Task
+			req := queue.ListRequest{Status: queue.Status(status), TaskType: ltype, Queue: e.queue, Limit: limit, Cursor: cursor}
+			if allQueues {
+				if e.queueSet {
+					return usageErr("--all-queues and --queue exclude each other")
+				}
+				req.Queue = ""
+			}
+			next := ""
+			for {
+				res, err := c.List(ctx, req)
+				if err != nil {
+					return err
+				}
+				tasks = append(tasks, res.Tasks...)
+				next = res.NextCursor
+				if !all || next == "" {
+					break
+				}
+				req.Cursor = next
+			}
+			if e.output == "json" {
+				return printJSON(e.stdout, map[string]any{"tasks": tasks, "next_cursor": next})
+			}
+			printTable(e.stdout, tasks, time.Now())
+			if next != "" {
+				fmt.Fprintf(e.stderr, "more: s3q list --cursor %s (or --all)\n", next)
+			}
+			return nil
+		},
+	}
+}
+
+// historyCommand is s3q history.
+func historyCommand() *command {
+	var hlimit int
+	var hcursor string
+	var hall bool
+	return &command{
+		name: "history", args: "ID", summary: "show the versions of a task's record, oldest first, a page at a time",
+		details: "The task must be in --queue (default \"default\"); a task of another queue is not found.",
+		flags: func(fs *flag.FlagSet) {
+			fs.IntVar(&hlimit, "limit", 0, "versions per page (default 100, at most 1000)")
+			fs.StringVar(&hcursor, "cursor", "", "continue from a previous page's next_cursor")
+			fs.BoolVar(&hall, "all", false, "follow the cursor to the end")
+		},
+		run: func(ctx context.Context, e *env, args []string) error {
+			if len(args) != 1 {
+				return usageErr("history takes one task ID")
+			}
+			c, err := newClient(ctx, e)
+			if err != nil {
+				return err
+			}
+			var vs []client.Version
+			req := queue.HistoryRequest{Limit: hlimit, Cursor: hcursor}
+			first := 1
+			if hcursor != "" {
+				first = 0 // the number of the first version is unknown
+			}
+			next := ""
+			for {
+				res, err := c.History(ctx, args[0], req)
+				if err != nil {
+					return err
+				}
+				vs = append(vs, res.Versions...)
+				if next = res.NextCursor; !hall || next == "" {
+					break
+				}
+				req.Cursor = next
+			}
+			if e.output == "json" {
+				return printJSON(e.stdout, map[string]any{"versions": vs, "next_cursor": next})
+			}
+			for i, v := range vs {
+				label := fmt.Sprintf("Version %d", first+i)
+				if first == 0 {
+					label = "Version " + v.VersionID
+				}
+				fmt.Fprintf(e.stdout, "%s: %s%s  (%s)\n", label, v.Task.Status, historyDetail(v.Task), v.ModifiedAt.UTC().Format(time.RFC3339))
+			}
+			if next != "" {
+				fmt.Fprintf(e.stderr, "more: s3q history %s --cursor %s (or --all)\n", args[0], next)
+			}
+			return nil
+		},
+	}
+}
+
+// taskOp is a command that takes one task ID, makes one call and shows
+// the task.
+type taskOp struct {
+	name, summary string
+	call          func(c *client.Client, ctx context.Context, id string) (client.Task, error)
+}
+
+// taskOps are status, cancel, retry and expire.
+var taskOps = []taskOp{
+	{"status", "show a task, with its deadline and time left", (*client.Client).Get},
+	{"cancel", "cancel a pending task, or ask a running one to stop", (*client.Client).Cancel},
+	{"retry", "put a failed or cancelled task back to pending", (*client.Client).Retry},
+	{"expire", "mark a pending task expired now", (*client.Client).Expire},
+}
+
+// command is s3q op.name.
+func (op taskOp) command() *command {
+	return &command{
+		name: op.name, args: "ID", summary: op.summary,
+		details: "The task must be in --queue (default \"default\"); a task of another queue is not found.",
+		run: func(ctx context.Context, e *env, args []string) error {
+			if len(args) != 1 {
+				return usageErr("%s takes one task ID", op.name)
+			}
+			c, err := newClient(ctx, e)
+			if err != nil {
+				return err
+			}
+			t, err := op.call(c, ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if e.output == "json" {
+				return printJSON(e.stdout, map[string]any{"task": t})
+			}
+			printTask(e.stdout, t, time.Now())
+			return nil
+		},
 	}
 }
 

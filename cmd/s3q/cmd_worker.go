@@ -17,14 +17,14 @@ import (
 	"github.com/s3q/s3q/shared/worker"
 )
 
-func init() {
-	register(func() *command {
-		var types, execCmd, workerID string
-		var concurrency int
-		var lease durationFlag
-		return &command{
-			name: "worker", summary: "run a worker that executes a command per task",
-			details: `Claims tasks of the given types and runs --exec for each (through sh -c):
+// workerCommand is s3q worker.
+func workerCommand() *command {
+	var types, execCmd, workerID string
+	var concurrency int
+	var lease durationFlag
+	return &command{
+		name: "worker", summary: "run a worker that executes a command per task",
+		details: `Claims tasks of the given types and runs --exec for each (through sh -c):
 the task's input is on its stdin, its stdout is the task's output (JSON as is,
 anything else as a JSON string), and a non-zero exit fails the attempt (it is
 retried with backoff while attempts remain; exit code 3 fails it for good).
@@ -34,36 +34,35 @@ Ctrl-C stops claiming and lets running commands finish (up to 30s).
 
 Example:
   s3q worker --type email.send --exec 'jq -r .to | xargs ./send-mail'`,
-			flags: func(fs *flag.FlagSet) {
-				fs.StringVar(&types, "type", "", "task `types` to run, comma-separated (required)")
-				fs.StringVar(&types, "t", "", "")
-				fs.StringVar(&execCmd, "exec", "", "`command` to run per task (required)")
-				fs.IntVar(&concurrency, "concurrency", 1, "tasks to run at once")
-				fs.Var(&lease, "lease", "lease length per claim and heartbeat (default: each task's timeout)")
-				fs.StringVar(&workerID, "id", "", "worker `id` recorded on tasks (default host-pid)")
-			},
-			run: func(ctx context.Context, e *env, args []string) error {
-				if len(args) != 0 {
-					return usageErr("worker takes no arguments")
-				}
-				if types == "" || execCmd == "" {
-					return usageErr("--type and --exec are required")
-				}
-				c, err := newClient(ctx, e)
-				if err != nil {
-					return err
-				}
-				log := slog.New(slog.NewJSONHandler(e.stderr, nil))
-				w := worker.New(c, worker.Options{Queue: e.queue, Concurrency: concurrency, LeaseFor: lease.d, WorkerID: workerID, Logger: log})
-				h := execHandler(execCmd)
-				for _, t := range strings.Split(types, ",") {
-					w.Handle(strings.TrimSpace(t), h)
-				}
-				log.Info("worker started", "types", types, "url", e.url, "concurrency", concurrency)
-				return w.Run(ctx)
-			},
-		}
-	})
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&types, "type", "", "task `types` to run, comma-separated (required)")
+			fs.StringVar(&types, "t", "", "")
+			fs.StringVar(&execCmd, "exec", "", "`command` to run per task (required)")
+			fs.IntVar(&concurrency, "concurrency", 1, "tasks to run at once")
+			fs.Var(&lease, "lease", "lease length per claim and heartbeat (default: each task's timeout)")
+			fs.StringVar(&workerID, "id", "", "worker `id` recorded on tasks (default host-pid)")
+		},
+		run: func(ctx context.Context, e *env, args []string) error {
+			if len(args) != 0 {
+				return usageErr("worker takes no arguments")
+			}
+			if types == "" || execCmd == "" {
+				return usageErr("--type and --exec are required")
+			}
+			c, err := newClient(ctx, e)
+			if err != nil {
+				return err
+			}
+			log := slog.New(slog.NewJSONHandler(e.stderr, nil))
+			w := worker.New(c, worker.Options{Queue: e.queue, Concurrency: concurrency, LeaseFor: lease.d, WorkerID: workerID, Logger: log})
+			h := execHandler(execCmd)
+			for _, t := range strings.Split(types, ",") {
+				w.Handle(strings.TrimSpace(t), h)
+			}
+			log.Info("worker started", "types", types, "url", e.url, "concurrency", concurrency)
+			return w.Run(ctx)
+		},
+	}
 }
 
 // execHandler runs a shell command per task.

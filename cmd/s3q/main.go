@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/s3q/s3q/shared/client"
 )
 
 // command is one subcommand.
@@ -39,11 +41,32 @@ type env struct {
 	queueSet bool
 }
 
-// commands holds a factory per command, so that every run gets fresh flag
-// variables.
-var commands = map[string]func() *command{}
+// commands holds a factory per command by name, so that every run gets
+// fresh flag variables. Each command is a value made by its factory in
+// its file (cmd_tasks.go, cmd_queue.go, ...).
+var commands = byName(append([]func() *command{
+	submitCommand, listCommand, historyCommand,
+	queueCommand, scheduleCommand, workerCommand,
+	devCommand, invokeCommand, sweepCommand,
+}, taskOpCommands()...))
 
-func register(f func() *command) { commands[f().name] = f }
+// byName indexes command factories by their command's name.
+func byName(fs []func() *command) map[string]func() *command {
+	m := make(map[string]func() *command, len(fs))
+	for _, f := range fs {
+		m[f().name] = f
+	}
+	return m
+}
+
+// taskOpCommands returns the factories of status, cancel, retry and expire.
+func taskOpCommands() []func() *command {
+	fs := make([]func() *command, len(taskOps))
+	for i, op := range taskOps {
+		fs[i] = op.command
+	}
+	return fs
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -239,4 +262,35 @@ func withSpace(s string) string {
 		return ""
 	}
 	return s + " "
+}
+
+// subcall is one run of a command with subcommands (s3q queue, s3q
+// schedule): the subcommand, the arguments after it and the client.
+type subcall struct {
+	ctx  context.Context
+	e    *env
+	c    *client.Client
+	sub  string
+	rest []string
+}
+
+// start takes the subcommand from args and makes the client; cmd and
+// subs name the command and its subcommands for a usage error.
+func (r *subcall) start(ctx context.Context, e *env, args []string, cmd, subs string) error {
+	if len(args) == 0 {
+		return usageErr("%s needs a subcommand: %s", cmd, subs)
+	}
+	r.ctx, r.e, r.sub, r.rest = ctx, e, args[0], args[1:]
+	var err error
+	r.c, err = newClient(ctx, e)
+	return err
+}
+
+// arg returns the one argument the subcommand takes; what names it
+// ("queue NAME") for a usage error.
+func (r *subcall) arg(cmd, what string) (string, error) {
+	if len(r.rest) != 1 {
+		return "", usageErr("%s %s takes one %s", cmd, r.sub, what)
+	}
+	return r.rest[0], nil
 }

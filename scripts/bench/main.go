@@ -93,7 +93,7 @@ func main() {
 			mc = fmt.Sprintf(" max_concurrency=%d", v.mc)
 		}
 		fmt.Printf("bench lifecycle ttl=%s%s requests=%.2f put=%.2f list=%.3f get=%.2f delete=%.2f usd_per_million=%.2f\n",
-			yes, mc, float64(c.Total())/n, float64(c.Put)/n, float64(c.List)/n, float64(c.Get+c.Head)/n, float64(c.Delete)/n, c.USD()/n*1e6)
+			yes, mc, float64(c.Total())/n, float64(c.Put)/n, float64(c.List)/n, float64(c.Get+c.Head)/n, float64(c.Delete)/n, usd(c)/n*1e6)
 	}
 	for _, ws := range strings.Split(*workers, ",") {
 		if !run("throughput") {
@@ -294,4 +294,15 @@ func rawRate(ctx context.Context, srv *s3local.Server, w int, d time.Duration) (
 		return 0, firstErr
 	}
 	return float64(pairs.Load()) / time.Since(start).Seconds(), nil
+}
+
+// S3 list prices in US dollars per request (us-east-1, S3 Standard).
+const (
+	pricePutClass = 0.005 / 1000  // PUT, COPY, POST, LIST
+	priceGetClass = 0.0004 / 1000 // GET, HEAD
+)
+
+// usd returns what the counted requests cost at S3 list prices. DELETE is free.
+func usd(c store.Counts) float64 {
+	return float64(c.Put+c.List)*pricePutClass + float64(c.Get+c.Head)*priceGetClass
 }

@@ -155,109 +155,142 @@ func (e *FieldError) Error() string { return e.Var + " " + e.Message }
 // map lookup in a test) and checks it. Every problem is reported at once,
 // as a *FieldError each, joined in one error beginning "config: ".
 func FromEnv(getenv func(string) string) (Config, error) {
-	var errs []error
-	bad := func(v, format string, args ...any) {
-		errs = append(errs, &FieldError{Var: v, Message: fmt.Sprintf(format, args...)})
-	}
-	get := func(v string) string { return strings.TrimSpace(getenv(v)) }
-
+	r := &envReader{getenv: getenv}
 	c := Config{
-		Bucket:   get(EnvBucket),
-		Prefix:   getenv(EnvPrefix),
-		Endpoint: get(EnvEndpoint),
-		Region:   get(EnvRegion),
-		EventBus: get(EnvEventBus),
+		Bucket:   r.get(EnvBucket),
+		Prefix:   r.getenv(EnvPrefix),
+		Endpoint: r.get(EnvEndpoint),
+		Region:   r.get(EnvRegion),
+		EventBus: r.get(EnvEventBus),
 		Shards:   1,
 
-		DispatchFunction: get(EnvDispatchFunction),
-		LambdaEndpoint:   get(EnvLambdaEndpoint),
+		DispatchFunction: r.get(EnvDispatchFunction),
+		LambdaEndpoint:   r.get(EnvLambdaEndpoint),
 
 		ArtifactTTL:      artifacts.DefaultTTL,
 		MaxArtifactBytes: artifacts.DefaultMaxBytes,
 		MetricsNamespace: "s3q",
 		MaxWait:          DefaultMaxWait,
 	}
+	r.readPlaces(&c)
+	r.readDurations(&c)
+	r.readLimits(&c)
+	if len(r.errs) > 0 {
+		return Config{}, fmt.Errorf("config: %w", errors.Join(r.errs...))
+	}
+	return c, nil
+}
+
+// envReader reads configuration variables and collects what is wrong
+// with them, in the order read.
+type envReader struct {
+	getenv func(string) string
+	errs   []error
+}
+
+// get returns variable v, trimmed.
+func (r *envReader) get(v string) string { return strings.TrimSpace(r.getenv(v)) }
+
+// bad records what is wrong with variable v.
+func (r *envReader) bad(v, format string, args ...any) {
+	r.errs = append(r.errs, &FieldError{Var: v, Message: fmt.Sprintf(format, args...)})
+}
+
+// readPlaces checks where the state and the functions are: the bucket,
+// its key prefix, the S3 and Lambda endpoints; and reads the static push
+// queues.
+func (r *envReader) readPlaces(c *Config) {
 	switch {
 	case c.Bucket == "":
-		bad(EnvBucket, "is required: the name of the bucket s3q keeps its state in")
+		r.bad(EnvBucket, "is required: the name of the bucket s3q keeps its state in")
 	case !validBucket(c.Bucket):
-		bad(EnvBucket, "%q is not a bucket name: 3-63 of a-z 0-9 . -, starting and ending with a letter or digit", c.Bucket)
+		r.bad(EnvBucket, "%q is not a bucket name: 3-63 of a-z 0-9 . -, starting and ending with a letter or digit", c.Bucket)
 	}
 	if c.Prefix != "" && (!strings.HasSuffix(c.Prefix, "/") || strings.HasPrefix(c.Prefix, "/") || strings.Contains(c.Prefix, "..") || strings.ContainsFunc(c.Prefix, isControl)) {
-		bad(EnvPrefix, "%q must end in \"/\", not start with one, and hold no \"..\" or control characters (e.g. \"s3q/\")", c.Prefix)
+		r.bad(EnvPrefix, "%q must end in \"/\", not start with one, and hold no \"..\" or control characters (e.g. \"s3q/\")", c.Prefix)
 	}
 	if c.Endpoint != "" {
 		u, err := url.Parse(c.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad(EnvEndpoint, "%q is not an endpoint URL such as http://127.0.0.1:7070", c.Endpoint)
+			r.bad(EnvEndpoint, "%q is not an endpoint URL such as http://127.0.0.1:7070", c.Endpoint)
 		}
 	}
 	if c.LambdaEndpoint != "" {
 		u, err := url.Parse(c.LambdaEndpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad(EnvLambdaEndpoint, "%q is not an endpoint URL such as http://127.0.0.1:9001", c.LambdaEndpoint)
+			r.bad(EnvLambdaEndpoint, "%q is not an endpoint URL such as http://127.0.0.1:9001", c.LambdaEndpoint)
 		}
 	}
-	if s := get(EnvPushQueues); s != "" {
+	if s := r.get(EnvPushQueues); s != "" {
 		pq, err := dispatch.ParseStatic([]byte(s), false)
 		if err != nil {
-			bad(EnvPushQueues, "%v", err)
+			r.bad(EnvPushQueues, "%v", err)
 		} else {
 			c.PushQueues = pq
 		}
 	}
-	if s := get(EnvDefaultTTL); s != "" {
+}
+
+// readDurations reads the default task TTL, the artifact TTL and the
+// longest synchronous wait.
+func (r *envReader) readDurations(c *Config) {
+	if s := r.get(EnvDefaultTTL); s != "" {
 		d, err := queue.ParseDuration(s)
 		switch {
 		case err != nil:
-			bad(EnvDefaultTTL, "%q is not a duration such as 90s, 30m, 1h or 7d", s)
+			r.bad(EnvDefaultTTL, "%q is not a duration such as 90s, 30m, 1h or 7d", s)
 		case d < 0:
-			bad(EnvDefaultTTL, "%q must not be negative (0 or empty means no default)", s)
+			r.bad(EnvDefaultTTL, "%q must not be negative (0 or empty means no default)", s)
 		default:
 			c.DefaultTTL = d
 		}
 	}
-	if s := get(EnvArtifactTTL); s != "" {
+	if s := r.get(EnvArtifactTTL); s != "" {
 		d, err := queue.ParseDuration(s)
 		switch {
 		case err != nil:
-			bad(EnvArtifactTTL, "%q is not a duration such as 15m, 1h or 1d", s)
+			r.bad(EnvArtifactTTL, "%q is not a duration such as 15m, 1h or 1d", s)
 		case d <= 0:
-			bad(EnvArtifactTTL, "%q must be more than 0 (empty means %s)", s, queue.FormatDuration(artifacts.DefaultTTL))
+			r.bad(EnvArtifactTTL, "%q must be more than 0 (empty means %s)", s, queue.FormatDuration(artifacts.DefaultTTL))
 		default:
 			c.ArtifactTTL = d
 		}
 	}
-	if s := get(EnvMaxWait); s != "" {
+	if s := r.get(EnvMaxWait); s != "" {
 		d, err := queue.ParseDuration(s)
 		switch {
 		case err != nil:
-			bad(EnvMaxWait, "%q is not a duration such as 20s", s)
+			r.bad(EnvMaxWait, "%q is not a duration such as 20s", s)
 		case d <= 0 || d > MaxMaxWait:
-			bad(EnvMaxWait, "%q must be more than 0 and at most %s (empty means %s)", s, queue.FormatDuration(MaxMaxWait), queue.FormatDuration(DefaultMaxWait))
+			r.bad(EnvMaxWait, "%q must be more than 0 and at most %s (empty means %s)", s, queue.FormatDuration(MaxMaxWait), queue.FormatDuration(DefaultMaxWait))
 		default:
 			c.MaxWait = d
 		}
 	}
-	if s := get(EnvMaxArtifactBytes); s != "" {
+}
+
+// readLimits reads the artifact size limit, the metrics namespace, the
+// shard count, the switches, the queue limit and the log level.
+func (r *envReader) readLimits(c *Config) {
+	if s := r.get(EnvMaxArtifactBytes); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n < 1 || n > artifacts.MaxPutBytes {
-			bad(EnvMaxArtifactBytes, "%q is not a number of bytes from 1 to %d (empty means %d, 100 MiB)", s, artifacts.MaxPutBytes, artifacts.DefaultMaxBytes)
+			r.bad(EnvMaxArtifactBytes, "%q is not a number of bytes from 1 to %d (empty means %d, 100 MiB)", s, artifacts.MaxPutBytes, artifacts.DefaultMaxBytes)
 		} else {
 			c.MaxArtifactBytes = n
 		}
 	}
-	if s := get(EnvMetricsNamespace); s != "" {
+	if s := r.get(EnvMetricsNamespace); s != "" {
 		if !validNamespace(s) {
-			bad(EnvMetricsNamespace, "%q is not a CloudWatch namespace: 1-255 of A-Z a-z 0-9 . - _ / # : and space, not starting with \"AWS/\" (e.g. s3q/prod)", s)
+			r.bad(EnvMetricsNamespace, "%q is not a CloudWatch namespace: 1-255 of A-Z a-z 0-9 . - _ / # : and space, not starting with \"AWS/\" (e.g. s3q/prod)", s)
 		} else {
 			c.MetricsNamespace = s
 		}
 	}
-	if s := get(EnvShards); s != "" {
+	if s := r.get(EnvShards); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > MaxShards {
-			bad(EnvShards, "%q is not a number of shards from 1 to %d", s, MaxShards)
+			r.bad(EnvShards, "%q is not a number of shards from 1 to %d", s, MaxShards)
 		} else {
 			c.Shards = n
 		}
@@ -266,31 +299,27 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		env string
 		to  *bool
 	}{{EnvAutoDeclare, &c.AutoDeclare}, {EnvInsecureTargets, &c.AllowInsecureTargets}} {
-		if s := get(b.env); s != "" {
+		if s := r.get(b.env); s != "" {
 			v, err := strconv.ParseBool(s)
 			if err != nil {
-				bad(b.env, "%q is not true or false", s)
+				r.bad(b.env, "%q is not true or false", s)
 			}
 			*b.to = v
 		}
 	}
-	if s := get(EnvMaxQueues); s != "" {
+	if s := r.get(EnvMaxQueues); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
-			bad(EnvMaxQueues, "%q is not a number of queues, 1 or more", s)
+			r.bad(EnvMaxQueues, "%q is not a number of queues, 1 or more", s)
 		} else {
 			c.MaxQueues = n
 		}
 	}
-	if s := get(EnvLogLevel); s != "" {
+	if s := r.get(EnvLogLevel); s != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(s)); err != nil {
-			bad(EnvLogLevel, "%q is not one of debug, info, warn, error", s)
+			r.bad(EnvLogLevel, "%q is not one of debug, info, warn, error", s)
 		}
 	}
-	if len(errs) > 0 {
-		return Config{}, fmt.Errorf("config: %w", errors.Join(errs...))
-	}
-	return c, nil
 }
 
 // validBucket checks an S3 bucket name, loosely: what S3 itself allows.

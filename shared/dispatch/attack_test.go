@@ -8,8 +8,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
-	"github.com/s3q/s3q/shared/store"
-	"github.com/s3q/s3q/shared/worker"
 	"io"
 	"log/slog"
 	"net/http"
@@ -22,7 +20,10 @@ import (
 
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/memstore"
+	"github.com/s3q/s3q/shared/store/storefault"
+	"github.com/s3q/s3q/shared/worker"
 )
 
 // A synchronous Invoke whose connection breaks after the function was
@@ -71,14 +72,14 @@ var _ = context.Background
 // attempt, and a 503's Retry-After is kept.
 func TestAnOutcomeWriteThatFailsOnceIsRetriedAndTheTaskIsNotDeliveredAgain(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
-		for _, mode := range []store.FaultMode{store.FailBefore, store.LoseAnswer} {
+		for _, mode := range []storefault.FaultMode{storefault.FailBefore, storefault.LoseAnswer} {
 			for _, outcome := range []string{"complete", "fail"} {
 				t.Run(fmt.Sprintf("%s_mode%d", outcome, mode), func(t *testing.T) {
-					f := store.NewFaulty(st)
+					f := storefault.New(st)
 					e := newEnv(st, dispatch.PushQueue{Name: fmt.Sprintf("lost-%s-%d", outcome, mode)})
 					tg := newTarget(t, e.clk, func(p dispatch.Payload, w http.ResponseWriter, _ *http.Request) {
 						// The claim is written: arm the next write of the record.
-						f.FailMatching(store.OpPutIfMatch, queue.TaskKey(p.Task.ID), mode, 1)
+						f.FailMatching(storefault.OpPutIfMatch, queue.TaskKey(p.Task.ID), mode, 1)
 						if outcome == "fail" {
 							w.Header().Set("Retry-After", "30")
 							w.WriteHeader(http.StatusServiceUnavailable)
@@ -288,8 +289,8 @@ type jumpStore struct {
 	once sync.Once
 }
 
-func (j *jumpStore) PutIfMatch(ctx context.Context, key string, body []byte, etag string) (string, error) {
-	etag, err := j.Store.PutIfMatch(ctx, key, body, etag)
+func (j *jumpStore) PutIfMatch(ctx context.Context, key string, body []byte, etag string, opts ...store.PutOption) (string, error) {
+	etag, err := j.Store.PutIfMatch(ctx, key, body, etag, opts...)
 	if strings.HasPrefix(key, "tasks/") {
 		j.once.Do(func() { j.clk.Advance(j.by) })
 	}

@@ -68,10 +68,6 @@ func TestTargetsAreValidatedNamingTheField(t *testing.T) {
 	}
 }
 
-func contains(s, sub string) bool {
-	return len(sub) == 0 || (len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub)))
-}
-
 type recorder struct {
 	mu  sync.Mutex
 	got []dispatch.Wake

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/clip"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/store"
 )
@@ -340,7 +341,7 @@ func (d *Dispatcher) apply(ctx context.Context, t queue.Task, l queue.Lease, res
 	var next queue.Task
 	err := d.retryWrite(ctx, l, func(now time.Time) (err error) {
 		next, err = d.q.Fail(ctx, t.ID, l.Token, queue.FailRequest{
-			Error: clip(res.Error), Retryable: &retryable, RetryAfter: res.RetryAfter,
+			Error: clip.String(res.Error, maxErrorBytes), Retryable: &retryable, RetryAfter: res.RetryAfter,
 		}, now)
 		return err
 	})
@@ -374,18 +375,13 @@ func Output(b []byte) json.RawMessage {
 	return s
 }
 
-// clip keeps an error message within the core's limit (8 KiB).
-func clip(s string) string {
-	const max = 4096
-	if len(s) > max {
-		return s[:max] + "..."
-	}
-	return s
-}
-
 // rewake wakes Options.Waker for a queue at a time within WakeAhead.
 func (d *Dispatcher) rewake(ctx context.Context, name string, at, now time.Time) {
 	if d.opts.Waker != nil && !at.After(now.Add(WakeAhead)) {
 		d.opts.Waker.Wake(ctx, Wake{Queue: name, At: at})
 	}
 }
+
+// maxErrorBytes keeps a delivery's error message within the core's limit
+// (8 KiB).
+const maxErrorBytes = 4096

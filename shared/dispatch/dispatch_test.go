@@ -21,6 +21,7 @@ import (
 	"github.com/s3q/s3q/shared/s3local/s3localtest"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/memstore"
+	"github.com/s3q/s3q/shared/store/storefault"
 )
 
 var servers s3localtest.Servers
@@ -385,7 +386,7 @@ func TestMaxConcurrencyIsNeverExceededBy16RacingDispatchers(t *testing.T) {
 func TestEachAttemptIsDeliveredAtMostOnceUnderCrashes(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		for _, declared := range []bool{false, true} {
-			for _, mode := range []store.FaultMode{store.FailBefore, store.FailAfter, store.LoseAnswer} {
+			for _, mode := range []storefault.FaultMode{storefault.FailBefore, storefault.FailAfter, storefault.LoseAnswer} {
 				for n := 1; n <= 6; n++ {
 					t.Run(fmt.Sprintf("declared_%v_mode%d_write%d", declared, mode, n), func(t *testing.T) {
 						e := newEnv(st, dispatch.PushQueue{Name: fmt.Sprintf("crash-%v-%d-%d", declared, mode, n)})
@@ -397,7 +398,7 @@ func TestEachAttemptIsDeliveredAtMostOnceUnderCrashes(t *testing.T) {
 							e.declare(t)
 						}
 						task := e.submit(t, queue.SubmitRequest{MaxAttempts: 10})
-						f := store.NewFaulty(st)
+						f := storefault.New(st)
 						f.Fail(n, mode)
 						_, _ = e.dispatcher(f, nil).Run(context.Background(), "", time.Time{})
 						for round := 0; round < 4 && e.get(t, task.ID).Status != queue.StatusCompleted; round++ {

@@ -31,6 +31,7 @@ import (
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/memstore"
+	"github.com/s3q/s3q/shared/store/storefault"
 	"github.com/s3q/s3q/shared/tasktypes"
 )
 
@@ -106,9 +107,9 @@ func (r *recorder) record(action, key string) {
 	}
 }
 
-func (r *recorder) recordPut(ctx context.Context, key string) {
+func (r *recorder) recordPut(key string, opts []store.PutOption) {
 	r.record("s3:PutObject", key)
-	if store.TagsFrom(ctx) != "" {
+	if store.PutOptionsOf(opts...).Tags != "" {
 		r.record("s3:PutObjectTagging", key)
 	}
 }
@@ -129,18 +130,18 @@ func (r *recorder) Head(ctx context.Context, key string) (store.Info, error) {
 	return r.inner.Head(ctx, key)
 }
 
-func (r *recorder) PutIfAbsent(ctx context.Context, key string, body []byte) (string, error) {
-	r.recordPut(ctx, key)
-	return r.inner.PutIfAbsent(ctx, key, body)
+func (r *recorder) PutIfAbsent(ctx context.Context, key string, body []byte, opts ...store.PutOption) (string, error) {
+	r.recordPut(key, opts)
+	return r.inner.PutIfAbsent(ctx, key, body, opts...)
 }
 
-func (r *recorder) PutIfMatch(ctx context.Context, key string, body []byte, etag string) (string, error) {
-	r.recordPut(ctx, key)
-	return r.inner.PutIfMatch(ctx, key, body, etag)
+func (r *recorder) PutIfMatch(ctx context.Context, key string, body []byte, etag string, opts ...store.PutOption) (string, error) {
+	r.recordPut(key, opts)
+	return r.inner.PutIfMatch(ctx, key, body, etag, opts...)
 }
 
-func (r *recorder) Put(ctx context.Context, key string, body []byte) (string, error) {
-	r.recordPut(ctx, key)
+func (r *recorder) Put(ctx context.Context, key string, body []byte, opts ...store.PutOption) (string, error) {
+	r.recordPut(key, opts)
 	if conditionalOnly(key) {
 		r.mu.Lock()
 		if r.on {
@@ -148,7 +149,7 @@ func (r *recorder) Put(ctx context.Context, key string, body []byte) (string, er
 		}
 		r.mu.Unlock()
 	}
-	return r.inner.Put(ctx, key, body)
+	return r.inner.Put(ctx, key, body, opts...)
 }
 
 func (r *recorder) Delete(ctx context.Context, key string) error {
@@ -217,16 +218,16 @@ func (r *retried) hit() bool {
 	return false
 }
 
-func (r *retried) PutIfAbsent(ctx context.Context, key string, body []byte) (string, error) {
-	etag, err := r.Store.PutIfAbsent(ctx, key, body)
+func (r *retried) PutIfAbsent(ctx context.Context, key string, body []byte, opts ...store.PutOption) (string, error) {
+	etag, err := r.Store.PutIfAbsent(ctx, key, body, opts...)
 	if err == nil && r.hit() {
 		return "", store.ErrPrecondition
 	}
 	return etag, err
 }
 
-func (r *retried) PutIfMatch(ctx context.Context, key string, body []byte, etag string) (string, error) {
-	newETag, err := r.Store.PutIfMatch(ctx, key, body, etag)
+func (r *retried) PutIfMatch(ctx context.Context, key string, body []byte, etag string, opts ...store.PutOption) (string, error) {
+	newETag, err := r.Store.PutIfMatch(ctx, key, body, etag, opts...)
 	if err == nil && r.hit() {
 		return "", store.ErrPrecondition
 	}
@@ -239,7 +240,7 @@ func (r *retried) PutIfMatch(ctx context.Context, key string, body []byte, etag 
 // deployed function.
 type accessEnv struct {
 	rec     *recorder
-	faults  *store.Faulty
+	faults  *storefault.Store
 	retried *retried
 	setup   *queue.Queue
 	d       lambdafn.Deps
@@ -249,7 +250,7 @@ func newAccessEnv(t *testing.T) *accessEnv {
 	t.Helper()
 	bucket := memstore.New()
 	rt := &retried{Store: bucket}
-	faults := store.NewFaulty(rt)
+	faults := storefault.New(rt)
 	rec := newRecorder(faults)
 	// AutoDeclare: the grants cover a deployment that turns it on.
 	c := config.Config{Bucket: "s3q-test", Shards: 1, ArtifactTTL: artifacts.DefaultTTL, AutoDeclare: true, AllowInsecureTargets: true}
@@ -640,7 +641,7 @@ func runAccessCase(t *testing.T, c accessCase, e *accessEnv, mode string, n int)
 	}
 	switch mode {
 	case "lost":
-		e.faults.Fail(n+1, store.LoseAnswer)
+		e.faults.Fail(n+1, storefault.LoseAnswer)
 	case "retried":
 		e.retried.mu.Lock()
 		e.retried.n, e.retried.seen = n+1, 0

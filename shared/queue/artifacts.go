@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/clip"
 	"github.com/s3q/s3q/shared/store"
 )
 
@@ -19,7 +20,7 @@ var reArtifact = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 // 1-128 of A-Z a-z 0-9 . _ -, starting with a letter or digit, no "..".
 func ValidateArtifactName(name string) error {
 	if !reArtifact.MatchString(name) || strings.Contains(name, "..") {
-		return invalid("name", "%q is not an artifact name: use 1-128 of A-Z a-z 0-9 . _ -, starting with a letter or digit, and no '..'", clip(name))
+		return invalid("name", "%q is not an artifact name: use 1-128 of A-Z a-z 0-9 . _ -, starting with a letter or digit, and no '..'", clip.Input(name))
 	}
 	return nil
 }

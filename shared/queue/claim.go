@@ -70,8 +70,8 @@ func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]C
 		}
 		filter[tt] = true
 	}
-	if req.LeaseFor < 0 || req.LeaseFor > MaxLease {
-		return nil, fmt.Errorf("lease_for %s: %w", req.LeaseFor, ErrInvalidLeaseDuration)
+	if err := checkLeaseFor(req.LeaseFor); err != nil {
+		return nil, err
 	}
 	if err := validText("worker_id", req.WorkerID, MaxWorkerIDBytes); err != nil {
 		return nil, err
@@ -212,13 +212,7 @@ func (q *Queue) tryClaim(ctx context.Context, m marker, run *claimRun, now time.
 // start turns a pending (or lease-expired running) task into a running one
 // under a new lease.
 func start(t *Task, req ClaimRequest, now time.Time, shards int) {
-	leaseFor := req.LeaseFor
-	if leaseFor == 0 {
-		leaseFor = t.Timeout.Std()
-	}
-	if leaseFor <= 0 {
-		leaseFor = DefaultTimeout
-	}
+	leaseFor := t.leaseLength(req.LeaseFor)
 	t.Status = StatusRunning
 	t.Attempt++
 	t.LeaseToken = newToken()

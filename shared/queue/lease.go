@@ -74,18 +74,34 @@ func (q *Queue) leaseOp(ctx context.Context, id, token, op string, now time.Time
 	return t, err
 }
 
-// leaseFor resolves a requested lease length: 0 means the task's timeout.
-func leaseForTask(t *Task, d time.Duration) (time.Duration, error) {
+// checkLeaseFor refuses a requested lease length that is negative or over
+// MaxLease with ErrInvalidLeaseDuration.
+func checkLeaseFor(d time.Duration) error {
 	if d < 0 || d > MaxLease {
-		return 0, fmt.Errorf("lease_for %s: %w", d, ErrInvalidLeaseDuration)
+		return fmt.Errorf("lease_for %s: %w", d, ErrInvalidLeaseDuration)
 	}
+	return nil
+}
+
+// checkTimeout refuses a task's or a queue's timeout (the default lease
+// length) unless it is absent or more than 0 and at most MaxLease.
+func checkTimeout(d *Duration) error {
+	if d != nil && (d.Std() <= 0 || d.Std() > MaxLease) {
+		return invalid("timeout", "must be more than 0 and at most %s", FormatDuration(MaxLease))
+	}
+	return nil
+}
+
+// leaseLength resolves a requested (checked) lease length for t: 0 means
+// t's timeout, and a task without one gets DefaultTimeout.
+func (t *Task) leaseLength(d time.Duration) time.Duration {
 	if d == 0 {
 		d = t.Timeout.Std()
 	}
 	if d <= 0 {
 		d = DefaultTimeout
 	}
-	return d, nil
+	return d
 }
 
 // Heartbeat extends the lease on a running task to now + leaseFor (0 means
@@ -93,15 +109,11 @@ func leaseForTask(t *Task, d time.Duration) (time.Duration, error) {
 // the worker to stop. The token stays the same.
 func (q *Queue) Heartbeat(ctx context.Context, id, token string, leaseFor time.Duration, now time.Time) (Claimed, error) {
 	now = norm(now)
-	if leaseFor < 0 || leaseFor > MaxLease {
-		return Claimed{}, fmt.Errorf("lease_for %s: %w", leaseFor, ErrInvalidLeaseDuration)
+	if err := checkLeaseFor(leaseFor); err != nil {
+		return Claimed{}, err
 	}
 	t, err := q.leaseOp(ctx, id, token, opHeartbeat, now, func(t *Task) error {
-		d, err := leaseForTask(t, leaseFor)
-		if err != nil {
-			return err
-		}
-		t.LeaseExpiresAt = ptr(norm(now.Add(d)))
+		t.LeaseExpiresAt = ptr(norm(now.Add(t.leaseLength(leaseFor))))
 		t.UpdatedAt = now
 		// A task parked by the sweep until its lease ends is found again at
 		// that time: a shorter lease moves the parked marker earlier.

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/clip"
 	"github.com/s3q/s3q/shared/store"
 )
 
@@ -60,7 +61,7 @@ const MaxExamined = 200
 // an operator's tool, not a claim path.
 func (q *Queue) List(ctx context.Context, req ListRequest) (ListResult, error) {
 	if req.Status != "" && !req.Status.Valid() {
-		return ListResult{}, invalid("status", "%q is not one of pending, running, completed, failed, cancelled, expired, archived", clip(string(req.Status)))
+		return ListResult{}, invalid("status", "%q is not one of pending, running, completed, failed, cancelled, expired, archived", clip.Input(string(req.Status)))
 	}
 	var err error
 	if req.Queue, err = q.scoped("queue", req.Queue); err != nil {

@@ -220,6 +220,16 @@ func norm(now time.Time) time.Time { return now.UTC().Truncate(time.Microsecond)
 // loses it on its next write.
 const TerminalTag = "s3q-terminal=true"
 
+// taskPutOptions are the options of a write of task record t: a terminal
+// record carries TerminalTag (infra: TerminalTagKey), by which the
+// bucket's lifecycle rule deletes it after the retention period.
+func taskPutOptions(t *Task) []store.PutOption {
+	if t.Status.Terminal() {
+		return []store.PutOption{store.WithTags(TerminalTag)}
+	}
+	return nil
+}
+
 // maxCASAttempts bounds a read-modify-write loop that keeps losing races.
 const maxCASAttempts = 8
 
@@ -291,13 +301,7 @@ func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) 
 			return "", err
 		}
 	}
-	wctx := ctx
-	if next.Status.Terminal() {
-		// The bucket's lifecycle rule deletes finished records after the
-		// retention period by this tag (infra: TerminalTagKey).
-		wctx = store.WithTags(ctx, TerminalTag)
-	}
-	newETag, err := q.store.PutIfMatch(wctx, TaskKey(next.ID), body, etag)
+	newETag, err := q.store.PutIfMatch(ctx, TaskKey(next.ID), body, etag, taskPutOptions(next)...)
 	if err != nil && !errors.Is(err, store.ErrPrecondition) {
 		// The write may have landed with its answer lost: if the record now
 		// holds exactly what we wrote, it did (a lease token or an update

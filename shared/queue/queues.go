@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/clip"
 	"github.com/s3q/s3q/shared/store"
 )
 
@@ -101,13 +102,13 @@ func (d *Declaration) validate(insecure bool) error {
 	switch d.TTLFrom {
 	case "", TTLFromSubmission, TTLFromFirstAttempt:
 	default:
-		return invalid("ttl_from", "%q is not one of submission, first_attempt", clip(string(d.TTLFrom)))
+		return invalid("ttl_from", "%q is not one of submission, first_attempt", clip.Input(string(d.TTLFrom)))
 	}
 	if d.MaxAttempts < 0 || d.MaxAttempts > MaxAttemptsLimit {
 		return invalid("max_attempts", "must be between 1 and %d (0 or absent: no queue default)", MaxAttemptsLimit)
 	}
-	if d.Timeout != nil && (d.Timeout.Std() <= 0 || d.Timeout.Std() > MaxLease) {
-		return invalid("timeout", "must be more than 0 and at most %s", FormatDuration(MaxLease))
+	if err := checkTimeout(d.Timeout); err != nil {
+		return err
 	}
 	if d.Shards < 0 || d.Shards > MaxQueueShards {
 		return invalid("shards", "must be between 1 and %d (0 or absent: the deployment's)", MaxQueueShards)
@@ -129,7 +130,7 @@ func (t *Target) validate(insecure bool) error {
 		return invalid("target.url", "give target.lambda or target.url, not both")
 	case t.Lambda != "":
 		if !reLambdaTarget.MatchString(t.Lambda) {
-			return invalid("target.lambda", "%q is not a Lambda function name or ARN", clip(t.Lambda))
+			return invalid("target.lambda", "%q is not a Lambda function name or ARN", clip.Input(t.Lambda))
 		}
 		if t.Secret != "" {
 			return invalid("target.secret", "is only for target.url; a Lambda target is invoked with IAM")
@@ -138,7 +139,7 @@ func (t *Target) validate(insecure bool) error {
 	}
 	u, err := url.Parse(t.URL)
 	if err != nil || u.Host == "" || u.Opaque != "" {
-		return invalid("target.url", "%q is not an absolute URL", clip(t.URL))
+		return invalid("target.url", "%q is not an absolute URL", clip.Input(t.URL))
 	}
 	switch {
 	case u.Scheme == "https":
@@ -146,7 +147,7 @@ func (t *Target) validate(insecure bool) error {
 	case u.Scheme == "http":
 		return invalid("target.url", "must be https (http only where the deployment allows insecure targets)")
 	default:
-		return invalid("target.url", "must be https, not %q", clip(u.Scheme))
+		return invalid("target.url", "must be https, not %q", clip.Input(u.Scheme))
 	}
 	if u.User != nil {
 		return invalid("target.url", "must not carry credentials; sign with target.secret")
@@ -158,7 +159,7 @@ func (t *Target) validate(insecure bool) error {
 		return invalid("target.secret", "is required with target.url: the SSM parameter name of the signing secret")
 	}
 	if !reSSMParameter.MatchString(t.Secret) || strings.Contains(t.Secret, "//") {
-		return invalid("target.secret", "%q is not an SSM parameter name", clip(t.Secret))
+		return invalid("target.secret", "%q is not an SSM parameter name", clip.Input(t.Secret))
 	}
 	return nil
 }
@@ -628,7 +629,7 @@ func (q *Queue) scoped(field, name string) (string, error) {
 	if name == "" {
 		return q.scope, nil
 	}
-	return "", invalid(field, "is %q, but the request is addressed to queue %q", clip(name), q.scope)
+	return "", invalid(field, "is %q, but the request is addressed to queue %q", clip.Input(name), q.scope)
 }
 
 // CheckQueue reports whether tasks may be submitted to a queue: nil when

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/clip"
 	"github.com/s3q/s3q/shared/store"
 )
 
@@ -89,7 +90,7 @@ func (q *Queue) retakeDedup(ctx context.Context, t *Task, now time.Time) error {
 			holder, hetag, err := q.load(ctx, p.TaskID)
 			if err == nil && (holder.Queue != t.Queue || holder.DedupKey != t.DedupKey) {
 				// Not its holder: a crashed, refused submit's pointer.
-				err = fmt.Errorf("task %s does not hold dedup key %q: %w", p.TaskID, clip(t.DedupKey), ErrNotFound)
+				err = fmt.Errorf("task %s does not hold dedup key %q: %w", p.TaskID, clip.Input(t.DedupKey), ErrNotFound)
 			}
 			var ended Task
 			switch {
@@ -104,8 +105,8 @@ func (q *Queue) retakeDedup(ctx context.Context, t *Task, now time.Time) error {
 				}
 			case err == nil && !holder.Status.Terminal():
 				return &StateError{ID: t.ID, Op: "retry", Status: t.Status, Reason: fmt.Sprintf("its dedup key is held by live task %s", holder.ID)}
-			case errors.Is(err, ErrNotFound) && now.Sub(p.CreatedAt) < q.opts.StaleMarkerGrace:
-				return fmt.Errorf("dedup key %q is being taken by task %s: %w", clip(t.DedupKey), p.TaskID, ErrConflict)
+			case errors.Is(err, ErrNotFound) && q.freshPointer(p, now):
+				return errDedupTaken(t, p.TaskID)
 			case err != nil && !errors.Is(err, ErrNotFound):
 				return err
 			}
@@ -116,5 +117,5 @@ func (q *Queue) retakeDedup(ctx context.Context, t *Task, now time.Time) error {
 			return fmt.Errorf("retake dedup key: %w", err)
 		}
 	}
-	return fmt.Errorf("dedup key %q: %w", clip(t.DedupKey), ErrConflict)
+	return errDedupBusy(t)
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/clip"
 	"github.com/s3q/s3q/shared/store"
 )
 
@@ -251,245 +252,14 @@ func (q *Queue) create(ctx context.Context, t *Task) error {
 			return err
 		}
 	}
-	wctx := ctx
-	if t.Status.Terminal() { // expired on arrival
-		wctx = store.WithTags(ctx, TerminalTag)
-	}
 	// A fresh UUIDv7 only exists already if an earlier attempt of this
 	// very write landed: CreateOwn recognises it by its body (created_at
 	// and the id make every body unique), and retries a create whose
 	// answer was lost and that did not land.
-	if _, err := store.CreateOwn(wctx, q.store, TaskKey(t.ID), body, nil); err != nil {
+	if _, err := store.CreateOwn(ctx, q.store, TaskKey(t.ID), body, nil, taskPutOptions(t)...); err != nil {
 		return fmt.Errorf("create task %s: %w", t.ID, err)
 	}
 	return nil
-}
-
-// build validates a request and makes the new task record, without writing.
-func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Task, error) {
-	var err error
-	if req.Queue, err = q.scoped("queue", req.Queue); err != nil {
-		return Task{}, err
-	}
-	if req.Queue == "" {
-		req.Queue = DefaultQueue
-	}
-	if err := ValidateQueueName(req.Queue); err != nil {
-		return Task{}, err
-	}
-	if err := ValidateTaskType("task_type", req.TaskType); err != nil {
-		return Task{}, err
-	}
-	if err := validJSON("input", req.Input); err != nil {
-		return Task{}, err
-	}
-	if err := validText("dedup_key", req.DedupKey, MaxDedupKeyBytes); err != nil {
-		return Task{}, err
-	}
-	if req.MaxAttempts < 0 || req.MaxAttempts > MaxAttemptsLimit {
-		return Task{}, invalid("max_attempts", "must be between 1 and %d (0 means the default, %d)", MaxAttemptsLimit, DefaultMaxAttempts)
-	}
-	if req.Timeout != nil && (req.Timeout.Std() <= 0 || req.Timeout.Std() > MaxLease) {
-		return Task{}, invalid("timeout", "must be more than 0 and at most %s", FormatDuration(MaxLease))
-	}
-	switch req.TTLFrom {
-	case "", TTLFromSubmission, TTLFromFirstAttempt:
-	default:
-		return Task{}, invalid("ttl_from", "%q is not one of submission, first_attempt", clip(string(req.TTLFrom)))
-	}
-	switch req.OnParentExpired {
-	case "", OnParentExpiredRun, OnParentExpiredCancel:
-	default:
-		return Task{}, invalid("on_parent_expired", "%q is not one of run, cancel", clip(req.OnParentExpired))
-	}
-	if req.OnParentExpired != "" && req.ParentID == "" {
-		return Task{}, invalid("on_parent_expired", "needs parent_id")
-	}
-
-	// When it can first run.
-	avail := now
-	switch {
-	case req.ScheduleAt != nil && req.Delay != nil:
-		return Task{}, invalid("delay", "give schedule_at or delay, not both")
-	case req.ScheduleAt != nil:
-		if err := validTime("schedule_at", *req.ScheduleAt); err != nil {
-			return Task{}, err
-		}
-		if s := norm(*req.ScheduleAt); s.After(now) {
-			avail = s
-		}
-	case req.Delay != nil:
-		if req.Delay.Std() < 0 {
-			return Task{}, invalid("delay", "must not be negative")
-		}
-		avail = norm(now.Add(req.Delay.Std()))
-		if err := validTime("delay", avail); err != nil {
-			return Task{}, err
-		}
-	}
-
-	// Its time to live, from the request.
-	var ttl *time.Duration
-	given := 0
-	if req.TTL != nil {
-		given++
-		ttl = ptr(req.TTL.Std())
-	}
-	if req.TTLSeconds != nil {
-		given++
-		ttl = ptr(time.Duration(*req.TTLSeconds) * time.Second)
-		if *req.TTLSeconds > int64(maxTime.Sub(minTime)/time.Second) {
-			return Task{}, invalid("ttl_seconds", "is too large")
-		}
-	}
-	if req.ExpiresAt != nil {
-		given++
-	}
-	if given > 1 {
-		field := "expires_at"
-		if req.ExpiresAt == nil {
-			field = "ttl_seconds"
-		}
-		return Task{}, invalid(field, "give one of ttl, ttl_seconds and expires_at")
-	}
-	if ttl != nil && *ttl < 0 {
-		field := "ttl"
-		if req.TTLSeconds != nil {
-			field = "ttl_seconds"
-		}
-		return Task{}, invalid(field, "must not be negative (0 submits an already-expired task)")
-	}
-	if req.ExpiresAt != nil {
-		if err := validTime("expires_at", *req.ExpiresAt); err != nil {
-			return Task{}, err
-		}
-		if req.TTLFrom == TTLFromFirstAttempt {
-			return Task{}, invalid("ttl_from", "first_attempt needs a ttl, not expires_at")
-		}
-	}
-
-	id := q.opts.NewID(now)
-	if req.ID != "" {
-		if err := ValidateID(req.ID); err != nil {
-			return Task{}, err
-		}
-		id = req.ID
-	}
-	t := Task{
-		ID:              id,
-		Queue:           req.Queue,
-		TaskType:        req.TaskType,
-		Status:          StatusPending,
-		Input:           req.Input,
-		CreatedAt:       now,
-		UpdatedAt:       now,
-		AvailableAt:     avail,
-		DedupKey:        req.DedupKey,
-		ParentID:        req.ParentID,
-		OnParentExpired: req.OnParentExpired,
-		MaxAttempts:     req.MaxAttempts,
-		Timeout:         Duration(DefaultTimeout),
-	}
-	if req.Timeout != nil {
-		t.Timeout = *req.Timeout
-	}
-	if req.ExpiresAt != nil {
-		t.ExpiresAt = ptr(norm(*req.ExpiresAt))
-	}
-
-	// Defaults, most specific first: request > parent > task type > queue
-	// > global.
-	ttlFrom := req.TTLFrom
-	timeoutSet := req.Timeout != nil
-	parentExpired := false
-	if req.ParentID != "" {
-		if err := ValidateID(req.ParentID); err != nil {
-			return Task{}, &ValidationError{Field: "parent_id", Message: err.(*ValidationError).Message, Err: ErrInvalidInput}
-		}
-		parent, _, err := q.load(ctx, req.ParentID)
-		if errors.Is(err, ErrNotFound) {
-			return Task{}, invalid("parent_id", "no task %s", req.ParentID)
-		}
-		if err != nil {
-			return Task{}, err
-		}
-		if ttl == nil && t.ExpiresAt == nil && parent.ExpiresAt != nil {
-			t.ExpiresAt = ptr(*parent.ExpiresAt) // the parent's remaining TTL
-		}
-		parentExpired = parent.Status == StatusExpired
-	}
-	decl, err := q.declared(ctx, req.Queue, false, now)
-	if err != nil {
-		return Task{}, err
-	}
-	if q.opts.TypeDefaults != nil {
-		d, ok, err := q.opts.TypeDefaults.TaskTypeDefaults(ctx, req.TaskType, now)
-		if err != nil {
-			return Task{}, fmt.Errorf("task type defaults: %w", err)
-		}
-		if ok {
-			if ttl == nil && t.ExpiresAt == nil && req.ParentID == "" && d.TTL != nil {
-				ttl = ptr(*d.TTL)
-			}
-			if ttlFrom == "" {
-				ttlFrom = d.TTLFrom
-			}
-			if t.MaxAttempts == 0 {
-				t.MaxAttempts = d.MaxAttempts
-			}
-			if req.Timeout == nil && d.Timeout > 0 {
-				t.Timeout = Duration(d.Timeout)
-				timeoutSet = true
-			}
-		}
-	}
-	// The queue's defaults, after the task type's.
-	if ttl == nil && t.ExpiresAt == nil && req.ParentID == "" && decl.TTL != nil {
-		ttl = ptr(decl.TTL.Std())
-	}
-	if ttlFrom == "" {
-		ttlFrom = decl.TTLFrom
-	}
-	if t.MaxAttempts == 0 {
-		t.MaxAttempts = decl.MaxAttempts
-	}
-	if !timeoutSet && decl.Timeout != nil {
-		t.Timeout = *decl.Timeout
-	}
-	if ttl == nil && t.ExpiresAt == nil && req.ParentID == "" && q.opts.DefaultTTL > 0 {
-		ttl = ptr(q.opts.DefaultTTL)
-	}
-	if t.MaxAttempts == 0 {
-		t.MaxAttempts = DefaultMaxAttempts
-	}
-
-	// The deadline.
-	if ttl != nil {
-		switch {
-		case ttlFrom == TTLFromFirstAttempt && *ttl > 0:
-			t.TTL, t.TTLFrom = ptr(Duration(*ttl)), TTLFromFirstAttempt
-		default:
-			t.ExpiresAt = ptr(norm(now.Add(*ttl)))
-		}
-	}
-	if t.ExpiresAt != nil {
-		if err := validTime("ttl", *t.ExpiresAt); err != nil {
-			return Task{}, err
-		}
-	}
-
-	// ttl=0 (or a deadline already past) submits an already-expired task,
-	// and so does a parent that has expired: its children expire with it.
-	if parentExpired {
-		expire(&t, ReasonParentExpired, now)
-		return t, nil
-	}
-	if t.deadlinePassed(now) {
-		expire(&t, ReasonTTL, now)
-		return t, nil
-	}
-	t.IndexKey = indexKeyFor(&t, decl.Shards)
-	return t, nil
 }
 
 // dedupPointer is the body of dedup/{queue}/{sha256(key)}. An empty
@@ -501,6 +271,24 @@ type dedupPointer struct {
 	// about to bring back: until StaleMarkerGrace has passed, a submit
 	// must not take the key over on the ground that its task is finished.
 	Reviving bool `json:"reviving,omitempty"`
+}
+
+// freshPointer reports whether dedup pointer p was written less than
+// StaleMarkerGrace before now: its writer may still be at work.
+func (q *Queue) freshPointer(p dedupPointer, now time.Time) bool {
+	return now.Sub(p.CreatedAt) < q.opts.StaleMarkerGrace
+}
+
+// errDedupTaken is the conflict of t's dedup key while task id, not yet
+// written, takes it.
+func errDedupTaken(t *Task, id string) error {
+	return fmt.Errorf("dedup key %q is being taken by task %s: %w", clip.Input(t.DedupKey), id, ErrConflict)
+}
+
+// errDedupBusy is the conflict of t's dedup key when it kept changing
+// under every compare-and-swap.
+func errDedupBusy(t *Task) error {
+	return fmt.Errorf("dedup key %q: %w", clip.Input(t.DedupKey), ErrConflict)
 }
 
 // namesTask returns a test of a stored pointer: whether it names id.
@@ -576,7 +364,7 @@ func (q *Queue) holdDedup(ctx context.Context, t *Task, now time.Time) (Task, bo
 				// The pointer of a submit of that id with another request
 				// (refused, then crashed before releasing it): the task
 				// does not hold this key, as if it did not exist.
-				err = fmt.Errorf("task %s does not hold dedup key %q: %w", p.TaskID, clip(t.DedupKey), ErrNotFound)
+				err = fmt.Errorf("task %s does not hold dedup key %q: %w", p.TaskID, clip.Input(t.DedupKey), ErrNotFound)
 			}
 			var ended Task
 			switch {
@@ -590,15 +378,15 @@ func (q *Queue) holdDedup(ctx context.Context, t *Task, now time.Time) (Task, bo
 				}
 			case err == nil && !holder.Status.Terminal():
 				return holder, true, nil
-			case err == nil && p.Reviving && now.Sub(p.CreatedAt) < q.opts.StaleMarkerGrace:
-				return Task{}, false, fmt.Errorf("dedup key %q: task %s is being retried: %w", clip(t.DedupKey), p.TaskID, ErrConflict)
+			case err == nil && p.Reviving && q.freshPointer(p, now):
+				return Task{}, false, fmt.Errorf("dedup key %q: task %s is being retried: %w", clip.Input(t.DedupKey), p.TaskID, ErrConflict)
 			case err == nil:
 				// terminal: the key is free again
 			case errors.Is(err, ErrNotFound):
-				if now.Sub(p.CreatedAt) < q.opts.StaleMarkerGrace {
+				if q.freshPointer(p, now) {
 					// Another submit holds the key and has not written its
 					// task yet, or crashed a moment ago.
-					return Task{}, false, fmt.Errorf("dedup key %q is being taken by task %s: %w", clip(t.DedupKey), p.TaskID, ErrConflict)
+					return Task{}, false, errDedupTaken(t, p.TaskID)
 				}
 			default:
 				return Task{}, false, err
@@ -610,7 +398,7 @@ func (q *Queue) holdDedup(ctx context.Context, t *Task, now time.Time) (Task, bo
 			return Task{}, false, fmt.Errorf("take over dedup key: %w", err)
 		}
 	}
-	return Task{}, false, fmt.Errorf("dedup key %q: %w", clip(t.DedupKey), ErrConflict)
+	return Task{}, false, errDedupBusy(t)
 }
 
 // abandon undoes what a failed submit of t wrote before its record, when

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/s3q/s3q/shared/internal/clip"
 )
 
 // Limits on what a request may carry. Anything a user names that becomes
@@ -39,7 +41,7 @@ func ValidateID(id string) error {
 
 func validID(id string) error {
 	if !reID.MatchString(id) {
-		return fmt.Errorf("%q is not a task id (a lowercase UUIDv7)", clip(id))
+		return fmt.Errorf("%q is not a task id (a lowercase UUIDv7)", clip.Input(id))
 	}
 	return nil
 }
@@ -47,7 +49,7 @@ func validID(id string) error {
 // ValidateQueueName checks a queue name: 1–64 of A-Z a-z 0-9 _ -.
 func ValidateQueueName(name string) error {
 	if !reQueue.MatchString(name) {
-		return invalid("queue", "%q is not a queue name: use 1-64 of A-Z a-z 0-9 _ -", clip(name))
+		return invalid("queue", "%q is not a queue name: use 1-64 of A-Z a-z 0-9 _ -", clip.Input(name))
 	}
 	return nil
 }
@@ -58,7 +60,7 @@ func ValidateTaskType(field, name string) error {
 		return invalid(field, "is required")
 	}
 	if !reTaskType.MatchString(name) || strings.Contains(name, "..") {
-		return invalid(field, "%q is not a task type: use 1-128 of A-Z a-z 0-9 _ . : - and no '..'", clip(name))
+		return invalid(field, "%q is not a task type: use 1-128 of A-Z a-z 0-9 _ . : - and no '..'", clip.Input(name))
 	}
 	return nil
 }
@@ -96,12 +98,4 @@ func validTime(field string, t time.Time) error {
 		return invalid(field, "%s is out of range (2000-01-01 to 9999-12-31)", t.Format(time.RFC3339))
 	}
 	return nil
-}
-
-// clip shortens s for an error message.
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "..."
-	}
-	return s
 }

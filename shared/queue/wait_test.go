@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/store/memstore"
 )
@@ -17,7 +18,7 @@ func TestCheckWaitStopsATaskWhoseDeadlinePassedDuringTheWait(t *testing.T) {
 	q := queue.New(memstore.New(), queue.Options{})
 	submit := func() queue.Task {
 		t.Helper()
-		res, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "a", TTL: dur("1m")}, T0)
+		res, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "a", TTL: check.Dur("1m")}, T0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -85,21 +85,21 @@ func (s *wrapper) Head(ctx context.Context, key string) (store.Info, error) {
 }
 
 // PutIfAbsent implements store.Store.
-func (s *wrapper) PutIfAbsent(ctx context.Context, key string, body []byte) (string, error) {
+func (s *wrapper) PutIfAbsent(ctx context.Context, key string, body []byte, opts ...store.PutOption) (string, error) {
 	add(ctx, puts)
-	return s.inner.PutIfAbsent(ctx, key, body)
+	return s.inner.PutIfAbsent(ctx, key, body, opts...)
 }
 
 // PutIfMatch implements store.Store.
-func (s *wrapper) PutIfMatch(ctx context.Context, key string, body []byte, etag string) (string, error) {
+func (s *wrapper) PutIfMatch(ctx context.Context, key string, body []byte, etag string, opts ...store.PutOption) (string, error) {
 	add(ctx, puts)
-	return s.inner.PutIfMatch(ctx, key, body, etag)
+	return s.inner.PutIfMatch(ctx, key, body, etag, opts...)
 }
 
 // Put implements store.Store.
-func (s *wrapper) Put(ctx context.Context, key string, body []byte) (string, error) {
+func (s *wrapper) Put(ctx context.Context, key string, body []byte, opts ...store.PutOption) (string, error) {
 	add(ctx, puts)
-	return s.inner.Put(ctx, key, body)
+	return s.inner.Put(ctx, key, body, opts...)
 }
 
 // Delete implements store.Store.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/s3q/s3q/shared/internal/clip"
 	"github.com/s3q/s3q/shared/queue"
 )
 
@@ -68,22 +69,22 @@ func ParseSpec(expr, tz string) (*Spec, error) {
 		d, err := queue.ParseDuration(rest)
 		switch {
 		case err != nil:
-			return nil, invalid("cron", "%q: bad @every duration, want e.g. @every 15m, @every 90s, @every 1d", clip(expr))
+			return nil, invalid("cron", "%q: bad @every duration, want e.g. @every 15m, @every 90s, @every 1d", clip.Input(expr))
 		case d < MinEvery || d > MaxEvery:
-			return nil, invalid("cron", "%q: @every must be between %s and %s", clip(expr), queue.FormatDuration(MinEvery), queue.FormatDuration(MaxEvery))
+			return nil, invalid("cron", "%q: @every must be between %s and %s", clip.Input(expr), queue.FormatDuration(MinEvery), queue.FormatDuration(MaxEvery))
 		case d%time.Second != 0:
-			return nil, invalid("cron", "%q: @every must be a whole number of seconds", clip(expr))
+			return nil, invalid("cron", "%q: @every must be a whole number of seconds", clip.Input(expr))
 		}
 		sp.every = d
 		return sp, nil
 	}
 	s, err := parse(expr)
 	if err != nil {
-		return nil, invalid("cron", "%q: %v (want 5 fields: minute hour day-of-month month day-of-week, or @hourly, @daily, @weekly, @monthly, @yearly, @every 15m)", clip(expr), err)
+		return nil, invalid("cron", "%q: %v (want 5 fields: minute hour day-of-month month day-of-week, or @hourly, @daily, @weekly, @monthly, @yearly, @every 15m)", clip.Input(expr), err)
 	}
 	ss, ok := s.(*cron.SpecSchedule)
 	if !ok {
-		return nil, invalid("cron", "%q is not a supported expression", clip(expr))
+		return nil, invalid("cron", "%q is not a supported expression", clip.Input(expr))
 	}
 	c := *ss
 	c.Location = loc
@@ -210,11 +211,11 @@ func loadLocation(name string) (*time.Location, error) {
 		return v.(*time.Location), nil
 	}
 	if len(name) > 64 || name == "Local" || hasControl(name) {
-		return nil, invalid("timezone", "%q is not an IANA time zone name such as Europe/Berlin", clip(name))
+		return nil, invalid("timezone", "%q is not an IANA time zone name such as Europe/Berlin", clip.Input(name))
 	}
 	loc, err := time.LoadLocation(name)
 	if err != nil {
-		return nil, invalid("timezone", "%q is not an IANA time zone name such as Europe/Berlin", clip(name))
+		return nil, invalid("timezone", "%q is not an IANA time zone name such as Europe/Berlin", clip.Input(name))
 	}
 	locations.Store(name, loc)
 	return loc, nil

@@ -30,14 +30,6 @@ func tooLarge(field, format string, args ...any) error {
 	return &queue.ValidationError{Field: field, Message: fmt.Sprintf(format, args...), Err: queue.ErrTooLarge}
 }
 
-// clip shortens s for an error message.
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "..."
-	}
-	return s
-}
-
 func hasControl(s string) bool {
 	for _, r := range s {
 		if unicode.IsControl(r) {

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/s3q/s3q/shared/internal/clip"
 )
 
 // The bucket layout (DESIGN.md §7):
@@ -44,7 +46,7 @@ func ValidateID(id string) error {
 		if id == "" {
 			return invalid("id", "is required")
 		}
-		return invalid("id", "%q is not a schedule id: use 1-%d of A-Z a-z 0-9 _ -", clip(id), MaxIDBytes)
+		return invalid("id", "%q is not a schedule id: use 1-%d of A-Z a-z 0-9 _ -", clip.Input(id), MaxIDBytes)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/clip"
 	"github.com/s3q/s3q/shared/queue"
 )
 
@@ -118,7 +119,7 @@ func (r *Request) definition(now time.Time) (Definition, *Spec, error) {
 			return Definition{}, nil, invalid("ttl_from", "first_attempt needs a ttl")
 		}
 	default:
-		return Definition{}, nil, invalid("ttl_from", "%q is not one of submission, first_attempt", clip(string(d.TTLFrom)))
+		return Definition{}, nil, invalid("ttl_from", "%q is not one of submission, first_attempt", clip.Input(string(d.TTLFrom)))
 	}
 	if d.MaxAttempts < 0 || d.MaxAttempts > queue.MaxAttemptsLimit {
 		return Definition{}, nil, invalid("max_attempts", "must be between 1 and %d (0 means the default, %d)", queue.MaxAttemptsLimit, queue.DefaultMaxAttempts)
@@ -126,7 +127,7 @@ func (r *Request) definition(now time.Time) (Definition, *Spec, error) {
 	switch d.MissedRuns {
 	case MissedSkip, MissedCatchUp:
 	default:
-		return Definition{}, nil, invalid("missed_runs", "%q is not one of skip, catch_up", clip(string(d.MissedRuns)))
+		return Definition{}, nil, invalid("missed_runs", "%q is not one of skip, catch_up", clip.Input(string(d.MissedRuns)))
 	}
 	if d.CatchUpWindow != nil {
 		switch w := d.CatchUpWindow.Std(); {
@@ -141,7 +142,7 @@ func (r *Request) definition(now time.Time) (Definition, *Spec, error) {
 	switch d.Overlap {
 	case OverlapAllow, OverlapSkip:
 	default:
-		return Definition{}, nil, invalid("overlap", "%q is not one of allow, skip", clip(string(d.Overlap)))
+		return Definition{}, nil, invalid("overlap", "%q is not one of allow, skip", clip.Input(string(d.Overlap)))
 	}
 	sp, err := ParseSpec(d.Cron, d.Timezone)
 	if err != nil {
@@ -149,7 +150,7 @@ func (r *Request) definition(now time.Time) (Definition, *Spec, error) {
 	}
 	d.Cron = sp.String()
 	if sp.Next(now).IsZero() {
-		return Definition{}, nil, invalid("cron", "%q never fires", clip(d.Cron))
+		return Definition{}, nil, invalid("cron", "%q never fires", clip.Input(d.Cron))
 	}
 	return d, sp, nil
 }

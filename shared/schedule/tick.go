@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/store"
 )
 
@@ -168,271 +167,183 @@ pages:
 }
 
 // handle takes up one due marker; a catch-up stops making fires when
-// stop reports true.
+// stop reports true. Each look reads the marker's schedule state: when
+// the state names the marker, the schedule fires (handleNamed), else the
+// marker is stale or left by a writer still at work (handleUnnamed).
 func (s *Scheduler) handle(ctx context.Context, m dueMarker, now time.Time, stop func() bool) (outcome, error) {
-	var out outcome
-	old := now.Add(-s.opts.StaleMarkerGrace)
-	raced := false // lost a state write to another tick: the winner deletes this marker
+	w := &markerWork{m: m}
 	for i := 0; i < maxCASAttempts; i++ {
-		st, etag, err := s.loadState(ctx, m.id)
+		st, etag, err := s.loadState(ctx, w.m.id)
 		if err != nil {
-			return out, err
+			return w.out, err
 		}
-		if st.DueKey != m.key {
-			// The state does not name this marker.
-			if named, ok := parseDueKey(st.DueKey); ok && etag != "" && m.rev <= st.Rev && !named.at.After(now) {
-				// It has moved on to a marker that is due too (an edit or
-				// a trigger re-put it at its writer's now, or a catch-up
-				// is under way): drop this one and take that one up.
-				if !raced {
-					if err := s.store.Delete(ctx, m.key); err != nil {
-						return out, fmt.Errorf("delete stale marker %s: %w", m.key, err)
-					}
-					out.stale++
-				}
-				m, raced = named, false
-				continue
-			}
-			if raced && etag != "" && m.rev <= st.Rev {
-				// Another tick fired it and deletes it (or, if it dies
-				// first, a later tick does).
-				return out, nil
-			}
-			// A create, update, pause or resume puts a marker before its
-			// definition write: if the state does not follow the
-			// definition, its writer is still at work or died, and this
-			// marker may be the only hint. Bring the state up to date
-			// (which also fences a slow writer: its state write now
-			// fails and it starts over), then take up the marker the new
-			// state names if that is due.
-			def, _, err := s.loadDef(ctx, m.id)
-			if err != nil && !errors.Is(err, ErrNotFound) {
-				return out, err
-			}
-			if err == nil && !st.follows(&def) {
-				ns, err := s.reconcile(&def, st, now)
-				if err != nil {
-					return out, err
-				}
-				if err := s.writeState(ctx, &st, etag, &ns); err != nil {
-					if errors.Is(err, store.ErrPrecondition) {
-						continue
-					}
-					return out, err
-				}
-				if ns.DueKey != m.key {
-					if err := s.store.Delete(ctx, m.key); err != nil {
-						return out, fmt.Errorf("delete stale marker %s: %w", m.key, err)
-					}
-					out.stale++
-				}
-				nm, ok := parseDueKey(ns.DueKey)
-				if !ok || nm.at.After(now) {
-					return out, nil
-				}
-				m, raced = nm, false
-				continue
-			}
-			switch {
-			case etag != "" && m.rev <= st.Rev:
-				// The state has moved past it: stale.
-			case !m.at.Before(old):
-				// A writer may have just put it and be about to name it.
-				return out, nil
-			case etag != "":
-				// Put long ago by a writer that never named it: it died.
-				// Bump the revision so that nothing can name it, then drop it.
-				ns := st
-				ns.Rev++
-				ns.UpdatedAt = now
-				if err := s.writeState(ctx, &st, etag, &ns); err != nil {
-					if errors.Is(err, store.ErrPrecondition) {
-						continue
-					}
-					return out, err
-				}
-			default:
-				// No state ever came: the create that put it died.
-			}
-			if err := s.store.Delete(ctx, m.key); err != nil {
-				return out, fmt.Errorf("delete stale marker %s: %w", m.key, err)
-			}
-			out.stale++
-			return out, nil
+		var done bool
+		if st.DueKey != w.m.key {
+			done, err = s.handleUnnamed(ctx, w, st, etag, now)
+		} else {
+			done, err = s.handleNamed(ctx, w, st, etag, now, stop)
 		}
-		def, _, err := s.loadDef(ctx, m.id)
-		if errors.Is(err, ErrNotFound) {
-			// Deleted (Delete removes the definition first): finish it,
-			// on the state read here (a create of the id since then
-			// changed the state, and the write fails).
-			if err := s.tombstone(ctx, st, etag, now); err != nil {
-				if errors.Is(err, store.ErrPrecondition) {
-					continue
-				}
-				return out, err
-			}
-			out.stale++
-			return out, nil
+		if done || err != nil {
+			return w.out, err
 		}
-		if err != nil {
-			return out, err
-		}
-		if !st.follows(&def) {
-			// The definition changed and its writer has not updated the
-			// state (in progress, or died): do it, then go on with the
-			// marker the new state names if that is due.
-			ns, err := s.reconcile(&def, st, now)
-			if err != nil {
-				return out, err
-			}
-			if err := s.writeState(ctx, &st, etag, &ns); err != nil {
-				if errors.Is(err, store.ErrPrecondition) {
-					continue
-				}
-				return out, err
-			}
-			nm, ok := parseDueKey(ns.DueKey)
-			if !ok || nm.at.After(now) {
-				return out, nil
-			}
-			m = nm
-			continue
-		}
-		if st.NextRunAt == nil || st.NextRunAt.After(now) {
-			return out, nil
-		}
-		o, err := s.fire(ctx, &def, st, etag, now, stop)
-		if errors.Is(err, store.ErrPrecondition) {
-			out.raced++ // another tick moved the state on; look again
-			raced = true
-			continue
-		}
-		out.fired, out.skipped, out.missed, out.more = o.fired, o.skipped, o.missed, o.more
-		return out, err
 	}
-	return out, fmt.Errorf("tick schedule %s: %w", m.id, ErrConflict)
+	return w.out, fmt.Errorf("tick schedule %s: %w", w.m.id, ErrConflict)
 }
 
-// fire makes the fires of a due schedule whose state st (read with etag)
-// follows def, then moves the state on. The state write is the last step:
-// until it lands, a repeat finds the same tasks. When stop reports true
-// before a fire of a catch-up, the state moves on to that fire's time only
-// (as at MaxCatchUpPerTick), and the next tick carries on from there.
-func (s *Scheduler) fire(ctx context.Context, def *Definition, st State, etag string, now time.Time, stop func() bool) (outcome, error) {
-	var out outcome
-	sp, err := s.spec(def)
+// markerWork is handle's progress on one due marker. Its steps answer
+// done (the marker is handled, or err ends it) or not done: look again,
+// at w.m, after a lost state write or on the marker a state names.
+type markerWork struct {
+	m     dueMarker
+	raced bool // lost a state write to another tick: the winner deletes this marker
+	out   outcome
+}
+
+// lostRace ends a step on err, except a lost state write
+// (ErrPrecondition), after which handle looks again.
+func lostRace(err error) (done bool, _ error) {
+	if errors.Is(err, store.ErrPrecondition) {
+		return false, nil
+	}
+	return true, err
+}
+
+// follow makes w take up the marker ns names, and reports done when that
+// is not due at now.
+func (w *markerWork) follow(ns State, now time.Time) (done bool) {
+	nm, ok := parseDueKey(ns.DueKey)
+	if !ok || nm.at.After(now) {
+		return true
+	}
+	w.m = nm
+	return false
+}
+
+// dropStale deletes a marker no state will name and counts it.
+func (s *Scheduler) dropStale(ctx context.Context, w *markerWork, key string) error {
+	if err := s.store.Delete(ctx, key); err != nil {
+		return fmt.Errorf("delete stale marker %s: %w", key, err)
+	}
+	w.out.stale++
+	return nil
+}
+
+// syncState brings state st (read with etag) up to date with def and
+// writes it; ErrPrecondition means another writer moved it first.
+func (s *Scheduler) syncState(ctx context.Context, def *Definition, st State, etag string, now time.Time) (State, error) {
+	ns, err := s.reconcile(def, st, now)
 	if err != nil {
-		return out, err
-	}
-	times, missed, rest := s.dueTimes(def, sp, *st.NextRunAt, now)
-	out.missed = missed
-	ns := st
-	ns.Rev++
-	ns.UpdatedAt = now
-	known, lastBusy := false, false // whether ns.LastTaskID's status is known here
-	if def.Overlap == OverlapSkip && times[0].After(*st.NextRunAt) {
-		// A tick that died before its state write may have fired
-		// st.NextRunAt: that task, not the state's last one, is the one
-		// a fire must wait for, and its time was not missed.
-		prev := *st.NextRunAt
-		t, err := s.q.Get(ctx, TaskID(def.ID, prev))
-		switch {
-		case errors.Is(err, queue.ErrNotFound):
-		case err != nil:
-			return out, fmt.Errorf("check task %s: %w", TaskID(def.ID, prev), err)
-		default:
-			if missed > 0 {
-				missed--
-				out.missed--
-			}
-			ns.LastRunAt, ns.LastTaskID = &prev, t.ID
-			known, lastBusy = true, t.Status == queue.StatusPending || t.Status == queue.StatusRunning
-		}
-	}
-	for i, ft := range times {
-		if i > 0 && stop() {
-			rest, out.more = ft, true
-			times = times[:i]
-			break
-		}
-		f := Fire{ScheduleID: def.ID, FireTime: ft, FiredAt: now}
-		if i == 0 {
-			f.Missed = missed
-		}
-		if def.Overlap == OverlapSkip && ns.LastTaskID != "" {
-			if !known {
-				if lastBusy, err = s.busy(ctx, ns.LastTaskID); err != nil {
-					return out, err
-				}
-				known = true
-			}
-			if lastBusy {
-				f.Skipped, f.RunningTaskID = SkippedOverlap, ns.LastTaskID
-				if err := s.putHistory(ctx, &f); err != nil {
-					return out, err
-				}
-				out.skipped++
-				continue
-			}
-		}
-		res, err := s.submit(ctx, def, TaskID(def.ID, ft), ft, now)
-		if err != nil {
-			if !isInvalid(err) {
-				return out, err
-			}
-			f.Skipped, f.Error = SkippedInvalid, err.Error()
-			if err := s.putHistory(ctx, &f); err != nil {
-				return out, err
-			}
-			out.skipped++
-			continue
-		}
-		f.TaskID = res.Task.ID
-		if err := s.putHistory(ctx, &f); err != nil {
-			return out, err
-		}
-		ns.LastRunAt, ns.LastTaskID = &ft, res.Task.ID
-		known, lastBusy = true, res.Task.Status == queue.StatusPending || res.Task.Status == queue.StatusRunning
-		out.fired++
-	}
-	next := rest
-	if next.IsZero() {
-		next = sp.Next(times[len(times)-1])
-	}
-	ns.NextRunAt = timePtr(next)
-	ns.DueKey = ""
-	if ns.NextRunAt != nil {
-		ns.DueKey = dueKey(markerTime(next, now), def.ID, ns.Rev)
+		return State{}, err
 	}
 	if err := s.writeState(ctx, &st, etag, &ns); err != nil {
-		return outcome{}, err
+		return State{}, err
 	}
-	return out, nil
+	return ns, nil
 }
 
-// dueTimes returns the fire times to make now for a schedule whose next
-// fire time is from (<= now), how many due times are passed over, and,
-// when a catch-up is cut at MaxCatchUpPerTick, the first time left for the
-// next tick.
-func (s *Scheduler) dueTimes(def *Definition, sp *Spec, from, now time.Time) (times []time.Time, missed int, rest time.Time) {
-	const countLimit = 1000
-	if def.MissedRuns == MissedCatchUp {
-		first := from
-		if start := now.Add(-def.catchUpWindow()); first.Before(start) {
-			first = sp.atOrAfter(start)
-			missed = sp.count(from, first, countLimit)
+// handleNamed handles a marker that state st names: a deleted schedule
+// is finished, a state behind its definition brought up to date, and a
+// due schedule fired.
+func (s *Scheduler) handleNamed(ctx context.Context, w *markerWork, st State, etag string, now time.Time, stop func() bool) (done bool, err error) {
+	def, _, err := s.loadDef(ctx, w.m.id)
+	if errors.Is(err, ErrNotFound) {
+		// Deleted (Delete removes the definition first): finish it,
+		// on the state read here (a create of the id since then
+		// changed the state, and the write fails).
+		if err := s.tombstone(ctx, st, etag, now); err != nil {
+			return lostRace(err)
 		}
-		for t := first; !t.IsZero() && !t.After(now); t = sp.Next(t) {
-			if len(times) == s.opts.MaxCatchUpPerTick {
-				return times, missed, t
-			}
-			times = append(times, t)
-		}
-		if len(times) > 0 {
-			return times, missed, time.Time{}
-		}
-		// Nothing inside the window: fire the latest, as skip does.
+		w.out.stale++
+		return true, nil
 	}
-	l := sp.latest(from, now)
-	return []time.Time{l}, sp.count(from, l, countLimit), time.Time{}
+	if err != nil {
+		return true, err
+	}
+	if !st.follows(&def) {
+		// The definition changed and its writer has not updated the
+		// state (in progress, or died): do it, then go on with the
+		// marker the new state names if that is due.
+		ns, err := s.syncState(ctx, &def, st, etag, now)
+		if err != nil {
+			return lostRace(err)
+		}
+		return w.follow(ns, now), nil
+	}
+	if st.NextRunAt == nil || st.NextRunAt.After(now) {
+		return true, nil
+	}
+	o, err := s.fire(ctx, &def, st, etag, now, stop)
+	if errors.Is(err, store.ErrPrecondition) {
+		w.out.raced++ // another tick moved the state on; look again
+		w.raced = true
+		return false, nil
+	}
+	w.out.fired, w.out.skipped, w.out.missed, w.out.more = o.fired, o.skipped, o.missed, o.more
+	return true, err
+}
+
+// handleUnnamed handles a marker that state st (read with etag) does not
+// name: it follows a state that moved on to another due marker, brings a
+// state behind its definition up to date, leaves a marker a writer may
+// be about to name, and drops a stale one.
+func (s *Scheduler) handleUnnamed(ctx context.Context, w *markerWork, st State, etag string, now time.Time) (done bool, err error) {
+	if named, ok := parseDueKey(st.DueKey); ok && etag != "" && w.m.rev <= st.Rev && !named.at.After(now) {
+		// It has moved on to a marker that is due too (an edit or a
+		// trigger re-put it at its writer's now, or a catch-up is under
+		// way): drop this one and take that one up.
+		if !w.raced {
+			if err := s.dropStale(ctx, w, w.m.key); err != nil {
+				return true, err
+			}
+		}
+		w.m, w.raced = named, false
+		return false, nil
+	}
+	if w.raced && etag != "" && w.m.rev <= st.Rev {
+		// Another tick fired it and deletes it (or, if it dies first, a
+		// later tick does).
+		return true, nil
+	}
+	// A create, update, pause or resume puts a marker before its
+	// definition write: if the state does not follow the definition, its
+	// writer is still at work or died, and this marker may be the only
+	// hint. Bring the state up to date (which also fences a slow writer:
+	// its state write now fails and it starts over), then take up the
+	// marker the new state names if that is due.
+	def, _, err := s.loadDef(ctx, w.m.id)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return true, err
+	}
+	if err == nil && !st.follows(&def) {
+		ns, err := s.syncState(ctx, &def, st, etag, now)
+		if err != nil {
+			return lostRace(err)
+		}
+		if ns.DueKey != w.m.key {
+			if err := s.dropStale(ctx, w, w.m.key); err != nil {
+				return true, err
+			}
+		}
+		w.raced = false
+		return w.follow(ns, now), nil
+	}
+	switch {
+	case etag != "" && w.m.rev <= st.Rev:
+		// The state has moved past it: stale.
+	case !w.m.at.Before(now.Add(-s.opts.StaleMarkerGrace)):
+		// A writer may have just put it and be about to name it.
+		return true, nil
+	case etag != "":
+		// Put long ago by a writer that never named it: it died. Bump
+		// the revision so that nothing can name it, then drop it.
+		ns := st
+		ns.Rev++
+		ns.UpdatedAt = now
+		if err := s.writeState(ctx, &st, etag, &ns); err != nil {
+			return lostRace(err)
+		}
+	default:
+		// No state ever came: the create that put it died.
+	}
+	return true, s.dropStale(ctx, w, w.m.key)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/clip"
 	"github.com/s3q/s3q/shared/store"
 )
 
@@ -25,7 +26,7 @@ func (s *Scheduler) Update(ctx context.Context, id string, req Request, now time
 		return Schedule{}, err
 	}
 	if req.ID != "" && req.ID != id {
-		return Schedule{}, invalid("id", "%q does not match the schedule being updated (%s)", clip(req.ID), id)
+		return Schedule{}, invalid("id", "%q does not match the schedule being updated (%s)", clip.Input(req.ID), id)
 	}
 	def, _, err := req.definition(now)
 	if err != nil {

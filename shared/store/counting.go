@@ -6,35 +6,19 @@ import (
 	"sync/atomic"
 )
 
-// Kind is the billing class of a request.
-type Kind int
+// kind is the billing class of a request.
+type kind int
 
 // The request kinds Counting tells apart. S3 bills PUT, COPY, POST and LIST
 // at one price, GET and HEAD at another, and DELETE not at all.
 const (
-	KindPut Kind = iota
-	KindGet
-	KindList
-	KindDelete
-	KindHead
+	kindPut kind = iota
+	kindGet
+	kindList
+	kindDelete
+	kindHead
 	numKinds
 )
-
-func (k Kind) String() string {
-	switch k {
-	case KindPut:
-		return "put"
-	case KindGet:
-		return "get"
-	case KindList:
-		return "list"
-	case KindDelete:
-		return "delete"
-	case KindHead:
-		return "head"
-	}
-	return fmt.Sprintf("kind(%d)", int(k))
-}
 
 // Counts is a snapshot of request counts by kind.
 type Counts struct {
@@ -52,17 +36,6 @@ func (c Counts) Sub(o Counts) Counts {
 // Add returns c plus o.
 func (c Counts) Add(o Counts) Counts {
 	return Counts{Put: c.Put + o.Put, Get: c.Get + o.Get, List: c.List + o.List, Delete: c.Delete + o.Delete, Head: c.Head + o.Head}
-}
-
-// S3 list prices in US dollars per request (us-east-1, S3 Standard).
-const (
-	PricePutClass = 0.005 / 1000  // PUT, COPY, POST, LIST
-	PriceGetClass = 0.0004 / 1000 // GET, HEAD
-)
-
-// USD returns what the counted requests cost at S3 list prices. DELETE is free.
-func (c Counts) USD() float64 {
-	return float64(c.Put+c.List)*PricePutClass + float64(c.Get+c.Head)*PriceGetClass
 }
 
 // String formats the counts as "requests=N put=N list=N get=N delete=N head=N".
@@ -85,8 +58,8 @@ func NewCounting(inner Store) *Counting { return &Counting{inner: inner} }
 // Counts returns a snapshot of the counts so far.
 func (c *Counting) Counts() Counts {
 	return Counts{
-		Put: c.n[KindPut].Load(), Get: c.n[KindGet].Load(), List: c.n[KindList].Load(),
-		Delete: c.n[KindDelete].Load(), Head: c.n[KindHead].Load(),
+		Put: c.n[kindPut].Load(), Get: c.n[kindGet].Load(), List: c.n[kindList].Load(),
+		Delete: c.n[kindDelete].Load(), Head: c.n[kindHead].Load(),
 	}
 }
 
@@ -97,58 +70,58 @@ func (c *Counting) Reset() {
 	}
 }
 
-func (c *Counting) add(k Kind) { c.n[k].Add(1) }
+func (c *Counting) add(k kind) { c.n[k].Add(1) }
 
 // Get implements Store.
 func (c *Counting) Get(ctx context.Context, key string) (Object, error) {
-	c.add(KindGet)
+	c.add(kindGet)
 	return c.inner.Get(ctx, key)
 }
 
 // Head implements Store.
 func (c *Counting) Head(ctx context.Context, key string) (Info, error) {
-	c.add(KindHead)
+	c.add(kindHead)
 	return c.inner.Head(ctx, key)
 }
 
 // PutIfAbsent implements Store.
-func (c *Counting) PutIfAbsent(ctx context.Context, key string, body []byte) (string, error) {
-	c.add(KindPut)
-	return c.inner.PutIfAbsent(ctx, key, body)
+func (c *Counting) PutIfAbsent(ctx context.Context, key string, body []byte, opts ...PutOption) (string, error) {
+	c.add(kindPut)
+	return c.inner.PutIfAbsent(ctx, key, body, opts...)
 }
 
 // PutIfMatch implements Store.
-func (c *Counting) PutIfMatch(ctx context.Context, key string, body []byte, etag string) (string, error) {
-	c.add(KindPut)
-	return c.inner.PutIfMatch(ctx, key, body, etag)
+func (c *Counting) PutIfMatch(ctx context.Context, key string, body []byte, etag string, opts ...PutOption) (string, error) {
+	c.add(kindPut)
+	return c.inner.PutIfMatch(ctx, key, body, etag, opts...)
 }
 
 // Put implements Store.
-func (c *Counting) Put(ctx context.Context, key string, body []byte) (string, error) {
-	c.add(KindPut)
-	return c.inner.Put(ctx, key, body)
+func (c *Counting) Put(ctx context.Context, key string, body []byte, opts ...PutOption) (string, error) {
+	c.add(kindPut)
+	return c.inner.Put(ctx, key, body, opts...)
 }
 
 // Delete implements Store.
 func (c *Counting) Delete(ctx context.Context, key string) error {
-	c.add(KindDelete)
+	c.add(kindDelete)
 	return c.inner.Delete(ctx, key)
 }
 
 // List implements Store.
 func (c *Counting) List(ctx context.Context, prefix, startAfter string, limit int) (Page, error) {
-	c.add(KindList)
+	c.add(kindList)
 	return c.inner.List(ctx, prefix, startAfter, limit)
 }
 
 // Versions implements Store. It counts one LIST (one page of versions).
 func (c *Counting) Versions(ctx context.Context, key string) ([]Version, error) {
-	c.add(KindList)
+	c.add(kindList)
 	return c.inner.Versions(ctx, key)
 }
 
 // GetVersion implements Store.
 func (c *Counting) GetVersion(ctx context.Context, key, versionID string) (Object, error) {
-	c.add(KindGet)
+	c.add(kindGet)
 	return c.inner.GetVersion(ctx, key, versionID)
 }

@@ -18,15 +18,15 @@ const OwnAttempts = 3
 // again, up to OwnAttempts times in all. A key that already existed, or
 // that holds another writer's object after a lost answer, returns
 // ErrPrecondition. When the re-read fails too, the write's own error is
-// returned: it MAY have been applied.
-func CreateOwn(ctx context.Context, s Store, key string, body []byte, mine func(stored []byte) bool) (string, error) {
+// returned: it MAY have been applied. opts go with every PutIfAbsent.
+func CreateOwn(ctx context.Context, s Store, key string, body []byte, mine func(stored []byte) bool, opts ...PutOption) (string, error) {
 	if mine == nil {
 		mine = func(stored []byte) bool { return bytes.Equal(stored, body) }
 	}
 	var err error
 	for i := 0; i < OwnAttempts; i++ {
 		var etag string
-		if etag, err = s.PutIfAbsent(ctx, key, body); err == nil {
+		if etag, err = s.PutIfAbsent(ctx, key, body, opts...); err == nil {
 			return etag, nil
 		}
 		if i == 0 && errors.Is(err, ErrPrecondition) {

@@ -6,8 +6,8 @@
 //
 // Implementations: s3store (aws-sdk-go-v2, any S3-compatible server) and
 // memstore (in memory, the same semantics, for fast unit runs). Wrappers in
-// this package count requests by kind (Counting) and inject failures
-// (Faulty). The storetest package is the conformance suite every
+// this package count requests by kind (Counting); storefault injects
+// failures for tests. The storetest package is the conformance suite every
 // implementation passes.
 package store
 
@@ -38,17 +38,17 @@ type Store interface {
 	// (S3 If-None-Match: *), and returns the new ETag.
 	// It MUST return ErrPrecondition, and write nothing, when key exists.
 	// Of many concurrent PutIfAbsent calls on one key, exactly one succeeds.
-	PutIfAbsent(ctx context.Context, key string, body []byte) (etag string, err error)
+	PutIfAbsent(ctx context.Context, key string, body []byte, opts ...PutOption) (etag string, err error)
 
 	// PutIfMatch replaces key with body only if its current ETag equals etag
 	// (S3 If-Match), and returns the new ETag.
 	// It MUST return ErrPrecondition, and write nothing, when key does not
 	// exist or its ETag differs. Of many concurrent PutIfMatch calls with
 	// the same etag, at most one succeeds.
-	PutIfMatch(ctx context.Context, key string, body []byte, etag string) (newETag string, err error)
+	PutIfMatch(ctx context.Context, key string, body []byte, etag string, opts ...PutOption) (newETag string, err error)
 
 	// Put writes key unconditionally and returns the new ETag.
-	Put(ctx context.Context, key string, body []byte) (etag string, err error)
+	Put(ctx context.Context, key string, body []byte, opts ...PutOption) (etag string, err error)
 
 	// Delete removes key. Deleting a key that does not exist MUST succeed
 	// (S3 semantics). Delete is unconditional: correctness never depends on

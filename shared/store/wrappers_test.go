@@ -12,7 +12,7 @@ import (
 
 var ctx = context.Background()
 
-func TestCountingCountsEveryRequestByKindAndPricesThem(t *testing.T) {
+func TestCountingCountsEveryRequestByKind(t *testing.T) {
 	c := store.NewCounting(memstore.New())
 	etag, _ := c.PutIfAbsent(ctx, "a", []byte("1"))
 	_, _ = c.PutIfAbsent(ctx, "a", []byte("1")) // fails, still counted
@@ -27,47 +27,12 @@ func TestCountingCountsEveryRequestByKindAndPricesThem(t *testing.T) {
 	if got != want {
 		t.Fatalf("counts = %+v, want %+v", got, want)
 	}
-	// 5 PUT/LIST at $0.005/1000 and 2 GET/HEAD at $0.0004/1000.
-	if usd := got.USD(); usd < 0.0000258-1e-12 || usd > 0.0000258+1e-12 {
-		t.Fatalf("USD = %v, want 0.0000258", usd)
-	}
 	if got.String() != "requests=8 put=4 list=1 get=1 delete=1 head=1" {
 		t.Fatalf("String = %q", got.String())
 	}
 	c.Reset()
 	if c.Counts().Total() != 0 {
 		t.Fatal("Reset kept counts")
-	}
-}
-
-func TestFaultyFailsTheNthWriteBeforeOrAfterApplyingIt(t *testing.T) {
-	for _, tc := range []struct {
-		mode    store.FaultMode
-		applied bool
-	}{{store.FailBefore, false}, {store.FailAfter, true}} {
-		inner := memstore.New()
-		f := store.NewFaulty(inner)
-		f.Fail(2, tc.mode)
-		if _, err := f.Get(ctx, "x"); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("reads are not numbered: %v", err)
-		}
-		if _, err := f.Put(ctx, "one", nil); err != nil {
-			t.Fatalf("write 1: %v", err)
-		}
-		_, err := f.Put(ctx, "two", nil)
-		if !errors.Is(err, store.ErrInjected) || !errors.Is(err, store.ErrRetryable) || !f.Fired() {
-			t.Fatalf("write 2: %v (fired %v)", err, f.Fired())
-		}
-		if _, err := inner.Get(ctx, "two"); (err == nil) != tc.applied {
-			t.Fatalf("mode %d: write applied = %v, want %v", tc.mode, err == nil, tc.applied)
-		}
-		if _, err := f.Get(ctx, "one"); !errors.Is(err, store.ErrInjected) {
-			t.Fatalf("a dead process reads nothing: %v", err)
-		}
-		f.Disarm()
-		if _, err := f.Get(ctx, "one"); err != nil {
-			t.Fatalf("after Disarm: %v", err)
-		}
 	}
 }
 

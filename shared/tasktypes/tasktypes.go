@@ -31,6 +31,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/clip"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/store"
 )
@@ -71,7 +72,7 @@ func Parse(b []byte) (map[string]queue.TypeDefaults, error) {
 		if err := queue.ValidateTaskType("task_types", name); err != nil {
 			var ve *queue.ValidationError
 			errors.As(err, &ve)
-			return nil, fmt.Errorf("%s: task type %q: %s", Key, clip(name), ve.Message)
+			return nil, fmt.Errorf("%s: task type %q: %s", Key, clip.Input(name), ve.Message)
 		}
 		d, err := parseType(doc.TaskTypes[name])
 		if err != nil {
@@ -99,7 +100,7 @@ func parseType(raw json.RawMessage) (queue.TypeDefaults, error) {
 		case queue.TTLFromSubmission, queue.TTLFromFirstAttempt:
 			d.TTLFrom = f
 		default:
-			return d, fmt.Errorf("ttl_from: %q is not one of submission, first_attempt", clip(*c.TTLFrom))
+			return d, fmt.Errorf("ttl_from: %q is not one of submission, first_attempt", clip.Input(*c.TTLFrom))
 		}
 	}
 	if c.MaxAttempts != nil {
@@ -156,13 +157,6 @@ func cleanJSONError(err error) error {
 func trimPrefix(s, p string) string {
 	if len(s) >= len(p) && s[:len(p)] == p {
 		return s[len(p):]
-	}
-	return s
-}
-
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "..."
 	}
 	return s
 }

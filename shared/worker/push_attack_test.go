@@ -5,14 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"github.com/aws/aws-lambda-go/lambda/messages"
-	"github.com/s3q/s3q/shared/client"
-	"github.com/s3q/s3q/shared/queue"
 	"net/http"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/pushsig"
+	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/worker"
 )
 

@@ -125,6 +125,24 @@ func TestAFailingHandlerIsRetriedThenDeadLettered(t *testing.T) {
 	}
 }
 
+func TestAHandlerThatReschedulesRunsAgainWithoutSpendingAnAttempt(t *testing.T) {
+	c, _ := setup(t)
+	id := submit(t, c, queue.SubmitRequest{TaskType: "later", MaxAttempts: 1})
+	var calls atomic.Int32
+	w := worker.New(c, fastOpts())
+	w.Handle("later", func(context.Context, *worker.Task) (json.RawMessage, error) {
+		if calls.Add(1) == 1 {
+			return nil, worker.Reschedule(0, 0) // not ready yet: look again now
+		}
+		return json.RawMessage(`"done"`), nil
+	})
+	runUntil(t, w, status(t, c, id))
+	got, _ := c.Get(bg, id)
+	if got.Status != queue.StatusCompleted || calls.Load() != 2 {
+		t.Fatalf("status %s after %d calls, want completed after 2 (max_attempts 1)", got.Status, calls.Load())
+	}
+}
+
 func TestAPermanentErrorFailsAtOnceAndAPanicIsAFailure(t *testing.T) {
 	c, _ := setup(t)
 	perm := submit(t, c, queue.SubmitRequest{TaskType: "perm", MaxAttempts: 5})

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 )
 
@@ -18,6 +19,7 @@ func wantState(t testing.TB, err error, status queue.Status) {
 
 func runCancel(t *testing.T, f Factory) {
 	t.Run("cancel_of_a_pending_task_cancels_it_at_once", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{}, t0)
 		got, err := e.q.Cancel(ctx, task.ID, t0)
@@ -37,6 +39,7 @@ func runCancel(t *testing.T, f Factory) {
 	})
 
 	t.Run("cancel_of_a_running_task_requests_it_and_the_holder_acknowledges", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
@@ -63,6 +66,7 @@ func runCancel(t *testing.T, f Factory) {
 	})
 
 	t.Run("cancel_of_a_completed_task_is_a_state_error", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
@@ -76,10 +80,11 @@ func runCancel(t *testing.T, f Factory) {
 			t.Fatal("a refused cancel changed the record")
 		}
 		_, err = e.q.Cancel(ctx, queue.NewID(t0), t0)
-		wantErr(t, err, queue.ErrNotFound)
+		check.Err(t, err, queue.ErrNotFound)
 	})
 
 	t.Run("retry_puts_a_failed_or_cancelled_task_back_with_fresh_attempts", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{MaxAttempts: 1}, t0)
 		c := e.claimOne(t0)
@@ -116,7 +121,7 @@ func runCancel(t *testing.T, f Factory) {
 		if _, err := e.q.Cancel(ctx, first.ID, t0); err != nil {
 			t.Fatal(err)
 		}
-		holder := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: dur("1m")}, t0)
+		holder := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: check.Dur("1m")}, t0)
 		if holder.ID == first.ID {
 			t.Fatal("the cancelled task still held its key")
 		}
@@ -133,8 +138,9 @@ func runCancel(t *testing.T, f Factory) {
 	})
 
 	t.Run("an_expired_task_cannot_be_retried", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
-		task := e.submit(queue.SubmitRequest{TTL: dur("0s")}, t0)
+		task := e.submit(queue.SubmitRequest{TTL: check.Dur("0s")}, t0)
 		before := e.raw(task.ID)
 		_, err := e.q.Retry(ctx, task.ID, t0)
 		wantState(t, err, queue.StatusExpired)
@@ -142,7 +148,7 @@ func runCancel(t *testing.T, f Factory) {
 			t.Fatal("a refused retry changed the record")
 		}
 		// Nor a failed one whose deadline has passed.
-		late := e.submit(queue.SubmitRequest{TTL: dur("1m"), MaxAttempts: 1}, t0)
+		late := e.submit(queue.SubmitRequest{TTL: check.Dur("1m"), MaxAttempts: 1}, t0)
 		c := e.claimOne(t0)
 		if _, err := e.q.Fail(ctx, late.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
 			t.Fatal(err)
@@ -152,6 +158,7 @@ func runCancel(t *testing.T, f Factory) {
 	})
 
 	t.Run("expire_by_hand_marks_a_pending_task_expired_and_refuses_a_running_one", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{}, t0)
 		other := e.submit(queue.SubmitRequest{}, t0)
@@ -172,8 +179,9 @@ func runCancel(t *testing.T, f Factory) {
 	})
 
 	t.Run("mark_expired_for_ttl_refuses_a_task_whose_deadline_has_not_passed", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
-		task := e.submit(queue.SubmitRequest{TTL: dur("1h")}, t0)
+		task := e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0)
 		_, err := e.q.MarkExpired(ctx, task.ID, queue.ReasonTTL, t0.Add(time.Minute))
 		wantState(t, err, queue.StatusPending)
 		got, err := e.q.MarkExpired(ctx, task.ID, queue.ReasonTTL, t0.Add(time.Hour))

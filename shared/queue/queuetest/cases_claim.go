@@ -4,16 +4,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 )
 
 func runClaim(t *testing.T, f Factory) {
 	t.Run("claim_on_an_empty_queue_returns_nothing", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		e.claimNone(t0)
 	})
 
 	t.Run("claim_returns_a_running_task_with_a_lease", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{}, t0)
 		c := e.claim(queue.ClaimRequest{WorkerID: "w1", LeaseFor: time.Minute}, t0.Add(time.Second))
@@ -36,8 +39,9 @@ func runClaim(t *testing.T, f Factory) {
 	})
 
 	t.Run("claim_without_lease_for_uses_the_task_timeout", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
-		e.submit(queue.SubmitRequest{Timeout: dur("90s")}, t0)
+		e.submit(queue.SubmitRequest{Timeout: check.Dur("90s")}, t0)
 		c := e.claimOne(t0)
 		if !c.Lease.ExpiresAt.Equal(t0.Add(90 * time.Second)) {
 			t.Fatalf("lease expires_at = %s, want now+90s", c.Lease.ExpiresAt)
@@ -45,6 +49,7 @@ func runClaim(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_task_is_not_claimable_before_available_at_and_is_at_that_instant", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		when := t0.Add(40 * 24 * time.Hour) // well past any 15-minute cap
 		task := e.submit(queue.SubmitRequest{ScheduleAt: &when}, t0)
@@ -56,8 +61,9 @@ func runClaim(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_claim_never_starts_a_task_at_or_past_its_expires_at", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
-		task := e.submit(queue.SubmitRequest{TTL: dur("10m")}, t0)
+		task := e.submit(queue.SubmitRequest{TTL: check.Dur("10m")}, t0)
 		exp := t0.Add(10 * time.Minute)
 		e.claimNone(exp) // exactly at expires_at: too late
 		got := e.get(task.ID)
@@ -70,7 +76,7 @@ func runClaim(t *testing.T, f Factory) {
 			t.Fatalf("markers left: %v", m)
 		}
 		e2 := newEnv(t, f)
-		ok := e2.submit(queue.SubmitRequest{TTL: dur("10m")}, t0)
+		ok := e2.submit(queue.SubmitRequest{TTL: check.Dur("10m")}, t0)
 		c := e2.claimOne(exp.Add(-time.Microsecond)) // one microsecond before: still starts
 		if c.Task.ID != ok.ID {
 			t.Fatal("wrong task")
@@ -78,11 +84,12 @@ func runClaim(t *testing.T, f Factory) {
 	})
 
 	t.Run("claim_order_is_earliest_deadline_first_then_oldest_available", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		old := e.submit(queue.SubmitRequest{}, t0)
 		newer := e.submit(queue.SubmitRequest{}, t0.Add(time.Second))
-		late := e.submit(queue.SubmitRequest{TTL: dur("2h")}, t0.Add(2*time.Second))
-		soon := e.submit(queue.SubmitRequest{TTL: dur("1h")}, t0.Add(3*time.Second))
+		late := e.submit(queue.SubmitRequest{TTL: check.Dur("2h")}, t0.Add(2*time.Second))
+		soon := e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0.Add(3*time.Second))
 		var got []string
 		for i := 0; i < 4; i++ {
 			got = append(got, e.claimOne(t0.Add(time.Minute)).Task.ID)
@@ -96,6 +103,7 @@ func runClaim(t *testing.T, f Factory) {
 	})
 
 	t.Run("max_tasks_claims_several_at_once", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		for i := 0; i < 5; i++ {
 			e.submit(queue.SubmitRequest{}, t0)
@@ -111,6 +119,7 @@ func runClaim(t *testing.T, f Factory) {
 	})
 
 	t.Run("claim_takes_only_its_queue_and_task_types", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		a := e.submit(queue.SubmitRequest{TaskType: "a"}, t0)
 		b := e.submit(queue.SubmitRequest{TaskType: "b"}, t0)
@@ -130,6 +139,7 @@ func runClaim(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_valid_lease_keeps_other_claimers_away", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		e.submit(queue.SubmitRequest{}, t0)
 		c := e.claim(queue.ClaimRequest{LeaseFor: time.Minute}, t0)
@@ -145,6 +155,7 @@ func runClaim(t *testing.T, f Factory) {
 	})
 
 	t.Run("an_expired_lease_is_reclaimed_by_the_next_claim", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{}, t0)
 		first := e.claim(queue.ClaimRequest{LeaseFor: time.Minute}, t0)[0]
@@ -158,10 +169,11 @@ func runClaim(t *testing.T, f Factory) {
 		}
 		// The old holder has lost it.
 		_, err = e.q.Complete(ctx, task.ID, first.Lease.Token, nil, t0.Add(time.Minute+time.Second))
-		wantErr(t, err, queue.ErrLeaseMismatch)
+		check.Err(t, err, queue.ErrLeaseMismatch)
 	})
 
 	t.Run("an_expired_lease_with_attempts_spent_fails_the_task", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{MaxAttempts: 1}, t0)
 		e.claim(queue.ClaimRequest{LeaseFor: time.Minute}, t0)
@@ -177,8 +189,9 @@ func runClaim(t *testing.T, f Factory) {
 	})
 
 	t.Run("an_expired_lease_past_the_deadline_expires_the_task", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
-		task := e.submit(queue.SubmitRequest{TTL: dur("10m")}, t0)
+		task := e.submit(queue.SubmitRequest{TTL: check.Dur("10m")}, t0)
 		e.claim(queue.ClaimRequest{LeaseFor: 15 * time.Minute}, t0)
 		// The deadline passes while it runs: it is not interrupted.
 		if _, err := e.q.Heartbeat(ctx, task.ID, e.get(task.ID).LeaseToken, 0, t0.Add(11*time.Minute)); err != nil {
@@ -190,22 +203,24 @@ func runClaim(t *testing.T, f Factory) {
 	})
 
 	t.Run("claim_rejects_a_bad_lease_duration_and_bad_names", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		e.submit(queue.SubmitRequest{}, t0)
 		_, err := e.q.Claim(ctx, queue.ClaimRequest{LeaseFor: -time.Second}, t0)
-		wantErr(t, err, queue.ErrInvalidLeaseDuration)
+		check.Err(t, err, queue.ErrInvalidLeaseDuration)
 		_, err = e.q.Claim(ctx, queue.ClaimRequest{LeaseFor: 13 * time.Hour}, t0)
-		wantErr(t, err, queue.ErrInvalidLeaseDuration)
+		check.Err(t, err, queue.ErrInvalidLeaseDuration)
 		_, err = e.q.Claim(ctx, queue.ClaimRequest{Queue: "a/b"}, t0)
-		wantField(t, err, "queue")
+		check.Field(t, err, "queue")
 		_, err = e.q.Claim(ctx, queue.ClaimRequest{TaskTypes: []string{".."}}, t0)
-		wantField(t, err, "task_types")
+		check.Field(t, err, "task_types")
 		_, err = e.q.Claim(ctx, queue.ClaimRequest{MaxTasks: 1000}, t0)
-		wantField(t, err, "max_tasks")
+		check.Field(t, err, "max_tasks")
 		wantStatus(t, e.get(e.claimOne(t0).Task.ID), queue.StatusRunning) // still there, untouched
 	})
 
 	t.Run("a_marker_without_a_record_is_deleted_once_old", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		ghost := queue.NewID(t0)
 		key := "ready/default/0/20260128T090000.000000Z_" + ghost

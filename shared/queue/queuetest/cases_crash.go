@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/store"
+	"github.com/s3q/s3q/shared/store/storefault"
 )
 
 // crashCase is one transition to crash part-way through.
@@ -50,7 +52,7 @@ func crashCases() []crashCase {
 	return []crashCase{
 		{name: "submit", submits: true, setup: func(*env) (string, string) { return "", "" },
 			run: func(q *queue.Queue, _, _ string, now time.Time) error {
-				_, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "x", TTL: dur("1h")}, now)
+				_, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "x", TTL: check.Dur("1h")}, now)
 				return err
 			}},
 		{name: "submit_with_dedup_key", submits: true, setup: func(*env) (string, string) { return "", "" },
@@ -63,7 +65,7 @@ func crashCases() []crashCase {
 				_, err := q.Claim(ctx, queue.ClaimRequest{LeaseFor: crashLease}, now)
 				return err
 			}},
-		{name: "claim_that_expires_the_task", setup: pending(queue.SubmitRequest{TTL: dur("1s")}),
+		{name: "claim_that_expires_the_task", setup: pending(queue.SubmitRequest{TTL: check.Dur("1s")}),
 			run: func(q *queue.Queue, _, _ string, now time.Time) error {
 				_, err := q.Claim(ctx, queue.ClaimRequest{}, now)
 				return err
@@ -73,12 +75,12 @@ func crashCases() []crashCase {
 				_, err := q.Heartbeat(ctx, id, tok, crashLease, now)
 				return err
 			}},
-		{name: "complete", setup: running(queue.SubmitRequest{TTL: dur("1h")}),
+		{name: "complete", setup: running(queue.SubmitRequest{TTL: check.Dur("1h")}),
 			run: func(q *queue.Queue, id, tok string, now time.Time) error {
 				_, err := q.Complete(ctx, id, tok, []byte(`1`), now)
 				return err
 			}},
-		{name: "fail_with_retry", setup: running(queue.SubmitRequest{TTL: dur("1h")}),
+		{name: "fail_with_retry", setup: running(queue.SubmitRequest{TTL: check.Dur("1h")}),
 			run: func(q *queue.Queue, id, tok string, now time.Time) error {
 				_, err := q.Fail(ctx, id, tok, queue.FailRequest{Error: "x"}, now)
 				return err
@@ -122,8 +124,8 @@ func runCrash(t *testing.T, f Factory) {
 		if writes == 0 {
 			t.Fatalf("%s makes no write", cc.name)
 		}
-		for _, mode := range []store.FaultMode{store.FailBefore, store.FailAfter} {
-			modeName := map[store.FaultMode]string{store.FailBefore: "before", store.FailAfter: "after"}[mode]
+		for _, mode := range []storefault.FaultMode{storefault.FailBefore, storefault.FailAfter} {
+			modeName := map[storefault.FaultMode]string{storefault.FailBefore: "before", storefault.FailAfter: "after"}[mode]
 			for n := 1; n <= writes; n++ {
 				name := fmt.Sprintf("a_crash_%s_write_%d_of_%d_of_%s_loses_nothing", modeName, n, writes, cc.name)
 				t.Run(name, func(t *testing.T) { crashOnce(t, f, cc, n, mode) })
@@ -146,10 +148,10 @@ func countWrites(t *testing.T, f Factory, cc crashCase) int {
 
 // crashOnce crashes cc at its n-th write and checks that a fresh process
 // finds, repairs and finishes everything.
-func crashOnce(t *testing.T, f Factory, cc crashCase, n int, mode store.FaultMode) {
+func crashOnce(t *testing.T, f Factory, cc crashCase, n int, mode storefault.FaultMode) {
 	e := newEnv(t, f)
 	id, tok := cc.setup(e)
-	faulty := store.NewFaulty(e.s)
+	faulty := storefault.New(e.s)
 	crashing := queue.New(faulty, e.op)
 	crashAt := t0.Add(time.Second)
 	faulty.Fail(n, mode)

@@ -6,11 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 )
 
 func runLease(t *testing.T, f Factory) {
 	t.Run("heartbeat_extends_the_lease_and_keeps_the_token", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		e.submit(queue.SubmitRequest{}, t0)
 		c := e.claim(queue.ClaimRequest{LeaseFor: time.Minute}, t0)[0]
@@ -32,8 +34,9 @@ func runLease(t *testing.T, f Factory) {
 	})
 
 	t.Run("complete_stores_the_output_and_drops_the_marker", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
-		e.submit(queue.SubmitRequest{TTL: dur("1h")}, t0)
+		e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0)
 		c := e.claimOne(t0)
 		done, err := e.q.Complete(ctx, c.Task.ID, c.Lease.Token, []byte(`{"sent":true}`), t0.Add(time.Second))
 		if err != nil {
@@ -54,6 +57,7 @@ func runLease(t *testing.T, f Factory) {
 	})
 
 	t.Run("every_lease_error_leaves_the_record_byte_for_byte_unchanged", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		a := e.submit(queue.SubmitRequest{}, t0)
 		b := e.submit(queue.SubmitRequest{}, t0)
@@ -109,7 +113,7 @@ func runLease(t *testing.T, f Factory) {
 				if err == nil {
 					t.Fatalf("%s with %s: no error", o.name, tc.what)
 				}
-				wantErr(t, err, tc.want)
+				check.Err(t, err, tc.want)
 				for id, b := range before {
 					if after := e.raw(id); !bytes.Equal(after, b) {
 						t.Fatalf("%s with %s changed task %s:\nbefore %s\nafter  %s", o.name, tc.what, id, b, after)
@@ -121,16 +125,17 @@ func runLease(t *testing.T, f Factory) {
 			}
 		}
 		_, err := e.q.Heartbeat(ctx, runID, c.Lease.Token, -time.Second, t0)
-		wantErr(t, err, queue.ErrInvalidLeaseDuration)
+		check.Err(t, err, queue.ErrInvalidLeaseDuration)
 		_, err = e.q.Heartbeat(ctx, "../../etc/passwd", c.Lease.Token, time.Second, t0)
-		wantField(t, err, "id")
+		check.Field(t, err, "id")
 		_, err = e.q.Complete(ctx, queue.NewID(t0), "tok", nil, t0)
-		wantErr(t, err, queue.ErrNotFound)
+		check.Err(t, err, queue.ErrNotFound)
 	})
 
 	t.Run("fail_retries_with_backoff_and_keeps_expires_at", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
-		task := e.submit(queue.SubmitRequest{TTL: dur("1h"), MaxAttempts: 3}, t0)
+		task := e.submit(queue.SubmitRequest{TTL: check.Dur("1h"), MaxAttempts: 3}, t0)
 		c := e.claimOne(t0)
 		failedAt := t0.Add(time.Second)
 		got, err := e.q.Fail(ctx, task.ID, c.Lease.Token, queue.FailRequest{Error: "smtp 451"}, failedAt)
@@ -157,6 +162,7 @@ func runLease(t *testing.T, f Factory) {
 	})
 
 	t.Run("fail_with_attempts_spent_dead_letters_the_task", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{MaxAttempts: 2}, t0)
 		now := t0
@@ -182,6 +188,7 @@ func runLease(t *testing.T, f Factory) {
 	})
 
 	t.Run("fail_with_a_permanent_error_dead_letters_at_once", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{MaxAttempts: 5}, t0)
 		c := e.claimOne(t0)
@@ -197,8 +204,9 @@ func runLease(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_retry_whose_backoff_lands_past_the_deadline_expires", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
-		task := e.submit(queue.SubmitRequest{TTL: dur("5s")}, t0)
+		task := e.submit(queue.SubmitRequest{TTL: check.Dur("5s")}, t0)
 		c := e.claimOne(t0)
 		if _, err := e.q.Fail(ctx, task.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0.Add(time.Second)); err != nil {
 			t.Fatal(err)
@@ -212,8 +220,9 @@ func runLease(t *testing.T, f Factory) {
 	})
 
 	t.Run("reschedule_delays_without_using_an_attempt_and_may_extend_the_deadline", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
-		task := e.submit(queue.SubmitRequest{TTL: dur("10m"), MaxAttempts: 1}, t0)
+		task := e.submit(queue.SubmitRequest{TTL: check.Dur("10m"), MaxAttempts: 1}, t0)
 		c := e.claimOne(t0)
 		got, err := e.q.Reschedule(ctx, task.ID, c.Lease.Token, queue.RescheduleRequest{
 			Delay: queue.Duration(15 * time.Minute), ExtendExpiration: queue.Duration(20 * time.Minute),

@@ -4,18 +4,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 )
 
 func runList(t *testing.T, f Factory) {
 	t.Run("list_filters_by_status_queue_and_type_and_pages_with_a_cursor", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		var ids []string
 		for i := 0; i < 5; i++ {
 			ids = append(ids, e.submit(queue.SubmitRequest{TaskType: "a"}, t0.Add(time.Duration(i)*time.Millisecond)).ID)
 		}
 		e.submit(queue.SubmitRequest{TaskType: "b", Queue: "other"}, t0)
-		e.submit(queue.SubmitRequest{TaskType: "a", TTL: dur("0s")}, t0)
+		e.submit(queue.SubmitRequest{TaskType: "a", TTL: check.Dur("0s")}, t0)
 
 		var got []string
 		cursor := ""
@@ -45,14 +47,15 @@ func runList(t *testing.T, f Factory) {
 			t.Fatalf("expired listing: %d tasks, %v", len(res.Tasks), err)
 		}
 		_, err = e.q.List(ctx, queue.ListRequest{Status: "nope"})
-		wantField(t, err, "status")
+		check.Field(t, err, "status")
 		_, err = e.q.List(ctx, queue.ListRequest{Cursor: "../x"})
-		wantField(t, err, "cursor")
+		check.Field(t, err, "cursor")
 	})
 
 	t.Run("history_returns_every_version_of_the_record_oldest_first", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
-		task := e.submit(queue.SubmitRequest{TTL: dur("1h")}, t0)
+		task := e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0)
 		c := e.claimOne(t0.Add(time.Second))
 		if _, err := e.q.Complete(ctx, task.ID, c.Lease.Token, []byte(`"ok"`), t0.Add(2*time.Second)); err != nil {
 			t.Fatal(err)
@@ -72,6 +75,6 @@ func runList(t *testing.T, f Factory) {
 			wantTime(t, "expires_at in history", h[i].Task.ExpiresAt, t0.Add(time.Hour))
 		}
 		_, err = e.q.History(ctx, queue.NewID(t0))
-		wantErr(t, err, queue.ErrNotFound)
+		check.Err(t, err, queue.ErrNotFound)
 	})
 }

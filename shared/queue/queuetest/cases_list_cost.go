@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/store"
 )
@@ -30,7 +31,7 @@ func runListCost(t *testing.T, f Factory) {
 		if _, err := e.q.Cancel(ctx, cancelled.ID, t0); err != nil {
 			e.t.Fatal(err)
 		}
-		expired = e.submit(queue.SubmitRequest{TaskType: "a", TTL: dur("0s")}, t0)
+		expired = e.submit(queue.SubmitRequest{TaskType: "a", TTL: check.Dur("0s")}, t0)
 		t1 := t0.Add(time.Second) // an id after every other
 		done = e.submit(queue.SubmitRequest{TaskType: "a"}, t1)
 		c = e.claimOne(t1)
@@ -41,6 +42,7 @@ func runListCost(t *testing.T, f Factory) {
 	}
 
 	t.Run("listing_failed_expired_or_cancelled_tasks_costs_one_list_and_a_get_per_task", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		failed, cancelled, expired, _ := rare(e)
 		for _, c := range []struct {
@@ -74,6 +76,7 @@ func runListCost(t *testing.T, f Factory) {
 	})
 
 	t.Run("the_status_index_pages_across_queues_with_a_cursor", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		var want []string
 		for _, name := range []string{"b", "a", "c"} {
@@ -102,10 +105,11 @@ func runListCost(t *testing.T, f Factory) {
 			t.Fatalf("listed %v, want %v", got, want)
 		}
 		_, err := e.q.List(ctx, queue.ListRequest{Status: queue.StatusCancelled, Cursor: want[0]})
-		wantField(t, err, "cursor") // across queues a cursor is queue/id
+		check.Field(t, err, "cursor") // across queues a cursor is queue/id
 	})
 
 	t.Run("a_scan_examines_at_most_a_set_number_of_records_and_returns_a_cursor", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		_, _, _, done := rare(e)
 		q, n := e.counted()
@@ -143,10 +147,11 @@ func runListCost(t *testing.T, f Factory) {
 	})
 
 	t.Run("pending_tasks_of_a_queue_list_in_claim_order_without_the_running_ones", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		a := e.submit(queue.SubmitRequest{Queue: "p"}, t0)
 		b := e.submit(queue.SubmitRequest{Queue: "p"}, t0.Add(time.Second))
-		d := e.submit(queue.SubmitRequest{Queue: "p", TTL: dur("1h")}, t0.Add(2*time.Second))
+		d := e.submit(queue.SubmitRequest{Queue: "p", TTL: check.Dur("1h")}, t0.Add(2*time.Second))
 		c := e.claim(queue.ClaimRequest{Queue: "p"}, t0.Add(3*time.Second))[0] // the deadline first
 		if c.Task.ID != d.ID {
 			t.Fatalf("claimed %s, want the task with a deadline", c.Task.ID)
@@ -170,10 +175,11 @@ func runListCost(t *testing.T, f Factory) {
 			t.Fatalf("listed %v, want %v", got, []string{a.ID, b.ID})
 		}
 		_, err := e.q.List(ctx, queue.ListRequest{Status: queue.StatusPending, Queue: "p", Cursor: "ready/q/0/" + keyTime(t0) + "_" + a.ID})
-		wantField(t, err, "cursor") // another queue's marker
+		check.Field(t, err, "cursor") // another queue's marker
 	})
 
 	t.Run("stale_status_markers_are_skipped_and_deleted_once_past_the_grace", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		live := e.submit(queue.SubmitRequest{}, t0)
 		ghost := queue.NewID(t0)
@@ -193,6 +199,7 @@ func runListCost(t *testing.T, f Factory) {
 	})
 
 	t.Run("history_comes_in_pages_of_limit_versions_each_costing_one_list_and_a_get_per_version", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
@@ -235,8 +242,8 @@ func runListCost(t *testing.T, f Factory) {
 			t.Fatalf("not oldest first: %s .. %s", all[0].Task.Status, all[7].Task.Status)
 		}
 		_, err = e.q.HistoryPage(ctx, task.ID, queue.HistoryRequest{Cursor: "no-such-version"})
-		wantField(t, err, "cursor")
+		check.Field(t, err, "cursor")
 		_, err = e.q.HistoryPage(ctx, task.ID, queue.HistoryRequest{Limit: 1001})
-		wantField(t, err, "limit")
+		check.Field(t, err, "limit")
 	})
 }

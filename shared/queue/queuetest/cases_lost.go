@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/store"
+	"github.com/s3q/s3q/shared/store/storefault"
 )
 
 // Lost answers (DESIGN §12.1): each write of each transition lands and
@@ -17,20 +19,22 @@ import (
 // and dedup pointers consistent, no key blocked.
 
 // newLossEnv returns an env whose store fails chosen writes on demand.
-func newLossEnv(t testing.TB, f Factory, opts ...func(*queue.Options)) (*env, *store.Faulty) {
+func newLossEnv(t testing.TB, f Factory, opts ...func(*queue.Options)) (*env, *storefault.Store) {
 	e := newEnv(t, f, opts...)
-	fs := store.NewFaulty(e.s)
+	fs := storefault.New(e.s)
 	e.s, e.q = fs, queue.New(fs, e.op)
 	return e, fs
 }
 
 // lose arms the next write of kind op under prefix to land with its
 // answer lost.
-func lose(fs *store.Faulty, op, prefix string) { fs.FailMatching(op, prefix, store.LoseAnswer, 1) }
+func lose(fs *storefault.Store, op, prefix string) {
+	fs.FailMatching(op, prefix, storefault.LoseAnswer, 1)
+}
 
 // wantHits fails unless the armed fault hit n writes: a case whose fault
 // never fired proves nothing.
-func wantHits(t testing.TB, fs *store.Faulty, n int) {
+func wantHits(t testing.TB, fs *storefault.Store, n int) {
 	t.Helper()
 	if got := fs.Hits(); got != n {
 		t.Fatalf("the armed fault hit %d writes, want %d", got, n)
@@ -138,9 +142,9 @@ func runLostSubmit(t *testing.T, f Factory) {
 	for _, c := range []struct {
 		name, op, prefix string
 	}{
-		{"a_submit_whose_record_create_answer_was_lost_returns_its_one_task", store.OpPutIfAbsent, "tasks/"},
-		{"a_submit_whose_index_marker_answer_was_lost_returns_its_one_task", store.OpPut, "ready/"},
-		{"a_submit_whose_wake_up_answer_was_lost_returns_its_one_task", store.OpPut, "sweep/wake/"},
+		{"a_submit_whose_record_create_answer_was_lost_returns_its_one_task", storefault.OpPutIfAbsent, "tasks/"},
+		{"a_submit_whose_index_marker_answer_was_lost_returns_its_one_task", storefault.OpPut, "ready/"},
+		{"a_submit_whose_wake_up_answer_was_lost_returns_its_one_task", storefault.OpPut, "sweep/wake/"},
 	} {
 		for _, withID := range []bool{false, true} {
 			name := c.name
@@ -176,9 +180,10 @@ func runLostSubmit(t *testing.T, f Factory) {
 	}
 
 	t.Run("a_deadline_marker_whose_answer_was_lost_still_lets_the_sweep_find_the_task", func(t *testing.T) {
+		t.Parallel()
 		e, fs := newLossEnv(t, f)
-		lose(fs, store.OpPut, "deadline/")
-		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", TTL: dur("1m")}, t0)
+		lose(fs, storefault.OpPut, "deadline/")
+		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", TTL: check.Dur("1m")}, t0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,9 +197,10 @@ func runLostSubmit(t *testing.T, f Factory) {
 	})
 
 	t.Run("an_outbox_entry_whose_answer_was_lost_still_owes_the_expiry_event", func(t *testing.T) {
+		t.Parallel()
 		e, fs := newLossEnv(t, f)
-		lose(fs, store.OpPut, "sweep/")
-		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", TTL: dur("0s")}, t0)
+		lose(fs, storefault.OpPut, "sweep/")
+		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", TTL: check.Dur("0s")}, t0)
 		if err != nil || res.Task.Status != queue.StatusExpired {
 			t.Fatalf("submit: %+v, %v", res.Task, err)
 		}
@@ -209,12 +215,12 @@ func runLostSubmit(t *testing.T, f Factory) {
 	for _, suffix := range []string{".flag", ""} {
 		t.Run("a_child_submit_whose_parent_hint_answer_was_lost_still_joins_the_cascade"+strings.ReplaceAll(suffix, ".", "_"), func(t *testing.T) {
 			e, fs := newLossEnv(t, f)
-			parent := e.submit(queue.SubmitRequest{TTL: dur("1m")}, t0)
+			parent := e.submit(queue.SubmitRequest{TTL: check.Dur("1m")}, t0)
 			prefix := "children/" + parent.ID + suffix
 			if suffix == "" {
 				prefix += "/"
 			}
-			lose(fs, store.OpPut, prefix)
+			lose(fs, storefault.OpPut, prefix)
 			child, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", ParentID: parent.ID}, t0)
 			if err != nil {
 				t.Fatal(err)
@@ -228,8 +234,9 @@ func runLostSubmit(t *testing.T, f Factory) {
 	}
 
 	t.Run("a_submit_retried_with_its_id_after_the_answer_was_lost_replays_the_task", func(t *testing.T) {
+		t.Parallel()
 		e, _ := newLossEnv(t, f)
-		req := queue.SubmitRequest{ID: queue.NewID(t0), TaskType: "email.send", TTL: dur("1h"), Input: json.RawMessage(`{"to": "a"}`)}
+		req := queue.SubmitRequest{ID: queue.NewID(t0), TaskType: "email.send", TTL: check.Dur("1h"), Input: json.RawMessage(`{"to": "a"}`)}
 		first, err := e.q.Submit(ctx, req, t0)
 		if err != nil {
 			t.Fatal(err)
@@ -246,6 +253,7 @@ func runLostSubmit(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_submit_retried_with_its_id_and_another_request_is_a_conflict_on_id", func(t *testing.T) {
+		t.Parallel()
 		e, _ := newLossEnv(t, f)
 		req := queue.SubmitRequest{ID: queue.NewID(t0), TaskType: "email.send"}
 		if _, err := e.q.Submit(ctx, req, t0); err != nil {
@@ -274,7 +282,7 @@ func runLostDedup(t *testing.T, f Factory) {
 			if withID {
 				req.ID = queue.NewID(t0)
 			}
-			lose(fs, store.OpPutIfAbsent, "dedup/")
+			lose(fs, storefault.OpPutIfAbsent, "dedup/")
 			first, err := e.q.Submit(ctx, req, t0)
 			if err != nil || first.Deduplicated {
 				t.Fatalf("submit: %+v, %v", first, err)
@@ -290,13 +298,14 @@ func runLostDedup(t *testing.T, f Factory) {
 	}
 
 	t.Run("a_dedup_takeover_whose_answer_was_lost_is_recognised", func(t *testing.T) {
+		t.Parallel()
 		e, fs := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
 		c := e.claimOne(t0)
 		if _, err := e.q.Complete(ctx, c.Task.ID, c.Lease.Token, nil, t0); err != nil {
 			t.Fatal(err)
 		}
-		lose(fs, store.OpPutIfMatch, "dedup/")
+		lose(fs, storefault.OpPutIfMatch, "dedup/")
 		b, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(time.Second))
 		if err != nil || b.Deduplicated || b.Task.ID == a.ID {
 			t.Fatalf("takeover: %+v, %v", b, err)
@@ -310,8 +319,9 @@ func runLostDedup(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_submit_that_cannot_create_its_record_releases_its_dedup_key", func(t *testing.T) {
+		t.Parallel()
 		e, fs := newLossEnv(t, f)
-		fs.FailMatching(store.OpPutIfAbsent, "tasks/", store.FailBefore, store.OwnAttempts)
+		fs.FailMatching(storefault.OpPutIfAbsent, "tasks/", storefault.FailBefore, store.OwnAttempts)
 		_, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0)
 		if !errors.Is(err, store.ErrRetryable) {
 			t.Fatalf("err = %v, want a retryable store error", err)
@@ -329,8 +339,9 @@ func runLostDedup(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_submit_whose_record_create_fails_once_retries_it_and_keeps_its_key", func(t *testing.T) {
+		t.Parallel()
 		e, fs := newLossEnv(t, f)
-		fs.FailMatching(store.OpPutIfAbsent, "tasks/", store.FailBefore, 1)
+		fs.FailMatching(storefault.OpPutIfAbsent, "tasks/", storefault.FailBefore, 1)
 		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0)
 		if err != nil {
 			t.Fatal(err)
@@ -345,6 +356,7 @@ func runLostDedup(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_dedup_keyed_submit_retried_with_its_id_after_its_task_finished_replays_it", func(t *testing.T) {
+		t.Parallel()
 		e, _ := newLossEnv(t, f)
 		req := queue.SubmitRequest{ID: queue.NewID(t0), TaskType: "email.send", DedupKey: "k"}
 		a, err := e.q.Submit(ctx, req, t0)
@@ -370,8 +382,9 @@ func runLostDedup(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_pending_dedup_holder_past_its_deadline_is_expired_and_gives_up_the_key", func(t *testing.T) {
+		t.Parallel()
 		e, _ := newLossEnv(t, f)
-		a := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: dur("1m")}, t0)
+		a := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: check.Dur("1m")}, t0)
 		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(2*time.Minute))
 		if err != nil || res.Deduplicated || res.Task.ID == a.ID {
 			t.Fatalf("submit: %+v, %v", res, err)
@@ -393,8 +406,9 @@ func runLostDedup(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_running_dedup_holder_whose_lease_lapsed_past_its_deadline_is_expired_and_gives_up_the_key", func(t *testing.T) {
+		t.Parallel()
 		e, _ := newLossEnv(t, f)
-		a := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: dur("1m")}, t0)
+		a := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: check.Dur("1m")}, t0)
 		e.claim(queue.ClaimRequest{LeaseFor: 90 * time.Second}, t0)
 		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(2*time.Minute))
 		if err != nil || res.Deduplicated || res.Task.ID == a.ID {
@@ -405,6 +419,7 @@ func runLostDedup(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_running_dedup_holder_whose_lease_lapsed_with_attempts_left_keeps_the_key", func(t *testing.T) {
+		t.Parallel()
 		e, _ := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
 		e.claim(queue.ClaimRequest{LeaseFor: time.Minute}, t0)
@@ -416,8 +431,9 @@ func runLostDedup(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_running_dedup_holder_past_its_deadline_keeps_the_key", func(t *testing.T) {
+		t.Parallel()
 		e, _ := newLossEnv(t, f)
-		a := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: dur("1m")}, t0)
+		a := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: check.Dur("1m")}, t0)
 		e.claimOne(t0)
 		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(2*time.Minute))
 		if err != nil || !res.Deduplicated || res.Task.ID != a.ID {
@@ -429,9 +445,10 @@ func runLostDedup(t *testing.T, f Factory) {
 
 func runLostLease(t *testing.T, f Factory) {
 	t.Run("a_claim_whose_answer_was_lost_still_leases_the_task", func(t *testing.T) {
+		t.Parallel()
 		e, fs := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{}, t0)
-		lose(fs, store.OpPutIfMatch, "tasks/")
+		lose(fs, storefault.OpPutIfMatch, "tasks/")
 		c := e.claimOne(t0)
 		wantHits(t, fs, 1)
 		got := e.get(a.ID)
@@ -443,10 +460,11 @@ func runLostLease(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_heartbeat_whose_answer_was_lost_extends_the_lease_and_its_retry_answers_the_same", func(t *testing.T) {
+		t.Parallel()
 		e, fs := newLossEnv(t, f)
 		e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
-		lose(fs, store.OpPutIfMatch, "tasks/")
+		lose(fs, storefault.OpPutIfMatch, "tasks/")
 		hb, err := e.q.Heartbeat(ctx, c.Task.ID, c.Lease.Token, 10*time.Minute, t0.Add(time.Minute))
 		if err != nil {
 			t.Fatal(err)
@@ -488,7 +506,7 @@ func runLostLease(t *testing.T, f Factory) {
 			e, fs := newLossEnv(t, f)
 			e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
 			c := e.claimOne(t0)
-			lose(fs, store.OpPutIfMatch, "tasks/")
+			lose(fs, storefault.OpPutIfMatch, "tasks/")
 			first, err := o.do(e.q, c, t0.Add(time.Second))
 			if err != nil {
 				t.Fatal(err)
@@ -512,6 +530,7 @@ func runLostLease(t *testing.T, f Factory) {
 	}
 
 	t.Run("a_lease_operation_retried_as_another_operation_is_still_refused", func(t *testing.T) {
+		t.Parallel()
 		e, _ := newLossEnv(t, f)
 		e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
@@ -519,12 +538,13 @@ func runLostLease(t *testing.T, f Factory) {
 			t.Fatal(err)
 		}
 		_, err := e.q.Fail(ctx, c.Task.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0)
-		wantErr(t, err, queue.ErrNotRunning)
+		check.Err(t, err, queue.ErrNotRunning)
 		_, err = e.q.Complete(ctx, c.Task.ID, "not-the-token", nil, t0)
-		wantErr(t, err, queue.ErrNotRunning)
+		check.Err(t, err, queue.ErrNotRunning)
 	})
 
 	t.Run("a_fail_retried_after_the_task_was_claimed_again_does_not_fail_the_new_attempt", func(t *testing.T) {
+		t.Parallel()
 		e, _ := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
@@ -546,7 +566,7 @@ func runLostManage(t *testing.T, f Factory) {
 	t.Run("a_queue_update_and_delete_whose_answers_were_lost_are_recognised", func(t *testing.T) {
 		e, fs := newLossEnv(t, f)
 		e.declare(queue.Declaration{Name: "a"}, t0)
-		lose(fs, store.OpPutIfMatch, "queues/")
+		lose(fs, storefault.OpPutIfMatch, "queues/")
 		d, created, err := e.q.Declare(ctx, queue.Declaration{Name: "a", MaxConcurrency: 5}, t0.Add(time.Second))
 		if err != nil || created || d.MaxConcurrency != 5 {
 			t.Fatalf("update: %+v created=%v %v", d, created, err)
@@ -555,7 +575,7 @@ func runLostManage(t *testing.T, f Factory) {
 		if got, err := e.reopen().GetQueue(ctx, "a", t0.Add(time.Second)); err != nil || got.MaxConcurrency != 5 {
 			t.Fatalf("stored: %+v %v", got, err)
 		}
-		lose(fs, store.OpPutIfMatch, "queues/")
+		lose(fs, storefault.OpPutIfMatch, "queues/")
 		if err := e.q.DeleteQueue(ctx, "a", t0.Add(2*time.Second)); err != nil {
 			t.Fatalf("delete: %v", err)
 		}
@@ -576,7 +596,7 @@ func runLostManage(t *testing.T, f Factory) {
 		// Its worker dies; after the lease the slot is taken over, and
 		// that write's answer is lost.
 		later := t0.Add(time.Minute + time.Second)
-		lose(fs, store.OpPutIfMatch, "slots/")
+		lose(fs, storefault.OpPutIfMatch, "slots/")
 		cs, err := e.reopen().Claim(ctx, queue.ClaimRequest{Queue: "one", LeaseFor: time.Minute}, later)
 		if err != nil || len(cs) != 1 {
 			t.Fatalf("claim: %d tasks, %v", len(cs), err)
@@ -625,9 +645,10 @@ func runLostManage(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_cancel_whose_answer_was_lost_is_recognised", func(t *testing.T) {
+		t.Parallel()
 		e, fs := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
-		lose(fs, store.OpPutIfMatch, "tasks/")
+		lose(fs, storefault.OpPutIfMatch, "tasks/")
 		got, err := e.q.Cancel(ctx, a.ID, t0)
 		if err != nil {
 			t.Fatal(err)
@@ -642,9 +663,9 @@ func runLostManage(t *testing.T, f Factory) {
 	})
 
 	for _, c := range []struct{ name, op, prefix string }{
-		{"record", store.OpPutIfMatch, "tasks/"},
-		{"dedup_pointer", store.OpPutIfMatch, "dedup/"},
-		{"marker", store.OpPut, "ready/"},
+		{"record", storefault.OpPutIfMatch, "tasks/"},
+		{"dedup_pointer", storefault.OpPutIfMatch, "dedup/"},
+		{"marker", storefault.OpPut, "ready/"},
 	} {
 		t.Run("a_retry_whose_"+c.name+"_answer_was_lost_is_recognised", func(t *testing.T) {
 			e, fs := newLossEnv(t, f)
@@ -668,8 +689,8 @@ func runLostManage(t *testing.T, f Factory) {
 	}
 
 	for _, c := range []struct{ name, op, prefix string }{
-		{"record", store.OpPutIfMatch, "tasks/"},
-		{"outbox_entry", store.OpPut, "sweep/"},
+		{"record", storefault.OpPutIfMatch, "tasks/"},
+		{"outbox_entry", storefault.OpPut, "sweep/"},
 	} {
 		t.Run("an_expire_whose_"+c.name+"_answer_was_lost_is_recognised_and_owes_one_event", func(t *testing.T) {
 			e, fs := newLossEnv(t, f)
@@ -695,8 +716,8 @@ func runLostManage(t *testing.T, f Factory) {
 			if _, err := e.q.Expire(ctx, a.ID, t0); err != nil {
 				t.Fatal(err)
 			}
-			if c.op == store.OpPut {
-				lose(fs, store.OpDelete, c.prefix) // the outbox entry's delete
+			if c.op == storefault.OpPut {
+				lose(fs, storefault.OpDelete, c.prefix) // the outbox entry's delete
 			} else {
 				lose(fs, c.op, c.prefix) // the note of expiry_event_sent_at
 			}
@@ -720,7 +741,7 @@ func runLostManage(t *testing.T, f Factory) {
 
 		t.Run("a_sweep_whose_"+c.name+"_answer_was_lost_expires_the_task_once", func(t *testing.T) {
 			e, fs := newLossEnv(t, f)
-			a := e.submit(queue.SubmitRequest{TTL: dur("1m")}, t0)
+			a := e.submit(queue.SubmitRequest{TTL: check.Dur("1m")}, t0)
 			lose(fs, c.op, c.prefix)
 			pub := &recorder{}
 			rep, err := e.q.Sweep(ctx, t0.Add(2*time.Minute), queue.SweepOptions{Publisher: pub})
@@ -745,6 +766,7 @@ func runLostManage(t *testing.T, f Factory) {
 // the same two writes as one without (DESIGN §7's budget).
 func runIDBudget(t *testing.T, f Factory) {
 	t.Run("a_submit_with_an_id_costs_the_same_requests_as_one_without", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		q, counts := e.counted()
 		if _, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "warm"}, t0); err != nil { // warms what is written once per process (a wake-up)
@@ -768,6 +790,7 @@ func runIDBudget(t *testing.T, f Factory) {
 // runIDRace submits one request with one id from many goroutines at once.
 func runIDRace(t *testing.T, f Factory) {
 	t.Run("concurrent_submits_with_one_id_make_one_task_and_the_rest_replay_it", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		n := 4
 		if f.Real {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/store"
 )
@@ -34,8 +35,9 @@ func (e *env) declare(d queue.Declaration, now time.Time) queue.Declaration {
 
 func runQueues(t *testing.T, f Factory) {
 	t.Run("a_queue_is_declared_read_changed_listed_and_deleted", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
-		d, created, err := e.q.Declare(ctx, queue.Declaration{Name: "emails", TTL: dur("1h"), MaxAttempts: 5, Timeout: dur("2m"), MaxConcurrency: 4,
+		d, created, err := e.q.Declare(ctx, queue.Declaration{Name: "emails", TTL: check.Dur("1h"), MaxAttempts: 5, Timeout: check.Dur("2m"), MaxConcurrency: 4,
 			Target: &queue.Target{URL: "https://example.com/hook", Secret: "/s3q/hook"}}, t0)
 		if err != nil || !created || d.Shards != 1 || !d.CreatedAt.Equal(t0) {
 			t.Fatalf("declare: %+v %v %v", d, created, err)
@@ -61,8 +63,8 @@ func runQueues(t *testing.T, f Factory) {
 			t.Fatal(err)
 		}
 		_, err = e.q.GetQueue(ctx, "emails", t0)
-		wantErr(t, err, queue.ErrQueueNotFound)
-		wantErr(t, e.q.DeleteQueue(ctx, "emails", t0), queue.ErrQueueNotFound)
+		check.Err(t, err, queue.ErrQueueNotFound)
+		check.Err(t, e.q.DeleteQueue(ctx, "emails", t0), queue.ErrQueueNotFound)
 		list, err = e.q.ListQueues(ctx, queue.ListQueuesRequest{})
 		if err != nil || len(list.Queues) != 1 || list.Queues[0].Name != "a-first" {
 			t.Fatalf("list after the delete: %+v %v", list, err)
@@ -82,6 +84,7 @@ func runQueues(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_bad_declaration_names_its_field_and_writes_nothing", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		web := func(url, secret string) *queue.Target { return &queue.Target{URL: url, Secret: secret} }
 		for _, c := range []struct {
@@ -90,11 +93,11 @@ func runQueues(t *testing.T, f Factory) {
 		}{
 			{queue.Declaration{Name: "a/b"}, "queue"},
 			{queue.Declaration{Name: ".."}, "queue"},
-			{queue.Declaration{Name: "q", TTL: dur("0s")}, "ttl"},
+			{queue.Declaration{Name: "q", TTL: check.Dur("0s")}, "ttl"},
 			{queue.Declaration{Name: "q", TTLFrom: "later"}, "ttl_from"},
 			{queue.Declaration{Name: "q", MaxAttempts: -1}, "max_attempts"},
 			{queue.Declaration{Name: "q", MaxAttempts: 1001}, "max_attempts"},
-			{queue.Declaration{Name: "q", Timeout: dur("13h")}, "timeout"},
+			{queue.Declaration{Name: "q", Timeout: check.Dur("13h")}, "timeout"},
 			{queue.Declaration{Name: "q", Shards: 257}, "shards"},
 			{queue.Declaration{Name: "q", MaxConcurrency: -2}, "max_concurrency"},
 			{queue.Declaration{Name: "q", MaxConcurrency: 1001}, "max_concurrency"},
@@ -111,8 +114,8 @@ func runQueues(t *testing.T, f Factory) {
 			{queue.Declaration{Name: "q", Target: web("https://x.example/hook", "a secret")}, "target.secret"},
 		} {
 			_, _, err := e.q.Declare(ctx, c.d, t0)
-			wantField(t, err, c.field)
-			wantErr(t, err, queue.ErrInvalidInput)
+			check.Field(t, err, c.field)
+			check.Err(t, err, queue.ErrInvalidInput)
 		}
 		if keys := e.allKeys(); len(keys) != 0 {
 			t.Fatalf("bad declarations wrote %v", keys)
@@ -135,10 +138,11 @@ func runQueues(t *testing.T, f Factory) {
 	})
 
 	t.Run("shards_are_fixed_at_creation", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		e.declare(queue.Declaration{Name: "wide", Shards: 4}, t0)
 		_, _, err := e.q.Declare(ctx, queue.Declaration{Name: "wide", Shards: 2}, t0)
-		wantField(t, err, "shards")
+		check.Field(t, err, "shards")
 		if d := e.declare(queue.Declaration{Name: "wide", MaxAttempts: 2}, t0); d.Shards != 4 {
 			t.Fatalf("shards = %d after an update that gave none, want 4", d.Shards)
 		}
@@ -160,13 +164,14 @@ func runQueues(t *testing.T, f Factory) {
 	})
 
 	t.Run("an_undeclared_queue_is_queue_not_found_when_declarations_are_required", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f, requireDeclared)
 		_, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "t", Queue: "ghost"}, t0)
-		wantErr(t, err, queue.ErrQueueNotFound)
+		check.Err(t, err, queue.ErrQueueNotFound)
 		_, err = e.q.Claim(ctx, queue.ClaimRequest{Queue: "ghost"}, t0)
-		wantErr(t, err, queue.ErrQueueNotFound)
+		check.Err(t, err, queue.ErrQueueNotFound)
 		_, err = e.q.Submit(ctx, queue.SubmitRequest{TaskType: "t"}, t0) // "default" too
-		wantErr(t, err, queue.ErrQueueNotFound)
+		check.Err(t, err, queue.ErrQueueNotFound)
 		if keys := e.allKeys(); len(keys) != 0 {
 			t.Fatalf("a submit to an undeclared queue wrote %v", keys)
 		}
@@ -178,9 +183,10 @@ func runQueues(t *testing.T, f Factory) {
 	})
 
 	t.Run("auto_declare_declares_a_queue_on_its_first_submit_and_not_on_bad_input", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
-		_, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "t", Queue: "fresh", TTL: dur("-1s")}, t0)
-		wantField(t, err, "ttl")
+		_, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "t", Queue: "fresh", TTL: check.Dur("-1s")}, t0)
+		check.Field(t, err, "ttl")
 		if keys := e.keys("queues/"); len(keys) != 0 {
 			t.Fatalf("a bad submit declared %v", keys)
 		}
@@ -199,13 +205,14 @@ func runQueues(t *testing.T, f Factory) {
 	})
 
 	t.Run("max_queues_bounds_declarations_by_hand_and_on_submit", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f, func(o *queue.Options) { o.MaxQueues = 2 })
 		e.declare(queue.Declaration{Name: "a"}, t0)
 		e.submit(queue.SubmitRequest{Queue: "b"}, t0)
 		_, _, err := e.q.Declare(ctx, queue.Declaration{Name: "c"}, t0)
-		wantErr(t, err, queue.ErrTooManyQueues)
+		check.Err(t, err, queue.ErrTooManyQueues)
 		_, err = e.q.Submit(ctx, queue.SubmitRequest{TaskType: "t", Queue: "d"}, t0)
-		wantErr(t, err, queue.ErrTooManyQueues)
+		check.Err(t, err, queue.ErrTooManyQueues)
 		e.declare(queue.Declaration{Name: "a", MaxAttempts: 9}, t0) // changing one still works
 		if n := len(e.keys("queues/")); n != 2 {
 			t.Fatalf("%d queues, want 2", n)
@@ -221,16 +228,17 @@ func runQueues(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_queue_with_live_tasks_is_not_deleted", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		e.declare(queue.Declaration{Name: "busy"}, t0)
-		e.submit(queue.SubmitRequest{Queue: "busy", Delay: dur("1h")}, t0)
-		wantErr(t, e.q.DeleteQueue(ctx, "busy", t0), queue.ErrQueueNotEmpty)
-		task := e.submit(queue.SubmitRequest{Queue: "busy", TTL: dur("1d")}, t0)
+		e.submit(queue.SubmitRequest{Queue: "busy", Delay: check.Dur("1h")}, t0)
+		check.Err(t, e.q.DeleteQueue(ctx, "busy", t0), queue.ErrQueueNotEmpty)
+		task := e.submit(queue.SubmitRequest{Queue: "busy", TTL: check.Dur("1d")}, t0)
 		c := e.claim(queue.ClaimRequest{Queue: "busy"}, t0)
 		if len(c) != 1 || c[0].Task.ID != task.ID {
 			t.Fatalf("claim: %+v", c)
 		}
-		wantErr(t, e.q.DeleteQueue(ctx, "busy", t0), queue.ErrQueueNotEmpty)
+		check.Err(t, e.q.DeleteQueue(ctx, "busy", t0), queue.ErrQueueNotEmpty)
 		if _, err := e.q.Complete(ctx, task.ID, c[0].Lease.Token, nil, t0); err != nil {
 			t.Fatal(err)
 		}
@@ -245,24 +253,25 @@ func runQueues(t *testing.T, f Factory) {
 	})
 
 	t.Run("defaults_resolve_request_then_task_type_then_queue_then_global", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f, func(o *queue.Options) {
 			o.DefaultTTL = 10 * time.Hour
 			o.TypeDefaults = typeDefaults{"typed": {MaxAttempts: 7, Timeout: 7 * time.Minute}}
 		})
-		e.declare(queue.Declaration{Name: "q", TTL: dur("2h"), MaxAttempts: 5, Timeout: dur("3m")}, t0)
-		e.declare(queue.Declaration{Name: "firsts", TTL: dur("30m"), TTLFrom: queue.TTLFromFirstAttempt}, t0)
-		check := func(name string, task queue.Task, ttl time.Duration, attempts int, timeout time.Duration) {
+		e.declare(queue.Declaration{Name: "q", TTL: check.Dur("2h"), MaxAttempts: 5, Timeout: check.Dur("3m")}, t0)
+		e.declare(queue.Declaration{Name: "firsts", TTL: check.Dur("30m"), TTLFrom: queue.TTLFromFirstAttempt}, t0)
+		wantDefaults := func(name string, task queue.Task, ttl time.Duration, attempts int, timeout time.Duration) {
 			t.Helper()
 			if task.ExpiresAt == nil || task.ExpiresAt.Sub(task.CreatedAt) != ttl || task.MaxAttempts != attempts || task.Timeout.Std() != timeout {
 				t.Errorf("%s: expires_at %v, max_attempts %d, timeout %s; want ttl %s, %d, %s",
 					name, task.ExpiresAt, task.MaxAttempts, task.Timeout, ttl, attempts, timeout)
 			}
 		}
-		check("queue defaults", e.submit(queue.SubmitRequest{TaskType: "plain", Queue: "q"}, t0), 2*time.Hour, 5, 3*time.Minute)
-		check("task type over queue", e.submit(queue.SubmitRequest{TaskType: "typed", Queue: "q"}, t0), 2*time.Hour, 7, 7*time.Minute)
-		check("request over all", e.submit(queue.SubmitRequest{TaskType: "typed", Queue: "q", TTL: dur("1m"), MaxAttempts: 2, Timeout: dur("1m")}, t0),
+		wantDefaults("queue defaults", e.submit(queue.SubmitRequest{TaskType: "plain", Queue: "q"}, t0), 2*time.Hour, 5, 3*time.Minute)
+		wantDefaults("task type over queue", e.submit(queue.SubmitRequest{TaskType: "typed", Queue: "q"}, t0), 2*time.Hour, 7, 7*time.Minute)
+		wantDefaults("request over all", e.submit(queue.SubmitRequest{TaskType: "typed", Queue: "q", TTL: check.Dur("1m"), MaxAttempts: 2, Timeout: check.Dur("1m")}, t0),
 			time.Minute, 2, time.Minute)
-		check("global without queue defaults", e.submit(queue.SubmitRequest{TaskType: "plain", Queue: "bare"}, t0), 10*time.Hour, 3, queue.DefaultTimeout)
+		wantDefaults("global without queue defaults", e.submit(queue.SubmitRequest{TaskType: "plain", Queue: "bare"}, t0), 10*time.Hour, 3, queue.DefaultTimeout)
 		ff := e.submit(queue.SubmitRequest{TaskType: "plain", Queue: "firsts"}, t0)
 		if ff.ExpiresAt != nil || ff.TTLFrom != queue.TTLFromFirstAttempt || ff.TTL == nil || ff.TTL.Std() != 30*time.Minute {
 			t.Errorf("queue ttl_from first_attempt: %+v", ff)
@@ -270,41 +279,42 @@ func runQueues(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_view_of_one_queue_finds_no_task_of_another_and_changes_nothing", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{Queue: "a"}, t0)
 		other := e.q.In("b")
 		c := e.claim(queue.ClaimRequest{Queue: "a", LeaseFor: time.Minute}, t0)[0]
 		before := e.raw(task.ID)
 		_, err := other.Get(ctx, task.ID)
-		wantErr(t, err, queue.ErrNotFound)
+		check.Err(t, err, queue.ErrNotFound)
 		_, err = other.History(ctx, task.ID)
-		wantErr(t, err, queue.ErrNotFound)
+		check.Err(t, err, queue.ErrNotFound)
 		// Nor does a page after its last version (which reads no version).
 		if h, err := e.q.In("a").HistoryPage(ctx, task.ID, queue.HistoryRequest{}); err != nil {
 			t.Fatal(err)
 		} else {
 			_, err = other.HistoryPage(ctx, task.ID, queue.HistoryRequest{Cursor: h.Versions[len(h.Versions)-1].VersionID})
-			wantErr(t, err, queue.ErrNotFound)
+			check.Err(t, err, queue.ErrNotFound)
 		}
 		_, err = other.Heartbeat(ctx, task.ID, c.Lease.Token, 0, t0)
-		wantErr(t, err, queue.ErrNotFound)
+		check.Err(t, err, queue.ErrNotFound)
 		_, err = other.Complete(ctx, task.ID, c.Lease.Token, nil, t0)
-		wantErr(t, err, queue.ErrNotFound)
+		check.Err(t, err, queue.ErrNotFound)
 		_, err = other.Fail(ctx, task.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0)
-		wantErr(t, err, queue.ErrNotFound)
+		check.Err(t, err, queue.ErrNotFound)
 		_, err = other.Reschedule(ctx, task.ID, c.Lease.Token, queue.RescheduleRequest{}, t0)
-		wantErr(t, err, queue.ErrNotFound)
+		check.Err(t, err, queue.ErrNotFound)
 		_, err = other.AckCancel(ctx, task.ID, c.Lease.Token, t0)
-		wantErr(t, err, queue.ErrNotFound)
+		check.Err(t, err, queue.ErrNotFound)
 		for _, op := range []func(context.Context, string, time.Time) (queue.Task, error){other.Cancel, other.Retry, other.Expire} {
 			_, err := op(ctx, task.ID, t0)
-			wantErr(t, err, queue.ErrNotFound)
+			check.Err(t, err, queue.ErrNotFound)
 		}
 		if !bytes.Equal(before, e.raw(task.ID)) {
 			t.Fatal("an operation under another queue changed the record")
 		}
 		_, err = other.Submit(ctx, queue.SubmitRequest{TaskType: "t", Queue: "a"}, t0)
-		wantField(t, err, "queue")
+		check.Field(t, err, "queue")
 		if res, err := other.List(ctx, queue.ListRequest{}); err != nil || len(res.Tasks) != 0 {
 			t.Fatalf("list under b: %+v %v", res, err)
 		}
@@ -314,11 +324,12 @@ func runQueues(t *testing.T, f Factory) {
 	})
 
 	t.Run("counts_come_from_the_index_markers", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		d := e.declare(queue.Declaration{Name: "c", MaxConcurrency: 2}, t0)
 		e.submit(queue.SubmitRequest{Queue: "c"}, t0)
-		e.submit(queue.SubmitRequest{Queue: "c", TTL: dur("1h")}, t0)
-		e.submit(queue.SubmitRequest{Queue: "c", Delay: dur("1h")}, t0)
+		e.submit(queue.SubmitRequest{Queue: "c", TTL: check.Dur("1h")}, t0)
+		e.submit(queue.SubmitRequest{Queue: "c", Delay: check.Dur("1h")}, t0)
 		e.claim(queue.ClaimRequest{Queue: "c"}, t0)
 		got, err := e.q.CountQueue(ctx, d, t0)
 		if err != nil || got.Live != 3 || got.Delayed != 1 || got.Running == nil || *got.Running != 1 {
@@ -333,6 +344,7 @@ func runQueues(t *testing.T, f Factory) {
 // most max_concurrency tasks of the queue hold a valid lease at once.
 func runConcurrency(t *testing.T, f Factory) {
 	t.Run("racing_claimers_never_start_more_than_max_concurrency", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		const limit = 3
 		e.declare(queue.Declaration{Name: "mc", MaxConcurrency: limit}, t0)
@@ -394,6 +406,7 @@ func runConcurrency(t *testing.T, f Factory) {
 	})
 
 	t.Run("workers_claiming_and_completing_at_once_never_run_more_than_max_concurrency", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		const limit, tasks = 2, 24
 		e.declare(queue.Declaration{Name: "steady", MaxConcurrency: limit}, t0)
@@ -447,6 +460,7 @@ func runConcurrency(t *testing.T, f Factory) {
 	})
 
 	t.Run("every_way_out_of_running_gives_the_slot_back", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		e.declare(queue.Declaration{Name: "one", MaxConcurrency: 1}, t0)
 		for i := 0; i < 5; i++ {
@@ -468,7 +482,7 @@ func runConcurrency(t *testing.T, f Factory) {
 			t.Fatal(err)
 		}
 		c = next(t0)
-		if _, err := e.q.Reschedule(ctx, c.Task.ID, c.Lease.Token, queue.RescheduleRequest{Delay: *dur("1h")}, t0); err != nil {
+		if _, err := e.q.Reschedule(ctx, c.Task.ID, c.Lease.Token, queue.RescheduleRequest{Delay: *check.Dur("1h")}, t0); err != nil {
 			t.Fatal(err)
 		}
 		c = next(t0)
@@ -486,6 +500,7 @@ func runConcurrency(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_slot_of_a_dead_worker_is_taken_over_once_its_lease_lapses", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		e.declare(queue.Declaration{Name: "dead", MaxConcurrency: 2}, t0)
 		for i := 0; i < 4; i++ {
@@ -525,6 +540,7 @@ func runConcurrency(t *testing.T, f Factory) {
 	})
 
 	t.Run("max_concurrency_costs_a_list_and_two_puts_per_task", func(t *testing.T) {
+		t.Parallel()
 		perTask := func(mc int) store.Counts {
 			t.Helper()
 			c := store.NewCounting(f.New(t))

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 )
 
@@ -70,7 +71,7 @@ func runRace(t *testing.T, f Factory) {
 		for i := 0; i < n; i++ {
 			req := queue.SubmitRequest{TaskType: "job", Input: jsonOf(i)}
 			if i%3 == 0 {
-				req.TTL = dur("1h")
+				req.TTL = check.Dur("1h")
 			}
 			e.submit(req, t0)
 		}

@@ -7,11 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 )
 
 func runSubmit(t *testing.T, f Factory) {
 	t.Run("submit_applies_defaults_and_writes_one_marker", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{Input: jsonOf(map[string]string{"to": "a@b.c"})}, t0)
 		wantStatus(t, task, queue.StatusPending)
@@ -37,8 +39,9 @@ func runSubmit(t *testing.T, f Factory) {
 	})
 
 	t.Run("ttl_sets_expires_at_from_submission_and_uses_the_deadline_index", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
-		task := e.submit(queue.SubmitRequest{TTL: dur("1h")}, t0)
+		task := e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0)
 		wantTime(t, "expires_at", task.ExpiresAt, t0.Add(time.Hour))
 		if m := e.markers(); len(m) != 1 || !strings.HasPrefix(m[0], "deadline/default/0/") {
 			t.Fatalf("markers = %v", m)
@@ -46,7 +49,7 @@ func runSubmit(t *testing.T, f Factory) {
 		secs := int64(90)
 		task = e.submit(queue.SubmitRequest{TTLSeconds: &secs}, t0)
 		wantTime(t, "expires_at", task.ExpiresAt, t0.Add(90*time.Second))
-		task = e.submit(queue.SubmitRequest{TTL: dur("7d")}, t0)
+		task = e.submit(queue.SubmitRequest{TTL: check.Dur("7d")}, t0)
 		wantTime(t, "expires_at", task.ExpiresAt, t0.Add(7*24*time.Hour))
 		abs := t0.Add(3 * time.Hour)
 		task = e.submit(queue.SubmitRequest{ExpiresAt: &abs}, t0)
@@ -54,8 +57,9 @@ func runSubmit(t *testing.T, f Factory) {
 	})
 
 	t.Run("ttl_zero_is_expired_on_arrival_and_never_claimed", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
-		task := e.submit(queue.SubmitRequest{TTL: dur("0s")}, t0)
+		task := e.submit(queue.SubmitRequest{TTL: check.Dur("0s")}, t0)
 		wantStatus(t, task, queue.StatusExpired)
 		wantTime(t, "expired_at", task.ExpiredAt, t0)
 		wantTime(t, "expires_at", task.ExpiresAt, t0)
@@ -70,13 +74,14 @@ func runSubmit(t *testing.T, f Factory) {
 	})
 
 	t.Run("schedule_at_and_delay_set_available_at", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		when := t0.Add(48 * time.Hour)
 		task := e.submit(queue.SubmitRequest{ScheduleAt: &when}, t0)
 		if !task.AvailableAt.Equal(when) {
 			t.Fatalf("available_at = %s, want %s", task.AvailableAt, when)
 		}
-		task = e.submit(queue.SubmitRequest{Delay: dur("10m")}, t0)
+		task = e.submit(queue.SubmitRequest{Delay: check.Dur("10m")}, t0)
 		if !task.AvailableAt.Equal(t0.Add(10 * time.Minute)) {
 			t.Fatalf("available_at = %s", task.AvailableAt)
 		}
@@ -88,6 +93,7 @@ func runSubmit(t *testing.T, f Factory) {
 	})
 
 	t.Run("expires_at_before_schedule_at_is_accepted_and_expires_without_running", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		when, exp := t0.Add(2*time.Hour), t0.Add(time.Hour)
 		task := e.submit(queue.SubmitRequest{ScheduleAt: &when, ExpiresAt: &exp}, t0)
@@ -99,8 +105,9 @@ func runSubmit(t *testing.T, f Factory) {
 	})
 
 	t.Run("ttl_from_first_attempt_starts_the_clock_at_the_first_claim", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
-		task := e.submit(queue.SubmitRequest{TTL: dur("10m"), TTLFrom: queue.TTLFromFirstAttempt}, t0)
+		task := e.submit(queue.SubmitRequest{TTL: check.Dur("10m"), TTLFrom: queue.TTLFromFirstAttempt}, t0)
 		if task.ExpiresAt != nil {
 			t.Fatalf("expires_at = %v before the first claim, want none", task.ExpiresAt)
 		}
@@ -119,14 +126,15 @@ func runSubmit(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_child_inherits_its_parents_deadline_and_may_override_it", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
-		parent := e.submit(queue.SubmitRequest{TTL: dur("1h")}, t0)
+		parent := e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0)
 		child := e.submit(queue.SubmitRequest{ParentID: parent.ID}, t0.Add(20*time.Minute))
 		wantTime(t, "child expires_at", child.ExpiresAt, t0.Add(time.Hour))
 		if child.ParentID != parent.ID {
 			t.Fatalf("parent_id = %q", child.ParentID)
 		}
-		own := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: dur("2h")}, t0.Add(20*time.Minute))
+		own := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: check.Dur("2h")}, t0.Add(20*time.Minute))
 		wantTime(t, "overriding child expires_at", own.ExpiresAt, t0.Add(20*time.Minute+2*time.Hour))
 		free := e.submit(queue.SubmitRequest{}, t0)
 		kid := e.submit(queue.SubmitRequest{ParentID: free.ID}, t0)
@@ -136,6 +144,7 @@ func runSubmit(t *testing.T, f Factory) {
 	})
 
 	t.Run("defaults_apply_most_specific_first", func(t *testing.T) {
+		t.Parallel()
 		ttl := 30 * time.Minute
 		src := staticDefaults{"report.build": {TTL: &ttl, MaxAttempts: 5}}
 		e := newEnv(t, f, func(o *queue.Options) { o.DefaultTTL = 2 * time.Hour; o.TypeDefaults = src })
@@ -146,11 +155,12 @@ func runSubmit(t *testing.T, f Factory) {
 		}
 		global := e.submit(queue.SubmitRequest{TaskType: "other"}, t0)
 		wantTime(t, "global default expires_at", global.ExpiresAt, t0.Add(2*time.Hour))
-		req := e.submit(queue.SubmitRequest{TaskType: "report.build", TTL: dur("5m")}, t0)
+		req := e.submit(queue.SubmitRequest{TaskType: "report.build", TTL: check.Dur("5m")}, t0)
 		wantTime(t, "request expires_at", req.ExpiresAt, t0.Add(5*time.Minute))
 	})
 
 	t.Run("dedup_key_returns_the_existing_task_while_it_is_live", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		first, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "x", DedupKey: "order-42"}, t0)
 		if err != nil || first.Deduplicated {
@@ -180,8 +190,9 @@ func runSubmit(t *testing.T, f Factory) {
 	})
 
 	t.Run("batch_submit_returns_one_result_per_item_and_a_bad_item_stops_no_other", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
-		reqs := []queue.SubmitRequest{{TaskType: "a"}, {TaskType: "bad/type"}, {TaskType: "c", TTL: dur("1h")}}
+		reqs := []queue.SubmitRequest{{TaskType: "a"}, {TaskType: "bad/type"}, {TaskType: "c", TTL: check.Dur("1h")}}
 		res, err := e.q.SubmitBatch(ctx, reqs, t0)
 		if err != nil {
 			t.Fatal(err)
@@ -189,7 +200,7 @@ func runSubmit(t *testing.T, f Factory) {
 		if len(res) != 3 || res[0].Err != nil || res[2].Err != nil || res[1].Err == nil {
 			t.Fatalf("results: %+v", res)
 		}
-		wantField(t, res[1].Err, "task_type")
+		check.Field(t, res[1].Err, "task_type")
 		if res[0].Result.Task.TaskType != "a" || res[2].Result.Task.TaskType != "c" {
 			t.Fatalf("results out of order: %+v", res)
 		}
@@ -199,6 +210,7 @@ func runSubmit(t *testing.T, f Factory) {
 	})
 
 	t.Run("bad_input_names_the_field_and_writes_nothing", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		neg := int64(-5)
 		secs := int64(60)
@@ -223,17 +235,17 @@ func runSubmit(t *testing.T, f Factory) {
 			{"task_type too long", queue.SubmitRequest{TaskType: strings.Repeat("a", 129)}, "task_type", false},
 			{"queue with slash", queue.SubmitRequest{TaskType: "a", Queue: "../etc"}, "queue", false},
 			{"queue too long", queue.SubmitRequest{TaskType: "a", Queue: strings.Repeat("q", 65)}, "queue", false},
-			{"negative ttl", queue.SubmitRequest{TaskType: "a", TTL: dur("-1s")}, "ttl", false},
+			{"negative ttl", queue.SubmitRequest{TaskType: "a", TTL: check.Dur("-1s")}, "ttl", false},
 			{"negative ttl_seconds", queue.SubmitRequest{TaskType: "a", TTLSeconds: &neg}, "ttl_seconds", false},
-			{"ttl and expires_at", queue.SubmitRequest{TaskType: "a", TTL: dur("1h"), ExpiresAt: &tm}, "expires_at", false},
-			{"ttl and ttl_seconds", queue.SubmitRequest{TaskType: "a", TTL: dur("1h"), TTLSeconds: &secs}, "ttl_seconds", false},
+			{"ttl and expires_at", queue.SubmitRequest{TaskType: "a", TTL: check.Dur("1h"), ExpiresAt: &tm}, "expires_at", false},
+			{"ttl and ttl_seconds", queue.SubmitRequest{TaskType: "a", TTL: check.Dur("1h"), TTLSeconds: &secs}, "ttl_seconds", false},
 			{"expires_at out of range", queue.SubmitRequest{TaskType: "a", ExpiresAt: &tooFar}, "expires_at", false},
-			{"schedule_at and delay", queue.SubmitRequest{TaskType: "a", ScheduleAt: &tm, Delay: dur("1m")}, "delay", false},
-			{"negative delay", queue.SubmitRequest{TaskType: "a", Delay: dur("-1m")}, "delay", false},
-			{"unknown ttl_from", queue.SubmitRequest{TaskType: "a", TTL: dur("1h"), TTLFrom: "later"}, "ttl_from", false},
+			{"schedule_at and delay", queue.SubmitRequest{TaskType: "a", ScheduleAt: &tm, Delay: check.Dur("1m")}, "delay", false},
+			{"negative delay", queue.SubmitRequest{TaskType: "a", Delay: check.Dur("-1m")}, "delay", false},
+			{"unknown ttl_from", queue.SubmitRequest{TaskType: "a", TTL: check.Dur("1h"), TTLFrom: "later"}, "ttl_from", false},
 			{"first_attempt with expires_at", queue.SubmitRequest{TaskType: "a", ExpiresAt: &tm, TTLFrom: queue.TTLFromFirstAttempt}, "ttl_from", false},
 			{"negative max_attempts", queue.SubmitRequest{TaskType: "a", MaxAttempts: -1}, "max_attempts", false},
-			{"zero timeout", queue.SubmitRequest{TaskType: "a", Timeout: dur("0s")}, "timeout", false},
+			{"zero timeout", queue.SubmitRequest{TaskType: "a", Timeout: check.Dur("0s")}, "timeout", false},
 			{"malformed parent_id", queue.SubmitRequest{TaskType: "a", ParentID: "../../x"}, "parent_id", false},
 			{"unknown parent_id", queue.SubmitRequest{TaskType: "a", ParentID: queue.NewID(t0)}, "parent_id", false},
 			{"on_parent_expired without parent", queue.SubmitRequest{TaskType: "a", OnParentExpired: "cancel"}, "on_parent_expired", false},
@@ -246,7 +258,7 @@ func runSubmit(t *testing.T, f Factory) {
 			if err == nil {
 				t.Fatalf("%s: no error", c.name)
 			}
-			wantField(t, err, c.field)
+			check.Field(t, err, c.field)
 			if c.large != errors.Is(err, queue.ErrTooLarge) {
 				t.Fatalf("%s: ErrTooLarge = %v, want %v", c.name, errors.Is(err, queue.ErrTooLarge), c.large)
 			}
@@ -270,6 +282,7 @@ func (s staticDefaults) TaskTypeDefaults(_ context.Context, taskType string, _ t
 
 func runSubmitWithID(t *testing.T, f Factory) {
 	t.Run("a_given_id_makes_at_most_one_task_even_after_the_first_finished", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		id := queue.DerivedID(t0, "schedule-a")
 		first, err := e.q.Submit(ctx, queue.SubmitRequest{ID: id, TaskType: "tick"}, t0)
@@ -288,7 +301,7 @@ func runSubmitWithID(t *testing.T, f Factory) {
 			t.Fatalf("%d tasks", n)
 		}
 		_, err = e.q.Submit(ctx, queue.SubmitRequest{ID: "not-an-id", TaskType: "tick"}, t0)
-		wantField(t, err, "id")
+		check.Field(t, err, "id")
 	})
 
 	t.Run("a_client_id_equal_to_a_schedule_fires_id_is_a_conflict_and_shows_nothing_of_that_task", func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/store"
 )
@@ -41,14 +42,15 @@ func wantDetailKeys(t testing.TB, m map[string]any, want []string) {
 
 func runSweep(t *testing.T, f Factory) {
 	t.Run("a_sweep_expires_every_pending_task_past_its_deadline_and_publishes_one_event_each", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		var due []queue.Task
 		for i := 0; i < 3; i++ {
-			due = append(due, e.submit(queue.SubmitRequest{TaskType: "mail", TTL: dur("1m"), DedupKey: fmt.Sprint("k", i)}, t0))
+			due = append(due, e.submit(queue.SubmitRequest{TaskType: "mail", TTL: check.Dur("1m"), DedupKey: fmt.Sprint("k", i)}, t0))
 		}
 		late := t0.Add(time.Hour)
 		due = append(due, e.submit(queue.SubmitRequest{TaskType: "report", ExpiresAt: at(t0.Add(time.Minute)), ScheduleAt: &late}, t0))
-		later := e.submit(queue.SubmitRequest{TTL: dur("1h")}, t0)
+		later := e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0)
 		never := e.submit(queue.SubmitRequest{}, t0)
 
 		pub := &recorder{}
@@ -96,6 +98,7 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("sweep_requests_do_not_grow_with_the_backlog", func(t *testing.T) {
+		t.Parallel()
 		backlog := 2500 // past two LIST pages
 		if f.Real {
 			backlog = 300 // kept small for time; mem shows the pages
@@ -103,7 +106,7 @@ func runSweep(t *testing.T, f Factory) {
 		cost := func(n int) store.Counts {
 			e := newEnv(t, f)
 			for i := 0; i < 5; i++ {
-				e.submit(queue.SubmitRequest{TTL: dur("1m")}, t0)
+				e.submit(queue.SubmitRequest{TTL: check.Dur("1m")}, t0)
 			}
 			keys := make([]string, n)
 			for i := range keys {
@@ -131,13 +134,14 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("an_idle_sweep_costs_one_list_however_many_queues_were_used", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		if rep := e.sweep(t0, nil); rep.Requests != (store.Counts{List: 1}) {
 			t.Fatalf("sweep of an empty bucket: %v", rep.Requests)
 		}
 		for i := 0; i < 50; i++ {
 			name := fmt.Sprintf("q%d", i)
-			task := e.submit(queue.SubmitRequest{Queue: name, TTL: dur("1h")}, t0)
+			task := e.submit(queue.SubmitRequest{Queue: name, TTL: check.Dur("1h")}, t0)
 			c := e.claim(queue.ClaimRequest{Queue: name}, t0)[0]
 			if _, err := e.q.Complete(ctx, task.ID, c.Lease.Token, nil, t0); err != nil {
 				t.Fatal(err)
@@ -167,8 +171,9 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_running_task_past_its_deadline_is_parked_and_expired_when_its_lease_lapses", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
-		task := e.submit(queue.SubmitRequest{TTL: dur("10m")}, t0)
+		task := e.submit(queue.SubmitRequest{TTL: check.Dur("10m")}, t0)
 		c := e.claim(queue.ClaimRequest{LeaseFor: time.Hour}, t0)[0]
 		rep := e.sweep(t0.Add(11*time.Minute), nil)
 		if rep.Parked != 1 || rep.Expired != 0 {
@@ -209,13 +214,14 @@ func runSweep(t *testing.T, f Factory) {
 		wantKeys(t, "markers", e.markers())
 		wantKeys(t, "hints", e.hints())
 		_, err := e.q.Complete(ctx, task.ID, c.Lease.Token, nil, t0.Add(91*time.Minute))
-		wantErr(t, err, queue.ErrNotRunning)
+		check.Err(t, err, queue.ErrNotRunning)
 	})
 
 	t.Run("a_parked_task_completes_or_fails_as_usual", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
-		a := e.submit(queue.SubmitRequest{TTL: dur("10m")}, t0)
-		b := e.submit(queue.SubmitRequest{TTL: dur("10m")}, t0)
+		a := e.submit(queue.SubmitRequest{TTL: check.Dur("10m")}, t0)
+		b := e.submit(queue.SubmitRequest{TTL: check.Dur("10m")}, t0)
 		cs := e.claim(queue.ClaimRequest{LeaseFor: time.Hour, MaxTasks: 2}, t0)
 		tok := map[string]string{}
 		for _, c := range cs {
@@ -243,10 +249,11 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_lapsed_lease_is_reclaimed_to_pending_failed_or_cancelled_like_a_claim_would", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
-		again := e.submit(queue.SubmitRequest{TTL: dur("10m"), MaxAttempts: 3}, t0)
-		spent := e.submit(queue.SubmitRequest{TTL: dur("10m"), MaxAttempts: 1}, t0)
-		asked := e.submit(queue.SubmitRequest{TTL: dur("10m"), MaxAttempts: 3}, t0)
+		again := e.submit(queue.SubmitRequest{TTL: check.Dur("10m"), MaxAttempts: 3}, t0)
+		spent := e.submit(queue.SubmitRequest{TTL: check.Dur("10m"), MaxAttempts: 1}, t0)
+		asked := e.submit(queue.SubmitRequest{TTL: check.Dur("10m"), MaxAttempts: 3}, t0)
 		e.claim(queue.ClaimRequest{LeaseFor: time.Hour, MaxTasks: 3}, t0)
 		if _, err := e.q.Cancel(ctx, asked.ID, t0.Add(time.Minute)); err != nil {
 			t.Fatal(err)
@@ -289,6 +296,7 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_claim_cancels_a_task_whose_lease_lapsed_after_a_cancel_request", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{}, t0)
 		e.claim(queue.ClaimRequest{LeaseFor: time.Minute}, t0)
@@ -301,12 +309,13 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("expiring_a_parent_expires_its_pending_children_and_asks_running_ones_to_cancel", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
-		parent := e.submit(queue.SubmitRequest{TaskType: "parent", TTL: dur("10m")}, t0)
-		kid := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: dur("1h"), Queue: "kids"}, t0)
-		grandkid := e.submit(queue.SubmitRequest{ParentID: kid.ID, TTL: dur("2h"), Queue: "kids"}, t0)
-		stopper := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: dur("1h"), Queue: "run", OnParentExpired: queue.OnParentExpiredCancel}, t0)
-		runner := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: dur("1h"), Queue: "run"}, t0)
+		parent := e.submit(queue.SubmitRequest{TaskType: "parent", TTL: check.Dur("10m")}, t0)
+		kid := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: check.Dur("1h"), Queue: "kids"}, t0)
+		grandkid := e.submit(queue.SubmitRequest{ParentID: kid.ID, TTL: check.Dur("2h"), Queue: "kids"}, t0)
+		stopper := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: check.Dur("1h"), Queue: "run", OnParentExpired: queue.OnParentExpiredCancel}, t0)
+		runner := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: check.Dur("1h"), Queue: "run"}, t0)
 		if cs := e.claim(queue.ClaimRequest{Queue: "run", MaxTasks: 2, LeaseFor: 2 * time.Hour}, t0); len(cs) != 2 {
 			t.Fatalf("claimed %d", len(cs))
 		}
@@ -356,9 +365,10 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_child_of_an_expired_parent_is_expired_on_arrival", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
-		parent := e.submit(queue.SubmitRequest{TTL: dur("0s")}, t0)
-		kid := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: dur("1h")}, t0)
+		parent := e.submit(queue.SubmitRequest{TTL: check.Dur("0s")}, t0)
+		kid := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: check.Dur("1h")}, t0)
 		wantStatus(t, kid, queue.StatusExpired)
 		if kid.ExpiryReason != queue.ReasonParentExpired {
 			t.Fatalf("reason %q", kid.ExpiryReason)
@@ -366,7 +376,7 @@ func runSweep(t *testing.T, f Factory) {
 		wantKeys(t, "markers", e.markers())
 		// A parent that expires while the child is being submitted: the
 		// child's own check after its write catches it.
-		late := e.submit(queue.SubmitRequest{TTL: dur("1h")}, t0)
+		late := e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0)
 		other := e.reopen()
 		hooked := queue.New(hookStore{Store: e.s, prefix: "children/", hook: func() {
 			if _, err := other.Expire(ctx, late.ID, t0); err != nil {
@@ -390,10 +400,11 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("tasks_expired_by_a_claim_by_hand_or_on_arrival_get_their_event_from_the_next_sweep", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
-		byClaim := e.submit(queue.SubmitRequest{TTL: dur("1m")}, t0)
+		byClaim := e.submit(queue.SubmitRequest{TTL: check.Dur("1m")}, t0)
 		byHand := e.submit(queue.SubmitRequest{Queue: "other"}, t0)
-		onArrival := e.submit(queue.SubmitRequest{TTL: dur("0s")}, t0)
+		onArrival := e.submit(queue.SubmitRequest{TTL: check.Dur("0s")}, t0)
 		e.claimNone(t0.Add(time.Minute))
 		if _, err := e.q.Expire(ctx, byHand.ID, t0.Add(time.Minute)); err != nil {
 			t.Fatal(err)
@@ -420,6 +431,7 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_task_that_lands_in_failed_gets_a_dead_lettered_event_each_time", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		spent := e.submit(queue.SubmitRequest{MaxAttempts: 1, Queue: "a"}, t0)
 		permanent := e.submit(queue.SubmitRequest{Queue: "b"}, t0)
@@ -466,9 +478,10 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("an_event_the_publisher_does_not_deliver_is_published_by_a_later_sweep", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
-		first := e.submit(queue.SubmitRequest{TTL: dur("1m")}, t0)
-		e.submit(queue.SubmitRequest{TTL: dur("1m")}, t0)
+		first := e.submit(queue.SubmitRequest{TTL: check.Dur("1m")}, t0)
+		e.submit(queue.SubmitRequest{TTL: check.Dur("1m")}, t0)
 		flaky := &recorder{fail: func(ev queue.Event) error {
 			if ev.TaskID == first.ID {
 				return errors.New("throttled")
@@ -504,6 +517,7 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("stale_markers_and_hints_are_deleted_only_once_past_the_grace", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		ghost := queue.NewID(t0)
 		e.put("sweep/wake/" + keyTime(t0) + "_default") // as a crashed submit leaves it
@@ -529,10 +543,11 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_sweep_stops_at_its_deadline_and_the_next_one_finishes", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		n := 12
 		for i := 0; i < n; i++ {
-			e.submit(queue.SubmitRequest{TTL: dur("1m")}, t0)
+			e.submit(queue.SubmitRequest{TTL: check.Dur("1m")}, t0)
 		}
 		wall := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 		var reads atomic.Int32
@@ -562,11 +577,12 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("two_sweeps_and_claimers_at_once_move_each_task_exactly_once", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		n, m := 16, 6
 		overdue := map[string]bool{}
 		for i := 0; i < n; i++ {
-			overdue[e.submit(queue.SubmitRequest{TTL: dur("1m")}, t0).ID] = true
+			overdue[e.submit(queue.SubmitRequest{TTL: check.Dur("1m")}, t0).ID] = true
 		}
 		for i := 0; i < m; i++ {
 			e.submit(queue.SubmitRequest{}, t0)
@@ -655,10 +671,11 @@ func runSweep(t *testing.T, f Factory) {
 	})
 
 	t.Run("a_sweep_reads_the_queues_whose_wake_ups_are_due_and_counts_deadlines_near_expiration", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
-		task := e.submit(queue.SubmitRequest{Queue: "reports", TTL: dur("1m")}, t0)
+		task := e.submit(queue.SubmitRequest{Queue: "reports", TTL: check.Dur("1m")}, t0)
 		for _, ttl := range []string{"2m", "5m", "7m", "1h"} {
-			e.submit(queue.SubmitRequest{Queue: "mail", TTL: dur(ttl)}, t0)
+			e.submit(queue.SubmitRequest{Queue: "mail", TTL: check.Dur(ttl)}, t0)
 		}
 		rep := e.sweep(t0.Add(time.Minute), nil)
 		if rep.Queues != 1 || rep.Expired != 1 || rep.NearExpiration != 0 {
@@ -685,10 +702,11 @@ func runSweep(t *testing.T, f Factory) {
 			t.Fatalf("left in the sweep index: %v", keys)
 		}
 		_, err = e.reopen().Sweep(ctx, t0, queue.SweepOptions{Queues: []string{"../x"}})
-		wantField(t, err, "queue")
+		check.Field(t, err, "queue")
 	})
 
 	t.Run("artifacts_are_deleted_once_past_their_time_or_once_the_task_finishes", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, f)
 		put := func(id string, names ...string) {
 			for _, n := range names {
@@ -723,7 +741,7 @@ func runSweep(t *testing.T, f Factory) {
 		wantKeys(t, "hints", e.hints())
 
 		// The task's deadline bounds the URLs.
-		b := e.submit(queue.SubmitRequest{TTL: dur("5m")}, t0)
+		b := e.submit(queue.SubmitRequest{TTL: check.Dur("5m")}, t0)
 		if _, until, err := e.q.ReserveArtifacts(ctx, b.ID, time.Hour, t0); err != nil || !until.Equal(t0.Add(5*time.Minute)) {
 			t.Fatalf("bounded: %s %v", until, err)
 		}
@@ -765,13 +783,14 @@ func runSweep(t *testing.T, f Factory) {
 		wantKeys(t, "hints", e.hints())
 
 		_, _, err = e.q.ReserveArtifacts(ctx, queue.NewID(t0), time.Hour, t0)
-		wantErr(t, err, queue.ErrNotFound)
+		check.Err(t, err, queue.ErrNotFound)
 		for _, bad := range []string{"", "../x", "a/b", ".hidden", "a..b", strings.Repeat("x", 129), "tab\tname"} {
-			wantField(t, queue.ValidateArtifactName(bad), "name")
+			check.Field(t, queue.ValidateArtifactName(bad), "name")
 		}
 	})
 
-	t.Run("crash", func(t *testing.T) { runSweepCrash(t, f) })
+	t.Run("rules", func(t *testing.T) { runSweepRules(t, f) })
+	t.Run("crash", func(t *testing.T) { runSweepCrash(t, f); runSweepCrashPaths(t, f) })
 }
 
 // hookStore runs hook once, just before the first Put of a key under prefix.
@@ -782,9 +801,9 @@ type hookStore struct {
 	once   *sync.Once
 }
 
-func (h hookStore) Put(c context.Context, key string, body []byte) (string, error) {
+func (h hookStore) Put(c context.Context, key string, body []byte, opts ...store.PutOption) (string, error) {
 	if strings.HasPrefix(key, h.prefix) {
 		h.once.Do(h.hook)
 	}
-	return h.Store.Put(c, key, body)
+	return h.Store.Put(c, key, body, opts...)
 }

@@ -2,11 +2,14 @@ package queuetest
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/store"
+	"github.com/s3q/s3q/shared/store/storefault"
 )
 
 // runSweepCrash crashes a sweep at each of its writes, before and after
@@ -15,37 +18,28 @@ import (
 // running task parked, nothing left behind.
 func runSweepCrash(t *testing.T, f Factory) {
 	setup := func(e *env) (parent, kid, long string) {
-		parent = e.submit(queue.SubmitRequest{TTL: dur("1m")}, t0).ID
-		kid = e.submit(queue.SubmitRequest{ParentID: parent, TTL: dur("1h"), Queue: "kids"}, t0).ID
-		long = e.submit(queue.SubmitRequest{TTL: dur("1m"), Queue: "long"}, t0).ID
+		parent = e.submit(queue.SubmitRequest{TTL: check.Dur("1m")}, t0).ID
+		kid = e.submit(queue.SubmitRequest{ParentID: parent, TTL: check.Dur("1h"), Queue: "kids"}, t0).ID
+		long = e.submit(queue.SubmitRequest{TTL: check.Dur("1m"), Queue: "long"}, t0).ID
 		e.claim(queue.ClaimRequest{Queue: "long", LeaseFor: time.Hour}, t0)
 		return parent, kid, long
 	}
 	now := t0.Add(time.Minute)
-	// One task at a time, so that the n-th write is the same in every run.
-	opts := func(pub queue.EventPublisher) queue.SweepOptions {
-		return queue.SweepOptions{Publisher: pub, Concurrency: 1}
-	}
-
 	e := newEnv(t, f)
 	setup(e)
-	counting := store.NewCounting(e.s)
-	if _, err := queue.New(counting, e.op).Sweep(ctx, now, opts(&recorder{})); err != nil {
-		t.Fatal(err)
-	}
-	writes := int(counting.Counts().Put + counting.Counts().Delete)
+	writes := sweepWrites(t, e, now)
 
-	for _, mode := range []store.FaultMode{store.FailBefore, store.FailAfter} {
-		modeName := map[store.FaultMode]string{store.FailBefore: "before", store.FailAfter: "after"}[mode]
+	for _, mode := range []storefault.FaultMode{storefault.FailBefore, storefault.FailAfter} {
+		modeName := map[storefault.FaultMode]string{storefault.FailBefore: "before", storefault.FailAfter: "after"}[mode]
 		for n := 1; n <= writes; n++ {
 			name := fmt.Sprintf("a_sweep_crashed_%s_write_%d_of_%d_leaves_work_the_next_sweep_finishes", modeName, n, writes)
 			t.Run(name, func(t *testing.T) {
 				e := newEnv(t, f)
 				parent, kid, long := setup(e)
-				faulty := store.NewFaulty(e.s)
+				faulty := storefault.New(e.s)
 				pub := &recorder{}
 				faulty.Fail(n, mode)
-				_, _ = queue.New(faulty, e.op).Sweep(ctx, now, opts(pub))
+				_, _ = queue.New(faulty, e.op).Sweep(ctx, now, crashSweepOptions(pub))
 				if !faulty.Fired() {
 					t.Fatalf("write %d never happened", n)
 				}
@@ -79,4 +73,92 @@ func runSweepCrash(t *testing.T, f Factory) {
 			})
 		}
 	}
+}
+
+// runSweepCrashPaths crashes a sweep at each of its writes on the paths
+// runSweepCrash does not take — a parked lease lapsing past its deadline,
+// a dead-letter event owed, the artifacts of a completed task — before,
+// after and with the answer lost, and checks that the next sweeps finish
+// the work: the parked task expired with its event, the dead-letter event
+// out, the artifacts gone, no marker or hint left behind.
+func runSweepCrashPaths(t *testing.T, f Factory) {
+	setup := func(e *env) (parked, dead, done string) {
+		parked = e.submit(queue.SubmitRequest{TTL: check.Dur("10m"), Queue: "p"}, t0).ID
+		e.claim(queue.ClaimRequest{Queue: "p", LeaseFor: 20 * time.Minute}, t0)
+		e.sweep(t0.Add(11*time.Minute), nil) // parked until +20m
+		dead = e.submit(queue.SubmitRequest{MaxAttempts: 1, Queue: "d"}, t0).ID
+		c := e.claim(queue.ClaimRequest{Queue: "d"}, t0)[0]
+		if _, err := e.q.Fail(ctx, dead, c.Lease.Token, queue.FailRequest{Error: "x"}, t0.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		done = e.submit(queue.SubmitRequest{Queue: "a"}, t0).ID
+		if _, _, err := e.q.ReserveArtifacts(ctx, done, time.Hour, t0); err != nil {
+			t.Fatal(err)
+		}
+		e.put(queue.ArtifactKey(done, "x"))
+		c = e.claim(queue.ClaimRequest{Queue: "a"}, t0)[0]
+		if _, err := e.q.Complete(ctx, done, c.Lease.Token, nil, t0.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		return parked, dead, done
+	}
+	now := t0.Add(21 * time.Minute)
+	e := newEnv(t, f)
+	setup(e)
+	writes := sweepWrites(t, e, now)
+
+	modeNames := map[storefault.FaultMode]string{storefault.FailBefore: "before", storefault.FailAfter: "after", storefault.LoseAnswer: "with_its_answer_lost_at"}
+	for _, mode := range []storefault.FaultMode{storefault.FailBefore, storefault.FailAfter, storefault.LoseAnswer} {
+		for n := 1; n <= writes; n++ {
+			name := fmt.Sprintf("a_sweep_of_parked_dead_and_done_tasks_crashed_%s_write_%d_of_%d_leaves_work_the_next_sweep_finishes", modeNames[mode], n, writes)
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				e := newEnv(t, f)
+				parked, dead, done := setup(e)
+				faulty := storefault.New(e.s)
+				faulty.Fail(n, mode)
+				pub := &recorder{}
+				_, _ = queue.New(faulty, e.op).Sweep(ctx, now, crashSweepOptions(pub))
+				faulty.Disarm()
+				e.sweep(now, pub)
+				e.sweep(now.Add(3*time.Minute), pub)
+				if g := e.get(parked); g.Status != queue.StatusExpired || g.ExpiryEventSentAt == nil || pub.count(parked, queue.DetailTypeTaskExpired) == 0 {
+					t.Fatalf("parked task: %s, expiry event sent at %v", g.Status, g.ExpiryEventSentAt)
+				}
+				if g := e.get(dead); g.DeadLetterEventSentAt == nil || pub.count(dead, queue.DetailTypeTaskDeadLettered) == 0 {
+					t.Fatalf("dead-lettered task: event sent at %v", g.DeadLetterEventSentAt)
+				}
+				if left := e.keys(queue.ArtifactPrefix(done)); len(left) != 0 {
+					t.Fatalf("artifacts left: %v", left)
+				}
+				for _, k := range e.keys("sweep/") {
+					if !strings.Contains(k, "_queue_") && !strings.Contains(k, "_artifacts_") {
+						t.Fatalf("left: %s", k)
+					}
+				}
+				for _, pre := range []string{"ready/", "deadline/", "children/"} {
+					if left := e.keys(pre); len(left) != 0 {
+						t.Fatalf("left: %v", left)
+					}
+				}
+			})
+		}
+	}
+}
+
+// crashSweepOptions sweeps one task at a time, so that the n-th write is
+// the same in every run.
+func crashSweepOptions(pub queue.EventPublisher) queue.SweepOptions {
+	return queue.SweepOptions{Publisher: pub, Concurrency: 1}
+}
+
+// sweepWrites returns how many writes (puts and deletes) a sweep of e at
+// now makes: the writes a crash case crashes at, one by one.
+func sweepWrites(t *testing.T, e *env, now time.Time) int {
+	t.Helper()
+	counting := store.NewCounting(e.s)
+	if _, err := queue.New(counting, e.op).Sweep(ctx, now, crashSweepOptions(&recorder{})); err != nil {
+		t.Fatal(err)
+	}
+	return int(counting.Counts().Put + counting.Counts().Delete)
 }

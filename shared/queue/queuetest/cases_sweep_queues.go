@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/store"
 )
@@ -40,7 +41,7 @@ func runSweepQueues(t *testing.T, f Factory) {
 		if _, err := e.q.Expire(ctx, owed.ID, t0); err != nil {
 			t.Fatal(err)
 		}
-		due := e.submit(queue.SubmitRequest{Queue: "zz-last", TTL: dur("1m")}, t0)
+		due := e.submit(queue.SubmitRequest{Queue: "zz-last", TTL: check.Dur("1m")}, t0)
 		// n queue names, each with a wake-up due, as n submits with a
 		// one-minute TTL leave them, and a few entries of the old registry.
 		keys := make([]string, 0, n+10)
@@ -53,19 +54,7 @@ func runSweepQueues(t *testing.T, f Factory) {
 		e.putMany(keys)
 
 		// The sweep runs out of time after 50 queue heads.
-		gate := &deadlineLists{Store: e.s}
-		wall := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-		clock := func() time.Time {
-			if gate.n.Load() >= 50 {
-				return wall
-			}
-			return wall.Add(-time.Second)
-		}
-		pub := &recorder{}
-		rep, err := queue.New(gate, e.op).Sweep(ctx, t0.Add(time.Minute), queue.SweepOptions{Publisher: pub, Deadline: wall, Clock: clock})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep, pub := sweepOutOfTime(t, e, 50)
 		if !rep.Incomplete || rep.EventsSent != 1 || rep.QueuesDue < 1000 && !f.Real || rep.Queues >= rep.QueuesDue {
 			t.Fatalf("first sweep: %+v", rep)
 		}
@@ -108,19 +97,7 @@ func runSweepQueues(t *testing.T, f Factory) {
 			keys[i] = fmt.Sprintf("sweep/20000101T000000.000000Z_queue_old-%05d", i)
 		}
 		e.putMany(keys)
-		gate := &deadlineLists{Store: e.s}
-		wall := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-		clock := func() time.Time {
-			if gate.n.Load() >= 50 {
-				return wall
-			}
-			return wall.Add(-time.Second)
-		}
-		pub := &recorder{}
-		rep, err := queue.New(gate, e.op).Sweep(ctx, t0.Add(time.Minute), queue.SweepOptions{Publisher: pub, Deadline: wall, Clock: clock})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep, pub := sweepOutOfTime(t, e, 50)
 		if !rep.Incomplete || rep.EventsSent != 1 || rep.QueuesDue != min(n, 5_000) || rep.Queues >= rep.QueuesDue {
 			t.Fatalf("first sweep: %+v", rep)
 		}
@@ -128,4 +105,25 @@ func runSweepQueues(t *testing.T, f Factory) {
 			t.Fatalf("events: %+v", evs)
 		}
 	})
+}
+
+// sweepOutOfTime runs a sweep at t0+1m whose clock passes its deadline
+// once it has listed lists queue heads, and returns its report and what
+// it published.
+func sweepOutOfTime(t *testing.T, e *env, lists int64) (queue.SweepReport, *recorder) {
+	t.Helper()
+	gate := &deadlineLists{Store: e.s}
+	wall := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time {
+		if gate.n.Load() >= lists {
+			return wall
+		}
+		return wall.Add(-time.Second)
+	}
+	pub := &recorder{}
+	rep, err := queue.New(gate, e.op).Sweep(ctx, t0.Add(time.Minute), queue.SweepOptions{Publisher: pub, Deadline: wall, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, pub
 }

@@ -11,7 +11,6 @@ package queuetest
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sort"
 	"strings"
 	"testing"
@@ -34,9 +33,9 @@ type Factory struct {
 // Run runs every case against f.
 func Run(t *testing.T, f Factory) {
 	t.Run("submit", func(t *testing.T) { runSubmit(t, f); runSubmitWithID(t, f) })
-	t.Run("claim", func(t *testing.T) { runClaim(t, f) })
+	t.Run("claim", func(t *testing.T) { runClaim(t, f); runScan(t, f) })
 	t.Run("lease", func(t *testing.T) { runLease(t, f) })
-	t.Run("cancel_retry_expire", func(t *testing.T) { runCancel(t, f) })
+	t.Run("cancel_retry_expire", func(t *testing.T) { runCancel(t, f); runCancelRules(t, f) })
 	t.Run("list_history", func(t *testing.T) { runList(t, f); runListCost(t, f) })
 	t.Run("race", func(t *testing.T) { runRace(t, f) })
 	t.Run("crash", func(t *testing.T) { runCrash(t, f) })
@@ -184,24 +183,6 @@ func wantStatus(t testing.TB, task queue.Task, want queue.Status) {
 	}
 }
 
-func wantErr(t testing.TB, err, want error) {
-	t.Helper()
-	if !errors.Is(err, want) {
-		t.Fatalf("err = %v, want %v", err, want)
-	}
-}
-
-func wantField(t testing.TB, err error, field string) {
-	t.Helper()
-	var ve *queue.ValidationError
-	if !errors.As(err, &ve) {
-		t.Fatalf("err = %v, want a *queue.ValidationError on %q", err, field)
-	}
-	if ve.Field != field {
-		t.Fatalf("validation error on field %q (%v), want field %q", ve.Field, err, field)
-	}
-}
-
 func wantTime(t testing.TB, name string, got *time.Time, want time.Time) {
 	t.Helper()
 	if got == nil {
@@ -212,27 +193,9 @@ func wantTime(t testing.TB, name string, got *time.Time, want time.Time) {
 	}
 }
 
-func dur(s string) *queue.Duration {
-	d, err := queue.ParseDuration(s)
-	if err != nil {
-		panic(err)
-	}
-	v := queue.Duration(d)
-	return &v
-}
-
 func at(t time.Time) *time.Time { return &t }
 
 func jsonOf(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
-}
-
-func hasPrefix(keys []string, p string) bool {
-	for _, k := range keys {
-		if strings.HasPrefix(k, p) {
-			return true
-		}
-	}
-	return false
 }

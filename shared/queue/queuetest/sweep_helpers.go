@@ -148,3 +148,17 @@ func (e *env) counted() (*queue.Queue, *store.Counting) {
 	c := store.NewCounting(e.s)
 	return queue.New(c, e.op), c
 }
+
+// count returns how many events of detail type dt were delivered for
+// task id (and not yet taken).
+func (r *recorder) count(id, dt string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, ev := range r.events {
+		if ev.TaskID == id && ev.DetailType == dt {
+			n++
+		}
+	}
+	return n
+}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/schedule"
 )
 
@@ -34,13 +35,13 @@ func runBadInput(t *testing.T, f Factory) {
 		{"an_unknown_time_zone", "timezone", func(r *schedule.Request) { r.Timezone = "Europe/Atlantis" }},
 		{"a_time_zone_path", "timezone", func(r *schedule.Request) { r.Timezone = "/etc/localtime" }},
 		{"a_negative_catch_up_window", "catch_up_window", func(r *schedule.Request) {
-			r.MissedRuns, r.CatchUpWindow = schedule.MissedCatchUp, dur("-1h")
+			r.MissedRuns, r.CatchUpWindow = schedule.MissedCatchUp, check.Dur("-1h")
 		}},
-		{"a_catch_up_window_without_catch_up", "catch_up_window", func(r *schedule.Request) { r.CatchUpWindow = dur("1h") }},
+		{"a_catch_up_window_without_catch_up", "catch_up_window", func(r *schedule.Request) { r.CatchUpWindow = check.Dur("1h") }},
 		{"an_unknown_missed_runs_policy", "missed_runs", func(r *schedule.Request) { r.MissedRuns = "all" }},
 		{"an_unknown_overlap_policy", "overlap", func(r *schedule.Request) { r.Overlap = "queue" }},
-		{"a_zero_ttl", "ttl", func(r *schedule.Request) { r.TTL = dur("0s") }},
-		{"a_negative_ttl", "ttl", func(r *schedule.Request) { r.TTL = dur("-5m") }},
+		{"a_zero_ttl", "ttl", func(r *schedule.Request) { r.TTL = check.Dur("0s") }},
+		{"a_negative_ttl", "ttl", func(r *schedule.Request) { r.TTL = check.Dur("-5m") }},
 		{"an_unknown_ttl_from", "ttl_from", func(r *schedule.Request) { r.TTLFrom = "claim" }},
 		{"ttl_from_first_attempt_without_a_ttl", "ttl_from", func(r *schedule.Request) { r.TTLFrom = "first_attempt" }},
 		{"negative_max_attempts", "max_attempts", func(r *schedule.Request) { r.MaxAttempts = -1 }},
@@ -58,7 +59,7 @@ func runBadInput(t *testing.T, f Factory) {
 			req := ok()
 			c.edit(&req)
 			_, err := e.sc.Create(ctx, req, t0)
-			wantField(t, err, c.field)
+			check.Field(t, err, c.field)
 			if keys := e.keys(""); len(keys) != 0 {
 				t.Fatalf("stored %v", keys)
 			}
@@ -77,24 +78,24 @@ func runBadInput(t *testing.T, f Factory) {
 			req.ID = ""
 			c.edit(&req)
 			_, err := e.sc.Update(ctx, "ok", req, t0)
-			wantField(t, err, c.field)
+			check.Field(t, err, c.field)
 		}
 		req := ok()
 		req.ID = "other"
 		_, err := e.sc.Update(ctx, "ok", req, t0)
-		wantField(t, err, "id")
+		check.Field(t, err, "id")
 		_, err = e.sc.Update(ctx, "../ok", ok(), t0)
-		wantField(t, err, "id")
+		check.Field(t, err, "id")
 		wantStrings(t, "keys", e.keys(""), before)
 		if st := e.state("ok"); st.Rev != stBefore.Rev {
 			t.Fatalf("state rev %d -> %d", stBefore.Rev, st.Rev)
 		}
 		for _, id := range []string{"a/b", "..", "x\x00"} {
 			_, err := e.sc.Get(ctx, id, t0)
-			wantField(t, err, "id")
+			check.Field(t, err, "id")
 			_, err = e.sc.Trigger(ctx, id, t0)
-			wantField(t, err, "id")
-			wantField(t, e.sc.Delete(ctx, id, t0), "id")
+			check.Field(t, err, "id")
+			check.Field(t, e.sc.Delete(ctx, id, t0), "id")
 		}
 	})
 }

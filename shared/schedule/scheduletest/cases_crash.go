@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store"
+	"github.com/s3q/s3q/shared/store/storefault"
 )
 
 // crashOp is one operation to crash part-way through and then retry in a
@@ -91,7 +93,7 @@ func crashOps() []crashOp {
 				e.tick(utc("2026-05-01T09:30:10Z"))
 				firesAt("2026-05-01T09:15:00Z")(t, e)
 				_, err := e.sc.Get(ctx, "a", crashAt)
-				wantErr(t, err, schedule.ErrNotFound)
+				check.Err(t, err, schedule.ErrNotFound)
 				wantStrings(t, "schedule keys", e.keys("schedules/"), []string{"schedules/a/state.json"})
 			}},
 		{name: "trigger", setup: create(schedule.Request{ID: "a", Cron: "@daily"}),
@@ -150,8 +152,8 @@ func crashOps() []crashOp {
 func runCrash(t *testing.T, f Factory) {
 	for _, op := range crashOps() {
 		writes := countCrashWrites(t, f, op)
-		for _, mode := range []store.FaultMode{store.FailBefore, store.FailAfter} {
-			modeName := map[store.FaultMode]string{store.FailBefore: "before", store.FailAfter: "after"}[mode]
+		for _, mode := range []storefault.FaultMode{storefault.FailBefore, storefault.FailAfter} {
+			modeName := map[storefault.FaultMode]string{storefault.FailBefore: "before", storefault.FailAfter: "after"}[mode]
 			for n := 1; n <= writes; n++ {
 				name := fmt.Sprintf("a_crash_%s_write_%d_of_%d_of_%s_is_finished_by_a_retry", modeName, n, writes, op.name)
 				t.Run(name, func(t *testing.T) {
@@ -180,10 +182,10 @@ func countCrashWrites(t *testing.T, f Factory, op crashOp) int {
 
 // crashOnce crashes op at its n-th write, retries it in a fresh process,
 // and checks the outcome and that the due index matches the state.
-func crashOnce(t *testing.T, f Factory, op crashOp, n int, mode store.FaultMode) {
+func crashOnce(t *testing.T, f Factory, op crashOp, n int, mode storefault.FaultMode) {
 	e := newEnv(t, f)
 	op.setup(e)
-	faulty := store.NewFaulty(e.s)
+	faulty := storefault.New(e.s)
 	faulty.Fail(n, mode)
 	_ = op.run(e.process(faulty), crashAt) // may or may not report the crash
 	if !faulty.Fired() {

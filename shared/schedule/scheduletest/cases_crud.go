@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store"
@@ -49,10 +50,10 @@ func runCRUD(t *testing.T, f Factory) {
 		e.create(schedule.Request{ID: "a", Cron: "@hourly"}, t0)
 		before := e.keys("")
 		_, err := e.sc.Create(ctx, schedule.Request{ID: "a", TaskType: "other", Cron: "@daily"}, t0.Add(time.Minute))
-		wantErr(t, err, schedule.ErrExists)
+		check.Err(t, err, schedule.ErrExists)
 		// The very same request again is also taken (it completed).
 		_, err = e.sc.Create(ctx, schedule.Request{ID: "a", TaskType: "report.make", Cron: "@hourly"}, t0.Add(time.Minute))
-		wantErr(t, err, schedule.ErrExists)
+		check.Err(t, err, schedule.ErrExists)
 		wantStrings(t, "keys", e.keys(""), before)
 		if sc := e.get("a", t0); sc.Cron != "@hourly" {
 			t.Fatalf("cron = %s", sc.Cron)
@@ -62,18 +63,18 @@ func runCRUD(t *testing.T, f Factory) {
 	t.Run("an_unknown_id_returns_ErrNotFound_everywhere", func(t *testing.T) {
 		e := newEnv(t, f)
 		_, err := e.sc.Get(ctx, "nope", t0)
-		wantErr(t, err, schedule.ErrNotFound)
+		check.Err(t, err, schedule.ErrNotFound)
 		_, err = e.sc.Update(ctx, "nope", schedule.Request{TaskType: "x", Cron: "@daily"}, t0)
-		wantErr(t, err, schedule.ErrNotFound)
+		check.Err(t, err, schedule.ErrNotFound)
 		_, err = e.sc.Pause(ctx, "nope", t0)
-		wantErr(t, err, schedule.ErrNotFound)
+		check.Err(t, err, schedule.ErrNotFound)
 		_, err = e.sc.Resume(ctx, "nope", t0)
-		wantErr(t, err, schedule.ErrNotFound)
+		check.Err(t, err, schedule.ErrNotFound)
 		_, err = e.sc.Trigger(ctx, "nope", t0)
-		wantErr(t, err, schedule.ErrNotFound)
+		check.Err(t, err, schedule.ErrNotFound)
 		_, err = e.sc.History(ctx, "nope", schedule.HistoryRequest{})
-		wantErr(t, err, schedule.ErrNotFound)
-		wantErr(t, e.sc.Delete(ctx, "nope", t0), schedule.ErrNotFound)
+		check.Err(t, err, schedule.ErrNotFound)
+		check.Err(t, e.sc.Delete(ctx, "nope", t0), schedule.ErrNotFound)
 		if keys := e.keys(""); len(keys) != 0 {
 			t.Fatalf("stored %v", keys)
 		}
@@ -202,7 +203,7 @@ func runCRUD(t *testing.T, f Factory) {
 			t.Fatalf("one page: %d schedules, cursor %q, %v", len(res.Schedules), res.NextCursor, err)
 		}
 		_, err = e.sc.List(ctx, schedule.ListRequest{Cursor: "../x"}, t0)
-		wantField(t, err, "cursor")
+		check.Field(t, err, "cursor")
 	})
 
 	t.Run("delete_removes_the_schedule_its_marker_and_history_and_the_id_can_be_created_again", func(t *testing.T) {
@@ -217,8 +218,8 @@ func runCRUD(t *testing.T, f Factory) {
 			t.Fatal(err)
 		}
 		_, err := e.sc.Get(ctx, "a", t0)
-		wantErr(t, err, schedule.ErrNotFound)
-		wantErr(t, e.sc.Delete(ctx, "a", t0), schedule.ErrNotFound)
+		check.Err(t, err, schedule.ErrNotFound)
+		check.Err(t, e.sc.Delete(ctx, "a", t0), schedule.ErrNotFound)
 		// Only the tombstone state and the fired tasks remain.
 		wantStrings(t, "schedule keys", append(e.keys("schedules/"), e.keys("due/")...), []string{"schedules/a/state.json"})
 		e.tickEvery(t0.Add(2*time.Minute), t0.Add(5*time.Minute), time.Minute)
@@ -241,7 +242,7 @@ func runCRUD(t *testing.T, f Factory) {
 
 	t.Run("trigger_fires_now_once_even_when_paused_and_records_it", func(t *testing.T) {
 		e := newEnv(t, f)
-		e.create(schedule.Request{ID: "a", Cron: "@daily", TTL: dur("1h"), Enabled: ptr(false)}, t0)
+		e.create(schedule.Request{ID: "a", Cron: "@daily", TTL: check.Dur("1h"), Enabled: ptr(false)}, t0)
 		at := t0.Add(time.Minute)
 		f1, err := e.sc.Trigger(ctx, "a", at)
 		if err != nil {
@@ -297,7 +298,7 @@ func runCRUD(t *testing.T, f Factory) {
 		}
 		wantStrings(t, "fires", got, []string{"09:02", "09:03", "09:04", "09:05"})
 		_, err := e.sc.History(ctx, "a", schedule.HistoryRequest{Cursor: "x/../y"})
-		wantField(t, err, "cursor")
+		check.Field(t, err, "cursor")
 	})
 }
 

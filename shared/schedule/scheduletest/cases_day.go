@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store"
+	"github.com/s3q/s3q/shared/store/storefault"
 )
 
 // daySchedule is one schedule of the day, with what the model needs.
@@ -48,7 +50,7 @@ func daySchedules(light bool) []daySchedule {
 		return n
 	}
 	catchUp := func(w string) func(q *schedule.Request) {
-		return func(q *schedule.Request) { q.MissedRuns, q.CatchUpWindow = schedule.MissedCatchUp, dur(w) }
+		return func(q *schedule.Request) { q.MissedRuns, q.CatchUpWindow = schedule.MissedCatchUp, check.Dur(w) }
 	}
 	add(heavy(1), "@every 90s", nil)
 	add(1+heavy(1), "*/15 * * * *", nil)
@@ -179,11 +181,11 @@ func runDay(t *testing.T, f Factory) {
 		seed := uint64(time.Now().UnixNano())
 		t.Logf("crash seed %d", seed)
 		r := rand.New(rand.NewPCG(seed, 7))
-		faulty := make([]*store.Faulty, nTicks)
+		faulty := make([]*storefault.Store, nTicks)
 		procs := make([]*schedule.Scheduler, nTicks)
 		counting := store.NewCounting(e.s)
 		for i := range procs {
-			faulty[i] = store.NewFaulty(counting)
+			faulty[i] = storefault.New(counting)
 			procs[i] = e.process(faulty[i])
 		}
 		crashes := 0
@@ -193,7 +195,7 @@ func runDay(t *testing.T, f Factory) {
 				ti++
 				for i := range crashy {
 					if r.Float64() < 0.15 {
-						faulty[i].Fail(1+r.IntN(20), []store.FaultMode{store.FailBefore, store.FailAfter}[r.IntN(2)])
+						faulty[i].Fail(1+r.IntN(20), []storefault.FaultMode{storefault.FailBefore, storefault.FailAfter}[r.IntN(2)])
 					}
 				}
 				errs := make([]error, nTicks)

@@ -4,9 +4,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/schedule"
-	"github.com/s3q/s3q/shared/store"
+	"github.com/s3q/s3q/shared/store/storefault"
 )
 
 // Lost answers (DESIGN §12.1): each write of a create and of a tick's
@@ -16,16 +17,16 @@ import (
 // blocked.
 
 // newLossEnv returns an env whose store fails chosen writes on demand.
-func newLossEnv(t testing.TB, f Factory) (*env, *store.Faulty) {
+func newLossEnv(t testing.TB, f Factory) (*env, *storefault.Store) {
 	e := newEnv(t, f)
-	fs := store.NewFaulty(e.s)
+	fs := storefault.New(e.s)
 	e.s = fs
 	e.q = queue.New(fs, queue.Options{})
 	e.sc = schedule.New(fs, e.q, e.opts)
 	return e, fs
 }
 
-func wantHits(t testing.TB, fs *store.Faulty, n int) {
+func wantHits(t testing.TB, fs *storefault.Store, n int) {
 	t.Helper()
 	if got := fs.Hits(); got != n {
 		t.Fatalf("the armed fault hit %d writes, want %d", got, n)
@@ -45,13 +46,13 @@ func runLost(t *testing.T, f Factory) {
 	}
 
 	for _, c := range []struct{ name, op, prefix string }{
-		{"intent_marker", store.OpPut, schedule.DuePrefix},
-		{"definition", store.OpPutIfAbsent, schedule.DefinitionKey("a")},
-		{"state", store.OpPutIfAbsent, schedule.StateKey("a")},
+		{"intent_marker", storefault.OpPut, schedule.DuePrefix},
+		{"definition", storefault.OpPutIfAbsent, schedule.DefinitionKey("a")},
+		{"state", storefault.OpPutIfAbsent, schedule.StateKey("a")},
 	} {
 		t.Run("a_create_whose_"+c.name+"_answer_was_lost_makes_the_schedule_once", func(t *testing.T) {
 			e, fs := newLossEnv(t, f)
-			fs.FailMatching(c.op, c.prefix, store.LoseAnswer, 1)
+			fs.FailMatching(c.op, c.prefix, storefault.LoseAnswer, 1)
 			sc, err := e.sc.Create(ctx, quarter, t0)
 			if err != nil {
 				t.Fatalf("create: %v", err)
@@ -62,22 +63,22 @@ func runLost(t *testing.T, f Factory) {
 			}
 			// The same create again is refused: the id is taken.
 			_, err = e.sc.Create(ctx, quarter, t0.Add(time.Second))
-			wantErr(t, err, schedule.ErrExists)
+			check.Err(t, err, schedule.ErrExists)
 			fires(t, e)
 		})
 	}
 
 	for _, c := range []struct{ name, op, prefix string }{
-		{"task_record", store.OpPutIfAbsent, "tasks/"},
-		{"task_marker", store.OpPut, "ready/"},
-		{"history_entry", store.OpPut, schedule.HistoryPrefix("a")},
-		{"next_due_marker", store.OpPut, schedule.DuePrefix},
-		{"state", store.OpPutIfMatch, schedule.StateKey("a")},
+		{"task_record", storefault.OpPutIfAbsent, "tasks/"},
+		{"task_marker", storefault.OpPut, "ready/"},
+		{"history_entry", storefault.OpPut, schedule.HistoryPrefix("a")},
+		{"next_due_marker", storefault.OpPut, schedule.DuePrefix},
+		{"state", storefault.OpPutIfMatch, schedule.StateKey("a")},
 	} {
 		t.Run("a_tick_whose_"+c.name+"_answer_was_lost_fires_once", func(t *testing.T) {
 			e, fs := newLossEnv(t, f)
 			e.create(quarter, t0)
-			fs.FailMatching(c.op, c.prefix, store.LoseAnswer, 1)
+			fs.FailMatching(c.op, c.prefix, storefault.LoseAnswer, 1)
 			rep := e.tick(crashAt)
 			wantHits(t, fs, 1)
 			if rep.Fired != 1 {

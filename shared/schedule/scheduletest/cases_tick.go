@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store"
@@ -92,7 +93,7 @@ func runTick(t *testing.T, f Factory) {
 	t.Run("a_due_schedule_fires_once_and_its_marker_moves_to_the_next_time", func(t *testing.T) {
 		e := newEnv(t, f)
 		e.create(schedule.Request{ID: "a", Cron: "*/15 * * * *", Queue: "reports", TaskType: "report.make",
-			Input: json.RawMessage(`{"n":1}`), TTL: dur("10m"), MaxAttempts: 5}, t0)
+			Input: json.RawMessage(`{"n":1}`), TTL: check.Dur("10m"), MaxAttempts: 5}, t0)
 		at := utc("2026-05-01T09:15:40Z")
 		fire := utc("2026-05-01T09:15:00Z")
 		rep := e.tick(at)
@@ -258,7 +259,7 @@ func runTick(t *testing.T, f Factory) {
 
 	t.Run("catch_up_fires_each_missed_time_inside_the_window", func(t *testing.T) {
 		e := newEnv(t, f)
-		e.create(schedule.Request{ID: "a", Cron: "*/15 * * * *", MissedRuns: schedule.MissedCatchUp, CatchUpWindow: dur("1h")}, t0)
+		e.create(schedule.Request{ID: "a", Cron: "*/15 * * * *", MissedRuns: schedule.MissedCatchUp, CatchUpWindow: check.Dur("1h")}, t0)
 		e.create(schedule.Request{ID: "wide", Cron: "*/15 * * * *", MissedRuns: schedule.MissedCatchUp}, t0) // default 24h
 		rep := e.tick(utc("2026-05-01T11:07:00Z"))
 		if rep.Fired != 4+8 || rep.Missed != 4 {

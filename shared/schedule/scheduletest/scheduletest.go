@@ -10,7 +10,6 @@ package scheduletest
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sort"
 	"strings"
 	"testing"
@@ -37,11 +36,11 @@ type Factory struct {
 func Run(t *testing.T, f Factory) {
 	t.Run("crud", func(t *testing.T) { runCRUD(t, f) })
 	t.Run("bad_input", func(t *testing.T) { runBadInput(t, f) })
-	t.Run("tick", func(t *testing.T) { runTick(t, f) })
+	t.Run("tick", func(t *testing.T) { runTick(t, f); runTickFires(t, f) })
 	t.Run("cron", func(t *testing.T) { runCron(t, f) })
-	t.Run("crash", func(t *testing.T) { runCrash(t, f) })
+	t.Run("crash", func(t *testing.T) { runCrash(t, f); runCrashUnretried(t, f) })
+	t.Run("race", func(t *testing.T) { runRace(t, f) })
 	t.Run("day", func(t *testing.T) { runDay(t, f) })
-	t.Run("review", func(t *testing.T) { runReview(t, f) })
 	t.Run("lost_answer", func(t *testing.T) { runLost(t, f) })
 }
 
@@ -213,39 +212,12 @@ func utc(s string) time.Time {
 	return t
 }
 
-func dur(s string) *queue.Duration {
-	d, err := queue.ParseDuration(s)
-	if err != nil {
-		panic(err)
-	}
-	v := queue.Duration(d)
-	return &v
-}
-
 func ptr[T any](v T) *T { return &v }
 
 func wantStrings(t testing.TB, what string, got, want []string) {
 	t.Helper()
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("%s:\n got %d: %v\nwant %d: %v", what, len(got), got, len(want), want)
-	}
-}
-
-func wantErr(t testing.TB, err, want error) {
-	t.Helper()
-	if !errors.Is(err, want) {
-		t.Fatalf("err = %v, want %v", err, want)
-	}
-}
-
-func wantField(t testing.TB, err error, field string) {
-	t.Helper()
-	var ve *queue.ValidationError
-	if !errors.As(err, &ve) || !errors.Is(err, queue.ErrInvalidInput) && !errors.Is(err, queue.ErrTooLarge) {
-		t.Fatalf("err = %v, want a *queue.ValidationError on %q", err, field)
-	}
-	if ve.Field != field {
-		t.Fatalf("validation error on field %q (%v), want field %q", ve.Field, err, field)
 	}
 }
 

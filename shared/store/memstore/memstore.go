@@ -100,7 +100,7 @@ func (s *Store) Head(ctx context.Context, key string) (store.Info, error) {
 }
 
 // PutIfAbsent implements store.Store.
-func (s *Store) PutIfAbsent(ctx context.Context, key string, body []byte) (string, error) {
+func (s *Store) PutIfAbsent(ctx context.Context, key string, body []byte, opts ...store.PutOption) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
@@ -113,7 +113,7 @@ func (s *Store) PutIfAbsent(ctx context.Context, key string, body []byte) (strin
 }
 
 // PutIfMatch implements store.Store.
-func (s *Store) PutIfMatch(ctx context.Context, key string, body []byte, etag string) (string, error) {
+func (s *Store) PutIfMatch(ctx context.Context, key string, body []byte, etag string, opts ...store.PutOption) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
@@ -127,7 +127,7 @@ func (s *Store) PutIfMatch(ctx context.Context, key string, body []byte, etag st
 }
 
 // Put implements store.Store.
-func (s *Store) Put(ctx context.Context, key string, body []byte) (string, error) {
+func (s *Store) Put(ctx context.Context, key string, body []byte, opts ...store.PutOption) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}

@@ -118,8 +118,8 @@ func (s *Store) Head(ctx context.Context, key string) (store.Info, error) {
 }
 
 // PutIfAbsent creates key only if nothing exists there (If-None-Match: *).
-func (s *Store) PutIfAbsent(ctx context.Context, key string, body []byte) (string, error) {
-	etag, err := s.put(ctx, key, body, func(in *s3.PutObjectInput) { in.IfNoneMatch = aws.String("*") })
+func (s *Store) PutIfAbsent(ctx context.Context, key string, body []byte, opts ...store.PutOption) (string, error) {
+	etag, err := s.put(ctx, key, body, opts, func(in *s3.PutObjectInput) { in.IfNoneMatch = aws.String("*") })
 	if err != nil {
 		return "", fmt.Errorf("put %s if absent: %w", key, err)
 	}
@@ -127,13 +127,13 @@ func (s *Store) PutIfAbsent(ctx context.Context, key string, body []byte) (strin
 }
 
 // PutIfMatch replaces key only if its ETag is etag (If-Match).
-func (s *Store) PutIfMatch(ctx context.Context, key string, body []byte, etag string) (string, error) {
+func (s *Store) PutIfMatch(ctx context.Context, key string, body []byte, etag string, opts ...store.PutOption) (string, error) {
 	if etag == "" {
 		// No object has an empty ETag, and an empty If-Match header would
 		// make the write unconditional.
 		return "", fmt.Errorf("put %s if match %q: %w", key, etag, store.ErrPrecondition)
 	}
-	newETag, err := s.put(ctx, key, body, func(in *s3.PutObjectInput) { in.IfMatch = &etag })
+	newETag, err := s.put(ctx, key, body, opts, func(in *s3.PutObjectInput) { in.IfMatch = &etag })
 	if errors.Is(err, store.ErrNotFound) {
 		// S3 answers If-Match on a missing key (or a delete marker) with
 		// 404 NoSuchKey; for the store it is a lost compare-and-swap.
@@ -146,32 +146,32 @@ func (s *Store) PutIfMatch(ctx context.Context, key string, body []byte, etag st
 }
 
 // Put writes key unconditionally.
-func (s *Store) Put(ctx context.Context, key string, body []byte) (string, error) {
-	etag, err := s.put(ctx, key, body, nil)
+func (s *Store) Put(ctx context.Context, key string, body []byte, opts ...store.PutOption) (string, error) {
+	etag, err := s.put(ctx, key, body, opts, nil)
 	if err != nil {
 		return "", fmt.Errorf("put %s: %w", key, err)
 	}
 	return etag, nil
 }
 
-// put sends one PutObject; condition, when not nil, sets its conditional
-// header, and the request is then retried on throttling only.
-func (s *Store) put(ctx context.Context, key string, body []byte, condition func(*s3.PutObjectInput)) (string, error) {
+// put sends one PutObject with opts; condition, when not nil, sets its
+// conditional header, and the request is then retried on throttling only.
+func (s *Store) put(ctx context.Context, key string, body []byte, opts []store.PutOption, condition func(*s3.PutObjectInput)) (string, error) {
 	in := &s3.PutObjectInput{
 		Bucket:        &s.bucket,
 		Key:           aws.String(s.prefix + key),
 		Body:          bytes.NewReader(body),
 		ContentLength: aws.Int64(int64(len(body))),
 	}
-	if tags := store.TagsFrom(ctx); tags != "" {
+	if tags := store.PutOptionsOf(opts...).Tags; tags != "" {
 		in.Tagging = aws.String(tags) // x-amz-tagging, for lifecycle rules
 	}
-	opts := s.idempotent
+	retry := s.idempotent
 	if condition != nil {
 		condition(in)
-		opts = s.conditional
+		retry = s.conditional
 	}
-	out, err := s.client.PutObject(ctx, in, opts...)
+	out, err := s.client.PutObject(ctx, in, retry...)
 	if err != nil {
 		return "", mapError(err)
 	}

@@ -1,15 +1,21 @@
-package store
+// Package storefault wraps a store.Store to inject failures into chosen
+// requests: a crash before or after a write reaches S3, or an answer lost
+// on the network. It is test support for the conformance suites, the
+// fault runs and the bench; production code never imports it.
+package storefault
 
 import (
 	"context"
 	"errors"
 	"strings"
 	"sync"
+
+	"github.com/s3q/s3q/shared/store"
 )
 
-// ErrInjected is the failure Faulty injects. It is wrapped as retryable, as
+// ErrInjected is the failure Store injects. It is wrapped as retryable, as
 // a crash or a dropped connection would look to the caller.
-var ErrInjected = errors.New("store: injected failure")
+var ErrInjected = errors.New("storefault: injected failure")
 
 // FaultMode says what an injected failure does to the request it hits.
 type FaultMode int
@@ -26,12 +32,12 @@ const (
 	LoseAnswer
 )
 
-// Faulty wraps a Store and fails chosen requests, to simulate a crash
+// Store wraps a store.Store and fails chosen requests, to simulate a crash
 // between the writes of a transition. Requests are numbered from 1 in the
 // order they start; Fail(n, mode) arms the n-th write (put or delete)
 // from now on. Reads are not numbered. It is safe for concurrent use.
-type Faulty struct {
-	inner Store
+type Store struct {
+	inner store.Store
 
 	mu      sync.Mutex
 	seen    int
@@ -59,22 +65,22 @@ type faultRule struct {
 	left       int
 }
 
-var _ Store = (*Faulty)(nil)
+var _ store.Store = (*Store)(nil)
 
-// NewFaulty returns a wrapper that injects no failure until armed.
-func NewFaulty(inner Store) *Faulty { return &Faulty{inner: inner} }
+// New returns a wrapper around inner that injects no failure until armed.
+func New(inner store.Store) *Store { return &Store{inner: inner} }
 
 // Fail arms the n-th write from now (n >= 1) to fail with the given mode.
 // After it fires, every later request fails too, as a dead process's
 // would, until Disarm is called (with LoseAnswer, later requests work).
-func (f *Faulty) Fail(n int, mode FaultMode) {
+func (f *Store) Fail(n int, mode FaultMode) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.seen, f.failAt, f.mode, f.failAll, f.fired = 0, n, mode, false, false
 }
 
 // Disarm stops injecting failures: the process has restarted.
-func (f *Faulty) Disarm() {
+func (f *Store) Disarm() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.failAt, f.failAll, f.rule = 0, false, nil
@@ -86,21 +92,21 @@ func (f *Faulty) Disarm() {
 // LoseAnswer apply them and lose their answers. Unlike Fail, the process
 // lives: every other request goes on working. It replaces an earlier
 // FailMatching; Disarm clears it.
-func (f *Faulty) FailMatching(op, prefix string, mode FaultMode, count int) {
+func (f *Store) FailMatching(op, prefix string, mode FaultMode, count int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.rule, f.ruleHits = &faultRule{op: op, prefix: prefix, mode: mode, left: count}, 0
 }
 
 // Hits returns how many writes the FailMatching rule has failed.
-func (f *Faulty) Hits() int {
+func (f *Store) Hits() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.ruleHits
 }
 
 // Fired reports whether the armed failure has happened.
-func (f *Faulty) Fired() bool {
+func (f *Store) Fired() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.failAll || f.fired || f.ruleHits > 0
@@ -108,7 +114,7 @@ func (f *Faulty) Fired() bool {
 
 // decide numbers one request and says whether to fail it before or after.
 // op is the kind of write ("" for a read) and key its key.
-func (f *Faulty) decide(op, key string) (before, after bool) {
+func (f *Store) decide(op, key string) (before, after bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failAll {
@@ -135,65 +141,65 @@ func (f *Faulty) decide(op, key string) (before, after bool) {
 	return f.mode == FailBefore, f.mode != FailBefore
 }
 
-func injected() error { return Retryable(ErrInjected) }
+func injected() error { return store.Retryable(ErrInjected) }
 
-// Get implements Store.
-func (f *Faulty) Get(ctx context.Context, key string) (Object, error) {
+// Get implements store.Store.
+func (f *Store) Get(ctx context.Context, key string) (store.Object, error) {
 	if before, _ := f.decide("", ""); before {
-		return Object{}, injected()
+		return store.Object{}, injected()
 	}
 	return f.inner.Get(ctx, key)
 }
 
-// Head implements Store.
-func (f *Faulty) Head(ctx context.Context, key string) (Info, error) {
+// Head implements store.Store.
+func (f *Store) Head(ctx context.Context, key string) (store.Info, error) {
 	if before, _ := f.decide("", ""); before {
-		return Info{}, injected()
+		return store.Info{}, injected()
 	}
 	return f.inner.Head(ctx, key)
 }
 
-// PutIfAbsent implements Store.
-func (f *Faulty) PutIfAbsent(ctx context.Context, key string, body []byte) (string, error) {
+// PutIfAbsent implements store.Store.
+func (f *Store) PutIfAbsent(ctx context.Context, key string, body []byte, opts ...store.PutOption) (string, error) {
 	before, after := f.decide(OpPutIfAbsent, key)
 	if before {
 		return "", injected()
 	}
-	etag, err := f.inner.PutIfAbsent(ctx, key, body)
+	etag, err := f.inner.PutIfAbsent(ctx, key, body, opts...)
 	if after {
 		return "", injected()
 	}
 	return etag, err
 }
 
-// PutIfMatch implements Store.
-func (f *Faulty) PutIfMatch(ctx context.Context, key string, body []byte, etag string) (string, error) {
+// PutIfMatch implements store.Store.
+func (f *Store) PutIfMatch(ctx context.Context, key string, body []byte, etag string, opts ...store.PutOption) (string, error) {
 	before, after := f.decide(OpPutIfMatch, key)
 	if before {
 		return "", injected()
 	}
-	newETag, err := f.inner.PutIfMatch(ctx, key, body, etag)
+	newETag, err := f.inner.PutIfMatch(ctx, key, body, etag, opts...)
 	if after {
 		return "", injected()
 	}
 	return newETag, err
 }
 
-// Put implements Store.
-func (f *Faulty) Put(ctx context.Context, key string, body []byte) (string, error) {
+// Put implements store.Store.
+func (f *Store) Put(ctx context.Context, key string, body []byte, opts ...store.PutOption) (string, error) {
 	before, after := f.decide(OpPut, key)
 	if before {
 		return "", injected()
 	}
-	etag, err := f.inner.Put(ctx, key, body)
+	etag, err := f.inner.Put(ctx, key, body, opts...)
 	if after {
 		return "", injected()
 	}
 	return etag, err
 }
 
-// Delete implements Store.
-func (f *Faulty) Delete(ctx context.Context, key string) error {
+// Delete implements store.Store.
+func (f *Store) Delete(ctx context.Context, key string) error {
 	before, after := f.decide(OpDelete, key)
 	if before {
 		return injected()
@@ -205,26 +211,26 @@ func (f *Faulty) Delete(ctx context.Context, key string) error {
 	return err
 }
 
-// List implements Store.
-func (f *Faulty) List(ctx context.Context, prefix, startAfter string, limit int) (Page, error) {
+// List implements store.Store.
+func (f *Store) List(ctx context.Context, prefix, startAfter string, limit int) (store.Page, error) {
 	if before, _ := f.decide("", ""); before {
-		return Page{}, injected()
+		return store.Page{}, injected()
 	}
 	return f.inner.List(ctx, prefix, startAfter, limit)
 }
 
-// Versions implements Store.
-func (f *Faulty) Versions(ctx context.Context, key string) ([]Version, error) {
+// Versions implements store.Store.
+func (f *Store) Versions(ctx context.Context, key string) ([]store.Version, error) {
 	if before, _ := f.decide("", ""); before {
 		return nil, injected()
 	}
 	return f.inner.Versions(ctx, key)
 }
 
-// GetVersion implements Store.
-func (f *Faulty) GetVersion(ctx context.Context, key, versionID string) (Object, error) {
+// GetVersion implements store.Store.
+func (f *Store) GetVersion(ctx context.Context, key, versionID string) (store.Object, error) {
 	if before, _ := f.decide("", ""); before {
-		return Object{}, injected()
+		return store.Object{}, injected()
 	}
 	return f.inner.GetVersion(ctx, key, versionID)
 }
