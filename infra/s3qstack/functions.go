@@ -182,6 +182,7 @@ func Functions() []Function {
 			Name: "sweep-expired",
 			Access: []Access{
 				on(pTasks, GetObject, PutObject, PutObjectTagging),
+				on(pQueues, GetObject),
 				on(pSlots, PutObject), // the slot of a lapsed lease it settles (If-Match)
 				on(pReady, GetObject, PutObject, DeleteObject),
 				on(pDeadline, GetObject, PutObject, DeleteObject, ListBucket),

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -112,9 +113,15 @@ func (r *sweepRun) sweepQueues(ctx context.Context, head sweepHead) {
 	r.parallel(ctx, retire)
 }
 
-// readQueue reads the deadline head of every shard of one queue.
+// readQueue reads the deadline head of every shard of one queue: the
+// deployment's shards and, when the queue is declared with more, its own
+// (its declaration is read once per Options.DeclCacheFor per process).
 func (r *sweepRun) readQueue(ctx context.Context, w *queueWork) {
 	w.clean = true
+	if _, err := r.q.declared(ctx, w.name, false, r.now); err != nil && !errors.Is(err, ErrQueueNotFound) {
+		r.fail(err)
+		w.clean = false
+	}
 	for shard := 0; shard < r.q.readShards(w.name); shard++ {
 		due, next, done, err := r.readDeadlineHead(ctx, deadlinePrefix(w.name, shard))
 		w.due = append(w.due, due...)

@@ -30,6 +30,25 @@ func (d *deadlineLists) List(ctx context.Context, prefix, after string, limit in
 // own work is done first and the queue heads it has no time for wait for
 // the next sweep.
 func runSweepQueues(t *testing.T, f Factory) {
+	t.Run("a_queue_declared_with_more_shards_than_the_deployment_is_swept_in_every_shard", func(t *testing.T) {
+		e := newEnv(t, f)
+		if _, _, err := e.q.Declare(ctx, queue.Declaration{Name: "wide", Shards: 4}, t0); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for i := 0; i < 12; i++ {
+			ids = append(ids, e.submit(queue.SubmitRequest{Queue: "wide", TTL: check.Dur("1m")}, t0).ID)
+		}
+		// A process that has not read the declaration, as a sweep's is.
+		rep, err := e.reopen().Sweep(ctx, t0.Add(2*time.Minute), queue.SweepOptions{})
+		if err != nil || rep.Expired != len(ids) {
+			t.Fatalf("sweep: %+v %v", rep, err)
+		}
+		for _, id := range ids {
+			wantStatus(t, e.get(id), queue.StatusExpired)
+		}
+	})
+
 	t.Run("many_queue_names_with_due_wake_ups_do_not_stop_the_sweep_publishing_events", func(t *testing.T) {
 		n := 20_000
 		if f.Real {
