@@ -27,6 +27,20 @@ func (a *API) scheduler() (*schedule.Scheduler, error) {
 	return a.opts.Schedules, nil
 }
 
+// scheduleRequest is the scheduler and the schedule.Request of a POST or
+// PUT body, its queue checked by inQueue.
+func (a *API) scheduleRequest(rq *request) (*schedule.Scheduler, schedule.Request, error) {
+	var req schedule.Request
+	sc, err := a.scheduler()
+	if err != nil {
+		return nil, req, err
+	}
+	if err := decodeObject(rq.body, &req, ""); err != nil {
+		return nil, req, err
+	}
+	return sc, req, a.inQueue(rq, &req)
+}
+
 // inQueue fills in the queue of a schedule request from the path, or
 // refuses another one (400 naming queue), and checks that the queue takes
 // tasks (404 queue_not_found for an undeclared one where queues must be
@@ -49,8 +63,14 @@ func (a *API) ownSchedule(rq *request, sc *schedule.Scheduler) error {
 	if err != nil {
 		return err
 	}
+	return notInQueue(rq, s)
+}
+
+// notInQueue is the 404 of a schedule s addressed under another queue than
+// the one it fires into, or nil.
+func notInQueue(rq *request, s schedule.Schedule) error {
 	if s.Queue != rq.queue {
-		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no schedule " + clip(rq.id) + " in queue " + rq.queue}
+		return notFound("no schedule %s in queue %s", clip(rq.id), rq.queue)
 	}
 	return nil
 }
@@ -64,15 +84,8 @@ func (a *API) scheduleOut(status int, s schedule.Schedule, err error) (reply, er
 
 // scheduleCreate serves POST /queues/{queue}/schedules: 201 with the schedule.
 func (a *API) scheduleCreate(rq *request) (reply, error) {
-	sc, err := a.scheduler()
+	sc, req, err := a.scheduleRequest(rq)
 	if err != nil {
-		return reply{}, err
-	}
-	var req schedule.Request
-	if err := decodeObject(rq.body, &req, ""); err != nil {
-		return reply{}, err
-	}
-	if err := a.inQueue(rq, &req); err != nil {
 		return reply{}, err
 	}
 	s, err := sc.Create(rq.ctx, req, rq.now(a))
@@ -104,23 +117,16 @@ func (a *API) scheduleGet(rq *request) (reply, error) {
 		return reply{}, err
 	}
 	s, err := sc.Get(rq.ctx, rq.id, rq.now(a))
-	if err == nil && s.Queue != rq.queue {
-		return reply{}, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no schedule " + clip(rq.id) + " in queue " + rq.queue}
+	if err == nil {
+		err = notInQueue(rq, s)
 	}
 	return a.scheduleOut(http.StatusOK, s, err)
 }
 
 // scheduleUpdate serves PUT /queues/{queue}/schedules/{id}: the whole definition replaced.
 func (a *API) scheduleUpdate(rq *request) (reply, error) {
-	sc, err := a.scheduler()
+	sc, req, err := a.scheduleRequest(rq)
 	if err != nil {
-		return reply{}, err
-	}
-	var req schedule.Request
-	if err := decodeObject(rq.body, &req, ""); err != nil {
-		return reply{}, err
-	}
-	if err := a.inQueue(rq, &req); err != nil {
 		return reply{}, err
 	}
 	if err := a.ownSchedule(rq, sc); err != nil {
