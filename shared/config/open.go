@@ -115,26 +115,18 @@ func (c Config) Logger(w io.Writer) *slog.Logger {
 }
 
 // LambdaClient returns the Lambda client of push targets and of the
-// dispatch wake: through LambdaEndpoint when it is set. It makes no
-// request.
-func (c Config) LambdaClient(ctx context.Context) (*lambda.Client, error) {
-	awsCfg, err := c.AWS(ctx)
-	if err != nil {
-		return nil, err
-	}
+// dispatch wake, on awsCfg (from AWS): through LambdaEndpoint when it is
+// set. It makes no request.
+func (c Config) LambdaClient(awsCfg aws.Config) *lambda.Client {
 	return lambda.NewFromConfig(awsCfg, func(o *lambda.Options) {
 		if c.LambdaEndpoint != "" {
 			o.BaseEndpoint = aws.String(c.LambdaEndpoint)
 		}
-	}), nil
+	})
 }
 
 // SSMClient returns the SSM client that reads the signing secrets of URL
-// targets. It makes no request.
-func (c Config) SSMClient(ctx context.Context) (*ssm.Client, error) {
-	awsCfg, err := c.AWS(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return ssm.NewFromConfig(awsCfg), nil
+// targets, on awsCfg (from AWS). It makes no request.
+func (c Config) SSMClient(awsCfg aws.Config) *ssm.Client {
+	return ssm.NewFromConfig(awsCfg)
 }

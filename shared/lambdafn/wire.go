@@ -82,9 +82,9 @@ type Parts struct {
 // Build returns the Deps the named functions run on (every function when
 // none is named), made from c and p: the counted store, the queue (c.Shards
 // and the other queue settings), the scheduler on the same counted store,
-// the event publisher, the artifact service, the EMF metrics, and, for
-// dispatch and submit, the dispatcher and the wake of push queues. It
-// makes no request.
+// the event publisher (for sweep-expired only), the artifact service, the
+// EMF metrics, and, for dispatch and submit, the dispatcher and the wake
+// of push queues. It makes no request.
 func Build(ctx context.Context, c config.Config, p Parts, functions ...string) (Deps, error) {
 	if len(functions) == 0 {
 		functions = Names()
@@ -105,7 +105,9 @@ func Build(ctx context.Context, c config.Config, p Parts, functions ...string) (
 		}
 		p.Store, p.S3 = s3store.New(client, c.Bucket, c.Prefix), client
 	}
-	if p.Publisher == nil {
+	// Only the sweep publishes; the other functions load no AWS
+	// configuration for an EventBridge client they never use.
+	if p.Publisher == nil && slices.Contains(functions, SweepExpired) {
 		pub, err := c.Publisher(ctx, p.Logger)
 		if err != nil {
 			return Deps{}, err
@@ -216,18 +218,15 @@ const dispatchListCache = 100 * time.Millisecond
 // itself (its AWS_LAMBDA_FUNCTION_NAME). Its queue claims only, on s
 // (counted) with c's shards and a short LIST cache.
 func newDispatcher(ctx context.Context, c config.Config, s store.Store, logger *slog.Logger) (*dispatch.Dispatcher, error) {
-	lc, err := c.LambdaClient(ctx)
+	awsCfg, err := c.AWS(ctx) // loaded once for both clients
 	if err != nil {
 		return nil, err
 	}
-	sc, err := c.SSMClient(ctx)
-	if err != nil {
-		return nil, err
-	}
+	lc := c.LambdaClient(awsCfg)
 	opts := dispatch.Options{
 		Logger:       logger,
 		Lambda:       &dispatch.Lambda{Client: lc},
-		HTTP:         dispatch.NewHTTP(dispatch.NewSSMSecrets(sc, 0), c.AllowInsecureTargets),
+		HTTP:         dispatch.NewHTTP(dispatch.NewSSMSecrets(c.SSMClient(awsCfg), 0), c.AllowInsecureTargets),
 		RecheckAfter: dispatchListCache + 50*time.Millisecond,
 	}
 	if self := os.Getenv("AWS_LAMBDA_FUNCTION_NAME"); self != "" {
@@ -246,11 +245,11 @@ func newWaker(ctx context.Context, c config.Config, logger *slog.Logger) (dispat
 	if c.DispatchFunction == "" {
 		return nil, nil
 	}
-	lc, err := c.LambdaClient(ctx)
+	awsCfg, err := c.AWS(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &dispatch.Limited{Now: time.Now, Next: &dispatch.LambdaWaker{Client: lc, Function: c.DispatchFunction, Logger: logger}}, nil
+	return &dispatch.Limited{Now: time.Now, Next: &dispatch.LambdaWaker{Client: c.LambdaClient(awsCfg), Function: c.DispatchFunction, Logger: logger}}, nil
 }
 
 // wireLocalDispatch gives d the in-process dispatcher of Parts.Local, on
