@@ -32,6 +32,34 @@ const (
 	CodeDeadlineExceeded     = "deadline_exceeded"      // 504: the task's deadline passed while waiting, or the request ran out of time
 )
 
+// codeStatus is the HTTP status of each error code: apiError sets it,
+// the OpenAPI document lists it.
+var codeStatus = map[string]int{
+	CodeInvalidInput:         http.StatusBadRequest,
+	CodeInvalidLeaseDuration: http.StatusBadRequest,
+	CodeNotFound:             http.StatusNotFound,
+	CodeQueueNotFound:        http.StatusNotFound,
+	CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
+	CodeNotRunning:           http.StatusConflict,
+	CodeLeaseMismatch:        http.StatusConflict,
+	CodeLeaseExpired:         http.StatusConflict,
+	CodeInvalidState:         http.StatusConflict,
+	CodeConflict:             http.StatusConflict,
+	CodeAlreadyExists:        http.StatusConflict,
+	CodeQueueNotEmpty:        http.StatusConflict,
+	CodeTooManyQueues:        http.StatusConflict,
+	CodeTooLarge:             http.StatusRequestEntityTooLarge,
+	CodeInternal:             http.StatusInternalServerError,
+	CodeThrottled:            http.StatusServiceUnavailable,
+	CodeDeadlineExceeded:     http.StatusGatewayTimeout,
+}
+
+// apiError is the error response of code, with the status codeStatus
+// gives it.
+func apiError(code, field, message string) *Error {
+	return &Error{Status: codeStatus[code], Code: code, Field: field, Message: message}
+}
+
 // retryAfterSeconds is the Retry-After of a 503.
 const retryAfterSeconds = "2"
 
@@ -64,15 +92,15 @@ type errorBody struct {
 }
 
 func badInput(field, format string, args ...any) *Error {
-	return &Error{Status: http.StatusBadRequest, Code: CodeInvalidInput, Field: field, Message: fmt.Sprintf(format, args...)}
+	return apiError(CodeInvalidInput, field, fmt.Sprintf(format, args...))
 }
 
 func tooLarge(field, format string, args ...any) *Error {
-	return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge, Field: field, Message: fmt.Sprintf(format, args...)}
+	return apiError(CodeTooLarge, field, fmt.Sprintf(format, args...))
 }
 
 func notFound(format string, args ...any) *Error {
-	return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: fmt.Sprintf(format, args...)}
+	return apiError(CodeNotFound, "", fmt.Sprintf(format, args...))
 }
 
 // toError maps an error from the core, the store or this package to the
@@ -91,41 +119,41 @@ func toError(err error) *Error {
 		return e
 	case errors.As(err, &ve):
 		if errors.Is(err, queue.ErrTooLarge) {
-			return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge, Field: ve.Field, Message: ve.Error()}
+			return apiError(CodeTooLarge, ve.Field, ve.Error())
 		}
-		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidInput, Field: ve.Field, Message: ve.Error()}
+		return apiError(CodeInvalidInput, ve.Field, ve.Error())
 	case errors.Is(err, queue.ErrInvalidLeaseDuration):
-		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidLeaseDuration, Field: "lease_for",
-			Message: "lease_for must be more than 0 and at most " + queue.FormatDuration(queue.MaxLease) + " (0 or absent means the task's timeout)"}
+		return apiError(CodeInvalidLeaseDuration, "lease_for",
+			"lease_for must be more than 0 and at most "+queue.FormatDuration(queue.MaxLease)+" (0 or absent means the task's timeout)")
 	case errors.Is(err, queue.ErrQueueNotFound):
-		return &Error{Status: http.StatusNotFound, Code: CodeQueueNotFound, Field: "queue", Message: err.Error() + ": declare it with PUT /queues/{queue}"}
+		return apiError(CodeQueueNotFound, "queue", err.Error()+": declare it with PUT /queues/{queue}")
 	case errors.Is(err, queue.ErrQueueNotEmpty):
-		return &Error{Status: http.StatusConflict, Code: CodeQueueNotEmpty, Message: err.Error()}
+		return apiError(CodeQueueNotEmpty, "", err.Error())
 	case errors.Is(err, queue.ErrTooManyQueues):
-		return &Error{Status: http.StatusConflict, Code: CodeTooManyQueues, Message: err.Error() + " (max_queues)"}
+		return apiError(CodeTooManyQueues, "", err.Error()+" (max_queues)")
 	case errors.Is(err, queue.ErrNotFound), errors.Is(err, schedule.ErrNotFound):
-		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error()}
+		return apiError(CodeNotFound, "", err.Error())
 	case errors.Is(err, schedule.ErrExists):
-		return &Error{Status: http.StatusConflict, Code: CodeAlreadyExists, Field: "id", Message: err.Error()}
+		return apiError(CodeAlreadyExists, "id", err.Error())
 	case errors.Is(err, queue.ErrNotRunning):
-		return &Error{Status: http.StatusConflict, Code: CodeNotRunning, Message: err.Error()}
+		return apiError(CodeNotRunning, "", err.Error())
 	case errors.Is(err, queue.ErrLeaseMismatch):
-		return &Error{Status: http.StatusConflict, Code: CodeLeaseMismatch, Message: err.Error()}
+		return apiError(CodeLeaseMismatch, "", err.Error())
 	case errors.Is(err, queue.ErrLeaseExpired):
-		return &Error{Status: http.StatusConflict, Code: CodeLeaseExpired, Message: err.Error()}
+		return apiError(CodeLeaseExpired, "", err.Error())
 	case errors.As(err, &se):
-		return &Error{Status: http.StatusConflict, Code: CodeInvalidState, Message: se.Error()}
+		return apiError(CodeInvalidState, "", se.Error())
 	case errors.As(err, &ce):
-		return &Error{Status: http.StatusConflict, Code: CodeConflict, Field: ce.Field, Message: ce.Error()}
+		return apiError(CodeConflict, ce.Field, ce.Error())
 	case errors.Is(err, queue.ErrConflict):
-		return &Error{Status: http.StatusConflict, Code: CodeConflict, Message: err.Error()}
+		return apiError(CodeConflict, "", err.Error())
 	case errors.Is(err, store.ErrRetryable):
-		return &Error{Status: http.StatusServiceUnavailable, Code: CodeThrottled, Message: "the store is busy or briefly unavailable; retry after a moment"}
+		return apiError(CodeThrottled, "", "the store is busy or briefly unavailable; retry after a moment")
 	case errors.Is(err, context.DeadlineExceeded):
-		return &Error{Status: http.StatusGatewayTimeout, Code: CodeDeadlineExceeded, Message: "the request ran out of time"}
+		return apiError(CodeDeadlineExceeded, "", "the request ran out of time")
 	case errors.Is(err, context.Canceled):
 		// The caller went away; nobody reads this answer.
-		return &Error{Status: http.StatusServiceUnavailable, Code: CodeThrottled, Message: "the request was cancelled"}
+		return apiError(CodeThrottled, "", "the request was cancelled")
 	}
-	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}
+	return apiError(CodeInternal, "", "internal error")
 }

@@ -24,27 +24,6 @@ type obj = map[string]any
 // request out of time (504).
 var commonErrors = []string{CodeInvalidInput, CodeNotFound, CodeInternal, CodeThrottled, CodeDeadlineExceeded}
 
-// codeStatus is the HTTP status of each error code.
-var codeStatus = map[string]int{
-	CodeInvalidInput:         http.StatusBadRequest,
-	CodeInvalidLeaseDuration: http.StatusBadRequest,
-	CodeNotFound:             http.StatusNotFound,
-	CodeQueueNotFound:        http.StatusNotFound,
-	CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
-	CodeNotRunning:           http.StatusConflict,
-	CodeLeaseMismatch:        http.StatusConflict,
-	CodeLeaseExpired:         http.StatusConflict,
-	CodeInvalidState:         http.StatusConflict,
-	CodeConflict:             http.StatusConflict,
-	CodeAlreadyExists:        http.StatusConflict,
-	CodeQueueNotEmpty:        http.StatusConflict,
-	CodeTooManyQueues:        http.StatusConflict,
-	CodeTooLarge:             http.StatusRequestEntityTooLarge,
-	CodeInternal:             http.StatusInternalServerError,
-	CodeThrottled:            http.StatusServiceUnavailable,
-	CodeDeadlineExceeded:     http.StatusGatewayTimeout,
-}
-
 // queryDocs describes each query parameter a route may accept.
 var queryDocs = map[string]obj{
 	"status":    {"description": "only tasks in this status", "schema": ref("Status")},

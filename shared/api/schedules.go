@@ -22,7 +22,7 @@ type scheduleReply struct {
 
 func (a *API) scheduler() (*schedule.Scheduler, error) {
 	if a.opts.Schedules == nil {
-		return nil, &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "schedules are not served by this API"}
+		return nil, apiError(CodeNotFound, "", "schedules are not served by this API")
 	}
 	return a.opts.Schedules, nil
 }

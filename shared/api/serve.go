@@ -67,7 +67,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			a.log.ErrorContext(ctx, "panic serving request", "route", rl.route, "method", rl.method, "path", rl.path,
 				"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			if !sw.wroteHeader {
-				a.writeError(sw, &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}, nil)
+				a.writeError(sw, apiError(CodeInternal, "", "internal error"), nil)
 			}
 			rl.code = CodeInternal
 		}

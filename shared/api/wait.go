@@ -92,6 +92,6 @@ func (a *API) deadlineReply(t queue.Task, now time.Time) reply {
 	return reply{
 		status: http.StatusGatewayTimeout,
 		code:   CodeDeadlineExceeded,
-		body:   errorBody{Error: &Error{Status: http.StatusGatewayTimeout, Code: CodeDeadlineExceeded, Message: msg}, Task: &v},
+		body:   errorBody{Error: apiError(CodeDeadlineExceeded, "", msg), Task: &v},
 	}
 }
