@@ -16,6 +16,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -139,6 +140,24 @@ func (c *Client) Queue() string { return c.queue }
 // qpath returns the path of rest under the client's queue:
 // /queues/{queue}{rest}.
 func (c *Client) qpath(rest string) string { return queuePath(c.queue, rest) }
+
+// taskPath returns the path of rest under task id of the client's queue:
+// /queues/{queue}/tasks/{id}{rest}.
+func (c *Client) taskPath(id, rest string) string {
+	return c.qpath("/tasks/" + url.PathEscape(id) + rest)
+}
+
+// pageQuery is the query of one page: limit when above 0, cursor when set.
+func pageQuery(limit int, cursor string) url.Values {
+	q := url.Values{}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	return q
+}
 
 // queuePath returns /queues/{name}{rest}.
 func queuePath(name, rest string) string { return "/queues/" + url.PathEscape(name) + rest }

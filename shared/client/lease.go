@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
@@ -65,7 +64,7 @@ func (c *Client) Heartbeat(ctx context.Context, l Lease, leaseFor time.Duration)
 		body["lease_for"] = queue.FormatDuration(leaseFor)
 	}
 	var res Claimed
-	_, err := c.doRetry(ctx, http.MethodPost, c.qpath("/tasks/"+url.PathEscape(l.TaskID)+"/heartbeat"), nil, body, &res)
+	_, err := c.doRetry(ctx, http.MethodPost, c.taskPath(l.TaskID, "/heartbeat"), nil, body, &res)
 	return res, err
 }
 

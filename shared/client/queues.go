@@ -3,8 +3,6 @@ package client
 import (
 	"context"
 	"net/http"
-	"net/url"
-	"strconv"
 
 	"github.com/s3q/s3q/shared/queue"
 )
@@ -69,13 +67,7 @@ type ListQueuesResult struct {
 
 // ListQueues returns one page of declared queues.
 func (c *Client) ListQueues(ctx context.Context, req ListQueuesRequest) (ListQueuesResult, error) {
-	q := url.Values{}
-	if req.Limit > 0 {
-		q.Set("limit", strconv.Itoa(req.Limit))
-	}
-	if req.Cursor != "" {
-		q.Set("cursor", req.Cursor)
-	}
+	q := pageQuery(req.Limit, req.Cursor)
 	if req.NoCounts {
 		q.Set("counts", "false")
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/s3q/s3q/shared/schedule"
@@ -38,19 +37,13 @@ func (c *Client) UpdateSchedule(ctx context.Context, id string, req schedule.Req
 // GetSchedule returns a schedule with its next 5 fire times.
 func (c *Client) GetSchedule(ctx context.Context, id string) (schedule.Schedule, error) {
 	var res scheduleReply
-	_, err := c.do(ctx, http.MethodGet, c.qpath("/schedules/"+url.PathEscape(id)), nil, nil, &res)
+	_, err := c.do(ctx, http.MethodGet, c.scheduleIDPath(id, ""), nil, nil, &res)
 	return res.Schedule, err
 }
 
 // ListSchedules returns one page of schedules.
 func (c *Client) ListSchedules(ctx context.Context, req schedule.ListRequest) (schedule.ListResult, error) {
-	q := url.Values{}
-	if req.Limit > 0 {
-		q.Set("limit", strconv.Itoa(req.Limit))
-	}
-	if req.Cursor != "" {
-		q.Set("cursor", req.Cursor)
-	}
+	q := pageQuery(req.Limit, req.Cursor)
 	var res schedule.ListResult
 	_, err := c.do(ctx, http.MethodGet, c.schedulePath(req.Queue, ""), q, nil, &res)
 	return res, err
@@ -58,13 +51,13 @@ func (c *Client) ListSchedules(ctx context.Context, req schedule.ListRequest) (s
 
 // DeleteSchedule deletes a schedule; the tasks it fired stay.
 func (c *Client) DeleteSchedule(ctx context.Context, id string) error {
-	_, err := c.do(ctx, http.MethodDelete, c.qpath("/schedules/"+url.PathEscape(id)), nil, nil, nil)
+	_, err := c.do(ctx, http.MethodDelete, c.scheduleIDPath(id, ""), nil, nil, nil)
 	return err
 }
 
 func (c *Client) scheduleOp(ctx context.Context, id, op string) (schedule.Schedule, error) {
 	var res scheduleReply
-	_, err := c.do(ctx, http.MethodPost, c.qpath("/schedules/"+url.PathEscape(id)+"/"+op), nil, struct{}{}, &res)
+	_, err := c.do(ctx, http.MethodPost, c.scheduleIDPath(id, "/"+op), nil, struct{}{}, &res)
 	return res.Schedule, err
 }
 
@@ -83,24 +76,18 @@ func (c *Client) TriggerSchedule(ctx context.Context, id string) (schedule.Fire,
 	var res struct {
 		Fire schedule.Fire `json:"fire"`
 	}
-	_, err := c.do(ctx, http.MethodPost, c.qpath("/schedules/"+url.PathEscape(id)+"/trigger"), nil, struct{}{}, &res)
+	_, err := c.do(ctx, http.MethodPost, c.scheduleIDPath(id, "/trigger"), nil, struct{}{}, &res)
 	return res.Fire, err
 }
 
 // ScheduleHistory returns one page of a schedule's fires, oldest first.
 func (c *Client) ScheduleHistory(ctx context.Context, id string, req schedule.HistoryRequest) (schedule.HistoryResult, error) {
-	q := url.Values{}
+	q := pageQuery(req.Limit, req.Cursor)
 	if req.Since != nil {
 		q.Set("since", req.Since.UTC().Format(time.RFC3339Nano))
 	}
-	if req.Limit > 0 {
-		q.Set("limit", strconv.Itoa(req.Limit))
-	}
-	if req.Cursor != "" {
-		q.Set("cursor", req.Cursor)
-	}
 	var res schedule.HistoryResult
-	_, err := c.do(ctx, http.MethodGet, c.qpath("/schedules/"+url.PathEscape(id)+"/history"), q, nil, &res)
+	_, err := c.do(ctx, http.MethodGet, c.scheduleIDPath(id, "/history"), q, nil, &res)
 	return res, err
 }
 
@@ -111,4 +98,10 @@ func (c *Client) schedulePath(name, rest string) string {
 		name = c.queue
 	}
 	return queuePath(name, "/schedules"+rest)
+}
+
+// scheduleIDPath is /queues/{queue}/schedules/{id}{rest}, in the client's
+// queue.
+func (c *Client) scheduleIDPath(id, rest string) string {
+	return c.qpath("/schedules/" + url.PathEscape(id) + rest)
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
@@ -195,7 +193,7 @@ func (c *Client) Get(ctx context.Context, id string) (Task, error) {
 	var res struct {
 		Task Task `json:"task"`
 	}
-	_, err := c.doRetry(ctx, http.MethodGet, c.qpath("/tasks/"+url.PathEscape(id)), nil, nil, &res)
+	_, err := c.doRetry(ctx, http.MethodGet, c.taskPath(id, ""), nil, nil, &res)
 	return res.Task, err
 }
 
@@ -209,17 +207,12 @@ type ListResult struct {
 // (GET /queues/{queue}/tasks), or of every queue when it is empty (GET
 // /tasks, the operator's route).
 func (c *Client) List(ctx context.Context, req queue.ListRequest) (ListResult, error) {
-	q := url.Values{}
-	set := func(k, v string) {
-		if v != "" {
-			q.Set(k, v)
-		}
+	q := pageQuery(req.Limit, req.Cursor)
+	if req.Status != "" {
+		q.Set("status", string(req.Status))
 	}
-	set("status", string(req.Status))
-	set("task_type", req.TaskType)
-	set("cursor", req.Cursor)
-	if req.Limit > 0 {
-		q.Set("limit", strconv.Itoa(req.Limit))
+	if req.TaskType != "" {
+		q.Set("task_type", req.TaskType)
 	}
 	path := "/tasks"
 	if req.Queue != "" {
@@ -247,15 +240,9 @@ type HistoryResult struct {
 // first: req.Limit of them (the server's default, 100, when 0), from
 // req.Cursor, a previous page's NextCursor.
 func (c *Client) History(ctx context.Context, id string, req queue.HistoryRequest) (HistoryResult, error) {
-	q := url.Values{}
-	if req.Cursor != "" {
-		q.Set("cursor", req.Cursor)
-	}
-	if req.Limit > 0 {
-		q.Set("limit", strconv.Itoa(req.Limit))
-	}
+	q := pageQuery(req.Limit, req.Cursor)
 	var res HistoryResult
-	_, err := c.doRetry(ctx, http.MethodGet, c.qpath("/tasks/"+url.PathEscape(id)+"/history"), q, nil, &res)
+	_, err := c.doRetry(ctx, http.MethodGet, c.taskPath(id, "/history"), q, nil, &res)
 	return res, err
 }
 
@@ -274,7 +261,7 @@ func (c *Client) taskOp(ctx context.Context, id, op string, body any, retry bool
 	if retry {
 		do = c.doRetry
 	}
-	_, err := do(ctx, http.MethodPost, c.qpath("/tasks/"+url.PathEscape(id)+"/"+op), nil, body, &res)
+	_, err := do(ctx, http.MethodPost, c.taskPath(id, "/"+op), nil, body, &res)
 	return res.Task, err
 }
 
