@@ -184,9 +184,7 @@ func Run(ctx context.Context, opts Options) error {
 	timerDone := make(chan struct{})
 	go func() {
 		defer close(timerDone)
-		runTimers(timerCtx, opts.TickInterval, functions, opts.Logger, func() {
-			local.WakeAll()
-		})
+		runTimers(timerCtx, opts.TickInterval, functions, opts.Logger, local.WakeAll)
 	}()
 
 	select {
@@ -211,11 +209,10 @@ func Run(ctx context.Context, opts Options) error {
 
 // banner prints where the API is and how to try it.
 func banner(w io.Writer, baseURL, storage string, tick time.Duration) {
-	events := "GET /events shows the latest Task Expired and Task Dead-Lettered events (dev only)"
 	fmt.Fprintf(w, `s3q dev: the HTTP API is at %[1]s
   state:  %[2]s
   timers: sweep-expired and schedule-tick every %[3]s
-  events: %[4]s
+  events: GET /events shows the latest Task Expired and Task Dead-Lettered events (dev only)
 
 Try it:
   curl -s -X POST %[1]s/queues/default/tasks -d '{"task_type":"hello","input":{"name":"world"},"ttl":"1h"}'
@@ -226,5 +223,5 @@ Try it:
   curl -s -X POST %[1]s/queues/default/tasks -d '{"task_type":"hello","ttl":"5s"}'   # expires at the next sweep after 5s
   curl -s '%[1]s/events?limit=10'
 
-`, baseURL, storage, queue.FormatDuration(tick), events)
+`, baseURL, storage, queue.FormatDuration(tick))
 }
