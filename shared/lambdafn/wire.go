@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3q/s3q/shared/config"
@@ -268,11 +267,7 @@ func (d *Deps) wireLocalDispatch(ctx context.Context, c config.Config, secrets d
 	if err != nil {
 		return err
 	}
-	lc := awslambda.NewFromConfig(awsCfg, func(o *awslambda.Options) {
-		if c.LambdaEndpoint != "" {
-			o.BaseEndpoint = &c.LambdaEndpoint
-		}
-	})
+	lc := c.LambdaClient(awsCfg)
 	if secrets == nil {
 		secrets = dispatch.StaticSecrets{}
 	}
