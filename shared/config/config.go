@@ -209,18 +209,8 @@ func (r *envReader) readPlaces(c *Config) {
 	if c.Prefix != "" && (!strings.HasSuffix(c.Prefix, "/") || strings.HasPrefix(c.Prefix, "/") || strings.Contains(c.Prefix, "..") || strings.ContainsFunc(c.Prefix, isControl)) {
 		r.bad(EnvPrefix, "%q must end in \"/\", not start with one, and hold no \"..\" or control characters (e.g. \"s3q/\")", c.Prefix)
 	}
-	if c.Endpoint != "" {
-		u, err := url.Parse(c.Endpoint)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			r.bad(EnvEndpoint, "%q is not an endpoint URL such as http://127.0.0.1:7070", c.Endpoint)
-		}
-	}
-	if c.LambdaEndpoint != "" {
-		u, err := url.Parse(c.LambdaEndpoint)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			r.bad(EnvLambdaEndpoint, "%q is not an endpoint URL such as http://127.0.0.1:9001", c.LambdaEndpoint)
-		}
-	}
+	r.checkEndpoint(EnvEndpoint, c.Endpoint, "http://127.0.0.1:7070")
+	r.checkEndpoint(EnvLambdaEndpoint, c.LambdaEndpoint, "http://127.0.0.1:9001")
 	if s := r.get(EnvPushQueues); s != "" {
 		pq, err := dispatch.ParseStatic([]byte(s), false)
 		if err != nil {
@@ -228,6 +218,17 @@ func (r *envReader) readPlaces(c *Config) {
 		} else {
 			c.PushQueues = pq
 		}
+	}
+}
+
+// checkEndpoint reports variable v when its value s is set and is not an
+// http(s) URL with a host, such as example.
+func (r *envReader) checkEndpoint(v, s, example string) {
+	if s == "" {
+		return
+	}
+	if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		r.bad(v, "%q is not an endpoint URL such as %s", s, example)
 	}
 }
 
