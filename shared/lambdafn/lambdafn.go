@@ -75,12 +75,7 @@ func FunctionFor(routeKey string) (string, bool) {
 // answers 404). The dev server routes with it, as API Gateway does with
 // the stack's routes.
 func FunctionForRequest(method, path string) string {
-	if key, ok := api.Match(method, path); ok {
-		if fn, ok := FunctionFor(key); ok {
-			return fn
-		}
-	}
-	for _, m := range api.Allowed(path) {
+	for _, m := range append([]string{method}, api.Allowed(path)...) {
 		if key, ok := api.Match(m, path); ok {
 			if fn, ok := FunctionFor(key); ok {
 				return fn
