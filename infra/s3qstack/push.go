@@ -21,15 +21,6 @@ import (
 // target gets AccessDenied, which fails its deliveries (and the
 // delivery-failure alarm says so).
 
-// Key prefixes the dispatch function uses besides the markers: its
-// concurrency slots (push/{queue}/slots/), the core's slots of declared
-// queues (slots/{queue}/) and the declarations (queues/).
-const (
-	pPushSlots  = "push/"
-	pCoreSlots  = "slots/"
-	pQueueDecls = "queues/"
-)
-
 // PushDeliveryFailuresMetric is the metric the delivery-failure alarm
 // watches: the dispatch function's EMF line counts the deliveries that
 // failed or timed out (shared/metrics' PushDeliveryFailuresMetric).

@@ -211,14 +211,7 @@ func TestTheMinuteRulesRunOverAnIdleDeploymentMakesTheREADMEsRequests(t *testing
 	d := dispatch.New(q, dispatch.NewDeclared(q, nil, 0), dispatch.Options{
 		Now: e.clk.Now, Logger: slog.New(slog.DiscardHandler), RecheckAfter: 150 * time.Millisecond,
 	})
-	var per []int64
-	for range 3 {
-		e.clk.Advance(time.Minute)
-		st.Reset()
-		run(t, d, "")
-		per = append(per, st.Counts().Total())
-	}
-	t.Logf("requests per idle minute run: %v", per)
+	per := idleRuns(t, e, st, d)
 	const want = 1 + 2 + 1 + 2
 	for _, n := range per {
 		if n > want {
@@ -375,25 +368,13 @@ func lapsedRace(t *testing.T, st store.Store, declared bool) {
 			ids[i] = e.submit(t, queue.SubmitRequest{MaxAttempts: 10}).ID
 		}
 		for round := 0; round < 12; round++ {
-			var wg sync.WaitGroup
-			for range 16 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					if _, err := e.dispatcher(st, nil).Run(context.Background(), "", time.Time{}); err != nil {
-						t.Error(err)
-					}
-				}()
-			}
-			wg.Wait()
+			e.runMany(t, st, 16)
 			time.Sleep(100 * time.Millisecond) // past the lapsed leases, in real time
 			if n := len(tg.deliveries()); n >= 2*tasks {
 				break
 			}
 		}
-		tg.mu.Lock()
-		maxSeen := tg.maxSeen
-		tg.mu.Unlock()
+		maxSeen := tg.peak()
 		liveMu.Lock()
 		defer liveMu.Unlock()
 		if maxLive > 2 {
@@ -637,14 +618,7 @@ func TestTheMinuteRulesIdleCostDoesNotGrowWithPullQueues(t *testing.T) {
 		q := queue.New(st, queue.Options{ListCacheFor: 100 * time.Millisecond})
 		targets := dispatch.NewDeclared(q, nil, 0)
 		d := dispatch.New(q, targets, dispatch.Options{Now: e.clk.Now, Logger: slog.New(slog.DiscardHandler)})
-		var per []int64
-		for range 3 {
-			e.clk.Advance(time.Minute)
-			st.Reset()
-			run(t, d, "")
-			per = append(per, st.Counts().Total())
-		}
-		t.Logf("requests per idle minute run: %v", per)
+		per := idleRuns(t, e, st, d)
 		if per[1] > 4 || per[2] > 4 {
 			t.Fatalf("requests per idle minute run %v, want at most 4 once warm", per)
 		}

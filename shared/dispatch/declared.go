@@ -94,6 +94,7 @@ func (s *Declared) PushQueues(ctx context.Context, now time.Time) ([]PushQueue, 
 		defer s.mu.Unlock()
 		return append([]PushQueue(nil), s.all...), nil
 	}
+	prev := s.etags // replaced whole below, never changed in place
 	s.mu.Unlock()
 	var out []PushQueue
 	seen := map[string]bool{}
@@ -110,9 +111,7 @@ func (s *Declared) PushQueues(ctx context.Context, now time.Time) ([]PushQueue, 
 			if it.Key != queue.QueueKey(name) || queue.ValidateQueueName(name) != nil {
 				continue
 			}
-			s.mu.Lock()
-			e, ok := s.etags[name]
-			s.mu.Unlock()
+			e, ok := prev[name]
 			if !ok || it.ETag == "" || e.etag != it.ETag {
 				// New or changed since the last listing: read it.
 				d, err := s.q.GetQueue(ctx, name, now)

@@ -112,11 +112,22 @@ func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time, wa
 	if d.opts.RecheckAfter > 0 && wake {
 		rechecks = 1
 	}
-	defer func() {
-		wg.Wait() // the deliveries add to rep
+	running := func() int {
 		mu.Lock()
 		defer mu.Unlock()
-	}()
+		return inFlight
+	}
+	// waitFinished waits for a delivery of ours to end; false when the
+	// run ends first.
+	waitFinished := func() bool {
+		select {
+		case <-finished:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	defer wg.Wait() // the deliveries add to rep
 	if now := d.opts.Now(); !wake && !until.IsZero() && now.Add(lease+margin).After(until) {
 		// The minute rule's run has its whole time ahead: a lease that
 		// does not fit now never will, and the queue is never delivered.
@@ -144,18 +155,13 @@ func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time, wa
 			}
 			if hold == nil {
 				<-sem
-				mu.Lock()
-				n := inFlight
-				mu.Unlock()
-				if n == 0 {
+				if running() == 0 {
 					break // every slot is held elsewhere; those dispatchers go on
 				}
-				select {
-				case <-finished:
-					continue
-				case <-ctx.Done():
+				if !waitFinished() {
 					return rep, nil
 				}
+				continue
 			}
 		}
 		claimed, err := d.q.Claim(ctx, queue.ClaimRequest{
@@ -167,25 +173,17 @@ func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time, wa
 			if err != nil {
 				return rep, fmt.Errorf("claim: %w", err)
 			}
-			mu.Lock()
-			n := inFlight
-			mu.Unlock()
-			if n > 0 && p.MaxInFlight > 0 {
+			if running() > 0 && p.MaxInFlight > 0 {
 				// The claim's own slots may all be ours: claim again as
 				// each of our deliveries ends.
-				select {
-				case <-finished:
-					continue
-				case <-ctx.Done():
+				if !waitFinished() {
 					return rep, nil
 				}
+				continue
 			}
 			if rechecks > 0 {
 				rechecks--
-				mu.Lock()
-				n := inFlight
-				mu.Unlock()
-				if n == 0 {
+				if running() == 0 {
 					select {
 					case <-time.After(d.opts.RecheckAfter):
 					case <-ctx.Done():

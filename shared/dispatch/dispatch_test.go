@@ -177,6 +177,45 @@ func run(t *testing.T, d *dispatch.Dispatcher, name string) dispatch.Report {
 	return rep
 }
 
+// runMany runs n dispatchers of e over st at once, as n Lambdas of one
+// wake would.
+func (e *env) runMany(t *testing.T, st store.Store, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := e.dispatcher(st, nil).Run(context.Background(), "", time.Time{}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// peak is the most deliveries the target had in flight at once.
+func (tg *target) peak() int {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	return tg.maxSeen
+}
+
+// idleRuns runs d three times, a minute apart, and returns the requests
+// st counted for each run.
+func idleRuns(t *testing.T, e *env, st *store.Counting, d *dispatch.Dispatcher) []int64 {
+	t.Helper()
+	var per []int64
+	for range 3 {
+		e.clk.Advance(time.Minute)
+		st.Reset()
+		run(t, d, "")
+		per = append(per, st.Counts().Total())
+	}
+	t.Logf("requests per idle minute run: %v", per)
+	return per
+}
+
 func httpQueue(url string, timeout time.Duration) dispatch.PushQueue {
 	return dispatch.PushQueue{Name: "push", Target: dispatch.Target{URL: url, Secret: "s3q/secret"}, Timeout: queue.Duration(timeout)}
 }
@@ -340,24 +379,12 @@ func TestMaxConcurrencyIsNeverExceededBy16RacingDispatchers(t *testing.T) {
 			ids[i] = e.submit(t, queue.SubmitRequest{}).ID
 		}
 		for round := 0; round < 5; round++ {
-			var wg sync.WaitGroup
-			for range 16 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					if _, err := e.dispatcher(st, nil).Run(context.Background(), "", time.Time{}); err != nil {
-						t.Error(err)
-					}
-				}()
-			}
-			wg.Wait()
+			e.runMany(t, st, 16)
 			if len(tg.deliveries()) >= tasks {
 				break
 			}
 		}
-		tg.mu.Lock()
-		maxSeen := tg.maxSeen
-		tg.mu.Unlock()
+		maxSeen := tg.peak()
 		if maxSeen > 3 {
 			t.Fatalf("%d deliveries at once, max_concurrency 3", maxSeen)
 		}
@@ -463,9 +490,7 @@ func TestDeclaredPushQueueIsDeliveredWithinItsMaxConcurrency(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		tg.mu.Lock()
-		maxSeen := tg.maxSeen
-		tg.mu.Unlock()
+		maxSeen := tg.peak()
 		if maxSeen > 2 {
 			t.Fatalf("%d deliveries at once, max_concurrency 2", maxSeen)
 		}

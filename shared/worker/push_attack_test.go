@@ -4,15 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/aws/aws-lambda-go/lambda/messages"
 	"net/http"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/s3q/s3q/shared/client"
+	"github.com/aws/aws-lambda-go/lambda/messages"
+
 	"github.com/s3q/s3q/shared/pushsig"
-	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/worker"
 )
 
@@ -21,10 +20,7 @@ import (
 func TestVerifySignatureWithAnEmptySecretRefusesEveryDelivery(t *testing.T) {
 	now := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
 	body := []byte(`{"task":{"id":"forged"}}`)
-	ts := strconv.FormatInt(now.Unix(), 10)
-	h := http.Header{}
-	h.Set("S3q-Timestamp", ts)
-	h.Set("S3q-Signature", pushsig.Sign("", ts, body))
+	h := signed("", strconv.FormatInt(now.Unix(), 10), body)
 	if err := worker.VerifySignature("", h, body, now, 0); !errors.Is(err, pushsig.ErrNoSecret) {
 		t.Fatalf("empty secret: %v", err)
 	}
@@ -42,11 +38,7 @@ func TestLambdaHandlerDoesNotStartAHandlerPastTheDeliveryDeadline(t *testing.T) 
 			return json.RawMessage(`{}`), nil
 		},
 	})
-	_, err := h(context.Background(), worker.Push{
-		Task:     client.Task{Task: queue.Task{ID: "id", TaskType: "ok"}},
-		Lease:    client.Lease{TaskID: "id", Token: "tok"},
-		Deadline: time.Now().Add(-time.Second),
-	})
+	_, err := h(context.Background(), pushOf("ok", time.Now().Add(-time.Second)))
 	if ran || err == nil {
 		t.Fatalf("ran %v, error %v", ran, err)
 	}
@@ -65,9 +57,7 @@ func TestLambdaHandlerSurvivesAPanicAndEndsTheContextAtTheDeadline(t *testing.T)
 			return nil, ctx.Err()
 		},
 	})
-	push := func(tt string) worker.Push {
-		return worker.Push{Task: client.Task{Task: queue.Task{ID: "id", TaskType: tt}}, Deadline: time.Now().Add(50 * time.Millisecond)}
-	}
+	push := func(tt string) worker.Push { return pushOf(tt, time.Now().Add(50*time.Millisecond)) }
 	var ie messages.InvokeResponse_Error
 	if _, err := h(context.Background(), push("panics")); !errors.As(err, &ie) || ie.Type == worker.PermanentErrorType {
 		t.Fatalf("panic: %#v", err)
@@ -84,12 +74,7 @@ func TestLambdaHandlerSurvivesAPanicAndEndsTheContextAtTheDeadline(t *testing.T)
 func TestVerifySignatureRefusesTamperedOrFutureTimestamps(t *testing.T) {
 	now := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
 	body := []byte(`{"task":{"id":"x"}}`)
-	sign := func(ts string) http.Header {
-		h := http.Header{}
-		h.Set("S3q-Timestamp", ts)
-		h.Set("S3q-Signature", pushsig.Sign("k", ts, body))
-		return h
-	}
+	sign := func(ts string) http.Header { return signed("k", ts, body) }
 	future := sign(strconv.FormatInt(now.Add(6*time.Minute).Unix(), 10))
 	moved := sign(strconv.FormatInt(now.Add(-10*time.Minute).Unix(), 10))
 	moved.Set("S3q-Timestamp", strconv.FormatInt(now.Unix(), 10))

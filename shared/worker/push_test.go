@@ -17,13 +17,23 @@ import (
 	"github.com/s3q/s3q/shared/worker"
 )
 
+// signed is the header of a delivery of body signed with secret at ts.
+func signed(secret, ts string, body []byte) http.Header {
+	h := http.Header{}
+	h.Set("S3q-Timestamp", ts)
+	h.Set("S3q-Signature", pushsig.Sign(secret, ts, body))
+	return h
+}
+
+// pushOf is a delivery of a task of type tt with the given deadline.
+func pushOf(tt string, deadline time.Time) worker.Push {
+	return worker.Push{Task: client.Task{Task: queue.Task{ID: "id", TaskType: tt}}, Lease: client.Lease{TaskID: "id", Token: "tok"}, Deadline: deadline}
+}
+
 func TestVerifySignatureAcceptsOnlyTheSignedBodyWithinTheTolerance(t *testing.T) {
 	now := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
 	body := []byte(`{"task":{"id":"x"}}`)
-	ts := strconv.FormatInt(now.Unix(), 10)
-	h := http.Header{}
-	h.Set("S3q-Timestamp", ts)
-	h.Set("S3q-Signature", pushsig.Sign("k", ts, body))
+	h := signed("k", strconv.FormatInt(now.Unix(), 10), body)
 	if err := worker.VerifySignature("k", h, body, now.Add(time.Minute), 5*time.Minute); err != nil {
 		t.Errorf("a good delivery: %v", err)
 	}
@@ -63,9 +73,7 @@ func TestLambdaHandlerRunsTheTypesHandlerUntilTheDeadline(t *testing.T) {
 		},
 		"flaky": func(context.Context, *worker.Task) (json.RawMessage, error) { return nil, errors.New("later") },
 	})
-	push := func(tt string) worker.Push {
-		return worker.Push{Task: client.Task{Task: queue.Task{ID: "id", TaskType: tt}}, Lease: client.Lease{TaskID: "id", Token: "tok"}, Deadline: deadline}
-	}
+	push := func(tt string) worker.Push { return pushOf(tt, deadline) }
 	if out, err := h(context.Background(), push("ok")); err != nil || string(out) != `{"done":true}` {
 		t.Errorf("ok: %s %v", out, err)
 	}
