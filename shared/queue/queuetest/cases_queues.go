@@ -590,3 +590,25 @@ func (e *env) list(req queue.ListRequest) []queue.Task {
 	}
 	return res.Tasks
 }
+
+// listIDs lists every page of req, following its cursors, and returns the
+// ids in the order listed. A listing still going after 20 pages fails.
+func (e *env) listIDs(req queue.ListRequest) []string {
+	e.t.Helper()
+	var ids []string
+	for pages := 1; ; pages++ {
+		if pages > 20 {
+			e.t.Fatalf("still listing after 20 pages: %v", ids)
+		}
+		res, err := e.q.List(ctx, req)
+		if err != nil {
+			e.t.Fatalf("list: %v", err)
+		}
+		for _, task := range res.Tasks {
+			ids = append(ids, task.ID)
+		}
+		if req.Cursor = res.NextCursor; req.Cursor == "" {
+			return ids
+		}
+	}
+}
