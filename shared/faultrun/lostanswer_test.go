@@ -254,24 +254,15 @@ var lostCases = []lostCase{
 		s, err := e.sched.Create(ctx, schedule.Request{ID: "s1", TaskType: "t", Cron: "*/5 * * * *"}, t0)
 		return "schedule " + s.ID, err
 	}},
-	{name: "schedule_trigger", setup: func(ctx context.Context, e *lenv) error {
-		_, err := e.sched.Create(ctx, schedule.Request{ID: "s1", TaskType: "t", Cron: "*/5 * * * *"}, t0)
-		return err
-	}, op: func(ctx context.Context, e *lenv) (string, error) {
+	{name: "schedule_trigger", setup: createS1, op: func(ctx context.Context, e *lenv) (string, error) {
 		f, err := e.sched.Trigger(ctx, "s1", t0.Add(time.Minute))
 		return "fired " + f.TaskID, err
 	}},
-	{name: "schedule_pause", setup: func(ctx context.Context, e *lenv) error {
-		_, err := e.sched.Create(ctx, schedule.Request{ID: "s1", TaskType: "t", Cron: "*/5 * * * *"}, t0)
-		return err
-	}, op: func(ctx context.Context, e *lenv) (string, error) {
+	{name: "schedule_pause", setup: createS1, op: func(ctx context.Context, e *lenv) (string, error) {
 		s, err := e.sched.Pause(ctx, "s1", t0.Add(time.Minute))
 		return "schedule " + s.ID, err
 	}},
-	{name: "tick_fire", setup: func(ctx context.Context, e *lenv) error {
-		_, err := e.sched.Create(ctx, schedule.Request{ID: "s1", TaskType: "t", Cron: "*/5 * * * *"}, t0)
-		return err
-	}, op: func(ctx context.Context, e *lenv) (string, error) {
+	{name: "tick_fire", setup: createS1, op: func(ctx context.Context, e *lenv) (string, error) {
 		return timer(func() (string, error) {
 			r, err := e.sched.Tick(ctx, t0.Add(5*time.Minute+time.Second))
 			if err == nil && r.Errors > 0 {
@@ -287,6 +278,12 @@ const (
 	lostCreates = "lost answers recognised on create-only writes"
 	leaseReplay = "a repeated lease operation answering as the first did"
 )
+
+// createS1 creates schedule s1, every five minutes.
+func createS1(ctx context.Context, e *lenv) error {
+	_, err := e.sched.Create(ctx, schedule.Request{ID: "s1", TaskType: "t", Cron: "*/5 * * * *"}, t0)
+	return err
+}
 
 func submitA(ctx context.Context, e *lenv) error {
 	return e.submit(ctx, queue.SubmitRequest{ID: idA, TaskType: "t"})
