@@ -516,11 +516,8 @@ func runConcurrency(t *testing.T, f Factory) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := e.reopen(); true {
-			cs, err := got.Claim(ctx, queue.ClaimRequest{Queue: "dead", LeaseFor: time.Minute, MaxTasks: 4}, t0.Add(30*time.Second))
-			if err != nil || len(cs) != 0 {
-				t.Fatalf("claim while both leases are valid: %d tasks, %v", len(cs), err)
-			}
+		if cs, err := e.reopen().Claim(ctx, queue.ClaimRequest{Queue: "dead", LeaseFor: time.Minute, MaxTasks: 4}, t0.Add(30*time.Second)); err != nil || len(cs) != 0 {
+			t.Fatalf("claim while both leases are valid: %d tasks, %v", len(cs), err)
 		}
 		later := t0.Add(time.Minute + time.Second)
 		got, err := e.reopen().Claim(ctx, queue.ClaimRequest{Queue: "dead", LeaseFor: time.Minute, MaxTasks: 4}, later)
