@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -279,22 +280,31 @@ func TestClientRetriesLeaseOperations(t *testing.T) {
 		})
 	}
 
-	t.Run("cancel_retry_and_expire_are_not_retried", func(t *testing.T) {
-		f, c := newFlaky(t)
-		res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "t"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.mu.Lock()
-		f.plan = []string{"503"}
-		f.mu.Unlock()
-		if _, err := c.Cancel(ctx, res.Task.ID); err == nil {
-			t.Fatal("a 503 cancel succeeded")
-		}
-		if n := len(f.seen()); n != 2 {
-			t.Fatalf("%d requests, want 2", n)
-		}
-	})
+	for _, op := range []struct {
+		name string
+		call func(*client.Client, context.Context, string) (client.Task, error)
+	}{
+		{"cancel", (*client.Client).Cancel},
+		{"retry", (*client.Client).Retry},
+		{"expire", (*client.Client).Expire},
+	} {
+		t.Run("a_"+op.name+"_is_not_retried", func(t *testing.T) {
+			f, c := newFlaky(t)
+			res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "t"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.mu.Lock()
+			f.plan = []string{"503"}
+			f.mu.Unlock()
+			if _, err := op.call(c, ctx, res.Task.ID); err == nil {
+				t.Fatalf("a 503 %s succeeded", op.name)
+			}
+			if n := len(f.seen()); n != 2 {
+				t.Fatalf("%d requests, want 2", n)
+			}
+		})
+	}
 }
 
 func TestErrorMatchesInvalidState(t *testing.T) {

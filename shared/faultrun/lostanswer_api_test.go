@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -143,52 +142,29 @@ var apiCases = []apiCase{
 // HTTP answer as without the fault, on its first try: never a 503 it must
 // retry, nor a 500.
 func TestLostAnswersThroughTheAPI(t *testing.T) {
-	for _, srv := range []*s3local.Server{servers.GoFakeS3, servers.VersityGW} {
-		t.Run(srv.Name, func(t *testing.T) {
-			for _, c := range apiCases {
-				t.Run(c.name, func(t *testing.T) { runAPICase(t, srv, c) })
-			}
-		})
-	}
+	onEachServer(t, apiCases, func(c apiCase) string { return c.name }, runAPICase)
 }
 
 func runAPICase(t *testing.T, srv *s3local.Server, c apiCase) {
 	ctx := t.Context()
-	ref := newAPIEnv(t, srv)
-	if c.setup != nil {
-		if err := c.setup(ctx, ref); err != nil {
-			t.Fatalf("setup: %v", err)
+	fresh := func(t *testing.T) (*apiEnv, *faultproxy.Proxy) {
+		e := newAPIEnv(t, srv)
+		if c.setup != nil {
+			if err := c.setup(ctx, e); err != nil {
+				t.Fatalf("setup: %v", err)
+			}
 		}
+		return e, e.p
 	}
-	ref.p.StartTrace()
-	want, err := c.op(ctx, ref)
-	trace := ref.p.StopTrace()
-	if err != nil {
-		t.Fatalf("without faults: %v", err)
-	}
-	seen := map[string]int{}
-	for _, w := range trace {
-		pattern := w.Pattern()
-		seen[pattern]++
-		if !w.IsWrite() {
-			continue
+	var want string
+	loseEachWrite(t, fresh, func(s string) string { return s }, func(e *apiEnv) {
+		var err error
+		if want, err = c.op(ctx, e); err != nil {
+			t.Fatalf("without faults: %v", err)
 		}
-		nth := seen[pattern]
-		t.Run(fmt.Sprintf("%s_%s_%s_%d", strings.ToLower(w.Method), w.Cond, strings.ReplaceAll(w.Key, "/", "_"), nth), func(t *testing.T) {
-			e := newAPIEnv(t, srv)
-			if c.setup != nil {
-				if err := c.setup(ctx, e); err != nil {
-					t.Fatalf("setup: %v", err)
-				}
-			}
-			shot, err := e.p.Inject(faultproxy.LostAnswer, pattern, nth)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := c.op(ctx, e)
-			if !shot.Fired() {
-				t.Fatalf("no request %q number %d was made", pattern, nth)
-			}
+	}, func(t *testing.T, e *apiEnv) func() {
+		got, err := c.op(ctx, e)
+		return func() {
 			var ce *client.Error
 			if errors.As(err, &ce) {
 				t.Fatalf("the caller got %d %s (%s), want %q", ce.Status, ce.Code, ce.Message, want)
@@ -196,6 +172,6 @@ func runAPICase(t *testing.T, srv *s3local.Server, c apiCase) {
 			if err != nil || got != want {
 				t.Errorf("the caller got %q, %v; want %q", got, err, want)
 			}
-		})
-	}
+		}
+	})
 }

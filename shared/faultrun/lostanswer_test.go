@@ -254,24 +254,15 @@ var lostCases = []lostCase{
 		s, err := e.sched.Create(ctx, schedule.Request{ID: "s1", TaskType: "t", Cron: "*/5 * * * *"}, t0)
 		return "schedule " + s.ID, err
 	}},
-	{name: "schedule_trigger", setup: func(ctx context.Context, e *lenv) error {
-		_, err := e.sched.Create(ctx, schedule.Request{ID: "s1", TaskType: "t", Cron: "*/5 * * * *"}, t0)
-		return err
-	}, op: func(ctx context.Context, e *lenv) (string, error) {
+	{name: "schedule_trigger", setup: createS1, op: func(ctx context.Context, e *lenv) (string, error) {
 		f, err := e.sched.Trigger(ctx, "s1", t0.Add(time.Minute))
 		return "fired " + f.TaskID, err
 	}},
-	{name: "schedule_pause", setup: func(ctx context.Context, e *lenv) error {
-		_, err := e.sched.Create(ctx, schedule.Request{ID: "s1", TaskType: "t", Cron: "*/5 * * * *"}, t0)
-		return err
-	}, op: func(ctx context.Context, e *lenv) (string, error) {
+	{name: "schedule_pause", setup: createS1, op: func(ctx context.Context, e *lenv) (string, error) {
 		s, err := e.sched.Pause(ctx, "s1", t0.Add(time.Minute))
 		return "schedule " + s.ID, err
 	}},
-	{name: "tick_fire", setup: func(ctx context.Context, e *lenv) error {
-		_, err := e.sched.Create(ctx, schedule.Request{ID: "s1", TaskType: "t", Cron: "*/5 * * * *"}, t0)
-		return err
-	}, op: func(ctx context.Context, e *lenv) (string, error) {
+	{name: "tick_fire", setup: createS1, op: func(ctx context.Context, e *lenv) (string, error) {
 		return timer(func() (string, error) {
 			r, err := e.sched.Tick(ctx, t0.Add(5*time.Minute+time.Second))
 			if err == nil && r.Errors > 0 {
@@ -287,6 +278,12 @@ const (
 	lostCreates = "lost answers recognised on create-only writes"
 	leaseReplay = "a repeated lease operation answering as the first did"
 )
+
+// createS1 creates schedule s1, every five minutes.
+func createS1(ctx context.Context, e *lenv) error {
+	_, err := e.sched.Create(ctx, schedule.Request{ID: "s1", TaskType: "t", Cron: "*/5 * * * *"}, t0)
+	return err
+}
 
 func submitA(ctx context.Context, e *lenv) error {
 	return e.submit(ctx, queue.SubmitRequest{ID: idA, TaskType: "t"})
@@ -332,61 +329,33 @@ func (c lostCase) call(ctx context.Context, e *lenv) (got string, first error, e
 // retrying as a client does, gets what it would have got without the
 // fault, and that the state left behind is the same.
 func TestLostAnswers(t *testing.T) {
-	for _, srv := range []*s3local.Server{servers.GoFakeS3, servers.VersityGW} {
-		t.Run(srv.Name, func(t *testing.T) {
-			for _, c := range lostCases {
-				t.Run(c.name, func(t *testing.T) { runLostCase(t, srv, c) })
-			}
-		})
-	}
+	onEachServer(t, lostCases, func(c lostCase) string { return c.name }, runLostCase)
 }
 
 func runLostCase(t *testing.T, srv *s3local.Server, c lostCase) {
 	ctx := t.Context()
-	ref := newLenv(t, srv)
-	if c.setup != nil {
-		if err := c.setup(ctx, ref); err != nil {
-			t.Fatalf("setup: %v", err)
+	fresh := func(t *testing.T) (*lenv, *faultproxy.Proxy) {
+		e := newLenv(t, srv)
+		if c.setup != nil {
+			if err := c.setup(ctx, e); err != nil {
+				t.Fatalf("setup: %v", err)
+			}
 		}
+		return e, e.p
 	}
-	ref.p.StartTrace()
-	want, err := c.op(ctx, ref)
-	trace := ref.p.StopTrace()
-	if err != nil {
-		t.Fatalf("without faults: %v", err)
-	}
-	want = c.norm(want)
-	t.Logf("without faults: %s; requests %v", want, trace)
-	if !slices.ContainsFunc(trace, faultproxy.Entry.IsWrite) {
-		t.Fatal("the operation wrote nothing: no answer to lose")
-	}
-	wantState := c.snapshot(t, ref.st)
-
-	seen := map[string]int{}
-	for _, w := range trace {
-		pattern := c.norm(w.Pattern())
-		seen[pattern]++
-		if !w.IsWrite() {
-			continue
+	var want string
+	var wantState map[string]string
+	loseEachWrite(t, fresh, c.norm, func(e *lenv) {
+		got, err := c.op(ctx, e)
+		if err != nil {
+			t.Fatalf("without faults: %v", err)
 		}
-		nth := seen[pattern]
-		name := fmt.Sprintf("%s_%s_%s_%d", strings.ToLower(w.Method), w.Cond, strings.ReplaceAll(w.Key, "/", "_"), nth)
-		t.Run(name, func(t *testing.T) {
-			e := newLenv(t, srv)
-			if c.setup != nil {
-				if err := c.setup(ctx, e); err != nil {
-					t.Fatalf("setup: %v", err)
-				}
-			}
-			shot, err := e.p.Inject(faultproxy.LostAnswer, pattern, nth)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, first, err := c.call(ctx, e)
-			if !shot.Fired() {
-				t.Fatalf("no request %q number %d was made", pattern, nth)
-			}
-			e.p.Disarm()
+		want = c.norm(got)
+		t.Logf("without faults: %s", want)
+		wantState = c.snapshot(t, e.st)
+	}, func(t *testing.T, e *lenv) func() {
+		got, first, err := c.call(ctx, e)
+		return func() {
 			if err != nil {
 				t.Fatalf("the caller got %v (first %v), want %q%s", err, first, want, edgeNote(c))
 			}
@@ -409,8 +378,8 @@ func runLostCase(t *testing.T, srv *s3local.Server, c lostCase) {
 			if diff := diffState(wantState, c.snapshot(t, e.st)); diff != "" {
 				t.Errorf("state after a repeat differs from a run without faults:\n%s", diff)
 			}
-		})
-	}
+		}
+	})
 }
 
 func edgeNote(c lostCase) string {

@@ -87,20 +87,7 @@ func runListCost(t *testing.T, f Factory) {
 			want = append(want, task.ID)
 		}
 		want = []string{want[1], want[0], want[2]} // queue a, b, c
-		var got []string
-		req := queue.ListRequest{Status: queue.StatusCancelled, Limit: 2}
-		for pages := 0; pages < 5; pages++ {
-			res, err := e.q.List(ctx, req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, task := range res.Tasks {
-				got = append(got, task.ID)
-			}
-			if req.Cursor = res.NextCursor; req.Cursor == "" {
-				break
-			}
-		}
+		got := e.listIDs(queue.ListRequest{Status: queue.StatusCancelled, Limit: 2})
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("listed %v, want %v", got, want)
 		}
@@ -157,20 +144,7 @@ func runListCost(t *testing.T, f Factory) {
 			t.Fatalf("claimed %s, want the task with a deadline", c.Task.ID)
 		}
 		e.submit(queue.SubmitRequest{Queue: "q"}, t0)
-		var got []string
-		req := queue.ListRequest{Status: queue.StatusPending, Queue: "p", Limit: 1}
-		for pages := 0; pages < 5; pages++ {
-			res, err := e.q.List(ctx, req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, task := range res.Tasks {
-				got = append(got, task.ID)
-			}
-			if req.Cursor = res.NextCursor; req.Cursor == "" {
-				break
-			}
-		}
+		got := e.listIDs(queue.ListRequest{Status: queue.StatusPending, Queue: "p", Limit: 1})
 		if fmt.Sprint(got) != fmt.Sprint([]string{a.ID, b.ID}) {
 			t.Fatalf("listed %v, want %v", got, []string{a.ID, b.ID})
 		}

@@ -516,11 +516,8 @@ func runConcurrency(t *testing.T, f Factory) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := e.reopen(); true {
-			cs, err := got.Claim(ctx, queue.ClaimRequest{Queue: "dead", LeaseFor: time.Minute, MaxTasks: 4}, t0.Add(30*time.Second))
-			if err != nil || len(cs) != 0 {
-				t.Fatalf("claim while both leases are valid: %d tasks, %v", len(cs), err)
-			}
+		if cs, err := e.reopen().Claim(ctx, queue.ClaimRequest{Queue: "dead", LeaseFor: time.Minute, MaxTasks: 4}, t0.Add(30*time.Second)); err != nil || len(cs) != 0 {
+			t.Fatalf("claim while both leases are valid: %d tasks, %v", len(cs), err)
 		}
 		later := t0.Add(time.Minute + time.Second)
 		got, err := e.reopen().Claim(ctx, queue.ClaimRequest{Queue: "dead", LeaseFor: time.Minute, MaxTasks: 4}, later)
@@ -589,4 +586,26 @@ func (e *env) list(req queue.ListRequest) []queue.Task {
 		e.t.Fatalf("list: %v", err)
 	}
 	return res.Tasks
+}
+
+// listIDs lists every page of req, following its cursors, and returns the
+// ids in the order listed. A listing still going after 20 pages fails.
+func (e *env) listIDs(req queue.ListRequest) []string {
+	e.t.Helper()
+	var ids []string
+	for pages := 1; ; pages++ {
+		if pages > 20 {
+			e.t.Fatalf("still listing after 20 pages: %v", ids)
+		}
+		res, err := e.q.List(ctx, req)
+		if err != nil {
+			e.t.Fatalf("list: %v", err)
+		}
+		for _, task := range res.Tasks {
+			ids = append(ids, task.ID)
+		}
+		if req.Cursor = res.NextCursor; req.Cursor == "" {
+			return ids
+		}
+	}
 }

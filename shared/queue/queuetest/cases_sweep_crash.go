@@ -119,6 +119,9 @@ func runSweepCrashPaths(t *testing.T, f Factory) {
 				faulty.Fail(n, mode)
 				pub := &recorder{}
 				_, _ = queue.New(faulty, e.op).Sweep(ctx, now, crashSweepOptions(pub))
+				if !faulty.Fired() {
+					t.Fatalf("write %d never happened", n)
+				}
 				faulty.Disarm()
 				e.sweep(now, pub)
 				e.sweep(now.Add(3*time.Minute), pub)

@@ -3,6 +3,7 @@ package scheduletest
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,12 +30,13 @@ type hookStore struct {
 	key   string
 	once  sync.Once
 	after func()
+	ran   atomic.Bool
 }
 
 func (h *hookStore) Delete(ctx context.Context, key string) error {
 	err := h.Store.Delete(ctx, key)
 	if err == nil && key == h.key {
-		h.once.Do(h.after)
+		h.once.Do(func() { h.ran.Store(true); h.after() })
 	}
 	return err
 }
@@ -53,6 +55,9 @@ func deleteRacingCreate(t *testing.T, f Factory) {
 	if err := e.process(h).Delete(ctx, "a", t0.Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
+	if !h.ran.Load() {
+		t.Fatal("the delete never deleted the definition: no create raced it")
+	}
 	sc := e.get("a", recreateAt)
 	if sc.Cron != "*/30 * * * *" || sc.NextRunAt == nil {
 		t.Fatalf("schedule after the race: %+v", sc)
@@ -70,11 +75,12 @@ type stallStore struct {
 	key    string
 	once   sync.Once
 	before func()
+	ran    atomic.Bool
 }
 
 func (s *stallStore) PutIfAbsent(ctx context.Context, key string, body []byte, opts ...store.PutOption) (string, error) {
 	if key == s.key {
-		s.once.Do(s.before)
+		s.once.Do(func() { s.ran.Store(true); s.before() })
 	}
 	return s.Store.PutIfAbsent(ctx, key, body, opts...)
 }
@@ -91,6 +97,9 @@ func createStalledBeforeState(t *testing.T, f Factory) {
 	}}
 	if _, err := e.process(st).Create(ctx, schedule.Request{ID: "a", TaskType: "report.make", Cron: "*/15 * * * *"}, at); err != nil {
 		t.Fatal(err)
+	}
+	if !st.ran.Load() {
+		t.Fatal("the create never wrote its state with PutIfAbsent: nothing stalled it")
 	}
 	e.tickEvery(utc("2026-05-01T09:17:30Z"), utc("2026-05-01T10:02:30Z"), 5*time.Minute)
 	wantStrings(t, "tasks", e.taskIDs(), taskIDsFor("a", cronTimes(t, "*/15 * * * *", "UTC", at, utc("2026-05-01T10:02:30Z"))...))
