@@ -14,7 +14,6 @@
 package queue
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -301,15 +300,9 @@ func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) 
 			return "", err
 		}
 	}
-	newETag, err := q.store.PutIfMatch(ctx, TaskKey(next.ID), body, etag, taskPutOptions(next)...)
-	if err != nil && !errors.Is(err, store.ErrPrecondition) {
-		// The write may have landed with its answer lost: if the record now
-		// holds exactly what we wrote, it did (a lease token or an update
-		// time makes every body of ours unique).
-		if obj, gerr := q.store.Get(ctx, TaskKey(next.ID)); gerr == nil && bytes.Equal(obj.Body, body) {
-			newETag, err = obj.ETag, nil
-		}
-	}
+	// A lost answer is recognised on a re-read (a lease token or an update
+	// time makes every body of ours unique).
+	newETag, err := store.SwapOwn(ctx, q.store, TaskKey(next.ID), body, etag, nil, taskPutOptions(next)...)
 	if err != nil {
 		return "", fmt.Errorf("write task %s: %w", next.ID, err)
 	}

@@ -249,20 +249,15 @@ func (q *Queue) createQueue(ctx context.Context, d Declaration, tombstone string
 	}
 	// A write whose answer was lost is recognised on a re-read (the body
 	// carries its creation time, so it is this writer's).
-	var err2 error
 	if tombstone != "" {
-		_, err2 = store.SwapOwn(ctx, q.store, QueueKey(d.Name), body, tombstone, nil)
+		_, err = store.SwapOwn(ctx, q.store, QueueKey(d.Name), body, tombstone, nil)
 	} else {
-		_, err2 = store.CreateOwn(ctx, q.store, QueueKey(d.Name), body, nil)
+		_, err = store.CreateOwn(ctx, q.store, QueueKey(d.Name), body, nil)
 	}
-	if err := err2; err != nil {
-		if errors.Is(err, store.ErrPrecondition) || errors.Is(err, store.ErrNotFound) {
-			// Ours, if the answer of an earlier attempt was lost.
-			if obj, gerr := q.store.Get(ctx, QueueKey(d.Name)); gerr == nil && string(obj.Body) == string(body) {
-				return nil
-			}
-			return fmt.Errorf("write queue %s: %w", d.Name, store.ErrPrecondition)
-		}
+	if errors.Is(err, store.ErrNotFound) {
+		err = store.ErrPrecondition // the tombstone went: someone else's write
+	}
+	if err != nil {
 		return fmt.Errorf("write queue %s: %w", d.Name, err)
 	}
 	return nil

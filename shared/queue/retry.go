@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/s3q/s3q/shared/internal/clip"
 	"github.com/s3q/s3q/shared/store"
 )
 
@@ -87,22 +86,12 @@ func (q *Queue) retakeDedup(ctx context.Context, t *Task, now time.Time) error {
 		var p dedupPointer
 		_ = json.Unmarshal(obj.Body, &p)
 		if p.TaskID != t.ID && validID(p.TaskID) == nil {
-			holder, hetag, err := q.load(ctx, p.TaskID)
-			if err == nil && (holder.Queue != t.Queue || holder.DedupKey != t.DedupKey) {
-				// Not its holder: a crashed, refused submit's pointer.
-				err = fmt.Errorf("task %s does not hold dedup key %q: %w", p.TaskID, clip.Input(t.DedupKey), ErrNotFound)
-			}
-			var ended Task
+			// A holder that could never run comes back ended, terminal:
+			// the key is free.
+			holder, _, err := q.dedupHolder(ctx, t, p.TaskID, now)
 			switch {
-			case err == nil && endsNow(&holder, &ended, now):
-				// It can never run (DESIGN §12.1): end it in place, as a
-				// submit would, and the key is free.
-				if _, err := q.commit(ctx, &holder, hetag, &ended); err != nil {
-					if errors.Is(err, store.ErrPrecondition) {
-						continue // it changed meanwhile: look again
-					}
-					return err
-				}
+			case errors.Is(err, store.ErrPrecondition):
+				continue // it changed meanwhile: look again
 			case err == nil && !holder.Status.Terminal():
 				return &StateError{ID: t.ID, Op: "retry", Status: t.Status, Reason: fmt.Sprintf("its dedup key is held by live task %s", holder.ID)}
 			case errors.Is(err, ErrNotFound) && q.freshPointer(p, now):

@@ -108,21 +108,19 @@ func (q *Queue) takeSlot(ctx context.Context, d Declaration, t *Task, run *slotR
 			continue
 		}
 		key := slotKey(d.Name, k)
+		// A lost answer is recognised on a re-read (the body names this
+		// claim's lease token).
 		var etag string
 		if seen {
-			etag, err = q.store.PutIfMatch(ctx, key, body, info.ETag)
+			etag, err = store.SwapOwn(ctx, q.store, key, body, info.ETag, nil)
 		} else {
-			etag, err = q.store.PutIfAbsent(ctx, key, body)
+			etag, err = store.CreateOwn(ctx, q.store, key, body, nil)
 		}
 		if err == nil {
 			run.slots[k] = store.Info{Key: key, ETag: etag, Size: held.Size}
 			return key, etag, nil
 		}
 		if !errors.Is(err, store.ErrPrecondition) && !errors.Is(err, store.ErrNotFound) {
-			if obj, gerr := q.store.Get(ctx, key); gerr == nil && string(obj.Body) == string(body) {
-				run.slots[k] = store.Info{Key: key, ETag: obj.ETag, Size: held.Size}
-				return key, obj.ETag, nil // ours: the answer was lost
-			}
 			return "", "", fmt.Errorf("take slot %s: %w", key, err)
 		}
 		run.slots[k] = held // taken by someone else

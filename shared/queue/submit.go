@@ -359,23 +359,12 @@ func (q *Queue) holdDedup(ctx context.Context, t *Task, now time.Time) (Task, bo
 			p = dedupPointer{} // unreadable or released: take it over
 		}
 		if p.TaskID != "" {
-			holder, hetag, err := q.load(ctx, p.TaskID)
-			if err == nil && (holder.Queue != t.Queue || holder.DedupKey != t.DedupKey) {
-				// The pointer of a submit of that id with another request
-				// (refused, then crashed before releasing it): the task
-				// does not hold this key, as if it did not exist.
-				err = fmt.Errorf("task %s does not hold dedup key %q: %w", p.TaskID, clip.Input(t.DedupKey), ErrNotFound)
-			}
-			var ended Task
+			holder, ended, err := q.dedupHolder(ctx, t, p.TaskID, now)
 			switch {
-			case err == nil && endsNow(&holder, &ended, now):
-				// It can never run: end it in place, and the key is free.
-				if _, err := q.commit(ctx, &holder, hetag, &ended); err != nil {
-					if errors.Is(err, store.ErrPrecondition) {
-						continue // it changed meanwhile: look again
-					}
-					return Task{}, false, err
-				}
+			case errors.Is(err, store.ErrPrecondition):
+				continue // it changed meanwhile: look again
+			case ended:
+				// It could never run: ended in place, the key is free.
 			case err == nil && !holder.Status.Terminal():
 				return holder, true, nil
 			case err == nil && p.Reviving && q.freshPointer(p, now):
@@ -399,6 +388,30 @@ func (q *Queue) holdDedup(ctx context.Context, t *Task, now time.Time) (Task, bo
 		}
 	}
 	return Task{}, false, errDedupBusy(t)
+}
+
+// dedupHolder loads the task a dedup pointer names, as the holder of t's
+// key: ErrNotFound when it does not exist or does not hold that key (the
+// pointer of a submit of that id with another request, refused, then
+// crashed before releasing it). A holder that can never run is ended in
+// place (DESIGN §12.1) and returned ended, terminal: the key is free. A
+// lost race ending it returns store.ErrPrecondition: look again.
+func (q *Queue) dedupHolder(ctx context.Context, t *Task, id string, now time.Time) (holder Task, ended bool, err error) {
+	holder, hetag, err := q.load(ctx, id)
+	if err != nil {
+		return Task{}, false, err
+	}
+	if holder.Queue != t.Queue || holder.DedupKey != t.DedupKey {
+		return Task{}, false, fmt.Errorf("task %s does not hold dedup key %q: %w", id, clip.Input(t.DedupKey), ErrNotFound)
+	}
+	var end Task
+	if !endsNow(&holder, &end, now) {
+		return holder, false, nil
+	}
+	if _, err := q.commit(ctx, &holder, hetag, &end); err != nil {
+		return Task{}, false, err
+	}
+	return end, true, nil
 }
 
 // abandon undoes what a failed submit of t wrote before its record, when

@@ -55,9 +55,9 @@ func CreateOwn(ctx context.Context, s Store, key string, body []byte, mine func(
 // than ErrPrecondition it reads key back, and when the stored object is
 // ours (mine, or equal to body when mine is nil) returns its ETag. Every
 // body a compare-and-swap writer makes must be unique to it (a token, a
-// time) for this to hold.
-func SwapOwn(ctx context.Context, s Store, key string, body []byte, etag string, mine func(stored []byte) bool) (string, error) {
-	newETag, err := s.PutIfMatch(ctx, key, body, etag)
+// time) for this to hold. opts go with the PutIfMatch.
+func SwapOwn(ctx context.Context, s Store, key string, body []byte, etag string, mine func(stored []byte) bool, opts ...PutOption) (string, error) {
+	newETag, err := s.PutIfMatch(ctx, key, body, etag, opts...)
 	if err == nil || errors.Is(err, ErrPrecondition) {
 		return newETag, err
 	}
