@@ -57,6 +57,9 @@ func (c Config) Queue(s store.Store) *queue.Queue {
 		RequireDeclared:      !c.AutoDeclare,
 		MaxQueues:            c.MaxQueues,
 		AllowInsecureTargets: c.AllowInsecureTargets,
+		// A complete answers after its one write; the marker it no longer
+		// needs goes after the answer (a hint: one left behind is repaired).
+		BackgroundCleanup: true,
 	})
 }
 

@@ -133,7 +133,19 @@ type claimRun struct {
 // it: expired, reclaimed-and-failed, stale marker deleted, or skipped), or
 // when the queue has no free concurrency slot (run.slots.busy).
 func (q *Queue) tryClaim(ctx context.Context, m marker, run *claimRun, now time.Time) (*Claimed, error) {
-	req, filter := run.req, run.filter
+	filter := run.filter
+	// A record this Queue wrote or read last (its own submit's, say) is
+	// claimed without a GET when it is pending and names the marker; the
+	// claim's write is conditional on that version, and a failed guess
+	// reads the record and tries again (recs.go).
+	if cur, etag, ok := q.cached(m.id); ok && cur.Status == StatusPending && cur.IndexKey == m.key &&
+		!cur.AvailableAt.After(now) && !cur.deadlinePassed(now) && filter.accepts(cur.TaskType) {
+		c, err := q.startLoaded(ctx, m, run, cur, etag, now)
+		if !errors.Is(err, errLostClaim) {
+			return c, err
+		}
+		q.forget(m.id) // not that version any more: read it
+	}
 	cur, etag, err := q.load(ctx, m.id)
 	if errors.Is(err, ErrNotFound) {
 		// A marker without a record: a submit crashed between its writes,
@@ -181,8 +193,24 @@ func (q *Queue) tryClaim(ctx context.Context, m marker, run *claimRun, now time.
 		return nil, ignoreLost(err)
 	}
 
+	c, err := q.startLoaded(ctx, m, run, cur, etag, now)
+	if errors.Is(err, errLostClaim) {
+		return nil, nil // another claimer won
+	}
+	return c, err
+}
+
+// errLostClaim is startLoaded's answer when another writer changed the
+// record first.
+var errLostClaim = errors.New("queue: another claimer won")
+
+// startLoaded starts cur, read with etag for marker m, under a new lease
+// in one conditional write (with a concurrency slot first when the queue
+// has max_concurrency). It returns nil, nil when the queue has no free
+// slot, and errLostClaim when the record changed first.
+func (q *Queue) startLoaded(ctx context.Context, m marker, run *claimRun, cur Task, etag string, now time.Time) (*Claimed, error) {
 	next := cur.clone()
-	start(&next, req, now, run.decl.Shards)
+	start(&next, run.req, now, run.decl.Shards)
 	if run.decl.MaxConcurrency > 0 {
 		key, slotETag, err := q.takeSlot(ctx, run.decl, &next, &run.slots, now)
 		if err != nil {
@@ -194,13 +222,13 @@ func (q *Queue) tryClaim(ctx context.Context, m marker, run *claimRun, now time.
 		}
 		next.SlotKey, next.SlotETag = key, slotETag
 	}
-	_, err = q.commit(ctx, &cur, etag, &next)
+	_, err := q.commit(ctx, &cur, etag, &next)
 	if errors.Is(err, store.ErrPrecondition) {
 		// The record is not ours, so neither is the slot. (After any other
 		// error the write may have landed: the slot stays, for takeover.)
 		q.freeSlotOf(ctx, &next)
 		q.lostRace(now)
-		return nil, nil // another claimer won
+		return nil, errLostClaim
 	}
 	if err != nil {
 		return nil, err

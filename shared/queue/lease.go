@@ -52,7 +52,7 @@ func (q *Queue) leaseOp(ctx context.Context, id, token, op string, now time.Time
 		return Task{}, err
 	}
 	var replay Task
-	t, _, err := q.update(ctx, id, func(t *Task) error {
+	t, _, err := q.update(q.inBackground(ctx), id, func(t *Task) error {
 		if err := checkLease(t, token, now); err != nil {
 			if token != "" && t.EndedLeaseToken == token && t.EndedBy == op {
 				replay = t.clone()

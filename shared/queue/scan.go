@@ -38,6 +38,33 @@ func (q *Queue) invalidate(key string) {
 	q.mu.Unlock()
 }
 
+// noteMarker makes a marker this Queue has just written a candidate of
+// its next claim at once, without listing again: it joins the cached
+// listing of its prefix when that listing covers its key (a listing cut
+// short before the key reaches it on its next page). Without a listing,
+// the next claim lists anyway.
+func (q *Queue) noteMarker(key string) {
+	m, ok := parseMarker(key)
+	if !ok {
+		q.invalidate(key)
+		return
+	}
+	dir := key[:strings.LastIndexByte(key, '/')+1]
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	b := q.bufs[dir]
+	if b == nil || !b.valid || b.truncated && key > b.lastKey {
+		return
+	}
+	i := sort.Search(len(b.entries), func(i int) bool { return b.entries[i].key >= key })
+	if i < len(b.entries) && b.entries[i].key == key {
+		return
+	}
+	b.entries = append(b.entries, marker{})
+	copy(b.entries[i+1:], b.entries[i:])
+	b.entries[i] = m
+}
+
 // skipUntil records that a marker is not worth a GET before until.
 func (q *Queue) skipUntil(key string, until time.Time) {
 	q.mu.Lock()

@@ -256,9 +256,12 @@ func (q *Queue) create(ctx context.Context, t *Task) error {
 	// very write landed: CreateOwn recognises it by its body (created_at
 	// and the id make every body unique), and retries a create whose
 	// answer was lost and that did not land.
-	if _, err := store.CreateOwn(ctx, q.store, TaskKey(t.ID), body, nil, taskPutOptions(t)...); err != nil {
+	etag, err := store.CreateOwn(ctx, q.store, TaskKey(t.ID), body, nil, taskPutOptions(t)...)
+	if err != nil {
 		return fmt.Errorf("create task %s: %w", t.ID, err)
 	}
+	q.remember(t, etag) // its claim by this process needs no GET
+	q.announce(t)
 	return nil
 }
 
