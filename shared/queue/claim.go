@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/s3q/s3q/shared/store"
@@ -94,30 +95,82 @@ func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]C
 	first := rand.IntN(shards)
 	for i := 0; i < shards && len(out) < req.MaxTasks && !run.slots.busy; i++ {
 		shard := (first + i) % shards
-		for _, prefix := range []string{deadlinePrefix(req.Queue, shard), readyPrefix(req.Queue, shard)} {
-			pages := 0
+		prefixes := []string{deadlinePrefix(req.Queue, shard), readyPrefix(req.Queue, shard)}
+		pages := make([]int, len(prefixes))
+		q.prefetch(ctx, prefixes, pages, now)
+		for j, prefix := range prefixes {
 			for len(out) < req.MaxTasks && !run.slots.busy {
-				m, ok, err := q.next(ctx, prefix, now, filter, &pages)
-				if err != nil {
-					return out, err
+				// Up to as many candidates as tasks wanted, tried at once
+				// (one at a time under max_concurrency: each takes a slot).
+				want := req.MaxTasks - len(out)
+				if d.MaxConcurrency > 0 {
+					want = 1
 				}
-				if !ok {
+				var ms []marker
+				var nextErr error
+				for len(ms) < want {
+					m, ok, err := q.next(ctx, prefix, now, filter, &pages[j])
+					if err != nil {
+						nextErr = err
+						break
+					}
+					if !ok {
+						break
+					}
+					ms = append(ms, m)
+				}
+				if len(ms) == 0 {
+					if nextErr != nil {
+						return out, nextErr
+					}
 					break
 				}
-				c, err := q.tryClaim(ctx, m, run, now)
+				cs, err := q.tryClaimAll(ctx, ms, run, now)
+				out = append(out, cs...)
 				if err != nil {
 					if len(out) > 0 {
 						return out, nil // hand over what we have; the error repeats next time
 					}
 					return nil, err
 				}
-				if c != nil {
-					out = append(out, *c)
-				}
 			}
 		}
 	}
 	return out, nil
+}
+
+// tryClaimAll tries the candidates at once and returns the tasks it
+// claimed, in the candidates' order, and the first error met.
+func (q *Queue) tryClaimAll(ctx context.Context, ms []marker, run *claimRun, now time.Time) ([]Claimed, error) {
+	if len(ms) == 1 {
+		c, err := q.tryClaim(ctx, ms[0], run, now)
+		if c == nil {
+			return nil, err
+		}
+		return []Claimed{*c}, err
+	}
+	got := make([]*Claimed, len(ms))
+	errs := make([]error, len(ms))
+	var wg sync.WaitGroup
+	for i, m := range ms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], errs[i] = q.tryClaim(ctx, m, run, now)
+		}()
+	}
+	wg.Wait()
+	var out []Claimed
+	var first error
+	for i, c := range got {
+		if c != nil {
+			out = append(out, *c)
+		}
+		if first == nil {
+			first = errs[i]
+		}
+	}
+	return out, first
 }
 
 // claimRun is what one Claim call carries from candidate to candidate.
