@@ -278,11 +278,14 @@ func (p *poller) claim(ctx context.Context) (client.Claimed, bool) {
 		if p.idle() {
 			wait = 0
 		}
+		began := time.Now()
 		c, ok := p.once(ctx, wait)
 		if ok {
 			return c, true
 		}
-		if wait <= 0 {
+		// An API that answers a long-poll early (a shorter limit of its
+		// own) is not asked again in a tight loop.
+		if wait <= 0 || time.Since(began) < wait/2 {
 			p.mu.Lock()
 			p.backoff = nextBackoff(p.backoff, p.w.opts.IdleBackoff, p.w.opts.MaxIdleBackoff)
 			d := p.backoff
