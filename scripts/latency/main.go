@@ -6,6 +6,7 @@
 //
 //	bench api latency=L op=submit clients=C calls=N p50_ms=A p99_ms=B s3_requests=R round_trips=T
 //	bench api latency=L lifecycles=N seconds=S lifecycles_per_s=X
+//	bench api latency=L servers=split op=... (the same, one server per operation)
 //	bench pickup latency=L mode=worker concurrency=K tasks=N rate=R p50_ms=A p99_ms=B
 //	bench throughput latency=L workers=1 concurrency=K tasks=N tasks_per_s=X
 //
@@ -62,6 +63,7 @@ func main() {
 	pickupConc := flag.String("pickup-concurrency", "4,1", "worker concurrencies of the pickup figures")
 	tpTasks := flag.Int("throughput-tasks", 100, "backlog of the throughput figure")
 	tpConc := flag.String("throughput-concurrency", "1,4", "worker concurrencies of the throughput figures")
+	split := flag.Bool("split", true, "also run the api figure with submit, claim and complete each through its own server (as the submit, claim and tasks functions of a deployment are), clients=1")
 	only := flag.String("only", "", "run only these figures, comma-separated: api, pickup, throughput")
 	flag.Parse()
 	log.SetFlags(0)
@@ -81,7 +83,7 @@ func main() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		b, err := start(ctx, srv, p, *seed)
+		b, err := start(ctx, srv, p, *seed, 1)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -89,6 +91,14 @@ func main() {
 			for _, n := range ints(*clients) {
 				b.api(n, max(1, *lifecycles/n))
 			}
+		}
+		if run("api") && *split {
+			sb, err := start(ctx, srv, p, *seed, 3)
+			if err != nil {
+				log.Fatal(err)
+			}
+			sb.api(1, *lifecycles)
+			sb.stop()
 		}
 		if run("pickup") {
 			for _, k := range ints(*pickupConc) {
@@ -119,8 +129,10 @@ func ints(s string) []int {
 // bench is one dev server over the proxy of one latency profile.
 type bench struct {
 	profile string
-	base    string
+	mode    string // "one" server, or "split": submit, claim and complete each through its own
 	c       *client.Client
+	claimC  *client.Client // the client claims go through (c but in split mode)
+	tasksC  *client.Client // the client completes go through (c but in split mode)
 	stop    func()
 
 	mu    sync.Mutex
@@ -130,12 +142,18 @@ type bench struct {
 // callLog is what the server logged of one call.
 type callLog struct{ requests, roundTrips float64 }
 
-func start(ctx context.Context, srv *s3local.Server, p faultproxy.Profile, seed uint64) (*bench, error) {
+// start starts n dev servers (1, or 3 for split mode) over one proxy of
+// profile p in front of srv, sharing one bucket prefix, their request log
+// lines read into b.calls.
+func start(ctx context.Context, srv *s3local.Server, p faultproxy.Profile, seed uint64, n int) (*bench, error) {
 	proxy, err := faultproxy.Start(faultproxy.Options{Target: srv.Endpoint, Latency: p, LatencySeed: seed})
 	if err != nil {
 		return nil, err
 	}
-	b := &bench{profile: p.Name, calls: map[string][]callLog{}}
+	b := &bench{profile: p.Name, mode: "one", calls: map[string][]callLog{}}
+	if n > 1 {
+		b.mode = "split"
+	}
 	pr, pw := io.Pipe()
 	logDone := make(chan struct{})
 	go func() {
@@ -164,38 +182,53 @@ func start(ctx context.Context, srv *s3local.Server, p faultproxy.Profile, seed 
 		}
 	}()
 	sctx, cancel := context.WithCancel(ctx)
-	started := make(chan string, 1)
-	done := make(chan error, 1)
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
-	go func() {
-		done <- devserver.Run(sctx, devserver.Options{
-			Addr: "127.0.0.1:0", Endpoint: proxy.URL, Bucket: srv.Bucket, Prefix: "latency-" + hex.EncodeToString(rnd[:]) + "/",
-			Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey,
-			Out: io.Discard, TickInterval: time.Hour,
-			Logger:  slog.New(slog.NewJSONHandler(pw, nil)),
-			Started: func(u string) { started <- u },
-		})
-	}()
-	select {
-	case b.base = <-started:
-	case err := <-done:
-		cancel()
-		proxy.Close()
-		return nil, fmt.Errorf("dev server: %v", err)
-	case <-time.After(30 * time.Second):
-		log.Fatal("dev server did not start")
-	}
+	prefix := "latency-" + hex.EncodeToString(rnd[:]) + "/"
+	var clients []*client.Client
+	var dones []chan error
 	b.stop = func() {
 		cancel()
-		<-done
+		for _, d := range dones {
+			<-d
+		}
 		_ = pw.Close()
 		<-logDone
 		proxy.Close()
 	}
-	if b.c, err = client.New(ctx, b.base, client.Options{}); err != nil {
-		b.stop()
-		return nil, err
+	for range n {
+		started := make(chan string, 1)
+		done := make(chan error, 1)
+		dones = append(dones, done)
+		go func() {
+			done <- devserver.Run(sctx, devserver.Options{
+				Addr: "127.0.0.1:0", Endpoint: proxy.URL, Bucket: srv.Bucket, Prefix: prefix,
+				Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey,
+				Out: io.Discard, TickInterval: time.Hour,
+				Logger:  slog.New(slog.NewJSONHandler(pw, nil)),
+				Started: func(u string) { started <- u },
+			})
+		}()
+		var base string
+		select {
+		case base = <-started:
+		case err := <-done:
+			dones = dones[:len(dones)-1]
+			b.stop()
+			return nil, fmt.Errorf("dev server: %v", err)
+		case <-time.After(30 * time.Second):
+			log.Fatal("dev server did not start")
+		}
+		c, err := client.New(ctx, base, client.Options{})
+		if err != nil {
+			b.stop()
+			return nil, err
+		}
+		clients = append(clients, c)
+	}
+	b.c, b.claimC, b.tasksC = clients[0], clients[0], clients[0]
+	if n >= 3 {
+		b.claimC, b.tasksC = clients[1], clients[2]
 	}
 	return b, nil
 }
@@ -221,7 +254,7 @@ func (b *bench) api(n, per int) {
 	ctx := context.Background()
 	b.forget()
 	q := "api-" + strconv.Itoa(n)
-	c := b.c.In(q)
+	c, cc, tc := b.c.In(q), b.claimC.In(q), b.tasksC.In(q)
 	lat := map[string][]time.Duration{}
 	var mu sync.Mutex
 	record := func(op string, d time.Duration) {
@@ -234,9 +267,9 @@ func (b *bench) api(n, per int) {
 	if _, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "warm"}}); err != nil {
 		log.Fatal(err)
 	}
-	if cs, err := c.Claim(ctx, client.ClaimRequest{LeaseFor: time.Minute}); err != nil || len(cs) != 1 {
+	if cs, err := cc.Claim(ctx, client.ClaimRequest{LeaseFor: time.Minute, Wait: 5 * time.Second}); err != nil || len(cs) != 1 {
 		log.Fatalf("warm-up claim: %v %v", cs, err)
-	} else if _, err := c.Complete(ctx, cs[0].Lease, nil); err != nil {
+	} else if _, err := tc.Complete(ctx, cs[0].Lease, nil); err != nil {
 		log.Fatal(err)
 	}
 	b.forget()
@@ -255,7 +288,7 @@ func (b *bench) api(n, per int) {
 				record("submit", time.Since(t0))
 				for {
 					t1 := time.Now()
-					cs, err := c.Claim(ctx, client.ClaimRequest{LeaseFor: time.Minute})
+					cs, err := cc.Claim(ctx, client.ClaimRequest{LeaseFor: time.Minute})
 					if err != nil {
 						log.Fatal(err)
 					}
@@ -266,7 +299,7 @@ func (b *bench) api(n, per int) {
 					}
 					record("claim", time.Since(t1))
 					t2 := time.Now()
-					if _, err := c.Complete(ctx, cs[0].Lease, []byte(`{"ok":true}`)); err != nil {
+					if _, err := tc.Complete(ctx, cs[0].Lease, []byte(`{"ok":true}`)); err != nil {
 						log.Fatal(err)
 					}
 					record("complete", time.Since(t2))
@@ -289,12 +322,20 @@ func (b *bench) api(n, per int) {
 		for _, l := range b.logged(routes[op]) {
 			reqs, rts = append(reqs, l.requests), append(rts, l.roundTrips)
 		}
-		fmt.Printf("bench api latency=%s op=%s clients=%d calls=%d p50_ms=%.1f p99_ms=%.1f s3_requests=%.2f round_trips=%.2f\n",
-			b.profile, op, n, len(ds), ms(pct(ds, 50)), ms(pct(ds, 99)), mean(reqs), mean(rts))
+		fmt.Printf("bench api latency=%s%s op=%s clients=%d calls=%d p50_ms=%.1f p99_ms=%.1f s3_requests=%.2f round_trips=%.2f\n",
+			b.profile, b.modeField(), op, n, len(ds), ms(pct(ds, 50)), ms(pct(ds, 99)), mean(reqs), mean(rts))
 	}
 	total := n * per
-	fmt.Printf("bench api latency=%s clients=%d lifecycles=%d seconds=%.1f lifecycles_per_s=%.1f\n",
-		b.profile, n, total, elapsed.Seconds(), float64(total)/elapsed.Seconds())
+	fmt.Printf("bench api latency=%s%s clients=%d lifecycles=%d seconds=%.1f lifecycles_per_s=%.1f\n",
+		b.profile, b.modeField(), n, total, elapsed.Seconds(), float64(total)/elapsed.Seconds())
+}
+
+// modeField is " servers=split" in split mode, else nothing.
+func (b *bench) modeField() string {
+	if b.mode == "split" {
+		return " servers=split"
+	}
+	return ""
 }
 
 // pickup runs one worker of concurrency k while n tasks are submitted at
