@@ -155,8 +155,10 @@ type state struct {
 	slotLists map[string]slotListing
 	// lastLoss is when a claim of this Queue last lost a race.
 	lastLoss time.Time
-	// recs caches the last version of live records (recs.go).
-	recs map[string]cachedRec
+	// recs caches the last version of live records (recs.go); recBytes
+	// is about what they hold.
+	recs     map[string]cachedRec
+	recBytes int
 	// cleanups counts the background cleanups in flight (Flush).
 	cleanups sync.WaitGroup
 	// arrivals holds, per queue, the channel closed when this Queue next

@@ -20,33 +20,47 @@ package queue
 type cachedRec struct {
 	t    Task
 	etag string
+	size int // what it holds in memory, about
 }
 
-// maxRecs bounds the record cache; it is cleared when it grows past this.
-// Only live (pending, running) records are kept.
-const maxRecs = 10_000
+// The record cache's bounds: it is cleared when it would pass either.
+// Only live (pending, running) records are kept, and none whose input and
+// output pass maxRecBytes/64 (a Lambda function has little memory).
+const (
+	maxRecs     = 10_000
+	maxRecBytes = 32 << 20
+)
 
 // remember caches t as the version of its record with ETag etag; a
 // terminal record is forgotten instead (no lease operation follows it).
 func (q *Queue) remember(t *Task, etag string) {
-	if etag == "" || t.Status.Terminal() {
+	size := 1024 + len(t.Input) + len(t.Output)
+	if etag == "" || t.Status.Terminal() || size > maxRecBytes/64 {
 		q.forget(t.ID)
 		return
 	}
-	c := cachedRec{t: t.clone(), etag: etag}
+	c := cachedRec{t: t.clone(), etag: etag, size: size}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if len(q.recs) >= maxRecs {
+	if old, ok := q.recs[t.ID]; ok {
+		q.recBytes -= old.size
+	}
+	if len(q.recs) >= maxRecs || q.recBytes+size > maxRecBytes {
 		clear(q.recs)
+		q.recBytes = 0
 	}
 	q.recs[t.ID] = c
+	q.recBytes += size
 }
 
 // forget drops the cached version of a record: after a failed write,
 // whose outcome or the record's state is not known.
 func (q *Queue) forget(id string) {
 	q.mu.Lock()
-	delete(q.recs, id)
+	if old, ok := q.recs[id]; ok {
+		q.recBytes -= old.size
+		delete(q.recs, id)
+	}
 	q.mu.Unlock()
 }
 
