@@ -63,7 +63,7 @@ func main() {
 	pickupConc := flag.String("pickup-concurrency", "4,1", "worker concurrencies of the pickup figures")
 	tpTasks := flag.Int("throughput-tasks", 100, "backlog of the throughput figure")
 	tpConc := flag.String("throughput-concurrency", "1,4", "worker concurrencies of the throughput figures")
-	split := flag.Bool("split", true, "also run the api figure with submit, claim and complete each through its own server (as the submit, claim and tasks functions of a deployment are), clients=1")
+	split := flag.Int("split-lifecycles", 30, "lifecycles of the api figure with submit, claim and complete each through its own server (as the submit, claim and tasks functions of a deployment are), clients=1; 0 skips it")
 	only := flag.String("only", "", "run only these figures, comma-separated: api, pickup, throughput")
 	flag.Parse()
 	log.SetFlags(0)
@@ -92,12 +92,12 @@ func main() {
 				b.api(n, max(1, *lifecycles/n))
 			}
 		}
-		if run("api") && *split {
+		if run("api") && *split > 0 {
 			sb, err := start(ctx, srv, p, *seed, 3)
 			if err != nil {
 				log.Fatal(err)
 			}
-			sb.api(1, *lifecycles)
+			sb.api(1, *split)
 			sb.stop()
 		}
 		if run("pickup") {
