@@ -80,7 +80,11 @@ func submitCommand() *command {
 		details: `Submits one task to --queue (default "default") and prints it. Input
 is JSON, inline or @file.
 With --file, submits every line of a JSON Lines file (one submit request per
-line, as in the HTTP API) in batches of 500, with progress on stderr.
+line, as in the HTTP API) in batches of 500, with progress on stderr, and
+prints "landed N, replayed M, refused K". A line without an "id" gets one
+derived from the file's content, the queue and the line number, so running
+the same file again (after Ctrl-C, which stops between batches with exit
+130, or a crash) submits only what had not landed. Refused lines exit 1.
 
 Every submit carries a task id (--id, an "id" in a line, or a fresh UUIDv7),
 and a 503, 5xx or network error is retried with the same id: a retry whose
@@ -89,7 +93,7 @@ second. Give --id to make re-running the command itself a no-op.
 
 Examples:
   s3q submit -t email.send -i '{"to":"a@example.com"}' --ttl 1h
-  s3q submit -t report.build -i @input.json --at 2026-01-28T09:00:00Z --expires-at 2026-01-28T17:00:00Z
+  s3q submit -t report.build -i @input.json --at 2030-01-28T09:00:00Z --expires-at 2030-01-28T17:00:00Z
   s3q submit -t ping --in 10m --dedup-key ping-42 --wait 20s --queue pings
   s3q submit --file tasks.jsonl`,
 		flags: func(fs *flag.FlagSet) {
