@@ -122,6 +122,10 @@ func apiErr(e *env, ae *client.Error) *cliError {
 		}
 	case ae.Status == http.StatusConflict:
 		ce.exit = exitConflict
+	case ae.Code == "deadline_exceeded":
+		// The task's deadline passed during a wait: it is expired (or
+		// asked to stop), which retrying later does not change.
+		ce.exit = exitError
 	case ae.Status == http.StatusTooManyRequests || ae.Status == http.StatusServiceUnavailable ||
 		ae.Status == http.StatusBadGateway || ae.Status == http.StatusGatewayTimeout:
 		ce.exit = exitUnavailable

@@ -312,6 +312,15 @@ func TestSubmitWaitSaysTheTasksState(t *testing.T) {
 	}
 }
 
+// A wait the task's deadline ends is not "unavailable": the task expired.
+func TestSubmitWaitPastTheDeadlineExitsOne(t *testing.T) {
+	url := memAPI(t, queue.Options{}, nil)
+	_, errOut, code := cli(t, url, "submit", "-t", "nobody.works", "--ttl", "1s", "--wait", "5s")
+	if code != 1 || !strings.Contains(errOut, "deadline_exceeded") {
+		t.Errorf("wait past the deadline (%d): %s", code, errOut)
+	}
+}
+
 func TestWorkerOnAnUndeclaredQueueSpeaksUp(t *testing.T) {
 	strict := memAPI(t, queue.Options{RequireDeclared: true}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
