@@ -326,3 +326,9 @@ func parseMarker(key string) (marker, bool) {
 	}
 	return m, true
 }
+
+// recordPrefixes returns the prefixes that hold the records of one queue
+// and nothing else, for counting them with LISTs (QueueCounts.Completed);
+// none in this layout, where every queue's records share tasks/. A layout
+// with a folder per queue returns its record prefix (one per shard).
+func recordPrefixes(queue string, shards int) []string { return nil }
