@@ -113,9 +113,11 @@ func (q *Queue) Purge(ctx context.Context, req BulkRequest, now time.Time) (Bulk
 // without it starts over: a changed task no longer matches its status, so
 // a repeated or resumed operation never acts twice on a task.
 //
-// Costs per call: the listing's LISTs and GETs (see List), then per task
+// Costs per call: a GET of the queue's declaration, the listing's LISTs
+// and GETs (see List), then per task
 // one GET and its transition's writes. A dry run makes only the listing.
-// A bad filter is a *ValidationError and writes nothing; a store error
+// A bad filter is a *ValidationError and an undeclared queue
+// ErrQueueNotFound, and both write nothing; a store error
 // ends the call (what it changed stays changed, and a re-run goes on).
 func (q *Queue) Bulk(ctx context.Context, op BulkOp, req BulkRequest, now time.Time) (BulkResult, error) {
 	now = norm(now)
@@ -154,6 +156,9 @@ func (q *Queue) Bulk(ctx context.Context, op BulkOp, req BulkRequest, now time.T
 		req.Limit = MaxBulk
 	case req.Limit < 0 || req.Limit > MaxBulk:
 		return BulkResult{}, invalid("limit", "must be between 1 and %d", MaxBulk)
+	}
+	if _, _, err := q.loadQueue(ctx, req.Queue); err != nil {
+		return BulkResult{}, err // undeclared: a misspelt name, most likely
 	}
 	page, err := q.List(ctx, ListRequest{Status: req.Status, Queue: req.Queue, TaskType: req.TaskType,
 		Limit: req.Limit, Cursor: req.Cursor, Now: now})
