@@ -160,8 +160,11 @@ func (q *Queue) Bulk(ctx context.Context, op BulkOp, req BulkRequest, now time.T
 	if _, _, err := q.loadQueue(ctx, req.Queue); err != nil {
 		return BulkResult{}, err // undeclared: a misspelt name, most likely
 	}
-	page, err := q.List(ctx, ListRequest{Status: req.Status, Queue: req.Queue, TaskType: req.TaskType,
-		Limit: req.Limit, Cursor: req.Cursor, Now: now})
+	list := ListRequest{Status: req.Status, Queue: req.Queue, TaskType: req.TaskType, Limit: req.Limit, Cursor: req.Cursor}
+	if !req.DryRun {
+		list.Now = now // a listing repairs the stale status entries it meets: a write
+	}
+	page, err := q.List(ctx, list)
 	if err != nil {
 		return BulkResult{}, err
 	}

@@ -51,7 +51,8 @@ func tombstone(t *Task, now time.Time) Task {
 // the dedup pointer is released if it still names the task (never
 // deleted: a key is only ever taken over), its claim-index marker, its
 // status/ entry, its entry under its parent, its artifacts — and last
-// the record itself. A crash after the commit leaves only stale hints,
+// the record itself (kept as a tombstone when the pointer could not be
+// released). A crash after the commit leaves only stale hints,
 // which claims, listings and the sweep delete as they meet them (a
 // tombstone left behind carries the terminal tag, so the bucket's
 // lifecycle rule removes it). A write whose answer was lost is recognised
@@ -86,8 +87,9 @@ func (q *Queue) purgeOne(ctx context.Context, id string, now time.Time) (Task, e
 // clearPurged deletes the side records of t, purged, and then its
 // record. Best effort: what is left is a stale hint (see purgeOne).
 func (q *Queue) clearPurged(ctx context.Context, t *Task) {
+	keep := false // the tombstone, while a pointer may still name it
 	if t.DedupKey != "" {
-		q.releaseDedup(ctx, t)
+		keep = !q.releaseDedup(ctx, t)
 	}
 	if t.IndexKey != "" {
 		_ = q.store.Delete(ctx, t.IndexKey)
@@ -103,18 +105,31 @@ func (q *Queue) clearPurged(ctx context.Context, t *Task) {
 		// Left behind, they go with the task's sweep entry for them.
 		_, _ = q.deleteArtifacts(ctx, t.ID)
 	}
-	_ = store.DeleteOwn(ctx, q.store, TaskKey(t.ID))
+	if !keep {
+		_ = store.DeleteOwn(ctx, q.store, TaskKey(t.ID))
+	}
 }
 
 // releaseDedup sets t's dedup pointer free by compare-and-swap while it
 // names t, so the key is free at once for the next submit. A pointer
-// taken over meanwhile is left to its new holder.
-func (q *Queue) releaseDedup(ctx context.Context, t *Task) {
+// taken over meanwhile is left to its new holder. It reports whether the
+// pointer no longer names t: until then the tombstone must stay, since a
+// pointer naming a purged task frees its key at once but one naming a
+// missing task holds it for StaleMarkerGrace (it may be a submit between
+// its writes).
+func (q *Queue) releaseDedup(ctx context.Context, t *Task) bool {
 	key := DedupKey(t.Queue, t.DedupKey)
 	obj, err := q.store.Get(ctx, key)
-	if err != nil || !namesTask(t.ID)(obj.Body) {
-		return
+	if errors.Is(err, store.ErrNotFound) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	if !namesTask(t.ID)(obj.Body) {
+		return true
 	}
 	body, _ := json.Marshal(dedupPointer{})
-	_, _ = store.SwapOwn(ctx, q.store, key, body, obj.ETag, nil)
+	_, err = store.SwapOwn(ctx, q.store, key, body, obj.ETag, nil)
+	return err == nil || errors.Is(err, store.ErrPrecondition) // a precondition: taken over meanwhile
 }
