@@ -40,10 +40,6 @@ var bulkStatuses = map[BulkOp][]Status{
 	OpExpire: {StatusPending},
 }
 
-// BulkStatuses returns the statuses op may select, the default first
-// (for OpPurge there is no default).
-func BulkStatuses(op BulkOp) []Status { return append([]Status(nil), bulkStatuses[op]...) }
-
 // BulkRequest chooses the tasks of a bulk operation in one queue.
 type BulkRequest struct {
 	// Queue is the queue; a view's (In) when empty.
