@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
 )
 
@@ -50,4 +51,36 @@ func bulked(r queue.BulkResult, err error) (string, error) {
 		skipped[i] = s.ID + ": " + s.Reason
 	}
 	return fmt.Sprintf("%s changed=%d %s skipped=[%s]", r.Op, r.Changed, strings.Join(r.TaskIDs, ","), strings.Join(skipped, "; ")), err
+}
+
+// The queue operations through the HTTP API: each write's answer lost in
+// turn, the caller still gets the answer it would have got, first try.
+func init() {
+	apiCases = append(apiCases,
+		apiCase{name: "purge", setup: func(ctx context.Context, e *apiEnv) error {
+			_, err := e.cl.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{ID: idA, TaskType: "t", DedupKey: "k"}})
+			return err
+		}, op: func(ctx context.Context, e *apiEnv) (string, error) {
+			return bulked(e.cl.Purge(ctx, queue.BulkRequest{Status: queue.StatusPending}))
+		}},
+		apiCase{name: "bulk_retry", setup: func(ctx context.Context, e *apiEnv) error {
+			if err := apiSubmitA(ctx, e); err != nil {
+				return err
+			}
+			_, err := e.cl.Cancel(ctx, idA)
+			return err
+		}, op: func(ctx context.Context, e *apiEnv) (string, error) {
+			return bulked(e.cl.Bulk(ctx, queue.OpRetry, queue.BulkRequest{Status: queue.StatusCancelled}))
+		}},
+		apiCase{name: "resume_queue", setup: func(ctx context.Context, e *apiEnv) error {
+			if err := apiSubmitA(ctx, e); err != nil {
+				return err
+			}
+			_, err := e.cl.PauseQueue(ctx, queue.DefaultQueue)
+			return err
+		}, op: func(ctx context.Context, e *apiEnv) (string, error) {
+			q, err := e.cl.ResumeQueue(ctx, queue.DefaultQueue)
+			return fmt.Sprintf("queue %s paused=%v", q.Name, q.Paused), err
+		}},
+	)
 }
