@@ -85,23 +85,21 @@ func (q *Queue) count(ctx context.Context, d Declaration, now time.Time, detail 
 		}
 	}
 	shards := max(d.Shards, q.opts.Shards)
-	for shard := 0; shard < shards; shard++ {
-		for _, prefix := range []string{deadlinePrefix(d.Name, shard), readyPrefix(d.Name, shard)} {
-			err := each(prefix, func(o store.Info) {
-				m, ok := parseMarker(o.Key)
-				if !ok {
-					return
-				}
-				c.Live++
-				if !m.due(now) {
-					c.Delayed++
-				} else if detail != nil {
-					detail.due = append(detail.due, m)
-				}
-			})
-			if err != nil {
-				return QueueCounts{}, nil, err
+	for _, prefix := range claimIndexPrefixes(d.Name, shards) {
+		err := each(prefix, func(o store.Info) {
+			m, ok := parseMarker(o.Key)
+			if !ok {
+				return
 			}
+			c.Live++
+			if !m.due(now) {
+				c.Delayed++
+			} else if detail != nil {
+				detail.due = append(detail.due, m)
+			}
+		})
+		if err != nil {
+			return QueueCounts{}, nil, err
 		}
 	}
 	for _, st := range []struct {
