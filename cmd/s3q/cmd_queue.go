@@ -93,7 +93,7 @@ func queueCommand() *command {
 		subFlags: map[string][]string{
 			"create": {"ttl", "ttl-from", "max-attempts", "timeout", "shards", "max-concurrency", "target-lambda", "target-url", "target-secret"},
 			"update": {"ttl", "ttl-from", "max-attempts", "timeout", "max-concurrency", "target-lambda", "target-url", "target-secret", "no-target", "no-ttl", "no-timeout"},
-			"list":   {"limit", "cursor", "no-counts"}, "show": nil, "delete": nil,
+			"list":   {"limit", "cursor", "no-counts"}, "show": nil, "delete": nil, "pause": nil, "resume": nil,
 		},
 		details: `A queue is declared before tasks are submitted to it (unless the deployment
 auto-declares, as s3q dev does): submitting to an undeclared queue is 404
