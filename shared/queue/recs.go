@@ -32,10 +32,11 @@ const (
 )
 
 // remember caches t as the version of its record with ETag etag; a
-// terminal record is forgotten instead (no lease operation follows it).
+// terminal or purged record is forgotten instead (no transition follows
+// it).
 func (q *Queue) remember(t *Task, etag string) {
 	size := 1024 + len(t.Input) + len(t.Output)
-	if etag == "" || t.Status.Terminal() || size > maxRecBytes/64 {
+	if etag == "" || t.Status.Terminal() || t.PurgedAt != nil || size > maxRecBytes/64 {
 		q.forget(t.ID)
 		return
 	}

@@ -167,7 +167,7 @@ func New(api API, opts Options) *Worker {
 		opts.Now = time.Now
 	}
 	if c, ok := api.(*client.Client); ok && opts.Queue != "" {
-		api = c.In(opts.Queue) // every route names the queue (DESIGN §12.3)
+		api = c.In(opts.Queue) // every route names the queue
 	}
 	return &Worker{api: api, opts: opts, handlers: map[string]Handler{}, log: opts.Logger}
 }
@@ -178,7 +178,9 @@ func (w *Worker) Handle(taskType string, h Handler) { w.handlers[taskType] = h }
 // Run claims and runs tasks until ctx is cancelled (SIGTERM, say), then
 // stops claiming, waits up to ShutdownGrace for running handlers, cancels
 // the rest and hands their tasks back (reschedule, available at once).
-// It returns nil after a clean shutdown.
+// It returns nil after a clean shutdown, and an error at once when the
+// queue is not declared where the deployment requires it (a claim answers
+// queue_not_found): a misspelt queue does not idle forever.
 func (w *Worker) Run(ctx context.Context) error {
 	if len(w.handlers) == 0 {
 		return errors.New("worker: no handlers registered")
@@ -193,7 +195,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	// after ctx, so a SIGTERM lets running work finish.
 	work, cancelWork := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelWork(nil)
-	p := &poller{w: w, types: types, lastTask: time.Now()}
+	// Claims stop when ctx ends, or at once on a claim error no retry
+	// can mend (p.fatal).
+	claiming, stopClaims := context.WithCancel(ctx)
+	defer stopClaims()
+	p := &poller{w: w, types: types, lastTask: time.Now(), stop: stopClaims}
 	p.turn = make(chan struct{}, 1)
 	p.turn <- struct{}{}
 	var slots sync.WaitGroup
@@ -201,10 +207,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		slots.Add(1)
 		go func() {
 			defer slots.Done()
-			w.slot(ctx, work, p)
+			w.slot(claiming, work, p)
 		}()
 	}
-	<-ctx.Done()
+	<-claiming.Done()
 
 	w.log.Info("worker stopping: no new claims; waiting for running tasks", "grace", w.opts.ShutdownGrace.String())
 	done := make(chan struct{})
@@ -215,7 +221,20 @@ func (w *Worker) Run(ctx context.Context) error {
 		cancelWork(ErrShutdown)
 		<-done
 	}
-	return nil
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.fatal
+}
+
+// queueName is the queue the worker claims from.
+func (w *Worker) queueName() string {
+	if w.opts.Queue != "" {
+		return w.opts.Queue
+	}
+	if c, ok := w.api.(*client.Client); ok {
+		return c.Queue()
+	}
+	return queue.DefaultQueue
 }
 
 // slot is one of the worker's Concurrency slots: it claims a task, runs
@@ -256,9 +275,12 @@ type poller struct {
 	types []string
 	turn  chan struct{} // holds a token while no slot long-polls
 
+	stop func() // stops every slot's claims (a fatal error)
+
 	mu       sync.Mutex
 	lastTask time.Time     // when a claim last got a task
 	backoff  time.Duration // the idle backoff (IdleAfter)
+	fatal    error         // a claim error no retry can mend: Run returns it
 }
 
 // claim returns one claimed task, or false when ctx ends first (or a
@@ -314,6 +336,15 @@ func (p *poller) once(ctx context.Context, wait time.Duration) (client.Claimed, 
 	cs, err := p.w.api.Claim(ctx, client.ClaimRequest{
 		Queue: o.Queue, TaskTypes: p.types, LeaseFor: o.LeaseFor, WorkerID: o.WorkerID, MaxTasks: 1, Wait: max(wait, 0),
 	})
+	if errors.Is(err, queue.ErrQueueNotFound) {
+		p.mu.Lock()
+		if p.fatal == nil {
+			p.fatal = fmt.Errorf("worker: queue %q is not declared: %w", p.w.queueName(), err)
+		}
+		p.mu.Unlock()
+		p.stop()
+		return client.Claimed{}, false
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			p.w.log.Warn("claim failed", "error", err)
