@@ -26,6 +26,7 @@ type fakeAPI struct {
 	polling    int             // long-polls in flight
 	maxPolling int             // the most long-polls ever in flight at once
 	shortPolls bool
+	refuseWait bool                 // answer a claim that waits with 400 naming wait
 	completes  chan string          // each complete's task id, once it is sent
 	release    chan struct{}        // closed to let completes return
 	polled     chan struct{}        // gets a value when a long-poll starts
@@ -41,6 +42,10 @@ func (f *fakeAPI) Claim(ctx context.Context, req client.ClaimRequest) ([]client.
 		f.mu.Unlock()
 		task := client.Task{Task: queue.Task{ID: id, TaskType: "t", Status: queue.StatusRunning, Attempt: 1}}
 		return []client.Claimed{{Task: task, Lease: client.Lease{TaskID: id, Token: "tok-" + id, ExpiresAt: time.Now().Add(time.Hour)}}}, nil
+	}
+	if req.Wait > 0 && f.refuseWait {
+		f.mu.Unlock()
+		return nil, &client.Error{Status: 400, Code: "invalid_input", Message: "wait: at most 10s", Field: "wait"}
 	}
 	if req.Wait <= 0 || f.shortPolls {
 		f.mu.Unlock()
@@ -241,5 +246,39 @@ func TestANegativeWaitNeverLongPolls(t *testing.T) {
 		if wt != 0 {
 			t.Fatalf("a claim waited %s with Wait < 0", wt)
 		}
+	}
+}
+
+func TestAWorkerWhoseWaitTheAPIRefusesClaimsWithoutWaiting(t *testing.T) {
+	api := &fakeAPI{refuseWait: true, completes: make(chan string, 8), release: make(chan struct{}), polled: make(chan struct{}, 1)}
+	close(api.release)
+	w := worker.New(api, worker.Options{IdleBackoff: 5 * time.Millisecond, MaxIdleBackoff: 10 * time.Millisecond, Logger: quiet()})
+	w.Handle("t", func(context.Context, *worker.Task) (json.RawMessage, error) { return nil, nil })
+	ctx, cancel := context.WithCancel(bg)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	for {
+		api.mu.Lock()
+		n := len(api.waits)
+		api.mu.Unlock()
+		if n >= 8 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	waited := 0
+	for _, wt := range api.waits {
+		if wt > 0 {
+			waited++
+		}
+	}
+	if waited != 1 {
+		t.Fatalf("%d claims asked to wait, want 1 (the refused one): %v", waited, api.waits)
 	}
 }

@@ -94,7 +94,8 @@ type Options struct {
 	// Wait is how long a claim waits for a task when none is available (a
 	// long-poll: the API answers as soon as one is). Defaults to
 	// DefaultWait (20s); negative turns long-polling off (the claims then
-	// back off as after IdleAfter). Only one slot long-polls at a time:
+	// back off as after IdleAfter); so does an API that refuses it (a
+	// shorter S3Q_MAX_WAIT). Only one slot long-polls at a time:
 	// the others wait for it to get a task, so an idle worker of any
 	// concurrency costs what one long-poll costs.
 	Wait time.Duration
@@ -281,6 +282,7 @@ type poller struct {
 	lastTask time.Time     // when a claim last got a task
 	backoff  time.Duration // the idle backoff (IdleAfter)
 	fatal    error         // a claim error no retry can mend: Run returns it
+	noWait   bool          // the API refused Wait: claims no longer wait
 }
 
 // claim returns one claimed task, or false when ctx ends first (or a
@@ -327,7 +329,7 @@ func (p *poller) idle() bool {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return o.IdleAfter > 0 && time.Since(p.lastTask) > o.IdleAfter
+	return p.noWait || o.IdleAfter > 0 && time.Since(p.lastTask) > o.IdleAfter
 }
 
 // once makes one claim of one task, waiting up to wait for it.
@@ -343,6 +345,15 @@ func (p *poller) once(ctx context.Context, wait time.Duration) (client.Claimed, 
 		}
 		p.mu.Unlock()
 		p.stop()
+		return client.Claimed{}, false
+	}
+	var ce *client.Error
+	if wait > 0 && errors.As(err, &ce) && ce.Field == "wait" {
+		// A deployment with a shorter S3Q_MAX_WAIT: claim without waiting.
+		p.mu.Lock()
+		p.noWait = true
+		p.mu.Unlock()
+		p.w.log.Warn("the API refuses this long-poll; claiming without waiting from now on", "wait", wait.String(), "error", err)
 		return client.Claimed{}, false
 	}
 	if err != nil {
