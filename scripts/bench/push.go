@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/devserver"
-	"github.com/s3q/s3q/shared/dispatch"
+	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/s3local"
 	"github.com/s3q/s3q/shared/worker"
 )
@@ -81,7 +81,7 @@ func benchPush(ctx context.Context, tasks, delayed int) error {
 		done <- devserver.Run(ctx, devserver.Options{
 			Addr: "127.0.0.1:0", Endpoint: counting.URL, Bucket: s3.Bucket, AccessKey: s3.AccessKey, SecretKey: s3.SecretKey,
 			TickInterval: time.Hour,
-			PushQueues:   dispatch.Static{"bench": {Name: "bench", Target: dispatch.Target{URL: target.URL, Secret: "dev"}}},
+			PushQueues:   []queue.Declaration{{Name: "bench", Target: &queue.Target{URL: target.URL, Secret: "dev"}}},
 			PushSecrets:  map[string]string{"dev": secret},
 			Out:          io.Discard, Logger: slog.New(slog.DiscardHandler),
 			Started: func(u string) { started <- u },

@@ -162,7 +162,7 @@ func TestAURLTargetOnLoopbackOrLinkLocalIsRefusedOutsideDev(t *testing.T) {
 				h.Client.Transport = tr
 			}
 			tr.TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig
-			d := dispatch.New(e.q, dispatch.Static{"push": e.pq}, dispatch.Options{Now: e.clk.Now, Logger: slog.New(slog.DiscardHandler), HTTP: h})
+			d := dispatch.New(e.q, e.targets(), dispatch.Options{Now: e.clk.Now, Soon: -1, Logger: slog.New(slog.DiscardHandler), HTTP: h})
 			run(t, d, "")
 			if got := e.get(t, task.ID); got.Status != queue.StatusFailed || !strings.Contains(got.LastError, "refused") {
 				t.Fatalf("task %s: %q", got.Status, got.LastError)
@@ -203,13 +203,13 @@ func TestTheMinuteRulesRunOverAnIdleDeploymentMakesTheREADMEsRequests(t *testing
 	st := store.NewCounting(memstore.New())
 	e := newEnv(st, dispatch.PushQueue{Name: "push"})
 	e.pq = httpQueue("http://127.0.0.1:1/", 10*time.Second)
-	e.declare(t)
+	e.declare()
 	if _, _, err := e.q.Declare(context.Background(), queue.Declaration{Name: "pull"}, e.clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	q := queue.New(st, queue.Options{ListCacheFor: 100 * time.Millisecond})
-	d := dispatch.New(q, dispatch.NewDeclared(q, nil, 0), dispatch.Options{
-		Now: e.clk.Now, Logger: slog.New(slog.DiscardHandler), RecheckAfter: 150 * time.Millisecond,
+	d := dispatch.New(q, dispatch.NewDeclared(q, 0), dispatch.Options{
+		Now: e.clk.Now, Soon: -1, Logger: slog.New(slog.DiscardHandler), RecheckAfter: 150 * time.Millisecond,
 	})
 	per := idleRuns(t, e, st, d)
 	const want = 1 + 2 + 1 + 2
@@ -261,8 +261,8 @@ func TestAQueueWhoseLeaseCannotFitInADispatchRunIsReportedNotSkippedInSilence(t 
 	e.pq = httpQueue("http://127.0.0.1:1/", 10*time.Minute)
 	e.pq.Name = "long"
 	e.submit(t, queue.SubmitRequest{})
-	d := dispatch.New(e.q, dispatch.Static{"long": e.pq}, dispatch.Options{
-		Now: e.clk.Now, Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
+	d := dispatch.New(e.q, e.targets(), dispatch.Options{
+		Now: e.clk.Now, Soon: -1, Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
 	})
 	rep, err := d.Run(context.Background(), "", e.clk.Now().Add(299*time.Second))
 	if err != nil {
@@ -360,7 +360,7 @@ func lapsedRace(t *testing.T, st store.Store, declared bool) {
 		e.pq.MaxConcurrency = 2
 		e.pq.Name = fmt.Sprintf("lapsed-%v", declared)
 		if declared {
-			e.declare(t)
+			e.declare()
 		}
 		const tasks = 6
 		ids := make([]string, tasks)
@@ -561,7 +561,7 @@ func TestADeliveryCarriesNoTokenButItsLeasesAndNoRecordInternals(t *testing.T) {
 		e.pq.Target = dispatch.Target{URL: tg.srv.URL, Secret: "s3q/secret"}
 		e.pq.Timeout = queue.Duration(10 * time.Second)
 		e.pq.MaxConcurrency = 1
-		e.declare(t)
+		e.declare()
 		e.submit(t, queue.SubmitRequest{MaxAttempts: 3, ID: queue.NewID(e.clk.Now())})
 		run(t, e.dispatcher(st, nil), "")
 		e.clk.Advance(time.Hour)
@@ -586,7 +586,7 @@ func TestADeliveryCarriesNoTokenButItsLeasesAndNoRecordInternals(t *testing.T) {
 func TestAWakeForAnUndeclaredQueueCostsOneGetThenNone(t *testing.T) {
 	st := store.NewCounting(memstore.New())
 	q := queue.New(st, queue.Options{})
-	d := dispatch.New(q, dispatch.NewDeclared(q, nil, 0), dispatch.Options{Logger: slog.New(slog.DiscardHandler), RecheckAfter: 150 * time.Millisecond})
+	d := dispatch.New(q, dispatch.NewDeclared(q, 0), dispatch.Options{Logger: slog.New(slog.DiscardHandler), RecheckAfter: 150 * time.Millisecond})
 	for i := range 3 {
 		rep, err := d.Run(context.Background(), "nope", time.Time{})
 		if err != nil || rep.Queues != 0 {
@@ -609,15 +609,15 @@ func TestTheMinuteRulesIdleCostDoesNotGrowWithPullQueues(t *testing.T) {
 		st := store.NewCounting(inner)
 		e := newEnv(st, dispatch.PushQueue{Name: "push"})
 		e.pq = httpQueue("http://127.0.0.1:1/", 10*time.Second)
-		e.declare(t)
+		e.declare()
 		for i := range 20 {
 			if _, _, err := e.q.Declare(context.Background(), queue.Declaration{Name: fmt.Sprintf("pull-%02d", i)}, e.clk.Now()); err != nil {
 				t.Fatal(err)
 			}
 		}
 		q := queue.New(st, queue.Options{ListCacheFor: 100 * time.Millisecond})
-		targets := dispatch.NewDeclared(q, nil, 0)
-		d := dispatch.New(q, targets, dispatch.Options{Now: e.clk.Now, Logger: slog.New(slog.DiscardHandler)})
+		targets := dispatch.NewDeclared(q, 0)
+		d := dispatch.New(q, targets, dispatch.Options{Now: e.clk.Now, Soon: -1, Logger: slog.New(slog.DiscardHandler)})
 		per := idleRuns(t, e, st, d)
 		if per[1] > 4 || per[2] > 4 {
 			t.Fatalf("requests per idle minute run %v, want at most 4 once warm", per)
@@ -657,7 +657,7 @@ func TestATaskWhoseDeadlinePassesWhileTheSecretIsReadIsNotSent(t *testing.T) {
 	exp := e.clk.Now().Add(300 * time.Millisecond)
 	task := e.submit(t, queue.SubmitRequest{ExpiresAt: &exp})
 	h := dispatch.NewHTTP(slowSecrets{pause: 500 * time.Millisecond}, true)
-	d := dispatch.New(e.q, dispatch.Static{"push": e.pq}, dispatch.Options{Now: e.clk.Now, Logger: slog.New(slog.DiscardHandler), HTTP: h})
+	d := dispatch.New(e.q, e.targets(), dispatch.Options{Now: e.clk.Now, Soon: -1, Logger: slog.New(slog.DiscardHandler), HTTP: h})
 	rep := run(t, d, "")
 	if n := len(tg.deliveries()); n != 0 || rep.Delivered != 0 || rep.Skipped != 1 {
 		t.Fatalf("%d deliveries after the deadline, report %+v", n, rep)

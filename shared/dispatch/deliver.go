@@ -87,47 +87,48 @@ type Deliverer interface {
 	Deliver(ctx context.Context, target Target, d Delivery) Result
 }
 
-// drain delivers due tasks of one queue until none is due, the run's time
-// ends, or every slot is held by other dispatchers. wake says the run is
-// for one queue (a wake), whose first empty claim looks once more after
-// RecheckAfter; the minute rule's run of every queue does not.
-func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time, wake bool) (rep Report, err error) {
+// inflight are the deliveries of one queue a drain has started.
+type inflight struct {
+	sem      chan struct{} // one per delivery or claim in flight: the queue's bound
+	finished chan struct{} // a delivery ended (capacity 1: a hint)
+	wg       sync.WaitGroup
+
+	mu      sync.Mutex
+	running int
+	rep     Report
+}
+
+func (f *inflight) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.running
+}
+
+// drain delivers the due tasks of one queue, claims pipelined ahead of
+// deliveries: up to Options.Claimers claims in flight at once, each task
+// handed to its delivery as soon as its claim returns, and at most the
+// queue's bound (max_concurrency, else MaxInFlight) of claims and
+// deliveries at once. When nothing is due it stays with the queue while
+// the next task is due within Options.Soon, if it takes the queue's
+// runner lease (runner.go), looking again at the next due time or after
+// MaxNap, whichever is first; else it returns. wake says the run is for
+// one queue (a wake), whose first empty look is repeated once after
+// RecheckAfter. It returns when its deliveries have ended.
+func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time, wake bool) (Report, error) {
 	lease := p.Lease()
 	margin := d.margin(lease)
 	limit := d.opts.MaxInFlight
 	if p.MaxConcurrency > 0 {
-		limit = min(limit, p.MaxConcurrency)
+		limit = p.MaxConcurrency
 	}
-	if p.MaxInFlight > 0 {
-		limit = min(limit, p.MaxInFlight)
+	f := &inflight{sem: make(chan struct{}, limit), finished: make(chan struct{}, 1)}
+	result := func(r Report) Report {
+		f.wg.Wait() // the deliveries add to f.rep
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return r.plus(f.rep)
 	}
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		inFlight int
-		finished = make(chan struct{}, limit)
-		sem      = make(chan struct{}, limit)
-		rechecks = 0
-	)
-	if d.opts.RecheckAfter > 0 && wake {
-		rechecks = 1
-	}
-	running := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return inFlight
-	}
-	// waitFinished waits for a delivery of ours to end; false when the
-	// run ends first.
-	waitFinished := func() bool {
-		select {
-		case <-finished:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	defer wg.Wait() // the deliveries add to rep
+	var rep Report
 	if now := d.opts.Now(); !wake && !until.IsZero() && now.Add(lease+margin).After(until) {
 		// The minute rule's run has its whole time ahead: a lease that
 		// does not fit now never will, and the queue is never delivered.
@@ -136,89 +137,185 @@ func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time, wa
 		rep.Errors++
 		return rep, nil
 	}
+	timeUp := func(now time.Time) bool { return !until.IsZero() && now.Add(lease+margin).After(until) }
+	rechecks := 0
+	if d.opts.RecheckAfter > 0 && wake {
+		rechecks = 1
+	}
+	var runner *runnerHold
+	defer func() {
+		if runner != nil {
+			d.release(context.WithoutCancel(ctx), runner)
+		}
+	}()
+	poke := d.poke(p.Name)
 	for ctx.Err() == nil {
-		if now := d.opts.Now(); !until.IsZero() && now.Add(lease+margin).After(until) {
+		now := d.opts.Now()
+		if timeUp(now) {
+			if runner != nil && d.opts.Waker != nil {
+				// Hand the queue on: free the lease first, so that the
+				// woken run can take it.
+				d.release(context.WithoutCancel(ctx), runner)
+				runner = nil
+				d.opts.Waker.Wake(context.WithoutCancel(ctx), Wake{Queue: p.Name})
+				rep.HandedOn++
+			}
 			break
 		}
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			return rep, nil
+		n, err := d.claimRound(ctx, p, lease, margin, timeUp, f)
+		if err != nil {
+			return result(rep), err
 		}
-		now := d.opts.Now()
-		var hold *slotHold
-		if p.MaxConcurrency > 0 {
-			hold, err = d.slots.take(ctx, p.Name, p.MaxConcurrency, now, now.Add(lease))
-			if err != nil {
-				<-sem
-				return rep, fmt.Errorf("take a slot: %w", err)
-			}
-			if hold == nil {
-				<-sem
-				if running() == 0 {
-					break // every slot is held elsewhere; those dispatchers go on
-				}
-				if !waitFinished() {
-					return rep, nil
-				}
-				continue
-			}
+		if n > 0 {
+			rechecks = 0
+			continue // more may be due: look again at once
 		}
-		claimed, err := d.q.Claim(ctx, queue.ClaimRequest{
-			Queue: p.Name, LeaseFor: lease, WorkerID: d.opts.WorkerID, MaxTasks: 1,
-		}, now)
-		if err != nil || len(claimed) == 0 {
-			d.slots.release(ctx, hold)
-			<-sem
-			if err != nil {
-				return rep, fmt.Errorf("claim: %w", err)
-			}
-			if running() > 0 && p.MaxInFlight > 0 {
-				// The claim's own slots may all be ours: claim again as
-				// each of our deliveries ends.
-				if !waitFinished() {
-					return rep, nil
-				}
-				continue
-			}
+		now = d.opts.Now()
+		next, ok, err := d.q.NextDue(ctx, p.Name, now)
+		if err != nil {
+			return result(rep), fmt.Errorf("next due: %w", err)
+		}
+		soon := ok && d.opts.Soon > 0 && next.Before(now.Add(d.opts.Soon))
+		if !soon && p.MaxConcurrency > 0 && f.count() > 0 {
+			// Our deliveries may hold the slots the claims wanted: claim
+			// again as each ends.
+			soon, next = true, now.Add(d.opts.MaxNap)
+		}
+		if !soon {
 			if rechecks > 0 {
 				rechecks--
-				if running() == 0 {
-					select {
-					case <-time.After(d.opts.RecheckAfter):
-					case <-ctx.Done():
-						return rep, nil
-					}
+				select {
+				case <-d.opts.After(d.opts.RecheckAfter):
+				case <-ctx.Done():
 				}
 				continue
 			}
 			break
 		}
-		rechecks = 0
-		mu.Lock()
-		inFlight++
-		mu.Unlock()
-		wg.Add(1)
-		go func(c queue.Claimed) {
-			defer wg.Done()
-			r := d.deliver(context.WithoutCancel(ctx), p, c, margin)
-			if r.Lapsed == 0 {
-				// A lapsed delivery keeps its slot until its lease ends:
-				// the target may still be working on it.
-				d.slots.release(context.WithoutCancel(ctx), hold)
+		if runner == nil {
+			h, err := d.takeRunner(ctx, p.Name, now)
+			if err != nil {
+				d.log.Warn("take the runner lease", "queue", p.Name, "error", err)
+				break
 			}
-			mu.Lock()
-			rep.add(r)
-			inFlight--
-			mu.Unlock()
-			<-sem
+			if h == nil {
+				break // another run stays with the queue
+			}
+			runner = h
+			rep.Stayed++
+		} else if !d.renew(ctx, runner, now) {
+			runner = nil // lost: the one that has it goes on
+			break
+		}
+		// Wait for the next due time (or MaxNap), a delivery's end (its
+		// slot, or a retry it made), or a poke.
+		nap := min(max(next.Sub(now), minNap), d.opts.MaxNap)
+		select {
+		case <-d.opts.After(nap):
+		case <-f.finished:
+		case <-poke:
+		case <-ctx.Done():
+		}
+	}
+	return result(rep), nil
+}
+
+// minNap is the shortest wait of a run staying with a queue whose next
+// task is due now but could not be claimed (held by another claimer a
+// moment ago, or every slot taken).
+const minNap = 50 * time.Millisecond
+
+// claimRound claims the queue's due tasks, each handed to its delivery as
+// soon as its claim returns, until a claim comes back empty, and returns
+// how many it claimed. It starts with one claim in flight and adds one
+// with each task claimed, up to Options.Claimers (so a queue with one
+// task due costs one claim more than it needs, and a backlog gets every
+// claimer at once); a claim waits for room under the queue's bound first.
+func (d *Dispatcher) claimRound(ctx context.Context, p PushQueue, lease, margin time.Duration, timeUp func(time.Time) bool, f *inflight) (int, error) {
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		claimed  int
+		claimers int
+		first    error
+		stop     = make(chan struct{})
+		once     sync.Once
+	)
+	end := func() { once.Do(func() { close(stop) }) }
+	most := min(d.opts.Claimers, cap(f.sem))
+	var claimer func()
+	spawn := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if claimers < most {
+			claimers++
+			wg.Add(1)
+			go claimer()
+		}
+	}
+	claimer = func() {
+		defer wg.Done()
+		for {
 			select {
-			case finished <- struct{}{}:
+			case f.sem <- struct{}{}:
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			}
+			now := d.opts.Now()
+			stopped := false
+			select {
+			case <-stop:
+				stopped = true
 			default:
 			}
-		}(claimed[0])
+			if stopped || timeUp(now) {
+				<-f.sem
+				end()
+				return
+			}
+			cs, err := d.q.Claim(ctx, queue.ClaimRequest{
+				Queue: p.Name, LeaseFor: lease, WorkerID: d.opts.WorkerID, MaxTasks: 1,
+			}, now)
+			if err != nil || len(cs) == 0 {
+				<-f.sem
+				if err != nil && ctx.Err() == nil {
+					mu.Lock()
+					if first == nil {
+						first = fmt.Errorf("claim: %w", err)
+					}
+					mu.Unlock()
+				}
+				end()
+				return
+			}
+			mu.Lock()
+			claimed++
+			mu.Unlock()
+			f.mu.Lock()
+			f.running++
+			f.mu.Unlock()
+			f.wg.Add(1)
+			go func(c queue.Claimed) {
+				defer f.wg.Done()
+				r := d.deliver(context.WithoutCancel(ctx), p, c, margin)
+				f.mu.Lock()
+				f.rep.add(r)
+				f.running--
+				f.mu.Unlock()
+				<-f.sem
+				select {
+				case f.finished <- struct{}{}:
+				default:
+				}
+			}(cs[0])
+			spawn() // a task was due: more may be
+		}
 	}
-	return rep, nil
+	spawn()
+	wg.Wait()
+	return claimed, first
 }
 
 // deliver delivers one claimed task and writes its outcome.

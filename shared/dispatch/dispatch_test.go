@@ -107,39 +107,45 @@ type env struct {
 	q   *queue.Queue
 	clk *clock
 	pq  dispatch.PushQueue
-	// declared makes dispatchers read the push queue from its declaration
-	// (see declare) instead of a Static.
-	declared bool
+	// declared is the push queue last declared (declare).
+	declared dispatch.PushQueue
 }
 
-// declare declares e.pq with its target, max_concurrency and timeout, and
-// makes later dispatchers find it there.
-func (e *env) declare(t *testing.T) {
-	t.Helper()
-	e.q = queue.New(e.st, queue.Options{AllowInsecureTargets: true})
-	timeout := e.pq.Timeout
-	if _, _, err := e.q.Declare(context.Background(), queue.Declaration{
-		Name: e.pq.Name, MaxConcurrency: e.pq.MaxConcurrency, Timeout: &timeout,
-		Target: &queue.Target{URL: e.pq.Target.URL, Secret: e.pq.Target.Secret},
-	}, e.clk.Now()); err != nil {
-		t.Fatal(err)
+// declare declares e.pq with its target, max_concurrency and timeout
+// (when it changed since the last time), where dispatchers find it.
+func (e *env) declare() {
+	if e.declared == e.pq || e.pq.Target == (queue.Target{}) {
+		return
 	}
-	e.declared = true
+	d := queue.Declaration{Name: e.pq.Name, MaxConcurrency: e.pq.MaxConcurrency, Target: &e.pq.Target}
+	if e.pq.Timeout > 0 {
+		timeout := e.pq.Timeout
+		d.Timeout = &timeout
+	}
+	if _, _, err := e.q.Declare(context.Background(), d, e.clk.Now()); err != nil {
+		panic(err)
+	}
+	e.declared = e.pq
+}
+
+// targets declares e.pq and returns the declared push queues of e.q.
+func (e *env) targets() dispatch.Targets {
+	e.declare()
+	return dispatch.NewDeclared(e.q, 0)
 }
 
 func newEnv(st store.Store, pq dispatch.PushQueue) *env {
-	return &env{st: st, q: queue.New(st, queue.Options{}), clk: &clock{}, pq: pq}
+	return &env{st: st, q: queue.New(st, queue.Options{AllowInsecureTargets: true}), clk: &clock{}, pq: pq}
 }
 
-// dispatcher returns a fresh dispatcher (a new process) over st.
+// dispatcher returns a fresh dispatcher (a new process) over st, for the
+// push queue e.pq, declared.
 func (e *env) dispatcher(st store.Store, lambda dispatch.Deliverer) *dispatch.Dispatcher {
+	e.declare()
 	q := queue.New(st, queue.Options{ListCacheFor: -1})
-	var targets dispatch.Targets = dispatch.Static{e.pq.Name: e.pq}
-	if e.declared {
-		targets = dispatch.NewDeclared(q, nil, 0)
-	}
-	return dispatch.New(q, targets, dispatch.Options{
+	return dispatch.New(q, dispatch.NewDeclared(q, 0), dispatch.Options{
 		Now:    e.clk.Now,
+		Soon:   -1, // a run ends when nothing is due now (runner_test.go stays)
 		Logger: slog.New(slog.DiscardHandler),
 		HTTP:   dispatch.NewHTTP(dispatch.StaticSecrets{"s3q/secret": secret}, true),
 		Lambda: lambda,
@@ -149,6 +155,7 @@ func (e *env) dispatcher(st store.Store, lambda dispatch.Deliverer) *dispatch.Di
 func (e *env) submit(t *testing.T, req queue.SubmitRequest) queue.Task {
 	t.Helper()
 	req.Queue = e.pq.Name
+	e.declare()
 	if req.TaskType == "" {
 		req.TaskType = "push.test"
 	}
@@ -422,7 +429,7 @@ func TestEachAttemptIsDeliveredAtMostOnceUnderCrashes(t *testing.T) {
 						e.pq.Timeout = queue.Duration(2 * time.Second)
 						e.pq.MaxConcurrency = 1
 						if declared {
-							e.declare(t)
+							e.declare()
 						}
 						task := e.submit(t, queue.SubmitRequest{MaxAttempts: 10})
 						f := storefault.New(st)
@@ -478,7 +485,7 @@ func TestDeclaredPushQueueIsDeliveredWithinItsMaxConcurrency(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				q := queue.New(st, queue.Options{ListCacheFor: -1})
-				d := dispatch.New(q, dispatch.NewDeclared(q, nil, 0), dispatch.Options{
+				d := dispatch.New(q, dispatch.NewDeclared(q, 0), dispatch.Options{
 					Now: e.clk.Now, Logger: slog.New(slog.DiscardHandler),
 					HTTP: dispatch.NewHTTP(dispatch.StaticSecrets{"s3q/secret": secret}, true),
 				})
