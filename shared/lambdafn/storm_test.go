@@ -1,0 +1,38 @@
+package lambdafn_test
+
+import (
+	"testing"
+
+	"github.com/s3q/s3q/shared/lambdafn/lambdafntest"
+)
+
+// stormReserved is the dispatch function's reserved concurrency the storm
+// is held to: the stack's default (dispatchReservedConcurrency).
+const stormReserved = 10
+
+// The review's storm: one 60-task batch a second for 60 s into one push
+// queue, schedule_at spread over the next minute. Wakes were keyed by
+// queue and due second and each woken invocation slept until its second:
+// 3,600 Invokes and about 1,800 invocations at once. Now a container
+// sends at most one Invoke per queue and second, and one run per queue
+// waits for future tasks (the runner lease): at most 60 Invokes, a
+// handful of invocations at once, and every task delivered once, on time.
+// The clock runs 20 times faster than real time; the counts do not
+// depend on the machine's speed.
+func TestADispatchStormIsBoundedInInvokesAndConcurrency(t *testing.T) {
+	res, err := lambdafntest.DispatchStorm(t.Context(), lambdafntest.StormOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("bench dispatch storm batches=60 spread_s=60 invokes=%d peak_concurrent=%d delivered=%d duplicates=%d lateness_p50_ms=%d lateness_p99_ms=%d",
+		res.Invokes, res.PeakConcurrent, res.Delivered, res.Duplicates, res.LatenessP50.Milliseconds(), res.LatenessP99.Milliseconds())
+	if res.Invokes > 60 {
+		t.Errorf("%d Invokes of dispatch for one push queue in 60 s, want at most 60", res.Invokes)
+	}
+	if res.PeakConcurrent > stormReserved {
+		t.Errorf("%d dispatch invocations at once, want at most the reserved %d", res.PeakConcurrent, stormReserved)
+	}
+	if res.Delivered != res.Tasks || res.Duplicates != 0 {
+		t.Errorf("%d of %d tasks delivered, %d twice", res.Delivered, res.Tasks, res.Duplicates)
+	}
+}
