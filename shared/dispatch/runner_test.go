@@ -20,8 +20,8 @@ func (e *env) stayingDispatcher(st store.Store, soon time.Duration, w dispatch.W
 	q := queue.New(st, queue.Options{ListCacheFor: 50 * time.Millisecond})
 	return dispatch.New(q, dispatch.NewDeclared(q, 0), dispatch.Options{
 		Now: e.clk.Now, Logger: slog.New(slog.DiscardHandler),
-		HTTP:   dispatch.NewHTTP(dispatch.StaticSecrets{"s3q/secret": secret}, true),
-		Soon:   soon, MaxNap: 100 * time.Millisecond, Waker: w,
+		HTTP: dispatch.NewHTTP(dispatch.StaticSecrets{"s3q/secret": secret}, true),
+		Soon: soon, MaxNap: 100 * time.Millisecond, Waker: w,
 	})
 }
 
