@@ -19,9 +19,11 @@ import (
 // delayed one at its time, with no worker running.
 func TestDevServerPushesTasksToTheirTarget(t *testing.T) {
 	var hits atomic.Int32
+	var targetURL string
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if err := worker.VerifySignature("sekrit", r.Header, body, time.Now(), time.Minute); err != nil {
+		q := r.Header.Get("S3q-Queue") // this target serves both queues
+		if _, err := worker.VerifySignature(worker.PushTarget{Secret: "sekrit", URL: targetURL, Queue: q}, r, body, time.Now()); err != nil || (q != "orders" && q != "declared") {
 			http.Error(w, err.Error(), http.StatusUnauthorized)
 			return
 		}
@@ -29,6 +31,7 @@ func TestDevServerPushesTasksToTheirTarget(t *testing.T) {
 		fmt.Fprint(w, `{"pushed":true}`)
 	}))
 	defer target.Close()
+	targetURL = target.URL
 	d := start(t, devserver.Options{
 		TickInterval: time.Hour,
 		PushQueues:   []queue.Declaration{{Name: "orders", Target: &queue.Target{URL: target.URL, Secret: "dev"}}},

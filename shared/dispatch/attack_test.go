@@ -138,9 +138,9 @@ func TestASubmitWithinTheSecondOfAnotherStillWakesDispatch(t *testing.T) {
 
 // Outside s3q dev a URL target may not reach this host or the instance
 // metadata service: an address that is loopback, link-local (169.254.0.0/16,
-// the metadata and container credential endpoints) or unspecified is
-// refused when the connection is made (after DNS), and the task fails
-// without retry. Nothing is sent.
+// the metadata and container credential endpoints) or unspecified, also
+// in its NAT64 and 6to4 forms, is refused when the connection is made
+// (after DNS), and the task fails without retry. Nothing is sent.
 func TestAURLTargetOnLoopbackOrLinkLocalIsRefusedOutsideDev(t *testing.T) {
 	var mu sync.Mutex
 	hits := 0
@@ -151,7 +151,10 @@ func TestAURLTargetOnLoopbackOrLinkLocalIsRefusedOutsideDev(t *testing.T) {
 		fmt.Fprint(w, `{}`)
 	}))
 	defer srv.Close()
-	for _, url := range []string{srv.URL, "https://169.254.169.254/latest/meta-data/", "https://[::1]:1/", "https://0.0.0.0:1/"} {
+	for _, url := range []string{srv.URL, "https://169.254.169.254/latest/meta-data/", "https://[::1]:1/", "https://0.0.0.0:1/",
+		// The same addresses through NAT64 (64:ff9b::/96, 64:ff9b:1::/48) and 6to4 (2002::/16).
+		"https://[64:ff9b::7f00:1]:1/", "https://[64:ff9b::a9fe:a9fe]/latest/meta-data/", "https://[64:ff9b:1::a9fe:a9fe]/",
+		"https://[2002:7f00:1::1]:1/", "https://[2002:a9fe:a9fe::1]/latest/meta-data/"} {
 		t.Run(url, func(t *testing.T) {
 			e := newEnv(memstore.New(), dispatch.PushQueue{Name: "push", Target: dispatch.Target{URL: url, Secret: "s3q/secret"}})
 			task := e.submit(t, queue.SubmitRequest{MaxAttempts: 5})

@@ -61,7 +61,7 @@ func newTarget(t *testing.T, clk *clock, answer func(p dispatch.Payload, w http.
 	tg := &target{t: t, answer: answer}
 	tg.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if err := pushsig.Verify(secret, r.Header, body, clk.Now(), time.Minute); err != nil {
+		if _, err := pushsig.Verify(secret, pushsig.Expect{URL: tg.srv.URL, Queue: r.Header.Get(pushsig.HeaderQueue), Tolerance: time.Minute}, r.Method, r.Header, body, clk.Now()); err != nil {
 			t.Errorf("target: %v", err)
 			http.Error(w, err.Error(), http.StatusUnauthorized)
 			return
@@ -70,7 +70,7 @@ func newTarget(t *testing.T, clk *clock, answer func(p dispatch.Payload, w http.
 		if err := json.Unmarshal(body, &p); err != nil {
 			t.Errorf("target: payload: %v", err)
 		}
-		if r.Header.Get(pushsig.HeaderTaskID) != p.Task.ID || r.Header.Get(pushsig.HeaderAttempt) != strconv.Itoa(p.Task.Attempt) {
+		if r.Header.Get(pushsig.HeaderTaskID) != p.Task.ID || r.Header.Get(pushsig.HeaderAttempt) != strconv.Itoa(p.Task.Attempt) || r.Header.Get(pushsig.HeaderQueue) != p.Task.Queue {
 			t.Errorf("target: headers %v do not match task %s attempt %d", r.Header, p.Task.ID, p.Task.Attempt)
 		}
 		if p.Lease.Token == "" || p.Task.LeaseToken != "" {
