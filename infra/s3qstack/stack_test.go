@@ -255,11 +255,15 @@ func TestStack(t *testing.T) {
 			if len(fn.Routes) > 0 {
 				env["S3Q_MAX_WAIT"] = "25s"
 			}
+			own := "s3q-dev-submit,s3q-dev-claim,s3q-dev-tasks,s3q-dev-schedules,s3q-dev-sweep-expired,s3q-dev-schedule-tick,s3q-dev-dispatch"
 			switch fn.Name { // push delivery (push.go)
 			case "submit":
 				env["S3Q_DISPATCH_FUNCTION"] = "s3q-dev-dispatch"
+			case "tasks":
+				env["S3Q_PUSH_BINDINGS"], env["S3Q_OWN_FUNCTIONS"] = "{}", own
 			case "dispatch":
 				timeout = d.DispatchTimeoutSeconds
+				env["S3Q_PUSH_BINDINGS"], env["S3Q_OWN_FUNCTIONS"], env["S3Q_PUSH_CONCURRENCY"] = "{}", own, "64"
 			}
 			dev.template.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]interface{}{
 				"FunctionName":  "s3q-dev-" + fn.Name,
@@ -671,11 +675,11 @@ func TestStack(t *testing.T) {
 		}
 	})
 
-	t.Run("sweep_and_tick_have_reserved_concurrency_and_the_other_functions_do_not", func(t *testing.T) {
+	t.Run("sweep_tick_and_dispatch_have_reserved_concurrency_and_the_other_functions_do_not", func(t *testing.T) {
 		for _, fn := range Functions() {
 			got := props(dev.resources("AWS::Lambda::Function")[dev.functionID(t, fn.Name)])["ReservedConcurrentExecutions"]
-			reserved := fn.Name == "sweep-expired" || fn.Name == "schedule-tick"
-			if want := map[bool]interface{}{true: 1.0, false: nil}[reserved]; got != want {
+			want := map[string]interface{}{"sweep-expired": 1.0, "schedule-tick": 1.0, "dispatch": 10.0}[fn.Name]
+			if got != want {
 				t.Errorf("%s: ReservedConcurrentExecutions %v, want %v", fn.Name, got, want)
 			}
 		}
