@@ -228,9 +228,10 @@ const minNap = 50 * time.Millisecond
 // claimRound claims the queue's due tasks, each handed to its delivery as
 // soon as its claim returns, until a claim comes back empty, and returns
 // how many it claimed. It starts with one claim in flight and adds one
-// with each task claimed, up to Options.Claimers (so a queue with one
-// task due costs one claim more than it needs, and a backlog gets every
-// claimer at once); a claim waits for room under the queue's bound first.
+// with each task claimed, up to Options.Claimers and half the queue's
+// bound (so a queue with one task due costs one claim more than it needs,
+// and a backlog gets every claimer soon); a claim waits for room under the
+// queue's bound first, and holds it for the task's delivery.
 func (d *Dispatcher) claimRound(ctx context.Context, p PushQueue, lease, margin time.Duration, timeUp func(time.Time) bool, f *inflight) (int, error) {
 	var (
 		wg       sync.WaitGroup
@@ -242,7 +243,9 @@ func (d *Dispatcher) claimRound(ctx context.Context, p PushQueue, lease, margin 
 		once     sync.Once
 	)
 	end := func() { once.Do(func() { close(stop) }) }
-	most := min(d.opts.Claimers, cap(f.sem))
+	// Claims hold room under the bound while they run: at most half of it,
+	// so that deliveries keep the other half.
+	most := min(d.opts.Claimers, max(1, cap(f.sem)/2))
 	var claimer func()
 	spawn := func() {
 		mu.Lock()

@@ -132,7 +132,7 @@ type Options struct {
 	// Claimers is how many claims of one queue a dispatcher keeps in
 	// flight at once, ahead of the deliveries (they share the queue's
 	// listing, so they never race each other for a task). Defaults to
-	// DefaultClaimers, at most the queue's in-flight bound.
+	// DefaultClaimers, at most half the queue's in-flight bound.
 	Claimers int
 	// Margin is kept between the end of a delivery's lease and the end of
 	// the run, and cut from the lease for the delivery's own time-out, so
@@ -171,7 +171,7 @@ type Options struct {
 // More defaults.
 const (
 	// DefaultClaimers is how many claims of a queue are in flight at once.
-	DefaultClaimers = 8
+	DefaultClaimers = 32
 	// DefaultMaxNap bounds the wait of a run that stays with a queue.
 	DefaultMaxNap = time.Second
 	// DefaultRunnerLease is the runner lease's length.
