@@ -149,6 +149,7 @@ func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time, wa
 		}
 	}()
 	poke := d.poke(p.Name)
+	var lastClaim time.Time
 	for ctx.Err() == nil {
 		now := d.opts.Now()
 		if timeUp(now) {
@@ -168,6 +169,7 @@ func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time, wa
 		}
 		if n > 0 {
 			rechecks = 0
+			lastClaim = d.opts.Now()
 			continue // more may be due: look again at once
 		}
 		now = d.opts.Now()
@@ -207,9 +209,14 @@ func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time, wa
 			runner = nil // lost: the one that has it goes on
 			break
 		}
-		// Wait for the next due time (or MaxNap), a delivery's end (its
-		// slot, or a retry it made), or a poke.
-		nap := min(max(next.Sub(now), minNap), d.opts.MaxNap)
+		// Wait for the next due time (or MaxNap; busyNap while tasks keep
+		// coming, as other processes' submits do not poke this run), a
+		// delivery's end (its slot, or a retry it made), or a poke.
+		longest := d.opts.MaxNap
+		if now.Sub(lastClaim) < time.Second {
+			longest = min(longest, busyNap)
+		}
+		nap := min(max(next.Sub(now), minNap), longest)
 		select {
 		case <-d.opts.After(nap):
 		case <-f.finished:
@@ -225,13 +232,20 @@ func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time, wa
 // moment ago, or every slot taken).
 const minNap = 50 * time.Millisecond
 
+// busyNap is the longest wait of a run staying with a queue that had a
+// task claimed in the last second: tasks submitted by other processes are
+// seen within it (and their listing's cache), not only at the next wake.
+const busyNap = 200 * time.Millisecond
+
 // claimRound claims the queue's due tasks, each handed to its delivery as
-// soon as its claim returns, until a claim comes back empty, and returns
-// how many it claimed. It starts with one claim in flight and adds one
-// with each task claimed, up to Options.Claimers and half the queue's
-// bound (so a queue with one task due costs one claim more than it needs,
-// and a backlog gets every claimer soon); a claim waits for room under the
-// queue's bound first, and holds it for the task's delivery.
+// soon as its claim returns, until every claim in flight has come back
+// empty, and returns how many it claimed. It starts with one claim in
+// flight and adds one with each task claimed, up to Options.Claimers and
+// half the queue's bound, and a claim that comes back empty is not made
+// again (so a queue with one task due costs about one claim more than it
+// needs, a backlog gets every claimer soon, and tasks arriving while it
+// runs keep it going); a claim waits for room under the queue's bound
+// first, and holds it for the task's delivery.
 func (d *Dispatcher) claimRound(ctx context.Context, p PushQueue, lease, margin time.Duration, timeUp func(time.Time) bool, f *inflight) (int, error) {
 	var (
 		wg       sync.WaitGroup
@@ -258,6 +272,11 @@ func (d *Dispatcher) claimRound(ctx context.Context, p PushQueue, lease, margin 
 	}
 	claimer = func() {
 		defer wg.Done()
+		defer func() {
+			mu.Lock()
+			claimers--
+			mu.Unlock()
+		}()
 		for {
 			select {
 			case f.sem <- struct{}{}:
@@ -283,14 +302,18 @@ func (d *Dispatcher) claimRound(ctx context.Context, p PushQueue, lease, margin 
 			}, now)
 			if err != nil || len(cs) == 0 {
 				<-f.sem
-				if err != nil && ctx.Err() == nil {
-					mu.Lock()
-					if first == nil {
-						first = fmt.Errorf("claim: %w", err)
+				if err != nil {
+					if ctx.Err() == nil {
+						mu.Lock()
+						if first == nil {
+							first = fmt.Errorf("claim: %w", err)
+						}
+						mu.Unlock()
 					}
-					mu.Unlock()
+					end()
 				}
-				end()
+				// Nothing due for this claimer: it leaves; the others go
+				// on while they find tasks (each success adds one back).
 				return
 			}
 			mu.Lock()
