@@ -48,7 +48,7 @@ func TestALambdaInvokeThatBreaksAfterReachingTheFunctionIsNotSentAgain(t *testin
 				}
 			}))
 			defer srv.Close()
-			e := newEnv(memstore.New(), dispatch.PushQueue{Name: "fn", Target: dispatch.Target{Lambda: "target"}})
+			e := newEnv(memstore.New(), dispatch.PushQueue{Name: "fn", Target: queue.Target{Lambda: "target"}})
 			task := e.submit(t, queue.SubmitRequest{MaxAttempts: 5})
 			run(t, e.dispatcher(e.st, &dispatch.Lambda{Client: lambdaClient(srv.URL)}), "")
 			mu.Lock()
@@ -87,7 +87,7 @@ func TestAnOutcomeWriteThatFailsOnceIsRetriedAndTheTaskIsNotDeliveredAgain(t *te
 						}
 						fmt.Fprint(w, `{"ok":true}`)
 					})
-					e.pq.Target = dispatch.Target{URL: tg.srv.URL, Secret: "s3q/secret"}
+					e.pq.Target = queue.Target{URL: tg.srv.URL, Secret: "s3q/secret"}
 					e.pq.Timeout = queue.Duration(10 * time.Second)
 					task := e.submit(t, queue.SubmitRequest{MaxAttempts: 5})
 					before := e.clk.Now()
@@ -156,7 +156,7 @@ func TestAURLTargetOnLoopbackOrLinkLocalIsRefusedOutsideDev(t *testing.T) {
 		"https://[64:ff9b::7f00:1]:1/", "https://[64:ff9b::a9fe:a9fe]/latest/meta-data/", "https://[64:ff9b:1::a9fe:a9fe]/",
 		"https://[2002:7f00:1::1]:1/", "https://[2002:a9fe:a9fe::1]/latest/meta-data/"} {
 		t.Run(url, func(t *testing.T) {
-			e := newEnv(memstore.New(), dispatch.PushQueue{Name: "push", Target: dispatch.Target{URL: url, Secret: "s3q/secret"}})
+			e := newEnv(memstore.New(), dispatch.PushQueue{Name: "push", Target: queue.Target{URL: url, Secret: "s3q/secret"}})
 			task := e.submit(t, queue.SubmitRequest{MaxAttempts: 5})
 			h := dispatch.NewHTTP(dispatch.StaticSecrets{"s3q/secret": secret}, false)
 			tr, _ := h.Client.Transport.(*http.Transport)
@@ -240,7 +240,7 @@ func TestALambdaHandlersPlainTextOutputCompletesTheTaskOnce(t *testing.T) {
 			},
 		})),
 	})
-	e := newEnv(memstore.New(), dispatch.PushQueue{Name: "fn", Target: dispatch.Target{Lambda: "target"}})
+	e := newEnv(memstore.New(), dispatch.PushQueue{Name: "fn", Target: queue.Target{Lambda: "target"}})
 	task := e.submit(t, queue.SubmitRequest{TaskType: "text", MaxAttempts: 3})
 	d := e.dispatcher(e.st, &dispatch.Lambda{Client: lambdaClient(le.srv.URL)})
 	for range 3 {
@@ -561,7 +561,7 @@ func TestADeliveryCarriesNoTokenButItsLeasesAndNoRecordInternals(t *testing.T) {
 			r.Body = io.NopCloser(strings.NewReader(string(b)))
 			seen.ServeHTTP(w, r)
 		})
-		e.pq.Target = dispatch.Target{URL: tg.srv.URL, Secret: "s3q/secret"}
+		e.pq.Target = queue.Target{URL: tg.srv.URL, Secret: "s3q/secret"}
 		e.pq.Timeout = queue.Duration(10 * time.Second)
 		e.pq.MaxConcurrency = 1
 		e.declare()

@@ -48,22 +48,22 @@ func TestOutputKeepsJSONAndQuotesText(t *testing.T) {
 
 func TestTargetsAreValidatedNamingTheField(t *testing.T) {
 	for _, c := range []struct {
-		t     dispatch.Target
+		t     queue.Target
 		http  bool
 		field string
 	}{
-		{dispatch.Target{}, false, "target"},
-		{dispatch.Target{Lambda: "f", URL: "https://x"}, false, "target.url"},
-		{dispatch.Target{URL: "http://x/", Secret: "s"}, false, "target.url"},
-		{dispatch.Target{URL: "https://x/"}, false, "target.secret"},
-		{dispatch.Target{Lambda: "f", Secret: "s"}, false, "target.secret"},
+		{queue.Target{}, false, "target"},
+		{queue.Target{Lambda: "f", URL: "https://x"}, false, "target.url"},
+		{queue.Target{URL: "http://x/", Secret: "s"}, false, "target.url"},
+		{queue.Target{URL: "https://x/"}, false, "target.secret"},
+		{queue.Target{Lambda: "f", Secret: "s"}, false, "target.secret"},
 	} {
 		err := c.t.Validate(c.http)
 		if err == nil || !strings.Contains(err.Error(), c.field) {
 			t.Errorf("%+v: %v, want it to name %s", c.t, err, c.field)
 		}
 	}
-	if err := (dispatch.Target{URL: "http://127.0.0.1:9000/", Secret: "s"}).Validate(true); err != nil {
+	if err := (queue.Target{URL: "http://127.0.0.1:9000/", Secret: "s"}).Validate(true); err != nil {
 		t.Errorf("http in dev: %v", err)
 	}
 }
@@ -104,7 +104,7 @@ func TestSubmitWakesAtMostOncePerQueueAndSecond(t *testing.T) {
 	clock := now
 	rec := &recorder{}
 	w := &dispatch.Limited{Next: rec, Now: func() time.Time { return clock }}
-	targets := fixed{"push": {Name: "push", Target: dispatch.Target{Lambda: "f"}}}
+	targets := fixed{"push": {Name: "push", Target: queue.Target{Lambda: "f"}}}
 	task := func(q string, avail time.Time, st queue.Status) queue.Task {
 		return queue.Task{Queue: q, AvailableAt: avail, Status: st}
 	}

@@ -84,7 +84,7 @@ type Result struct {
 // return by ctx's deadline (the delivery's deadline): a delivery cut by
 // it is a Lapse.
 type Deliverer interface {
-	Deliver(ctx context.Context, target Target, d Delivery) Result
+	Deliver(ctx context.Context, target queue.Target, d Delivery) Result
 }
 
 // inflight are the deliveries of one queue a drain has started.

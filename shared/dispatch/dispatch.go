@@ -65,17 +65,13 @@ const (
 	DefaultMaxInFlight = 64
 )
 
-// Target is where a push queue's tasks go: the queue's declared target
-// (one type for the declaration and the delivery).
-type Target = queue.Target
-
 // PushQueue is a queue whose tasks are pushed: a declared queue with a
 // target (FromDeclaration).
 type PushQueue struct {
 	// Name is the queue's name.
 	Name string `json:"name"`
 	// Target is where its tasks are delivered.
-	Target Target `json:"target"`
+	Target queue.Target `json:"target"`
 	// MaxConcurrency is the queue's max_concurrency: the most of its tasks
 	// running at once, pull or push, kept by the claim itself (each
 	// running task holds one of the queue's slots). A dispatcher runs at

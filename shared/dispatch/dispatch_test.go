@@ -224,7 +224,7 @@ func idleRuns(t *testing.T, e *env, st *store.Counting, d *dispatch.Dispatcher) 
 }
 
 func httpQueue(url string, timeout time.Duration) dispatch.PushQueue {
-	return dispatch.PushQueue{Name: "push", Target: dispatch.Target{URL: url, Secret: "s3q/secret"}, Timeout: queue.Duration(timeout)}
+	return dispatch.PushQueue{Name: "push", Target: queue.Target{URL: url, Secret: "s3q/secret"}, Timeout: queue.Duration(timeout)}
 }
 
 func TestHTTPTargetReceivesASignedDeliveryAndItsAnswerCompletesTheTask(t *testing.T) {
@@ -425,7 +425,7 @@ func TestEachAttemptIsDeliveredAtMostOnceUnderCrashes(t *testing.T) {
 					t.Run(fmt.Sprintf("declared_%v_mode%d_write%d", declared, mode, n), func(t *testing.T) {
 						e := newEnv(st, dispatch.PushQueue{Name: fmt.Sprintf("crash-%v-%d-%d", declared, mode, n)})
 						tg := newTarget(t, e.clk, nil)
-						e.pq.Target = dispatch.Target{URL: tg.srv.URL, Secret: "s3q/secret"}
+						e.pq.Target = queue.Target{URL: tg.srv.URL, Secret: "s3q/secret"}
 						e.pq.Timeout = queue.Duration(2 * time.Second)
 						e.pq.MaxConcurrency = 1
 						if declared {

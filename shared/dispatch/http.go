@@ -122,7 +122,7 @@ func embeddedIPv4(ip netip.Addr) (netip.Addr, bool) {
 }
 
 // Deliver posts one delivery.
-func (h *HTTP) Deliver(ctx context.Context, target Target, d Delivery) Result {
+func (h *HTTP) Deliver(ctx context.Context, target queue.Target, d Delivery) Result {
 	if err := target.Validate(h.AllowHTTP); err != nil {
 		return Result{Outcome: Fail, Error: err.Error()}
 	}

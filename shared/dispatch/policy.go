@@ -87,7 +87,7 @@ type SecretChecker interface {
 // Allows says whether queue may use target under the bindings and the
 // own functions (a nil Policy allows everything); a refusal is a
 // *queue.ValidationError naming target.
-func (p *Policy) Allows(queueName string, t Target) error {
+func (p *Policy) Allows(queueName string, t queue.Target) error {
 	if p == nil {
 		return nil
 	}
@@ -113,7 +113,7 @@ func (p *Policy) Allows(queueName string, t Target) error {
 // then that a URL target's secret exists and can be read (400 naming
 // target.secret), so that a wrong secret is refused at once instead of
 // failing every delivery until the task is dead-lettered.
-func (p *Policy) Check(ctx context.Context, queueName string, t Target) error {
+func (p *Policy) Check(ctx context.Context, queueName string, t queue.Target) error {
 	if err := p.Allows(queueName, t); err != nil {
 		return err
 	}

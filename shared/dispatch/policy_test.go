@@ -87,7 +87,7 @@ func TestTargetsAreBoundToQueues(t *testing.T) {
 // A queue declared with a target before the bindings changed is not
 // delivered: the run reports an error and its tasks stay pending.
 func TestADeclarationTheBindingsNoLongerAllowIsNotDelivered(t *testing.T) {
-	e := newEnv(memstore.New(), dispatch.PushQueue{Name: "fn", Target: dispatch.Target{Lambda: "old-fn"}})
+	e := newEnv(memstore.New(), dispatch.PushQueue{Name: "fn", Target: queue.Target{Lambda: "old-fn"}})
 	task := e.submit(t, queue.SubmitRequest{})
 	d := dispatch.New(e.q, e.targets(), dispatch.Options{
 		Now: e.clk.Now, Soon: -1, Lambda: &dispatch.Lambda{Client: nil},

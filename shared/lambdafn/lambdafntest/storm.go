@@ -142,7 +142,7 @@ type target struct {
 	dups      int
 }
 
-func (t *target) Deliver(_ context.Context, _ dispatch.Target, d dispatch.Delivery) dispatch.Result {
+func (t *target) Deliver(_ context.Context, _ queue.Target, d dispatch.Delivery) dispatch.Result {
 	late := t.now().Sub(d.Task.AvailableAt)
 	t.mu.Lock()
 	defer t.mu.Unlock()
