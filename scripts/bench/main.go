@@ -10,6 +10,7 @@
 //	bench push latency=L target=http tasks=N rate=R pickup_p50_ms=A pickup_p99_ms=B requests_per_task=R
 //	bench push latency=L target=http delayed=N lateness_p50_ms=A lateness_p99_ms=B
 //	bench dispatch storm batches=60 spread_s=60 invokes=I peak_concurrent=C
+//	bench ops op=purge status=pending stored=300 changed=100 requests=R ... per_task=X   (ops.go; and retry, cancel, expire, stats)
 //
 // (push.go: push through s3q dev at each -push-latency, -only push runs
 // just those; the storm through the submit and dispatch functions with a
@@ -59,7 +60,7 @@ func main() {
 	throughputTasks := flag.Int("throughput-tasks", 400, "backlog drained per throughput figure")
 	workers := flag.String("workers", "1,4,16", "worker counts for the throughput figures")
 	rawFor := flag.Duration("raw-for", 2*time.Second, "how long to measure the raw PUT+GET rate")
-	only := flag.String("only", "", "run only these figures, comma-separated: lifecycle, throughput, sweep, tick, list, faults, push, storm")
+	only := flag.String("only", "", "run only these figures, comma-separated: lifecycle, throughput, sweep, tick, list, ops, faults, push, storm")
 	faultMixes := flag.String("fault-mixes", "lost_answers,mixed", "fault mixes of the faults figures (empty: none)")
 	faultRate := flag.Float64("fault-rate", 0.10, "share of S3 requests that meet a fault in the faults figures")
 	faultSubmits := flag.Int("fault-submits", 1000, "submits per faults figure")
@@ -132,6 +133,11 @@ func main() {
 	}
 	if run("list") {
 		if err := benchList(ctx, srv, 1000); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if run("ops") {
+		if err := benchOps(ctx, srv); err != nil {
 			log.Fatal(err)
 		}
 	}

@@ -73,7 +73,7 @@ func FromDeclaration(d queue.Declaration) (PushQueue, bool) {
 	if d.Target == nil {
 		return PushQueue{}, false
 	}
-	p := PushQueue{Name: d.Name, Target: *d.Target, MaxConcurrency: d.MaxConcurrency}
+	p := PushQueue{Name: d.Name, Target: *d.Target, MaxConcurrency: d.MaxConcurrency, Paused: d.Paused}
 	if d.Timeout != nil {
 		p.Timeout = *d.Timeout
 	}

@@ -149,7 +149,10 @@ func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time, wa
 		}
 	}()
 	poke := d.poke(p.Name)
-	var lastClaim time.Time
+	var (
+		lastClaim time.Time
+		stuck     uint // looks in a row that found a task due now and claimed nothing
+	)
 	for ctx.Err() == nil {
 		now := d.opts.Now()
 		if timeUp(now) {
@@ -168,7 +171,7 @@ func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time, wa
 			return result(rep), err
 		}
 		if n > 0 {
-			rechecks = 0
+			rechecks, stuck = 0, 0
 			lastClaim = d.opts.Now()
 			continue // more may be due: look again at once
 		}
@@ -177,7 +180,7 @@ func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time, wa
 		if err != nil {
 			return result(rep), fmt.Errorf("next due: %w", err)
 		}
-		soon := ok && d.opts.Soon > 0 && next.Before(now.Add(d.opts.Soon))
+		soon := ok && d.opts.Soon > 0 && next.Before(now.Add(d.opts.Soon)) && !p.Paused
 		if !soon && p.MaxConcurrency > 0 && f.count() > 0 {
 			// Our deliveries may hold the slots the claims wanted: claim
 			// again as each ends.
@@ -216,7 +219,16 @@ func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time, wa
 		if now.Sub(lastClaim) < time.Second {
 			longest = min(longest, busyNap)
 		}
-		nap := min(max(next.Sub(now), minNap), longest)
+		shortest := minNap
+		if !next.After(now) {
+			// Due now, yet nothing could be claimed (every slot held by
+			// pull workers, a task another claimer holds): back off.
+			shortest = min(minNap<<min(stuck, 5), longest)
+			stuck++
+		} else {
+			stuck = 0
+		}
+		nap := min(max(next.Sub(now), shortest), longest)
 		select {
 		case <-d.opts.After(nap):
 		case <-f.finished:

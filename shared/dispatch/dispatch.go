@@ -81,6 +81,9 @@ type PushQueue struct {
 	// Timeout is the delivery lease: how long the target has to answer.
 	// Defaults to DefaultLease; at most MaxLease.
 	Timeout queue.Duration `json:"timeout,omitempty"`
+	// Paused is true while the queue is paused: its claims start nothing,
+	// so no run stays with it (a run after the resume delivers).
+	Paused bool `json:"paused,omitempty"`
 }
 
 // Lease returns the delivery lease of the queue.

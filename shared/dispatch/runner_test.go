@@ -144,3 +144,22 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A run does not stay with a paused queue, whatever is due: it would wait
+// for nothing (the claims of a paused queue start no task).
+func TestARunDoesNotStayWithAPausedQueue(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		e := newEnv(st, dispatch.PushQueue{Name: "paused"})
+		tg := newTarget(t, e.clk, nil)
+		e.pq = httpQueue(tg.srv.URL, 10*time.Second)
+		e.pq.Name = "paused"
+		e.submit(t, queue.SubmitRequest{})
+		if _, err := e.q.PauseQueue(context.Background(), "paused", e.clk.Now()); err != nil {
+			t.Fatal(err)
+		}
+		rep := run(t, e.stayingDispatcher(st, time.Minute, nil), "paused")
+		if rep.Stayed != 0 || rep.Delivered != 0 || runnerHeld(st, "paused", e.clk.Now()) {
+			t.Fatalf("a paused queue: %+v", rep)
+		}
+	})
+}
