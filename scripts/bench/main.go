@@ -9,6 +9,7 @@
 //	bench faults mix=M rate=R submits=N tasks=T duplicates=D dedup_violations=V lost=L run_twice=R http_500=E
 //	bench push latency=L target=http tasks=N rate=R pickup_p50_ms=A pickup_p99_ms=B requests_per_task=R
 //	bench push latency=L target=http delayed=N lateness_p50_ms=A lateness_p99_ms=B
+//	bench push latency=L target=http path=in-process tasks=N rate=R pickup_p50_ms=A pickup_p99_ms=B requests_per_task=R
 //	bench dispatch storm batches=60 spread_s=60 invokes=I peak_concurrent=C
 //	bench ops op=purge status=pending stored=300 changed=100 requests=R ... per_task=X   (ops.go; and retry, cancel, expire, stats)
 //
@@ -157,6 +158,9 @@ func main() {
 				log.Fatal(err)
 			}
 			if err := benchPush(ctx, profile, runs, *pushDelayed); err != nil {
+				log.Fatal(err)
+			}
+			if err := benchPushInProcess(ctx, profile, runs); err != nil {
 				log.Fatal(err)
 			}
 		}

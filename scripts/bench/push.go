@@ -17,10 +17,13 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/devserver"
+	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/lambdafn/lambdafntest"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/s3local"
 	"github.com/s3q/s3q/shared/s3local/faultproxy"
+	"github.com/s3q/s3q/shared/store"
+	"github.com/s3q/s3q/shared/store/memstore"
 	"github.com/s3q/s3q/shared/worker"
 )
 
@@ -267,4 +270,99 @@ func pct(xs []float64, p float64) float64 {
 	sort.Float64s(s)
 	i := int(p/100*float64(len(s))+0.5) - 1
 	return s[min(max(i, 0), len(s)-1)]
+}
+
+// benchPushInProcess measures the same pickup as benchPush without the
+// HTTP API and the S3 server: submits straight into a queue over the mem
+// store with the latency profile added to every request (faultproxy.Slow),
+// the dispatcher in the same process (woken as s3q dev wakes it), a local
+// HTTP target. It shows what the dispatcher keeps up with when the
+// machine's CPU is not the limit (the S3 server, the proxy and request
+// signing share it in benchPush):
+//
+//	bench push latency=L target=http path=in-process tasks=N rate=R pickup_p50_ms=A pickup_p99_ms=B requests_per_task=R
+func benchPushInProcess(ctx context.Context, latency faultproxy.Profile, runs []pushRun) error {
+	st := store.NewCounting(faultproxy.Slow(memstore.New(), faultproxy.NewDelays(latency, 1)))
+	var mu sync.Mutex
+	received := map[string]time.Time{}
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		mu.Lock()
+		if _, ok := received[r.Header.Get("S3q-Task-Id")]; !ok {
+			received[r.Header.Get("S3q-Task-Id")] = time.Now()
+		}
+		mu.Unlock()
+		fmt.Fprint(w, `{}`)
+	}))
+	defer target.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	q := queue.New(st, queue.Options{AllowInsecureTargets: true})
+	d := dispatch.New(q, dispatch.NewDeclared(q, time.Second), dispatch.Options{
+		Logger: slog.New(slog.DiscardHandler), HTTP: dispatch.NewHTTP(dispatch.StaticSecrets{"dev": "bench-secret"}, true),
+	})
+	local := dispatch.NewLocal(ctx, d)
+	d.SetWaker(local)
+	defer local.Wait()
+	defer cancel()
+	for _, run := range runs {
+		name := fmt.Sprintf("bench-%d", run.rate)
+		if _, _, err := q.Declare(ctx, queue.Declaration{Name: name, MaxConcurrency: 64, Target: &queue.Target{URL: target.URL, Secret: "dev"}}, time.Now()); err != nil {
+			return err
+		}
+		before := st.Counts().Total()
+		var (
+			wg   sync.WaitGroup
+			smu  sync.Mutex
+			sent = map[string]time.Time{}
+			errs int
+		)
+		start := time.Now()
+		for i := range run.tasks {
+			time.Sleep(time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(run.rate))))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				t0 := time.Now()
+				res, err := q.Submit(ctx, queue.SubmitRequest{Queue: name, TaskType: "bench.push"}, time.Now())
+				smu.Lock()
+				defer smu.Unlock()
+				if err != nil {
+					errs++
+					return
+				}
+				sent[res.Task.ID] = t0
+				local.Wake(ctx, dispatch.Wake{Queue: name})
+			}()
+		}
+		wg.Wait()
+		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			mu.Lock()
+			n := 0
+			for id := range sent {
+				if _, ok := received[id]; ok {
+					n++
+				}
+			}
+			mu.Unlock()
+			if n == len(sent) {
+				break
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+		var pickup []float64
+		mu.Lock()
+		for id, t0 := range sent {
+			if r, ok := received[id]; ok {
+				pickup = append(pickup, float64(r.Sub(t0).Microseconds())/1000)
+			}
+		}
+		mu.Unlock()
+		if len(pickup) < run.tasks || errs > 0 {
+			fmt.Fprintf(os.Stderr, "bench: push in-process: %d of %d tasks delivered, %d submits failed\n", len(pickup), run.tasks, errs)
+		}
+		fmt.Printf("bench push latency=%s target=http path=in-process tasks=%d rate=%d pickup_p50_ms=%.1f pickup_p99_ms=%.1f requests_per_task=%.2f\n",
+			latency, run.tasks, run.rate, pct(pickup, 50), pct(pickup, 99), float64(st.Counts().Total()-before)/float64(run.tasks))
+	}
+	return nil
 }

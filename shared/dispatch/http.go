@@ -60,6 +60,10 @@ var _ Deliverer = (*HTTP)(nil)
 // allowed: a dispatcher in a VPC may deliver to its services.
 func NewHTTP(secrets SecretSource, allowHTTP bool) *HTTP {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// Deliveries of a queue run up to 64 at once (more with a higher
+	// max_concurrency) to one host: keep their connections (a new TLS
+	// connection is two more round trips), not http's default of 2.
+	tr.MaxIdleConnsPerHost = 2 * DefaultMaxInFlight
 	if !allowHTTP {
 		tr.Proxy = nil
 		tr.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: refuseLocal}).DialContext
