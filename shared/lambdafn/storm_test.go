@@ -2,8 +2,10 @@ package lambdafn_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/s3q/s3q/shared/lambdafn/lambdafntest"
+	"github.com/s3q/s3q/shared/s3local/s3localtest"
 )
 
 // stormReserved is the dispatch function's reserved concurrency the storm
@@ -36,5 +38,25 @@ func TestADispatchStormIsBoundedInInvokesAndConcurrency(t *testing.T) {
 	}
 	if res.Delivered != res.Tasks || res.Duplicates != 0 {
 		t.Errorf("%d of %d tasks delivered, %d twice", res.Delivered, res.Tasks, res.Duplicates)
+	}
+}
+
+// The same pattern, smaller, on a real S3 gateway (versitygw): the
+// runner lease's conditional writes and the claims on a server's
+// semantics. Ten 20-task batches a second apart, spread over the next
+// 10 s, the clock at twice real time (a request to the gateway is slower
+// than to the mem store): at most one Invoke a batch, a handful at once,
+// every task once.
+func TestADispatchStormOnVersityGWIsBounded(t *testing.T) {
+	res, err := lambdafntest.DispatchStorm(t.Context(), lambdafntest.StormOptions{
+		Store: s3localtest.NewStore(t, servers.VersityGW), Batches: 10, BatchSize: 20, Spread: 10 * time.Second, Scale: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("storm on versitygw: invokes=%d peak_concurrent=%d delivered=%d duplicates=%d lateness_p99_ms=%d",
+		res.Invokes, res.PeakConcurrent, res.Delivered, res.Duplicates, res.LatenessP99.Milliseconds())
+	if res.Invokes > 10 || res.PeakConcurrent > stormReserved || res.Delivered != res.Tasks || res.Duplicates != 0 {
+		t.Errorf("storm on versitygw: %+v", res)
 	}
 }
