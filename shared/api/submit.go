@@ -28,6 +28,9 @@ func (a *API) submit(rq *request) (reply, error) {
 	if err := decodeObject(rq.body, &body, ""); err != nil {
 		return reply{}, err
 	}
+	if err := refuseEmptyID(rq.body, ""); err != nil {
+		return reply{}, err
+	}
 	wait, err := waitFor("wait", body.Wait, a.opts.MaxWait)
 	if err != nil {
 		return reply{}, err
@@ -73,7 +76,12 @@ func (a *API) submitBatch(rq *request) (reply, error) {
 	var at []int // index in results of each of reqs
 	for i, raw := range body.Tasks {
 		var req queue.SubmitRequest
-		if err := decodeObject(raw, &req, fmt.Sprintf("tasks[%d].", i)); err != nil {
+		prefix := fmt.Sprintf("tasks[%d].", i)
+		if err := decodeObject(raw, &req, prefix); err != nil {
+			results[i].Error = toError(err)
+			continue
+		}
+		if err := refuseEmptyID(raw, prefix); err != nil {
 			results[i].Error = toError(err)
 			continue
 		}
@@ -109,6 +117,19 @@ func (a *API) submitBatch(rq *request) (reply, error) {
 		}
 	}
 	return reply{status: http.StatusOK, body: batchReply{Results: results}}, nil
+}
+
+// refuseEmptyID refuses "id": "" in a submit body: an empty id is not
+// "no id" (which makes the submit at-least-once), and taking it for one
+// would silently drop the idempotency the caller asked for.
+func refuseEmptyID(body []byte, prefix string) error {
+	var v struct {
+		ID *string `json:"id"`
+	}
+	if json.Unmarshal(body, &v) == nil && v.ID != nil && *v.ID == "" {
+		return badInput(prefix+"id", "is empty: give the task's id (a lowercase UUIDv7), or leave id out and the server makes one")
+	}
+	return nil
 }
 
 // submitted passes the tasks a submit created to Options.OnSubmit.

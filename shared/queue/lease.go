@@ -2,9 +2,14 @@ package queue
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/s3q/s3q/shared/internal/jsonval"
 )
 
 // checkLease validates a lease against the record at now: the task must
@@ -42,29 +47,46 @@ var errReplay = errors.New("queue: lease operation already applied")
 // lease and apply fn in one conditional write, re-reading on a lost race.
 // On any error nothing is written.
 //
-// An operation that ends the lease records its token and name on the
-// task (EndedLeaseToken, EndedBy). The same operation retried with the
-// same token after its answer was lost finds them, writes nothing and
-// returns the task as it is, as the first call did: a worker may retry
-// any lease operation.
-func (q *Queue) leaseOp(ctx context.Context, id, token, op string, now time.Time, fn func(t *Task) error) (Task, error) {
+// An operation that ends the lease records on the task its token, its
+// name and the hash of its request (EndedLeaseToken, EndedBy,
+// EndedRequest; see leaseRequest). The same operation with the same
+// request, retried with the same token after its answer was lost, finds
+// them, writes nothing and returns the task as it is, as the first call
+// did: a worker may retry any lease operation. Any other request with
+// that token (another operation, or the same one with another body, such
+// as a permanent fail after a retryable one) is a *ConflictError naming
+// lease_token: it did not happen, and saying 200 would hide that. A claim
+// forgets the ended lease, so a token older than the task's latest claim
+// is ErrLeaseMismatch, never a replay.
+func (q *Queue) leaseOp(ctx context.Context, id, token string, req leaseRequest, now time.Time, fn func(t *Task) error) (Task, error) {
 	if err := ValidateID(id); err != nil {
 		return Task{}, err
 	}
 	var replay Task
+	hash := req.hash()
 	t, _, err := q.update(ctx, id, func(t *Task) error {
 		if err := checkLease(t, token, now); err != nil {
-			if token != "" && t.EndedLeaseToken == token && t.EndedBy == op {
+			if token == "" || t.EndedLeaseToken != token {
+				return err
+			}
+			// A record written before requests were hashed names none:
+			// the operation alone decides.
+			if t.EndedBy == req.op && (t.EndedRequest == "" || t.EndedRequest == hash) {
 				replay = t.clone()
 				return errReplay
 			}
-			return err
+			what := "another request"
+			if t.EndedBy != req.op {
+				what = "another operation"
+			}
+			return &ConflictError{Field: "lease_token", Message: fmt.Sprintf(
+				"this lease of task %s already ended by %s, with %s than this %s: the token cannot be used again", t.ID, t.EndedBy, what, req.op)}
 		}
 		if err := fn(t); err != nil {
 			return err
 		}
 		if t.Status != StatusRunning {
-			t.EndedLeaseToken, t.EndedBy = token, op
+			t.EndedLeaseToken, t.EndedBy, t.EndedRequest = token, req.op, hash
 		}
 		return nil
 	})
@@ -72,6 +94,21 @@ func (q *Queue) leaseOp(ctx context.Context, id, token, op string, now time.Time
 		return replay, nil
 	}
 	return t, err
+}
+
+// leaseRequest is a lease operation and what its request asks, as it is
+// compared for a replay: op and the request's fields by value, defaults
+// filled in, JSON (a completion's output) in its canonical spelling.
+type leaseRequest struct {
+	op   string
+	body any
+}
+
+// hash is a SHA-256 of the operation and the request's JSON.
+func (r leaseRequest) hash() string {
+	b, _ := json.Marshal(r.body)
+	sum := sha256.Sum256(append([]byte(r.op+"\n"), b...))
+	return hex.EncodeToString(sum[:16])
 }
 
 // checkLeaseFor refuses a requested lease length that is negative or over
@@ -112,7 +149,7 @@ func (q *Queue) Heartbeat(ctx context.Context, id, token string, leaseFor time.D
 	if err := checkLeaseFor(leaseFor); err != nil {
 		return Claimed{}, err
 	}
-	t, err := q.leaseOp(ctx, id, token, opHeartbeat, now, func(t *Task) error {
+	t, err := q.leaseOp(ctx, id, token, leaseRequest{op: opHeartbeat, body: leaseFor}, now, func(t *Task) error {
 		t.LeaseExpiresAt = ptr(norm(now.Add(t.leaseLength(leaseFor))))
 		t.UpdatedAt = now
 		// A task parked by the sweep until its lease ends is found again at
@@ -135,7 +172,11 @@ func (q *Queue) Complete(ctx context.Context, id, token string, output []byte, n
 	if err := validJSON("output", output); err != nil {
 		return Task{}, err
 	}
-	return q.leaseOp(ctx, id, token, opComplete, now, func(t *Task) error {
+	var same []byte // the output by value: its spelling may change in a retry
+	if len(output) > 0 {
+		same, _ = jsonval.Canonical(output)
+	}
+	return q.leaseOp(ctx, id, token, leaseRequest{op: opComplete, body: string(same)}, now, func(t *Task) error {
 		t.Status = StatusCompleted
 		if len(output) > 0 {
 			t.Output = append([]byte(nil), output...)
@@ -152,7 +193,7 @@ func (q *Queue) Complete(ctx context.Context, id, token string, output []byte, n
 // its own decision to give up): the running task becomes cancelled.
 func (q *Queue) AckCancel(ctx context.Context, id, token string, now time.Time) (Task, error) {
 	now = norm(now)
-	return q.leaseOp(ctx, id, token, opAckCancel, now, func(t *Task) error {
+	return q.leaseOp(ctx, id, token, leaseRequest{op: opAckCancel}, now, func(t *Task) error {
 		cancel(t, now)
 		return nil
 	})

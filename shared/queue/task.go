@@ -128,12 +128,15 @@ type Task struct {
 	RequestHash string `json:"request_hash,omitempty"`
 
 	// EndedLeaseToken is the token of the lease whose holder last ended
-	// it (complete, fail, reschedule, cancel acknowledgement), and
-	// EndedBy that operation: the same operation retried with the same
-	// token, its first answer lost, answers with the task instead of
-	// not_running.
+	// it (complete, fail, reschedule, cancel acknowledgement), EndedBy
+	// that operation and EndedRequest a hash of its request: the same
+	// operation with the same request retried with the same token, its
+	// first answer lost, answers with the task instead of not_running;
+	// any other request with that token is a conflict. A claim clears
+	// all three.
 	EndedLeaseToken string `json:"ended_lease_token,omitempty"`
 	EndedBy         string `json:"ended_by,omitempty"`
+	EndedRequest    string `json:"ended_request,omitempty"`
 
 	// IndexKey is the key of the task's one index marker (ready/,
 	// deadline/, or sweep/{lease_exp}_lease_{id} for a running task the
