@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,5 +96,47 @@ func TestRequestsMeanOneThing(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestWaitsHaveTheirOwnRoutes: a held wait runs only on the wait routes
+// (the waits function, whose concurrency is capped apart); the plain
+// routes refuse one with a 400 naming wait and the route to use.
+func TestWaitsHaveTheirOwnRoutes(t *testing.T) {
+	e := newEnv(t, nil, api.Options{})
+	for path, body := range map[string]string{
+		"/queues/default/tasks": `{"task_type":"t","wait":"5s"}`,
+		"/queues/default/claim": `{"wait":"5s"}`,
+	} {
+		r := e.do("POST", path, body)
+		if r.status != http.StatusBadRequest || str(r.body, "error.field") != "wait" || !strings.Contains(str(r.body, "error.message"), "/wait") {
+			t.Errorf("POST %s with a wait: %d %s", path, r.status, r.raw)
+		}
+	}
+	before := keys(t, e.store)
+	if len(before) != 0 {
+		t.Fatalf("the refused waits wrote %v", before)
+	}
+	// No wait (absent or 0) is served where it always was.
+	if r := e.do("POST", "/queues/default/tasks", `{"task_type":"t","wait":0}`); r.status != http.StatusCreated {
+		t.Fatalf("submit with wait 0: %d %s", r.status, r.raw)
+	}
+	if r := e.do("POST", "/queues/default/claim", `{"wait":"0s","lease_for":"1m"}`); r.status != http.StatusOK {
+		t.Fatalf("claim with wait 0: %d %s", r.status, r.raw)
+	}
+	// The wait routes: a submit that waits for its outcome, a claim that
+	// long-polls.
+	if k, ok := api.Match("POST", "/queues/default/tasks/wait"); !ok || k != "POST /queues/{queue}/tasks/wait" {
+		t.Fatalf("Match tasks/wait = %q %v", k, ok)
+	}
+	if got := api.RoutesOf("waits"); len(got) != 2 || got[0] != "POST /queues/{queue}/tasks/wait" || got[1] != "POST /queues/{queue}/claim/wait" {
+		t.Fatalf("RoutesOf(waits) = %v", got)
+	}
+	r := e.do("POST", "/queues/default/tasks/wait", `{"task_type":"t","ttl":"1h","wait":0.2}`)
+	if r.status != http.StatusAccepted || str(r.body, "task.status") != "pending" {
+		t.Fatalf("submit/wait: %d %s", r.status, r.raw)
+	}
+	if r := e.do("POST", "/queues/default/claim/wait", `{"wait":"1s","lease_for":"1m"}`); r.status != http.StatusOK {
+		t.Fatalf("claim/wait: %d %s", r.status, r.raw)
 	}
 }

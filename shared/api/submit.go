@@ -17,12 +17,29 @@ type submitBody struct {
 	Wait *queue.Duration `json:"wait,omitempty"`
 }
 
+// submitWait serves POST /queues/{queue}/tasks/wait: submit, waiting up
+// to wait for the outcome. It is submit on the route of the waits
+// function, whose concurrency is capped apart (a flood of held waits
+// throttles only waits).
+func (a *API) submitWait(rq *request) (reply, error) {
+	rq.waits = true
+	return a.submit(rq)
+}
+
+// waitElsewhere is the 400 of a wait sent to a route that does not hold
+// its function: the route to send it to instead.
+func waitElsewhere(rt *route) error {
+	return badInput("wait", "%s does not wait (waits hold a function for up to their length, and run apart so that they cannot starve other calls): send it to %s/wait, or leave wait out",
+		rt.key(), rt.key())
+}
+
 // submit serves POST /queues/{queue}/tasks: 201 with the new task, 200 with
 // "deduplicated": true when a live task holds the dedup key, 200 with
 // "replayed": true when the task with the request's id exists (409
-// conflict, field id, when another request made it); with a wait,
-// 200 with the finished task, 202 when the wait ran out, 504 when the
-// task's deadline passed first.
+// conflict, field id, when another request made it). A wait over 0 is
+// a 400 naming wait here: it goes to POST /queues/{queue}/tasks/wait
+// (submitWait), which answers 200 with the finished task, 202 when the
+// wait ran out, 504 when the task's deadline passed first.
 func (a *API) submit(rq *request) (reply, error) {
 	var body submitBody
 	if err := decodeObject(rq.body, &body, ""); err != nil {
@@ -34,6 +51,9 @@ func (a *API) submit(rq *request) (reply, error) {
 	wait, err := waitFor("wait", body.Wait, a.opts.MaxWait)
 	if err != nil {
 		return reply{}, err
+	}
+	if wait > 0 && !rq.waits {
+		return reply{}, waitElsewhere(rq.route)
 	}
 	res, err := rq.q.Submit(rq.ctx, body.SubmitRequest, rq.now(a))
 	if err != nil {

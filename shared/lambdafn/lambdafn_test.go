@@ -79,7 +79,8 @@ type eventCase struct {
 
 var eventCases = []eventCase{
 	{"submit.json", "submit", none, 201, map[string]any{"task.status": "pending", "task.task_type": "email.send", "task.expires_in_seconds": float64(3599)}},
-	{"submit-wait.json", "submit", none, 202, map[string]any{"task.status": "pending"}},
+	{"submit-wait.json", "waits", none, 202, map[string]any{"task.status": "pending"}},
+	{"claim-wait.json", "waits", pendingTask, 200, map[string]any{"tasks.0.task.status": "running", "tasks.0.task.worker_id": "worker-1"}},
 	{"submit-batch.json", "submit", none, 200, map[string]any{"results.0.task.status": "pending", "results.2.task.queue": "default", "results.1.deduplicated": false}},
 	{"claim.json", "claim", pendingTask, 200, map[string]any{"tasks.0.task.status": "running", "tasks.0.task.worker_id": "worker-1"}},
 	{"tasks-get.json", "tasks", pendingTask, 200, map[string]any{"task.status": "pending"}},

@@ -446,7 +446,7 @@ func accessCases() []accessCase {
 			out = append(out, accessCase{function: lambdafn.Tasks, file: file, setup: parkedTask})
 		}
 	}
-	return append(out,
+	out = append(out,
 		// Claims that meet every kind of task: more than one, any type.
 		accessCase{function: lambdafn.Claim, file: "claim.json", setup: none,
 			body: func(string) string { return `{"queue":"default","max_tasks":10}` }},
@@ -488,6 +488,16 @@ func accessCases() []accessCase {
 			replace: map[string]string{`"orders"`: `"pushed"`}},
 		accessCase{function: lambdafn.ScheduleTick, file: "schedule-tick.json", setup: none},
 	)
+	// The waits function serves submit and claim on their wait routes:
+	// every submit and claim case again, through it.
+	waitFiles := map[string]string{"submit.json": "submit-wait.json", "claim.json": "claim-wait.json"}
+	for _, c := range out {
+		if file, ok := waitFiles[c.file]; ok {
+			c.function, c.file = lambdafn.Waits, file
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // taskIn returns a fixture: a task without a deadline, or a child of a
