@@ -149,7 +149,7 @@ func Functions() []Function {
 				"GET /queues/{queue}/tasks/{id}", "GET /queues/{queue}/tasks/{id}/history",
 				"POST /queues/{queue}/tasks/{id}/cancel", "POST /queues/{queue}/tasks/{id}/retry", "POST /queues/{queue}/tasks/{id}/expire",
 				"POST /queues/{queue}/tasks/{id}/heartbeat", "POST /queues/{queue}/tasks/{id}/complete", "POST /queues/{queue}/tasks/{id}/fail",
-				"POST /queues/{queue}/tasks/{id}/reschedule",
+				"POST /queues/{queue}/tasks/{id}/reschedule", "POST /queues/{queue}/tasks/{id}/cancel-ack",
 				"POST /queues/{queue}/tasks/{id}/artifacts", "GET /queues/{queue}/tasks/{id}/artifacts/{name}",
 				"GET /openapi.json",
 			},

@@ -147,7 +147,7 @@ func schemas() obj {
 			"description": "a task as POST /queues/{queue}/tasks takes it (SubmitRequest, without wait); an invalid one gets an error in its result, the others are still submitted"}}},
 			[]string{"tasks"}, true),
 		"ClaimRequest":      object(obj{"queue": str(), "task_types": arrayOf(str()), "lease_for": durationOrSeconds(), "worker_id": str(), "max_tasks": integer(), "wait": durationOrSeconds()}, nil, true),
-		"CancelRequest":     object(lease, nil, true),
+		"CancelAckRequest":  withLease(obj{}),
 		"HeartbeatRequest":  withLease(obj{"lease_for": durationOrSeconds()}),
 		"CompleteRequest":   withLease(obj{"output": anyJSON()}),
 		"FailRequest":       withLease(obj{"error": str(), "retryable": boolean()}),

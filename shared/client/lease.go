@@ -100,5 +100,5 @@ func (c *Client) Reschedule(ctx context.Context, l Lease, delay, extend time.Dur
 
 // AckCancel acknowledges a cancel request: the running task is cancelled.
 func (c *Client) AckCancel(ctx context.Context, l Lease) (Task, error) {
-	return c.taskOp(ctx, l.TaskID, "cancel", map[string]any{"lease_token": l.Token}, true)
+	return c.taskOp(ctx, l.TaskID, "cancel-ack", map[string]any{"lease_token": l.Token}, true)
 }
