@@ -85,6 +85,7 @@ func schemas() obj {
 		"lease_expires_at": dateTime(), "worker_id": str(), "started_at": dateTime(),
 		"last_error": str(), "failed_at": dateTime(), "ended_by": obj{"type": "string", "description": "the lease operation that ended the last lease (complete, fail, reschedule, cancel)"}, "completed_at": dateTime(), "cancelled_at": dateTime(), "cancel_requested": boolean(),
 		"expiry_event_sent_at": dateTime(), "dead_letter_event_sent_at": dateTime(), "artifacts_expire_at": dateTime(),
+		"heartbeats": obj{"type": "integer", "description": "heartbeats of the current attempt, at most 1000"}, "artifact_names": arrayOf(str()),
 	}
 	lease := obj{"lease_token": obj{"type": "string", "description": "the token of the lease, from the claim"}}
 	withLease := func(props obj, required ...string) obj {

@@ -141,15 +141,28 @@ func (t *Task) leaseLength(d time.Duration) time.Duration {
 	return d
 }
 
+// MaxHeartbeats is the most heartbeats one attempt may make: each is a
+// write, hence a stored version of the record (its history), so a task's
+// history is bounded by its attempts. A worker heartbeating at a third of
+// a 5m lease makes 432 in the longest lease, 12h; a lease held longer
+// than that must be renewed by rescheduling.
+const MaxHeartbeats = 1000
+
 // Heartbeat extends the lease on a running task to now + leaseFor (0 means
 // the task's timeout) and returns the task, whose CancelRequested tells
-// the worker to stop. The token stays the same.
+// the worker to stop. The token stays the same. Past MaxHeartbeats in one
+// attempt it is a *StateError and changes nothing.
 func (q *Queue) Heartbeat(ctx context.Context, id, token string, leaseFor time.Duration, now time.Time) (Claimed, error) {
 	now = norm(now)
 	if err := checkLeaseFor(leaseFor); err != nil {
 		return Claimed{}, err
 	}
 	t, err := q.leaseOp(ctx, id, token, leaseRequest{op: opHeartbeat, body: leaseFor}, now, func(t *Task) error {
+		if t.Heartbeats >= MaxHeartbeats {
+			return &StateError{ID: t.ID, Op: "heartbeat", Status: t.Status, Reason: fmt.Sprintf(
+				"attempt %d has had %d heartbeats, the most one attempt may make (each is a version of the record): complete, fail or reschedule it", t.Attempt, t.Heartbeats)}
+		}
+		t.Heartbeats++
 		t.LeaseExpiresAt = ptr(norm(now.Add(t.leaseLength(leaseFor))))
 		t.UpdatedAt = now
 		// A task parked by the sweep until its lease ends is found again at

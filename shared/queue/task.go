@@ -101,6 +101,7 @@ type Task struct {
 
 	LeaseToken     string     `json:"lease_token,omitempty"`
 	LeaseExpiresAt *time.Time `json:"lease_expires_at,omitempty"`
+	Heartbeats     int        `json:"heartbeats,omitempty"` // of the current attempt, at most MaxHeartbeats
 	WorkerID       string     `json:"worker_id,omitempty"`
 	StartedAt      *time.Time `json:"started_at,omitempty"` // first claim
 
@@ -121,6 +122,9 @@ type Task struct {
 	// (artifacts/{id}/), rounded up to the minute: the latest expiry of a
 	// presigned PUT URL issued for it. Nil when none was ever issued.
 	ArtifactsExpireAt *time.Time `json:"artifacts_expire_at,omitempty"`
+	// ArtifactNames are the names of the artifacts upload URLs were
+	// issued for, at most MaxArtifacts.
+	ArtifactNames []string `json:"artifact_names,omitempty"`
 
 	// RequestHash identifies the request that made the task when the
 	// client gave its id (see SubmitRequest.ID): a retried submit with

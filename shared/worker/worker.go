@@ -310,6 +310,7 @@ func (w *Worker) heartbeat(ctx context.Context, t *Task, stop <-chan struct{}, c
 		hb, err := w.api.Heartbeat(ctx, t.Lease, w.opts.LeaseFor)
 		switch {
 		case errors.Is(err, queue.ErrLeaseExpired), errors.Is(err, queue.ErrLeaseMismatch), errors.Is(err, queue.ErrNotRunning), errors.Is(err, queue.ErrNotFound),
+			errors.Is(err, queue.ErrInvalidState), // past queue.MaxHeartbeats: the lease will lapse
 			tokenUsed(err):
 			cancel(ErrLeaseLost)
 			return

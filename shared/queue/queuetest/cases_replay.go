@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -174,6 +175,103 @@ func runReplay(t *testing.T, f Factory) {
 		var ve *queue.ValidationError
 		if !errors.As(err, &ve) || ve.Field != "output" {
 			t.Fatalf("output with a key twice: %v", err)
+		}
+	})
+
+	t.Run("heartbeats_are_bounded_per_attempt_and_a_new_claim_starts_again", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		task := e.submit(queue.SubmitRequest{MaxAttempts: 2}, t0)
+		c := e.claimOne(t0)
+		if _, err := e.q.Heartbeat(ctx, task.ID, c.Lease.Token, 0, t0.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.get(task.ID); got.Heartbeats != 1 {
+			t.Fatalf("heartbeats = %d after one", got.Heartbeats)
+		}
+		// Skip to the last heartbeat allowed: rewrite the count in place.
+		obj, err := e.s.Get(ctx, queue.TaskKey(task.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec map[string]any
+		if err := json.Unmarshal(obj.Body, &rec); err != nil {
+			t.Fatal(err)
+		}
+		rec["heartbeats"] = queue.MaxHeartbeats - 1
+		body, _ := json.Marshal(rec)
+		if _, err := e.s.PutIfMatch(ctx, queue.TaskKey(task.ID), body, obj.ETag); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.q.Heartbeat(ctx, task.ID, c.Lease.Token, 0, t0.Add(2*time.Second)); err != nil {
+			t.Fatalf("the last heartbeat allowed: %v", err)
+		}
+		before := e.raw(task.ID)
+		_, err = e.q.Heartbeat(ctx, task.ID, c.Lease.Token, 0, t0.Add(3*time.Second))
+		var se *queue.StateError
+		if !errors.As(err, &se) {
+			t.Fatalf("heartbeat past the bound: %v, want a state error", err)
+		}
+		if string(e.raw(task.ID)) != string(before) {
+			t.Fatal("the refused heartbeat wrote the record")
+		}
+		// The worker can still finish the attempt, and the next claim
+		// counts from zero.
+		if _, err := e.q.Fail(ctx, task.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0.Add(4*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		c2 := e.claimOne(t0.Add(time.Hour))
+		if c2.Task.Heartbeats != 0 {
+			t.Fatalf("a new claim has %d heartbeats", c2.Task.Heartbeats)
+		}
+		if _, err := e.q.Heartbeat(ctx, task.ID, c2.Lease.Token, 0, t0.Add(time.Hour+time.Second)); err != nil {
+			t.Fatalf("a heartbeat of the next attempt: %v", err)
+		}
+	})
+
+	t.Run("a_task_has_at_most_max_artifacts_names", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		task := e.submit(queue.SubmitRequest{}, t0)
+		if _, _, err := e.q.ReserveArtifact(ctx, task.ID, "a.txt", time.Hour, t0); err != nil {
+			t.Fatal(err)
+		}
+		// Fill the names up to one short of the bound, in place.
+		obj, err := e.s.Get(ctx, queue.TaskKey(task.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec map[string]any
+		if err := json.Unmarshal(obj.Body, &rec); err != nil {
+			t.Fatal(err)
+		}
+		names := []any{"a.txt"}
+		for i := 1; i < queue.MaxArtifacts-1; i++ {
+			names = append(names, fmt.Sprintf("n%d", i))
+		}
+		rec["artifact_names"] = names
+		body, _ := json.Marshal(rec)
+		if _, err := e.s.PutIfMatch(ctx, queue.TaskKey(task.ID), body, obj.ETag); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := e.q.ReserveArtifact(ctx, task.ID, "last.txt", time.Hour, t0.Add(time.Second)); err != nil {
+			t.Fatalf("the last name allowed: %v", err)
+		}
+		before := e.raw(task.ID)
+		_, _, err = e.q.ReserveArtifact(ctx, task.ID, "one-more.txt", time.Hour, t0.Add(2*time.Second))
+		var ve *queue.ValidationError
+		if !errors.As(err, &ve) || ve.Field != "name" || !errors.Is(err, queue.ErrTooLarge) {
+			t.Fatalf("a name past the bound: %v", err)
+		}
+		if string(e.raw(task.ID)) != string(before) {
+			t.Fatal("the refused name wrote the record")
+		}
+		// A name the task has is still fine.
+		if _, _, err := e.q.ReserveArtifact(ctx, task.ID, "a.txt", time.Hour, t0.Add(3*time.Second)); err != nil {
+			t.Fatalf("a name the task has: %v", err)
+		}
+		if got := e.get(task.ID); len(got.ArtifactNames) != queue.MaxArtifacts {
+			t.Fatalf("%d names recorded", len(got.ArtifactNames))
 		}
 	})
 
