@@ -80,7 +80,7 @@ var table = []*route{
 		query: []string{"status", "queue", "task_type", "limit", "cursor"}, answers: answers200("TaskList"), serve: (*API).list},
 	{method: "GET", pattern: "/queues/{queue}/tasks/{id}", function: "tasks", summary: "Read a task",
 		answers: answers200("TaskReply"), serve: (*API).get},
-	{method: "GET", pattern: "/queues/{queue}/tasks/{id}/history", function: "tasks", summary: "List the stored versions of a task, oldest first",
+	{method: "GET", pattern: "/queues/{queue}/tasks/{id}/history", function: "tasks", summary: "List the stored versions of a task, newest first",
 		query: []string{"limit", "cursor"}, answers: answers200("History"), serve: (*API).history},
 	{method: "POST", pattern: "/queues/{queue}/tasks/{id}/cancel", function: "tasks", summary: "Cancel a pending task, or ask a running one's worker to stop",
 		body: "Empty", answers: answers200("TaskReply"), errors: taskErrors, serve: (*API).cancel},

@@ -188,9 +188,9 @@ var routeCases = []routeCase{
 	{name: "list_with_a_limit_of_zero_is_400_naming_limit", method: "GET", path: "/queues/default/tasks?limit=0", status: 400, code: "invalid_input", field: "limit"},
 	{name: "list_with_an_unknown_status_is_400_naming_status", method: "GET", path: "/queues/default/tasks?status=done", status: 400, code: "invalid_input", field: "status"},
 	{name: "list_with_a_bad_cursor_is_400_naming_cursor", method: "GET", path: "/queues/default/tasks?cursor=zzz", status: 400, code: "invalid_input", field: "cursor"},
-	{name: "history_lists_versions_oldest_first_without_tokens", setup: completed, method: "GET", path: "/queues/default/tasks/{id}/history", status: 200,
-		check: all(wantField("versions.0.task.status", "pending"), wantField("versions.1.task.status", "running"),
-			wantField("versions.2.task.status", "completed"), noLeaseToken)},
+	{name: "history_lists_versions_newest_first_without_tokens", setup: completed, method: "GET", path: "/queues/default/tasks/{id}/history", status: 200,
+		check: all(wantField("versions.0.task.status", "completed"), wantField("versions.1.task.status", "running"),
+			wantField("versions.2.task.status", "pending"), noLeaseToken)},
 	{name: "history_of_an_unknown_id_is_404", method: "GET", path: "/queues/default/tasks/" + unknownID + "/history", status: 404, code: "not_found"},
 	{name: "history_with_a_limit_returns_a_page_and_a_next_cursor", setup: completed, method: "GET", path: "/queues/default/tasks/{id}/history?limit=2", status: 200,
 		check: func(t *testing.T, e *env, r response, id string) {
@@ -198,7 +198,7 @@ var routeCases = []routeCase{
 				t.Fatalf("first page: %s", r.raw)
 			}
 			r = e.do("GET", "/queues/default/tasks/"+id+"/history?limit=2&cursor="+url.QueryEscape(str(r.body, "next_cursor")), "")
-			if n := len(r.body["versions"].([]any)); r.status != 200 || n != 1 || str(r.body, "versions.0.task.status") != "completed" || str(r.body, "next_cursor") != "" {
+			if n := len(r.body["versions"].([]any)); r.status != 200 || n != 1 || str(r.body, "versions.0.task.status") != "pending" || str(r.body, "next_cursor") != "" {
 				t.Fatalf("second page: %d %s", r.status, r.raw)
 			}
 		}},

@@ -87,7 +87,7 @@ type versionView struct {
 }
 
 // historyReply is the answer of GET /tasks/{id}/history, one page,
-// oldest first.
+// newest first.
 type historyReply struct {
 	Versions   []versionView `json:"versions"`
 	NextCursor string        `json:"next_cursor,omitempty"`

@@ -241,7 +241,7 @@ type HistoryResult struct {
 	NextCursor string    `json:"next_cursor,omitempty"`
 }
 
-// History returns one page of the versions of a task's record, oldest
+// History returns one page of the versions of a task's record, newest
 // first: req.Limit of them (the server's default, 100, when 0), from
 // req.Cursor, a previous page's NextCursor.
 func (c *Client) History(ctx context.Context, id string, req queue.HistoryRequest) (HistoryResult, error) {

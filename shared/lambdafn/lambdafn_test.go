@@ -91,7 +91,7 @@ var eventCases = []eventCase{
 	{"queues-list.json", "tasks", pendingTask, 200, map[string]any{"queues.0.name": "default", "queues.0.counts.live": float64(1)}},
 	{"queues-delete.json", "tasks", reportsQueue, 204, nil},
 	{"openapi.json", "tasks", none, 200, map[string]any{"openapi": "3.1.0", "info.title": "s3q"}},
-	{"tasks-history.json", "tasks", runningTask, 200, map[string]any{"versions.0.task.status": "pending", "versions.1.task.status": "running"}},
+	{"tasks-history.json", "tasks", runningTask, 200, map[string]any{"versions.0.task.status": "running", "versions.1.task.status": "pending"}},
 	{"tasks-cancel.json", "tasks", pendingTask, 200, map[string]any{"task.status": "cancelled"}},
 	{"tasks-cancel-ack.json", "tasks", runningTask, 200, map[string]any{"task.status": "cancelled"}},
 	{"tasks-retry.json", "tasks", cancelledTask, 200, map[string]any{"task.status": "pending"}},

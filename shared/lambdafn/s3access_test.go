@@ -162,9 +162,9 @@ func (r *recorder) List(ctx context.Context, prefix, startAfter string, limit in
 	return r.inner.List(ctx, prefix, startAfter, limit)
 }
 
-func (r *recorder) Versions(ctx context.Context, key string) ([]store.Version, error) {
+func (r *recorder) Versions(ctx context.Context, key, after string, limit int) (store.VersionPage, error) {
 	r.record("s3:ListBucketVersions", key)
-	return r.inner.Versions(ctx, key)
+	return r.inner.Versions(ctx, key, after, limit)
 }
 
 func (r *recorder) GetVersion(ctx context.Context, key, versionID string) (store.Object, error) {
