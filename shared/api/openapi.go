@@ -103,7 +103,7 @@ func schemas() obj {
 		"timeout": durationOrSeconds(), "parent_id": str(), "on_parent_expired": str(),
 	}
 	submit := object(submitProps, []string{"task_type"}, false)
-	submit["properties"].(obj)["wait"] = obj{"type": []string{"string", "number"}, "description": "a duration or a number of seconds: wait up to this long for the outcome: 200 finished, 202 still going, 504 deadline passed"}
+	submit["properties"].(obj)["wait"] = obj{"type": []string{"string", "number"}, "description": "a duration or a number of seconds: wait up to this long for the outcome: 200 finished, 202 still going, 504 deadline passed. Only POST /queues/{queue}/tasks/wait waits; the plain route refuses a wait over 0 (400 naming wait)"}
 	queueProps := obj{
 		"name": str(), "ttl": duration(), "ttl_from": ref("TTLFrom"), "max_attempts": integer(), "timeout": duration(),
 		"shards": integer(), "max_concurrency": integer(), "target": ref("Target"), "auto_declared": boolean(),
@@ -147,7 +147,7 @@ func schemas() obj {
 		"BatchRequest": object(obj{"tasks": obj{"type": "array", "minItems": 1, "maxItems": 500, "items": obj{"type": "object",
 			"description": "a task as POST /queues/{queue}/tasks takes it (SubmitRequest, without wait); an invalid one gets an error in its result, the others are still submitted"}}},
 			[]string{"tasks"}, true),
-		"ClaimRequest":      object(obj{"queue": str(), "task_types": arrayOf(str()), "lease_for": durationOrSeconds(), "worker_id": str(), "max_tasks": integer(), "wait": durationOrSeconds()}, nil, true),
+		"ClaimRequest":      object(obj{"queue": str(), "task_types": arrayOf(str()), "lease_for": durationOrSeconds(), "worker_id": str(), "max_tasks": integer(), "wait": obj{"type": []string{"string", "number"}, "description": "a duration or a number of seconds to long-poll for; only POST /queues/{queue}/claim/wait waits, the plain route refuses a wait over 0 (400 naming wait)"}}, nil, true),
 		"CancelAckRequest":  withLease(obj{}),
 		"HeartbeatRequest":  withLease(obj{"lease_for": durationOrSeconds()}),
 		"CompleteRequest":   withLease(obj{"output": anyJSON()}),
