@@ -74,7 +74,8 @@ func TestClientAgainstTheAPI(t *testing.T) {
 				}
 				h, err := c.History(ctx, res.Task.ID, queue.HistoryRequest{})
 				vs := h.Versions
-				if err != nil || len(vs) != 4 || vs[0].Task.Status != queue.StatusPending || vs[2].Task.Status != queue.StatusRunning || vs[3].Task.Status != queue.StatusCompleted || h.NextCursor != "" {
+				// Newest first.
+				if err != nil || len(vs) != 4 || vs[0].Task.Status != queue.StatusCompleted || vs[1].Task.Status != queue.StatusRunning || vs[3].Task.Status != queue.StatusPending || h.NextCursor != "" {
 					t.Fatalf("history: %d versions %v", len(vs), err)
 				}
 				// In pages of 3: the cursor carries on where the page ended.

@@ -43,6 +43,7 @@ const (
 // errReplay stops an update whose lease operation already landed.
 var errReplay = errors.New("queue: lease operation already applied")
 
+
 // leaseOp runs one lease operation: validate the id, then read, check the
 // lease and apply fn in one conditional write, re-reading on a lost race.
 // On any error nothing is written.
@@ -83,6 +84,10 @@ func (q *Queue) leaseOp(ctx context.Context, id, token string, req leaseRequest,
 				"this lease of task %s already ended by %s, with %s than this %s: the token cannot be used again", t.ID, t.EndedBy, what, req.op)}
 		}
 		if err := fn(t); err != nil {
+			if errors.Is(err, errUnchanged) { // nothing to write: the task as it is
+				replay = t.clone()
+				return errReplay
+			}
 			return err
 		}
 		if t.Status != StatusRunning {
@@ -158,12 +163,18 @@ func (q *Queue) Heartbeat(ctx context.Context, id, token string, leaseFor time.D
 		return Claimed{}, err
 	}
 	t, err := q.leaseOp(ctx, id, token, leaseRequest{op: opHeartbeat, body: leaseFor}, now, func(t *Task) error {
+		exp := norm(now.Add(t.leaseLength(leaseFor)))
+		if t.LeaseExpiresAt != nil && t.LeaseExpiresAt.Equal(exp) {
+			// The same heartbeat again (its answer was lost): no write, no
+			// count.
+			return errUnchanged
+		}
 		if t.Heartbeats >= MaxHeartbeats {
 			return &StateError{ID: t.ID, Op: "heartbeat", Status: t.Status, Reason: fmt.Sprintf(
 				"attempt %d has had %d heartbeats, the most one attempt may make (each is a version of the record): complete, fail or reschedule it", t.Attempt, t.Heartbeats)}
 		}
 		t.Heartbeats++
-		t.LeaseExpiresAt = ptr(norm(now.Add(t.leaseLength(leaseFor))))
+		t.LeaseExpiresAt = &exp
 		t.UpdatedAt = now
 		// A task parked by the sweep until its lease ends is found again at
 		// that time: a shorter lease moves the parked marker earlier.
