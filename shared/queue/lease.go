@@ -43,7 +43,6 @@ const (
 // errReplay stops an update whose lease operation already landed.
 var errReplay = errors.New("queue: lease operation already applied")
 
-
 // leaseOp runs one lease operation: validate the id, then read, check the
 // lease and apply fn in one conditional write, re-reading on a lost race.
 // On any error nothing is written.
