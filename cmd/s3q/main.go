@@ -47,7 +47,7 @@ type env struct {
 var commands = byName(append([]func() *command{
 	submitCommand, listCommand, historyCommand,
 	queueCommand, scheduleCommand, workerCommand,
-	devCommand, invokeCommand, sweepCommand,
+	devCommand, invokeCommand, sweepCommand, uiCommand,
 }, taskOpCommands()...))
 
 // byName indexes command factories by their command's name.
