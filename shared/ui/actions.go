@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/s3q/s3q/shared/queue"
@@ -33,6 +34,9 @@ func (c *Console) deadPage(r *http.Request) (*view, error) {
 	v := deadView{Status: q.Get("status"), Queue: q.Get("queue"), Statuses: deadStatuses, Cursor: q.Get("cursor"), Back: r.URL.RequestURI()}
 	if v.Status == "" {
 		v.Status = string(queue.StatusFailed)
+	}
+	if !slices.Contains(deadStatuses, v.Status) {
+		return nil, pageError(http.StatusBadRequest, "invalid_input", "status", "%q is not one of %s", v.Status, strings.Join(deadStatuses, ", "))
 	}
 	res, err := c.api.List(r.Context(), queue.ListRequest{Queue: v.Queue, Status: queue.Status(v.Status), Limit: c.opts.PageSize, Cursor: v.Cursor})
 	if err != nil {

@@ -29,10 +29,10 @@ var funcs = template.FuncMap{
 	"short":    shortID,
 	"statusOf": func(s queue.Status) string { return string(s) },
 	"plural":   plural,
-	"join": strings.Join,
-	"when": when,
-	"dict": func(p page, item any, back string) itemCtx { return itemCtx{Page: p, Item: item, Back: back} },
-	"words": cronWords,
+	"join":     strings.Join,
+	"when":     when,
+	"dict":     func(p page, item any, back string) itemCtx { return itemCtx{Page: p, Item: item, Back: back} },
+	"words":    cronWords,
 }
 
 // iso is a time in RFC 3339, UTC, for datetime attributes and the script.

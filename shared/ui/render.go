@@ -75,6 +75,13 @@ func (c *Console) servePage(w http.ResponseWriter, r *http.Request, h func(*http
 	}
 	p.Nav = v.nav
 	p.Cost = cost.snapshot()
+	if ck, err := r.Cookie(spentCookie); err == nil {
+		// The action that redirected here.
+		if n, err := strconv.ParseInt(ck.Value, 10, 64); err == nil && n >= 0 {
+			p.Cost.Action = n
+		}
+		http.SetCookie(w, &http.Cookie{Name: spentCookie, Path: c.opts.Prefix + "/", MaxAge: -1})
+	}
 	var buf bytes.Buffer
 	if err := c.tmpl[v.template].ExecuteTemplate(&buf, "layout", p); err != nil {
 		c.opts.Logger.Error("console: render page", "template", v.template, "error", err)
@@ -83,7 +90,7 @@ func (c *Console) servePage(w http.ResponseWriter, r *http.Request, h func(*http
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set(HeaderPageS3Requests, strconv.FormatInt(p.Cost.S3, 10))
+	w.Header().Set(HeaderPageS3Requests, strconv.FormatInt(p.Cost.Total(), 10))
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
 }
@@ -148,7 +155,17 @@ type cost struct {
 // costSnapshot is a cost as a page shows it.
 type costSnapshot struct {
 	Calls, S3, Uncounted int64
+	// Action is what the action that redirected to the page cost (a
+	// schedule's pause or resume), carried by a cookie.
+	Action int64
 }
+
+// Total is the S3 requests of the view and of the action before it.
+func (c costSnapshot) Total() int64 { return c.S3 + c.Action }
+
+// spentCookie carries the S3 requests of an action to the page it
+// redirects to.
+const spentCookie = "s3q_spent"
 
 func (c *cost) snapshot() costSnapshot {
 	return costSnapshot{Calls: c.calls.Load(), S3: c.s3.Load(), Uncounted: c.uncounted.Load()}

@@ -3,6 +3,7 @@ package ui
 import (
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
@@ -123,6 +124,8 @@ func (c *Console) scheduleToggle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(nil, r.Body, maxForm)
+	ctx, cost := withCost(r.Context())
+	r = r.WithContext(ctx)
 	var failed error
 	if err := c.checkCSRF(r); err != nil {
 		failed = err
@@ -138,5 +141,8 @@ func (c *Console) scheduleToggle(w http.ResponseWriter, r *http.Request) {
 		c.servePage(w, r, func(*http.Request) (*view, error) { return nil, failed })
 		return
 	}
+	// The page the redirect leads to says what this action cost too.
+	http.SetCookie(w, &http.Cookie{Name: spentCookie, Value: strconv.FormatInt(cost.snapshot().S3, 10), Path: c.opts.Prefix + "/",
+		MaxAge: 60, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, c.back(r.PostFormValue("back")), http.StatusSeeOther)
 }

@@ -167,6 +167,9 @@ func describeStep(prev, t *queue.Task) (what, who string) {
 		}
 		return what, "client"
 	}
+	// A lease operation lands before the lease ends; a write after that
+	// is the lease's rescue by the sweep or a claim.
+	lapsed := prev.Status == queue.StatusRunning && prev.LeaseExpiresAt != nil && !t.UpdatedAt.Before(*prev.LeaseExpiresAt)
 	switch from, to := prev.Status, t.Status; {
 	case from == to && to == queue.StatusRunning:
 		if t.CancelRequested && !prev.CancelRequested {
@@ -178,9 +181,6 @@ func describeStep(prev, t *queue.Task) (what, who string) {
 	case from == queue.StatusRunning && to == queue.StatusCompleted:
 		return "Completed", worker(prev.WorkerID)
 	case from == queue.StatusRunning && to == queue.StatusPending:
-		// A lease operation lands before the lease ends; a write after
-		// that is the lease's rescue.
-		lapsed := prev.LeaseExpiresAt != nil && !t.UpdatedAt.Before(*prev.LeaseExpiresAt)
 		switch {
 		case !lapsed && t.EndedBy == "fail":
 			return "Failed, to be retried: " + t.LastError, worker(prev.WorkerID)
@@ -189,7 +189,7 @@ func describeStep(prev, t *queue.Task) (what, who string) {
 		}
 		return "Lease lapsed; back to pending", "sweep or a claim"
 	case to == queue.StatusFailed:
-		if from == queue.StatusRunning && t.EndedBy == "fail" {
+		if from == queue.StatusRunning && !lapsed && t.EndedBy == "fail" {
 			return "Dead-lettered: " + t.LastError, worker(prev.WorkerID)
 		}
 		return "Dead-lettered: attempts spent", "sweep or a claim"

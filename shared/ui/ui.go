@@ -204,7 +204,9 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: a browser then sends Origin with the
+	// console's own POSTs, which checkCSRF reads; no URL leaves the site.
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 	if !c.hostAllowed(r.Host) {
 		http.Error(w, "s3q console: this Host is not allowed (see --host)", http.StatusForbidden)
