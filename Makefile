@@ -26,10 +26,11 @@ test-short:
 
 ## bench: request counts and dollars per task lifecycle, throughput on versitygw,
 ## sweep and tick cost against the backlog, the audit of a run per S3 fault mix,
-## and API latency through the dev server
+## API latency through the dev server, and the S3 requests of each console view on 10k tasks
 bench: versitygw
 	$(GO) run ./scripts/bench
 	$(GO) run ./scripts/latency
+	$(GO) run ./scripts/consolebench
 
 vet:
 	$(GO) vet ./...
