@@ -56,8 +56,8 @@ type Function struct {
 	PutEvents bool
 }
 
-// Key prefixes of DESIGN.md §7 as shared/queue and shared/schedule use them
-// (keys.go there). DESIGN's leases/ and the queue list live in sweep/, the
+// Key prefixes of the bucket layout as shared/queue and shared/schedule use them
+// (keys.go there). Parked leases and the queue list live in sweep/, the
 // sweep's one time-sorted index: the queue registry (written by the first
 // submit of a queue), running tasks parked until their lease ends, the
 // outbox of transitions that owe an event (expiry, dead-letter) and the
@@ -73,7 +73,7 @@ const (
 	pSchedules = "schedules/"
 	pDue       = "due/"
 	pArtifacts = "artifacts/"
-	pQueues    = "queues/" // declared queues (DESIGN §12.2)
+	pQueues    = "queues/" // declared queues
 	pSlots     = "slots/"  // concurrency slots of queues with max_concurrency, freed by If-Match
 	pStatus    = "status/" // failed, expired and cancelled tasks, for listing by status
 	kTaskTypes = "config/task_types.json"

@@ -69,11 +69,11 @@ func TestEveryRouteAFunctionServesReachesThatFunction(t *testing.T) {
 	}
 }
 
-// iamPolicies reads the IAM policies of the README's "Access per queue"
+// iamPolicies reads the IAM policies of docs/queues.md's "Access per queue"
 // section (its ```json blocks), by the Sid of their first statement.
 func iamPolicies(t *testing.T) map[string][]string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "queues.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func iamPolicies(t *testing.T) map[string][]string {
 		}
 		for _, st := range p.Statement {
 			if st.Effect != "Allow" || st.Action != "execute-api:Invoke" {
-				t.Fatalf("README policy %s: want only Allow execute-api:Invoke statements", st.Sid)
+				t.Fatalf("docs/queues.md policy %s: want only Allow execute-api:Invoke statements", st.Sid)
 			}
 			out[p.Statement[0].Sid] = append(out[p.Statement[0].Sid], st.Resource...)
 		}
@@ -108,7 +108,7 @@ func iamMatch(pattern, s string) bool {
 	return regexp.MustCompile(re).MatchString(s)
 }
 
-// The README's policies let one role only submit to queue a and another
+// The policies of docs/queues.md let one role only submit to queue a and another
 // only work it (claim and the lease operations): every route of the stack,
 // called for queue a and queue b, is allowed exactly where it should be.
 // API Gateway authorizes a call as the ARN
@@ -125,7 +125,7 @@ func TestReadmeIAMPoliciesScopeRolesToOneQueue(t *testing.T) {
 	for sid, routes := range want {
 		resources, ok := policies[sid]
 		if !ok {
-			t.Fatalf("README has no policy %s (have %v)", sid, policies)
+			t.Fatalf("docs/queues.md has no policy %s (have %v)", sid, policies)
 		}
 		allowed := func(arn string) bool {
 			for _, r := range resources {

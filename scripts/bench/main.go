@@ -161,7 +161,7 @@ func lifecycle(ctx context.Context, srv *s3local.Server, n int, ttl bool, mc int
 		counting.Reset()
 	}
 	for i := 0; i < n; i++ {
-		// With an id, as every client sends one (DESIGN §12.1): it costs
+		// With an id, as every client sends one: it costs
 		// no request.
 		req := queue.SubmitRequest{ID: queue.NewID(time.Now()), TaskType: "bench", Input: []byte(`{"n":1}`)}
 		if ttl {

@@ -279,7 +279,7 @@ func buildDocument() []byte {
 		"info": obj{
 			"title":   "s3q",
 			"version": "1",
-			"description": "s3q, a serverless task queue whose only state is one S3 bucket (DESIGN.md §8, §12.3). " +
+			"description": "s3q, a serverless task queue whose only state is one S3 bucket. " +
 				"JSON in and out; errors are {\"error\":{\"code\",\"message\",\"field\"}}. A request no route matches answers " +
 				"404 not_found, or 405 method_not_allowed with an Allow header when its path is served with other methods " +
 				"(components.responses.NoRoute and MethodNotAllowed). Unknown JSON fields and query parameters are 400 invalid_input naming them.",

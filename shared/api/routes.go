@@ -53,7 +53,7 @@ var (
 )
 
 // table is every route, in the order Routes lists them. Every route that
-// touches a queue's tasks names the queue in its path (DESIGN §12.3), so
+// touches a queue's tasks names the queue in its path, so
 // that IAM policies on execute-api:Invoke scope a principal to queues;
 // GET /tasks, across queues, is the one operator route.
 var table = []*route{

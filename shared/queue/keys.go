@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// The bucket layout (DESIGN.md §7). Every index key sorts by time: a
+// The bucket layout. Every index key sorts by time: a
 // fixed-width UTC timestamp comes first, so lexical order is time order
 // and "what is due now" is a LIST from the start of a prefix.
 //

@@ -14,7 +14,7 @@ import (
 	"github.com/s3q/s3q/shared/store"
 )
 
-// Declared queues (DESIGN §12.2). A queue is declared by
+// Declared queues. A queue is declared by
 // queues/{name}.json, written create-only and changed only by
 // compare-and-swap. Submitting to an undeclared queue is ErrQueueNotFound
 // when Options.RequireDeclared is set; otherwise (auto_declare) the first
@@ -28,7 +28,7 @@ const (
 	DefaultDeclCacheFor = 30 * time.Second
 )
 
-// Target is a queue's push target (DESIGN §12.4): exactly one of Lambda
+// Target is a queue's push target: exactly one of Lambda
 // and URL. The dispatch function delivers the queue's tasks to it.
 type Target struct {
 	// Lambda is a function name or ARN (optionally with a version or alias).
@@ -62,7 +62,7 @@ type Declaration struct {
 	// holds one of that many slots, slots/{queue}/{n}); every claim, pull
 	// or push, must take a slot. Defaults to 0: no limit and no slots.
 	MaxConcurrency int `json:"max_concurrency,omitempty"`
-	// Target, when set, makes the queue a push queue (DESIGN §12.4).
+	// Target, when set, makes the queue a push queue.
 	Target *Target `json:"target,omitempty"`
 	// AutoDeclared is true for a queue declared by a submit (auto_declare).
 	AutoDeclared bool      `json:"auto_declared,omitempty"`

@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// Status is the state of a task. See the state machine in DESIGN.md §2.
+// Status is the state of a task. See the state machine in
+// docs/architecture.md.
 type Status string
 
 // The statuses of a task.
@@ -180,7 +181,7 @@ func (t *Task) owesDeadLetterEvent() bool {
 }
 
 // ArtifactURLExpiry returns when a presigned artifact URL issued at now
-// for the task expires: min(now + ttl, expires_at) (DESIGN.md §6).
+// for the task expires: min(now + ttl, expires_at).
 func (t *Task) ArtifactURLExpiry(ttl time.Duration, now time.Time) time.Time {
 	until := now.Add(ttl)
 	if t.ExpiresAt != nil && t.ExpiresAt.Before(until) {
