@@ -74,6 +74,27 @@ func TestConsoleInABrowser(t *testing.T) {
 		}
 		b.eval(t, `window.s3q.refresh().then(() => "ok")`, chromedp.EvalAwaitPromise)
 		b.hasText(t, "#tasks", res2.Task.ID[len(res2.Task.ID)-12:])
+		// A refresh that finds the page unchanged waits twice as long.
+		base := b.eval(t, `window.s3q.delay()`)
+		b.eval(t, `window.s3q.refresh().then(() => "ok")`, chromedp.EvalAwaitPromise)
+		if twice := b.eval(t, `window.s3q.delay() / 2`); twice != base {
+			t.Errorf("after an unchanged refresh the delay is 2×%s, want 2×%s", twice, base)
+		}
+		// A hidden tab stops refreshing; it refreshes at once when it is back.
+		before := b.eval(t, `window.s3q.fetches()`)
+		b.eval(t, `Object.defineProperty(document, "hidden", {configurable: true, get: () => true});
+			document.dispatchEvent(new Event("visibilitychange")); "ok"`)
+		b.hasText(t, "#refresh-status", "stopped while this tab is hidden")
+		if n := b.eval(t, `window.s3q.fetches()`); n != before {
+			t.Errorf("hiding the tab fetched the page (%s, then %s)", before, n)
+		}
+		b.eval(t, `Object.defineProperty(document, "hidden", {configurable: true, get: () => false});
+			document.dispatchEvent(new Event("visibilitychange")); "ok"`)
+		b.eval(t, `window.s3q.refresh().then(() => "ok")`, chromedp.EvalAwaitPromise) // the one it started
+		if n := b.eval(t, `window.s3q.fetches() - 1`); n != before {
+			t.Errorf("back in view it fetched %s times, want once", n)
+		}
+		b.hasText(t, "#refresh-status", "Next refresh in")
 
 		b.clickNav(t, fmt.Sprintf(`a[title=%q]`, res.Task.ID))
 		b.checkCost(t, "task")
@@ -82,6 +103,24 @@ func TestConsoleInABrowser(t *testing.T) {
 		b.hasText(t, "ol.timeline", "Submitted")
 		b.hasText(t, "details.json", `"name": "world"`)
 		b.shot(t, "task")
+	})
+
+	t.Run("large_input_starts_collapsed", func(t *testing.T) {
+		res, err := api.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{
+			TaskType: "big", Input: json.RawMessage(`{"blob":"` + strings.Repeat("abcdefgh", 600) + `"}`)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.open(t, "/ui/queues/default/tasks/"+res.Task.ID, "")
+		if open := b.eval(t, `document.querySelector("details.json").open`); open != "false" {
+			t.Errorf("a 4.8 KB input is open: %s", open)
+		}
+		b.hasText(t, "details.json summary", "collapsed")
+		b.do(t, chromedp.Click(chromedp.CSS("details.json summary")))
+		if open := b.eval(t, `document.querySelector("details.json").open`); open != "true" {
+			t.Errorf("a click on its summary does not open it")
+		}
+		b.shot(t, "task-large-input")
 	})
 
 	t.Run("retry_a_dead_lettered_task", func(t *testing.T) {
@@ -185,6 +224,11 @@ func TestConsoleInABrowser(t *testing.T) {
 
 	t.Run("keyboard_and_labels", func(t *testing.T) {
 		b.open(t, "/ui/queues/work", "")
+		// Tab reaches the skip link first, with a visible focus ring.
+		b.do(t, chromedp.KeyEvent("\t"))
+		if got := b.eval(t, `document.activeElement.textContent + " | " + getComputedStyle(document.activeElement).outlineStyle`); got != "Skip to content | solid" {
+			t.Errorf("after Tab: %q, want the skip link with a solid outline", got)
+		}
 		b.do(t, chromedp.KeyEvent("/"))
 		if id := b.eval(t, `document.activeElement.id`); id != "find-ref" {
 			t.Errorf(`"/" focused %q, want the find box`, id)

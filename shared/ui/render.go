@@ -45,6 +45,9 @@ type page struct {
 	Digest    string
 	HasEvents bool
 	Now       time.Time
+	// Queue is the queue the page is about, which the find box looks an
+	// id up in.
+	Queue string
 }
 
 // servePage runs a page handler with a cost counter, and renders its
@@ -54,7 +57,10 @@ func (c *Console) servePage(w http.ResponseWriter, r *http.Request, h func(*http
 	r = r.WithContext(ctx)
 	token := c.csrfToken(w, r)
 	v, err := h(r)
-	p := page{Prefix: c.opts.Prefix, CSRF: token, HasEvents: c.opts.Events != nil, Now: c.opts.Now()}
+	p := page{Prefix: c.opts.Prefix, CSRF: token, HasEvents: c.opts.Events != nil, Now: c.opts.Now(), Queue: r.PathValue("queue")}
+	if p.Queue == "" {
+		p.Queue = r.URL.Query().Get("queue")
+	}
 	status := http.StatusOK
 	if err != nil {
 		pe := toPageErr(err)

@@ -23,8 +23,9 @@ type taskView struct {
 	Deadline deadline
 	Ended    string // why the task stopped, in words; "" while live
 	Timeline []step
-	// TimelineMore is true when the task has more versions than shown.
-	TimelineMore bool
+	// HistoryCursor is where the shown versions start ("" for the
+	// first), HistoryNext where the next ones do ("" when none).
+	HistoryCursor, HistoryNext string
 	HistoryErr   *pageErr
 	Actions      []string // the actions that apply to its status
 	Back         string
@@ -56,12 +57,13 @@ func (c *Console) taskPage(r *http.Request) (*view, error) {
 	}
 	v.Ended = endedWords(t.Task)
 	v.Actions = actionsFor(t.Status)
-	h, err := api.History(r.Context(), id, queue.HistoryRequest{Limit: historyShown})
+	v.HistoryCursor = r.URL.Query().Get("history")
+	h, err := api.History(r.Context(), id, queue.HistoryRequest{Limit: historyShown, Cursor: v.HistoryCursor})
 	if err != nil {
 		v.HistoryErr = toPageErr(err)
 	} else {
-		v.Timeline = timeline(h.Versions)
-		v.TimelineMore = h.NextCursor != ""
+		v.Timeline = timeline(h.Versions, v.HistoryCursor == "")
+		v.HistoryNext = h.NextCursor
 	}
 	return &view{template: "task", title: "Task " + t.TaskType + " " + shortID(t.ID), nav: "queues", data: v, refresh: true}, nil
 }
@@ -137,8 +139,9 @@ type change struct {
 	Field, From, To string
 }
 
-// timeline turns the versions of a task, oldest first, into steps.
-func timeline(versions []client.Version) []step {
+// timeline turns the versions of a task, oldest first, into steps; first
+// says whether they start at the task's first version.
+func timeline(versions []client.Version, first bool) []step {
 	out := make([]step, 0, len(versions))
 	var prev *queue.Task
 	for i := range versions {
@@ -148,6 +151,9 @@ func timeline(versions []client.Version) []step {
 			s.At = versions[i].ModifiedAt
 		}
 		s.What, s.Who = describeStep(prev, &t)
+		if prev == nil && !first {
+			s.What, s.Who = "Continued from earlier versions", ""
+		}
 		if prev != nil {
 			s.Changes = diff(prev, &t)
 		}

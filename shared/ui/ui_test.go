@@ -240,7 +240,7 @@ func TestTimelineTellsEachStep(t *testing.T) {
 	lapsed.Status, lapsed.LeaseExpiresAt, lapsed.UpdatedAt = queue.StatusFailed, nil, lease.Add(time.Second)
 	retried := lapsed
 	retried.Status, retried.Attempt, retried.UpdatedAt = queue.StatusPending, 0, lease.Add(time.Minute)
-	steps := timeline([]client.Version{v(submitted), v(claimed), v(failed), v(reclaimed), v(lapsed), v(retried)})
+	steps := timeline([]client.Version{v(submitted), v(claimed), v(failed), v(reclaimed), v(lapsed), v(retried)}, true)
 	want := []struct{ what, who string }{
 		{"Submitted", "client"},
 		{"Claimed (attempt 1 of 2)", "worker w1"},
@@ -253,6 +253,9 @@ func TestTimelineTellsEachStep(t *testing.T) {
 		if steps[i].What != w.what || steps[i].Who != w.who {
 			t.Errorf("step %d = %q by %q, want %q by %q", i, steps[i].What, steps[i].Who, w.what, w.who)
 		}
+	}
+	if later := timeline([]client.Version{v(reclaimed), v(lapsed)}, false); later[0].What != "Continued from earlier versions" || later[1].What != "Dead-lettered: attempts spent" {
+		t.Errorf("a later page of versions: %q, %q", later[0].What, later[1].What)
 	}
 	if len(steps[1].Changes) == 0 || steps[1].Changes[0] != (change{"status", "pending", "running"}) {
 		t.Errorf("the claim's changes: %v", steps[1].Changes)
@@ -319,4 +322,25 @@ func contrast(a, b string) float64 {
 		la, lb = lb, la
 	}
 	return (la + 0.05) / (lb + 0.05)
+}
+
+func TestLargeJSONStartsCollapsed(t *testing.T) {
+	small := prettyJSON([]byte(`{"a":1}`))
+	if small.Large || small.Text != "{\n  \"a\": 1\n}" {
+		t.Errorf("small: %+v", small)
+	}
+	big := prettyJSON([]byte(`{"a":"` + strings.Repeat("x", 3000) + `"}`))
+	if !big.Large {
+		t.Errorf("a 3 KB value is not collapsed")
+	}
+	long := prettyJSON([]byte("[" + strings.Repeat("1,", 60) + "1]"))
+	if !long.Large || long.Lines < 60 {
+		t.Errorf("61 lines: %+v", long.Lines)
+	}
+	if prettyJSON(nil) != nil {
+		t.Error("no value is not nil")
+	}
+	if b := prettyJSON([]byte(`not json`)); b.Text != "not json" {
+		t.Errorf("invalid JSON is shown as it is: %q", b.Text)
+	}
 }

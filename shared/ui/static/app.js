@@ -6,7 +6,7 @@
   var body = document.body;
   var base = (parseInt(body.dataset.refresh, 10) || 0) * 1000;
   var maxDelay = base * 12;
-  var delay = base, timer = null, paused = false, busyFetch = false;
+  var delay = base, timer = null, paused = false, inflight = null, fetches = 0;
 
   // --- relative times ---
   function span(ms) {
@@ -72,11 +72,13 @@
     status("Next refresh in " + Math.round(delay / 1000) + "s" + (delay > base ? " (nothing changed lately)" : "") + ".");
     timer = setTimeout(refresh, delay);
   }
+  // refresh fetches the page again and swaps its content in when it
+  // changed; while one is under way, it returns that one.
   function refresh() {
-    if (busyFetch) return Promise.resolve();
+    if (inflight) return inflight;
     if (busy()) { schedule(); return Promise.resolve(); }
-    busyFetch = true;
-    return fetch(location.href, { credentials: "same-origin", cache: "no-store", headers: { "S3q-Refresh": "1" } })
+    fetches++;
+    inflight = fetch(location.href, { credentials: "same-origin", cache: "no-store", headers: { "S3q-Refresh": "1" } })
       .then(function (r) { return r.text(); })
       .then(function (html) {
         var doc = new DOMParser().parseFromString(html, "text/html");
@@ -97,7 +99,8 @@
         tick();
       })
       .catch(function () { delay = Math.min(delay * 2, maxDelay); })
-      .then(function () { busyFetch = false; schedule(); });
+      .then(function () { inflight = null; schedule(); });
+    return inflight;
   }
   document.addEventListener("visibilitychange", function () {
     if (!base) return;
@@ -131,6 +134,6 @@
   });
 
   wireSelection(document);
-  window.s3q = { refresh: refresh, delay: function () { return delay; } };
+  window.s3q = { refresh: refresh, delay: function () { return delay; }, fetches: function () { return fetches; } };
   schedule();
 })();
