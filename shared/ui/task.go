@@ -26,9 +26,9 @@ type taskView struct {
 	// HistoryCursor is where the shown versions start ("" for the
 	// first), HistoryNext where the next ones do ("" when none).
 	HistoryCursor, HistoryNext string
-	HistoryErr   *pageErr
-	Actions      []string // the actions that apply to its status
-	Back         string
+	HistoryErr                 *pageErr
+	Actions                    []string // the actions that apply to its status
+	Back                       string
 }
 
 // deadline is what the page says about a task's deadline.
