@@ -177,6 +177,14 @@ func describeStep(prev, t *queue.Task) (what, who string) {
 	// is the lease's rescue by the sweep or a claim.
 	lapsed := prev.Status == queue.StatusRunning && prev.LeaseExpiresAt != nil && !t.UpdatedAt.Before(*prev.LeaseExpiresAt)
 	switch from, to := prev.Status, t.Status; {
+	case from == to && to != queue.StatusRunning:
+		switch {
+		case t.DeadLetterEventSentAt != nil && prev.DeadLetterEventSentAt == nil:
+			return "Task Dead-Lettered event published", "sweep"
+		case t.ExpiryEventSentAt != nil && prev.ExpiryEventSentAt == nil:
+			return "Task Expired event published", "sweep"
+		}
+		return "Updated", ""
 	case from == to && to == queue.StatusRunning:
 		if t.CancelRequested && !prev.CancelRequested {
 			return "Cancel requested", "operator"
@@ -214,8 +222,6 @@ func describeStep(prev, t *queue.Task) (what, who string) {
 		return "Retried by hand", "operator"
 	case to == queue.StatusArchived:
 		return "Archived", "operator"
-	case from == to:
-		return "Updated", ""
 	}
 	return fmt.Sprintf("%s → %s", prev.Status, t.Status), ""
 }

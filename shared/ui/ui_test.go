@@ -238,15 +238,18 @@ func TestTimelineTellsEachStep(t *testing.T) {
 	reclaimed.Status, reclaimed.Attempt, reclaimed.WorkerID, reclaimed.LeaseExpiresAt, reclaimed.UpdatedAt = queue.StatusRunning, 2, "w2", &lease, t0.Add(3*time.Second)
 	lapsed := reclaimed
 	lapsed.Status, lapsed.LeaseExpiresAt, lapsed.UpdatedAt = queue.StatusFailed, nil, lease.Add(time.Second)
-	retried := lapsed
+	published := lapsed
+	published.DeadLetterEventSentAt, published.UpdatedAt = &lease, lease.Add(2*time.Second)
+	retried := published
 	retried.Status, retried.Attempt, retried.UpdatedAt = queue.StatusPending, 0, lease.Add(time.Minute)
-	steps := timeline([]client.Version{v(submitted), v(claimed), v(failed), v(reclaimed), v(lapsed), v(retried)}, true)
+	steps := timeline([]client.Version{v(submitted), v(claimed), v(failed), v(reclaimed), v(lapsed), v(published), v(retried)}, true)
 	want := []struct{ what, who string }{
 		{"Submitted", "client"},
 		{"Claimed (attempt 1 of 2)", "worker w1"},
 		{"Failed, to be retried: boom", "worker w1"},
 		{"Claimed (attempt 2 of 2)", "worker w2"},
 		{"Dead-lettered: attempts spent", "sweep or a claim"},
+		{"Task Dead-Lettered event published", "sweep"},
 		{"Retried by hand", "operator"},
 	}
 	for i, w := range want {
