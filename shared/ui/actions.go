@@ -47,6 +47,7 @@ func (c *Console) deadPage(r *http.Request) (*view, error) {
 		v.Err = pe
 	}
 	for _, t := range res.Tasks {
+		t.ExpiresInSeconds = nil // the page counts down from expires_at; this would change every second
 		v.Tasks = append(v.Tasks, taskRow{Task: t})
 	}
 	v.NextCursor = res.NextCursor

@@ -95,6 +95,9 @@ func TestConsoleInABrowser(t *testing.T) {
 			t.Errorf("back in view it fetched %s times, want once", n)
 		}
 		b.hasText(t, "#refresh-status", "Next refresh in")
+		// The browser's own document.hidden again, or leaving the page
+		// (a visibilitychange) would look like coming back to it.
+		b.eval(t, `delete document.hidden; String(document.hidden)`)
 
 		b.clickNav(t, fmt.Sprintf(`a[title=%q]`, res.Task.ID))
 		b.checkCost(t, "task")
@@ -352,6 +355,25 @@ type dev struct {
 	url   string
 	proxy *faultproxy.Proxy
 	s3    *s3local.Server
+	logs  *syncBuf
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) tail(n int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	str := s.b.String()
+	return str[max(0, len(str)-n):]
 }
 
 // startDev runs a dev server with opts on a gofakes3 server of its own,
@@ -370,7 +392,8 @@ func startDev(t *testing.T, opts devserver.Options) *dev {
 	t.Cleanup(func() { proxy.Close() })
 	opts.Addr, opts.Endpoint, opts.Bucket, opts.Region = "127.0.0.1:0", proxy.URL, s3.Bucket, s3.Region
 	opts.AccessKey, opts.SecretKey = s3.AccessKey, s3.SecretKey
-	opts.Out, opts.Logger = io.Discard, slog.New(slog.NewJSONHandler(io.Discard, nil))
+	logs := &syncBuf{}
+	opts.Out, opts.Logger = io.Discard, slog.New(slog.NewJSONHandler(logs, nil))
 	started := make(chan string, 1)
 	opts.Started = func(u string) { started <- u }
 	ctx, cancel := context.WithCancel(context.Background())
@@ -384,7 +407,7 @@ func startDev(t *testing.T, opts devserver.Options) *dev {
 	})
 	select {
 	case u := <-started:
-		return &dev{url: u, proxy: proxy, s3: s3}
+		return &dev{url: u, proxy: proxy, s3: s3, logs: logs}
 	case err := <-done:
 		t.Fatalf("dev server: %v", err)
 	}
@@ -498,6 +521,7 @@ func (b *browser) open(t *testing.T, path, shot string) {
 	t.Helper()
 	b.settle()
 	before := b.d.proxy.Counts().Requests
+	b.d.proxy.StartTrace()
 	b.do(t, chromedp.Navigate(b.d.url+path), chromedp.WaitReady(chromedp.CSS("#cost")))
 	b.costIs(t, path, b.d.proxy.Counts().Requests-before)
 	if shot != "" {
@@ -510,6 +534,7 @@ func (b *browser) clickNav(t *testing.T, sel string) {
 	t.Helper()
 	b.settle()
 	b.before = b.d.proxy.Counts().Requests
+	b.d.proxy.StartTrace()
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 	defer cancel()
 	if _, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(sel))); err != nil {
@@ -530,9 +555,10 @@ func (b *browser) costIs(t *testing.T, what string, seen int64) {
 	if b.uncounted {
 		return
 	}
+	trace := b.d.proxy.StopTrace()
 	footer := b.eval(t, `document.getElementById("cost").dataset.s3`)
 	if footer != fmt.Sprint(seen) {
-		t.Errorf("%s: the footer says %s S3 requests, the bucket saw %d", what, footer, seen)
+		t.Errorf("%s: the footer says %s S3 requests, the bucket saw %d: %v\n%s", what, footer, seen, trace, b.d.logs.tail(3000))
 	}
 	t.Logf("%s: %s S3 requests", what, footer)
 }

@@ -114,6 +114,7 @@ func (c *Console) tasksPage(r *http.Request) (*view, error) {
 	}
 	now := c.opts.Now()
 	for _, t := range res.Tasks {
+		t.ExpiresInSeconds = nil // the page counts down from expires_at; this would change every second
 		v.Tasks = append(v.Tasks, taskRow{Task: t, Waiting: t.Status == queue.StatusPending && t.AvailableAt.After(now)})
 	}
 	v.NextCursor = res.NextCursor

@@ -49,6 +49,7 @@ func (c *Console) taskPage(r *http.Request) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.ExpiresInSeconds = nil // the page counts down from expires_at
 	now := c.opts.Now()
 	v := taskView{Task: t, Input: prettyJSON(t.Input), Output: prettyJSON(t.Output), Back: r.URL.RequestURI()}
 	v.Deadline = deadline{At: t.ExpiresAt, None: t.ExpiresAt == nil, ExpiredAt: t.ExpiredAt, Reason: expiryWords(t.ExpiryReason)}
