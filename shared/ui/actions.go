@@ -22,6 +22,9 @@ type deadView struct {
 	NextCursor string
 	Back       string
 	Err        *pageErr
+	// Bulk lists the bulk operations that apply, for one queue of an API
+	// that has them.
+	Bulk []string
 }
 
 // deadStatuses are the statuses the dead letters page lists: each has a
@@ -51,6 +54,9 @@ func (c *Console) deadPage(r *http.Request) (*view, error) {
 		v.Tasks = append(v.Tasks, taskRow{Task: t})
 	}
 	v.NextCursor = res.NextCursor
+	if v.Err == nil && v.Queue != "" {
+		v.Bulk = c.bulkFor(r.Context(), v.Queue, v.Status)
+	}
 	status := http.StatusOK
 	if v.Err != nil {
 		status = v.Err.Status

@@ -10,12 +10,23 @@ import (
 
 // queueRow is one queue as the queues page and a queue's page show it.
 type queueRow struct {
-	Name           string
-	Live, Delayed  int
-	Ready          int  // live, available now and not known to be running
-	Running        *int // known for a queue with max_concurrency (its slots)
-	AtLeast        bool
-	Counted        bool
+	Name          string
+	Live, Delayed int
+	Ready         int  // live, available now and not known to be running
+	Running       *int // known for a queue with max_concurrency (its slots)
+	// Failed, Cancelled, Expired and Completed are counted by an API
+	// with counts by status; nil otherwise.
+	Failed, Cancelled, Expired, Completed *int
+	AtLeast                               bool
+	Counted                               bool
+	Paused                                bool
+	// HasStats is true when the API gave the queue's stats: Oldest (the
+	// oldest due pending task's wait, "" when none) and Recent.
+	HasStats       bool
+	Oldest         string
+	OldestAt       *time.Time
+	RecentFailed   int
+	RecentExpired  int
 	MaxConcurrency int
 	Shards         int
 	Target         string
@@ -24,13 +35,25 @@ type queueRow struct {
 	UpdatedAt      time.Time
 }
 
-func newQueueRow(q client.QueueInfo) queueRow {
+// newQueueRow makes the row of a queue, with its stats when the API gave
+// them (their counts then replace the declaration's).
+func newQueueRow(q queueJSON, st *statsJSON) queueRow {
 	r := queueRow{
 		Name: q.Name, MaxConcurrency: q.MaxConcurrency, Shards: q.Shards, Target: describeTarget(q.Target),
-		Defaults: describeDefaults(q.Declaration), AutoDeclared: q.AutoDeclared, UpdatedAt: q.UpdatedAt,
+		Defaults: describeDefaults(q.Declaration), AutoDeclared: q.AutoDeclared, UpdatedAt: q.UpdatedAt, Paused: q.Paused,
 	}
-	if c := q.Counts; c != nil {
+	c := q.Counts
+	if st != nil {
+		c = &st.Counts
+		r.HasStats, r.Paused, r.OldestAt = true, st.Paused, st.OldestPendingAt
+		if st.OldestPendingAgeSeconds != nil {
+			r.Oldest = age(*st.OldestPendingAgeSeconds)
+		}
+		r.RecentFailed, r.RecentExpired = st.Recent.Failed, st.Recent.Expired
+	}
+	if c != nil {
 		r.Counted, r.Live, r.Delayed, r.Running, r.AtLeast = true, c.Live, c.Delayed, c.Running, c.AtLeast
+		r.Failed, r.Cancelled, r.Expired, r.Completed = c.Failed, c.Cancelled, c.Expired, c.Completed
 		r.Ready = c.Live - c.Delayed
 		if c.Running != nil {
 			r.Ready -= *c.Running
@@ -42,21 +65,46 @@ func newQueueRow(q client.QueueInfo) queueRow {
 
 // queuesView is the queues page: one page of declared queues.
 type queuesView struct {
-	Queues     []queueRow
-	Cursor     string
-	NextCursor string
+	Queues []queueRow
+	// ByStatus is true when the API counts failed, cancelled and expired
+	// tasks; Completed when it counts completed ones; Stats when it gave
+	// each queue's stats.
+	ByStatus, Completed, Stats bool
+	Cursor                     string
+	NextCursor                 string
 }
 
-// queuesPage is /: GET /queues with counts, one page of 100 queues.
+// queuesPage is /: one page of GET /queues, then each queue's
+// GET /queues/{queue}/stats (counts by status and the oldest pending
+// task) from an API that has them, else GET /queues with its counts.
 func (c *Console) queuesPage(r *http.Request) (*view, error) {
+	ctx := r.Context()
 	cursor := r.URL.Query().Get("cursor")
-	res, err := c.api.ListQueues(r.Context(), client.ListQueuesRequest{Limit: 100, Cursor: cursor})
+	qs, next, err := c.listQueues(ctx, cursor, false)
 	if err != nil {
 		return nil, err
 	}
-	v := queuesView{Cursor: cursor, NextCursor: res.NextCursor}
-	for _, q := range res.Queues {
-		v.Queues = append(v.Queues, newQueueRow(q))
+	names := make([]string, len(qs))
+	for i, q := range qs {
+		names[i] = q.Name
+	}
+	stats, err := c.statsOf(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	if stats == nil { // an API without stats: its counts come with the list
+		if qs, next, err = c.listQueues(ctx, cursor, true); err != nil {
+			return nil, err
+		}
+		stats = make([]*statsJSON, len(qs))
+	}
+	v := queuesView{Cursor: cursor, NextCursor: next}
+	for i, q := range qs {
+		row := newQueueRow(q, stats[i])
+		v.ByStatus = v.ByStatus || row.Failed != nil
+		v.Completed = v.Completed || row.Completed != nil
+		v.Stats = v.Stats || row.HasStats
+		v.Queues = append(v.Queues, row)
 	}
 	return &view{template: "queues", title: "Queues", nav: "queues", data: v, refresh: true}, nil
 }
@@ -82,6 +130,9 @@ type tasksView struct {
 	PageSize   int
 	Err        *pageErr // the listing's error (a bad filter), shown by the form
 	Back       string
+	// Bulk lists the bulk operations that apply to the status shown, when
+	// the API has them.
+	Bulk []string
 }
 
 // tasksPage is /queues/{queue}: GET /queues/{queue} (counts) and one page
@@ -91,7 +142,7 @@ func (c *Console) tasksPage(r *http.Request) (*view, error) {
 	q := r.URL.Query()
 	v := tasksView{Status: q.Get("status"), Type: q.Get("type"), Cursor: q.Get("cursor"), Statuses: queue.Statuses,
 		PageSize: c.opts.PageSize, Back: r.URL.RequestURI()}
-	info, err := c.api.GetQueue(r.Context(), name)
+	info, err := c.getQueue(r.Context(), name)
 	if err != nil {
 		pe := toPageErr(err)
 		if pe.Code != "queue_not_found" {
@@ -101,7 +152,11 @@ func (c *Console) tasksPage(r *http.Request) (*view, error) {
 		v.QueueErr = pe
 		v.Queue = queueRow{Name: name}
 	} else {
-		v.Queue = newQueueRow(info)
+		st, err := c.stats(r.Context(), name)
+		if err != nil {
+			return nil, err
+		}
+		v.Queue = newQueueRow(info, st)
 	}
 	res, err := c.api.List(r.Context(), queue.ListRequest{Queue: name, Status: queue.Status(v.Status), TaskType: v.Type,
 		Limit: c.opts.PageSize, Cursor: v.Cursor})
@@ -118,6 +173,9 @@ func (c *Console) tasksPage(r *http.Request) (*view, error) {
 		v.Tasks = append(v.Tasks, taskRow{Task: t, Waiting: t.Status == queue.StatusPending && t.AvailableAt.After(now)})
 	}
 	v.NextCursor = res.NextCursor
+	if v.Err == nil && v.QueueErr == nil {
+		v.Bulk = c.bulkFor(r.Context(), name, v.Status)
+	}
 	status := http.StatusOK
 	if v.Err != nil {
 		status = v.Err.Status

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"time"
@@ -113,28 +114,30 @@ func period(s schedule.Schedule) time.Duration {
 	return max(n[1].Sub(n[0]), time.Minute)
 }
 
-// scheduleToggle is POST /queues/{queue}/schedules/{id}/pause|resume: it
-// checks the CSRF token, pauses or resumes the schedule, and goes back.
-func (c *Console) scheduleToggle(w http.ResponseWriter, r *http.Request) {
+// toggle is POST /queues/{queue}/pause|resume and
+// POST /queues/{queue}/schedules/{id}/pause|resume: it checks the CSRF
+// token, pauses or resumes the queue or the schedule, and goes back.
+func (c *Console) toggle(w http.ResponseWriter, r *http.Request) {
 	op := r.PathValue("op")
 	if op != "pause" && op != "resume" {
 		c.servePage(w, r, func(*http.Request) (*view, error) {
-			return nil, pageError(http.StatusNotFound, "not_found", "", "no action %q on a schedule", op)
+			return nil, pageError(http.StatusNotFound, "not_found", "", "no action %q", op)
 		})
 		return
 	}
 	r.Body = http.MaxBytesReader(nil, r.Body, maxForm)
 	ctx, cost := withCost(r.Context())
 	r = r.WithContext(ctx)
-	var failed error
-	if err := c.checkCSRF(r); err != nil {
-		failed = err
-	} else {
+	failed := c.checkCSRF(r)
+	if failed == nil {
 		api := c.api.In(r.PathValue("queue"))
-		if op == "pause" {
-			_, failed = api.PauseSchedule(r.Context(), r.PathValue("id"))
-		} else {
-			_, failed = api.ResumeSchedule(r.Context(), r.PathValue("id"))
+		switch id := r.PathValue("id"); {
+		case id == "":
+			_, failed = api.Call(ctx, http.MethodPost, "/queues/"+url.PathEscape(r.PathValue("queue"))+"/"+op, nil, struct{}{}, nil)
+		case op == "pause":
+			_, failed = api.PauseSchedule(ctx, id)
+		default:
+			_, failed = api.ResumeSchedule(ctx, id)
 		}
 	}
 	if failed != nil {

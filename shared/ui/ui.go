@@ -106,6 +106,7 @@ type Console struct {
 	static  http.Handler
 	mux     *http.ServeMux
 	csrfKey []byte
+	probe   probe
 }
 
 var _ http.Handler = (*Console)(nil)
@@ -181,9 +182,12 @@ func (c *Console) routes() {
 	page("GET "+p+"/events", c.eventsPage)
 	page("GET "+p+"/confirm", c.confirmPage)
 	page("POST "+p+"/do", c.doAction)
+	page("GET "+p+"/queues/{queue}/bulk", c.bulkConfirmPage)
+	page("POST "+p+"/queues/{queue}/bulk", c.bulkDo)
 	m.HandleFunc("GET "+p+"/find", c.find)
 	m.HandleFunc("GET "+p+"/queues/{queue}/tasks/{id}/artifact", c.artifact)
-	m.HandleFunc("POST "+p+"/queues/{queue}/schedules/{id}/{op}", c.scheduleToggle)
+	m.HandleFunc("POST "+p+"/queues/{queue}/schedules/{id}/{op}", c.toggle)
+	m.HandleFunc("POST "+p+"/queues/{queue}/{op}", c.toggle)
 	m.Handle("GET "+p+"/static/", c.static)
 	if p != "" {
 		m.HandleFunc("GET "+p, func(w http.ResponseWriter, r *http.Request) {
