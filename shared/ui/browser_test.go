@@ -167,6 +167,45 @@ func TestConsoleInABrowser(t *testing.T) {
 		b.hasText(t, "#dead", "manual")
 	})
 
+	// The queue operations, from an API that has them: counts by status,
+	// the oldest pending task, pause and resume, retry of every failed
+	// task of a queue.
+	t.Run("queue_operations", func(t *testing.T) {
+		b.open(t, "/ui/queues/work", "")
+		if b.count(t, "#queue-state") == 0 {
+			t.Log("this API has no queue operations (GET /queues/{queue}/stats answers 404): nothing to check")
+			return
+		}
+		b.hasText(t, "#oldest-pending", "waiting")
+		b.clickNav(t, "#queue-toggle")
+		b.checkCost(t, "queue, paused")
+		b.hasText(t, "#queue-state", "paused")
+		b.shot(t, "tasks-paused")
+		b.clickNav(t, "#queue-toggle")
+		b.hasText(t, "#queue-state", "active")
+
+		b.open(t, "/ui/", "queues-by-status")
+		failed := b.eval(t, `(() => { const h = [...document.querySelectorAll("thead th")].map(th => th.textContent.trim());
+			const row = [...document.querySelectorAll("tbody tr")].find(r => r.querySelector("th").textContent.includes("flaky"));
+			return row.children[h.indexOf("Failed")].textContent.trim(); })()`)
+		if failed != "2" {
+			t.Errorf("failed of flaky = %q, want 2", failed)
+		}
+
+		b.open(t, "/ui/dead?queue=flaky", "")
+		b.clickNav(t, "#bulk-retry")
+		b.checkCost(t, "bulk retry, dry run")
+		b.hasText(t, "#bulk-dry-run", "2 tasks would change")
+		b.shot(t, "bulk-confirm")
+		b.clickNav(t, "#confirm")
+		b.checkCost(t, "bulk retry, done")
+		b.hasText(t, "#bulk-result", "2 were changed")
+		b.open(t, "/ui/dead?queue=flaky", "")
+		if n := b.count(t, "#dead tbody input[name=ref]"); n != 0 {
+			t.Errorf("%d failed tasks left in flaky after retrying every one", n)
+		}
+	})
+
 	t.Run("pause_a_schedule_and_its_next_fire_disappears", func(t *testing.T) {
 		b.open(t, "/ui/schedules?queue=work", "schedules")
 		b.hasText(t, "#schedules", "every 5 minutes")
@@ -293,7 +332,7 @@ func TestConsoleInABrowser(t *testing.T) {
 
 // seed makes what the views show: 120 pending tasks in queue paging, 3
 // dead-lettered and 1 expired task in queue work, and a schedule there
-// fired once by hand.
+// fired once by hand, and 2 dead-lettered tasks in queue flaky.
 func seed(t *testing.T, api *client.Client, d *dev) {
 	t.Helper()
 	ctx := context.Background()
@@ -326,6 +365,22 @@ func seed(t *testing.T, api *client.Client, d *dev) {
 	}
 	for i, c := range claimed {
 		if _, err := work.Fail(ctx, c.Lease, fmt.Sprintf("upstream answered 502 (try %d)", i), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two more in queue flaky, for the retry of every failed task.
+	flaky := api.In("flaky")
+	for i := range 2 {
+		if _, err := flaky.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "flaky", MaxAttempts: 1,
+			Input: json.RawMessage(fmt.Sprintf(`{"try":%d}`, i))}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if claimed, err = flaky.Claim(ctx, client.ClaimRequest{MaxTasks: 2, LeaseFor: time.Hour, WorkerID: "worker-2"}); err != nil || len(claimed) != 2 {
+		t.Fatalf("claim: %d, %v", len(claimed), err)
+	}
+	for _, c := range claimed {
+		if _, err := flaky.Fail(ctx, c.Lease, "timeout", false); err != nil {
 			t.Fatal(err)
 		}
 	}
