@@ -225,6 +225,12 @@ func TestConsoleInABrowser(t *testing.T) {
 		b.shot(t, "schedule-paused")
 		b.open(t, "/ui/schedules?queue=work", "")
 		b.hasText(t, "#schedules .next-fire", "none")
+		// A paused schedule still fires by hand.
+		b.clickNav(t, `a[aria-label="Trigger schedule reports"]`)
+		b.hasText(t, ".confirm", "fires once now")
+		b.clickNav(t, "#confirm")
+		b.checkCost(t, "trigger, done")
+		b.hasText(t, "#results", "fired task")
 	})
 
 	t.Run("follow_paging_to_the_end", func(t *testing.T) {
