@@ -439,10 +439,17 @@ func TestStack(t *testing.T) {
 			{"tasks", "s3:DeleteObject", "queues/default.json", false}, // a deleted queue is a tombstone
 			{"sweep-expired", "s3:PutObject", "slots/default/0000", true},
 			{"submit", "s3:PutObject", "slots/default/0000", false},
-			// Artifacts: the tasks function signs PUT and GET URLs; the
-			// sweep lists and deletes, and reads none.
+			// Artifacts: the tasks function signs PUT and GET URLs, and a
+			// purge deletes a purged task's; the sweep lists and deletes,
+			// and reads none.
 			{"tasks", "s3:GetObject", "artifacts/x/out.bin", true},
-			{"tasks", "s3:DeleteObject", "artifacts/x/out.bin", false},
+			{"tasks", "s3:DeleteObject", "artifacts/x/out.bin", true},
+			// A record is deleted only by a purge (the tasks function),
+			// after its tombstone's compare-and-swap.
+			{"tasks", "s3:DeleteObject", "tasks/x.json", true},
+			{"claim", "s3:DeleteObject", "tasks/x.json", false},
+			{"sweep-expired", "s3:DeleteObject", "tasks/x.json", false},
+			{"dispatch", "s3:DeleteObject", "tasks/x.json", false},
 			{"sweep-expired", "s3:GetObject", "artifacts/x/out.bin", false},
 			{"claim", "s3:PutObject", "artifacts/x/out.bin", false},
 		} {

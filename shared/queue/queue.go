@@ -248,6 +248,9 @@ func (q *Queue) load(ctx context.Context, id string) (Task, string, error) {
 	if q.scope != "" && t.Queue != q.scope {
 		return Task{}, "", fmt.Errorf("task %s in queue %s: %w", id, q.scope, ErrNotFound)
 	}
+	if t.PurgedAt != nil {
+		return Task{}, "", fmt.Errorf("task %s: %w", id, errPurged)
+	}
 	return t, obj.ETag, nil
 }
 

@@ -372,7 +372,7 @@ func (q *Queue) holdDedup(ctx context.Context, t *Task, now time.Time) (Task, bo
 			case err == nil:
 				// terminal: the key is free again
 			case errors.Is(err, ErrNotFound):
-				if q.freshPointer(p, now) {
+				if q.freshPointer(p, now) && !errors.Is(err, errPurged) {
 					// Another submit holds the key and has not written its
 					// task yet, or crashed a moment ago.
 					return Task{}, false, errDedupTaken(t, p.TaskID)

@@ -148,6 +148,12 @@ type Task struct {
 	// If-Match on it); both empty otherwise.
 	SlotKey  string `json:"slot_key,omitempty"`
 	SlotETag string `json:"slot_etag,omitempty"`
+
+	// PurgedAt marks the record of a purged task (purge.go): the write
+	// that set it is the purge's commit point, and from then on every
+	// reader treats the record as gone (ErrNotFound) while the purge
+	// deletes its side records and then the record itself.
+	PurgedAt *time.Time `json:"purged_at,omitempty"`
 }
 
 // deadlinePassed reports whether the task's start deadline has passed at now.
