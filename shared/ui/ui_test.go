@@ -24,12 +24,16 @@ import (
 )
 
 // newTestConsole serves the API over a mem store and the console over
-// it, both on loopback.
-func newTestConsole(t *testing.T) (console *httptest.Server, apiURL string) {
+// it, both on loopback. wrap, when given, stands between them.
+func newTestConsole(t *testing.T, wrap ...func(http.Handler) http.Handler) (console *httptest.Server, apiURL string) {
 	t.Helper()
 	q := queue.New(reqcount.Wrap(memstore.New()), queue.Options{})
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	apiSrv := httptest.NewServer(api.New(q, api.Options{Logger: quiet, Schedules: schedule.New(q.Store(), q, schedule.Options{})}))
+	var h http.Handler = api.New(q, api.Options{Logger: quiet, Schedules: schedule.New(q.Store(), q, schedule.Options{})})
+	for _, w := range wrap {
+		h = w(h)
+	}
+	apiSrv := httptest.NewServer(h)
 	t.Cleanup(apiSrv.Close)
 	c, err := New(context.Background(), apiSrv.URL, client.Options{}, Options{Logger: quiet})
 	if err != nil {
@@ -345,5 +349,51 @@ func TestLargeJSONStartsCollapsed(t *testing.T) {
 	}
 	if b := prettyJSON([]byte(`not json`)); b.Text != "not json" {
 		t.Errorf("invalid JSON is shown as it is: %q", b.Text)
+	}
+}
+
+// Against an API without the queue operations (an older deployment) the
+// pages show what it has and offer no bulk action.
+func TestAnAPIWithoutQueueOperations(t *testing.T) {
+	older := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p := r.URL.Path
+			if strings.HasSuffix(p, "/stats") || strings.Contains(p, "/bulk/") || strings.HasSuffix(p, "/pause") && !strings.Contains(p, "/schedules/") {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusNotFound)
+				io.WriteString(w, `{"error":{"code":"not_found","message":"no route"}}`)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	srv, apiURL := newTestConsole(t, older)
+	c, _ := client.New(context.Background(), apiURL, client.Options{})
+	if _, err := c.Submit(context.Background(), client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "hello"}}); err != nil {
+		t.Fatal(err)
+	}
+	resp, body := get(t, srv.URL+"/ui/")
+	if resp.StatusCode != 200 || !strings.Contains(body, ">default</a>") || strings.Contains(body, "Oldest pending") {
+		t.Errorf("queues: %d\n%s", resp.StatusCode, body)
+	}
+	resp, body = get(t, srv.URL+"/ui/queues/default?status=pending")
+	if resp.StatusCode != 200 || strings.Contains(body, "queue-state") || strings.Contains(body, "/bulk?") {
+		t.Errorf("queue page: %d\n%s", resp.StatusCode, body)
+	}
+	resp, _ = get(t, srv.URL+"/ui/queues/default/bulk?op=cancel")
+	if resp.StatusCode != http.StatusNotImplemented {
+		t.Errorf("a bulk confirmation: %d, want 501", resp.StatusCode)
+	}
+	// With them, the same pages show the stats and offer the bulk actions.
+	srv, apiURL = newTestConsole(t)
+	c, _ = client.New(context.Background(), apiURL, client.Options{})
+	if _, err := c.Submit(context.Background(), client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "hello"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := get(t, srv.URL+"/ui/"); !strings.Contains(body, "Oldest pending") {
+		t.Errorf("queues with stats lack the oldest pending column")
+	}
+	if _, body := get(t, srv.URL+"/ui/queues/default?status=pending"); !strings.Contains(body, "/bulk?op=cancel") {
+		t.Errorf("the pending tasks of a queue offer no bulk cancel")
 	}
 }
