@@ -2,7 +2,7 @@
 // requests on a bucket with many tasks (-tasks, default 10,000), one line
 // per view:
 //
-//	bench console view=queues tasks=10000 s3_requests=N footer=N api_calls=N
+//	bench console view=queues tasks=10000 status=200 s3_requests=N footer=N api_calls=N
 //
 // It runs s3q dev on an in-process gofakes3 server behind a proxy that
 // counts every S3 request, fills the bucket straight through the core
@@ -102,6 +102,12 @@ func main() {
 	}
 	form := url.Values{"csrf": {m[1]}, "action": {"retry"}, "ref": {"bulk/" + ids.failed}, "back": {"/ui/dead"}}
 	measure(hc, proxy, *tasks, "retry_one", http.MethodPost, base+"/ui/do", form)
+	confirm = view("confirm_retry_every_failed", "/ui/queues/bulk/bulk?op=retry&status=failed&back=/ui/dead")
+	if m = regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(confirm); m == nil {
+		log.Fatal("no CSRF token on the bulk confirmation page")
+	}
+	form = url.Values{"csrf": {m[1]}, "op": {"retry"}, "status": {"failed"}, "back": {"/ui/dead"}}
+	measure(hc, proxy, *tasks, "retry_every_failed", http.MethodPost, base+"/ui/queues/bulk/bulk", form)
 
 	cancel()
 	if err := <-done; err != nil {
