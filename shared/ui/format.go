@@ -14,25 +14,19 @@ import (
 
 // funcs are the template functions.
 var funcs = template.FuncMap{
-	"iso":      iso,
 	"clock":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 MST") },
-	"rel":      rel,
 	"dur":      func(d queue.Duration) string { return queue.FormatDuration(d.Std()) },
 	"durp":     durp,
 	"inZone":   inZone,
 	"bytes":    humanBytes,
-	"esc":      url.QueryEscape,
 	"path":     url.PathEscape,
 	"deref":    func(p *int) int { return *p },
 	"deref_t":  func(p *time.Time) time.Time { return *p },
-	"add":      func(a, b int) int { return a + b },
 	"short":    shortID,
 	"statusOf": func(s queue.Status) string { return string(s) },
 	"plural":   plural,
-	"join":     strings.Join,
 	"when":     when,
 	"dict":     func(p page, item any, back string) itemCtx { return itemCtx{Page: p, Item: item, Back: back} },
-	"words":    cronWords,
 }
 
 // iso is a time in RFC 3339, UTC, for datetime attributes and the script.
