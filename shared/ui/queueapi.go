@@ -40,11 +40,10 @@ type countsJSON struct {
 
 // statsJSON is the answer of GET /queues/{queue}/stats.
 type statsJSON struct {
-	Paused                  bool       `json:"paused"`
-	Counts                  countsJSON `json:"counts"`
-	OldestPendingAt         *time.Time `json:"oldest_pending_at"`
-	OldestPendingAgeSeconds *int64     `json:"oldest_pending_age_seconds"`
-	Recent                  struct {
+	Paused          bool       `json:"paused"`
+	Counts          countsJSON `json:"counts"`
+	OldestPendingAt *time.Time `json:"oldest_pending_at"`
+	Recent          struct {
 		WindowSeconds int64 `json:"window_seconds"`
 		Failed        int   `json:"failed"`
 		Cancelled     int   `json:"cancelled"`
@@ -153,9 +152,4 @@ func (c *Console) bulk(ctx context.Context, name, op, status, taskType, cursor s
 	var res bulkJSON
 	_, err := c.api.Call(ctx, http.MethodPost, "/queues/"+url.PathEscape(name)+"/bulk/"+op, nil, body, &res)
 	return res, err
-}
-
-// age says how long ago seconds were, as the pages do.
-func age(seconds int64) string {
-	return span(time.Duration(seconds) * time.Second)
 }

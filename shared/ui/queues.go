@@ -20,10 +20,10 @@ type queueRow struct {
 	AtLeast                               bool
 	Counted                               bool
 	Paused                                bool
-	// HasStats is true when the API gave the queue's stats: Oldest (the
-	// oldest due pending task's wait, "" when none) and Recent.
+	// HasStats is true when the API gave the queue's stats: OldestAt (when
+	// the oldest due pending task became due, nil when none; a time, not
+	// an age, so that a page's digest holds still) and Recent.
 	HasStats       bool
-	Oldest         string
 	OldestAt       *time.Time
 	RecentFailed   int
 	RecentExpired  int
@@ -46,9 +46,6 @@ func newQueueRow(q queueJSON, st *statsJSON) queueRow {
 	if st != nil {
 		c = &st.Counts
 		r.HasStats, r.Paused, r.OldestAt = true, st.Paused, st.OldestPendingAt
-		if st.OldestPendingAgeSeconds != nil {
-			r.Oldest = age(*st.OldestPendingAgeSeconds)
-		}
 		r.RecentFailed, r.RecentExpired = st.Recent.Failed, st.Recent.Expired
 	}
 	if c != nil {
