@@ -1,11 +1,13 @@
 package ui_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,7 +110,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		b.shot(t, "task")
 	})
 
-	t.Run("large_input_starts_collapsed", func(t *testing.T) {
+	t.Run("large_input_starts_collapsed_and_an_artifact_has_a_link", func(t *testing.T) {
 		res, err := api.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{
 			TaskType: "big", Input: json.RawMessage(`{"blob":"` + strings.Repeat("abcdefgh", 600) + `"}`)}})
 		if err != nil {
@@ -124,6 +126,44 @@ func TestConsoleInABrowser(t *testing.T) {
 			t.Errorf("a click on its summary does not open it")
 		}
 		b.shot(t, "task-large-input")
+
+		// An artifact uploaded through the API gets a download link by name.
+		var up struct {
+			Artifact client.ArtifactURL `json:"artifact"`
+		}
+		report := []byte("report body\n")
+		if _, err := api.Call(ctx, "POST", "/queues/default/tasks/"+res.Task.ID+"/artifacts", nil,
+			map[string]any{"name": "report.txt", "size": len(report)}, &up); err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest("PUT", up.Artifact.UploadURL, bytes.NewReader(report))
+		for k, vs := range up.Artifact.Headers {
+			req.Header[k] = vs
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("upload: %v %v", resp, err)
+		}
+		resp.Body.Close()
+		b.open(t, "/ui/queues/default/tasks/"+res.Task.ID, "")
+		b.hasText(t, "#h-artifacts + p", "Artifacts were uploaded")
+		b.do(t, chromedp.SendKeys(chromedp.ID("artifact-name"), "report.txt"))
+		b.clickNav(t, "#h-artifacts ~ form button")
+		b.checkCost(t, "artifact")
+		href := b.eval(t, `document.querySelector("main a.button").href`)
+		if !strings.Contains(href, "report.txt") || !strings.HasPrefix(href, "http://127.0.0.1:") {
+			t.Errorf("download link %q", href)
+		}
+		if got, err := http.Get(href); err != nil {
+			t.Error(err)
+		} else {
+			body, _ := io.ReadAll(got.Body)
+			got.Body.Close()
+			if !bytes.Equal(body, report) {
+				t.Errorf("the link downloads %q", body)
+			}
+		}
+		b.shot(t, "artifact")
 	})
 
 	t.Run("retry_a_dead_lettered_task", func(t *testing.T) {
