@@ -15,18 +15,25 @@
 //
 // Pages, under Options.Prefix (default /ui), each a URL that can be shared:
 //
-//	/                                  queues, with counts and settings
+//	/                                  queues, with counts, oldest pending task and settings
 //	/queues/{queue}                    tasks of a queue (?status=&type=&cursor=)
 //	/queues/{queue}/tasks/{id}         task detail: input, output, deadline, timeline
+//	/queues/{queue}/tasks/{id}/artifact?name=  an artifact's download link
 //	/dead                              failed, expired or cancelled tasks, with actions
 //	/schedules                         schedules of a queue (?queue=)
 //	/queues/{queue}/schedules/{id}     schedule detail: next and recent fires
 //	/events                            recent task events (s3q dev only)
+//	/find?ref=                         opens a task by queue/id
 //
-// Actions (retry, cancel, expire, trigger, delete) go through a
-// confirmation page that says what will happen; every POST carries a
-// CSRF token bound to a cookie, and every page is served with a strict
-// Content-Security-Policy.
+// Actions (retry, cancel, expire on selected tasks; retry, cancel, expire
+// on every task of a status, through the API's bulk operations; trigger
+// and delete of a schedule) go through a confirmation page that says what
+// will happen (/confirm, /queues/{queue}/bulk); pausing and resuming a
+// queue or a schedule acts at once. Every POST carries a CSRF token bound
+// to a cookie, and every page is served with a strict
+// Content-Security-Policy. Counts by status, the oldest pending task,
+// pausing a queue and the bulk operations are shown only by an API that
+// has the queue operations (GET /queues/{queue}/stats, ...).
 package ui
 
 import (
