@@ -55,7 +55,8 @@ func (c *Console) deadPage(r *http.Request) (*view, error) {
 	}
 	v.NextCursor = res.NextCursor
 	if v.Err == nil && v.Queue != "" {
-		v.Bulk = c.bulkFor(r.Context(), v.Queue, v.Status)
+		// An API without them says so on the confirmation page.
+		v.Bulk = bulkFor(v.Status, true)
 	}
 	status := http.StatusOK
 	if v.Err != nil {

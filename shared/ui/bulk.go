@@ -1,13 +1,10 @@
 package ui
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
-	"sync"
-	"time"
 
 	"github.com/s3q/s3q/shared/queue"
 )
@@ -100,37 +97,14 @@ func (c *Console) bulkDo(r *http.Request) (*view, error) {
 		nav: navOf(&http.Request{URL: &url.URL{Path: v.Back}}, c.opts.Prefix), data: v}, nil
 }
 
-// hasBulk says whether the API has the bulk operations, from a probe
-// that costs no S3 request (GET of a POST route answers 405 where the
-// route exists, 404 where it does not), kept for a minute.
-func (c *Console) hasBulk(ctx context.Context, name string) bool {
-	c.probe.mu.Lock()
-	defer c.probe.mu.Unlock()
-	if now := time.Now(); now.Sub(c.probe.at) > time.Minute {
-		_, err := c.api.Call(ctx, http.MethodGet, "/queues/"+url.PathEscape(name)+"/bulk/retry", nil, nil, nil)
-		c.probe.bulk, c.probe.at = err != nil && !unsupported(err), now
-	}
-	return c.probe.bulk
-}
-
-// probe is what hasBulk learnt, and when.
-type probe struct {
-	mu   sync.Mutex
-	at   time.Time
-	bulk bool
-}
-
-// bulkFor lists the bulk operations that take tasks in status, when the
-// API has them: none for a listing of every status.
-func (c *Console) bulkFor(ctx context.Context, name, status string) []string {
+// bulkFor lists the bulk operations that take tasks in status: none for
+// a listing of every status, or when the API is known to lack them.
+func bulkFor(status string, supported bool) []string {
 	var ops []string
 	for _, op := range []string{"retry", "cancel", "expire"} {
-		if status != "" && slices.Contains(bulkOps[op], status) {
+		if supported && status != "" && slices.Contains(bulkOps[op], status) {
 			ops = append(ops, op)
 		}
-	}
-	if len(ops) == 0 || !c.hasBulk(ctx, name) {
-		return nil
 	}
 	return ops
 }

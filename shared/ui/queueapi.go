@@ -52,10 +52,12 @@ type statsJSON struct {
 }
 
 // unsupported reports whether err says the API has no such route: a 404
-// not_found (an unknown queue is queue_not_found).
+// not_found from the API itself, or API Gateway's own 404 for a route it
+// does not have ({"message":"Not Found"}). An unknown queue is
+// queue_not_found.
 func unsupported(err error) bool {
 	var e *client.Error
-	return errors.As(err, &e) && e.Status == http.StatusNotFound && e.Code == "not_found"
+	return errors.As(err, &e) && e.Status == http.StatusNotFound && (e.Code == "not_found" || e.Code == http.StatusText(http.StatusNotFound))
 }
 
 // listQueues is one page of GET /queues.

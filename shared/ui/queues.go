@@ -170,8 +170,9 @@ func (c *Console) tasksPage(r *http.Request) (*view, error) {
 		v.Tasks = append(v.Tasks, taskRow{Task: t, Waiting: t.Status == queue.StatusPending && t.AvailableAt.After(now)})
 	}
 	v.NextCursor = res.NextCursor
-	if v.Err == nil && v.QueueErr == nil {
-		v.Bulk = c.bulkFor(r.Context(), name, v.Status)
+	if v.Err == nil {
+		// The bulk operations came with the stats.
+		v.Bulk = bulkFor(v.Status, v.Queue.HasStats)
 	}
 	status := http.StatusOK
 	if v.Err != nil {

@@ -113,7 +113,6 @@ type Console struct {
 	static  http.Handler
 	mux     *http.ServeMux
 	csrfKey []byte
-	probe   probe
 }
 
 var _ http.Handler = (*Console)(nil)

@@ -355,38 +355,46 @@ func TestLargeJSONStartsCollapsed(t *testing.T) {
 // Against an API without the queue operations (an older deployment) the
 // pages show what it has and offer no bulk action.
 func TestAnAPIWithoutQueueOperations(t *testing.T) {
-	older := func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			p := r.URL.Path
-			if strings.HasSuffix(p, "/stats") || strings.Contains(p, "/bulk/") || strings.HasSuffix(p, "/pause") && !strings.Contains(p, "/schedules/") {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusNotFound)
-				io.WriteString(w, `{"error":{"code":"not_found","message":"no route"}}`)
-				return
+	// The API's own 404 for a route it lacks, and API Gateway's.
+	for name, answer := range map[string]string{
+		"api":         `{"error":{"code":"not_found","message":"no route"}}`,
+		"api_gateway": `{"message":"Not Found"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			older := func(next http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					p := r.URL.Path
+					if strings.HasSuffix(p, "/stats") || strings.Contains(p, "/bulk/") || strings.HasSuffix(p, "/pause") && !strings.Contains(p, "/schedules/") {
+						w.Header().Set("Content-Type", "application/json")
+						w.WriteHeader(http.StatusNotFound)
+						io.WriteString(w, answer)
+						return
+					}
+					next.ServeHTTP(w, r)
+				})
 			}
-			next.ServeHTTP(w, r)
+			srv, apiURL := newTestConsole(t, older)
+			c, _ := client.New(context.Background(), apiURL, client.Options{})
+			if _, err := c.Submit(context.Background(), client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "hello"}}); err != nil {
+				t.Fatal(err)
+			}
+			resp, body := get(t, srv.URL+"/ui/")
+			if resp.StatusCode != 200 || !strings.Contains(body, ">default</a>") || strings.Contains(body, "Oldest pending") {
+				t.Errorf("queues: %d\n%s", resp.StatusCode, body)
+			}
+			resp, body = get(t, srv.URL+"/ui/queues/default?status=pending")
+			if resp.StatusCode != 200 || strings.Contains(body, "queue-state") || strings.Contains(body, "/bulk?") {
+				t.Errorf("queue page: %d\n%s", resp.StatusCode, body)
+			}
+			resp, _ = get(t, srv.URL+"/ui/queues/default/bulk?op=cancel")
+			if resp.StatusCode != http.StatusNotImplemented {
+				t.Errorf("a bulk confirmation: %d, want 501", resp.StatusCode)
+			}
 		})
 	}
-	srv, apiURL := newTestConsole(t, older)
-	c, _ := client.New(context.Background(), apiURL, client.Options{})
-	if _, err := c.Submit(context.Background(), client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "hello"}}); err != nil {
-		t.Fatal(err)
-	}
-	resp, body := get(t, srv.URL+"/ui/")
-	if resp.StatusCode != 200 || !strings.Contains(body, ">default</a>") || strings.Contains(body, "Oldest pending") {
-		t.Errorf("queues: %d\n%s", resp.StatusCode, body)
-	}
-	resp, body = get(t, srv.URL+"/ui/queues/default?status=pending")
-	if resp.StatusCode != 200 || strings.Contains(body, "queue-state") || strings.Contains(body, "/bulk?") {
-		t.Errorf("queue page: %d\n%s", resp.StatusCode, body)
-	}
-	resp, _ = get(t, srv.URL+"/ui/queues/default/bulk?op=cancel")
-	if resp.StatusCode != http.StatusNotImplemented {
-		t.Errorf("a bulk confirmation: %d, want 501", resp.StatusCode)
-	}
 	// With them, the same pages show the stats and offer the bulk actions.
-	srv, apiURL = newTestConsole(t)
-	c, _ = client.New(context.Background(), apiURL, client.Options{})
+	srv, apiURL := newTestConsole(t)
+	c, _ := client.New(context.Background(), apiURL, client.Options{})
 	if _, err := c.Submit(context.Background(), client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "hello"}}); err != nil {
 		t.Fatal(err)
 	}
