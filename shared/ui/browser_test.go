@@ -315,6 +315,15 @@ func TestConsoleInABrowser(t *testing.T) {
 		if got := b.eval(t, `document.activeElement.textContent + " | " + getComputedStyle(document.activeElement).outlineStyle`); got != "Skip to content | solid" {
 			t.Errorf("after Tab: %q, want the skip link with a solid outline", got)
 		}
+		// j and k move between the rows' links.
+		b.do(t, chromedp.KeyEvent("j"), chromedp.KeyEvent("j"))
+		if got, want := b.eval(t, `document.activeElement.title`), b.eval(t, `document.querySelectorAll("#tasks tbody th a")[1].title`); got != want || got == "" {
+			t.Errorf("j j focused %q, want the second row's task %q", got, want)
+		}
+		b.do(t, chromedp.KeyEvent("k"))
+		if got, want := b.eval(t, `document.activeElement.title`), b.eval(t, `document.querySelector("#tasks tbody th a").title`); got != want {
+			t.Errorf("k focused %q, want the first row's task %q", got, want)
+		}
 		b.do(t, chromedp.KeyEvent("/"))
 		if id := b.eval(t, `document.activeElement.id`); id != "find-ref" {
 			t.Errorf(`"/" focused %q, want the find box`, id)

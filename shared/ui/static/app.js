@@ -116,12 +116,23 @@
     schedule();
   });
 
-  // --- keyboard: "/" finds a task, "g" then q, d, s or e goes to a page ---
+  // --- keyboard: "/" finds a task, j and k move between rows, "g" then
+  // q, d, s or e goes to a page ---
   var g = false;
   document.addEventListener("keydown", function (e) {
     var t = e.target;
     if (e.ctrlKey || e.metaKey || e.altKey || (t && /^(INPUT|SELECT|TEXTAREA)$/.test(t.tagName))) return;
     if (e.key === "/") { var f = document.getElementById("find-ref"); if (f) { e.preventDefault(); f.focus(); } return; }
+    if (e.key === "j" || e.key === "k") {
+      // The next or previous row of the page's table.
+      var rows = Array.prototype.slice.call(document.querySelectorAll("main table tbody th a"));
+      if (!rows.length) return;
+      var i = rows.indexOf(document.activeElement);
+      i = e.key === "j" ? Math.min(i + 1, rows.length - 1) : Math.max(i - 1, 0);
+      e.preventDefault();
+      rows[i].focus();
+      return;
+    }
     if (g) {
       g = false;
       var nav = document.querySelector("header nav");
