@@ -117,8 +117,9 @@ func main() {
 
 type seeded struct{ pending, failed string }
 
-// fill declares the queues through the API and writes the tasks straight
-// through the core, many at once.
+// fill declares the queues through the API, writes the pending tasks
+// straight through the core, many at once, and makes the dead letters and
+// the expired tasks through the API.
 func fill(ctx context.Context, api *client.Client, s3 *s3local.Server, n int) seeded {
 	for _, name := range []string{"bulk", "small"} {
 		_, _, err := api.DeclareQueue(ctx, queue.Declaration{Name: name})
@@ -155,25 +156,33 @@ func fill(ctx context.Context, api *client.Client, s3 *s3local.Server, n int) se
 	}
 	close(work)
 	wg.Wait()
-	// 100 dead letters and 20 expired, of types of their own.
+	// 100 dead letters and 20 expired, of types of their own, through the
+	// API.
+	bulk := api.In("bulk")
 	for range 100 {
-		_, err := q.Submit(ctx, queue.SubmitRequest{ID: queue.NewID(now), Queue: "bulk", TaskType: "flaky", MaxAttempts: 1}, now)
+		_, err := bulk.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "flaky", MaxAttempts: 1}})
 		check(err)
 	}
-	claimed, err := q.Claim(ctx, queue.ClaimRequest{Queue: "bulk", TaskTypes: []string{"flaky"}, MaxTasks: 100, LeaseFor: time.Hour, WorkerID: "bench"}, now)
-	check(err)
-	for _, c := range claimed {
-		_, err = q.Fail(ctx, c.Task.ID, c.Lease.Token, queue.FailRequest{Error: "upstream answered 502"}, now)
+	for failed := 0; failed < 100; {
+		claimed, err := bulk.Claim(ctx, client.ClaimRequest{TaskTypes: []string{"flaky"}, MaxTasks: 100 - failed, LeaseFor: time.Hour, WorkerID: "bench"})
 		check(err)
-		out.failed = c.Task.ID
+		if len(claimed) == 0 {
+			log.Fatalf("claimed only %d of the 100 flaky tasks", failed)
+		}
+		for _, c := range claimed {
+			_, err = bulk.Fail(ctx, c.Lease, "upstream answered 502", true)
+			check(err)
+			out.failed = c.Task.ID
+			failed++
+		}
 	}
 	for range 20 {
-		res, err := q.Submit(ctx, queue.SubmitRequest{ID: queue.NewID(now), Queue: "bulk", TaskType: "late"}, now)
+		res, err := bulk.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "late"}})
 		check(err)
-		_, err = q.Expire(ctx, res.Task.ID, now)
+		_, err = bulk.Expire(ctx, res.Task.ID)
 		check(err)
 	}
-	_, err = q.Sweep(ctx, time.Now(), queue.SweepOptions{}) // publishes the dead letters' events
+	_, err := q.Sweep(ctx, time.Now(), queue.SweepOptions{}) // publishes the dead letters' events
 	check(err)
 	_, err = api.In("bulk").CreateSchedule(ctx, schedule.Request{ID: "nightly", TaskType: "report", Queue: "bulk", Cron: "0 2 * * *", Timezone: "Europe/Paris"})
 	check(err)
