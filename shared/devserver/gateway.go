@@ -94,6 +94,10 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, g.console.Prefix()+"/", http.StatusFound)
 		return
 	}
+	if strings.HasPrefix(r.URL.Path, invokePrefix) {
+		g.serveInvoke(w, r)
+		return
+	}
 	ev, err := lambdafn.EventFromRequest(r, api.DefaultMaxBodyBytes)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_input", err.Error())
