@@ -86,14 +86,17 @@ func (c *Console) getQueue(ctx context.Context, name string) (queueJSON, error) 
 	return res.Queue, err
 }
 
-// stats is GET /queues/{queue}/stats; nil, nil from an API without it.
+// errNoRoute is what a call of a route the API lacks returns.
+var errNoRoute = errors.New("ui: the API has no such route")
+
+// stats is GET /queues/{queue}/stats; errNoRoute from an API without it.
 func (c *Console) stats(ctx context.Context, name string) (*statsJSON, error) {
 	var res struct {
 		Stats statsJSON `json:"stats"`
 	}
 	_, err := c.api.Call(ctx, http.MethodGet, "/queues/"+url.PathEscape(name)+"/stats", nil, nil, &res)
 	if unsupported(err) {
-		return nil, nil
+		return nil, errNoRoute
 	}
 	if err != nil {
 		return nil, err
@@ -102,19 +105,23 @@ func (c *Console) stats(ctx context.Context, name string) (*statsJSON, error) {
 }
 
 // statsOf reads the stats of many queues, 8 at a time. It returns nil,
-// nil from an API without stats.
+// nil from an API without stats; a queue deleted meanwhile has none.
 func (c *Console) statsOf(ctx context.Context, names []string) ([]*statsJSON, error) {
 	out := make([]*statsJSON, len(names))
 	errs := make([]error, len(names))
+	get := func(i int) {
+		out[i], errs[i] = c.stats(ctx, names[i])
+		if errors.Is(errs[i], queue.ErrQueueNotFound) || errors.Is(errs[i], errNoRoute) && i > 0 {
+			errs[i] = nil
+		}
+	}
 	if len(names) == 0 {
 		return out, nil
 	}
 	// The first answer says whether the API has stats at all.
-	first, err := c.stats(ctx, names[0])
-	if err != nil || first == nil {
-		return nil, err
+	if get(0); errors.Is(errs[0], errNoRoute) {
+		return nil, nil
 	}
-	out[0] = first
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
 	for i := 1; i < len(names); i++ {
@@ -122,7 +129,7 @@ func (c *Console) statsOf(ctx context.Context, names []string) ([]*statsJSON, er
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			out[i], errs[i] = c.stats(ctx, names[i])
+			get(i)
 		}()
 	}
 	wg.Wait()

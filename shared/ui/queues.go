@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
@@ -150,7 +151,7 @@ func (c *Console) tasksPage(r *http.Request) (*view, error) {
 		v.Queue = queueRow{Name: name}
 	} else {
 		st, err := c.stats(r.Context(), name)
-		if err != nil {
+		if err != nil && !errors.Is(err, errNoRoute) {
 			return nil, err
 		}
 		v.Queue = newQueueRow(info, st)
