@@ -83,7 +83,14 @@ func TestPushDeliveryGrantsOnlyTheBoundTargetsAndSecrets(t *testing.T) {
 		t.Errorf("tasks may read %v, want the bound parameter only (its secret is checked at declaration)", tasksParam)
 	}
 	bindings := `{"billing":{"lambda":["arn:aws:lambda:eu-west-1:123456789012:function:billing:live","orders-worker"]},"orders":{"lambda":["orders-worker"],"secrets":["/s3q/hooks/orders"]}}`
-	own := "s3q-stage-submit,s3q-stage-claim,s3q-stage-tasks,s3q-stage-schedules,s3q-stage-sweep-expired,s3q-stage-schedule-tick,s3q-stage-dispatch"
+	var ownNames []string
+	for _, fn := range Functions() {
+		ownNames = append(ownNames, "s3q-stage-"+fn.Name)
+	}
+	own := strings.Join(ownNames, ",")
+	if !strings.Contains(own, "s3q-stage-dispatch") || !strings.Contains(own, "s3q-stage-tasks") {
+		t.Fatalf("own functions %s", own)
+	}
 	for _, fn := range []string{"s3q-stage-dispatch", "s3q-stage-tasks"} {
 		tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]interface{}{
 			"FunctionName": fn,

@@ -85,6 +85,7 @@ func schemas() obj {
 		"lease_expires_at": dateTime(), "worker_id": str(), "started_at": dateTime(),
 		"last_error": str(), "failed_at": dateTime(), "ended_by": obj{"type": "string", "description": "the lease operation that ended the last lease (complete, fail, reschedule, cancel)"}, "completed_at": dateTime(), "cancelled_at": dateTime(), "cancel_requested": boolean(),
 		"expiry_event_sent_at": dateTime(), "dead_letter_event_sent_at": dateTime(), "artifacts_expire_at": dateTime(),
+		"heartbeats": obj{"type": "integer", "description": "heartbeats of the current attempt, at most 1000"}, "artifact_names": arrayOf(str()),
 		"purged_at": obj{"type": "string", "format": "date-time", "description": "the task was purged then (only in the last version of a purged task's history)"},
 	}
 	lease := obj{"lease_token": obj{"type": "string", "description": "the token of the lease, from the claim"}}
@@ -103,7 +104,7 @@ func schemas() obj {
 		"timeout": durationOrSeconds(), "parent_id": str(), "on_parent_expired": str(),
 	}
 	submit := object(submitProps, []string{"task_type"}, false)
-	submit["properties"].(obj)["wait"] = obj{"type": []string{"string", "number"}, "description": "a duration or a number of seconds: wait up to this long for the outcome: 200 finished, 202 still going, 504 deadline passed"}
+	submit["properties"].(obj)["wait"] = obj{"type": []string{"string", "number"}, "description": "a duration or a number of seconds: wait up to this long for the outcome: 200 finished, 202 still going, 504 deadline passed. Only POST /queues/{queue}/tasks/wait waits; the plain route refuses a wait over 0 (400 naming wait)"}
 	queueProps := obj{
 		"name": str(), "ttl": duration(), "ttl_from": ref("TTLFrom"), "max_attempts": integer(), "timeout": duration(),
 		"shards": integer(), "max_concurrency": integer(), "target": ref("Target"), "auto_declared": boolean(),
@@ -177,15 +178,14 @@ func schemas() obj {
 		"ScheduleHistory": object(obj{"fires": arrayOf(ref("Fire")), "next_cursor": str()}, []string{"fires"}, true),
 		"ArtifactReply":   object(obj{"artifact": ref("Artifact")}, []string{"artifact"}, true),
 		"OpenAPI":         obj{"type": "object", "description": "an OpenAPI 3.1 document"},
-		"ErrorReply":      object(obj{"error": ref("Error"), "task": ref("Task")}, []string{"error"}, true),
 
 		"Empty":         object(obj{}, nil, true),
 		"SubmitRequest": submit,
 		"BatchRequest": object(obj{"tasks": obj{"type": "array", "minItems": 1, "maxItems": 500, "items": obj{"type": "object",
 			"description": "a task as POST /queues/{queue}/tasks takes it (SubmitRequest, without wait); an invalid one gets an error in its result, the others are still submitted"}}},
 			[]string{"tasks"}, true),
-		"ClaimRequest":      object(obj{"queue": str(), "task_types": arrayOf(str()), "lease_for": durationOrSeconds(), "worker_id": str(), "max_tasks": integer(), "wait": durationOrSeconds()}, nil, true),
-		"CancelRequest":     object(lease, nil, true),
+		"ClaimRequest":      object(obj{"queue": str(), "task_types": arrayOf(str()), "lease_for": durationOrSeconds(), "worker_id": str(), "max_tasks": integer(), "wait": obj{"type": []string{"string", "number"}, "description": "a duration or a number of seconds to long-poll for; only POST /queues/{queue}/claim/wait waits, the plain route refuses a wait over 0 (400 naming wait)"}}, nil, true),
+		"CancelAckRequest":  withLease(obj{}),
 		"HeartbeatRequest":  withLease(obj{"lease_for": durationOrSeconds()}),
 		"CompleteRequest":   withLease(obj{"output": anyJSON()}),
 		"FailRequest":       withLease(obj{"error": str(), "retryable": boolean()}),
@@ -298,12 +298,21 @@ var document func() []byte
 
 func init() { document = sync.OnceValue(buildDocument) }
 
-func buildDocument() []byte {
-	paths := obj{}
-	responses := obj{
+// UnroutedResponses are the answers to a request no route matches, keyed
+// NoRoute (404 not_found) and MethodNotAllowed (405 method_not_allowed,
+// with Allow), as components.responses entries: the document describes
+// them in words only (a response no operation refers to is an unused
+// component), and openapitest adds them to check such answers.
+func UnroutedResponses() map[string]any {
+	return map[string]any{
 		"NoRoute":          errorResponse(http.StatusNotFound, []string{CodeNotFound}),
 		"MethodNotAllowed": errorResponse(http.StatusMethodNotAllowed, []string{CodeMethodNotAllowed}),
 	}
+}
+
+func buildDocument() []byte {
+	paths := obj{}
+	responses := obj{}
 	for _, rt := range table {
 		item, _ := paths[rt.pattern].(obj)
 		if item == nil {
@@ -319,8 +328,18 @@ func buildDocument() []byte {
 			"version": "1",
 			"description": "s3q, a serverless task queue whose only state is one S3 bucket. " +
 				"JSON in and out; errors are {\"error\":{\"code\",\"message\",\"field\"}}. A request no route matches answers " +
-				"404 not_found, or 405 method_not_allowed with an Allow header when its path is served with other methods " +
-				"(components.responses.NoRoute and MethodNotAllowed). Unknown JSON fields and query parameters are 400 invalid_input naming them.",
+				"404 not_found, or 405 method_not_allowed with an Allow header when its path is served with other methods. " +
+				"Unknown JSON fields and query parameters are 400 invalid_input naming them. " +
+				"The server below is `s3q dev` (`make dev`); a deployment serves the same paths at its API Gateway URL, " +
+				"https://{api-id}.execute-api.{region}.amazonaws.com (the stack's ApiUrl output), every request signed with AWS SigV4.",
+			// No license is granted yet: an SPDX LicenseRef says so until the
+			// owners choose one (then its SPDX identifier goes here).
+			"license": obj{"name": "Proprietary (no license granted yet)", "identifier": "LicenseRef-s3q-proprietary"},
+		},
+		"servers": []obj{
+			{"url": "http://127.0.0.1:8080", "description": "s3q dev (make dev): no authentication, loopback only"},
+			{"url": "https://{apiId}.execute-api.{region}.amazonaws.com", "description": "a deployment: the stack's API Gateway URL, IAM (SigV4) auth",
+				"variables": obj{"apiId": obj{"default": "abc123defg", "description": "the HTTP API's id"}, "region": obj{"default": "us-east-1", "description": "the AWS region of the stack"}}},
 		},
 		"paths": paths,
 		"components": obj{

@@ -85,44 +85,10 @@ func refuseLocal(_, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s", ErrRefusedAddress, address)
 	}
-	ip := ap.Addr().Unmap()
-	if refused(ip) {
+	if ip := ap.Addr().Unmap(); refusedAddr(ip) {
 		return fmt.Errorf("%w: %s", ErrRefusedAddress, ip)
 	}
-	if v4, ok := embeddedIPv4(ip); ok && refused(v4) {
-		return fmt.Errorf("%w: %s (embeds %s)", ErrRefusedAddress, ip, v4)
-	}
 	return nil
-}
-
-func refused(ip netip.Addr) bool {
-	return ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsMulticast() ||
-		ip.IsUnspecified() || ip == awsMetadataV6
-}
-
-// The IPv6 prefixes that carry an IPv4 address a gateway translates to:
-// NAT64 (RFC 6052's well-known prefix and RFC 8215's local-use one),
-// where the address is the last 32 bits, and 6to4 (RFC 3056), where it
-// is bits 16-47.
-var (
-	nat64     = netip.MustParsePrefix("64:ff9b::/96")
-	nat64Used = netip.MustParsePrefix("64:ff9b:1::/48")
-	sixToFour = netip.MustParsePrefix("2002::/16")
-)
-
-// embeddedIPv4 returns the IPv4 address a NAT64 or 6to4 address reaches.
-func embeddedIPv4(ip netip.Addr) (netip.Addr, bool) {
-	if !ip.Is6() {
-		return netip.Addr{}, false
-	}
-	b := ip.As16()
-	switch {
-	case nat64.Contains(ip), nat64Used.Contains(ip):
-		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
-	case sixToFour.Contains(ip):
-		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), true
-	}
-	return netip.Addr{}, false
 }
 
 // Deliver posts one delivery.
