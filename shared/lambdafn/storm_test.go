@@ -22,13 +22,13 @@ const stormReserved = 10
 // The clock runs faster than real time; the Invoke count does not depend
 // on the machine's speed.
 func TestADispatchStormIsBoundedInInvokesAndConcurrency(t *testing.T) {
-	// Scale 5 (2 under the race detector, which makes every invocation
+	// Scale 5 (3 under the race detector, which makes every invocation
 	// several times slower): ten woken invocations overlap only if each
-	// lasts 1.8 s (4.5 s) of real time; they take well under half that,
+	// lasts 1.8 s (3 s) of real time; they take well under half that,
 	// delivering the tasks due in their second, on a loaded machine.
 	scale := 5.0
 	if raceOn {
-		scale = 2
+		scale = 3
 	}
 	res, err := lambdafntest.DispatchStorm(t.Context(), lambdafntest.StormOptions{Scale: scale})
 	if err != nil {
