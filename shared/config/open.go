@@ -57,6 +57,7 @@ func (c Config) Queue(s store.Store) *queue.Queue {
 		RequireDeclared:      !c.AutoDeclare,
 		MaxQueues:            c.MaxQueues,
 		AllowInsecureTargets: c.AllowInsecureTargets,
+		CheckTarget:          c.CheckTarget,
 		// A complete answers after its one write; the marker it no longer
 		// needs goes after the answer (a hint: one left behind is repaired).
 		BackgroundCleanup: true,

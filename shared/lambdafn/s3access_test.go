@@ -162,9 +162,9 @@ func (r *recorder) List(ctx context.Context, prefix, startAfter string, limit in
 	return r.inner.List(ctx, prefix, startAfter, limit)
 }
 
-func (r *recorder) Versions(ctx context.Context, key string) ([]store.Version, error) {
+func (r *recorder) Versions(ctx context.Context, key, after string, limit int) (store.VersionPage, error) {
 	r.record("s3:ListBucketVersions", key)
-	return r.inner.Versions(ctx, key)
+	return r.inner.Versions(ctx, key, after, limit)
 }
 
 func (r *recorder) GetVersion(ctx context.Context, key, versionID string) (store.Object, error) {
@@ -267,7 +267,7 @@ func newAccessEnv(t *testing.T) *accessEnv {
 	// Dispatch as Build builds it: the declared push queues
 	// (queue "pushed" of world), delivered to a local URL target.
 	dq := queue.New(rec, queue.Options{Shards: 1})
-	d.Dispatcher = dispatch.New(dq, dispatch.NewDeclared(dq, nil, 0), dispatch.Options{
+	d.Dispatcher = dispatch.New(dq, dispatch.NewDeclared(dq, 0), dispatch.Options{
 		Logger: slog.New(slog.DiscardHandler), HTTP: dispatch.NewHTTP(dispatch.StaticSecrets{"k": "v"}, true),
 	})
 	return &accessEnv{rec: rec, faults: faults, retried: rt, setup: c.Queue(bucket), d: d}
@@ -446,7 +446,7 @@ func accessCases() []accessCase {
 			out = append(out, accessCase{function: lambdafn.Tasks, file: file, setup: parkedTask})
 		}
 	}
-	return append(out,
+	out = append(out,
 		// Claims that meet every kind of task: more than one, any type.
 		accessCase{function: lambdafn.Claim, file: "claim.json", setup: none,
 			body: func(string) string { return `{"queue":"default","max_tasks":10}` }},
@@ -500,6 +500,16 @@ func accessCases() []accessCase {
 			replace: map[string]string{`"orders"`: `"pushed"`}},
 		accessCase{function: lambdafn.ScheduleTick, file: "schedule-tick.json", setup: none},
 	)
+	// The waits function serves submit and claim on their wait routes:
+	// every submit and claim case again, through it.
+	waitFiles := map[string]string{"submit.json": "submit-wait.json", "claim.json": "claim-wait.json"}
+	for _, c := range out {
+		if file, ok := waitFiles[c.file]; ok {
+			c.function, c.file = lambdafn.Waits, file
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // taskIn returns a fixture: a task without a deadline, or a child of a
