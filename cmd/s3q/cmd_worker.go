@@ -31,8 +31,9 @@ the task's input is on its stdin, its stdout is the task's output (JSON as is,
 anything else as a JSON string), and a non-zero exit fails the attempt (it is
 retried with backoff while attempts remain; exit code 3 fails it for good).
 The command sees S3Q_TASK_ID, S3Q_TASK_TYPE, S3Q_ATTEMPT and S3Q_EXPIRES_AT,
-and is killed if the lease is lost or the task is cancelled. SIGTERM or
-Ctrl-C stops claiming and lets running commands finish (up to 30s).
+and is killed, with every process it started, if the lease is lost or the
+task is cancelled. SIGTERM or Ctrl-C stops claiming and lets running commands
+finish (up to 30s; then they are killed and their tasks handed back).
 
 Claims long-poll (--wait, 20s): a task submitted while the worker waits starts
 within about a second. After a minute without work the worker claims every
@@ -87,6 +88,10 @@ Example:
 func execHandler(command string) worker.Handler {
 	return func(ctx context.Context, t *worker.Task) (json.RawMessage, error) {
 		cmd := exec.CommandContext(ctx, "sh", "-c", command)
+		ownProcessGroup(cmd)
+		// A child that escaped the group and holds stdout open does not
+		// keep the handler once the command is gone.
+		cmd.WaitDelay = 5 * time.Second
 		cmd.Stdin = bytes.NewReader(t.Input)
 		var out, errOut bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errOut

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/s3q/s3q/shared/client"
+	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/worker"
+)
+
+// alive says whether process pid runs (a zombie does not).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(rest, "Z")
+}
+
+// A cancelled --exec task (lease lost, cancel asked, the shutdown grace
+// over) kills everything the command started, not only sh: before, a
+// child holding stdout kept the handler (and the worker's shutdown) until
+// it ended by itself.
+func TestExecHandlerCancelKillsTheWholeCommand(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc to see the child die")
+	}
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	h := execHandler("sleep 300 & echo $! > " + pidFile + "; wait")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := h(ctx, &worker.Task{Task: client.Task{Task: queue.Task{ID: queue.NewID(time.Now()), TaskType: "t", Input: json.RawMessage(`{}`)}}})
+		done <- err
+	}()
+	var pid int
+	for pid == 0 {
+		b, _ := os.ReadFile(pidFile)
+		if s := strings.TrimSpace(string(b)); s != "" {
+			pid, _ = strconv.Atoi(s)
+		} else {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a cancelled command succeeded")
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the handler still runs %s after its cancel: it waits for the command's child", time.Since(start))
+	}
+	for i := 0; alive(pid) && i < 100; i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if alive(pid) {
+		t.Errorf("the command's child %d still runs after the cancel", pid)
+	}
+}
