@@ -160,7 +160,13 @@ func report(ctx context.Context, e *env, stdout, stderr io.Writer, cmd string, e
 		}
 	default:
 		if ce.api {
-			fmt.Fprintf(stderr, "s3q %s: %s (%s)\n", cmd, ce.message, ce.code)
+			// The API's field, unless its message names it already:
+			// "must be between 0s and 25s" alone does not say what.
+			what := ce.code
+			if ce.field != "" && !strings.Contains(ce.message, ce.field) {
+				what += ", field " + ce.field
+			}
+			fmt.Fprintf(stderr, "s3q %s: %s (%s)\n", cmd, ce.message, what)
 		} else {
 			fmt.Fprintf(stderr, "s3q %s: %s\n", cmd, ce.message)
 		}

@@ -69,3 +69,18 @@ func TestExecHandlerCancelKillsTheWholeCommand(t *testing.T) {
 		t.Errorf("the command's child %d still runs after the cancel", pid)
 	}
 }
+
+// An API 400 whose message does not name its field says the field in text
+// mode too (-o json has it as "field").
+func TestAPIErrorsNameTheirField(t *testing.T) {
+	url := memAPI(t, queue.Options{}, nil)
+	_, errOut, code := cli(t, url, "submit", "-t", "a", "--wait", "30s")
+	if code != 2 || !strings.Contains(errOut, "must be between 0s and") || !strings.Contains(errOut, "(invalid_input, field wait)") {
+		t.Errorf("submit --wait 30s (%d): %s", code, errOut)
+	}
+	// A message that names its field already is left as it is.
+	_, errOut, _ = cli(t, url, "list", "--status", "done")
+	if !strings.Contains(errOut, "invalid status") || strings.Contains(errOut, "field status") {
+		t.Errorf("list --status done: %s", errOut)
+	}
+}
