@@ -130,7 +130,7 @@ Examples:
 			}
 			sub, ok := queueSubcommands[r.sub]
 			if !ok {
-				return usageErr("unknown queue subcommand %q", r.sub)
+				return usageErr("unknown queue subcommand %q%s", r.sub, didYouMean(r.sub, queueSubcommands))
 			}
 			return sub(r)
 		},

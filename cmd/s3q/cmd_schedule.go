@@ -121,7 +121,7 @@ Examples:
 			}
 			sub, ok := scheduleSubcommands[r.sub]
 			if !ok {
-				return usageErr("unknown schedule subcommand %q", r.sub)
+				return usageErr("unknown schedule subcommand %q%s", r.sub, didYouMean(r.sub, scheduleSubcommands))
 			}
 			return sub(r)
 		},

@@ -98,7 +98,7 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
-		return pos, &cliError{exit: exitUsage, code: "usage", field: flagName(name), message: "unknown flag " + flagName(name)}
+		return pos, &cliError{exit: exitUsage, code: "usage", field: flagName(name), message: "unknown flag " + flagName(name) + didYouMeanFlag(fs, name)}
 	}
 	if name, ok := strings.CutPrefix(msg, "flag needs an argument: "); ok {
 		ex := ""
@@ -196,4 +196,19 @@ func checkJSON(raw []byte) error {
 		err = fmt.Errorf("%w", errUnexpectedEnd)
 	}
 	return errors.New(jsonPosition(raw, err))
+}
+
+// didYouMeanFlag suggests the long flag of fs closest to a mistyped one
+// (--queu: --queue).
+func didYouMeanFlag(fs *flag.FlagSet, name string) string {
+	var long []string
+	fs.VisitAll(func(f *flag.Flag) {
+		if len(f.Name) > 1 {
+			long = append(long, f.Name)
+		}
+	})
+	if n := closest(strings.TrimLeft(name, "-"), long); n != "" {
+		return " (did you mean " + flagName(n) + "?)"
+	}
+	return ""
 }

@@ -84,3 +84,30 @@ func TestAPIErrorsNameTheirField(t *testing.T) {
 		t.Errorf("list --status done: %s", errOut)
 	}
 }
+
+// A mistyped command, subcommand or flag gets a short error, exit 2, and
+// the nearest name; a word near nothing gets no guess.
+func TestTyposSuggestTheNearestName(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"subimt"}, `unknown command "subimt" (did you mean "submit"?)`},
+		{[]string{"help", "hisotry"}, `unknown command "hisotry" (did you mean "history"?)`},
+		{[]string{"queue", "craete", "x"}, `unknown queue subcommand "craete" (did you mean "create"?)`},
+		{[]string{"schedule", "trgger", "d"}, `unknown schedule subcommand "trgger" (did you mean "trigger"?)`},
+		{[]string{"submit", "-t", "a", "--queu", "emails"}, "unknown flag --queu (did you mean --queue?)"},
+		{[]string{"submit", "-t", "a", "--ttl-form", "first_attempt"}, "unknown flag --ttl-form (did you mean --ttl-from?)"},
+		{[]string{"xyz"}, `unknown command "xyz"` + "\n"},
+		{[]string{"submit", "--bogus"}, "unknown flag --bogus\n"},
+	}
+	for _, c := range cases {
+		out, errOut, code := cli(t, "", c.args...)
+		if code != 2 || out != "" || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stdout %d bytes, stderr %q; want exit 2 and %q", c.args, code, len(out), errOut, c.want)
+		}
+		if strings.Contains(errOut, "Exit codes:") {
+			t.Errorf("%v: prints the whole help for a typo:\n%s", c.args, errOut)
+		}
+	}
+}

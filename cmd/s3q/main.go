@@ -101,10 +101,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if len(args) > 1 {
-			if f, ok := commands[args[1]]; ok {
-				printCommandHelp(stdout, f(), args[2:])
-				return 0
+			f, ok := commands[args[1]]
+			if !ok {
+				fmt.Fprintf(stderr, "s3q help: unknown command %q%s\n\nRun 's3q help' for the commands.\n", args[1], didYouMean(args[1], commands))
+				return exitUsage
 			}
+			printCommandHelp(stdout, f(), args[2:])
+			return 0
 		}
 		printHelp(stdout)
 		return 0
@@ -115,8 +118,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	factory, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "s3q: unknown command %q\n\n", args[0])
-		printHelp(stderr)
+		fmt.Fprintf(stderr, "s3q: unknown command %q%s\n\nRun 's3q help' for the commands.\n", args[0], didYouMean(args[0], commands))
 		return exitUsage
 	}
 	c := factory()
