@@ -43,7 +43,7 @@ Examples:
   s3q ui --addr 127.0.0.1:9000 --refresh 30s`,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&addr, "addr", ui.DefaultAddr, "`address` to serve the console on")
-			fs.Var(&refresh, "refresh", "how often pages refresh themselves (default 5s; 0s: never)")
+			fs.Var(&refresh, "refresh", "how often pages refresh themselves, a `duration` (default 5s; 0s: never)")
 			fs.StringVar(&hosts, "host", "", "more host `names`, comma-separated, the console answers to (behind a proxy)")
 		},
 		run: func(ctx context.Context, e *env, args []string) error {

@@ -47,8 +47,8 @@ Example:
 			fs.StringVar(&types, "t", "", "")
 			fs.StringVar(&execCmd, "exec", "", "`command` to run per task (required)")
 			fs.IntVar(&concurrency, "concurrency", 1, "tasks to run at once")
-			fs.Var(&lease, "lease", "lease length per claim and heartbeat (default: each task's timeout)")
-			fs.Var(&wait, "wait", "how long each claim long-polls for a task; 0s backs off instead (default 20s)")
+			fs.Var(&lease, "lease", "lease length per claim and heartbeat, a `duration` (default: each task's timeout)")
+			fs.Var(&wait, "wait", "how long each claim long-polls for a task, a `duration`; 0s backs off instead (default 20s)")
 			fs.StringVar(&workerID, "id", "", "worker `id` recorded on tasks (default host-pid)")
 		},
 		run: func(ctx context.Context, e *env, args []string) error {

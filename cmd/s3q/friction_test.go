@@ -111,3 +111,24 @@ func TestTyposSuggestTheNearestName(t *testing.T) {
 		}
 	}
 }
+
+// Every command's help shows a flag's non-zero default (s3q dev's --addr is
+// how to pick another port) and calls a duration DURATION, never VALUE.
+func TestHelpShowsDefaultsAndDurationPlaceholders(t *testing.T) {
+	out, _, _ := cli(t, "", "dev", "--help")
+	if !strings.Contains(out, "--addr ADDRESS           address to serve the API on (default 127.0.0.1:8080)") {
+		t.Errorf("dev --help does not show --addr's default:\n%s", out)
+	}
+	out, _, _ = cli(t, "", "worker", "--help")
+	for _, w := range []string{"--concurrency INT        tasks to run at once (default 1)", "--lease DURATION", "--wait DURATION"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("worker --help lacks %q:\n%s", w, out)
+		}
+	}
+	for name := range commands {
+		out, _, _ := cli(t, "", name, "--help")
+		if strings.Contains(out, " VALUE ") || strings.Contains(out, "(default 0)") || strings.Contains(out, "(default false)") {
+			t.Errorf("%s --help has a VALUE placeholder or a zero default:\n%s", name, out)
+		}
+	}
+}

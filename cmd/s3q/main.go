@@ -311,6 +311,13 @@ func printFlags(w io.Writer, c *command, only []string) {
 		if arg != "" {
 			name += " " + strings.ToUpper(arg)
 		}
+		switch f.DefValue {
+		case "", "0", "false", "0s":
+		default:
+			if !strings.Contains(usage, "default") {
+				usage += fmt.Sprintf(" (default %s)", f.DefValue)
+			}
+		}
 		lines = append(lines, fmt.Sprintf("  %-24s %s", name, usage))
 	})
 	if len(lines) > 0 {
