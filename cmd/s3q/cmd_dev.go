@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/s3q/s3q/shared/config"
 	"github.com/s3q/s3q/shared/devserver"
@@ -25,7 +29,7 @@ const devSecretName = "dev"
 // is no longer read: declare such queues with PUT /queues/{queue}.
 func devPushQueues(env string, flags map[string]string) ([]queue.Declaration, error) {
 	if env != "" {
-		return nil, fmt.Errorf("%s is no longer read: use --push queue=target, or declare the queue with its target (PUT /queues/{queue}, s3q queue declare)", config.EnvPushQueues)
+		return nil, fmt.Errorf("%s is no longer read: use --push queue=target, or declare the queue with its target (PUT /queues/{queue}, s3q queue create)", config.EnvPushQueues)
 	}
 	names := make([]string, 0, len(flags))
 	for name := range flags {
@@ -116,7 +120,27 @@ Examples:
 			}
 			o.Out = e.stdout
 			o.Logger = slog.New(slog.NewJSONHandler(e.stderr, nil))
-			return devserver.Run(ctx, o)
+			return devListenErr(devserver.Run(ctx, o), o.Addr)
 		},
 	}
+}
+
+// devListenErr words a failure to listen on --addr as what to do about it;
+// without it, the address in use read as an API that does not answer.
+func devListenErr(err error, addr string) error {
+	var op *net.OpError
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		port := "8181"
+		if _, p, e := net.SplitHostPort(addr); e == nil && p != "" {
+			if n, e := strconv.Atoi(p); e == nil && n > 0 && n < 65535 {
+				port = strconv.Itoa(n + 1)
+			}
+		}
+		return &cliError{exit: exitError, code: "error", field: "--addr", message: fmt.Sprintf("%s is in use (another s3q dev?)", addr),
+			hint: fmt.Sprintf("Pick another port: s3q dev --addr 127.0.0.1:%s (make dev DEV_FLAGS=\"--addr 127.0.0.1:%s\"),\nand export S3Q_URL=http://127.0.0.1:%s where you run the CLI.", port, port, port)}
+	case errors.As(err, &op) && op.Op == "listen":
+		return flagErr("addr", "127.0.0.1:8181", "%q: %v", addr, op.Err)
+	}
+	return err
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -130,5 +131,26 @@ func TestHelpShowsDefaultsAndDurationPlaceholders(t *testing.T) {
 		if strings.Contains(out, " VALUE ") || strings.Contains(out, "(default 0)") || strings.Contains(out, "(default false)") {
 			t.Errorf("%s --help has a VALUE placeholder or a zero default:\n%s", name, out)
 		}
+	}
+}
+
+// s3q dev on a port in use says so and how to pick another, not that no
+// API answers at the CLI's default URL; an --addr without a port is a
+// usage error naming --addr.
+func TestDevOnAPortInUseSaysHowToPickAnother(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	_, errOut, code := cli(t, "", "dev", "--addr", addr)
+	if code != 1 || !strings.Contains(errOut, addr+" is in use") || !strings.Contains(errOut, "s3q dev --addr 127.0.0.1:") ||
+		!strings.Contains(errOut, "export S3Q_URL=") || strings.Contains(errOut, "No s3q API answers") {
+		t.Errorf("dev on a port in use: exit %d\n%s", code, errOut)
+	}
+	_, errOut, code = cli(t, "", "dev", "--addr", "18437")
+	if code != 2 || !strings.Contains(errOut, `--addr "18437"`) || !strings.Contains(errOut, "e.g. --addr 127.0.0.1:") {
+		t.Errorf("dev --addr without a port: exit %d\n%s", code, errOut)
 	}
 }
