@@ -133,7 +133,15 @@ Examples:
 			if err != nil {
 				return err
 			}
+			if req.ID == "" {
+				req.ID = queue.NewID(time.Now()) // as the client would, but known here
+			}
 			res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: req, Wait: sf.wait.d})
+			if err != nil && ctx.Err() != nil {
+				// Ctrl-C during --wait (or a slow submit): the task may
+				// well exist; say which one to look at.
+				return interrupted(fmt.Sprintf("interrupted: task %s may have been submitted (s3q status -q %s %s)", req.ID, e.queue, req.ID))
+			}
 			if err != nil {
 				return err
 			}

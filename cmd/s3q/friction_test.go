@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -152,5 +155,34 @@ func TestDevOnAPortInUseSaysHowToPickAnother(t *testing.T) {
 	_, errOut, code = cli(t, "", "dev", "--addr", "18437")
 	if code != 2 || !strings.Contains(errOut, `--addr "18437"`) || !strings.Contains(errOut, "e.g. --addr 127.0.0.1:") {
 		t.Errorf("dev --addr without a port: exit %d\n%s", code, errOut)
+	}
+}
+
+// Ctrl-C while submit --wait waits names the task, which may well exist,
+// so it can be looked at.
+func TestSubmitInterruptedNamesTheTask(t *testing.T) {
+	landed := make(chan struct{}, 1)
+	url := memAPI(t, queue.Options{}, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost {
+				next.ServeHTTP(w, r)
+				return
+			}
+			// The submit lands; its answer never comes.
+			next.ServeHTTP(httptest.NewRecorder(), r)
+			landed <- struct{}{}
+			<-r.Context().Done()
+		})
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-landed; cancel() }()
+	var out, errOut bytes.Buffer
+	code := run(ctx, []string{"submit", "-q", "default", "-t", "a", "--wait", "20s", "--url", url}, strings.NewReader(""), &out, &errOut)
+	id, _, ok := strings.Cut(strings.TrimPrefix(errOut.String(), "s3q submit: interrupted: task "), " ")
+	if code != 130 || !ok || !strings.Contains(errOut.String(), "s3q status -q default "+id) {
+		t.Fatalf("interrupted submit: exit %d, stderr %q", code, errOut.String())
+	}
+	if o, e, code := cli(t, url, "status", id); code != 0 || !strings.Contains(o, "pending") {
+		t.Errorf("the task the message names (%s): exit %d %s%s", id, code, o, e)
 	}
 }
