@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -429,7 +431,10 @@ func readInput(s string) (json.RawMessage, error) {
 	raw := []byte(s)
 	if strings.HasPrefix(s, "@") {
 		var err error
-		if raw, err = os.ReadFile(s[1:]); err != nil {
+		if raw, err = readInputFile(s[1:]); err != nil {
+			if ce := (*cliError)(nil); errors.As(err, &ce) {
+				return nil, err
+			}
 			return nil, flagErr("input", "@input.json", "%s: %v", s, err)
 		}
 	}
@@ -437,7 +442,42 @@ func readInput(s string) (json.RawMessage, error) {
 	if err := checkJSON(raw); err != nil {
 		return nil, flagErr("input", `'{"to":"a@example.com"}'`, "is not valid JSON: %v", err)
 	}
+	// The API refuses an input over the inline limit as it is sent
+	// (compacted): say so before uploading it.
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err == nil && compact.Len() > queue.MaxInputBytes {
+		return nil, tooBigInput(compact.Len())
+	}
 	return raw, nil
+}
+
+// readInputFile reads an --input @file, refusing one far over the inline
+// limit without reading it all.
+func readInputFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	const most = 64 << 20 // whitespace aside, far over the limit
+	raw, err := io.ReadAll(io.LimitReader(f, most+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) > most {
+		return nil, tooBigInput(len(raw))
+	}
+	return raw, nil
+}
+
+// tooBigInput is the error of an --input over the API's inline limit.
+func tooBigInput(n int) error {
+	what := fmt.Sprintf("%d bytes", n)
+	if n > 64<<20 {
+		what = "over 64 MiB"
+	}
+	return &cliError{exit: exitUsage, code: "too_large", field: "--input",
+		message: fmt.Sprintf("--input is %s, over the inline limit of %d bytes (256 KiB): put large data in S3 (or a task artifact, docs/api.md) and pass its key in the input", what, queue.MaxInputBytes)}
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -186,3 +186,26 @@ func TestSubmitInterruptedNamesTheTask(t *testing.T) {
 		t.Errorf("the task the message names (%s): exit %d %s%s", id, code, o, e)
 	}
 }
+
+// An --input over the API's inline limit is refused before it is sent,
+// naming the limit (a 20 MB file got "the body is 6291457 bytes, over the
+// limit of 6291456"); one within it once compacted goes through.
+func TestSubmitInputOverTheInlineLimitIsRefusedFirst(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, []byte(`{"x":"`+strings.Repeat("a", queue.MaxInputBytes)+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := cli(t, "http://127.0.0.1:1", "submit", "-t", "a", "-i", "@"+big)
+	if code != 2 || !strings.Contains(errOut, "over the inline limit of 262144 bytes (256 KiB)") || strings.Contains(errOut, "No s3q API") {
+		t.Errorf("submit -i @big: exit %d, %s", code, errOut)
+	}
+	spaced := filepath.Join(dir, "spaced.json")
+	if err := os.WriteFile(spaced, []byte("{\n"+strings.Repeat(" ", queue.MaxInputBytes)+`"x": 1}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := memAPI(t, queue.Options{}, nil)
+	if out, errOut, code := cli(t, url, "submit", "-t", "a", "-i", "@"+spaced, "-o", "id"); code != 0 || out == "" {
+		t.Errorf("submit of an input within the limit once compacted: exit %d, %s", code, errOut)
+	}
+}
