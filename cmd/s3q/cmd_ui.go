@@ -20,7 +20,7 @@ func uiCommand() *command {
 	var hosts string
 	var refresh durationFlag
 	return &command{
-		name: "ui", summary: "open the web console of a deployment (or of s3q dev) in your browser",
+		name: "ui", summary: "serve the web console of a deployment (or of s3q dev) to open in your browser",
 		details: `Serves the console on --addr (default 127.0.0.1:8090): queues with their
 counts, the tasks of a queue, a task's input, output, deadline and timeline,
 dead letters and expired tasks with retry, cancel and expire, schedules with
