@@ -261,7 +261,11 @@ func printQueue(w io.Writer, q client.QueueInfo) {
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	row("queue", q.Name)
 	if q.TTL != nil {
-		row("ttl", q.TTL.String()+" "+string(q.TTLFrom))
+		ttl := q.TTL.String()
+		if q.TTLFrom != "" {
+			ttl += " from " + string(q.TTLFrom)
+		}
+		row("ttl", ttl)
 	}
 	if q.MaxAttempts > 0 {
 		row("max_attempts", strconv.Itoa(q.MaxAttempts))

@@ -209,3 +209,16 @@ func TestSubmitInputOverTheInlineLimitIsRefusedFirst(t *testing.T) {
 		t.Errorf("submit of an input within the limit once compacted: exit %d, %s", code, errOut)
 	}
 }
+
+// A queue's ttl reads "1h", or "1h from first_attempt", with no stray space.
+func TestQueueShowsItsTTLPlainly(t *testing.T) {
+	url := memAPI(t, queue.Options{}, nil)
+	out, errOut, code := cli(t, url, "queue", "create", "emails", "--ttl", "1h")
+	if code != 0 || !strings.Contains(out, "1h\n") || strings.Contains(out, "1h \n") {
+		t.Errorf("queue create --ttl 1h (%d): %q %s", code, out, errOut)
+	}
+	out, errOut, code = cli(t, url, "queue", "create", "later", "--ttl", "2h", "--ttl-from", "first_attempt")
+	if code != 0 || !strings.Contains(out, "2h from first_attempt\n") {
+		t.Errorf("queue create --ttl-from first_attempt (%d): %q %s", code, out, errOut)
+	}
+}
