@@ -55,10 +55,12 @@ chromium:
 	@bash scripts/install-chromium >/dev/null
 
 ## dev: the whole queue locally: in-process S3, the HTTP API on 127.0.0.1:8080, sweep and tick on a timer
-## (DEV_FLAGS="--tick 5s --data-dir .s3q" for more)
+## (DEV_FLAGS="--tick 5s --data-dir .s3q" for more). Built into .bin/ and exec'd,
+## not `go run`, so that Ctrl-C ends it cleanly (go run exits 1 on an interrupt,
+## and make then reports an error).
 DEV_FLAGS ?=
 dev:
-	$(GO) run ./cmd/s3q dev $(DEV_FLAGS)
+	$(GO) build -o $(BIN)/s3q ./cmd/s3q && exec $(BIN)/s3q dev $(DEV_FLAGS)
 
 clean:
 	rm -rf .bin dist cdk.out
