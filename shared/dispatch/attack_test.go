@@ -79,7 +79,7 @@ func TestAnOutcomeWriteThatFailsOnceIsRetriedAndTheTaskIsNotDeliveredAgain(t *te
 					e := newEnv(st, dispatch.PushQueue{Name: fmt.Sprintf("lost-%s-%d", outcome, mode)})
 					tg := newTarget(t, e.clk, func(p dispatch.Payload, w http.ResponseWriter, _ *http.Request) {
 						// The claim is written: arm the next write of the record.
-						f.FailMatching(storefault.OpPutIfMatch, queue.TaskKey(p.Task.ID), mode, 1)
+						f.FailMatching(storefault.OpPutIfMatch, queue.TaskKey(p.Task.Queue, p.Task.ID), mode, 1)
 						if outcome == "fail" {
 							w.Header().Set("Retry-After", "30")
 							w.WriteHeader(http.StatusServiceUnavailable)

@@ -182,7 +182,8 @@ type signingArtifacts struct {
 func (a signingArtifacts) PutURL(ctx context.Context, taskID, name string, size int64, now time.Time) (artifacts.URL, error) {
 	u, err := a.inner.PutURL(ctx, taskID, name, size, now)
 	if err == nil {
-		a.r.record("s3:PutObject", queue.ArtifactKey(taskID, name))
+		qn, id, _ := queue.ParseRef(taskID, queue.DefaultQueue)
+		a.r.record("s3:PutObject", queue.ArtifactKey(qn, id, name))
 	}
 	return u, err
 }
@@ -190,7 +191,8 @@ func (a signingArtifacts) PutURL(ctx context.Context, taskID, name string, size 
 func (a signingArtifacts) GetURL(ctx context.Context, taskID, name string, now time.Time) (artifacts.URL, error) {
 	u, err := a.inner.GetURL(ctx, taskID, name, now)
 	if err == nil {
-		a.r.record("s3:GetObject", queue.ArtifactKey(taskID, name))
+		qn, id, _ := queue.ParseRef(taskID, queue.DefaultQueue)
+		a.r.record("s3:GetObject", queue.ArtifactKey(qn, id, name))
 	}
 	return u, err
 }
@@ -365,9 +367,9 @@ func world(t *testing.T, q *queue.Queue, now time.Time) {
 
 	// Artifacts whose lifetime has passed.
 	art := submit(queue.SubmitRequest{TaskType: "report.build", Queue: "reports"}, past)
-	_, _, err = q.ReserveArtifacts(ctx, art.ID, time.Minute, past)
+	_, _, err = q.ReserveArtifacts(ctx, art.Ref(), time.Minute, past)
 	must(err)
-	_, err = q.Store().Put(ctx, queue.ArtifactKey(art.ID, "old.pdf"), []byte("%PDF"))
+	_, err = q.Store().Put(ctx, queue.ArtifactKey(art.Queue, art.ID, "old.pdf"), []byte("%PDF"))
 	must(err)
 
 	sc := schedule.New(q.Store(), q, schedule.Options{})
@@ -391,14 +393,14 @@ func world(t *testing.T, q *queue.Queue, now time.Time) {
 	long10h := queue.Duration(10 * time.Hour)
 	for _, ttl := range []*queue.Duration{nil, &long10h} {
 		odd := submit(queue.SubmitRequest{TaskType: "email.send", Queue: "odd", TTL: ttl}, past)
-		obj, err := q.Store().Get(ctx, queue.TaskKey(odd.ID))
+		obj, err := q.Store().Get(ctx, queue.TaskKey(odd.Queue, odd.ID))
 		must(err)
 		var rec map[string]any
 		must(json.Unmarshal(obj.Body, &rec))
-		lease := "sweep/" + past.UTC().Format("20060102T150405.000000Z") + "_lease_" + odd.ID
+		lease := "sweep/" + past.UTC().Format("20060102T150405.000000Z") + "_lease_" + odd.Queue + "." + odd.ID
 		rec["index_key"] = lease
 		body, _ := json.Marshal(rec)
-		_, err = q.Store().PutIfMatch(ctx, queue.TaskKey(odd.ID), body, obj.ETag)
+		_, err = q.Store().PutIfMatch(ctx, queue.TaskKey(odd.Queue, odd.ID), body, obj.ETag)
 		must(err)
 		_, err = q.Store().Put(ctx, lease, nil)
 		must(err)

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/s3q/s3q/shared/store"
@@ -89,31 +88,28 @@ func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]C
 	}
 	run := &claimRun{req: req, filter: filter, decl: d}
 	out := []Claimed{}
-	// Visit every shard once, from a random one so claimers spread over them.
-	shards := max(d.Shards, q.opts.Shards)
-	first := rand.IntN(shards)
-	for i := 0; i < shards && len(out) < req.MaxTasks && !run.slots.busy; i++ {
-		shard := (first + i) % shards
-		for _, prefix := range []string{deadlinePrefix(req.Queue, shard), readyPrefix(req.Queue, shard)} {
-			pages := 0
-			for len(out) < req.MaxTasks && !run.slots.busy {
-				m, ok, err := q.next(ctx, prefix, now, filter, &pages)
-				if err != nil {
-					return out, err
+	// Each claim index is listed from its root, every shard at once: an
+	// empty claim costs two LISTs whatever the queue's shards, and a task
+	// due in any shard is in the listing (see next).
+	for _, prefix := range []string{deadlineRoot(req.Queue), readyRoot(req.Queue)} {
+		pages := 0
+		for len(out) < req.MaxTasks && !run.slots.busy {
+			m, ok, err := q.next(ctx, prefix, max(d.Shards, q.opts.Shards), now, filter, &pages)
+			if err != nil {
+				return out, err
+			}
+			if !ok {
+				break
+			}
+			c, err := q.tryClaim(ctx, m, run, now)
+			if err != nil {
+				if len(out) > 0 {
+					return out, nil // hand over what we have; the error repeats next time
 				}
-				if !ok {
-					break
-				}
-				c, err := q.tryClaim(ctx, m, run, now)
-				if err != nil {
-					if len(out) > 0 {
-						return out, nil // hand over what we have; the error repeats next time
-					}
-					return nil, err
-				}
-				if c != nil {
-					out = append(out, *c)
-				}
+				return nil, err
+			}
+			if c != nil {
+				out = append(out, *c)
 			}
 		}
 	}
@@ -134,7 +130,7 @@ type claimRun struct {
 // when the queue has no free concurrency slot (run.slots.busy).
 func (q *Queue) tryClaim(ctx context.Context, m marker, run *claimRun, now time.Time) (*Claimed, error) {
 	req, filter := run.req, run.filter
-	cur, etag, err := q.load(ctx, m.id)
+	cur, etag, err := q.load(ctx, m.queue, m.id)
 	if errors.Is(err, ErrNotFound) {
 		// A marker without a record: a submit crashed between its writes,
 		// or is between them now.

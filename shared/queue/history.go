@@ -41,7 +41,8 @@ const DefaultHistoryLimit = 100
 // longer holds (its lifecycle expired it) is invalid input. Without
 // bucket versioning the history is the current version only.
 func (q *Queue) HistoryPage(ctx context.Context, id string, req HistoryRequest) (HistoryResult, error) {
-	if err := ValidateID(id); err != nil {
+	queue, id, err := q.locate(id)
+	if err != nil {
 		return HistoryResult{}, err
 	}
 	switch {
@@ -53,7 +54,7 @@ func (q *Queue) HistoryPage(ctx context.Context, id string, req HistoryRequest) 
 	if len(req.Cursor) > 1024 || strings.ContainsFunc(req.Cursor, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return HistoryResult{}, invalid("cursor", "is not a cursor from a previous history")
 	}
-	all, err := q.store.Versions(ctx, TaskKey(id))
+	all, err := q.store.Versions(ctx, TaskKey(queue, id))
 	if err != nil {
 		return HistoryResult{}, fmt.Errorf("list versions of task %s: %w", id, err)
 	}
@@ -86,13 +87,6 @@ func (q *Queue) HistoryPage(ctx context.Context, id string, req HistoryRequest) 
 			return HistoryResult{}, err
 		}
 		res.Versions = append(res.Versions, e)
-	}
-	if len(res.Versions) == 0 && q.scope != "" {
-		// A page past the last version reads none: check the task's
-		// queue on the last, so another queue's task stays not found.
-		if _, err := q.version(ctx, id, versions[len(versions)-1]); err != nil {
-			return HistoryResult{}, err
-		}
 	}
 	if end < len(versions) {
 		res.NextCursor = versions[end-1].VersionID
@@ -128,9 +122,6 @@ func (q *Queue) version(ctx context.Context, id string, v store.Version) (Histor
 	var t Task
 	if err := decodeTask(obj.Body, &t); err != nil {
 		return HistoryEntry{}, fmt.Errorf("decode version %s of task %s: %w", v.VersionID, id, err)
-	}
-	if q.scope != "" && t.Queue != q.scope { // a task never changes queue
-		return HistoryEntry{}, fmt.Errorf("task %s in queue %s: %w", id, q.scope, ErrNotFound)
 	}
 	return HistoryEntry{VersionID: v.VersionID, ModifiedAt: v.LastModified, Task: t}, nil
 }

@@ -48,11 +48,12 @@ var errReplay = errors.New("queue: lease operation already applied")
 // returns the task as it is, as the first call did: a worker may retry
 // any lease operation.
 func (q *Queue) leaseOp(ctx context.Context, id, token, op string, now time.Time, fn func(t *Task) error) (Task, error) {
-	if err := ValidateID(id); err != nil {
+	queue, id, err := q.locate(id)
+	if err != nil {
 		return Task{}, err
 	}
 	var replay Task
-	t, _, err := q.update(ctx, id, func(t *Task) error {
+	t, _, err := q.update(ctx, queue, id, func(t *Task) error {
 		if err := checkLease(t, token, now); err != nil {
 			if token != "" && t.EndedLeaseToken == token && t.EndedBy == op {
 				replay = t.clone()
@@ -118,7 +119,7 @@ func (q *Queue) Heartbeat(ctx context.Context, id, token string, leaseFor time.D
 		// A task parked by the sweep until its lease ends is found again at
 		// that time: a shorter lease moves the parked marker earlier.
 		if m, ok := parseMarker(t.IndexKey); ok && !m.lease.IsZero() && m.lease.After(*t.LeaseExpiresAt) {
-			t.IndexKey = leaseKeyFor(t.ID, *t.LeaseExpiresAt)
+			t.IndexKey = leaseKeyFor(t.Queue, t.ID, *t.LeaseExpiresAt)
 		}
 		return nil
 	})

@@ -1,6 +1,6 @@
 // Package queue is the s3q task queue core: the task model and every state
 // transition, over a store.Store. Each transition is one conditional write
-// of the task record (tasks/{id}.json); index markers around it are hints
+// of the task record (q/{queue}/tasks/{r}/{id}.json, keys.go); index markers around it are hints
 // that make "what is due now" cheap to find, written before the record
 // names them and deleted after it stops naming them.
 //
@@ -232,9 +232,12 @@ func taskPutOptions(t *Task) []store.PutOption {
 // maxCASAttempts bounds a read-modify-write loop that keeps losing races.
 const maxCASAttempts = 8
 
-// load reads and decodes a task record.
-func (q *Queue) load(ctx context.Context, id string) (Task, string, error) {
-	obj, err := q.store.Get(ctx, TaskKey(id))
+// load reads and decodes the record of task id in queue.
+func (q *Queue) load(ctx context.Context, queue, id string) (Task, string, error) {
+	if q.scope != "" && queue != q.scope {
+		return Task{}, "", fmt.Errorf("task %s in queue %s: %w", id, q.scope, ErrNotFound)
+	}
+	obj, err := q.store.Get(ctx, TaskKey(queue, id))
 	if errors.Is(err, store.ErrNotFound) {
 		return Task{}, "", fmt.Errorf("task %s: %w", id, ErrNotFound)
 	}
@@ -245,8 +248,8 @@ func (q *Queue) load(ctx context.Context, id string) (Task, string, error) {
 	if err := decodeTask(obj.Body, &t); err != nil {
 		return Task{}, "", fmt.Errorf("decode task %s: %w", id, err)
 	}
-	if q.scope != "" && t.Queue != q.scope {
-		return Task{}, "", fmt.Errorf("task %s in queue %s: %w", id, q.scope, ErrNotFound)
+	if t.Queue != queue || t.ID != id {
+		return Task{}, "", fmt.Errorf("task %s: record at %s names %s: %w", id, TaskKey(queue, id), t.Ref(), ErrNotFound)
 	}
 	return t, obj.ETag, nil
 }
@@ -291,7 +294,7 @@ func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) 
 		}
 	}
 	if next.ParentID != "" && cur.Status.Terminal() && !next.Status.Terminal() {
-		if err := q.putChildHints(ctx, next.ParentID, next.ID); err != nil {
+		if err := q.putChildHints(ctx, next.Queue, next.ParentID, next.ID); err != nil {
 			return "", err
 		}
 	}
@@ -302,7 +305,7 @@ func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) 
 	}
 	// A lost answer is recognised on a re-read (a lease token or an update
 	// time makes every body of ours unique).
-	newETag, err := store.SwapOwn(ctx, q.store, TaskKey(next.ID), body, etag, nil, taskPutOptions(next)...)
+	newETag, err := store.SwapOwn(ctx, q.store, TaskKey(next.Queue, next.ID), body, etag, nil, taskPutOptions(next)...)
 	if err != nil {
 		return "", fmt.Errorf("write task %s: %w", next.ID, err)
 	}
@@ -312,7 +315,7 @@ func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) 
 		_ = q.store.Delete(ctx, cur.IndexKey)
 	}
 	if next.ParentID != "" && !cur.Status.Terminal() && next.Status.Terminal() {
-		_ = q.store.Delete(ctx, childKey(next.ParentID, next.ID)) // best effort, as above
+		_ = q.store.Delete(ctx, childKey(next.Queue, next.ParentID, next.ID)) // best effort, as above
 	}
 	if k := statusKey(cur); k != "" && next.Status != cur.Status {
 		_ = q.store.Delete(ctx, k) // best effort, as above
@@ -325,22 +328,23 @@ func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) 
 
 // putChildHints writes the hints of a live child: its parent's flag (once
 // per Queue and parent) and its own marker under the parent.
-func (q *Queue) putChildHints(ctx context.Context, parentID, childID string) error {
+func (q *Queue) putChildHints(ctx context.Context, queue, parentID, childID string) error {
+	flag := parentFlagKey(queue, parentID)
 	q.mu.Lock()
-	flagged := q.parents[parentID]
+	flagged := q.parents[flag]
 	q.mu.Unlock()
 	if !flagged {
-		if err := q.putHint(ctx, parentFlagKey(parentID)); err != nil {
+		if err := q.putHint(ctx, flag); err != nil {
 			return err
 		}
 		q.mu.Lock()
 		if len(q.parents) >= maxSkip {
 			clear(q.parents)
 		}
-		q.parents[parentID] = true
+		q.parents[flag] = true
 		q.mu.Unlock()
 	}
-	return q.putHint(ctx, childKey(parentID, childID))
+	return q.putHint(ctx, childKey(queue, parentID, childID))
 }
 
 // putHint writes an empty hint object that is not an index marker (an
@@ -358,7 +362,7 @@ func (q *Queue) putHint(ctx context.Context, key string) error {
 // recognised on a re-read.
 func (q *Queue) putMarker(ctx context.Context, key string, now time.Time) error {
 	if m, ok := parseMarker(key); ok && !m.expires.IsZero() {
-		if err := q.wake(ctx, queueOfMarker(key), m.expires, now); err != nil {
+		if err := q.wake(ctx, m.queue, m.expires, now); err != nil {
 			return err
 		}
 	}
@@ -404,9 +408,9 @@ func (q *Queue) wake(ctx context.Context, queue string, at, now time.Time) error
 // loads the record, lets fn change a copy (or refuse with an error, which
 // is returned with nothing written), and commits; on a lost race it reads
 // again. It returns the committed record and its ETag.
-func (q *Queue) update(ctx context.Context, id string, fn func(t *Task) error) (Task, string, error) {
+func (q *Queue) update(ctx context.Context, queue, id string, fn func(t *Task) error) (Task, string, error) {
 	for i := 0; i < maxCASAttempts; i++ {
-		cur, etag, err := q.load(ctx, id)
+		cur, etag, err := q.load(ctx, queue, id)
 		if err != nil {
 			return Task{}, "", err
 		}
@@ -426,11 +430,13 @@ func (q *Queue) update(ctx context.Context, id string, fn func(t *Task) error) (
 	return Task{}, "", fmt.Errorf("update task %s: %w", id, ErrConflict)
 }
 
-// Get returns the task with the given id.
-func (q *Queue) Get(ctx context.Context, id string) (Task, error) {
-	if err := ValidateID(id); err != nil {
+// Get returns the task ref names: a bare id in a view of one queue (In),
+// or a reference {queue}/{id} (see locate).
+func (q *Queue) Get(ctx context.Context, ref string) (Task, error) {
+	queue, id, err := q.locate(ref)
+	if err != nil {
 		return Task{}, err
 	}
-	t, _, err := q.load(ctx, id)
+	t, _, err := q.load(ctx, queue, id)
 	return t, err
 }

@@ -58,12 +58,6 @@ func slotIsFree(size int64) bool { return size <= int64(len(freeSlot)) }
 // maxSlotChecks bounds the held slots one claim call examines for takeover.
 const maxSlotChecks = 4
 
-const prefixSlots = "slots/"
-
-func slotPrefix(queue string) string { return prefixSlots + queue + "/" }
-
-func slotKey(queue string, n int) string { return fmt.Sprintf("%s%04d", slotPrefix(queue), n) }
-
 // slotIndex returns n of slots/{queue}/{n}, or -1.
 func slotIndex(key string) int {
 	n, err := strconv.Atoi(key[strings.LastIndexByte(key, '/')+1:])
@@ -216,7 +210,7 @@ func (q *Queue) keepSlots(name string, run *slotRun) {
 
 // slotFreed notes in this Queue's listing that it freed a slot.
 func (q *Queue) slotFreed(key, etag string) {
-	name := strings.TrimPrefix(key[:strings.LastIndexByte(key, '/')], prefixSlots)
+	name := queueOfKey(key)
 	n := slotIndex(key)
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -246,7 +240,7 @@ func (q *Queue) slotFree(ctx context.Context, key string, now time.Time) (bool, 
 		q.rememberSlot(key, s.LeaseExpiresAt)
 		return false, "", nil
 	}
-	t, _, err := q.load(ctx, s.TaskID)
+	t, _, err := q.load(ctx, queueOfKey(key), s.TaskID)
 	if errors.Is(err, ErrNotFound) {
 		return true, obj.ETag, nil
 	}

@@ -163,8 +163,8 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 		// The parent may have expired since build read it, and its
 		// cascade may have listed its children before this one's marker
 		// existed. Best effort: the window is that of one request.
-		if parent, _, err := q.load(ctx, t.ParentID); err == nil && parent.Status == StatusExpired {
-			if exp, err := q.MarkExpired(ctx, t.ID, ReasonParentExpired, now); err == nil {
+		if parent, _, err := q.load(ctx, t.Queue, t.ParentID); err == nil && parent.Status == StatusExpired {
+			if exp, err := q.MarkExpired(ctx, t.Ref(), ReasonParentExpired, now); err == nil {
 				t = exp
 			}
 		}
@@ -178,7 +178,7 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 // "id". wroteMarker says this attempt wrote t's index marker, which is
 // deleted (best effort) when the task does not name it.
 func (q *Queue) replay(ctx context.Context, t *Task, req SubmitRequest, wroteMarker bool) (res SubmitResult, ok bool, err error) {
-	existing, _, err := q.load(ctx, t.ID)
+	existing, _, err := q.load(ctx, t.Queue, t.ID)
 	if errors.Is(err, ErrNotFound) {
 		return SubmitResult{}, false, nil
 	}
@@ -233,7 +233,7 @@ func (q *Queue) create(ctx context.Context, t *Task) error {
 		return err
 	}
 	if t.ParentID != "" && !t.Status.Terminal() {
-		if err := q.putChildHints(ctx, t.ParentID, t.ID); err != nil {
+		if err := q.putChildHints(ctx, t.Queue, t.ParentID, t.ID); err != nil {
 			return err
 		}
 	}
@@ -256,7 +256,7 @@ func (q *Queue) create(ctx context.Context, t *Task) error {
 	// very write landed: CreateOwn recognises it by its body (created_at
 	// and the id make every body unique), and retries a create whose
 	// answer was lost and that did not land.
-	if _, err := store.CreateOwn(ctx, q.store, TaskKey(t.ID), body, nil, taskPutOptions(t)...); err != nil {
+	if _, err := store.CreateOwn(ctx, q.store, TaskKey(t.Queue, t.ID), body, nil, taskPutOptions(t)...); err != nil {
 		return fmt.Errorf("create task %s: %w", t.ID, err)
 	}
 	return nil
@@ -397,7 +397,7 @@ func (q *Queue) holdDedup(ctx context.Context, t *Task, now time.Time) (Task, bo
 // place (DESIGN §12.1) and returned ended, terminal: the key is free. A
 // lost race ending it returns store.ErrPrecondition: look again.
 func (q *Queue) dedupHolder(ctx context.Context, t *Task, id string, now time.Time) (holder Task, ended bool, err error) {
-	holder, hetag, err := q.load(ctx, id)
+	holder, hetag, err := q.load(ctx, t.Queue, id)
 	if err != nil {
 		return Task{}, false, err
 	}
@@ -421,7 +421,7 @@ func (q *Queue) dedupHolder(ctx context.Context, t *Task, id string, now time.Ti
 // StaleMarkerGrace on behalf of a task that never existed. Best effort:
 // when the record cannot be read, both stay, for the scans and the grace.
 func (q *Queue) abandon(ctx context.Context, t *Task) {
-	rec, _, err := q.load(ctx, t.ID)
+	rec, _, err := q.load(ctx, t.Queue, t.ID)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return
 	}

@@ -7,7 +7,7 @@ import (
 
 // deadlineItem deals with one overdue marker of deadline/.
 func (r *sweepRun) deadlineItem(ctx context.Context, m marker) {
-	cur, etag, err := r.q.load(ctx, m.id)
+	cur, etag, err := r.q.load(ctx, m.queue, m.id)
 	if errors.Is(err, ErrNotFound) {
 		r.stale(ctx, m.key, m.time())
 		return
@@ -43,7 +43,7 @@ func (r *sweepRun) deadlineItem(ctx context.Context, m marker) {
 func (r *sweepRun) running(ctx context.Context, cur *Task, etag string) {
 	next := cur.clone()
 	if cur.leaseValid(r.now) {
-		next.IndexKey = leaseKeyFor(cur.ID, *cur.LeaseExpiresAt)
+		next.IndexKey = leaseKeyFor(cur.Queue, cur.ID, *cur.LeaseExpiresAt)
 		if next.IndexKey == cur.IndexKey {
 			return
 		}

@@ -7,7 +7,7 @@ import (
 
 // leaseItem deals with a parked task whose lease expiry has come.
 func (r *sweepRun) leaseItem(ctx context.Context, e sweepEntry) {
-	cur, etag, err := r.q.load(ctx, e.subject)
+	cur, etag, err := r.q.load(ctx, e.queue, e.id)
 	if errors.Is(err, ErrNotFound) {
 		r.stale(ctx, e.key, e.at)
 		return

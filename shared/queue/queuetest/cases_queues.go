@@ -151,8 +151,8 @@ func runQueues(t *testing.T, f Factory) {
 			e.submit(queue.SubmitRequest{Queue: "wide"}, t0)
 		}
 		shards := map[string]bool{}
-		for _, k := range e.keys("ready/wide/") {
-			shards[k[:len("ready/wide/0/")]] = true
+		for _, k := range e.keys("q/wide/ready/") {
+			shards[k[:len("q/wide/ready/0/")]] = true
 		}
 		if len(shards) < 2 {
 			t.Errorf("12 tasks used shards %v, want several of 4", shards)
@@ -187,7 +187,7 @@ func runQueues(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		_, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "t", Queue: "fresh", TTL: check.Dur("-1s")}, t0)
 		check.Field(t, err, "ttl")
-		if keys := e.keys("queues/"); len(keys) != 0 {
+		if keys := e.inQueues("/queue.json"); len(keys) != 0 {
 			t.Fatalf("a bad submit declared %v", keys)
 		}
 		e.submit(queue.SubmitRequest{Queue: "fresh"}, t0)
@@ -214,10 +214,10 @@ func runQueues(t *testing.T, f Factory) {
 		_, err = e.q.Submit(ctx, queue.SubmitRequest{TaskType: "t", Queue: "d"}, t0)
 		check.Err(t, err, queue.ErrTooManyQueues)
 		e.declare(queue.Declaration{Name: "a", MaxAttempts: 9}, t0) // changing one still works
-		if n := len(e.keys("queues/")); n != 2 {
+		if n := len(e.inQueues("/queue.json")); n != 2 {
 			t.Fatalf("%d queues, want 2", n)
 		}
-		if n := len(e.keys("tasks/")); n != 1 {
+		if n := len(e.inQueues("/tasks/")); n != 1 {
 			t.Fatalf("%d tasks, want only b's", n)
 		}
 		// A deleted queue makes room.
@@ -239,11 +239,11 @@ func runQueues(t *testing.T, f Factory) {
 			t.Fatalf("claim: %+v", c)
 		}
 		check.Err(t, e.q.DeleteQueue(ctx, "busy", t0), queue.ErrQueueNotEmpty)
-		if _, err := e.q.Complete(ctx, task.ID, c[0].Lease.Token, nil, t0); err != nil {
+		if _, err := e.q.Complete(ctx, task.Ref(), c[0].Lease.Token, nil, t0); err != nil {
 			t.Fatal(err)
 		}
 		for _, tk := range e.list(queue.ListRequest{Queue: "busy", Status: queue.StatusPending}) {
-			if _, err := e.q.Cancel(ctx, tk.ID, t0); err != nil {
+			if _, err := e.q.Cancel(ctx, tk.Ref(), t0); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -284,33 +284,33 @@ func runQueues(t *testing.T, f Factory) {
 		task := e.submit(queue.SubmitRequest{Queue: "a"}, t0)
 		other := e.q.In("b")
 		c := e.claim(queue.ClaimRequest{Queue: "a", LeaseFor: time.Minute}, t0)[0]
-		before := e.raw(task.ID)
-		_, err := other.Get(ctx, task.ID)
+		before := e.raw(task.Ref())
+		_, err := other.Get(ctx, task.Ref())
 		check.Err(t, err, queue.ErrNotFound)
-		_, err = other.History(ctx, task.ID)
+		_, err = other.History(ctx, task.Ref())
 		check.Err(t, err, queue.ErrNotFound)
 		// Nor does a page after its last version (which reads no version).
 		if h, err := e.q.In("a").HistoryPage(ctx, task.ID, queue.HistoryRequest{}); err != nil {
 			t.Fatal(err)
 		} else {
-			_, err = other.HistoryPage(ctx, task.ID, queue.HistoryRequest{Cursor: h.Versions[len(h.Versions)-1].VersionID})
+			_, err = other.HistoryPage(ctx, task.Ref(), queue.HistoryRequest{Cursor: h.Versions[len(h.Versions)-1].VersionID})
 			check.Err(t, err, queue.ErrNotFound)
 		}
-		_, err = other.Heartbeat(ctx, task.ID, c.Lease.Token, 0, t0)
+		_, err = other.Heartbeat(ctx, task.Ref(), c.Lease.Token, 0, t0)
 		check.Err(t, err, queue.ErrNotFound)
-		_, err = other.Complete(ctx, task.ID, c.Lease.Token, nil, t0)
+		_, err = other.Complete(ctx, task.Ref(), c.Lease.Token, nil, t0)
 		check.Err(t, err, queue.ErrNotFound)
-		_, err = other.Fail(ctx, task.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0)
+		_, err = other.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0)
 		check.Err(t, err, queue.ErrNotFound)
-		_, err = other.Reschedule(ctx, task.ID, c.Lease.Token, queue.RescheduleRequest{}, t0)
+		_, err = other.Reschedule(ctx, task.Ref(), c.Lease.Token, queue.RescheduleRequest{}, t0)
 		check.Err(t, err, queue.ErrNotFound)
-		_, err = other.AckCancel(ctx, task.ID, c.Lease.Token, t0)
+		_, err = other.AckCancel(ctx, task.Ref(), c.Lease.Token, t0)
 		check.Err(t, err, queue.ErrNotFound)
 		for _, op := range []func(context.Context, string, time.Time) (queue.Task, error){other.Cancel, other.Retry, other.Expire} {
 			_, err := op(ctx, task.ID, t0)
 			check.Err(t, err, queue.ErrNotFound)
 		}
-		if !bytes.Equal(before, e.raw(task.ID)) {
+		if !bytes.Equal(before, e.raw(task.Ref())) {
 			t.Fatal("an operation under another queue changed the record")
 		}
 		_, err = other.Submit(ctx, queue.SubmitRequest{TaskType: "t", Queue: "a"}, t0)
@@ -390,7 +390,7 @@ func runConcurrency(t *testing.T, f Factory) {
 				t.Fatalf("round %d: %v slots held for %d running tasks (%v)", round, c.Running, len(won), err)
 			}
 			for _, c := range won {
-				if _, err := e.q.Complete(ctx, c.Task.ID, c.Lease.Token, nil, now); err != nil {
+				if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, now); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -437,7 +437,7 @@ func runConcurrency(t *testing.T, f Factory) {
 						}
 						time.Sleep(time.Millisecond) // the work (wall time; the clock is now)
 						running.Add(-1)
-						if _, err := q.Complete(ctx, c.Task.ID, c.Lease.Token, nil, now); err != nil {
+						if _, err := q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, now); err != nil {
 							errs <- err
 							return
 						}
@@ -478,22 +478,22 @@ func runConcurrency(t *testing.T, f Factory) {
 			return cs[0]
 		}
 		c := next(t0)
-		if _, err := e.q.Fail(ctx, c.Task.ID, c.Lease.Token, queue.FailRequest{Error: "x", Retryable: ptrBool(true)}, t0); err != nil {
+		if _, err := e.q.Fail(ctx, c.Task.Ref(), c.Lease.Token, queue.FailRequest{Error: "x", Retryable: ptrBool(true)}, t0); err != nil {
 			t.Fatal(err)
 		}
 		c = next(t0)
-		if _, err := e.q.Reschedule(ctx, c.Task.ID, c.Lease.Token, queue.RescheduleRequest{Delay: *check.Dur("1h")}, t0); err != nil {
+		if _, err := e.q.Reschedule(ctx, c.Task.Ref(), c.Lease.Token, queue.RescheduleRequest{Delay: *check.Dur("1h")}, t0); err != nil {
 			t.Fatal(err)
 		}
 		c = next(t0)
-		if _, err := e.q.Cancel(ctx, c.Task.ID, t0); err != nil {
+		if _, err := e.q.Cancel(ctx, c.Task.Ref(), t0); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.q.AckCancel(ctx, c.Task.ID, c.Lease.Token, t0); err != nil {
+		if _, err := e.q.AckCancel(ctx, c.Task.Ref(), c.Lease.Token, t0); err != nil {
 			t.Fatal(err)
 		}
 		c = next(t0)
-		if _, err := e.q.Complete(ctx, c.Task.ID, c.Lease.Token, nil, t0); err != nil {
+		if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, t0); err != nil {
 			t.Fatal(err)
 		}
 		next(t0)
@@ -512,7 +512,7 @@ func runConcurrency(t *testing.T, f Factory) {
 		}
 		// One worker heartbeats, the other dies. Fresh processes find no
 		// slot while the leases are valid, and the dead one's after.
-		hb, err := e.q.Heartbeat(ctx, first[0].Task.ID, first[0].Lease.Token, 10*time.Minute, t0.Add(50*time.Second))
+		hb, err := e.q.Heartbeat(ctx, first[0].Task.Ref(), first[0].Lease.Token, 10*time.Minute, t0.Add(50*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -525,13 +525,13 @@ func runConcurrency(t *testing.T, f Factory) {
 			t.Fatalf("claim after one lease lapsed: %d tasks, %v; want 1 (the other is heartbeating)", len(got), err)
 		}
 		// The heartbeating task still holds its slot and gives it back.
-		if _, err := e.q.Complete(ctx, hb.Task.ID, hb.Lease.Token, nil, later); err != nil {
+		if _, err := e.q.Complete(ctx, hb.Task.Ref(), hb.Lease.Token, nil, later); err != nil {
 			t.Fatal(err)
 		}
 		if cs := e.claim(queue.ClaimRequest{Queue: "dead", LeaseFor: time.Minute, MaxTasks: 4}, later); len(cs) != 1 {
 			t.Fatalf("claim after the complete: %d tasks, want 1", len(cs))
 		}
-		if keys := e.keys("slots/dead/"); len(keys) != 2 {
+		if keys := e.keys("q/dead/slots/"); len(keys) != 2 {
 			t.Fatalf("slots %v, want 2", keys)
 		}
 	})
@@ -559,7 +559,7 @@ func runConcurrency(t *testing.T, f Factory) {
 				if err != nil || len(cs) != 1 {
 					t.Fatalf("claim: %d %v", len(cs), err)
 				}
-				if _, err := q.Complete(ctx, cs[0].Task.ID, cs[0].Lease.Token, nil, now); err != nil {
+				if _, err := q.Complete(ctx, cs[0].Task.Ref(), cs[0].Lease.Token, nil, now); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -52,11 +52,11 @@ func runRace(t *testing.T, f Factory) {
 			if n := wins.Load(); n != 1 {
 				t.Fatalf("round %d: %d claimers won the task, want exactly 1", round, n)
 			}
-			got := e.get(task.ID)
+			got := e.get(task.Ref())
 			if got.Attempt != 1 {
 				t.Fatalf("attempt = %d after one winning claim", got.Attempt)
 			}
-			if _, err := e.q.Complete(ctx, task.ID, got.LeaseToken, nil, now); err != nil {
+			if _, err := e.q.Complete(ctx, task.Ref(), got.LeaseToken, nil, now); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -115,7 +115,7 @@ func runRace(t *testing.T, f Factory) {
 						}
 						holder[c.Task.ID] = c.Lease
 						mu.Unlock()
-						_, err := q.Complete(ctx, c.Task.ID, c.Lease.Token, jsonOf(w), clock())
+						_, err := q.Complete(ctx, c.Task.Ref(), c.Lease.Token, jsonOf(w), clock())
 						mu.Lock()
 						if err == nil {
 							completed[c.Task.ID]++
@@ -214,7 +214,7 @@ func runRace(t *testing.T, f Factory) {
 							abandoned.Add(1)
 							continue
 						}
-						_, err := q.Complete(ctx, c.Task.ID, c.Lease.Token, nil, clock())
+						_, err := q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, clock())
 						mu.Lock()
 						switch {
 						case err == nil:
@@ -294,7 +294,7 @@ func runRace(t *testing.T, f Factory) {
 		if len(seen) != 1 {
 			t.Fatalf("%d distinct tasks for one dedup key", len(seen))
 		}
-		if n := len(e.keys("tasks/")); n != 1 {
+		if n := len(e.inQueues("/tasks/")); n != 1 {
 			t.Fatalf("%d task records for one dedup key", n)
 		}
 	})
