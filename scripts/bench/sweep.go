@@ -145,10 +145,9 @@ func sweepOnce(ctx context.Context, srv *s3local.Server, n, expiring, queues int
 			}
 		}()
 	}
-	avail := now.Format("20060102T150405.000000Z")
 	for i := 0; i < n-expiring; i++ {
-		exp := now.Add(time.Hour + time.Duration(i)*time.Millisecond).Format("20060102T150405.000000Z")
-		keys <- "deadline/default/0/" + exp + "_" + avail + "_" + queue.NewID(now)
+		exp := now.Add(time.Hour + time.Duration(i)*time.Millisecond)
+		keys <- queue.DeadlineMarkerKey(queue.DefaultQueue, 0, exp, now, queue.NewID(now))
 	}
 	close(keys)
 	wg.Wait()

@@ -9,22 +9,22 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/store"
 )
 
 // DefaultDeclaredCacheFor is how long Declared keeps what it read.
 const DefaultDeclaredCacheFor = 30 * time.Second
 
 // Declared lists the push queues from the queues' declarations
-// (queues/{name}.json with a target; PUT /queues/{queue}), and then the
+// (q/{name}/queue.json with a target; PUT /queues/{queue}), and then the
 // queues of Static whose declaration has no target. A declaration's timeout is the
 // delivery lease, and its max_concurrency is kept by the claim itself
 // (the core's slots), so the dispatcher takes no slots of its own for it
 // and runs at most that many deliveries at once.
 //
-// The list is read at most once per CacheFor: one LIST of queues/ per
-// 1,000 queues, and a GET of each declaration that is new or whose ETag
-// changed since the last listing (so a warm dispatcher's idle cost does
-// not grow with the queues); one queue's declaration at most once per
+// The list is read at most once per CacheFor: one delimited LIST of the
+// queues' folders (q/) per 1,000 queues, and a GET of each declaration
+// (q/{queue}/queue.json); one queue's declaration at most once per
 // CacheFor too.
 type Declared struct {
 	q        *queue.Queue
@@ -42,8 +42,6 @@ type Declared struct {
 	etags map[string]etagEntry
 }
 
-// queuesPrefix is where the declarations are (queue.QueueKey).
-const queuesPrefix = "queues/"
 
 // etagEntry is what a declaration with this ETag says.
 type etagEntry struct {
@@ -94,47 +92,35 @@ func (s *Declared) PushQueues(ctx context.Context, now time.Time) ([]PushQueue, 
 		defer s.mu.Unlock()
 		return append([]PushQueue(nil), s.all...), nil
 	}
-	prev := s.etags // replaced whole below, never changed in place
 	s.mu.Unlock()
 	var out []PushQueue
 	seen := map[string]bool{}
 	byETag := map[string]etagEntry{}
 	st := s.q.Store()
-	after := ""
-	for {
-		page, err := st.List(ctx, queuesPrefix, after, 1000)
+	for dir, err := range store.AllDirs(ctx, st, queue.QueuesPrefix) {
 		if err != nil {
 			return nil, fmt.Errorf("list queues: %w", err)
 		}
-		for _, it := range page.Items {
-			name := strings.TrimSuffix(strings.TrimPrefix(it.Key, queuesPrefix), ".json")
-			if it.Key != queue.QueueKey(name) || queue.ValidateQueueName(name) != nil {
-				continue
-			}
-			e, ok := prev[name]
-			if !ok || it.ETag == "" || e.etag != it.ETag {
-				// New or changed since the last listing: read it.
-				d, err := s.q.GetQueue(ctx, name, now)
-				switch {
-				case errors.Is(err, queue.ErrQueueNotFound):
-					e = etagEntry{etag: it.ETag}
-				case err != nil:
-					return nil, err
-				default:
-					e = etagEntry{etag: it.ETag}
-					e.p, e.ok = FromDeclaration(d)
-				}
-			}
-			byETag[name] = e
-			if e.ok {
-				seen[name] = true
-				out = append(out, e.p)
-			}
+		name := strings.TrimSuffix(strings.TrimPrefix(dir, queue.QueuesPrefix), "/")
+		if queue.ValidateQueueName(name) != nil {
+			continue
 		}
-		if !page.Truncated || len(page.Items) == 0 {
-			break
+		// A queue's folder shows no ETag of its declaration: read it
+		// (one GET per queue and listing).
+		var e etagEntry
+		d, err := s.q.GetQueue(ctx, name, now)
+		switch {
+		case errors.Is(err, queue.ErrQueueNotFound):
+		case err != nil:
+			return nil, err
+		default:
+			e.p, e.ok = FromDeclaration(d)
 		}
-		after = page.Items[len(page.Items)-1].Key
+		byETag[name] = e
+		if e.ok {
+			seen[name] = true
+			out = append(out, e.p)
+		}
 	}
 	s.mu.Lock()
 	s.etags = byETag

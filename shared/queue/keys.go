@@ -171,6 +171,19 @@ func TaskKey(queue, id string) string {
 	return tasksPrefix(queue) + shardName(shardOf(id, RecordShards)) + "/" + id + ".json"
 }
 
+// IsTaskKey reports whether key is a task record's key (TaskKey).
+func IsTaskKey(key string) bool {
+	name := queueOfKey(key)
+	return name != "" && reQueue.MatchString(name) && taskIDFromKey(name, key) != ""
+}
+
+// DeadlineMarkerKey returns the claim-index marker of a pending task with
+// a deadline, in the given shard (benchmarks and tests that build
+// backlogs without the core).
+func DeadlineMarkerKey(queue string, shard int, expires, available time.Time, id string) string {
+	return deadlinePrefix(queue, shard) + keyTime(expires) + "_" + keyTime(available) + "_" + id
+}
+
 // tasksPrefix returns the folder of a queue's task records.
 func tasksPrefix(queue string) string { return QueuePrefix(queue) + dirTasks }
 
