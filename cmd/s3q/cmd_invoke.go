@@ -68,6 +68,9 @@ Example (against the S3 server of 's3q dev --endpoint ...', or a real bucket):
 			if err != nil {
 				return err
 			}
+			if err := deps.CheckLayout(ctx); err != nil {
+				return err
+			}
 			h, err := lambdafn.New(args[0], deps)
 			if err != nil {
 				return usageErr("%v", err)
