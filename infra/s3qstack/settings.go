@@ -55,8 +55,11 @@ type Settings struct {
 	// (TerminalTagKey=TerminalTagValue) is kept. Defaults to 30.
 	TerminalRetentionDays int `json:"terminalRetentionDays"`
 
-	// ArtifactDays is the lifecycle backstop for artifacts/: the sweep
-	// deletes them earlier. Defaults to 1.
+	// ArtifactDays was the lifecycle backstop for artifacts of layout 1
+	// (one artifacts/ prefix). In layout 2 artifacts are under each
+	// queue's folder, which a lifecycle filter cannot wildcard: the sweep
+	// deletes them (docs/layout.md). Kept so that settings files stay
+	// valid; it has no effect. Defaults to 1.
 	ArtifactDays int `json:"artifactDays"`
 
 	// Shards is S3Q_SHARDS: index prefixes per queue. Every process of a

@@ -345,7 +345,7 @@ func TestATaskPastItsDeadlineOrCancelledIsNeverDelivered(t *testing.T) {
 		exp := e.clk.Now().Add(time.Second)
 		expiring := e.submit(t, queue.SubmitRequest{ExpiresAt: &exp})
 		cancelled := e.submit(t, queue.SubmitRequest{})
-		if _, err := e.q.Cancel(context.Background(), cancelled.ID, e.clk.Now()); err != nil {
+		if _, err := e.q.Cancel(context.Background(), cancelled.Ref(), e.clk.Now()); err != nil {
 			t.Fatal(err)
 		}
 		e.clk.Advance(2 * time.Second)

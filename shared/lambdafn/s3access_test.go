@@ -55,12 +55,25 @@ type grant struct {
 	Prefix string `json:"prefix"`
 }
 
-// accessPrefix is the key prefix IAM scopes a key by: its first path
-// segment ("tasks/"), or the whole key for the one exact key granted
-// (config/task_types.json).
+// accessPrefix is the key pattern IAM scopes a key by: under a queue's
+// folder the folder's kind with the queue as a wildcard ("q/*/tasks/",
+// "q/*/queue.json"), "q/" itself for the LIST of the queues' folders,
+// else its first path segment ("sweep/"), or the whole key for the exact
+// keys granted (config/task_types.json, s3q.json).
 func accessPrefix(key string) string {
-	if key == tasktypes.Key {
+	if key == tasktypes.Key || key == queue.LayoutKey {
 		return key
+	}
+	if rest, ok := strings.CutPrefix(key, queue.QueuesPrefix); ok {
+		if rest == "" {
+			return queue.QueuesPrefix
+		}
+		_, sub, _ := strings.Cut(rest, "/")
+		if sub == "queue.json" {
+			return "q/*/queue.json"
+		}
+		dir, _, _ := strings.Cut(sub, "/")
+		return "q/*/" + dir + "/"
 	}
 	if i := strings.IndexByte(key, '/'); i >= 0 {
 		return key[:i+1]
@@ -89,8 +102,8 @@ type recorder struct {
 // ConditionalWriteKeys: tasks/*, dedup/*, schedules/*.json). A schedule's
 // fire history (schedules/{id}/history/{t}) is written plainly.
 func conditionalOnly(key string) bool {
-	return strings.HasPrefix(key, "tasks/") || strings.HasPrefix(key, "dedup/") ||
-		(strings.HasPrefix(key, "schedules/") && strings.HasSuffix(key, ".json"))
+	p := accessPrefix(key)
+	return p == "q/*/tasks/" || p == "q/*/dedup/" || (p == "q/*/schedules/" && strings.HasSuffix(key, ".json"))
 }
 
 var _ store.Store = (*recorder)(nil)
@@ -362,7 +375,7 @@ func world(t *testing.T, q *queue.Queue, now time.Time) {
 		t.Fatalf("claimed %d", len(cl))
 	}
 	no := false
-	_, err = q.Fail(ctx, cl[0].Task.ID, cl[0].Lease.Token, queue.FailRequest{Error: "boom", Retryable: &no}, past)
+	_, err = q.Fail(ctx, cl[0].Task.Ref(), cl[0].Lease.Token, queue.FailRequest{Error: "boom", Retryable: &no}, past)
 	must(err)
 
 	// Artifacts whose lifetime has passed.
@@ -409,7 +422,7 @@ func world(t *testing.T, q *queue.Queue, now time.Time) {
 	// A parent without a deadline expired by hand: its pending child (in
 	// ready/) is the sweep's to expire.
 	family, _ := parentWithPlainChild(t, q)
-	_, err = q.Expire(ctx, family, past)
+	_, err = q.Expire(ctx, queue.Ref("family", family), past)
 	must(err)
 }
 
@@ -500,7 +513,8 @@ func taskIn(state string, child bool) fixture {
 		req := queue.SubmitRequest{TaskType: "email.send", Queue: "plain"}
 		if child {
 			parent, _ := pendingTask(t, q)
-			req.ParentID, req.Queue = parent, "children"
+			// A child is in its parent's queue; its type tells it apart.
+			req.ParentID, req.Queue, req.TaskType = parent, queue.DefaultQueue, "email.child"
 		}
 		res, err := q.Submit(t.Context(), req, time.Now())
 		if err != nil {
@@ -508,13 +522,13 @@ func taskIn(state string, child bool) fixture {
 		}
 		switch state {
 		case "running":
-			c, err := q.Claim(t.Context(), queue.ClaimRequest{Queue: req.Queue, LeaseFor: time.Minute}, time.Now())
+			c, err := q.Claim(t.Context(), queue.ClaimRequest{Queue: req.Queue, TaskTypes: []string{req.TaskType}, LeaseFor: time.Minute}, time.Now())
 			if err != nil || len(c) != 1 {
 				t.Fatalf("claim: %v %v", c, err)
 			}
 			return c[0].Task.ID, c[0].Lease.Token
 		case "cancelled":
-			if _, err := q.Cancel(t.Context(), res.Task.ID, time.Now()); err != nil {
+			if _, err := q.Cancel(t.Context(), res.Task.Ref(), time.Now()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -538,7 +552,7 @@ func parkedTask(t *testing.T, q *queue.Queue) (string, string) {
 	if _, err := q.Sweep(t.Context(), now, queue.SweepOptions{Queues: []string{"parking"}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := q.Get(t.Context(), c[0].Task.ID); err != nil || !strings.HasPrefix(got.IndexKey, "sweep/") {
+	if got, err := q.Get(t.Context(), c[0].Task.Ref()); err != nil || !strings.HasPrefix(got.IndexKey, "sweep/") {
 		t.Fatalf("not parked: %+v %v", got, err)
 	}
 	return c[0].Task.ID, c[0].Lease.Token
@@ -587,7 +601,7 @@ func cancelledDedupTask(t *testing.T, q *queue.Queue) (string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := q.Cancel(t.Context(), res.Task.ID, time.Now()); err != nil {
+	if _, err := q.Cancel(t.Context(), res.Task.Ref(), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	return res.Task.ID, ""
@@ -613,8 +627,14 @@ func runAccessCase(t *testing.T, c accessCase, e *accessEnv, mode string, n int)
 	// case's task, or the one its body names, instead.
 	name := ""
 	if id != "" {
-		if tk, err := e.setup.Get(t.Context(), id); err == nil {
-			name = tk.Queue
+		for dir, err := range store.AllDirs(t.Context(), e.setup.Store(), queue.QueuesPrefix) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := strings.TrimSuffix(strings.TrimPrefix(dir, queue.QueuesPrefix), "/")
+			if _, err := e.setup.Store().Head(t.Context(), queue.TaskKey(q, id)); err == nil {
+				name = q
+			}
 		}
 	}
 	if c.body != nil {
@@ -641,6 +661,12 @@ func runAccessCase(t *testing.T, c accessCase, e *accessEnv, mode string, n int)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every function checks the bucket's layout at start (lambdafn.Main).
+	e.rec.setOn(true)
+	if err := e.d.CheckLayout(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	e.rec.setOn(false)
 	switch mode {
 	case "lost":
 		e.faults.Fail(n+1, storefault.LoseAnswer)

@@ -214,9 +214,10 @@ func ExponentialBackoff(base, max time.Duration) func(attempt int) time.Duration
 func norm(now time.Time) time.Time { return now.UTC().Truncate(time.Microsecond) }
 
 // TerminalTag is the object tag of a task record in a terminal status
-// (completed, failed, cancelled, expired, archived): the stack's lifecycle
-// rule deletes such records after its retention period. A retried task
-// loses it on its next write.
+// (completed, failed, cancelled, expired, archived), and of its status
+// marker: the stack's lifecycle rule (on q/, by this tag: a lifecycle
+// filter cannot wildcard the queue) deletes them after its retention
+// period. A retried task loses it on its next write.
 const TerminalTag = "s3q-terminal=true"
 
 // taskPutOptions are the options of a write of task record t: a terminal
@@ -299,7 +300,7 @@ func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) 
 		}
 	}
 	if k := statusKey(next); k != "" && next.Status != cur.Status {
-		if err := q.putHint(ctx, k); err != nil {
+		if err := q.putHint(ctx, k, taskPutOptions(next)...); err != nil {
 			return "", err
 		}
 	}
@@ -350,8 +351,11 @@ func (q *Queue) putChildHints(ctx context.Context, queue, parentID, childID stri
 // putHint writes an empty hint object that is not an index marker (an
 // outbox entry, a child's marker). A write whose answer was lost is
 // recognised on a re-read.
-func (q *Queue) putHint(ctx context.Context, key string) error {
-	if _, err := store.PutOwn(ctx, q.store, key, nil); err != nil {
+//
+// opts tag it: a status marker carries its terminal record's TerminalTag,
+// so that the bucket's lifecycle rule deletes both together.
+func (q *Queue) putHint(ctx context.Context, key string, opts ...store.PutOption) error {
+	if _, err := store.PutOwn(ctx, q.store, key, nil, opts...); err != nil {
 		return fmt.Errorf("write %s: %w", key, err)
 	}
 	return nil

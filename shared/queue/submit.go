@@ -248,7 +248,7 @@ func (q *Queue) create(ctx context.Context, t *Task) error {
 		}
 	}
 	if k := statusKey(t); k != "" { // expired on arrival
-		if err := q.putHint(ctx, k); err != nil {
+		if err := q.putHint(ctx, k, taskPutOptions(t)...); err != nil {
 			return err
 		}
 	}
