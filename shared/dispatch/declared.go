@@ -42,7 +42,6 @@ type Declared struct {
 	etags map[string]etagEntry
 }
 
-
 // etagEntry is what a declaration with this ETag says.
 type etagEntry struct {
 	etag string
