@@ -153,7 +153,7 @@ func Functions() []Function {
 			// frees a slot (If-Match) when a lease holder finishes.
 			Name: "tasks",
 			Access: withLayoutCheck(
-				on(pTasks, GetObject, PutObject, PutObjectTagging, ListBucket, GetObjectVersion, ListBucketVersions),
+				on(pTasks, GetObject, PutObject, PutObjectTagging, DeleteObject, ListBucket, GetObjectVersion, ListBucketVersions), // purge deletes records
 				on(pQueues, ListBucket),           // the queues' folders
 				on(pDecl, GetObject, PutObject),   // declared, replaced by If-Match, deleted as a tombstone
 				on(pSlots, PutObject, ListBucket), // freed (If-Match) when a lease holder finishes
@@ -162,8 +162,8 @@ func Functions() []Function {
 				on(pDedup, GetObject, PutObject), // a retry takes its dedup key again
 				on(pSweep, GetObject, PutObject, DeleteObject),
 				on(pChildren, GetObject, PutObject, DeleteObject),
-				on(pStatus, GetObject, PutObject, PutObjectTagging, DeleteObject),
-				on(pArtifacts, GetObject, PutObject), // signed into the URLs
+				on(pStatus, GetObject, PutObject, PutObjectTagging, DeleteObject, ListBucket),
+				on(pArtifacts, GetObject, PutObject, DeleteObject, ListBucket), // signed into the URLs; a purge deletes them
 			),
 			Routes: []string{
 				"GET /queues", "PUT /queues/{queue}", "GET /queues/{queue}", "DELETE /queues/{queue}",
@@ -174,6 +174,9 @@ func Functions() []Function {
 				"POST /queues/{queue}/tasks/{id}/reschedule",
 				"POST /queues/{queue}/tasks/{id}/artifacts", "GET /queues/{queue}/tasks/{id}/artifacts/{name}",
 				"GET /openapi.json",
+				// The queue operations (docs/operations.md).
+				"POST /queues/{queue}/pause", "POST /queues/{queue}/resume", "GET /queues/{queue}/stats", "POST /queues/{queue}/purge",
+				"POST /queues/{queue}/bulk/retry", "POST /queues/{queue}/bulk/cancel", "POST /queues/{queue}/bulk/expire",
 			},
 		},
 		{

@@ -525,3 +525,16 @@ func parseMarker(key string) (marker, bool) {
 	}
 	return m, true
 }
+
+// claimIndexPrefixes returns the prefixes of a queue's claim indexes that
+// hold its live tasks' markers, for counting them with LISTs: deadline/
+// then ready/, each from its root (every shard), so a count costs the
+// same whatever the queue's shards.
+func claimIndexPrefixes(queue string, shards int) []string {
+	return []string{deadlineRoot(queue), readyRoot(queue)}
+}
+
+// recordPrefixes returns the prefixes that hold the records of one queue
+// and nothing else, for counting them with LISTs (QueueCounts.Completed):
+// its records' folder, every record shard.
+func recordPrefixes(queue string, shards int) []string { return []string{tasksPrefix(queue)} }
