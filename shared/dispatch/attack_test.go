@@ -284,7 +284,7 @@ type jumpStore struct {
 
 func (j *jumpStore) PutIfMatch(ctx context.Context, key string, body []byte, etag string, opts ...store.PutOption) (string, error) {
 	etag, err := j.Store.PutIfMatch(ctx, key, body, etag, opts...)
-	if strings.HasPrefix(key, "tasks/") {
+	if queue.IsTaskKey(key) {
 		j.once.Do(func() { j.clk.Advance(j.by) })
 	}
 	return etag, err

@@ -161,7 +161,8 @@ func (e *env) submit(t *testing.T, req queue.SubmitRequest) queue.Task {
 
 func (e *env) get(t *testing.T, id string) queue.Task {
 	t.Helper()
-	task, err := e.q.Get(context.Background(), id)
+	task, err := e.q.In(e.pq.Name).Get(context.Background(), id) // ids are per queue
+
 	if err != nil {
 		t.Fatal(err)
 	}
