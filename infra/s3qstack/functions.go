@@ -78,6 +78,7 @@ const (
 	pStatus    = "q/*/status/" // failed, expired and cancelled tasks, for listing by status
 	pSweep     = "sweep/"
 	pDue       = "due/"
+	pTargets   = "targets/" // the push queues' index: an entry per queue with a target
 	kTaskTypes = "config/task_types.json"
 	pOldTasks  = "tasks/"  // layout 1: listed once, to refuse it
 	pOldQueues = "queues/" // layout 1: listed once, to refuse it
@@ -164,6 +165,7 @@ func Functions() []Function {
 				on(pChildren, GetObject, PutObject, DeleteObject),
 				on(pStatus, GetObject, PutObject, PutObjectTagging, DeleteObject, ListBucket),
 				on(pArtifacts, GetObject, PutObject, DeleteObject, ListBucket), // signed into the URLs; a purge deletes them
+				on(pTargets, GetObject, PutObject, DeleteObject),               // a push queue declared, changed or deleted
 			),
 			Routes: []string{
 				"GET /queues", "PUT /queues/{queue}", "GET /queues/{queue}", "DELETE /queues/{queue}",
@@ -233,13 +235,14 @@ func Functions() []Function {
 		},
 		{
 			// Claims due tasks of push queues and ends their leases with
-			// what the target answered; lists the queues' folders and reads
-			// the declarations of push queues, and takes their concurrency
-			// slots.
+			// what the target answered; lists the push queues' index and
+			// reads the declarations of push queues, and takes their
+			// concurrency slots.
 			Name: "dispatch",
 			Access: withLayoutCheck(
 				on(pTasks, GetObject, PutObject, PutObjectTagging),
-				on(pQueues, ListBucket),
+				on(pTargets, GetObject, ListBucket), // the push queues
+
 				on(pDecl, GetObject),
 				on(pSlots, GetObject, PutObject, ListBucket),
 				on(pReady, DeleteObject, ListBucket),

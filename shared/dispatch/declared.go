@@ -2,9 +2,9 @@ package dispatch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -22,10 +22,13 @@ const DefaultDeclaredCacheFor = 30 * time.Second
 // (the core's slots), so the dispatcher takes no slots of its own for it
 // and runs at most that many deliveries at once.
 //
-// The list is read at most once per CacheFor: one delimited LIST of the
-// queues' folders (q/) per 1,000 queues, and a GET of each declaration
-// (q/{queue}/queue.json); one queue's declaration at most once per
-// CacheFor too.
+// The list is read at most once per CacheFor: one LIST of the push
+// queues' index (targets/, written with every declaration that has a
+// target) per 1,000 push queues, and a GET of the entry and of the
+// declaration (q/{queue}/queue.json) of each that is new or whose ETag
+// changed since the last listing (so a warm dispatcher's idle cost does
+// not grow with the queues, pull or push); one queue's declaration at
+// most once per CacheFor too.
 type Declared struct {
 	q        *queue.Queue
 	static   Static
@@ -91,29 +94,27 @@ func (s *Declared) PushQueues(ctx context.Context, now time.Time) ([]PushQueue, 
 		defer s.mu.Unlock()
 		return append([]PushQueue(nil), s.all...), nil
 	}
+	prev := s.etags // replaced whole below, never changed in place
 	s.mu.Unlock()
 	var out []PushQueue
 	seen := map[string]bool{}
 	byETag := map[string]etagEntry{}
 	st := s.q.Store()
-	for dir, err := range store.AllDirs(ctx, st, queue.QueuesPrefix) {
+	for it, err := range store.All(ctx, st, queue.PrefixTargets) {
 		if err != nil {
-			return nil, fmt.Errorf("list queues: %w", err)
+			return nil, fmt.Errorf("list push queues: %w", err)
 		}
-		name := strings.TrimSuffix(strings.TrimPrefix(dir, queue.QueuesPrefix), "/")
-		if queue.ValidateQueueName(name) != nil {
+		name := queue.QueueOfTargetKey(it.Key)
+		if name == "" {
 			continue
 		}
-		// A queue's folder shows no ETag of its declaration: read it
-		// (one GET per queue and listing).
-		var e etagEntry
-		d, err := s.q.GetQueue(ctx, name, now)
-		switch {
-		case errors.Is(err, queue.ErrQueueNotFound):
-		case err != nil:
-			return nil, err
-		default:
-			e.p, e.ok = FromDeclaration(d)
+		e, ok := prev[name]
+		if !ok || it.ETag == "" || e.etag != it.ETag {
+			// New or changed since the last listing: read it.
+			var err error
+			if e, err = s.readTarget(ctx, name, it.ETag, now); err != nil {
+				return nil, err
+			}
 		}
 		byETag[name] = e
 		if e.ok {
@@ -134,6 +135,35 @@ func (s *Declared) PushQueues(ctx context.Context, now time.Time) ([]PushQueue, 
 	s.all, s.allAt, s.loaded = out, now, true
 	s.mu.Unlock()
 	return append([]PushQueue(nil), out...), nil
+}
+
+// readTarget reads a push queue's entry in the index (queue.TargetKey)
+// and its declaration. The entry is written before the declaration: a
+// declaration older than its entry is not written yet, and is kept under
+// no ETag, so that the next listing reads it again.
+func (s *Declared) readTarget(ctx context.Context, name, etag string, now time.Time) (etagEntry, error) {
+	e := etagEntry{etag: etag}
+	obj, err := s.q.Store().Get(ctx, queue.TargetKey(name))
+	if errors.Is(err, store.ErrNotFound) {
+		return etagEntry{}, nil // deleted since the LIST
+	}
+	if err != nil {
+		return etagEntry{}, fmt.Errorf("read push queue %s: %w", name, err)
+	}
+	var note queue.TargetNote
+	_ = json.Unmarshal(obj.Body, &note)
+	d, err := s.q.GetQueue(ctx, name, now)
+	switch {
+	case errors.Is(err, queue.ErrQueueNotFound):
+		return e, nil
+	case err != nil:
+		return etagEntry{}, err
+	}
+	if d.UpdatedAt.Before(note.UpdatedAt) {
+		e.etag = "" // its write is in flight, or failed: read it again next time
+	}
+	e.p, e.ok = FromDeclaration(d)
+	return e, nil
 }
 
 // PushQueue returns one queue's: its declaration's target, else a static one.

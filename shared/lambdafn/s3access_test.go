@@ -495,8 +495,14 @@ func accessCases() []accessCase {
 		accessCase{function: lambdafn.Tasks, file: "queues-purge.json", setup: uploadedArtifact},
 		accessCase{function: lambdafn.Tasks, file: "queues-purge.json", setup: cancelledDedupTask,
 			body: func(string) string { return `{"status":"cancelled"}` }},
-		accessCase{function: lambdafn.Tasks, file: "queues-purge.json", setup: taskIn("pending", true),
-			replace: map[string]string{"/queues/default/": "/queues/children/", `"queue": "default"`: `"queue": "children"`}},
+		accessCase{function: lambdafn.Tasks, file: "queues-purge.json", setup: taskIn("pending", true)},
+		// A push queue declared, changed and deleted: its entry in the
+		// push queues' index (targets/) is written and deleted.
+		accessCase{function: lambdafn.Tasks, file: "queues-put.json", setup: none,
+			body: func(string) string { return `{"target":{"url":"https://example.com/hook","secret":"s3q/hook"}}` }},
+		accessCase{function: lambdafn.Tasks, file: "queues-put.json", setup: pushReportsQueue,
+			body: func(string) string { return `{}` }},
+		accessCase{function: lambdafn.Tasks, file: "queues-delete.json", setup: pushReportsQueue},
 		accessCase{function: lambdafn.Tasks, file: "queues-purge.json", setup: none, body: func(string) string { return `{"status":"completed"}` }},
 		accessCase{function: lambdafn.Tasks, file: "queues-purge.json", setup: none, body: func(string) string { return `{"status":"failed"}` }},
 		accessCase{function: lambdafn.Tasks, file: "queues-purge.json", setup: none, body: func(string) string { return `{"status":"expired"}` }},
@@ -515,6 +521,15 @@ func accessCases() []accessCase {
 			replace: map[string]string{`"orders"`: `"pushed"`}},
 		accessCase{function: lambdafn.ScheduleTick, file: "schedule-tick.json", setup: none},
 	)
+}
+
+// pushReportsQueue declares queue reports with a push target.
+func pushReportsQueue(t *testing.T, q *queue.Queue) (string, string) {
+	t.Helper()
+	if _, _, err := q.Declare(t.Context(), queue.Declaration{Name: "reports", Target: &queue.Target{URL: "https://example.com/hook", Secret: "s3q/hook"}}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return "", ""
 }
 
 // taskIn returns a fixture: a task without a deadline, or a child of a

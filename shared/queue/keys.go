@@ -43,11 +43,14 @@ import (
 //	  sweep/{gc_at}_artifacts_{queue}.{id}        the task's artifacts fall due for deletion
 //	sweep/wake/{minute}_{queue}                   wake-up: the queue may hold a deadline marker due from {minute}
 //	due/{t}_{queue}.{schedule_id}_{rev}           the tick's due index
+//	targets/{queue}                               the push queues' index (queues.go, noteTarget)
 //	config/task_types.json                        per-task-type defaults
 //
 // Every index key sorts by time: a fixed-width UTC timestamp comes first,
 // so lexical order is time order and "what is due now" is a LIST from the
-// start of a prefix. Queue names, task ids and schedule ids never hold a
+// start of a prefix. targets/ is the one exception: a small index of the
+// queues that have a push target, so that the dispatcher's minute rule
+// finds them with one LIST whatever the number of pull queues. Queue names, task ids and schedule ids never hold a
 // "." or a "/" (validate.go), so "{queue}.{id}" parses unambiguously.
 const (
 	// prefixQueues holds one folder per queue.
@@ -65,6 +68,9 @@ const (
 	prefixWake = "sweep/wake/"
 	// PrefixDue is the tick's due index (shared/schedule).
 	PrefixDue = "due/"
+	// PrefixTargets is the push queues' index: targets/{queue} for every
+	// queue whose declaration has a target (TargetNote).
+	PrefixTargets = "targets/"
 	// TaskTypesKey holds the per-task-type defaults (shared/tasktypes).
 	TaskTypesKey = "config/task_types.json"
 )
@@ -127,6 +133,18 @@ const QueuesPrefix = prefixQueues
 
 // QueueKey returns the key of a queue's declaration: q/{queue}/queue.json.
 func QueueKey(queue string) string { return QueuePrefix(queue) + declName }
+
+// TargetKey returns a queue's entry in the push queues' index.
+func TargetKey(queue string) string { return PrefixTargets + queue }
+
+// QueueOfTargetKey returns the queue of a TargetKey, or "".
+func QueueOfTargetKey(key string) string {
+	name, ok := strings.CutPrefix(key, PrefixTargets)
+	if !ok || !reQueue.MatchString(name) {
+		return ""
+	}
+	return name
+}
 
 // queueNameFromDir returns the queue of a q/{queue}/ folder (a common
 // prefix of a delimited LIST of q/), or "".

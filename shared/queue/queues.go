@@ -198,6 +198,9 @@ func (q *Queue) Declare(ctx context.Context, d Declaration, now time.Time) (Decl
 			if cur.Shards != 0 && d.Shards != cur.Shards {
 				return Declaration{}, false, invalid("shards", "is fixed when the queue is first declared: queue %s had %d before it was deleted", d.Name, cur.Shards)
 			}
+			if err := q.noteTarget(ctx, d); err != nil {
+				return Declaration{}, false, err
+			}
 			err := q.createQueue(ctx, d, etag)
 			if errors.Is(err, store.ErrPrecondition) {
 				continue // declared a moment ago: replace it
@@ -219,6 +222,9 @@ func (q *Queue) Declare(ctx context.Context, d Declaration, now time.Time) (Decl
 		}
 		d.CreatedAt, d.UpdatedAt = cur.CreatedAt, now
 		d.Paused, d.PausedAt = cur.Paused, cur.PausedAt // not settings: pause.go
+		if err := q.noteTarget(ctx, d); err != nil {
+			return Declaration{}, false, err
+		}
 		body, err := json.Marshal(d)
 		if err != nil {
 			return Declaration{}, false, fmt.Errorf("encode queue %s: %w", d.Name, err)
@@ -232,10 +238,36 @@ func (q *Queue) Declare(ctx context.Context, d Declaration, now time.Time) (Decl
 		if err != nil {
 			return Declaration{}, false, fmt.Errorf("write queue %s: %w", d.Name, err)
 		}
+		if cur.Target != nil && d.Target == nil {
+			_ = q.store.Delete(ctx, TargetKey(d.Name)) // best effort: a stale entry costs the dispatcher one GET
+		}
 		q.cacheQueue(d, true, now)
 		return d, false, nil
 	}
 	return Declaration{}, false, fmt.Errorf("declare queue %s: %w", d.Name, ErrConflict)
+}
+
+// TargetNote is the body of a push queue's entry in the push queues'
+// index (TargetKey): the update time of the declaration it announces.
+type TargetNote struct {
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// noteTarget writes the push queues' index entry of d when d has a
+// target, before d is written: so a dispatcher that lists the index
+// (one LIST, however many pull queues exist) finds every push queue,
+// and re-reads a declaration only when its entry changed. A
+// declaration older than its entry is not written yet (or its write
+// failed): the dispatcher reads it again on its next run.
+func (q *Queue) noteTarget(ctx context.Context, d Declaration) error {
+	if d.Target == nil {
+		return nil
+	}
+	body, _ := json.Marshal(TargetNote{UpdatedAt: d.UpdatedAt})
+	if _, err := store.PutOwn(ctx, q.store, TargetKey(d.Name), body); err != nil {
+		return fmt.Errorf("write %s: %w", TargetKey(d.Name), err)
+	}
+	return nil
 }
 
 // createQueue writes a new declaration, after checking that the
@@ -576,6 +608,9 @@ func (q *Queue) DeleteQueue(ctx context.Context, name string, now time.Time) err
 			return fmt.Errorf("delete queue %s: changed meanwhile: %w", name, ErrConflict)
 		}
 		return fmt.Errorf("delete queue %s: %w", name, err)
+	}
+	if d.Target != nil {
+		_ = q.store.Delete(ctx, TargetKey(name)) // best effort, as in Declare
 	}
 	q.mu.Lock()
 	delete(q.decls, name)

@@ -34,6 +34,22 @@ func (e *env) declare(d queue.Declaration, now time.Time) queue.Declaration {
 }
 
 func runQueues(t *testing.T, f Factory) {
+	t.Run("a_queue_with_a_target_has_an_entry_in_the_push_queues_index_while_it_has_one", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f, func(o *queue.Options) { o.AllowInsecureTargets = true })
+		target := &queue.Target{URL: "http://127.0.0.1:1/", Secret: "s"}
+		e.declare(queue.Declaration{Name: "pull"}, t0)
+		e.declare(queue.Declaration{Name: "push", Target: target}, t0)
+		wantKeys(t, "push index", e.keys(queue.PrefixTargets), queue.TargetKey("push"))
+		e.declare(queue.Declaration{Name: "pull", Target: target}, t0.Add(time.Second))
+		e.declare(queue.Declaration{Name: "push"}, t0.Add(time.Second)) // target removed
+		wantKeys(t, "push index", e.keys(queue.PrefixTargets), queue.TargetKey("pull"))
+		if err := e.q.DeleteQueue(ctx, "pull", t0.Add(2*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		wantKeys(t, "push index", e.keys(queue.PrefixTargets))
+	})
+
 	t.Run("a_queue_is_declared_read_changed_listed_and_deleted", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, f)
