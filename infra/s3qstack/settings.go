@@ -283,7 +283,7 @@ func (s Settings) Validate() error {
 	check(s.NoncurrentVersionDays >= 1, "noncurrentVersionDays %d < 1", s.NoncurrentVersionDays)
 	check(s.TerminalRetentionDays >= 1, "terminalRetentionDays %d < 1", s.TerminalRetentionDays)
 	check(s.ArtifactDays >= 1, "artifactDays %d < 1", s.ArtifactDays)
-	check(s.Shards >= 1 && s.Shards <= 64, "shards %d not in [1, 64]", s.Shards)
+	check(s.Shards >= 1 && s.Shards <= 16, "shards %d not in [1, 16]", s.Shards)
 	check(s.Prefix == "" || (strings.HasSuffix(s.Prefix, "/") && !strings.HasPrefix(s.Prefix, "/") && !strings.ContainsAny(s.Prefix, "*?")),
 		"prefix %q must be empty or end in / (no leading /, no wildcards)", s.Prefix)
 	check(map[string]bool{"debug": true, "info": true, "warn": true, "error": true}[s.LogLevel], "logLevel %q not one of debug, info, warn, error", s.LogLevel)

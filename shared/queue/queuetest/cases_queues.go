@@ -115,6 +115,7 @@ func runQueues(t *testing.T, f Factory) {
 			{queue.Declaration{Name: "q", MaxAttempts: 1001}, "max_attempts"},
 			{queue.Declaration{Name: "q", Timeout: check.Dur("13h")}, "timeout"},
 			{queue.Declaration{Name: "q", Shards: 257}, "shards"},
+			{queue.Declaration{Name: "q", Shards: queue.MaxShards + 1}, "shards"},
 			{queue.Declaration{Name: "q", MaxConcurrency: -2}, "max_concurrency"},
 			{queue.Declaration{Name: "q", MaxConcurrency: 1001}, "max_concurrency"},
 			{queue.Declaration{Name: "q", Target: &queue.Target{}}, "target"},
