@@ -54,7 +54,7 @@ func benchList(ctx context.Context, srv *s3local.Server, n int) error {
 		return err
 	}
 	var done string
-	if err := one("h", func(c queue.Claimed) error { done = c.Task.ID; return hb(c) }); err != nil {
+	if err := one("h", func(c queue.Claimed) error { done = c.Task.Ref(); return hb(c) }); err != nil {
 		return err
 	}
 	for _, req := range []queue.ListRequest{

@@ -56,7 +56,7 @@ func main() {
 	throughputTasks := flag.Int("throughput-tasks", 400, "backlog drained per throughput figure")
 	workers := flag.String("workers", "1,4,16", "worker counts for the throughput figures")
 	rawFor := flag.Duration("raw-for", 2*time.Second, "how long to measure the raw PUT+GET rate")
-	only := flag.String("only", "", "run only these figures, comma-separated: lifecycle, throughput, sweep, tick, list, ops, faults, push")
+	only := flag.String("only", "", "run only these figures, comma-separated: lifecycle, throughput, sweep, tick, list, layout, ops, faults, push")
 	faultMixes := flag.String("fault-mixes", "lost_answers,mixed", "fault mixes of the faults figures (empty: none)")
 	faultRate := flag.Float64("fault-rate", 0.10, "share of S3 requests that meet a fault in the faults figures")
 	faultSubmits := flag.Int("fault-submits", 1000, "submits per faults figure")
@@ -128,6 +128,11 @@ func main() {
 	}
 	if run("list") {
 		if err := benchList(ctx, srv, 1000); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if run("layout") {
+		if err := benchLayout(ctx); err != nil {
 			log.Fatal(err)
 		}
 	}
