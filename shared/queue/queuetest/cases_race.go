@@ -78,8 +78,11 @@ func runRace(t *testing.T, f Factory) {
 		// Half the workers are processes of their own, half share one
 		// Queue (one process running 8 claim loops).
 		shared := e.reopen()
-		begin := time.Now()
-		clock := func() time.Time { return t0.Add(time.Since(begin)) }
+		// A clock the test controls: it moves a second whenever a worker
+		// finds nothing (so cached listings refresh), never with the
+		// machine's speed.
+		var elapsed atomic.Int64
+		clock := func() time.Time { return t0.Add(time.Duration(elapsed.Load())) }
 
 		var mu sync.Mutex
 		holder := map[string]queue.Lease{} // task -> current lease
@@ -96,7 +99,8 @@ func runRace(t *testing.T, f Factory) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				deadline := time.Now().Add(60 * time.Second)
+				// A guard against a livelock, not a timing check.
+				deadline := time.Now().Add(5 * time.Minute)
 				for int(done.Load()) < n {
 					if time.Now().After(deadline) {
 						errs <- fmt.Errorf("worker gave up with %d of %d done", done.Load(), n)
@@ -107,6 +111,10 @@ func runRace(t *testing.T, f Factory) {
 					if err != nil {
 						errs <- err
 						return
+					}
+					if len(cs) == 0 {
+						elapsed.Add(int64(time.Second))
+						time.Sleep(time.Millisecond)
 					}
 					for _, c := range cs {
 						mu.Lock()
@@ -159,8 +167,13 @@ func runRace(t *testing.T, f Factory) {
 		for i := 0; i < n; i++ {
 			e.submit(queue.SubmitRequest{TaskType: "job", MaxAttempts: 50}, t0)
 		}
-		begin := time.Now()
-		clock := func() time.Time { return t0.Add(time.Since(begin)) }
+		// The leases run on a clock the test controls, not the machine's:
+		// it moves only when a worker finds nothing to claim (the others
+		// hold every task, or their leases must run out first), so a slow
+		// or loaded machine cannot lapse a lease a worker is still using,
+		// and the abandoned ones still run out.
+		var elapsed atomic.Int64 // since t0
+		clock := func() time.Time { return t0.Add(time.Duration(elapsed.Load())) }
 		const lease = 300 * time.Millisecond
 
 		// Claims of each task in the order the store took them (attempt
@@ -197,7 +210,8 @@ func runRace(t *testing.T, f Factory) {
 						return
 					}
 					if len(cs) == 0 {
-						time.Sleep(5 * time.Millisecond) // wait for leases to run out
+						elapsed.Add(int64(lease / 3)) // let leases run out
+						time.Sleep(time.Millisecond)  // and the others work
 					}
 					for i, c := range cs {
 						mu.Lock()
