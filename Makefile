@@ -4,11 +4,12 @@ BIN       := $(CURDIR)/.bin
 VERSITYGW := $(BIN)/versitygw
 export S3Q_VERSITYGW := $(VERSITYGW)
 
-.PHONY: test test-go fuzz test-short bench vet fmt dev versitygw clean
+.PHONY: test test-go fuzz test-short bench vet fmt dev versitygw clean openapi-lint
 
 ## test: the one test command: vet, gofmt, every Go test with -race (mem store,
-## gofakes3, versitygw), a short fuzz of the HTTP API, and the CDK template tests
-test: test-go fuzz infra-test
+## gofakes3, versitygw; among them the README's walk-through, scripts/readme),
+## a short fuzz of the HTTP API, the OpenAPI lint, and the CDK template tests
+test: test-go fuzz openapi-lint infra-test
 
 test-go: versitygw vet
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^infra/')); if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
@@ -18,6 +19,11 @@ test-go: versitygw vet
 FUZZTIME ?= 10s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzAPI -fuzztime $(FUZZTIME) ./shared/api
+
+## openapi-lint: shared/api/openapi.json under Redocly's recommended rules
+## (@redocly/cli pinned in scripts/redocly, installed there by npm ci)
+openapi-lint:
+	@bash scripts/lint-openapi
 
 ## test-short: the mem-store runs only, no race detector (seconds)
 test-short:
