@@ -93,6 +93,15 @@ func runListCost(t *testing.T, f Factory) {
 		}
 		_, err := e.q.List(ctx, queue.ListRequest{Status: queue.StatusCancelled, Cursor: want[0]})
 		check.Field(t, err, "cursor") // across queues a cursor is queue/id
+		// The cursor says where the walk is: the next queue, or a place in one.
+		res, err := e.q.List(ctx, queue.ListRequest{Status: queue.StatusCancelled, Limit: 1})
+		if err != nil || len(res.Tasks) != 1 || res.Tasks[0].Queue != "a" || res.NextCursor != "b/" {
+			t.Fatalf("first page: %+v %v", res, err)
+		}
+		// A view of one queue lists only it, with cursors of its own.
+		if got := e.listIDs(queue.ListRequest{Status: queue.StatusCancelled, Queue: "c", Limit: 1}); fmt.Sprint(got) != fmt.Sprint(want[2:]) {
+			t.Fatalf("queue c: %v", got)
+		}
 	})
 
 	t.Run("a_scan_examines_at_most_a_set_number_of_records_and_returns_a_cursor", func(t *testing.T) {
