@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -62,6 +63,11 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx, counts = reqcount.Start(ctx)
 	}
 	sw := &statusWriter{ResponseWriter: w}
+	if counts != nil {
+		// The answer says what it cost: written with the header, once the
+		// handler has made its store requests.
+		sw.beforeHeader = func(h http.Header) { h.Set(HeaderS3Requests, strconv.FormatInt(counts.Counts().Total(), 10)) }
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			a.log.ErrorContext(ctx, "panic serving request", "route", rl.route, "method", rl.method, "path", rl.path,
@@ -165,16 +171,27 @@ func (a *API) writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
-// statusWriter remembers the status written through it.
+// HeaderS3Requests is the header of every answer of an API over a
+// counted store (reqcount.Wrap, as every function's is): the number of S3
+// requests the call made, the same figure as its log line's s3.requests.
+// The console sums it to show what a page view cost.
+const HeaderS3Requests = "S3q-S3-Requests"
+
+// statusWriter remembers the status written through it, and calls
+// beforeHeader, when set, with the headers just before they are written.
 type statusWriter struct {
 	http.ResponseWriter
-	status      int
-	wroteHeader bool
+	status       int
+	wroteHeader  bool
+	beforeHeader func(http.Header)
 }
 
 func (w *statusWriter) WriteHeader(status int) {
 	if !w.wroteHeader {
 		w.status, w.wroteHeader = status, true
+		if w.beforeHeader != nil {
+			w.beforeHeader(w.Header())
+		}
 	}
 	w.ResponseWriter.WriteHeader(status)
 }
