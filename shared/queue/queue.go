@@ -49,9 +49,10 @@ type DefaultsSource interface {
 
 // Options tune a Queue. The zero value is ready to use.
 type Options struct {
-	// Shards spreads each queue's markers over this many prefixes, to pass
-	// S3's per-prefix write limit. Every process of a deployment must use
-	// the same value. Defaults to 1.
+	// Shards is the claim-index shards of a queue declared without its
+	// own (1 to MaxShards): its markers spread over this many key ranges,
+	// to pass S3's per-range write limit. A queue's shards are fixed when
+	// it is first declared. Defaults to 1.
 	Shards int
 
 	// DefaultTTL applies to submits that give no ttl and whose task type

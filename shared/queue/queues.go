@@ -620,7 +620,8 @@ func (q *Queue) DeleteQueue(ctx context.Context, name string, now time.Time) err
 
 // shardsOf returns the shards a write puts a queue's markers in: its
 // declaration's when this Queue has read it, else the deployment's.
-// Readers visit max(declaration's, deployment's), so either is found.
+// Readers list each claim index from its root, every shard at once, so
+// either is found.
 func (q *Queue) shardsOf(name string) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -630,8 +631,6 @@ func (q *Queue) shardsOf(name string) int {
 	return q.opts.Shards
 }
 
-// readShards returns the shards a reader of a queue's markers visits.
-func (q *Queue) readShards(name string) int { return max(q.shardsOf(name), q.opts.Shards) }
 
 // scoped applies a view's scope (In) to the queue a request names: empty
 // becomes the scope, another name is a *ValidationError of field.
