@@ -631,7 +631,6 @@ func (q *Queue) shardsOf(name string) int {
 	return q.opts.Shards
 }
 
-
 // scoped applies a view's scope (In) to the queue a request names: empty
 // becomes the scope, another name is a *ValidationError of field.
 func (q *Queue) scoped(field, name string) (string, error) {

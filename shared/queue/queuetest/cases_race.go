@@ -79,9 +79,11 @@ func runRace(t *testing.T, f Factory) {
 		// Queue (one process running 8 claim loops).
 		shared := e.reopen()
 		// A clock the test controls: it moves a second whenever a worker
-		// finds nothing (so cached listings refresh), never with the
-		// machine's speed.
+		// finds nothing (so cached listings refresh), and never while a
+		// worker is between its claim and its complete (they hold held),
+		// so no machine, however slow, can lapse a lease in use.
 		var elapsed atomic.Int64
+		var held sync.RWMutex
 		clock := func() time.Time { return t0.Add(time.Duration(elapsed.Load())) }
 
 		var mu sync.Mutex
@@ -106,15 +108,13 @@ func runRace(t *testing.T, f Factory) {
 						errs <- fmt.Errorf("worker gave up with %d of %d done", done.Load(), n)
 						return
 					}
+					held.RLock()
 					now := clock()
 					cs, err := q.Claim(ctx, queue.ClaimRequest{LeaseFor: 10 * time.Minute, WorkerID: fmt.Sprint(w)}, now)
 					if err != nil {
+						held.RUnlock()
 						errs <- err
 						return
-					}
-					if len(cs) == 0 {
-						elapsed.Add(int64(time.Second))
-						time.Sleep(time.Millisecond)
 					}
 					for _, c := range cs {
 						mu.Lock()
@@ -133,6 +133,13 @@ func runRace(t *testing.T, f Factory) {
 							violations = append(violations, fmt.Sprintf("complete %s: %v", c.Task.ID, err))
 						}
 						mu.Unlock()
+					}
+					held.RUnlock()
+					if len(cs) == 0 {
+						held.Lock()
+						elapsed.Add(int64(time.Second))
+						held.Unlock()
+						time.Sleep(time.Millisecond)
 					}
 				}
 			}()
@@ -168,11 +175,12 @@ func runRace(t *testing.T, f Factory) {
 			e.submit(queue.SubmitRequest{TaskType: "job", MaxAttempts: 50}, t0)
 		}
 		// The leases run on a clock the test controls, not the machine's:
-		// it moves only when a worker finds nothing to claim (the others
-		// hold every task, or their leases must run out first), so a slow
-		// or loaded machine cannot lapse a lease a worker is still using,
-		// and the abandoned ones still run out.
+		// it moves only when a worker finds nothing to claim, and never
+		// while a worker is between its claim and its complete (they hold
+		// held): a slow or loaded machine cannot lapse a lease a worker is
+		// still using, and the abandoned ones still run out.
 		var elapsed atomic.Int64 // since t0
+		var held sync.RWMutex
 		clock := func() time.Time { return t0.Add(time.Duration(elapsed.Load())) }
 		const lease = 300 * time.Millisecond
 
@@ -203,15 +211,13 @@ func runRace(t *testing.T, f Factory) {
 						errs <- fmt.Errorf("gave up with %d of %d done", done.Load(), n)
 						return
 					}
+					held.RLock()
 					now := clock()
 					cs, err := q.Claim(ctx, queue.ClaimRequest{LeaseFor: lease, MaxTasks: 2}, now)
 					if err != nil {
+						held.RUnlock()
 						errs <- err
 						return
-					}
-					if len(cs) == 0 {
-						elapsed.Add(int64(lease / 3)) // let leases run out
-						time.Sleep(time.Millisecond)  // and the others work
 					}
 					for i, c := range cs {
 						mu.Lock()
@@ -240,6 +246,13 @@ func runRace(t *testing.T, f Factory) {
 							violations = append(violations, fmt.Sprintf("complete %s: %v", c.Task.ID, err))
 						}
 						mu.Unlock()
+					}
+					held.RUnlock()
+					if len(cs) == 0 {
+						held.Lock()
+						elapsed.Add(int64(lease / 3)) // let abandoned leases run out
+						held.Unlock()
+						time.Sleep(time.Millisecond) // and the others work
 					}
 				}
 			}()
