@@ -90,9 +90,9 @@ func (r *keyRecorder) ListDirs(ctx context.Context, prefix, startAfter string, l
 	return store.ListDirs(ctx, r.Store, prefix, startAfter, limit)
 }
 
-func (r *keyRecorder) Versions(ctx context.Context, key string) ([]store.Version, error) {
+func (r *keyRecorder) Versions(ctx context.Context, key, after string, limit int) (store.VersionPage, error) {
 	r.note(key)
-	return r.Store.Versions(ctx, key)
+	return r.Store.Versions(ctx, key, after, limit)
 }
 
 func (r *keyRecorder) GetVersion(ctx context.Context, key, versionID string) (store.Object, error) {

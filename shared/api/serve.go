@@ -19,7 +19,11 @@ import (
 // request is what a route handler gets: the parts of the HTTP request it
 // may use, already checked against the route.
 type request struct {
-	ctx context.Context
+	ctx   context.Context
+	route *route // the route it matched
+	// waits is set by the handlers of the wait routes: a wait may hold
+	// this request.
+	waits bool
 	// q is the API's queue, or its view limited to the {queue} of the
 	// path (queue.Queue.In) for the routes that name one.
 	q     *queue.Queue
@@ -134,7 +138,7 @@ func (a *API) serve(ctx context.Context, r *http.Request, rl *requestLog) (reply
 			return reply{}, err
 		}
 	}
-	return rt.serve(a, &request{ctx: ctx, q: q, queue: ps.queue, id: ps.id, name: ps.name, query: query, body: body, log: rl})
+	return rt.serve(a, &request{ctx: ctx, route: rt, q: q, queue: ps.queue, id: ps.id, name: ps.name, query: query, body: body, log: rl})
 }
 
 // writeReply writes a reply: JSON, or no body at all when it has none.

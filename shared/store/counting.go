@@ -124,9 +124,9 @@ func (c *Counting) ListDirs(ctx context.Context, prefix, startAfter string, limi
 }
 
 // Versions implements Store. It counts one LIST (one page of versions).
-func (c *Counting) Versions(ctx context.Context, key string) ([]Version, error) {
+func (c *Counting) Versions(ctx context.Context, key, after string, limit int) (VersionPage, error) {
 	c.add(kindList)
-	return c.inner.Versions(ctx, key)
+	return c.inner.Versions(ctx, key, after, limit)
 }
 
 // GetVersion implements Store.

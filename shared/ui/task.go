@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,8 +24,8 @@ type taskView struct {
 	Deadline deadline
 	Ended    string // why the task stopped, in words; "" while live
 	Timeline []step
-	// HistoryCursor is where the shown versions start ("" for the
-	// first), HistoryNext where the next ones do ("" when none).
+	// HistoryCursor is where the shown versions start, going back ("" for
+	// the latest), HistoryNext where the earlier ones do ("" when none).
 	HistoryCursor, HistoryNext string
 	HistoryErr                 *pageErr
 	Actions                    []string // the actions that apply to its status
@@ -63,7 +64,11 @@ func (c *Console) taskPage(r *http.Request) (*view, error) {
 	if err != nil {
 		v.HistoryErr = toPageErr(err)
 	} else {
-		v.Timeline = timeline(h.Versions, v.HistoryCursor == "")
+		// A page comes newest first and its cursor leads to older
+		// versions: the timeline reads oldest first, and starts at the
+		// task's first version when no older page follows.
+		slices.Reverse(h.Versions)
+		v.Timeline = timeline(h.Versions, h.NextCursor == "")
 		v.HistoryNext = h.NextCursor
 	}
 	return &view{template: "task", title: "Task " + t.TaskType + " " + shortID(t.ID), nav: "queues", data: v, refresh: true}, nil

@@ -228,11 +228,11 @@ func (f *Store) ListDirs(ctx context.Context, prefix, startAfter string, limit i
 }
 
 // Versions implements store.Store.
-func (f *Store) Versions(ctx context.Context, key string) ([]store.Version, error) {
+func (f *Store) Versions(ctx context.Context, key, after string, limit int) (store.VersionPage, error) {
 	if before, _ := f.decide("", ""); before {
-		return nil, injected()
+		return store.VersionPage{}, injected()
 	}
-	return f.inner.Versions(ctx, key)
+	return f.inner.Versions(ctx, key, after, limit)
 }
 
 // GetVersion implements store.Store.
