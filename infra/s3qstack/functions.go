@@ -84,7 +84,8 @@ const (
 	pStatus    = "q/*/status/" // failed, expired and cancelled tasks, for listing by status
 	pSweep     = "sweep/"
 	pDue       = "due/"
-	pTargets   = "targets/" // the push queues' index: an entry per queue with a target
+	pTargets   = "targets/"        // the push queues' index: an entry per queue with a target
+	pRunner    = "q/*/runner.json" // a push queue's runner lease (dispatch only)
 	kTaskTypes = "config/task_types.json"
 	pOldTasks  = "tasks/"  // layout 1: listed once, to refuse it
 	pOldQueues = "queues/" // layout 1: listed once, to refuse it
@@ -231,7 +232,8 @@ func Functions() []Function {
 			// Claims due tasks of push queues and ends their leases with
 			// what the target answered; lists the push queues' index and
 			// reads the declarations of push queues, and takes their
-			// concurrency slots.
+			// concurrency slots; holds a queue's runner lease while its
+			// next task is due soon.
 			Name: "dispatch",
 			Access: withLayoutCheck(
 				on(pTasks, GetObject, PutObject, PutObjectTagging),
@@ -242,6 +244,7 @@ func Functions() []Function {
 				on(pDeadline, DeleteObject, ListBucket),
 				on(pSweep, GetObject, PutObject),
 				on(pStatus, GetObject, PutObject, PutObjectTagging), // tagged as its terminal record
+				on(pRunner, GetObject, PutObject),                   // a queue's runner lease: taken, renewed, freed by If-Match
 			),
 			Timer: true,
 		},

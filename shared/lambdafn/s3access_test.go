@@ -69,10 +69,10 @@ func accessPrefix(key string) string {
 			return queue.QueuesPrefix
 		}
 		_, sub, _ := strings.Cut(rest, "/")
-		if sub == "queue.json" {
-			return "q/*/queue.json"
+		dir, _, inDir := strings.Cut(sub, "/")
+		if !inDir {
+			return "q/*/" + sub // a key of the queue's own: queue.json, runner.json
 		}
-		dir, _, _ := strings.Cut(sub, "/")
 		return "q/*/" + dir + "/"
 	}
 	if i := strings.IndexByte(key, '/'); i >= 0 {
@@ -282,7 +282,7 @@ func newAccessEnv(t *testing.T) *accessEnv {
 	// Dispatch as Build builds it: the declared push queues
 	// (queue "pushed" of world), delivered to a local URL target.
 	dq := queue.New(rec, queue.Options{Shards: 1})
-	d.Dispatcher = dispatch.New(dq, dispatch.NewDeclared(dq, nil, 0), dispatch.Options{
+	d.Dispatcher = dispatch.New(dq, dispatch.NewDeclared(dq, 0), dispatch.Options{
 		Logger: slog.New(slog.DiscardHandler), HTTP: dispatch.NewHTTP(dispatch.StaticSecrets{"k": "v"}, true),
 	})
 	return &accessEnv{rec: rec, faults: faults, retried: rt, setup: c.Queue(bucket), d: d}

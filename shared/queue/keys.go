@@ -33,6 +33,7 @@ import (
 //	q/{queue}/schedules/{id}.json                 a schedule's definition
 //	q/{queue}/schedules/{id}/state.json           its run state
 //	q/{queue}/schedules/{id}/history/{t}          one fire
+//	q/{queue}/runner.json                         a push queue's dispatch runner lease (package dispatch)
 //
 // Only time-ordered work that spans queues is global, and its keys name
 // the queue and the id:
@@ -133,6 +134,11 @@ const QueuesPrefix = prefixQueues
 
 // QueueKey returns the key of a queue's declaration: q/{queue}/queue.json.
 func QueueKey(queue string) string { return QueuePrefix(queue) + declName }
+
+// DispatchRunnerKey is the key of a push queue's dispatch runner lease:
+// the one dispatch run that stays with the queue while its next task is
+// due soon (package dispatch). The core never reads it.
+func DispatchRunnerKey(queue string) string { return QueuePrefix(queue) + "runner.json" }
 
 // TargetKey returns a queue's entry in the push queues' index.
 func TargetKey(queue string) string { return PrefixTargets + queue }
