@@ -139,8 +139,8 @@ func runSweepCrashPaths(t *testing.T, f Factory) {
 						t.Fatalf("left: %s", k)
 					}
 				}
-				for _, pre := range []string{"ready/", "deadline/", "children/"} {
-					if left := e.keys(pre); len(left) != 0 {
+				for _, dir := range []string{"/ready/", "/deadline/", "/children/"} {
+					if left := e.inQueues(dir); len(left) != 0 {
 						t.Fatalf("left: %v", left)
 					}
 				}
