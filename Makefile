@@ -4,11 +4,16 @@ BIN       := $(CURDIR)/.bin
 VERSITYGW := $(BIN)/versitygw
 export S3Q_VERSITYGW := $(VERSITYGW)
 
-.PHONY: test test-go fuzz test-short bench vet fmt dev versitygw clean
+.PHONY: test test-go fuzz test-short bench vet fmt dev versitygw clean check-tracked
 
 ## test: the one test command: vet, gofmt, every Go test with -race (mem store,
-## gofakes3, versitygw), a short fuzz of the HTTP API, and the CDK template tests
-test: test-go fuzz infra-test
+## gofakes3, versitygw), a short fuzz of the HTTP API, the CDK template tests,
+## and no build output tracked by git
+test: check-tracked test-go fuzz infra-test
+
+## check-tracked: fail when git tracks a file over 1 MiB or a binary (an executable that is no #! script)
+check-tracked:
+	@bash scripts/check-tracked
 
 test-go: versitygw vet
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^infra/')); if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
