@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/s3q/s3q/shared/api/openapitest"
 	"github.com/s3q/s3q/shared/lambdafn"
+	"github.com/s3q/s3q/shared/metrics/catalog"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store/s3store"
@@ -179,7 +181,13 @@ func TestAMD64EveryEvent(t *testing.T) {
 	if len(other) > 0 {
 		t.Errorf("the functions called AWS APIs the test does not serve: %v", other)
 	}
-	checkLogs(t, w)
+	seen := checkLogs(t, w)
+	for _, want := range []string{catalog.TasksSubmittedTotal, catalog.TasksCompletedTotal, catalog.TasksFailedTotal,
+		catalog.S3RequestsTotal, catalog.SweepIncomplete, catalog.TasksExpiredTotal, catalog.TaskTTLSeconds, catalog.PushDeliveriesTotal} {
+		if !seen[want] {
+			t.Errorf("no function wrote %s", want)
+		}
+	}
 }
 
 // TestARM64Smoke invokes one event per function, twice (cold, then warm),
@@ -363,7 +371,7 @@ func apiEvent(method, path string, body any) []byte {
 func (w *world) call(t *testing.T, fn, method, path string, body any, want int) map[string]any {
 	t.Helper()
 	label := method + " " + path
-	if m, ok := body.(map[string]any); ok && m["wait"] != nil {
+	if m, ok := body.(map[string]any); ok && m["wait"] != nil && want < 300 {
 		label += " (long-poll)" // left out of the warm timings
 	}
 	inv := w.fns[fn].invoke(t, label, apiEvent(method, path, body))
@@ -675,9 +683,12 @@ func timeOut(t *testing.T, w *world) {
 }
 
 // checkLogs: every line a function wrote is JSON (one object per line, as
-// CloudWatch Logs Insights reads them) and no invocation logged a panic.
-func checkLogs(t *testing.T, w *world) {
+// CloudWatch Logs Insights reads them), no invocation logged a panic, and
+// every embedded metric is in the metrics catalog, by its dimensions, in
+// the namespace the template gives; returns the metrics seen.
+func checkLogs(t *testing.T, w *world) map[string]bool {
 	t.Helper()
+	seen := map[string]bool{}
 	for _, f := range w.fns {
 		for _, l := range strings.Split(f.out.String(), "\n") {
 			if strings.Contains(l, "panic:") || strings.Contains(l, "goroutine ") {
@@ -685,10 +696,35 @@ func checkLogs(t *testing.T, w *world) {
 			}
 		}
 		for _, l := range f.logLines() {
-			var m map[string]any
+			var m struct {
+				AWS *struct {
+					CloudWatchMetrics []struct {
+						Namespace  string
+						Dimensions [][]string
+						Metrics    []struct{ Name string }
+					}
+				} `json:"_aws"`
+			}
 			if err := json.Unmarshal([]byte(l), &m); err != nil {
 				t.Errorf("%s (%s) wrote a line that is not JSON: %s", f.name, f.arch, l)
+				continue
+			}
+			if m.AWS == nil {
+				continue
+			}
+			for _, d := range m.AWS.CloudWatchMetrics {
+				if ns := w.specs[f.name].Env["S3Q_METRICS_NAMESPACE"]; d.Namespace != ns {
+					t.Errorf("%s wrote metrics in %q, the template says %q", f.name, d.Namespace, ns)
+				}
+				for _, mm := range d.Metrics {
+					c, ok := catalog.Lookup(mm.Name)
+					if !ok || len(d.Dimensions) != 1 || !slices.Equal(d.Dimensions[0], c.Dimensions) {
+						t.Errorf("%s wrote %s by %v, not in the metrics catalog so: %s", f.name, mm.Name, d.Dimensions, l)
+					}
+					seen[mm.Name] = true
+				}
 			}
 		}
 	}
+	return seen
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/events"
+	"github.com/s3q/s3q/shared/metrics/catalog"
 	"github.com/s3q/s3q/shared/queue"
 )
 
@@ -46,8 +47,50 @@ func (d Deps) Sweep(ctx context.Context, now time.Time) (queue.SweepReport, erro
 				logger.WarnContext(ctx, "write dead-letter metrics", "error", merr)
 			}
 		}
+		if now.Minute()%catalog.QueueStatsEveryMinutes == 0 {
+			d.queueStats(ctx, now, logger)
+		}
 	}
 	return rep, err
+}
+
+// maxStatsQueues is the most queues whose gauges one sweep writes: one
+// page of declared queues, by name.
+const maxStatsQueues = 100
+
+// queueStats writes the gauges of each declared queue (the first
+// maxStatsQueues by name): queue_depth from its index markers
+// (Queue.CountQueue: a LIST per index prefix and shard per 1,000 live
+// tasks) and oldest_pending_age_seconds, how long the task at its head
+// (the first a claim would take, Queue.List of one pending task) has been
+// available. About six requests per queue, every
+// catalog.QueueStatsEveryMinutes minutes. A queue that cannot be read is
+// logged and left out.
+func (d Deps) queueStats(ctx context.Context, now time.Time, logger *slog.Logger) {
+	res, err := d.Queue.ListQueues(ctx, queue.ListQueuesRequest{Limit: maxStatsQueues})
+	if err != nil {
+		logger.WarnContext(ctx, "queue stats: list queues", "error", err)
+		return
+	}
+	for _, decl := range res.Queues {
+		counts, err := d.Queue.CountQueue(ctx, decl, now)
+		if err != nil {
+			logger.WarnContext(ctx, "queue stats: count", "queue", decl.Name, "error", err)
+			continue
+		}
+		var age time.Duration
+		head, err := d.Queue.List(ctx, queue.ListRequest{Queue: decl.Name, Status: queue.StatusPending, Limit: 1})
+		if err != nil {
+			logger.WarnContext(ctx, "queue stats: head", "queue", decl.Name, "error", err)
+			continue
+		}
+		if len(head.Tasks) > 0 && now.After(head.Tasks[0].AvailableAt) {
+			age = now.Sub(head.Tasks[0].AvailableAt)
+		}
+		if merr := d.Metrics.QueueStats(decl.Name, counts.Live, age, now); merr != nil {
+			logger.WarnContext(ctx, "write queue metrics", "error", merr)
+		}
+	}
 }
 
 // deadLetters is a publisher that counts, by task type, the Task
