@@ -63,7 +63,7 @@ CDK_CLI   := infra/_cdkcli/node_modules/.bin
 CDK       := cd infra && JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 _cdkcli/node_modules/.bin/cdk
 CDK_FLAGS ?=
 
-.PHONY: build synth diff deploy cdk-bootstrap localstack-deploy infra-test rie-test coldstart cdk-cli
+.PHONY: build synth diff deploy destroy cdk-bootstrap localstack-deploy infra-test rie-test coldstart cdk-cli
 
 ## build: cross-compile every functions/<name> for Lambda (provided.al2023, arm64) into dist/<name>.zip
 build:
@@ -85,6 +85,12 @@ diff: build cdk-cli
 ## deploy: deploy stack s3q-$(ENV) with the credentials of the environment (AWS_PROFILE, ...)
 deploy: build cdk-cli
 	$(CDK) deploy -c env=$(ENV) --require-approval $(or $(APPROVAL),broadening) $(CDK_FLAGS) s3q-$(ENV)
+
+## destroy: delete stack s3q-$(ENV) (asks first; FORCE=1 does not). With retainData (prod by default)
+## the bucket and the log groups stay, with their data; otherwise they are emptied and deleted
+destroy: build cdk-cli
+	@echo "make destroy: deleting stack s3q-$(ENV); its bucket is kept only if retainData is true for $(ENV) (prod by default) - see docs/deploy.md"
+	$(CDK) destroy -c env=$(ENV) $(if $(FORCE),--force) $(CDK_FLAGS) s3q-$(ENV)
 
 ## cdk-bootstrap: once per account and region, before the first deploy
 cdk-bootstrap: cdk-cli
