@@ -512,13 +512,25 @@ func downloadArtifact(t *testing.T, w *world, id string, body map[string]any) {
 	}
 }
 
-// expiredTask is a task whose 1s ttl has passed by the sweep's event time.
+// expiredTask is a task whose one-minute ttl ran out an hour ago: made in
+// the bucket at that time (the API submits only now), as another process
+// would have.
 func expiredTask(t *testing.T, w *world) (string, string) {
 	t.Helper()
-	id := w.submit(t, "default", map[string]any{"task_type": "rie.expiring", "ttl": "1s"})
-	time.Sleep(2100 * time.Millisecond) // the event's time has whole seconds
-	w.expiring = id
-	return id, ""
+	ttl := queue.Duration(time.Minute)
+	res, err := w.library().In("default").Submit(t.Context(), queue.SubmitRequest{TaskType: "rie.expiring", TTL: &ttl}, time.Now().Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Task.ID, ""
+}
+
+// library is the queue over the world's bucket, for the state the API
+// cannot make (the past).
+func (w *world) library() *queue.Queue {
+	env := w.specs[lambdafn.SweepExpired].Env
+	shards, _ := strconv.Atoi(env["S3Q_SHARDS"])
+	return queue.New(s3store.New(setup.vgw.Client(), w.bucket, env["S3Q_PREFIX"]), queue.Options{Shards: shards})
 }
 
 // sweptAndPublished: the task expired, and its Task Expired event went to
@@ -543,10 +555,9 @@ func sweptAndPublished(t *testing.T, w *world, id string, _ map[string]any) {
 // (the API can only make schedules from now on).
 func dueSchedule(t *testing.T, w *world) (string, string) {
 	t.Helper()
-	st := s3store.New(setup.vgw.Client(), w.bucket, w.specs[lambdafn.ScheduleTick].Env["S3Q_PREFIX"])
-	q := queue.New(st, queue.Options{})
+	q := w.library()
 	ttl := queue.Duration(time.Hour)
-	if _, err := schedule.New(st, q, schedule.Options{}).Create(t.Context(), schedule.Request{
+	if _, err := schedule.New(q.Store(), q, schedule.Options{}).Create(t.Context(), schedule.Request{
 		ID: "rie-every-minute", TaskType: "rie.tick", Cron: "* * * * *", TTL: &ttl,
 	}, time.Now().Add(-10*time.Minute)); err != nil {
 		t.Fatal(err)

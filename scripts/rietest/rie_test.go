@@ -116,7 +116,6 @@ type world struct {
 
 	// State the cases leave for later ones.
 	artifactTask   string
-	expiring       string
 	ordersDeclared bool
 }
 
