@@ -63,7 +63,7 @@ EventBridge bus. Presigned artifact URLs point at the S3 server.
 Push queues: --push QUEUE=TARGET (repeatable) makes QUEUE's tasks be
 delivered in this process to TARGET, an http(s):// URL (a POST signed with
 --push-secret) or a Lambda function name (invoked at --lambda-endpoint, or
-S3Q_LAMBDA_ENDPOINT). S3Q_PUSH_QUEUES (JSON, see the README) declares push
+S3Q_LAMBDA_ENDPOINT). S3Q_PUSH_QUEUES (JSON, see docs/push.md) declares push
 queues with max_concurrency and timeout.
 
 Examples:

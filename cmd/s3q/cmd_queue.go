@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -99,20 +100,27 @@ Subcommands:
   update NAME [flags]    change the flags given, keep the rest (not --shards)
   list                   declared queues, with counts of live tasks
   show NAME              one queue, with its counts
+  pause NAME             claims and push deliveries take nothing from it; submits go on
+  resume NAME            undo pause
   delete NAME            delete it; refused while it holds pending or running tasks
+                         (empty it first with 's3q purge -q NAME --status pending')
 
-Counts come from the queue's index markers: live (pending or running), delayed
-(not yet available) and, with --max-concurrency, running (slots held).
+Counts come from the queue's indexes: live (pending or running), delayed (not
+yet available), with --max-concurrency running (slots held), and failed,
+cancelled and expired. A pause is seen by every process within 30s (the time a
+declaration is cached); the sweep still expires the tasks of a paused queue.
+See also 's3q stats'.
 
 Examples:
   s3q queue create emails --ttl 1h --max-attempts 5 --timeout 2m --max-concurrency 10
   s3q queue create thumbs --target-lambda arn:aws:lambda:eu-west-1:123456789012:function:thumbs
   s3q queue create hooks --target-url https://example.com/s3q --target-secret /s3q/hooks
   s3q queue update emails --max-concurrency 20 --no-ttl
+  s3q queue pause emails
   s3q queue list --no-counts -o json`,
 		flags: r.qf.define,
 		run: func(ctx context.Context, e *env, args []string) error {
-			if err := r.start(ctx, e, args, "queue", "create, update, list, show, delete"); err != nil {
+			if err := r.start(ctx, e, args, "queue", "create, update, list, show, pause, resume, delete"); err != nil {
 				return err
 			}
 			sub, ok := queueSubcommands[r.sub]
@@ -136,6 +144,33 @@ type queueCall struct {
 var queueSubcommands = map[string]func(r *queueCall) error{
 	"create": (*queueCall).declare, "update": (*queueCall).declare,
 	"show": (*queueCall).showOne, "delete": (*queueCall).delete, "list": (*queueCall).list,
+	"pause": (*queueCall).pause, "resume": (*queueCall).pause,
+}
+
+// pause is pause and resume.
+func (r *queueCall) pause() error {
+	name, err := r.name()
+	if err != nil {
+		return err
+	}
+	op := r.c.ResumeQueue
+	if r.sub == "pause" {
+		op = r.c.PauseQueue
+	}
+	q, err := op(r.ctx, name)
+	if err != nil {
+		return err
+	}
+	if r.e.output == "json" {
+		return printJSON(r.e.stdout, map[string]any{"queue": q})
+	}
+	if q.Paused {
+		fmt.Fprintf(r.e.stdout, "queue %s is paused since %s: claims and push deliveries take nothing from it; submits go on ('s3q queue resume %s' undoes it)\n",
+			name, q.PausedAt.UTC().Format(time.RFC3339), name)
+	} else {
+		fmt.Fprintf(r.e.stdout, "queue %s is active: claims and push deliveries take its tasks\n", name)
+	}
+	return nil
 }
 
 // name returns the one queue NAME the subcommand takes.
@@ -230,6 +265,9 @@ func printQueue(w io.Writer, q client.QueueInfo) {
 		row("timeout", q.Timeout.String())
 	}
 	row("shards", strconv.Itoa(q.Shards))
+	if q.Paused && q.PausedAt != nil {
+		row("paused", "since "+q.PausedAt.UTC().Format(time.RFC3339))
+	}
 	if q.MaxConcurrency > 0 {
 		row("max_concurrency", strconv.Itoa(q.MaxConcurrency))
 	}
@@ -247,22 +285,39 @@ func printQueue(w io.Writer, q client.QueueInfo) {
 	_ = tw.Flush()
 }
 
-// printQueues shows queues as a table.
+// printQueues shows queues as a table: a column per count (a + when a
+// count stopped at its page bound; - for none asked, or for COMPLETED
+// where the bucket layout cannot count it).
 func printQueues(w io.Writer, qs []client.QueueInfo) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUEUE\tMAX_CONCURRENCY\tTARGET\tTASKS")
+	fmt.Fprintln(tw, "QUEUE\tSTATE\tLIVE\tDELAYED\tRUNNING\tFAILED\tCANCELLED\tEXPIRED\tCOMPLETED\tMAX_CONCURRENCY\tTARGET")
 	for _, q := range qs {
-		mc, target, tasks := "-", "-", "-"
+		mc, target, state := "-", "-", "active"
 		if q.MaxConcurrency > 0 {
 			mc = strconv.Itoa(q.MaxConcurrency)
 		}
 		if q.Target != nil {
 			target = q.Target.Lambda + q.Target.URL
 		}
-		if q.Counts != nil {
-			tasks = counts(q.Counts)
+		if q.Paused {
+			state = "paused"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", q.Name, mc, target, tasks)
+		cols := []string{"-", "-", "-", "-", "-", "-", "-"}
+		if c := q.Counts; c != nil {
+			more := ""
+			if c.AtLeast {
+				more = "+"
+			}
+			n := func(v int) string { return strconv.Itoa(v) + more }
+			cols = []string{n(c.Live), n(c.Delayed), "-", n(c.Failed), n(c.Cancelled), n(c.Expired), "-"}
+			if c.Running != nil {
+				cols[2] = strconv.Itoa(*c.Running)
+			}
+			if c.Completed != nil {
+				cols[6] = n(*c.Completed)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", q.Name, state, strings.Join(cols, "\t"), mc, target)
 	}
 	_ = tw.Flush()
 }
@@ -275,6 +330,10 @@ func counts(c *queue.QueueCounts) string {
 	s := fmt.Sprintf("%d%s live, %d delayed", c.Live, more, c.Delayed)
 	if c.Running != nil {
 		s += fmt.Sprintf(", %d running", *c.Running)
+	}
+	s += fmt.Sprintf("; %d failed, %d cancelled, %d expired", c.Failed, c.Cancelled, c.Expired)
+	if c.Completed != nil {
+		s += fmt.Sprintf(", %d completed", *c.Completed)
 	}
 	return s
 }

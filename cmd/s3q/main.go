@@ -48,6 +48,7 @@ var commands = byName(append([]func() *command{
 	submitCommand, listCommand, historyCommand,
 	queueCommand, scheduleCommand, workerCommand,
 	devCommand, invokeCommand, sweepCommand,
+	statsCommand, purgeCommand, bulkCommand,
 }, taskOpCommands()...))
 
 // byName indexes command factories by their command's name.

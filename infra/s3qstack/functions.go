@@ -56,8 +56,8 @@ type Function struct {
 	PutEvents bool
 }
 
-// Key prefixes of DESIGN.md §7 as shared/queue and shared/schedule use them
-// (keys.go there). DESIGN's leases/ and the queue list live in sweep/, the
+// Key prefixes of the bucket layout as shared/queue and shared/schedule use them
+// (keys.go there). Parked leases and the queue list live in sweep/, the
 // sweep's one time-sorted index: the queue registry (written by the first
 // submit of a queue), running tasks parked until their lease ends, the
 // outbox of transitions that owe an event (expiry, dead-letter) and the
@@ -73,7 +73,7 @@ const (
 	pSchedules = "schedules/"
 	pDue       = "due/"
 	pArtifacts = "artifacts/"
-	pQueues    = "queues/" // declared queues (DESIGN §12.2)
+	pQueues    = "queues/" // declared queues
 	pSlots     = "slots/"  // concurrency slots of queues with max_concurrency, freed by If-Match
 	pStatus    = "status/" // failed, expired and cancelled tasks, for listing by status
 	kTaskTypes = "config/task_types.json"
@@ -135,16 +135,16 @@ func Functions() []Function {
 			// and frees a slot (If-Match) when a lease holder finishes.
 			Name: "tasks",
 			Access: []Access{
-				on(pTasks, GetObject, PutObject, PutObjectTagging, ListBucket, GetObjectVersion, ListBucketVersions),
-				on(pQueues, GetObject, PutObject, ListBucket), // declared, replaced by If-Match, deleted as a tombstone
+				on(pTasks, GetObject, PutObject, PutObjectTagging, DeleteObject, ListBucket, GetObjectVersion, ListBucketVersions), // purge deletes records
+				on(pQueues, GetObject, PutObject, ListBucket), // declared, paused, replaced by If-Match, deleted as a tombstone
 				on(pSlots, PutObject, ListBucket),             // freed (If-Match) when a lease holder finishes
 				on(pReady, GetObject, PutObject, DeleteObject, ListBucket),
 				on(pDeadline, GetObject, PutObject, DeleteObject, ListBucket),
 				on(pDedup, GetObject, PutObject), // a retry takes its dedup key again
 				on(pSweep, GetObject, PutObject, DeleteObject),
 				on(pChildren, GetObject, PutObject, DeleteObject),
-				on(pStatus, GetObject, PutObject, DeleteObject),
-				on(pArtifacts, GetObject, PutObject), // signed into the URLs
+				on(pStatus, GetObject, PutObject, DeleteObject, ListBucket),
+				on(pArtifacts, GetObject, PutObject, DeleteObject, ListBucket), // signed into the URLs; a purge deletes them
 			},
 			Routes: []string{
 				"GET /queues", "PUT /queues/{queue}", "GET /queues/{queue}", "DELETE /queues/{queue}",
@@ -155,6 +155,9 @@ func Functions() []Function {
 				"POST /queues/{queue}/tasks/{id}/reschedule",
 				"POST /queues/{queue}/tasks/{id}/artifacts", "GET /queues/{queue}/tasks/{id}/artifacts/{name}",
 				"GET /openapi.json",
+				// The queue operations (docs/operations.md).
+				"POST /queues/{queue}/pause", "POST /queues/{queue}/resume", "GET /queues/{queue}/stats", "POST /queues/{queue}/purge",
+				"POST /queues/{queue}/bulk/retry", "POST /queues/{queue}/bulk/cancel", "POST /queues/{queue}/bulk/expire",
 			},
 		},
 		{

@@ -15,7 +15,7 @@ import (
 	"github.com/s3q/s3q/shared/metrics/catalog"
 )
 
-// Push delivery (DESIGN §12.4): the dispatch function, fired every tick
+// Push delivery: the dispatch function, fired every tick
 // like the timers and woken by submit (an asynchronous Invoke) for a task
 // due now, delivers the tasks of push queues to their targets. Its role
 // may invoke only the Lambda targets named in pushTargets and read only

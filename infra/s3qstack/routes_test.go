@@ -69,11 +69,11 @@ func TestEveryRouteAFunctionServesReachesThatFunction(t *testing.T) {
 	}
 }
 
-// iamPolicies reads the IAM policies of the README's "Access per queue"
-// section (its ```json blocks), by the Sid of their first statement.
-func iamPolicies(t *testing.T) map[string][]string {
+// iamPolicies reads the IAM policies of a page of docs/ (its ```json
+// blocks), by the Sid of their first statement.
+func iamPolicies(t *testing.T, page string) map[string][]string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", page))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func iamPolicies(t *testing.T) map[string][]string {
 		}
 		for _, st := range p.Statement {
 			if st.Effect != "Allow" || st.Action != "execute-api:Invoke" {
-				t.Fatalf("README policy %s: want only Allow execute-api:Invoke statements", st.Sid)
+				t.Fatalf("docs/%s policy %s: want only Allow execute-api:Invoke statements", page, st.Sid)
 			}
 			out[p.Statement[0].Sid] = append(out[p.Statement[0].Sid], st.Resource...)
 		}
@@ -108,24 +108,47 @@ func iamMatch(pattern, s string) bool {
 	return regexp.MustCompile(re).MatchString(s)
 }
 
-// The README's policies let one role only submit to queue a and another
+// The policies of docs/queues.md let one role only submit to queue a and another
 // only work it (claim and the lease operations): every route of the stack,
 // called for queue a and queue b, is allowed exactly where it should be.
 // API Gateway authorizes a call as the ARN
 // arn:aws:execute-api:{region}:{account}:{api}/{stage}/{METHOD}/{path}.
 func TestReadmeIAMPoliciesScopeRolesToOneQueue(t *testing.T) {
-	policies := iamPolicies(t)
-	want := map[string][]string{
+	checkPolicies(t, "queues.md", map[string][]string{
 		"SubmitToQueueA": {"POST /queues/{queue}/tasks", "POST /queues/{queue}/tasks/batch"},
 		"WorkQueueA": {
 			"POST /queues/{queue}/claim", "POST /queues/{queue}/tasks/{id}/heartbeat", "POST /queues/{queue}/tasks/{id}/complete",
 			"POST /queues/{queue}/tasks/{id}/fail", "POST /queues/{queue}/tasks/{id}/reschedule", "POST /queues/{queue}/tasks/{id}/cancel",
 		},
-	}
+	})
+}
+
+// The policies of docs/operations.md: an operator of queue a reads it,
+// pauses and resumes it and runs bulk retries, cancels and expiries, but
+// does not purge; purging is a grant of its own. Neither reaches queue b,
+// and the submit and work policies above reach none of these routes.
+func TestOperationsIAMPoliciesSeparatePurge(t *testing.T) {
+	checkPolicies(t, "operations.md", map[string][]string{
+		"OperateQueueA": {
+			"GET /queues/{queue}", "GET /queues/{queue}/stats", "POST /queues/{queue}/pause", "POST /queues/{queue}/resume",
+			"POST /queues/{queue}/bulk/retry", "POST /queues/{queue}/bulk/cancel", "POST /queues/{queue}/bulk/expire",
+			"GET /queues/{queue}/tasks", "GET /queues/{queue}/tasks/{id}", "GET /queues/{queue}/tasks/{id}/history",
+			"GET /queues/{queue}/tasks/{id}/artifacts/{name}",
+		},
+		"PurgeQueueA": {"POST /queues/{queue}/purge"},
+	})
+}
+
+// checkPolicies checks the policies of a page of docs/ by Sid: each
+// allows exactly its routes, for queue a and no other, among every route
+// of the stack.
+func checkPolicies(t *testing.T, page string, want map[string][]string) {
+	t.Helper()
+	policies := iamPolicies(t, page)
 	for sid, routes := range want {
 		resources, ok := policies[sid]
 		if !ok {
-			t.Fatalf("README has no policy %s (have %v)", sid, policies)
+			t.Fatalf("docs/%s has no policy %s (have %v)", page, sid, policies)
 		}
 		allowed := func(arn string) bool {
 			for _, r := range resources {

@@ -1,7 +1,7 @@
 // Package s3qstack is the CDK stack of one s3q environment: the bucket, one
 // Lambda function per folder under functions/, the HTTP API, the EventBridge
 // rules that fire sweep-expired and schedule-tick, the event bus for task
-// events, log groups and alarms (DESIGN.md §10).
+// events, log groups and alarms.
 package s3qstack
 
 import (
@@ -182,7 +182,7 @@ func (b *builder) bucket() {
 				AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1)),
 			},
 			{
-				// Backstop: the sweep deletes artifacts earlier (DESIGN §6).
+				// Backstop: the sweep deletes artifacts earlier.
 				// A deleted artifact's old bodies go a day later: where two
 				// rules overlap, S3 applies the shorter expiration.
 				Id:                          jsii.String("artifacts"),
@@ -207,7 +207,7 @@ func (b *builder) bucket() {
 			},
 		},
 	})
-	// Records change only by conditional writes (DESIGN §7): whoever
+	// Records change only by conditional writes: whoever
 	// writes them, a PUT without If-None-Match or If-Match is refused.
 	var records []*string
 	for _, p := range ConditionalWriteKeys {
@@ -345,7 +345,7 @@ var AccessLogFormat = map[string]string{
 func (b *builder) api() {
 	b.out.Api = awsapigatewayv2.NewHttpApi(b.stack, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
 		ApiName:            jsii.String(b.name("api")),
-		Description:        jsii.String("s3q HTTP API (DESIGN §8), IAM (SigV4) auth on every route"),
+		Description:        jsii.String("s3q HTTP API, IAM (SigV4) auth on every route"),
 		DefaultAuthorizer:  awsapigatewayv2authorizers.NewHttpIamAuthorizer(),
 		CreateDefaultStage: jsii.Bool(false),
 	})

@@ -447,11 +447,11 @@ func TestStack(t *testing.T) {
 			{"sweep-expired", "s3:DeleteObject", "children/p/c", true},
 			{"schedule-tick", "s3:PutObject", "sweep/20000101T000000.000000Z_queue_default", true},
 			{"claim", "s3:DeleteObject", "children/p/c", true},
-			// DESIGN §7's leases/ and a queue list are not prefixes of the core.
+			// A leases/ prefix and a queue list are not prefixes of the core.
 			{"claim", "s3:PutObject", "leases/20260101T000000.000000Z_x", false},
 			{"sweep-expired", "s3:GetObject", "leases/20260101T000000.000000Z_x", false},
 			{"sweep-expired", "s3:PutObject", "queues/default.json", false},
-			// Declared queues and their concurrency slots (DESIGN §12.2).
+			// Declared queues and their concurrency slots.
 			{"submit", "s3:GetObject", "queues/default.json", true},
 			{"submit", "s3:PutObject", "queues/default.json", true},
 			{"claim", "s3:GetObject", "queues/default.json", true},
@@ -464,10 +464,17 @@ func TestStack(t *testing.T) {
 			{"tasks", "s3:DeleteObject", "queues/default.json", false}, // a deleted queue is a tombstone
 			{"sweep-expired", "s3:PutObject", "slots/default/0000", true},
 			{"submit", "s3:PutObject", "slots/default/0000", false},
-			// Artifacts: the tasks function signs PUT and GET URLs; the
-			// sweep lists and deletes, and reads none.
+			// Artifacts: the tasks function signs PUT and GET URLs, and a
+			// purge deletes a purged task's; the sweep lists and deletes,
+			// and reads none.
 			{"tasks", "s3:GetObject", "artifacts/x/out.bin", true},
-			{"tasks", "s3:DeleteObject", "artifacts/x/out.bin", false},
+			{"tasks", "s3:DeleteObject", "artifacts/x/out.bin", true},
+			// A record is deleted only by a purge (the tasks function),
+			// after its tombstone's compare-and-swap.
+			{"tasks", "s3:DeleteObject", "tasks/x.json", true},
+			{"claim", "s3:DeleteObject", "tasks/x.json", false},
+			{"sweep-expired", "s3:DeleteObject", "tasks/x.json", false},
+			{"dispatch", "s3:DeleteObject", "tasks/x.json", false},
 			{"sweep-expired", "s3:GetObject", "artifacts/x/out.bin", false},
 			{"claim", "s3:PutObject", "artifacts/x/out.bin", false},
 		} {
@@ -560,7 +567,7 @@ func TestStack(t *testing.T) {
 				want[r] = fn.Name
 			}
 		}
-		// DESIGN §12.3, written out again here so a route dropped from the
+		// Every route of the API, written out again here so a route dropped from the
 		// table fails the test.
 		design := []string{
 			"GET /queues", "PUT /queues/{queue}", "GET /queues/{queue}", "DELETE /queues/{queue}",
@@ -578,10 +585,10 @@ func TestStack(t *testing.T) {
 		}
 		for _, r := range design {
 			if _, ok := want[r]; !ok {
-				t.Errorf("route %s of DESIGN §12.3 is missing", r)
+				t.Errorf("route %s of the API is missing", r)
 			}
 		}
-		// The unscoped routes of DESIGN §8 are gone; GET /tasks stays, and
+		// The unscoped routes of the first API are gone; GET /tasks stays, and
 		// GET /openapi.json describes the API.
 		for r := range want {
 			if r != "GET /tasks" && r != "GET /queues" && r != "GET /openapi.json" && !strings.HasPrefix(strings.SplitN(r, " ", 2)[1], "/queues/{queue}") {

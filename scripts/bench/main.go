@@ -9,6 +9,7 @@
 //	bench faults mix=M rate=R submits=N tasks=T duplicates=D dedup_violations=V lost=L run_twice=R http_500=E
 //	bench push target=http tasks=N pickup_p50_ms=A pickup_p99_ms=B requests_per_task=R
 //	bench push target=http delayed=N lateness_p50_ms=A lateness_p99_ms=B
+//	bench ops op=purge status=pending stored=300 changed=100 requests=R ... per_task=X   (ops.go; and retry, cancel, expire, stats)
 //
 // (push.go: through s3q dev; -only push runs just those.)
 //
@@ -55,7 +56,7 @@ func main() {
 	throughputTasks := flag.Int("throughput-tasks", 400, "backlog drained per throughput figure")
 	workers := flag.String("workers", "1,4,16", "worker counts for the throughput figures")
 	rawFor := flag.Duration("raw-for", 2*time.Second, "how long to measure the raw PUT+GET rate")
-	only := flag.String("only", "", "run only these figures, comma-separated: lifecycle, throughput, sweep, tick, list, faults, push")
+	only := flag.String("only", "", "run only these figures, comma-separated: lifecycle, throughput, sweep, tick, list, ops, faults, push")
 	faultMixes := flag.String("fault-mixes", "lost_answers,mixed", "fault mixes of the faults figures (empty: none)")
 	faultRate := flag.Float64("fault-rate", 0.10, "share of S3 requests that meet a fault in the faults figures")
 	faultSubmits := flag.Int("fault-submits", 1000, "submits per faults figure")
@@ -130,6 +131,11 @@ func main() {
 			log.Fatal(err)
 		}
 	}
+	if run("ops") {
+		if err := benchOps(ctx, srv); err != nil {
+			log.Fatal(err)
+		}
+	}
 	if run("faults") {
 		if err := benchFaults(ctx, srv, *faultMixes, *faultRate, *faultSubmits, *faultWorkers); err != nil {
 			log.Fatal(err)
@@ -161,7 +167,7 @@ func lifecycle(ctx context.Context, srv *s3local.Server, n int, ttl bool, mc int
 		counting.Reset()
 	}
 	for i := 0; i < n; i++ {
-		// With an id, as every client sends one (DESIGN §12.1): it costs
+		// With an id, as every client sends one: it costs
 		// no request.
 		req := queue.SubmitRequest{ID: queue.NewID(time.Now()), TaskType: "bench", Input: []byte(`{"n":1}`)}
 		if ttl {

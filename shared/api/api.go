@@ -1,4 +1,4 @@
-// Package api is the HTTP API of s3q (DESIGN.md §8, §12.2, §12.3): the
+// Package api is the HTTP API of s3q: the
 // queue declarations (PUT|GET|DELETE /queues/{queue}, GET /queues) and,
 // under /queues/{queue}, the task routes: submit (one and batch, with an
 // optional synchronous wait), get, list, history, cancel, retry, expire,

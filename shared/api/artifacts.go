@@ -18,7 +18,7 @@ type artifactBody struct {
 
 // artifactUpload serves POST /queues/{queue}/tasks/{id}/artifacts: 201 with a presigned
 // PUT URL for the artifact named in the body, living until min(now +
-// artifact_ttl, the task's expires_at) (DESIGN §6), for a body of exactly
+// artifact_ttl, the task's expires_at), for a body of exactly
 // size bytes (400 naming size when it is missing, 413 too_large over the
 // deployment's limit). The task must be pending or running and before its
 // deadline (else 409 invalid_state).

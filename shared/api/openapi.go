@@ -85,6 +85,7 @@ func schemas() obj {
 		"lease_expires_at": dateTime(), "worker_id": str(), "started_at": dateTime(),
 		"last_error": str(), "failed_at": dateTime(), "ended_by": obj{"type": "string", "description": "the lease operation that ended the last lease (complete, fail, reschedule, cancel)"}, "completed_at": dateTime(), "cancelled_at": dateTime(), "cancel_requested": boolean(),
 		"expiry_event_sent_at": dateTime(), "dead_letter_event_sent_at": dateTime(), "artifacts_expire_at": dateTime(),
+		"purged_at": obj{"type": "string", "format": "date-time", "description": "the task was purged then (only in the last version of a purged task's history)"},
 	}
 	lease := obj{"lease_token": obj{"type": "string", "description": "the token of the lease, from the claim"}}
 	withLease := func(props obj, required ...string) obj {
@@ -107,8 +108,41 @@ func schemas() obj {
 		"name": str(), "ttl": duration(), "ttl_from": ref("TTLFrom"), "max_attempts": integer(), "timeout": duration(),
 		"shards": integer(), "max_concurrency": integer(), "target": ref("Target"), "auto_declared": boolean(),
 		"created_at": dateTime(), "updated_at": dateTime(),
-		"counts": object(obj{"live": integer(), "delayed": integer(), "running": integer(), "at_least": boolean()}, []string{"live", "delayed"}, false),
+		"paused": obj{"type": "boolean", "description": "claims and push deliveries take nothing from a paused queue; submits go on"}, "paused_at": dateTime(),
+		"counts": ref("Counts"),
 	}
+	counts := object(obj{
+		"live": obj{"type": "integer", "description": "pending or running"}, "delayed": obj{"type": "integer", "description": "live, not available yet"},
+		"running": obj{"type": "integer", "description": "slots held (queues with max_concurrency)"},
+		"failed":  integer(), "cancelled": integer(), "expired": integer(),
+		"completed": obj{"type": "integer", "description": "completed or archived: present where the bucket layout keeps each queue's records apart"},
+		"at_least":  obj{"type": "boolean", "description": "a count stopped at 10 LIST pages: there are at least this many"},
+	}, []string{"live", "delayed", "failed", "cancelled", "expired"}, false)
+	stats := object(obj{
+		"queue": str(), "paused": boolean(), "paused_at": dateTime(), "counts": ref("Counts"),
+		"oldest_pending_at":          obj{"type": "string", "format": "date-time", "description": "when the oldest due pending task became available"},
+		"oldest_pending_age_seconds": obj{"type": "integer", "description": "how long it has waited since"},
+		"recent": object(obj{"window_seconds": integer(), "failed": integer(), "cancelled": integer(), "expired": integer()},
+			[]string{"window_seconds", "failed", "cancelled", "expired"}, true),
+		"at": dateTime(),
+	}, []string{"queue", "paused", "counts", "recent", "at"}, true)
+	bulkRequest := object(obj{
+		"status":    ref("Status"),
+		"task_type": obj{"type": "string", "description": "only tasks of this type"},
+		"older_than": obj{"type": []string{"string", "number"},
+			"description": "only tasks last changed (updated_at) at least this long ago: a duration such as 90s, 30m, 1h or 7d, or a number of seconds"},
+		"limit":   obj{"type": "integer", "minimum": 1, "maximum": 100, "description": "most tasks changed by this call (default 100)"},
+		"cursor":  obj{"type": "string", "description": "the next_cursor of the previous call"},
+		"dry_run": obj{"type": "boolean", "description": "report what would change, write nothing"},
+	}, nil, true)
+	bulkReply := object(obj{
+		"op": obj{"type": "string", "enum": []string{"purge", "retry", "cancel", "expire"}}, "queue": str(), "status": ref("Status"), "dry_run": boolean(),
+		"matched":     obj{"type": "integer", "description": "tasks the filter chose in this call"},
+		"changed":     obj{"type": "integer", "description": "tasks changed (on a dry run: that would be)"},
+		"task_ids":    arrayOf(str()),
+		"skipped":     arrayOf(object(obj{"id": str(), "reason": str()}, []string{"id", "reason"}, true)),
+		"next_cursor": obj{"type": "string", "description": "continue with it; absent once every task of the status was examined"},
+	}, []string{"op", "queue", "status", "dry_run", "matched", "changed", "task_ids"}, true)
 	taskResult := obj{"task": ref("Task"), "deduplicated": boolean(), "replayed": boolean()}
 	return obj{
 		"Status":   obj{"type": "string", "enum": []string{"pending", "running", "completed", "failed", "cancelled", "expired", "archived"}},
@@ -119,6 +153,7 @@ func schemas() obj {
 		"Error":    object(obj{"code": str(), "message": str(), "field": obj{"type": "string", "description": "the request field at fault, in its JSON spelling"}}, []string{"code", "message"}, true),
 		"Target":   object(obj{"lambda": str(), "url": str(), "secret": str()}, nil, false),
 		"Queue":    object(queueProps, []string{"name", "created_at", "updated_at"}, false),
+		"Counts":   counts,
 		"Schedule": object(obj{"id": str(), "task_type": str(), "queue": str(), "cron": str(), "last_run_at": nullTime(), "next_run_at": nullTime(), "next_runs": arrayOf(dateTime())}, []string{"id", "task_type", "cron"}, false),
 		"Fire": object(obj{"schedule_id": str(), "fire_time": dateTime(), "task_id": str(), "fired_at": dateTime(),
 			"skipped": str(), "running_task_id": str(), "error": str()}, []string{"schedule_id", "fire_time", "fired_at"}, false),
@@ -133,6 +168,9 @@ func schemas() obj {
 		"History":         object(obj{"versions": arrayOf(object(obj{"version_id": str(), "modified_at": dateTime(), "task": ref("Task")}, []string{"version_id", "modified_at", "task"}, true)), "next_cursor": str()}, []string{"versions"}, true),
 		"QueueReply":      object(obj{"queue": ref("Queue")}, []string{"queue"}, true),
 		"QueueList":       object(obj{"queues": arrayOf(ref("Queue")), "next_cursor": str()}, []string{"queues"}, true),
+		"StatsReply":      object(obj{"stats": stats}, []string{"stats"}, true),
+		"BulkReply":       bulkReply,
+		"BulkRequest":     bulkRequest,
 		"ScheduleReply":   object(obj{"schedule": ref("Schedule")}, []string{"schedule"}, true),
 		"ScheduleList":    object(obj{"schedules": arrayOf(ref("Schedule")), "next_cursor": str()}, []string{"schedules"}, true),
 		"FireReply":       object(obj{"fire": ref("Fire")}, []string{"fire"}, true),
@@ -279,7 +317,7 @@ func buildDocument() []byte {
 		"info": obj{
 			"title":   "s3q",
 			"version": "1",
-			"description": "s3q, a serverless task queue whose only state is one S3 bucket (DESIGN.md §8, §12.3). " +
+			"description": "s3q, a serverless task queue whose only state is one S3 bucket. " +
 				"JSON in and out; errors are {\"error\":{\"code\",\"message\",\"field\"}}. A request no route matches answers " +
 				"404 not_found, or 405 method_not_allowed with an Allow header when its path is served with other methods " +
 				"(components.responses.NoRoute and MethodNotAllowed). Unknown JSON fields and query parameters are 400 invalid_input naming them.",

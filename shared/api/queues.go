@@ -9,7 +9,7 @@ import (
 	"github.com/s3q/s3q/shared/queue"
 )
 
-// The queue routes (DESIGN §12.2): PUT|GET|DELETE /queues/{queue} and
+// The queue routes: PUT|GET|DELETE /queues/{queue} and
 // GET /queues.
 
 // queueBody is the body of PUT /queues/{queue}: the settable fields of a

@@ -26,7 +26,7 @@ func declared(e *env) (string, string) {
 	return "", ""
 }
 
-// The queue routes (DESIGN §12.2), in the table every route case runs
+// The queue routes, in the table every route case runs
 // through: an error answer writes nothing.
 var queueCases = []routeCase{
 	{name: "put_queue_declares_it_201", method: "PUT", path: "/queues/emails",

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/s3q/s3q/shared/queue"
 )
 
 // handler serves one route: it reads rq and returns what to answer, or an
@@ -53,7 +55,7 @@ var (
 )
 
 // table is every route, in the order Routes lists them. Every route that
-// touches a queue's tasks names the queue in its path (DESIGN §12.3), so
+// touches a queue's tasks names the queue in its path, so
 // that IAM policies on execute-api:Invoke scope a principal to queues;
 // GET /tasks, across queues, is the one operator route.
 var table = []*route{
@@ -118,6 +120,20 @@ var table = []*route{
 		body: "Empty", answers: answers200("FireReply"), errors: []string{CodeQueueNotFound, CodeConflict}, serve: (*API).scheduleTrigger},
 	{method: "GET", pattern: "/queues/{queue}/schedules/{id}/history", function: "schedules", summary: "List a schedule's fires",
 		query: []string{"since", "limit", "cursor"}, answers: answers200("ScheduleHistory"), serve: (*API).scheduleHistory},
+	{method: "POST", pattern: "/queues/{queue}/pause", function: "tasks", summary: "Pause a queue: claims and push deliveries take nothing from it; submits go on",
+		body: "Empty", answers: answers200("QueueReply"), errors: []string{CodeQueueNotFound, CodeConflict}, serve: (*API).queuePause},
+	{method: "POST", pattern: "/queues/{queue}/resume", function: "tasks", summary: "Resume a paused queue",
+		body: "Empty", answers: answers200("QueueReply"), errors: []string{CodeQueueNotFound, CodeConflict}, serve: (*API).queueResume},
+	{method: "GET", pattern: "/queues/{queue}/stats", function: "tasks", summary: "Counts by status, the oldest due pending task, the failures, cancels and expiries of the last hour",
+		answers: answers200("StatsReply"), errors: []string{CodeQueueNotFound}, serve: (*API).queueStats},
+	{method: "POST", pattern: "/queues/{queue}/purge", function: "tasks", summary: "Delete up to 100 pending or finished tasks chosen by status, type and age (dry_run to count), resumable by cursor",
+		body: "BulkRequest", answers: answers200("BulkReply"), errors: []string{CodeQueueNotFound}, serve: bulk(queue.OpPurge)},
+	{method: "POST", pattern: "/queues/{queue}/bulk/retry", function: "tasks", summary: "Retry up to 100 failed or cancelled tasks chosen by status, type and age, resumable by cursor",
+		body: "BulkRequest", answers: answers200("BulkReply"), errors: []string{CodeQueueNotFound}, serve: bulk(queue.OpRetry)},
+	{method: "POST", pattern: "/queues/{queue}/bulk/cancel", function: "tasks", summary: "Cancel up to 100 pending (or running) tasks chosen by status, type and age, resumable by cursor",
+		body: "BulkRequest", answers: answers200("BulkReply"), errors: []string{CodeQueueNotFound}, serve: bulk(queue.OpCancel)},
+	{method: "POST", pattern: "/queues/{queue}/bulk/expire", function: "tasks", summary: "Expire up to 100 pending tasks chosen by type and age, resumable by cursor",
+		body: "BulkRequest", answers: answers200("BulkReply"), errors: []string{CodeQueueNotFound}, serve: bulk(queue.OpExpire)},
 	{method: "GET", pattern: "/openapi.json", function: "tasks", summary: "This document: the OpenAPI 3.1 description of the API",
 		answers: answers200("OpenAPI"), serve: (*API).openAPI},
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/s3q/s3q/shared/schedule"
 )
 
-// The schedule routes (DESIGN §12.3): POST|GET /queues/{queue}/schedules,
+// The schedule routes: POST|GET /queues/{queue}/schedules,
 // GET|PUT|DELETE /queues/{queue}/schedules/{id},
 // POST /queues/{queue}/schedules/{id}/pause|resume|trigger,
 // GET /queues/{queue}/schedules/{id}/history. A schedule belongs to the

@@ -12,8 +12,8 @@ import (
 // optional wait for the outcome.
 type submitBody struct {
 	queue.SubmitRequest
-	// Wait, when set, waits up to this long for the task to finish
-	// (DESIGN §6): a duration string or a number of seconds.
+	// Wait, when set, waits up to this long for the task to finish:
+	// a duration string or a number of seconds.
 	Wait *queue.Duration `json:"wait,omitempty"`
 }
 

@@ -12,7 +12,7 @@ import (
 )
 
 // TestSubmitByID covers POST /tasks and /tasks/batch with a client-made
-// id (DESIGN §12.1) on every backend.
+// id on every backend.
 func TestSubmitByID(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {

@@ -21,7 +21,7 @@ const (
 
 // awaitOutcome waits up to wait (real time) for a submitted task to
 // finish, reading its record now and then; queue.Queue.CheckWait decides
-// at each look (DESIGN §6):
+// at each look:
 //
 //   - finished (completed, failed, cancelled, archived): 200 with the task;
 //   - its expires_at passed first (by Options.Now): 504 deadline_exceeded,

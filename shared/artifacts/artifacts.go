@@ -1,5 +1,5 @@
 // Package artifacts hands out presigned S3 URLs for a task's artifacts,
-// artifacts/{task_id}/{name} in the bucket (DESIGN.md §6, seed 003): a PUT
+// artifacts/{task_id}/{name} in the bucket: a PUT
 // URL to upload one, a GET URL to read it. A URL expires at min(now +
 // artifact_ttl, task.expires_at); the sweep deletes a task's artifacts
 // once past that time or once the task has finished (see

@@ -1,4 +1,4 @@
-// Package client speaks the s3q HTTP API (DESIGN.md §8, §12.3) from Go: the
+// Package client speaks the s3q HTTP API from Go: the
 // server's JSON in and out, errors as *Error values that match the queue's
 // sentinels with errors.Is, and AWS SigV4 signing when the API is behind
 // API Gateway with IAM auth.

@@ -7,7 +7,7 @@ import (
 	"github.com/s3q/s3q/shared/queue"
 )
 
-// Queue routes of the API (DESIGN §12.2): PUT|GET|DELETE /queues/{queue},
+// Queue routes of the API: PUT|GET|DELETE /queues/{queue},
 // GET /queues.
 
 // QueueInfo is a declared queue as the API returns it: the declaration

@@ -9,7 +9,7 @@ import (
 	"github.com/s3q/s3q/shared/schedule"
 )
 
-// Schedule routes of the API (DESIGN §12.3), under the client's queue (or
+// Schedule routes of the API, under the client's queue (or
 // the queue a request names): POST|GET /queues/{queue}/schedules,
 // GET|PUT|DELETE /queues/{queue}/schedules/{id},
 // POST /queues/{queue}/schedules/{id}/pause|resume|trigger,

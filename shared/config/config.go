@@ -23,7 +23,7 @@
 //	                       longer one is refused with a 400 naming wait (default 25s;
 //	                       the stack sets its maxWaitSeconds)
 //	S3Q_AUTO_DECLARE       true: the first submit to an undeclared queue declares it; false
-//	                       (default): it is 404 queue_not_found (DESIGN §12.2)
+//	                       (default): it is 404 queue_not_found
 //	S3Q_MAX_QUEUES         most queues the deployment declares (default 1000)
 //	S3Q_ALLOW_INSECURE_TARGETS  true: http:// push targets are accepted (s3q dev); default false
 //	S3Q_PUSH_QUEUES        the push queues and their targets, JSON: {"orders": {"target":

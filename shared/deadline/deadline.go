@@ -3,7 +3,7 @@
 // may keep going, for how long a synchronous wait may last, and for how
 // long the task's temporary artifacts live. Every helper takes now.
 //
-// A running task is never interrupted by its deadline (DESIGN.md §3):
+// A running task is never interrupted by its deadline:
 // these helpers let a handler decide to stop on its own. The worker
 // (package worker) offers them to its handlers at its clock:
 // worker.Task.Remaining and worker.Task.ShouldAbort are Remaining and
@@ -43,7 +43,7 @@ func ArtifactLifetime(t *queue.Task, artifactTTL time.Duration) time.Time {
 }
 
 // URLExpiry returns when a presigned artifact URL issued at now expires:
-// min(now + artifactTTL, expires_at) (DESIGN.md §6).
+// min(now + artifactTTL, expires_at).
 func URLExpiry(t *queue.Task, artifactTTL time.Duration, now time.Time) time.Time {
 	return t.ArtifactURLExpiry(artifactTTL, now)
 }

@@ -1,4 +1,4 @@
-// Package dispatch delivers the tasks of push queues (DESIGN §12.4): it
+// Package dispatch delivers the tasks of push queues: it
 // claims due tasks with the queue's own claim (earliest deadline first,
 // then oldest), under a lease that is the delivery's deadline, and hands
 // each to the queue's target, a Lambda function (Invoke) or an HTTPS URL

@@ -43,7 +43,7 @@ const (
 
 // routes are the API routes each HTTP function owns, from the API's route
 // table (api.RoutesOf), which names the function of every route. Every
-// route that touches a queue's tasks names the queue (DESIGN §12.3); the
+// route that touches a queue's tasks names the queue; the
 // tasks function also serves the queue declarations, GET /tasks (the
 // operator's listing across queues) and GET /openapi.json.
 var routes = map[string][]string{

@@ -89,6 +89,13 @@ var eventCases = []eventCase{
 	{"queues-get.json", "tasks", pendingTask, 200, map[string]any{"queue.name": "default", "queue.counts.live": float64(1)}},
 	{"queues-list.json", "tasks", pendingTask, 200, map[string]any{"queues.0.name": "default", "queues.0.counts.live": float64(1)}},
 	{"queues-delete.json", "tasks", reportsQueue, 204, nil},
+	{"queues-pause.json", "tasks", pendingTask, 200, map[string]any{"queue.name": "default", "queue.paused": true}},
+	{"queues-resume.json", "tasks", pausedQueue, 200, map[string]any{"queue.name": "default", "queue.paused": nil}},
+	{"queues-stats.json", "tasks", pendingTask, 200, map[string]any{"stats.queue": "default", "stats.counts.live": float64(1)}},
+	{"queues-purge.json", "tasks", pendingTask, 200, map[string]any{"op": "purge", "changed": float64(1)}},
+	{"queues-bulk-retry.json", "tasks", cancelledTask, 200, map[string]any{"op": "retry", "changed": float64(1)}},
+	{"queues-bulk-cancel.json", "tasks", pendingTask, 200, map[string]any{"op": "cancel", "changed": float64(1)}},
+	{"queues-bulk-expire.json", "tasks", pendingTask, 200, map[string]any{"op": "expire", "changed": float64(1)}},
 	{"openapi.json", "tasks", none, 200, map[string]any{"openapi": "3.1.0", "info.title": "s3q"}},
 	{"tasks-history.json", "tasks", runningTask, 200, map[string]any{"versions.0.task.status": "pending", "versions.1.task.status": "running"}},
 	{"tasks-cancel.json", "tasks", pendingTask, 200, map[string]any{"task.status": "cancelled"}},
@@ -110,6 +117,16 @@ var eventCases = []eventCase{
 	{"schedules-resume.json", "schedules", nightlySchedule, 200, map[string]any{"schedule.enabled": true}},
 	{"schedules-trigger.json", "schedules", nightlySchedule, 200, map[string]any{"fire.schedule_id": "nightly-report", "fire.trigger": true}},
 	{"schedules-history.json", "schedules", triggeredSchedule, 200, map[string]any{"fires.0.schedule_id": "nightly-report"}},
+}
+
+// pausedQueue is a pending task in queue default, paused.
+func pausedQueue(t *testing.T, q *queue.Queue) (string, string) {
+	t.Helper()
+	id, _ := pendingTask(t, q)
+	if _, err := q.PauseQueue(t.Context(), "default", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return id, ""
 }
 
 // reportsQueue declares the queue the queue events name.

@@ -478,6 +478,18 @@ func accessCases() []accessCase {
 		accessCase{function: lambdafn.Tasks, file: "tasks-expire.json", setup: parentWithChild},
 		accessCase{function: lambdafn.Tasks, file: "tasks-expire.json", setup: parentWithPlainChild},
 		accessCase{function: lambdafn.Tasks, file: "tasks-retry.json", setup: cancelledDedupTask},
+		// Purges of every status the world holds, of a task whose
+		// artifacts were uploaded, of a child, and of a cancelled task
+		// holding a dedup key; a bulk cancel of running tasks.
+		accessCase{function: lambdafn.Tasks, file: "queues-purge.json", setup: uploadedArtifact},
+		accessCase{function: lambdafn.Tasks, file: "queues-purge.json", setup: cancelledDedupTask,
+			body: func(string) string { return `{"status":"cancelled"}` }},
+		accessCase{function: lambdafn.Tasks, file: "queues-purge.json", setup: taskIn("pending", true),
+			replace: map[string]string{"/queues/default/": "/queues/children/", `"queue": "default"`: `"queue": "children"`}},
+		accessCase{function: lambdafn.Tasks, file: "queues-purge.json", setup: none, body: func(string) string { return `{"status":"completed"}` }},
+		accessCase{function: lambdafn.Tasks, file: "queues-purge.json", setup: none, body: func(string) string { return `{"status":"failed"}` }},
+		accessCase{function: lambdafn.Tasks, file: "queues-purge.json", setup: none, body: func(string) string { return `{"status":"expired"}` }},
+		accessCase{function: lambdafn.Tasks, file: "queues-bulk-cancel.json", setup: runningTask, body: func(string) string { return `{"status":"running"}` }},
 		// Listing a status that has no index scans the records.
 		accessCase{function: lambdafn.Tasks, file: "tasks-list.json", setup: none,
 			replace: map[string]string{"status=pending": "status=completed", `"status": "pending"`: `"status": "completed"`}},

@@ -50,7 +50,8 @@ type ClaimRequest struct {
 // undeclared queue is ErrQueueNotFound under Options.RequireDeclared, and
 // a queue with max_concurrency starts a task only when it takes one of its
 // slots (slots.go), so fewer tasks, or none, come back while the queue
-// runs max_concurrency tasks already.
+// runs max_concurrency tasks already. A paused queue (PauseQueue) gives
+// nothing, at the cost of the declaration's read alone.
 func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]Claimed, error) {
 	now = norm(now)
 	var err error
@@ -86,6 +87,9 @@ func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]C
 	d, err := q.declared(ctx, req.Queue, false, now)
 	if err != nil {
 		return nil, err
+	}
+	if d.Paused {
+		return []Claimed{}, nil // pause.go: nothing starts while paused
 	}
 	run := &claimRun{req: req, filter: filter, decl: d}
 	out := []Claimed{}

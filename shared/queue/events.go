@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Task events, as published to an EventBridge bus (DESIGN.md §3).
+// Task events, as published to an EventBridge bus.
 const (
 	// EventSource is the source of every event s3q publishes.
 	EventSource = "s3q"
@@ -63,7 +63,7 @@ func eventTask(t *Task) EventTask {
 }
 
 // ExpiredDetail is the detail of a Task Expired event, exactly the fields
-// of DESIGN.md §3.
+// docs/architecture.md lists.
 type ExpiredDetail struct {
 	EventTask
 	ExpiredAt time.Time `json:"expired_at"`

@@ -37,7 +37,7 @@ func ExampleQueue_Submit() {
 	// completed {"sent":true}
 }
 
-// A declared queue (DESIGN §12.2): its defaults apply to the tasks
+// A declared queue: its defaults apply to the tasks
 // submitted to it, at most max_concurrency of them run at once, and a view
 // of another queue does not see them.
 func ExampleQueue_Declare() {

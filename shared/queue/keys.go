@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// The bucket layout (DESIGN.md §7). Every index key sorts by time: a
+// The bucket layout. Every index key sorts by time: a
 // fixed-width UTC timestamp comes first, so lexical order is time order
 // and "what is due now" is a LIST from the start of a prefix.
 //
@@ -326,3 +326,20 @@ func parseMarker(key string) (marker, bool) {
 	}
 	return m, true
 }
+
+// claimIndexPrefixes returns the prefixes of a queue's claim indexes that
+// hold its live tasks' markers, for counting them with LISTs: deadline/
+// then ready/, per shard.
+func claimIndexPrefixes(queue string, shards int) []string {
+	var out []string
+	for shard := 0; shard < shards; shard++ {
+		out = append(out, deadlinePrefix(queue, shard), readyPrefix(queue, shard))
+	}
+	return out
+}
+
+// recordPrefixes returns the prefixes that hold the records of one queue
+// and nothing else, for counting them with LISTs (QueueCounts.Completed);
+// none in this layout, where every queue's records share tasks/. A layout
+// with a folder per queue returns its record prefix (one per shard).
+func recordPrefixes(queue string, shards int) []string { return nil }

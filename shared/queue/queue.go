@@ -181,8 +181,8 @@ func New(s store.Store, opts Options) *Queue {
 	}}
 }
 
-// In returns a view of q that acts only on the tasks of the named queue
-// (DESIGN §12.3): every operation by task id (Get, History, the lease
+// In returns a view of q that acts only on the tasks of the named queue:
+// every operation by task id (Get, History, the lease
 // operations, Cancel, Retry, Expire, ...) answers ErrNotFound for a task
 // of another queue, as if it did not exist, and writes nothing. The view
 // shares q's caches; the name must be valid (ValidateQueueName).
@@ -247,6 +247,9 @@ func (q *Queue) load(ctx context.Context, id string) (Task, string, error) {
 	}
 	if q.scope != "" && t.Queue != q.scope {
 		return Task{}, "", fmt.Errorf("task %s in queue %s: %w", id, q.scope, ErrNotFound)
+	}
+	if t.PurgedAt != nil {
+		return Task{}, "", fmt.Errorf("task %s: %w", id, errPurged)
 	}
 	return t, obj.ETag, nil
 }

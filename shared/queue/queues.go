@@ -14,7 +14,7 @@ import (
 	"github.com/s3q/s3q/shared/store"
 )
 
-// Declared queues (DESIGN §12.2). A queue is declared by
+// Declared queues. A queue is declared by
 // queues/{name}.json, written create-only and changed only by
 // compare-and-swap. Submitting to an undeclared queue is ErrQueueNotFound
 // when Options.RequireDeclared is set; otherwise (auto_declare) the first
@@ -28,7 +28,7 @@ const (
 	DefaultDeclCacheFor = 30 * time.Second
 )
 
-// Target is a queue's push target (DESIGN §12.4): exactly one of Lambda
+// Target is a queue's push target: exactly one of Lambda
 // and URL. The dispatch function delivers the queue's tasks to it.
 type Target struct {
 	// Lambda is a function name or ARN (optionally with a version or alias).
@@ -62,12 +62,18 @@ type Declaration struct {
 	// holds one of that many slots, slots/{queue}/{n}); every claim, pull
 	// or push, must take a slot. Defaults to 0: no limit and no slots.
 	MaxConcurrency int `json:"max_concurrency,omitempty"`
-	// Target, when set, makes the queue a push queue (DESIGN §12.4).
+	// Target, when set, makes the queue a push queue.
 	Target *Target `json:"target,omitempty"`
 	// AutoDeclared is true for a queue declared by a submit (auto_declare).
-	AutoDeclared bool      `json:"auto_declared,omitempty"`
-	CreatedAt    time.Time `json:"created_at"`
-	UpdatedAt    time.Time `json:"updated_at"`
+	AutoDeclared bool `json:"auto_declared,omitempty"`
+	// Paused is true while the queue is paused (PauseQueue): claims, pull
+	// or push, take nothing from it; submits and the sweep go on.
+	// PausedAt is when it was paused. Neither is a setting: a
+	// declaration's update keeps them.
+	Paused    bool       `json:"paused,omitempty"`
+	PausedAt  *time.Time `json:"paused_at,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
 }
 
 // settings returns d with only what a caller may set.
@@ -210,6 +216,7 @@ func (q *Queue) Declare(ctx context.Context, d Declaration, now time.Time) (Decl
 			return Declaration{}, false, invalid("shards", "is fixed at creation: the queue has %d", cur.Shards)
 		}
 		d.CreatedAt, d.UpdatedAt = cur.CreatedAt, now
+		d.Paused, d.PausedAt = cur.Paused, cur.PausedAt // not settings: pause.go
 		body, err := json.Marshal(d)
 		if err != nil {
 			return Declaration{}, false, fmt.Errorf("encode queue %s: %w", d.Name, err)
@@ -458,77 +465,6 @@ func (q *Queue) ListQueues(ctx context.Context, req ListQueuesRequest) (ListQueu
 		out.NextCursor = queueNameFromKey(page.Items[len(page.Items)-1].Key)
 	}
 	return out, nil
-}
-
-// QueueCounts are the tasks of a queue as its index markers show them.
-type QueueCounts struct {
-	// Live is the tasks pending or running (a running task keeps its
-	// marker), Delayed those of them not available before now.
-	Live    int `json:"live"`
-	Delayed int `json:"delayed"`
-	// Running is the slots held, for a queue with max_concurrency: the
-	// tasks running now, and any slot a crash left (taken over by the next
-	// claim that needs it once its lease has lapsed).
-	Running *int `json:"running,omitempty"`
-	// AtLeast is true when the count stopped at MaxCountPages pages of a
-	// prefix: there are at least this many.
-	AtLeast bool `json:"at_least,omitempty"`
-}
-
-// MaxCountPages bounds the LIST pages a count reads per index prefix.
-const MaxCountPages = 10
-
-// CountQueue counts a queue's live tasks from its index markers: one LIST
-// per shard and index prefix per 1,000 live tasks (at most MaxCountPages
-// each), plus one LIST of its slots when it has max_concurrency. It reads
-// no task record, so a stale marker counts until a claim or sweep removes
-// it, and pending and running are not told apart (Running does it for a
-// queue with slots). Completed, failed, cancelled and expired tasks are
-// not counted: they have no marker.
-func (q *Queue) CountQueue(ctx context.Context, d Declaration, now time.Time) (QueueCounts, error) {
-	now = norm(now)
-	var c QueueCounts
-	for shard := 0; shard < max(d.Shards, q.opts.Shards); shard++ {
-		for _, prefix := range []string{deadlinePrefix(d.Name, shard), readyPrefix(d.Name, shard)} {
-			after := ""
-			for pages := 0; ; pages++ {
-				if pages == MaxCountPages {
-					c.AtLeast = true
-					break
-				}
-				page, err := q.store.List(ctx, prefix, after, store.MaxListLimit)
-				if err != nil {
-					return QueueCounts{}, fmt.Errorf("count queue %s: %w", d.Name, err)
-				}
-				for _, o := range page.Items {
-					if m, ok := parseMarker(o.Key); ok {
-						c.Live++
-						if !m.due(now) {
-							c.Delayed++
-						}
-					}
-				}
-				if !page.Truncated || len(page.Items) == 0 {
-					break
-				}
-				after = page.Items[len(page.Items)-1].Key
-			}
-		}
-	}
-	if d.MaxConcurrency > 0 {
-		page, err := q.store.List(ctx, slotPrefix(d.Name), "", store.MaxListLimit)
-		if err != nil {
-			return QueueCounts{}, fmt.Errorf("count slots of %s: %w", d.Name, err)
-		}
-		n := 0
-		for _, it := range page.Items {
-			if !slotIsFree(it.Size) {
-				n++
-			}
-		}
-		c.Running = &n
-	}
-	return c, nil
 }
 
 // maxDeleteChecks bounds the markers DeleteQueue checks against their

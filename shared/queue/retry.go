@@ -94,7 +94,7 @@ func (q *Queue) retakeDedup(ctx context.Context, t *Task, now time.Time) error {
 				continue // it changed meanwhile: look again
 			case err == nil && !holder.Status.Terminal():
 				return &StateError{ID: t.ID, Op: "retry", Status: t.Status, Reason: fmt.Sprintf("its dedup key is held by live task %s", holder.ID)}
-			case errors.Is(err, ErrNotFound) && q.freshPointer(p, now):
+			case errors.Is(err, ErrNotFound) && q.freshPointer(p, now) && !errors.Is(err, errPurged):
 				return errDedupTaken(t, p.TaskID)
 			case err != nil && !errors.Is(err, ErrNotFound):
 				return err

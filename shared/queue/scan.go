@@ -10,7 +10,7 @@ import (
 )
 
 // scanBuf is the last listing of one index prefix, kept so that one LIST
-// serves many claims (DESIGN.md §7: LIST pages amortised). Entries are
+// serves many claims. Entries are
 // hints: every one is checked against its record before anything acts.
 type scanBuf struct {
 	entries   []marker

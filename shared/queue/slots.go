@@ -28,7 +28,7 @@ import (
 //
 // Slots are never deleted: a key is never created again after a delete
 // (versitygw answers If-None-Match with 412 while a delete marker is the
-// current version, and DESIGN §7 never depends on conditional DELETE).
+// current version, and the layout never depends on conditional DELETE).
 //
 // A slot whose freeing was lost (a crash) is taken over by compare-and-swap
 // once its recorded lease expiry has passed and the task it names no

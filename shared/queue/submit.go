@@ -372,7 +372,7 @@ func (q *Queue) holdDedup(ctx context.Context, t *Task, now time.Time) (Task, bo
 			case err == nil:
 				// terminal: the key is free again
 			case errors.Is(err, ErrNotFound):
-				if q.freshPointer(p, now) {
+				if q.freshPointer(p, now) && !errors.Is(err, errPurged) {
 					// Another submit holds the key and has not written its
 					// task yet, or crashed a moment ago.
 					return Task{}, false, errDedupTaken(t, p.TaskID)
@@ -394,7 +394,7 @@ func (q *Queue) holdDedup(ctx context.Context, t *Task, now time.Time) (Task, bo
 // key: ErrNotFound when it does not exist or does not hold that key (the
 // pointer of a submit of that id with another request, refused, then
 // crashed before releasing it). A holder that can never run is ended in
-// place (DESIGN §12.1) and returned ended, terminal: the key is free. A
+// place and returned ended, terminal: the key is free. A
 // lost race ending it returns store.ErrPrecondition: look again.
 func (q *Queue) dedupHolder(ctx context.Context, t *Task, id string, now time.Time) (holder Task, ended bool, err error) {
 	holder, hetag, err := q.load(ctx, id)

@@ -101,7 +101,7 @@ const maxHeadPages = 20
 // expires; deeper ones are done by the next sweep, from the outbox.
 const maxCascadeDepth = 4
 
-// Sweep does the periodic work of DESIGN.md §3 and §7 at now, reading only
+// Sweep does the periodic work of expiry at now, reading only
 // the heads of time-sorted indexes, so that its cost grows with what is
 // due, not with what is stored, nor with how many queues exist:
 //

@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// Status is the state of a task. See the state machine in DESIGN.md §2.
+// Status is the state of a task. See the state machine in
+// docs/architecture.md.
 type Status string
 
 // The statuses of a task.
@@ -147,6 +148,12 @@ type Task struct {
 	// If-Match on it); both empty otherwise.
 	SlotKey  string `json:"slot_key,omitempty"`
 	SlotETag string `json:"slot_etag,omitempty"`
+
+	// PurgedAt marks the record of a purged task (purge.go): the write
+	// that set it is the purge's commit point, and from then on every
+	// reader treats the record as gone (ErrNotFound) while the purge
+	// deletes its side records and then the record itself.
+	PurgedAt *time.Time `json:"purged_at,omitempty"`
 }
 
 // deadlinePassed reports whether the task's start deadline has passed at now.
@@ -180,7 +187,7 @@ func (t *Task) owesDeadLetterEvent() bool {
 }
 
 // ArtifactURLExpiry returns when a presigned artifact URL issued at now
-// for the task expires: min(now + ttl, expires_at) (DESIGN.md §6).
+// for the task expires: min(now + ttl, expires_at).
 func (t *Task) ArtifactURLExpiry(ttl time.Duration, now time.Time) time.Time {
 	until := now.Add(ttl)
 	if t.ExpiresAt != nil && t.ExpiresAt.Before(until) {

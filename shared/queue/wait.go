@@ -7,7 +7,7 @@ import (
 )
 
 // WaitState says where a synchronous wait for a task's outcome stands
-// (DESIGN §6: POST /queues/{queue}/tasks with "wait").
+// (POST /queues/{queue}/tasks with "wait").
 type WaitState int
 
 // The states of a synchronous wait.

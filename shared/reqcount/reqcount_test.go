@@ -56,10 +56,61 @@ func TestCounting(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	t.Run("round_trips_count_a_chain_of_requests_that_did_not_overlap", func(t *testing.T) {
+		// Three GETs that are all in flight at once (each waits for the
+		// others to start), then a PUT, then a DELETE: three round trips.
+		const n = 3
+		var entered sync.WaitGroup
+		entered.Add(n)
+		s := reqcount.Wrap(barrierStore{Store: memstore.New(), entered: &entered})
+		ctx, c := reqcount.Start(context.Background())
+		var wg sync.WaitGroup
+		for range n {
+			wg.Add(1)
+			go func() { defer wg.Done(); _, _ = s.Get(ctx, "k") }()
+		}
+		wg.Wait()
+		_, _ = s.Put(ctx, "k", []byte("v"))
+		_ = s.Delete(ctx, "k")
+		if got := c.RoundTrips(); got != 3 {
+			t.Errorf("RoundTrips = %d, want 3 (requests %v)", got, c.Requests())
+		}
+		chain := c.Chain()
+		if len(chain) != 3 || chain[0].Kind != "GET" || chain[1].String() != "PUT k" || chain[2].Kind != "DELETE" {
+			t.Errorf("Chain = %v", chain)
+		}
+		if got := len(c.Requests()); got != n+2 {
+			t.Errorf("%d requests recorded, want %d", got, n+2)
+		}
+	})
+	t.Run("requests_one_after_another_are_each_a_round_trip", func(t *testing.T) {
+		s := reqcount.Wrap(memstore.New())
+		ctx, c := reqcount.Start(context.Background())
+		for range 4 {
+			_, _ = s.Put(ctx, "k", []byte("v"))
+		}
+		_, _ = s.List(ctx, "", "", 0)
+		if got := c.RoundTrips(); got != 5 {
+			t.Errorf("RoundTrips = %d, want 5", got)
+		}
+	})
 	t.Run("wrapping_twice_wraps_once", func(t *testing.T) {
 		s := reqcount.Wrap(memstore.New())
 		if reqcount.Wrap(s) != s || !reqcount.Wrapped(s) || reqcount.Wrapped(memstore.New()) {
 			t.Error("Wrap/Wrapped")
 		}
 	})
+}
+
+// barrierStore's Get returns only once every Get the WaitGroup counts has
+// started: those requests all overlap, however the goroutines are run.
+type barrierStore struct {
+	store.Store
+	entered *sync.WaitGroup
+}
+
+func (s barrierStore) Get(ctx context.Context, key string) (store.Object, error) {
+	s.entered.Done()
+	s.entered.Wait()
+	return s.Store.Get(ctx, key)
 }

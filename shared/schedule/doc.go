@@ -9,7 +9,7 @@
 //	schedules/{id}/history/{t}   one entry per fire (Fire)
 //	due/{t}_{id}_{rev}           empty marker: the tick looks at schedule id at or after t
 //
-// The due/ index is the one idea of DESIGN.md §7: a fixed-width UTC time
+// The due/ index is the layout's one idea: a fixed-width UTC time
 // first, so a LIST from the start of due/ that stops at the first future
 // key finds what is due at a cost that grows with the due schedules, not
 // the stored ones. An idle tick is one LIST.

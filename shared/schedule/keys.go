@@ -9,7 +9,7 @@ import (
 	"github.com/s3q/s3q/shared/internal/clip"
 )
 
-// The bucket layout (DESIGN.md §7):
+// The bucket layout:
 //
 //	schedules/{id}.json                 the definition
 //	schedules/{id}/state.json           run state, changed only by compare-and-swap

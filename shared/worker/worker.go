@@ -129,7 +129,7 @@ func New(api API, opts Options) *Worker {
 		opts.Now = time.Now
 	}
 	if c, ok := api.(*client.Client); ok && opts.Queue != "" {
-		api = c.In(opts.Queue) // every route names the queue (DESIGN §12.3)
+		api = c.In(opts.Queue) // every route names the queue
 	}
 	return &Worker{api: api, opts: opts, handlers: map[string]Handler{}, log: opts.Logger}
 }

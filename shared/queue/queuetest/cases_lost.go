@@ -13,7 +13,7 @@ import (
 	"github.com/s3q/s3q/shared/store/storefault"
 )
 
-// Lost answers (DESIGN §12.1): each write of each transition lands and
+// Lost answers: each write of each transition lands and
 // its answer is lost, the process lives on. Every case checks what the
 // caller sees and what is left in the bucket: one task per id, markers
 // and dedup pointers consistent, no key blocked.
@@ -763,7 +763,7 @@ func runLostManage(t *testing.T, f Factory) {
 }
 
 // runIDBudget checks that an id costs no request: a submit with one makes
-// the same two writes as one without (DESIGN §7's budget).
+// the same two writes as one without.
 func runIDBudget(t *testing.T, f Factory) {
 	t.Run("a_submit_with_an_id_costs_the_same_requests_as_one_without", func(t *testing.T) {
 		t.Parallel()

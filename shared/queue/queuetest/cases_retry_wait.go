@@ -9,7 +9,7 @@ import (
 )
 
 // runRetryWait: a failure with RetryAfter, and the rule of a synchronous
-// wait (DESIGN §6), on every store.
+// wait, on every store.
 func runRetryWait(t *testing.T, f Factory) {
 	// A failure with RetryAfter (a push target's Retry-After) is retried
 	// at exactly now + RetryAfter, using up an attempt; past the deadline

@@ -16,6 +16,12 @@
 //     connection is reset without an answer: the write happened and the
 //     client cannot know.
 //
+// A latency profile (Options.Latency: NoLatency, Typical) adds a delay to
+// every request, drawn from its own seeded RNG, so that a loopback server
+// answers like S3 tens of milliseconds away and a benchmark can count the
+// round trips an operation makes one after another; Slow puts the same
+// profile under a store without a proxy (the mem store in tests).
+//
 // Requests are forwarded byte for byte with the Host header the client
 // sent: a client signs its SigV4 requests for the proxy's address (it is
 // configured with Proxy.URL as its endpoint), and the server checks the
@@ -127,6 +133,14 @@ type Options struct {
 	// Only, when set, limits the random faults to requests it matches (the
 	// one-shot faults are not limited). Defaults to every request.
 	Only *Match
+	// Latency is the latency profile added to every request: half of each
+	// draw before the request is forwarded, the rest before its answer
+	// (a write lands mid-way through its round trip). Defaults to none.
+	Latency Profile
+	// LatencySeed seeds the latency draws. They have their own RNG, so a
+	// run's delays do not depend on its faults, and two runs with the same
+	// seed draw the same delays.
+	LatencySeed uint64
 }
 
 // Counts are what the proxy has seen and injected.
@@ -174,6 +188,7 @@ type Proxy struct {
 	rng     *rand.Rand
 	rates   Rates
 	shots   []*Shot
+	latency *Delays
 	tracing bool
 	trace   []Entry
 
@@ -203,6 +218,7 @@ func Start(opts Options) (*Proxy, error) {
 		ln:        ln,
 		rng:       rand.New(rand.NewPCG(opts.Seed, 0x5eed)),
 		rates:     opts.Rates,
+		latency:   NewDelays(opts.Latency, opts.LatencySeed),
 	}
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = p.srv.Serve(ln) }()
@@ -371,6 +387,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f != None {
 		p.injected[f].Add(1)
 	}
+	rt := p.latency.Next()
+	if !sleep(r.Context(), rt/2) {
+		return
+	}
+	w = &delayedWriter{ResponseWriter: w, ctx: r.Context(), d: rt - rt/2}
 	switch f {
 	case SlowDown:
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -432,8 +453,34 @@ func (p *Proxy) forward(r *http.Request) (*http.Response, error) {
 	return p.transport.RoundTrip(out)
 }
 
+// delayedWriter holds the answer back by the second half of a latency
+// draw: it sleeps before the first header or body byte goes out.
+type delayedWriter struct {
+	http.ResponseWriter
+	ctx   context.Context
+	d     time.Duration
+	slept bool
+}
+
+func (w *delayedWriter) wait() {
+	if !w.slept {
+		w.slept = true
+		sleep(w.ctx, w.d)
+	}
+}
+
+func (w *delayedWriter) WriteHeader(status int) { w.wait(); w.ResponseWriter.WriteHeader(status) }
+
+func (w *delayedWriter) Write(b []byte) (int, error) { w.wait(); return w.ResponseWriter.Write(b) }
+
+// Unwrap lets http.ResponseController reach the connection (reset).
+func (w *delayedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // reset cuts the client's connection with a TCP reset and no answer.
 func reset(w http.ResponseWriter) {
+	if dw, ok := w.(*delayedWriter); ok {
+		dw.wait() // the reset arrives when the answer would have
+	}
 	conn, _, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		panic(http.ErrAbortHandler) // net/http closes the connection

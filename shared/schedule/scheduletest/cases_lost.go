@@ -10,7 +10,7 @@ import (
 	"github.com/s3q/s3q/shared/store/storefault"
 )
 
-// Lost answers (DESIGN §12.1): each write of a create and of a tick's
+// Lost answers: each write of a create and of a tick's
 // fire lands and its answer is lost, the process lives on. Each case
 // checks what the caller sees and what is left behind: the schedule
 // exists and fires once per cron time, one task per fire, no key left

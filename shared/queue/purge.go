@@ -1,0 +1,135 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/s3q/s3q/shared/store"
+)
+
+// errPurged is what load returns for the record of a purged task: it
+// wraps ErrNotFound, so every caller sees the task as gone, and lets the
+// dedup code tell a purged holder (its key is free at once) from a task
+// not written yet.
+var errPurged = fmt.Errorf("purged: %w", ErrNotFound)
+
+// purgeRefusal says why t may not be purged, or "" when it may: a
+// running task never is (cancel it first), nor a task whose Task Expired
+// or Task Dead-Lettered event the sweep still owes (purging it would
+// drop the event).
+func purgeRefusal(t *Task) string {
+	switch {
+	case t.Status == StatusRunning:
+		return "a running task is never purged: cancel it first"
+	case t.owesExpiryEvent():
+		return "its Task Expired event is not published yet: purge it after the next sweep (within a minute)"
+	case t.owesDeadLetterEvent():
+		return "its Task Dead-Lettered event is not published yet: purge it after the next sweep (within a minute)"
+	}
+	return ""
+}
+
+// tombstone returns the record that marks t purged at now: what the
+// clean-up of its side records needs (its markers, dedup key, parent and
+// artifacts), without its input, output or error.
+func tombstone(t *Task, now time.Time) Task {
+	return Task{
+		ID: t.ID, Queue: t.Queue, TaskType: t.TaskType, Status: t.Status,
+		CreatedAt: t.CreatedAt, UpdatedAt: now, AvailableAt: t.AvailableAt, ExpiresAt: t.ExpiresAt,
+		DedupKey: t.DedupKey, ParentID: t.ParentID, Attempt: t.Attempt, MaxAttempts: t.MaxAttempts, Timeout: t.Timeout,
+		ArtifactsExpireAt: t.ArtifactsExpireAt, IndexKey: t.IndexKey, PurgedAt: ptr(now),
+	}
+}
+
+// purgeOne deletes one pending or terminal task (see Purge) and returns
+// it as it was. The commit point is one compare-and-swap of the record
+// into a tombstone (tombstone): before it the task is whole, after it
+// every reader finds it gone. Then, best effort, its side records go —
+// the dedup pointer is released if it still names the task (never
+// deleted: a key is only ever taken over), its claim-index marker, its
+// status/ entry, its entry under its parent, its artifacts — and last
+// the record itself (kept as a tombstone when the pointer could not be
+// released). A crash after the commit leaves only stale hints,
+// which claims, listings and the sweep delete as they meet them (a
+// tombstone left behind carries the terminal tag, so the bucket's
+// lifecycle rule removes it). A write whose answer was lost is recognised
+// on a re-read.
+func (q *Queue) purgeOne(ctx context.Context, id string, now time.Time) (Task, error) {
+	for i := 0; i < maxCASAttempts; i++ {
+		cur, etag, err := q.load(ctx, id)
+		if err != nil {
+			return Task{}, err
+		}
+		if reason := purgeRefusal(&cur); reason != "" {
+			return Task{}, &StateError{ID: id, Op: "purge", Status: cur.Status, Reason: reason}
+		}
+		tomb := tombstone(&cur, now)
+		body, err := encode(&tomb)
+		if err != nil {
+			return Task{}, err
+		}
+		_, err = store.SwapOwn(ctx, q.store, TaskKey(id), body, etag, nil, store.WithTags(TerminalTag))
+		if errors.Is(err, store.ErrPrecondition) {
+			continue // it changed meanwhile: look again
+		}
+		if err != nil {
+			return Task{}, fmt.Errorf("purge task %s: %w", id, err)
+		}
+		q.clearPurged(ctx, &cur)
+		return cur, nil
+	}
+	return Task{}, fmt.Errorf("purge task %s: %w", id, ErrConflict)
+}
+
+// clearPurged deletes the side records of t, purged, and then its
+// record. Best effort: what is left is a stale hint (see purgeOne).
+func (q *Queue) clearPurged(ctx context.Context, t *Task) {
+	keep := false // the tombstone, while a pointer may still name it
+	if t.DedupKey != "" {
+		keep = !q.releaseDedup(ctx, t)
+	}
+	if t.IndexKey != "" {
+		_ = q.store.Delete(ctx, t.IndexKey)
+		q.invalidate(t.IndexKey)
+	}
+	if k := statusKey(t); k != "" {
+		_ = q.store.Delete(ctx, k)
+	}
+	if t.ParentID != "" && !t.Status.Terminal() {
+		_ = q.store.Delete(ctx, childKey(t.ParentID, t.ID))
+	}
+	if t.ArtifactsExpireAt != nil {
+		// Left behind, they go with the task's sweep entry for them.
+		_, _ = q.deleteArtifacts(ctx, t.ID)
+	}
+	if !keep {
+		_ = store.DeleteOwn(ctx, q.store, TaskKey(t.ID))
+	}
+}
+
+// releaseDedup sets t's dedup pointer free by compare-and-swap while it
+// names t, so the key is free at once for the next submit. A pointer
+// taken over meanwhile is left to its new holder. It reports whether the
+// pointer no longer names t: until then the tombstone must stay, since a
+// pointer naming a purged task frees its key at once but one naming a
+// missing task holds it for StaleMarkerGrace (it may be a submit between
+// its writes).
+func (q *Queue) releaseDedup(ctx context.Context, t *Task) bool {
+	key := DedupKey(t.Queue, t.DedupKey)
+	obj, err := q.store.Get(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	if !namesTask(t.ID)(obj.Body) {
+		return true
+	}
+	body, _ := json.Marshal(dedupPointer{})
+	_, err = store.SwapOwn(ctx, q.store, key, body, obj.ETag, nil)
+	return err == nil || errors.Is(err, store.ErrPrecondition) // a precondition: taken over meanwhile
+}
