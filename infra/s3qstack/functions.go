@@ -191,7 +191,7 @@ func Functions() []Function {
 				on(pDeadline, GetObject, PutObject, DeleteObject, ListBucket),
 				on(pSweep, GetObject, PutObject, DeleteObject, ListBucket),
 				on(pChildren, GetObject, DeleteObject, ListBucket),
-				on(pStatus, GetObject, PutObject),
+				on(pStatus, GetObject, PutObject, ListBucket), // ListBucket: the gauges' counts
 				on(pArtifacts, DeleteObject, ListBucket),
 			},
 			Timer:     true,

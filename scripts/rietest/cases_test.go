@@ -89,6 +89,13 @@ var amd64Cases = []eventCase{
 	{"queues-get.json", pending, 200, map[string]any{"queue.name": "default", "queue.counts.live": atLeast(1)}, nil},
 	{"queues-list.json", none, 200, map[string]any{"queues.0.name": "default"}, nil},
 	{"queues-delete.json", none, 204, nil, nil}, // reports, declared by queues-put and empty
+	{"queues-stats.json", pending, 200, map[string]any{"stats.queue": "default", "stats.counts.live": atLeast(1), "stats.oldest_pending_age_seconds": atLeast(0)}, nil},
+	{"queues-pause.json", none, 200, map[string]any{"queue.name": "default", "queue.paused": true}, nil},
+	{"queues-resume.json", none, 200, map[string]any{"queue.name": "default", "queue.paused": nil}, nil},
+	{"queues-bulk-retry.json", cancelled, 200, map[string]any{"op": "retry", "changed": atLeast(1)}, nil},
+	{"queues-bulk-cancel.json", pendingOf("email.send"), 200, map[string]any{"op": "cancel", "changed": atLeast(1)}, nil},
+	{"queues-bulk-expire.json", pending, 200, map[string]any{"op": "expire", "changed": atLeast(1)}, nil},
+	{"queues-purge.json", pending, 200, map[string]any{"op": "purge", "changed": atLeast(1)}, nil},
 	{"tasks-history.json", running, 200, map[string]any{"versions.0.task.status": "pending", "versions.1.task.status": "running"}, nil},
 	{"tasks-cancel.json", pending, 200, map[string]any{"task.status": "cancelled"}, nil},
 	{"tasks-cancel-ack.json", running, 200, map[string]any{"task.status": "cancelled"}, nil},

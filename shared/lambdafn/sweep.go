@@ -59,13 +59,13 @@ func (d Deps) Sweep(ctx context.Context, now time.Time) (queue.SweepReport, erro
 const maxStatsQueues = 100
 
 // queueStats writes the gauges of each declared queue (the first
-// maxStatsQueues by name): queue_depth from its index markers
-// (Queue.CountQueue: a LIST per index prefix and shard per 1,000 live
-// tasks) and oldest_pending_age_seconds, how long the task at its head
-// (the first a claim would take, Queue.List of one pending task) has been
-// available. About six requests per queue, every
-// catalog.QueueStatsEveryMinutes minutes. A queue that cannot be read is
-// logged and left out.
+// maxStatsQueues by name) from Queue.Stats: queue_depth, its live tasks
+// (pending, delayed or running, from the index markers), and
+// oldest_pending_age_seconds, how long its oldest due pending task has
+// waited (0 when none is due). Stats' requests (a LIST per index prefix
+// and shard per 1,000 tasks, a GET of the declaration and of at most 10
+// records) every catalog.QueueStatsEveryMinutes minutes. A queue that
+// cannot be read is logged and left out.
 func (d Deps) queueStats(ctx context.Context, now time.Time, logger *slog.Logger) {
 	res, err := d.Queue.ListQueues(ctx, queue.ListQueuesRequest{Limit: maxStatsQueues})
 	if err != nil {
@@ -73,21 +73,16 @@ func (d Deps) queueStats(ctx context.Context, now time.Time, logger *slog.Logger
 		return
 	}
 	for _, decl := range res.Queues {
-		counts, err := d.Queue.CountQueue(ctx, decl, now)
+		st, err := d.Queue.Stats(ctx, decl.Name, now)
 		if err != nil {
-			logger.WarnContext(ctx, "queue stats: count", "queue", decl.Name, "error", err)
+			logger.WarnContext(ctx, "queue stats", "queue", decl.Name, "error", err)
 			continue
 		}
 		var age time.Duration
-		head, err := d.Queue.List(ctx, queue.ListRequest{Queue: decl.Name, Status: queue.StatusPending, Limit: 1})
-		if err != nil {
-			logger.WarnContext(ctx, "queue stats: head", "queue", decl.Name, "error", err)
-			continue
+		if st.OldestPendingAgeSeconds != nil {
+			age = time.Duration(*st.OldestPendingAgeSeconds) * time.Second
 		}
-		if len(head.Tasks) > 0 && now.After(head.Tasks[0].AvailableAt) {
-			age = now.Sub(head.Tasks[0].AvailableAt)
-		}
-		if merr := d.Metrics.QueueStats(decl.Name, counts.Live, age, now); merr != nil {
+		if merr := d.Metrics.QueueStats(decl.Name, st.Counts.Live, age, now); merr != nil {
 			logger.WarnContext(ctx, "write queue metrics", "error", merr)
 		}
 	}

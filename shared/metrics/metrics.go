@@ -315,8 +315,8 @@ func (e *Emitter) Activity(a Activity, at time.Time) error {
 }
 
 // QueueStats writes one queue's gauges: queue_depth (its live tasks) and
-// oldest_pending_age_seconds (how long the task at its head has been
-// available; 0 for an empty queue).
+// oldest_pending_age_seconds (how long its oldest due pending task has
+// waited; 0 when none is due).
 func (e *Emitter) QueueStats(queueName string, depth int, oldestPending time.Duration, at time.Time) error {
 	return e.Emit(at, map[string]string{"queue": queueName}, []Metric{
 		{Name: catalog.QueueDepth, Unit: Count, Values: []float64{float64(depth)}},

@@ -103,8 +103,8 @@ var all = []Metric{
 	{TasksCompletedTotal, Count, ByService, "tasks, dispatch", "tasks completed by a worker (POST .../complete) or a push target", false},
 	{TasksFailedTotal, Count, ByService, "tasks, dispatch", "failed attempts reported by a worker (POST .../fail) or a push target (retried or dead-lettered)", false},
 	{S3RequestsTotal, Count, ByService, "every function", "S3 requests of one API request or one timer run", false},
-	{QueueDepth, Count, ByQueue, "sweep-expired", "live tasks of the queue (pending, delayed or running) from its index markers; at most 10,000 per index prefix are counted", false},
-	{OldestPendingAgeSeconds, Seconds, ByQueue, "sweep-expired", "how long the task at the head of the queue (the next a claim takes) has been available; 0 when none is", false},
+	{QueueDepth, Count, ByQueue, "sweep-expired", "live tasks of the queue (pending, delayed or running) from its index markers, as the queue's stats count them", false},
+	{OldestPendingAgeSeconds, Seconds, ByQueue, "sweep-expired", "how long the queue's oldest due pending task has waited; 0 when none is due", false},
 }
 
 // All returns every metric s3q writes.
