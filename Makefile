@@ -4,12 +4,13 @@ BIN       := $(CURDIR)/.bin
 VERSITYGW := $(BIN)/versitygw
 export S3Q_VERSITYGW := $(VERSITYGW)
 
-.PHONY: test test-go fuzz test-short bench vet fmt dev versitygw clean check-tracked
+.PHONY: test test-go fuzz test-short bench vet fmt dev versitygw clean openapi-lint check-tracked
 
 ## test: the one test command: vet, gofmt, every Go test with -race (mem store,
-## gofakes3, versitygw), a short fuzz of the HTTP API, the CDK template tests,
-## and no build output tracked by git
-test: check-tracked test-go fuzz infra-test rie-test
+## gofakes3, versitygw; among them the README's walk-through, scripts/readme),
+## a short fuzz of the HTTP API, the OpenAPI lint, the CDK template tests, every
+## function's zip under the Lambda emulator, and no build output tracked by git
+test: check-tracked test-go fuzz openapi-lint infra-test rie-test
 
 ## check-tracked: fail when git tracks a file over 1 MiB or a binary (an executable that is no #! script)
 check-tracked:
@@ -23,6 +24,11 @@ test-go: versitygw vet
 FUZZTIME ?= 10s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzAPI -fuzztime $(FUZZTIME) ./shared/api
+
+## openapi-lint: shared/api/openapi.json under Redocly's recommended rules
+## (@redocly/cli pinned in scripts/redocly, installed there by npm ci)
+openapi-lint:
+	@bash scripts/lint-openapi
 
 ## test-short: the mem-store runs only, no race detector (seconds)
 test-short:

@@ -90,6 +90,11 @@ func queueCommand() *command {
 	r := &queueCall{}
 	return &command{
 		name: "queue", args: "SUBCOMMAND [NAME]", summary: "declare, list, show, update and delete queues",
+		subFlags: map[string][]string{
+			"create": {"ttl", "ttl-from", "max-attempts", "timeout", "shards", "max-concurrency", "target-lambda", "target-url", "target-secret"},
+			"update": {"ttl", "ttl-from", "max-attempts", "timeout", "max-concurrency", "target-lambda", "target-url", "target-secret", "no-target", "no-ttl", "no-timeout"},
+			"list":   {"limit", "cursor", "no-counts"}, "show": nil, "delete": nil, "pause": nil, "resume": nil,
+		},
 		details: `A queue is declared before tasks are submitted to it (unless the deployment
 auto-declares, as s3q dev does): submitting to an undeclared queue is 404
 queue_not_found. Its defaults apply where a submit and its task type give
@@ -198,7 +203,7 @@ func (r *queueCall) declare() error {
 	cur, err := r.c.GetQueue(r.ctx, name)
 	switch {
 	case err == nil && r.sub == "create":
-		return fmt.Errorf("queue %s exists; change it with 's3q queue update %s'", name, name)
+		return &cliError{exit: exitConflict, code: "already_exists", field: "queue", message: fmt.Sprintf("queue %s exists; change it with 's3q queue update %s'", name, name)}
 	case err == nil:
 		d = cur.Declaration
 	case !errors.Is(err, queue.ErrQueueNotFound) || r.sub == "update":

@@ -31,7 +31,7 @@ func (f *scheduleFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&f.input, "input", "", "input `json` of each fired task, or @file")
 	fs.StringVar(&f.input, "i", "", "")
 	fs.StringVar(&f.tz, "timezone", "", "IANA time `zone` the cron is read in (default UTC)")
-	fs.Var(&f.ttl, "ttl", "each fired task's time to live, from its fire time")
+	fs.Var(&f.ttl, "ttl", "each fired task's time to live, a `duration` from its fire time")
 	fs.StringVar(&f.ttlFrom, "ttl-from", "", "when the ttl starts: submission (default) or first_attempt")
 	fs.IntVar(&f.maxAttempts, "max-attempts", 0, "claims each fired task gets (default 3)")
 	fs.StringVar(&f.missed, "missed-runs", "", "after an outage: skip (default: fire only the latest time) or catch_up")
@@ -80,6 +80,12 @@ func scheduleCommand() *command {
 	r := &scheduleCall{}
 	return &command{
 		name: "schedule", args: "SUBCOMMAND [ID]", summary: "manage recurring cron schedules",
+		subFlags: map[string][]string{
+			"create": {"cron", "type", "input", "timezone", "ttl", "ttl-from", "max-attempts", "missed-runs", "catch-up-window", "overlap", "paused"},
+			"update": {"cron", "type", "input", "timezone", "ttl", "ttl-from", "max-attempts", "missed-runs", "catch-up-window", "overlap"},
+			"list":   {"limit", "cursor"}, "history": {"since", "limit", "cursor"},
+			"show": nil, "pause": nil, "resume": nil, "trigger": nil, "delete": nil,
+		},
 		details: `A schedule lives in the queue its tasks fire into: --queue (default
 "default"). A schedule of another queue is not found.
 

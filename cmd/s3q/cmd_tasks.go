@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"time"
@@ -39,10 +36,13 @@ func (f *durationFlag) Set(s string) error {
 	return nil
 }
 
-// timeFlag is a flag holding an RFC 3339 time.
+// timeFlag is a flag holding an RFC 3339 time. A time in the past is
+// refused when past says what it would mean ("the task would be due at
+// once"), with how long ago it is.
 type timeFlag struct {
-	t   time.Time
-	set bool
+	t    time.Time
+	set  bool
+	past string // what a past time would mean, and what to use instead; "" accepts it
 }
 
 func (f *timeFlag) String() string {
@@ -55,7 +55,10 @@ func (f *timeFlag) String() string {
 func (f *timeFlag) Set(s string) error {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return fmt.Errorf("want an RFC 3339 time like 2026-01-28T09:00:00Z")
+		return fmt.Errorf("not an RFC 3339 time")
+	}
+	if now := time.Now(); f.past != "" && t.Before(now) {
+		return fmt.Errorf("%s, in the past: %s", relative(t, now), f.past)
 	}
 	f.t, f.set = t, true
 	return nil
@@ -68,13 +71,20 @@ func newClient(ctx context.Context, e *env) (*client.Client, error) {
 
 // submitCommand is s3q submit.
 func submitCommand() *command {
-	sf := &submitFlags{}
+	sf := &submitFlags{
+		at:        timeFlag{past: "the task would be due at once; use --in for a time from now"},
+		expiresAt: timeFlag{past: "the task would expire at birth; use --ttl for a deadline from now"},
+	}
 	return &command{
 		name: "submit", summary: "submit a task (or many from a JSONL file)",
 		details: `Submits one task to --queue (default "default") and prints it. Input
 is JSON, inline or @file.
 With --file, submits every line of a JSON Lines file (one submit request per
-line, as in the HTTP API) in batches of 500, with progress on stderr.
+line, as in the HTTP API) in batches of 500, with progress on stderr, and
+prints "landed N, replayed M, refused K". A line without an "id" gets one
+derived from the file's content, the queue and the line number, so running
+the same file again (after Ctrl-C, which stops between batches with exit
+130, or a crash) submits only what had not landed. Refused lines exit 1.
 
 Every submit carries a task id (--id, an "id" in a line, or a fresh UUIDv7),
 and a 503, 5xx or network error is retried with the same id: a retry whose
@@ -83,7 +93,7 @@ second. Give --id to make re-running the command itself a no-op.
 
 Examples:
   s3q submit -t email.send -i '{"to":"a@example.com"}' --ttl 1h
-  s3q submit -t report.build -i @input.json --at 2026-01-28T09:00:00Z --expires-at 2026-01-28T17:00:00Z
+  s3q submit -t report.build -i @input.json --at 2030-01-28T09:00:00Z --expires-at 2030-01-28T17:00:00Z
   s3q submit -t ping --in 10m --dedup-key ping-42 --wait 20s --queue pings
   s3q submit --file tasks.jsonl`,
 		flags: func(fs *flag.FlagSet) {
@@ -171,6 +181,21 @@ func (sf *submitFlags) request() (queue.SubmitRequest, error) {
 }
 
 // printSubmitted prints the answer to a submit.
+// waitRanOut says where a task stands when a submit's --wait ran out.
+func waitRanOut(t client.Task, q string) string {
+	switch {
+	case t.Status == queue.StatusRunning:
+		return fmt.Sprintf("the wait ran out: the task is running (attempt %d of %d)", t.Attempt, t.MaxAttempts)
+	case t.Status == queue.StatusPending && t.Attempt > 0:
+		return fmt.Sprintf("the wait ran out: the task is pending a retry after attempt %d failed (%s)", t.Attempt, clip(t.LastError, 80))
+	case t.Status == queue.StatusPending && t.AvailableAt.After(time.Now()):
+		return "the wait ran out: the task is pending, not due until " + stamp(&t.AvailableAt, time.Now())
+	case t.Status == queue.StatusPending:
+		return fmt.Sprintf("the wait ran out: the task is pending and no worker has claimed it yet (is one running? s3q worker -q %s --type %s ...)", q, t.TaskType)
+	}
+	return "the wait ran out: the task is " + string(t.Status)
+}
+
 func printSubmitted(e *env, res client.SubmitResult) error {
 	if e.output == "json" {
 		return printJSON(e.stdout, res)
@@ -181,7 +206,7 @@ func printSubmitted(e *env, res client.SubmitResult) error {
 	case res.Replayed:
 		fmt.Fprintln(e.stdout, "replayed: a task with this id was already submitted")
 	case res.Status == 202:
-		fmt.Fprintln(e.stdout, "still running when the wait ran out")
+		fmt.Fprintln(e.stdout, waitRanOut(res.Task, e.queue))
 	}
 	printTask(e.stdout, res.Task, time.Now())
 	return nil
@@ -392,79 +417,14 @@ func readInput(s string) (json.RawMessage, error) {
 	if strings.HasPrefix(s, "@") {
 		var err error
 		if raw, err = os.ReadFile(s[1:]); err != nil {
-			return nil, fmt.Errorf("read input: %w", err)
+			return nil, flagErr("input", "@input.json", "%s: %v", s, err)
 		}
 	}
 	raw = bytes.TrimSpace(raw)
-	if !json.Valid(raw) {
-		return nil, usageErr("--input is not valid JSON")
+	if err := checkJSON(raw); err != nil {
+		return nil, flagErr("input", `'{"to":"a@example.com"}'`, "is not valid JSON: %v", err)
 	}
 	return raw, nil
-}
-
-// submitFile submits a JSON Lines file in batches, with a progress bar.
-func submitFile(ctx context.Context, e *env, c *client.Client, path string) error {
-	var r io.Reader = e.stdin
-	if path != "-" {
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		r = f
-	}
-	var reqs []queue.SubmitRequest
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), queue.MaxInputBytes+64<<10)
-	for line := 1; sc.Scan(); line++ {
-		text := bytes.TrimSpace(sc.Bytes())
-		if len(text) == 0 {
-			continue
-		}
-		var req queue.SubmitRequest
-		dec := json.NewDecoder(bytes.NewReader(text))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			return fmt.Errorf("%s line %d: %w", path, line, err)
-		}
-		reqs = append(reqs, req)
-	}
-	if err := sc.Err(); err != nil {
-		return err
-	}
-	bar := newProgress(e.stderr, len(reqs), "submitting")
-	var created, deduped, failed int
-	var results []client.BatchItem
-	for i := 0; i < len(reqs); i += queue.MaxBatch {
-		chunk := reqs[i:min(len(reqs), i+queue.MaxBatch)]
-		items, err := c.SubmitBatch(ctx, chunk)
-		if err != nil {
-			bar.done()
-			return fmt.Errorf("batch at line %d: %w", i+1, err)
-		}
-		for j, it := range items {
-			switch {
-			case it.Error != nil:
-				failed++
-				fmt.Fprintf(e.stderr, "\rline %d: %v\n", i+j+1, it.Error)
-			case it.Deduplicated:
-				deduped++
-			default:
-				created++
-			}
-		}
-		results = append(results, items...)
-		bar.add(len(chunk))
-	}
-	bar.done()
-	if e.output == "json" {
-		return printJSON(e.stdout, map[string]any{"results": results})
-	}
-	fmt.Fprintf(e.stdout, "%d submitted, %d deduplicated, %d rejected\n", created, deduped, failed)
-	if failed > 0 {
-		return errors.New("some tasks were rejected")
-	}
-	return nil
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/s3q/s3q/shared/client"
+	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/worker"
 )
 
@@ -51,6 +53,9 @@ Example:
 			}
 			c, err := newClient(ctx, e)
 			if err != nil {
+				return err
+			}
+			if err := checkWorkerQueue(ctx, e, c); err != nil {
 				return err
 			}
 			log := slog.New(slog.NewJSONHandler(e.stderr, nil))
@@ -101,4 +106,23 @@ func execHandler(command string) worker.Handler {
 		}
 		return json.Marshal(string(raw))
 	}
+}
+
+// checkWorkerQueue makes a worker on an undeclared queue speak up instead
+// of idling forever: where the deployment requires declared queues (as the
+// stack does) it fails, exit 3, naming the queue; where it declares them
+// on first submit (s3q dev) it warns and lets the worker wait. A claim of
+// a task type no task has tells the two apart without taking a task.
+func checkWorkerQueue(ctx context.Context, e *env, c *client.Client) error {
+	_, err := c.GetQueue(ctx, e.queue)
+	if err == nil || !errors.Is(err, queue.ErrQueueNotFound) {
+		return nil // declared, or not known now: the claims will tell
+	}
+	_, err = c.Claim(ctx, client.ClaimRequest{Queue: e.queue, TaskTypes: []string{"s3q.worker.probe"}, MaxTasks: 1})
+	if errors.Is(err, queue.ErrQueueNotFound) {
+		return &cliError{exit: exitNotFound, code: "queue_not_found", field: "queue",
+			message: fmt.Sprintf("queue %q is not declared: check the name (s3q queue list) or declare it (s3q queue create %s)", e.queue, e.queue)}
+	}
+	fmt.Fprintf(e.stderr, "s3q worker: warning: queue %q is not declared; this deployment declares a queue on its first submit, so the worker waits for one (is the name right? s3q queue list)\n", e.queue)
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -25,7 +26,11 @@ type command struct {
 	summary string
 	details string
 	flags   func(fs *flag.FlagSet) // defines the command's flags
-	run     func(ctx context.Context, env *env, args []string) error
+	// subFlags lists, per subcommand (s3q schedule create), the flags it
+	// takes, so that `s3q schedule create --help` shows only those; a
+	// subcommand not listed shows every flag.
+	subFlags map[string][]string
+	run      func(ctx context.Context, env *env, args []string) error
 }
 
 // env is what every command gets: global flags and where to print.
@@ -75,13 +80,6 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// errUsage marks an error the user fixes by reading the help.
-var errUsage = errors.New("usage")
-
-func usageErr(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
-}
-
 // run is main without the process: it returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// Global flags may come before the command too: s3q --url U status ID.
@@ -90,7 +88,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		name, _, hasValue := strings.Cut(strings.TrimLeft(args[0], "-"), "=")
 		if name != "url" && name != "output" && name != "o" && name != "queue" && name != "q" {
 			fmt.Fprintf(stderr, "s3q: unknown global flag %s\n\nRun 's3q help' for usage.\n", args[0])
-			return 2
+			return exitUsage
 		}
 		n := 2
 		if hasValue || len(args) < 2 {
@@ -104,7 +102,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if len(args) > 1 {
 			if f, ok := commands[args[1]]; ok {
-				printCommandHelp(stdout, f())
+				printCommandHelp(stdout, f(), args[2:])
 				return 0
 			}
 		}
@@ -119,7 +117,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if !ok {
 		fmt.Fprintf(stderr, "s3q: unknown command %q\n\n", args[0])
 		printHelp(stderr)
-		return 2
+		return exitUsage
 	}
 	c := factory()
 	e := &env{stdout: stdout, stderr: stderr, stdin: stdin}
@@ -141,50 +139,58 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if c.flags != nil {
 		c.flags(fs)
 	}
-	pos, err := parseInterleaved(fs, args[1:])
+	pos, err := parseFlags(fs, args[1:])
 	if errors.Is(err, flag.ErrHelp) {
-		printCommandHelp(stdout, c)
-		return 0
+		printCommandHelp(stdout, c, pos)
+		return exitOK
 	}
-	if err == nil && e.output != "text" && e.output != "json" {
-		err = usageErr("--output must be text or json, not %q", e.output)
+	if err == nil && !slices.Contains(outputFormats, e.output) {
+		err = flagErr("output", "json", "%q: want one of %s", e.output, strings.Join(outputFormats, ", "))
+		e.output = "text"
 	}
 	fs.Visit(func(f *flag.Flag) { e.queueSet = e.queueSet || f.Name == "queue" || f.Name == "q" })
-	if err == nil {
-		err = c.run(ctx, e, pos)
+	if err != nil {
+		e.output = outputOf(args[1:], e.output)
+		return report(ctx, e, stdout, stderr, c.name, err)
+	}
+	// yaml and id are made from the JSON the command prints.
+	var fw *formatWriter
+	if e.output == "yaml" || e.output == "id" {
+		fw = &formatWriter{format: e.output, out: stdout}
+		e.stdout, e.output = fw, "json"
+	}
+	err = c.run(ctx, e, pos)
+	if fw != nil {
+		e.output = fw.format
+		if ferr := fw.flush(); err == nil {
+			err = ferr
+		}
 	}
 	if err != nil {
-		if errors.Is(err, errUsage) || strings.HasPrefix(err.Error(), "flag provided") || strings.Contains(err.Error(), "invalid value") {
-			fmt.Fprintf(stderr, "s3q %s: %s\n\nRun 's3q %s --help' for usage.\n", c.name, strings.TrimPrefix(err.Error(), "usage: "), c.name)
-			return 2
+		if e.output == "id" {
+			e.output = "text"
 		}
-		fmt.Fprintf(stderr, "s3q %s: %v\n", c.name, err)
-		if errors.Is(err, syscall.ECONNREFUSED) {
-			fmt.Fprintf(stderr, "\nNo s3q API answers at %s. Start one with 'make dev' (or 's3q dev'), or point --url / S3Q_URL at yours.\n", e.url)
-		}
-		return 1
+		return report(ctx, e, stdout, stderr, c.name, err)
 	}
-	return 0
+	return exitOK
 }
 
-// parseInterleaved parses flags wherever they appear among the positional
-// arguments ("s3q status ID --output json").
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
+// outputOf is the -o/--output among args, for a flag error met before
+// the flag set parsed it (def when there is none, or not a valid one).
+func outputOf(args []string, def string) string {
+	for i, a := range args {
+		name, v, hasV := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "o" && name != "output" {
+			continue
 		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
+		if !hasV && i+1 < len(args) {
+			v = args[i+1]
 		}
-		if rest[0] == "--" {
-			return append(pos, rest[1:]...), nil
+		if slices.Contains(outputFormats, v) {
+			def = v
 		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
 	}
+	return def
 }
 
 const version = "0.1.0"
@@ -205,11 +211,13 @@ Commands:
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n]().summary)
 	}
+	fmt.Fprintf(w, "  %-10s %s\n  %-10s %s\n", "help", "this help; 's3q help CMD' is 's3q CMD --help'", "version", "print the version of s3q")
 	fmt.Fprint(w, `
 Global flags:
   --url URL        the s3q API (default $S3Q_URL or http://127.0.0.1:8080);
                    requests to *.amazonaws.com are signed with AWS SigV4
-  -o, --output F   text (default) or json
+  -o, --output F   text (default; lists as a table), table, json, yaml, or
+                   id (only the ids of the tasks an answer holds, one a line)
   -q, --queue Q    the queue task, worker and schedule commands address
                    (default $S3Q_QUEUE or "default"): every route names it,
                    /queues/Q/..., so IAM can scope a role to queues
@@ -218,14 +226,65 @@ Durations accept s, m, h and d: 90s, 30m, 1h, 7d, 1d12h.
 Times are RFC 3339: 2026-01-28T09:00:00Z.
 
 Run 's3q <command> --help' for a command's flags.
-`)
+
+`+exitCodesHelp)
 }
 
-func printCommandHelp(w io.Writer, c *command) {
+// printCommandHelp prints a command's help; args are the positional
+// arguments before --help, whose first may name a subcommand.
+func printCommandHelp(w io.Writer, c *command, args []string) {
+	if len(args) > 0 && printSubcommandHelp(w, c, args[0]) {
+		return
+	}
 	fmt.Fprintf(w, "s3q %s — %s\n\nUsage:\n  s3q %s %s[flags]\n", c.name, c.summary, c.name, withSpace(c.args))
 	if c.details != "" {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.details))
 	}
+	printFlags(w, c, nil)
+}
+
+// printSubcommandHelp prints the help of one subcommand, read from the
+// command's "Subcommands:" lines ("  create ID --cron EXPR  create a
+// schedule"), with its flags; false when sub is not one.
+func printSubcommandHelp(w io.Writer, c *command, sub string) bool {
+	_, list, ok := strings.Cut(c.details, "Subcommands:\n")
+	if !ok {
+		return false
+	}
+	for _, line := range strings.Split(list, "\n") {
+		if !strings.HasPrefix(line, "  ") {
+			break
+		}
+		fields := strings.Fields(line)
+		if len(fields) == 0 || fields[0] != sub {
+			continue
+		}
+		usage, summary, _ := strings.Cut(strings.TrimSpace(line), "   ")
+		fmt.Fprintf(w, "s3q %s %s — %s\n\nUsage:\n  s3q %s %s\n", c.name, sub, strings.TrimSpace(summary), c.name, strings.TrimSpace(usage))
+		var examples []string
+		for _, l := range strings.Split(c.details, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), "s3q "+c.name+" "+sub+" ") {
+				examples = append(examples, l)
+			}
+		}
+		if len(examples) > 0 {
+			fmt.Fprintf(w, "\nExamples:\n%s\n", strings.Join(examples, "\n"))
+		}
+		only, listed := c.subFlags[sub]
+		if !listed {
+			only = nil
+		} else if only == nil {
+			only = []string{}
+		}
+		printFlags(w, c, only)
+		return true
+	}
+	return false
+}
+
+// printFlags prints the command's flags (only those named, when only is
+// not nil) and the global flags.
+func printFlags(w io.Writer, c *command, only []string) {
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	if c.flags != nil {
 		c.flags(fs)
@@ -239,7 +298,7 @@ func printCommandHelp(w io.Writer, c *command) {
 	})
 	var lines []string
 	fs.VisitAll(func(f *flag.Flag) {
-		if f.Usage == "" {
+		if f.Usage == "" || only != nil && !slices.Contains(only, f.Name) {
 			return
 		}
 		arg, usage := flag.UnquoteUsage(f)
@@ -255,7 +314,7 @@ func printCommandHelp(w io.Writer, c *command) {
 	if len(lines) > 0 {
 		fmt.Fprintf(w, "\nFlags:\n%s\n", strings.Join(lines, "\n"))
 	}
-	fmt.Fprint(w, "\nGlobal flags: --url URL, -o/--output text|json, -q/--queue NAME (see 's3q help').\n")
+	fmt.Fprint(w, "\nGlobal flags: --url URL, -o/--output text|table|json|yaml|id, -q/--queue NAME (see 's3q help').\n")
 }
 
 func withSpace(s string) string {

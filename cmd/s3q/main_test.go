@@ -61,14 +61,14 @@ func TestHelpReadsWellForEveryCommand(t *testing.T) {
 }
 
 func TestBadUsageExitsTwoWithAHint(t *testing.T) {
-	for _, args := range [][]string{{"nope"}, {"status"}, {"submit", "--ttl", "3x", "-t", "a"}, {"submit"}, {"list", "-o", "yaml"}, {"--bogus", "status"}} {
+	for _, args := range [][]string{{"nope"}, {"status"}, {"submit", "--ttl", "3x", "-t", "a"}, {"submit"}, {"list", "-o", "xml"}, {"--bogus", "status"}} {
 		_, errOut, code := cli(t, "", args...)
 		if code != 2 || errOut == "" {
 			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
 		}
 	}
 	_, errOut, code := cli(t, "http://127.0.0.1:1", "status", queue.NewID(time.Now()))
-	if code != 1 || !strings.Contains(errOut, "make dev") {
+	if code != 5 || !strings.Contains(errOut, "make dev") {
 		t.Fatalf("unreachable API: exit %d, stderr %q", code, errOut)
 	}
 }
@@ -123,11 +123,11 @@ func TestSubmitStatusListHistoryAndOpsThroughTheAPI(t *testing.T) {
 		t.Fatalf("history --limit 1 --all (%d):\n%s", code, out)
 	}
 	_, errOut, code = cli(t, url, "retry", id)
-	if code != 1 || !strings.Contains(errOut, "invalid_state") {
+	if code != 4 || !strings.Contains(errOut, "invalid_state") {
 		t.Fatalf("retry of an expired task: %d %s", code, errOut)
 	}
 	_, errOut, code = cli(t, url, "submit", "-t", "a/b")
-	if code != 1 || !strings.Contains(errOut, "task_type") {
+	if code != 2 || !strings.Contains(errOut, "task_type") {
 		t.Fatalf("bad type: %d %s", code, errOut)
 	}
 }
@@ -144,7 +144,7 @@ func TestSubmitFileSubmitsEveryLineWithProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, errOut, code := cli(t, url, "submit", "--file", path)
-	if code != 1 || !strings.Contains(out, "7 submitted, 0 deduplicated, 1 rejected") || !strings.Contains(errOut, "submitting [") || !strings.Contains(errOut, "line 8") {
+	if code != 1 || !strings.Contains(out, "landed 7, replayed 0, refused 1") || !strings.Contains(errOut, "submitting [") || !strings.Contains(errOut, "line 8") {
 		t.Fatalf("submit --file (%d):\nstdout %s\nstderr %s", code, out, errOut)
 	}
 }
@@ -190,7 +190,7 @@ func TestInvokeRunsAFunctionWithASampleEvent(t *testing.T) {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
 	// As in the stack, queues must be declared unless S3Q_AUTO_DECLARE is on.
 	out, errOut, code := cli(t, "", "invoke", "submit", "../../events/submit.json")
-	if code != 0 || !strings.Contains(out, `"statusCode": 404`) || !strings.Contains(out, "queue_not_found") {
+	if code != 3 || !strings.Contains(out, `"statusCode": 404`) || !strings.Contains(out, "queue_not_found") {
 		t.Fatalf("invoke submit to an undeclared queue (%d):\n%s\n%s", code, out, errOut)
 	}
 	t.Setenv("S3Q_AUTO_DECLARE", "true")

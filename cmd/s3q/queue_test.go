@@ -14,10 +14,10 @@ func TestQueueCommandsAndTheQueueFlag(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "max_concurrency:  2") || !strings.Contains(out, "url https://example.com/hook") {
 		t.Fatalf("create (%d): %s %s", code, out, errOut)
 	}
-	if _, errOut, code := cli(t, url, "queue", "create", "emails"); code != 1 || !strings.Contains(errOut, "queue update emails") {
+	if _, errOut, code := cli(t, url, "queue", "create", "emails"); code != 4 || !strings.Contains(errOut, "queue update emails") {
 		t.Errorf("create of an existing queue (%d): %s", code, errOut)
 	}
-	if _, errOut, code := cli(t, url, "queue", "create", "bad", "--target-url", "http://example.com/"); code != 1 || !strings.Contains(errOut, "target.url") {
+	if _, errOut, code := cli(t, url, "queue", "create", "bad", "--target-url", "http://example.com/"); code != 2 || !strings.Contains(errOut, "target.url") {
 		t.Errorf("create with an http target (%d): %s", code, errOut)
 	}
 	// update keeps what is not given: the target's url when only the secret changes.
@@ -34,7 +34,7 @@ func TestQueueCommandsAndTheQueueFlag(t *testing.T) {
 		got.Queue.Target.URL != "https://example.com/hook" || got.Queue.Target.Secret != "/s3q/other" {
 		t.Fatalf("update (%d): %s %s", code, out, errOut)
 	}
-	if _, errOut, code := cli(t, url, "queue", "update", "nope", "--max-attempts", "2"); code != 1 || !strings.Contains(errOut, "queue_not_found") {
+	if _, errOut, code := cli(t, url, "queue", "update", "nope", "--max-attempts", "2"); code != 3 || !strings.Contains(errOut, "queue_not_found") {
 		t.Errorf("update of an undeclared queue (%d): %s", code, errOut)
 	}
 
@@ -47,7 +47,7 @@ func TestQueueCommandsAndTheQueueFlag(t *testing.T) {
 	if json.Unmarshal([]byte(out), &sub) != nil || sub.Task.Queue != "emails" {
 		t.Fatalf("submit --queue: %s", out)
 	}
-	if _, errOut, code := cli(t, url, "status", sub.Task.ID); code != 1 || !strings.Contains(errOut, "404") {
+	if _, errOut, code := cli(t, url, "status", sub.Task.ID); code != 3 || !strings.Contains(errOut, "-q/--queue") {
 		t.Errorf("status under the default queue (%d): %s", code, errOut)
 	}
 	if out, _, code := cli(t, url, "-q", "emails", "status", sub.Task.ID); code != 0 || !strings.Contains(out, sub.Task.ID) {
@@ -70,7 +70,7 @@ func TestQueueCommandsAndTheQueueFlag(t *testing.T) {
 	if out, _, code := cli(t, url, "queue", "show", "emails"); code != 0 || !strings.Contains(out, "1 live, 0 delayed, 0 running") {
 		t.Errorf("queue show (%d): %s", code, out)
 	}
-	if _, errOut, code := cli(t, url, "queue", "delete", "emails"); code != 1 || !strings.Contains(errOut, "queue_not_empty") {
+	if _, errOut, code := cli(t, url, "queue", "delete", "emails"); code != 4 || !strings.Contains(errOut, "queue_not_empty") {
 		t.Errorf("delete of a queue with a task (%d): %s", code, errOut)
 	}
 	if _, errOut, code := cli(t, url, "--queue", "emails", "cancel", sub.Task.ID); code != 0 {

@@ -28,7 +28,7 @@ func TestScheduleCommandsManageACronSchedule(t *testing.T) {
 		t.Fatalf("create (%d):\n%s\n%s", code, out, errOut)
 	}
 	_, errOut, code = cli(t, url, "schedule", "create", "bad", "--cron", "99 * * * *", "-t", "x")
-	if code != 1 || !strings.Contains(errOut, "cron") {
+	if code != 2 || !strings.Contains(errOut, "cron") {
 		t.Fatalf("bad cron: %d %s", code, errOut)
 	}
 	out, _, code = cli(t, url, "schedule", "update", "nightly", "--cron", "30 2 * * 1-5")
@@ -65,7 +65,7 @@ func TestScheduleCommandsManageACronSchedule(t *testing.T) {
 		t.Fatalf("delete (%d):\n%s", code, out)
 	}
 	_, errOut, code = cli(t, url, "schedule", "show", "nightly")
-	if code != 1 || !strings.Contains(errOut, "not_found") {
+	if code != 3 || !strings.Contains(errOut, "not_found") {
 		t.Fatalf("show after delete: %d %s", code, errOut)
 	}
 	_, _, code = cli(t, url, "schedule", "frobnicate", "x")

@@ -20,11 +20,11 @@ func TestSubmitWithAnIDTwiceReplaysTheTask(t *testing.T) {
 		t.Fatalf("again (%d): %s %s", code, out, errOut)
 	}
 	_, errOut, code = cli(t, url, "submit", "--id", id, "-t", "once", "-i", `{"n":2}`)
-	if code != 1 || !strings.Contains(errOut, "conflict") || !strings.Contains(errOut, "id") {
+	if code != 4 || !strings.Contains(errOut, "conflict") || !strings.Contains(errOut, "id") {
 		t.Fatalf("another request with the id (%d): %s", code, errOut)
 	}
 	_, errOut, code = cli(t, url, "submit", "--id", "../etc", "-t", "once")
-	if code != 1 || !strings.Contains(errOut, "invalid_input") {
+	if code != 2 || !strings.Contains(errOut, "invalid_input") {
 		t.Fatalf("a bad id (%d): %s", code, errOut)
 	}
 }

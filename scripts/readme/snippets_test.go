@@ -1,6 +1,7 @@
 package readme
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -91,3 +92,46 @@ func TestDocLinksResolve(t *testing.T) {
 }
 
 var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// No file of the repository cites DESIGN.md (or "DESIGN §"), which is not
+// part of it: the docs, the code's comments and the OpenAPI document stand
+// alone.
+func TestNothingCitesADesignOutsideTheRepository(t *testing.T) {
+	skip := map[string]bool{".git": true, ".bin": true, "dist": true, "cdk.out": true, "node_modules": true, "testdata": true}
+	self, _ := filepath.Abs("snippets_test.go")
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if skip[d.Name()] {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		switch filepath.Ext(path) {
+		case ".go", ".md", ".json", ".yml", ".yaml", "":
+		default:
+			return nil
+		}
+		if abs, _ := filepath.Abs(path); abs == self {
+			return nil
+		}
+		if info, err := d.Info(); err != nil || info.Size() > 1<<20 {
+			return err // no source or doc file is that large
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, "DESIGN.md") || strings.Contains(line, "DESIGN §") || strings.Contains(line, "DESIGN's") {
+				t.Errorf("%s:%d cites DESIGN, which is not in the repository: %s", path, i+1, strings.TrimSpace(line))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -177,7 +177,6 @@ func schemas() obj {
 		"ScheduleHistory": object(obj{"fires": arrayOf(ref("Fire")), "next_cursor": str()}, []string{"fires"}, true),
 		"ArtifactReply":   object(obj{"artifact": ref("Artifact")}, []string{"artifact"}, true),
 		"OpenAPI":         obj{"type": "object", "description": "an OpenAPI 3.1 document"},
-		"ErrorReply":      object(obj{"error": ref("Error"), "task": ref("Task")}, []string{"error"}, true),
 
 		"Empty":         object(obj{}, nil, true),
 		"SubmitRequest": submit,
@@ -298,12 +297,21 @@ var document func() []byte
 
 func init() { document = sync.OnceValue(buildDocument) }
 
-func buildDocument() []byte {
-	paths := obj{}
-	responses := obj{
+// UnroutedResponses are the answers to a request no route matches, keyed
+// NoRoute (404 not_found) and MethodNotAllowed (405 method_not_allowed,
+// with Allow), as components.responses entries: the document describes
+// them in words only (a response no operation refers to is an unused
+// component), and openapitest adds them to check such answers.
+func UnroutedResponses() map[string]any {
+	return map[string]any{
 		"NoRoute":          errorResponse(http.StatusNotFound, []string{CodeNotFound}),
 		"MethodNotAllowed": errorResponse(http.StatusMethodNotAllowed, []string{CodeMethodNotAllowed}),
 	}
+}
+
+func buildDocument() []byte {
+	paths := obj{}
+	responses := obj{}
 	for _, rt := range table {
 		item, _ := paths[rt.pattern].(obj)
 		if item == nil {
@@ -319,8 +327,18 @@ func buildDocument() []byte {
 			"version": "1",
 			"description": "s3q, a serverless task queue whose only state is one S3 bucket. " +
 				"JSON in and out; errors are {\"error\":{\"code\",\"message\",\"field\"}}. A request no route matches answers " +
-				"404 not_found, or 405 method_not_allowed with an Allow header when its path is served with other methods " +
-				"(components.responses.NoRoute and MethodNotAllowed). Unknown JSON fields and query parameters are 400 invalid_input naming them.",
+				"404 not_found, or 405 method_not_allowed with an Allow header when its path is served with other methods. " +
+				"Unknown JSON fields and query parameters are 400 invalid_input naming them. " +
+				"The server below is `s3q dev` (`make dev`); a deployment serves the same paths at its API Gateway URL, " +
+				"https://{api-id}.execute-api.{region}.amazonaws.com (the stack's ApiUrl output), every request signed with AWS SigV4.",
+			// No license is granted yet: an SPDX LicenseRef says so until the
+			// owners choose one (then its SPDX identifier goes here).
+			"license": obj{"name": "Proprietary (no license granted yet)", "identifier": "LicenseRef-s3q-proprietary"},
+		},
+		"servers": []obj{
+			{"url": "http://127.0.0.1:8080", "description": "s3q dev (make dev): no authentication, loopback only"},
+			{"url": "https://{apiId}.execute-api.{region}.amazonaws.com", "description": "a deployment: the stack's API Gateway URL, IAM (SigV4) auth",
+				"variables": obj{"apiId": obj{"default": "abc123defg", "description": "the HTTP API's id"}, "region": obj{"default": "us-east-1", "description": "the AWS region of the stack"}}},
 		},
 		"paths": paths,
 		"components": obj{

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -81,6 +82,10 @@ func (f *function) invoke(ctx context.Context, payload []byte) ([]byte, error) {
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == eventsPath {
 		g.serveEvents(w, r)
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, invokePrefix) {
+		g.serveInvoke(w, r)
 		return
 	}
 	ev, err := lambdafn.EventFromRequest(r, api.DefaultMaxBodyBytes)

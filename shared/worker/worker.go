@@ -140,7 +140,9 @@ func (w *Worker) Handle(taskType string, h Handler) { w.handlers[taskType] = h }
 // Run claims and runs tasks until ctx is cancelled (SIGTERM, say), then
 // stops claiming, waits up to ShutdownGrace for running handlers, cancels
 // the rest and hands their tasks back (reschedule, available at once).
-// It returns nil after a clean shutdown.
+// It returns nil after a clean shutdown, and an error at once when the
+// queue is not declared where the deployment requires it (a claim answers
+// queue_not_found): a misspelt queue does not idle forever.
 func (w *Worker) Run(ctx context.Context) error {
 	if len(w.handlers) == 0 {
 		return errors.New("worker: no handlers registered")
@@ -158,8 +160,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	slots := make(chan struct{}, w.opts.Concurrency)
 	var running sync.WaitGroup
 	backoff := time.Duration(0)
+	var fatal error // a claim error no retry can mend: Run stops and returns it
 
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && fatal == nil {
 		// Wait for a free slot.
 		select {
 		case slots <- struct{}{}:
@@ -176,6 +179,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		})
 		for i := len(cs); i < free; i++ {
 			<-slots
+		}
+		if errors.Is(err, queue.ErrQueueNotFound) {
+			fatal = fmt.Errorf("worker: queue %q is not declared: %w", w.queueName(), err)
+			break
 		}
 		if err != nil && ctx.Err() == nil {
 			w.log.Warn("claim failed", "error", err)
@@ -204,7 +211,18 @@ func (w *Worker) Run(ctx context.Context) error {
 		cancelWork(ErrShutdown)
 		<-done
 	}
-	return nil
+	return fatal
+}
+
+// queueName is the queue the worker claims from.
+func (w *Worker) queueName() string {
+	if w.opts.Queue != "" {
+		return w.opts.Queue
+	}
+	if c, ok := w.api.(*client.Client); ok {
+		return c.Queue()
+	}
+	return queue.DefaultQueue
 }
 
 func nextBackoff(cur, first, max time.Duration) time.Duration {

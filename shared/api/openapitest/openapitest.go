@@ -10,6 +10,7 @@ package openapitest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -36,7 +37,25 @@ func Document(t testing.TB) *openapi3.T {
 }
 
 var load = sync.OnceValues(func() (*openapi3.T, error) {
-	doc, err := openapi3.NewLoader().LoadFromData(api.Document())
+	// The document, with the answers of no route (api.UnroutedResponses)
+	// among its components.
+	var raw map[string]any
+	if err := json.Unmarshal(api.Document(), &raw); err != nil {
+		return nil, err
+	}
+	components, _ := raw["components"].(map[string]any)
+	responses, _ := components["responses"].(map[string]any)
+	if responses == nil {
+		return nil, fmt.Errorf("the document has no components.responses")
+	}
+	for k, v := range api.UnroutedResponses() {
+		responses[k] = v
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := openapi3.NewLoader().LoadFromData(b)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +132,7 @@ func DescribeRequest(doc *openapi3.T, req *http.Request, body []byte) error {
 // the status must be one of the route's, the body of that status's
 // schema, the headers those it names. The route is the one the API
 // matches (api.Match); an answer of no route must be the document's
-// NoRoute (404) or MethodNotAllowed (405).
+// NoRoute (404) or MethodNotAllowed (405) of api.UnroutedResponses.
 func Describe(doc *openapi3.T, req *http.Request, status int, header http.Header, body []byte) error {
 	rt, _, err := route(doc, req)
 	if err != nil {
