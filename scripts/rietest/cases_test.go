@@ -184,6 +184,7 @@ func TestAMD64EveryEvent(t *testing.T) {
 	t.Run("wait_above_S3Q_MAX_WAIT_is_400", func(t *testing.T) { waitAboveMax(t, w) })
 	t.Run("missing_setting_is_a_clear_init_error", func(t *testing.T) { missingSetting(t, w) })
 	t.Run("long_poll_answers_before_the_time_out", func(t *testing.T) { timeOut(t, w) })
+	t.Run("sweep_short_of_time_stops_and_says_incomplete", func(t *testing.T) { sweepOutOfTime(t, w) })
 	_, _, other := setup.aws.snapshot()
 	if len(other) > 0 {
 		t.Errorf("the functions called AWS APIs the test does not serve: %v", other)
@@ -697,6 +698,34 @@ func timeOut(t *testing.T, w *world) {
 	}
 	if inv.report.found && inv.report.duration < time.Second {
 		t.Errorf("answered after %v: it did not wait", inv.report.duration)
+	}
+}
+
+// sweepOutOfTime: a sweep whose function has less time than the sweep
+// keeps back (3s) stops before Lambda's time-out, answers its report with
+// incomplete set, and writes SweepIncomplete 1 (the alarm's metric); the
+// next sweep does the work.
+func sweepOutOfTime(t *testing.T, w *world) {
+	f := w.start(t, lambdafn.SweepExpired, map[string]string{"AWS_LAMBDA_FUNCTION_TIMEOUT": "2"})
+	f.label = "timeout 2s"
+	expiredTask(t, w)
+	inv := f.invoke(t, "sweep-expired.json", readEvent(t, "sweep-expired.json", "", ""))
+	var rep map[string]any
+	if err := json.Unmarshal(inv.body, &rep); err != nil || inv.status != http.StatusOK {
+		t.Fatalf("%d %s (%v)", inv.status, inv.body, err)
+	}
+	if err := match(rep, "result.incomplete", true); err != nil {
+		t.Errorf("the report: %v: %s", err, inv.body)
+	}
+	found := false
+	for _, l := range f.logLines() {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m[catalog.SweepIncomplete] == float64(1) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no %s 1 in the log:\n%s", catalog.SweepIncomplete, strings.Join(f.logLines(), "\n"))
 	}
 }
 
