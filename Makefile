@@ -4,19 +4,20 @@ BIN       := $(CURDIR)/.bin
 VERSITYGW := $(BIN)/versitygw
 export S3Q_VERSITYGW := $(VERSITYGW)
 
-.PHONY: test test-go fuzz test-short bench vet fmt dev versitygw clean openapi-lint check-tracked
+.PHONY: test test-go fuzz test-short bench vet fmt dev versitygw chromium clean openapi-lint check-tracked
 
 ## test: the one test command: vet, gofmt, every Go test with -race (mem store,
-## gofakes3, versitygw; among them the README's walk-through, scripts/readme),
-## a short fuzz of the HTTP API, the OpenAPI lint, the CDK template tests, every
-## function's zip under the Lambda emulator, and no build output tracked by git
+## gofakes3, versitygw; among them the README's walk-through, scripts/readme,
+## and the console in headless Chromium), a short fuzz of the HTTP API, the
+## OpenAPI lint, the CDK template tests, every function's zip under the Lambda
+## emulator, and no build output tracked by git
 test: check-tracked test-go fuzz openapi-lint infra-test rie-test
 
 ## check-tracked: fail when git tracks a file over 1 MiB or a binary (an executable that is no #! script)
 check-tracked:
 	@bash scripts/check-tracked
 
-test-go: versitygw vet
+test-go: versitygw chromium vet
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^infra/')); if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) test -race -count=1 -timeout 20m ./...
 
@@ -36,10 +37,11 @@ test-short:
 
 ## bench: request counts and dollars per task lifecycle, throughput on versitygw,
 ## sweep and tick cost against the backlog, the audit of a run per S3 fault mix,
-## and API latency through the dev server
+## API latency through the dev server, and the S3 requests of each console view on 10k tasks
 bench: versitygw
 	$(GO) run ./scripts/bench
 	$(GO) run ./scripts/latency
+	$(GO) run ./scripts/consolebench
 
 vet:
 	$(GO) vet ./...
@@ -50,6 +52,10 @@ fmt:
 ## versitygw: install the real S3 gateway the tests run against (pinned, into .bin/; idempotent)
 versitygw:
 	@bash scripts/install-versitygw >/dev/null
+
+## chromium: install the browser the console's tests drive (Debian package chromium; idempotent)
+chromium:
+	@bash scripts/install-chromium >/dev/null
 
 ## dev: the whole queue locally: in-process S3, the HTTP API on 127.0.0.1:8080, sweep and tick on a timer
 ## (DEV_FLAGS="--tick 5s --data-dir .s3q" for more)

@@ -60,6 +60,9 @@ Task Expired and Task Dead-Lettered events go to the log (stderr) and to
 GET /events (the latest 1000, newest first; ?limit=N), in place of an
 EventBridge bus. Presigned artifact URLs point at the S3 server.
 
+The web console is at /ui/ (a browser opening / is sent there): queues,
+tasks with their timelines and deadlines, dead letters, schedules, events.
+
 Push queues: --push QUEUE=TARGET (repeatable) makes QUEUE's tasks be
 delivered in this process to TARGET, an http(s):// URL (a POST signed with
 --push-secret) or a Lambda function name (invoked at --lambda-endpoint, or

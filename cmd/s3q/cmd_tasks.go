@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -282,8 +283,9 @@ func historyCommand() *command {
 	var hcursor string
 	var hall bool
 	return &command{
-		name: "history", args: "ID", summary: "show the versions of a task's record, oldest first, a page at a time",
-		details: "The task must be in --queue (default \"default\"); a task of another queue is not found.",
+		name: "history", args: "ID", summary: "show the versions of a task's record, a page at a time (newest first)",
+		details: "The task must be in --queue (default \"default\"); a task of another queue is not found.\n" +
+			"A whole history (one page, or --all) prints oldest first as Version 1..N; a partial page prints newest first, by version id.",
 		flags: func(fs *flag.FlagSet) {
 			fs.IntVar(&hlimit, "limit", 0, "versions per page (default 100, at most 1000)")
 			fs.StringVar(&hcursor, "cursor", "", "continue from a previous page's next_cursor")
@@ -299,10 +301,6 @@ func historyCommand() *command {
 			}
 			var vs []client.Version
 			req := queue.HistoryRequest{Limit: hlimit, Cursor: hcursor}
-			first := 1
-			if hcursor != "" {
-				first = 0 // the number of the first version is unknown
-			}
 			next := ""
 			for {
 				res, err := c.History(ctx, args[0], req)
@@ -318,9 +316,16 @@ func historyCommand() *command {
 			if e.output == "json" {
 				return printJSON(e.stdout, map[string]any{"versions": vs, "next_cursor": next})
 			}
+			// Pages come newest first. A whole history is numbered from its
+			// first version; the number of a version on a partial page is
+			// unknown, so it is named by its id.
+			whole := hcursor == "" && next == ""
+			if whole {
+				slices.Reverse(vs)
+			}
 			for i, v := range vs {
-				label := fmt.Sprintf("Version %d", first+i)
-				if first == 0 {
+				label := fmt.Sprintf("Version %d", i+1)
+				if !whole {
 					label = "Version " + v.VersionID
 				}
 				fmt.Fprintf(e.stdout, "%s: %s%s  (%s)\n", label, v.Task.Status, historyDetail(v.Task), v.ModifiedAt.UTC().Format(time.RFC3339))

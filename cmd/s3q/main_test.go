@@ -115,7 +115,7 @@ func TestSubmitStatusListHistoryAndOpsThroughTheAPI(t *testing.T) {
 		t.Fatalf("history (%d):\n%s", code, out)
 	}
 	out, errOut, code = cli(t, url, "history", id, "--limit", "1")
-	if code != 0 || !strings.Contains(out, "Version 1: pending") || strings.Contains(out, "Version 2") || !strings.Contains(errOut, "more: s3q history "+id+" --cursor ") {
+	if code != 0 || !strings.Contains(out, ": expired") || strings.Contains(out, "pending") || !strings.Contains(errOut, "more: s3q history "+id+" --cursor ") {
 		t.Fatalf("history --limit 1 (%d):\n%s%s", code, out, errOut)
 	}
 	out, _, code = cli(t, url, "history", id, "--limit", "1", "--all")

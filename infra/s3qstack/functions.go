@@ -1,5 +1,7 @@
 package s3qstack
 
+import "slices"
+
 // The functions of the stack, one per folder under functions/, each with the
 // S3 actions it makes under each key prefix (its IAM policy is built from
 // this table and nothing else) and its trigger: HTTP routes or an
@@ -38,6 +40,10 @@ type Access struct {
 	// actions are granted on <bucket>/<Prefix>*, ListBucket and
 	// ListBucketVersions on the bucket for s3:prefix <Prefix>*.
 	Actions []string
+	// AutoDeclare marks access that only a deployment with the
+	// autoDeclare setting uses (the first submit to a queue declares it):
+	// without it, it is not granted.
+	AutoDeclare bool
 }
 
 // Function describes one Lambda function of the stack.
@@ -95,18 +101,8 @@ func Functions() []Function {
 	return []Function{
 		{
 			// Reads the queue's declaration; declares it under auto_declare.
-			Name: "submit",
-			Access: []Access{
-				on(pTasks, GetObject, PutObject, PutObjectTagging), // ttl 0: expired on arrival
-				on(kTaskTypes, GetObject),
-				on(pQueues, GetObject, PutObject, ListBucket), // the declaration; written under auto_declare
-				on(pReady, GetObject, PutObject),
-				on(pDeadline, GetObject, PutObject, DeleteObject),
-				on(pDedup, GetObject, PutObject),    // never deleted: a finished holder's key is taken over
-				on(pSweep, GetObject, PutObject),    // wake-ups, the outbox of a ttl-0 task
-				on(pChildren, GetObject, PutObject), // a child's entry in its parent's index
-				on(pStatus, GetObject, PutObject),
-			},
+			Name:   "submit",
+			Access: submitAccess(),
 			Routes: []string{"POST /queues/{queue}/tasks", "POST /queues/{queue}/tasks/batch"},
 		},
 		{
@@ -114,18 +110,19 @@ func Functions() []Function {
 			// A claim expires what it meets and starts a first_attempt
 			// task's deadline. They read the queue's declaration and take its
 			// concurrency slots.
-			Name: "claim",
-			Access: []Access{
-				on(pTasks, GetObject, PutObject, PutObjectTagging),
-				on(pQueues, GetObject),
-				on(pSlots, GetObject, PutObject, ListBucket), // max_concurrency: listed, taken by If-None-Match/If-Match
-				on(pReady, DeleteObject, ListBucket),
-				on(pDeadline, GetObject, PutObject, DeleteObject, ListBucket),
-				on(pSweep, GetObject, PutObject), // the outbox of what it expires or dead-letters
-				on(pChildren, DeleteObject),      // a finished child leaves its parent's index
-				on(pStatus, GetObject, PutObject),
-			},
+			Name:   "claim",
+			Access: claimAccess(),
 			Routes: []string{"POST /queues/{queue}/claim"},
+		},
+		{
+			// The held waits: a submit that waits for its outcome (GETs of
+			// the record) and a claim that long-polls. It does what
+			// submit and claim do, in a function of its own with reserved
+			// concurrency (waitsReservedConcurrency), so that waits can
+			// neither starve the other functions nor be starved by them.
+			Name:   "waits",
+			Access: merge(submitAccess(), claimAccess()),
+			Routes: []string{"POST /queues/{queue}/tasks/wait", "POST /queues/{queue}/claim/wait"},
 		},
 		{
 			// No submit route either. Presigned artifact URLs carry the
@@ -152,7 +149,7 @@ func Functions() []Function {
 				"GET /queues/{queue}/tasks/{id}", "GET /queues/{queue}/tasks/{id}/history",
 				"POST /queues/{queue}/tasks/{id}/cancel", "POST /queues/{queue}/tasks/{id}/retry", "POST /queues/{queue}/tasks/{id}/expire",
 				"POST /queues/{queue}/tasks/{id}/heartbeat", "POST /queues/{queue}/tasks/{id}/complete", "POST /queues/{queue}/tasks/{id}/fail",
-				"POST /queues/{queue}/tasks/{id}/reschedule",
+				"POST /queues/{queue}/tasks/{id}/reschedule", "POST /queues/{queue}/tasks/{id}/cancel-ack",
 				"POST /queues/{queue}/tasks/{id}/artifacts", "GET /queues/{queue}/tasks/{id}/artifacts/{name}",
 				"GET /openapi.json",
 				// The queue operations (docs/operations.md).
@@ -229,4 +226,64 @@ func Functions() []Function {
 			Timer: true,
 		},
 	}
+}
+
+// submitAccess is what a submit does: it reads the queue's declaration,
+// and declares the queue under autoDeclare.
+func submitAccess() []Access {
+	return []Access{
+		on(pTasks, GetObject, PutObject, PutObjectTagging), // ttl 0: expired on arrival
+		on(kTaskTypes, GetObject),
+		on(pQueues, GetObject),
+		{Prefix: pQueues, Actions: []string{PutObject, ListBucket}, AutoDeclare: true}, // declared (and max_queues counted) under autoDeclare only
+		on(pReady, GetObject, PutObject),
+		on(pDeadline, GetObject, PutObject, DeleteObject),
+		on(pDedup, GetObject, PutObject),    // never deleted: a finished holder's key is taken over
+		on(pSweep, GetObject, PutObject),    // wake-ups, the outbox of a ttl-0 task
+		on(pChildren, GetObject, PutObject), // a child's entry in its parent's index
+		on(pStatus, GetObject, PutObject),
+	}
+}
+
+// claimAccess is what a claim does. Claims never submit: no task type
+// defaults, no dedup keys. A claim expires what it meets and starts a
+// first_attempt task's deadline. It reads the queue's declaration and
+// takes its concurrency slots.
+func claimAccess() []Access {
+	return []Access{
+		on(pTasks, GetObject, PutObject, PutObjectTagging),
+		on(pQueues, GetObject),
+		on(pSlots, GetObject, PutObject, ListBucket), // max_concurrency: listed, taken by If-None-Match/If-Match
+		on(pReady, DeleteObject, ListBucket),
+		on(pDeadline, GetObject, PutObject, DeleteObject, ListBucket),
+		on(pSweep, GetObject, PutObject), // the outbox of what it expires or dead-letters
+		on(pChildren, DeleteObject),      // a finished child leaves its parent's index
+		on(pStatus, GetObject, PutObject),
+	}
+}
+
+// merge is the union of access tables: per prefix (and AutoDeclare), the
+// actions of either, in first-seen order.
+func merge(tables ...[]Access) []Access {
+	var out []Access
+	for _, table := range tables {
+		for _, a := range table {
+			i := -1
+			for j := range out {
+				if out[j].Prefix == a.Prefix && out[j].AutoDeclare == a.AutoDeclare {
+					i = j
+				}
+			}
+			if i < 0 {
+				out = append(out, Access{Prefix: a.Prefix, AutoDeclare: a.AutoDeclare})
+				i = len(out) - 1
+			}
+			for _, act := range a.Actions {
+				if !slices.Contains(out[i].Actions, act) {
+					out[i].Actions = append(out[i].Actions, act)
+				}
+			}
+		}
+	}
+	return out
 }

@@ -115,10 +115,10 @@ func iamMatch(pattern, s string) bool {
 // arn:aws:execute-api:{region}:{account}:{api}/{stage}/{METHOD}/{path}.
 func TestReadmeIAMPoliciesScopeRolesToOneQueue(t *testing.T) {
 	checkPolicies(t, "queues.md", map[string][]string{
-		"SubmitToQueueA": {"POST /queues/{queue}/tasks", "POST /queues/{queue}/tasks/batch"},
+		"SubmitToQueueA": {"POST /queues/{queue}/tasks", "POST /queues/{queue}/tasks/batch", "POST /queues/{queue}/tasks/wait"},
 		"WorkQueueA": {
-			"POST /queues/{queue}/claim", "POST /queues/{queue}/tasks/{id}/heartbeat", "POST /queues/{queue}/tasks/{id}/complete",
-			"POST /queues/{queue}/tasks/{id}/fail", "POST /queues/{queue}/tasks/{id}/reschedule", "POST /queues/{queue}/tasks/{id}/cancel",
+			"POST /queues/{queue}/claim", "POST /queues/{queue}/claim/wait", "POST /queues/{queue}/tasks/{id}/heartbeat", "POST /queues/{queue}/tasks/{id}/complete",
+			"POST /queues/{queue}/tasks/{id}/fail", "POST /queues/{queue}/tasks/{id}/reschedule", "POST /queues/{queue}/tasks/{id}/cancel-ack",
 		},
 	})
 }
@@ -145,6 +145,15 @@ func TestOperationsIAMPoliciesSeparatePurge(t *testing.T) {
 func checkPolicies(t *testing.T, page string, want map[string][]string) {
 	t.Helper()
 	policies := iamPolicies(t, page)
+	// Every ARN names one API and stage: a wildcard there would reach
+	// queue a of every deployment the account can call.
+	for sid, resources := range policies {
+		for _, r := range resources {
+			if !strings.HasPrefix(r, "arn:aws:execute-api:eu-west-1:123456789012:abc123defg/$default/") {
+				t.Errorf("docs/%s %s: %s does not pin region, account, API id and stage", page, sid, r)
+			}
+		}
+	}
 	for sid, routes := range want {
 		resources, ok := policies[sid]
 		if !ok {

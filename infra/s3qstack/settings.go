@@ -95,12 +95,38 @@ type Settings struct {
 	SweepReservedConcurrency int `json:"sweepReservedConcurrency"`
 	TickReservedConcurrency  int `json:"tickReservedConcurrency"`
 
+	// WaitsReservedConcurrency is the reserved concurrent executions of
+	// the waits function, which serves the held waits (POST
+	// /queues/{queue}/tasks/wait and /claim/wait): a wait holds its
+	// invocation up to maxWaitSeconds, so without a cap 50 waits a
+	// second would hold 1,250 executions, over the account's default
+	// 1,000. Reserved, it is both the most waits running at once (the
+	// next one is throttled, and only waits are) and capacity no other
+	// function can take from them. At least 1. Defaults to 20.
+	WaitsReservedConcurrency int `json:"waitsReservedConcurrency"`
+
+	// WaitThrottleRate and WaitThrottleBurst are the throttle of each
+	// wait route (requests per second and burst), apart from the other
+	// routes'. WaitThrottleRate × maxWaitSeconds over both routes above
+	// waitsReservedConcurrency means held waits queue up against the
+	// reserved concurrency and the excess is throttled. Defaults to 1
+	// and 10.
+	WaitThrottleRate  int `json:"waitThrottleRate"`
+	WaitThrottleBurst int `json:"waitThrottleBurst"`
+
+	// AutoDeclare is S3Q_AUTO_DECLARE of the functions: the first submit
+	// to an undeclared queue declares it. Off, a submit to an undeclared
+	// queue is 404 queue_not_found and the submit and waits functions
+	// may not write queues/ at all. Defaults to false.
+	AutoDeclare bool `json:"autoDeclare"`
+
 	// SubmitThrottleRate/Burst, BatchThrottleRate/Burst and
 	// ClaimThrottleRate/Burst are the per-route throttles (requests per
 	// second and burst) of POST submit, the batch submit and the claim
-	// route, apart from the stage's. A claim holds its function up to
-	// MaxWaitSeconds, so ClaimThrottleRate × MaxWaitSeconds bounds the
-	// claim function's concurrency. Defaults to 50/100, 5/10 and 10/20.
+	// route, apart from the stage's. None of them holds its function
+	// for a wait (waits have their own routes and function), so each
+	// bounds its function's concurrency at about rate × its latency.
+	// Defaults to 50/100, 5/10 and 10/20.
 	SubmitThrottleRate  int `json:"submitThrottleRate"`
 	SubmitThrottleBurst int `json:"submitThrottleBurst"`
 	BatchThrottleRate   int `json:"batchThrottleRate"`
@@ -136,14 +162,16 @@ type Settings struct {
 	PushFailureAlarmThreshold int `json:"pushFailureAlarmThreshold"`
 }
 
-// reservedConcurrency is the reserved concurrency of a timer function, 0
-// for none.
+// reservedConcurrency is the reserved concurrency of a function (the
+// timers and waits), 0 for none.
 func (s Settings) reservedConcurrency(fn string) int {
 	switch fn {
 	case "sweep-expired":
 		return s.SweepReservedConcurrency
 	case "schedule-tick":
 		return s.TickReservedConcurrency
+	case "waits":
+		return s.WaitsReservedConcurrency
 	}
 	return 0
 }
@@ -186,6 +214,9 @@ func DefaultSettings(env string) Settings {
 		BatchThrottleBurst:        10,
 		ClaimThrottleRate:         10,
 		ClaimThrottleBurst:        20,
+		WaitsReservedConcurrency:  20,
+		WaitThrottleRate:          1,
+		WaitThrottleBurst:         10,
 		MaxWaitSeconds:            25,
 		DispatchTimeoutSeconds:    300,
 		PushTargets:               []string{},
@@ -293,9 +324,11 @@ func (s Settings) Validate() error {
 		{"submitThrottle", s.SubmitThrottleRate, s.SubmitThrottleBurst},
 		{"batchThrottle", s.BatchThrottleRate, s.BatchThrottleBurst},
 		{"claimThrottle", s.ClaimThrottleRate, s.ClaimThrottleBurst},
+		{"waitThrottle", s.WaitThrottleRate, s.WaitThrottleBurst},
 	} {
 		check(t[1].(int) >= 1 && t[2].(int) >= 1, "%sRate and %sBurst must be >= 1", t[0], t[0])
 	}
+	check(s.WaitsReservedConcurrency >= 1, "waitsReservedConcurrency %d < 1: held waits must run capped, apart from the other functions", s.WaitsReservedConcurrency)
 	check(s.MaxWaitSeconds >= 1 && s.MaxWaitSeconds <= s.APITimeoutSeconds-2,
 		"maxWaitSeconds %d not in [1, apiTimeoutSeconds-2 = %d]", s.MaxWaitSeconds, s.APITimeoutSeconds-2)
 	errs = append(errs, s.validatePush()...)
@@ -332,6 +365,8 @@ func jsonFields() []jsonField {
 		{"submitThrottleRate", "int"}, {"submitThrottleBurst", "int"}, {"batchThrottleRate", "int"},
 		{"batchThrottleBurst", "int"}, {"claimThrottleRate", "int"}, {"claimThrottleBurst", "int"},
 		{"maxWaitSeconds", "int"},
+		{"waitsReservedConcurrency", "int"}, {"waitThrottleRate", "int"}, {"waitThrottleBurst", "int"},
+		{"autoDeclare", "bool"},
 		{"dispatchTimeoutSeconds", "int"}, {"pushTargets", "list"}, {"pushSecrets", "list"},
 		{"pushFailureAlarmThreshold", "int"},
 	}

@@ -109,6 +109,7 @@ func NewS3qStack(scope constructs.Construct, id string, props *S3qStackProps) (*
 	b.deadLetterAlarm()
 	b.sweepIncompleteAlarm()
 	b.push()
+	b.waitsWake()
 	b.dashboard()
 	b.outputs()
 	suppressFindings(b)
@@ -270,9 +271,12 @@ func (b *builder) eventBusPolicy(fns []Function) {
 
 // RouteClass names the throttle a route gets: "batch" for the submit
 // function's batch route, "submit" for its other routes, "claim" for the
-// claim function's, "" (the stage's default) for the rest.
+// claim function's, "wait" for each of the waits function's, "" (the
+// stage's default) for the rest.
 func RouteClass(fn Function, route string) string {
 	switch {
+	case fn.Name == "waits":
+		return "wait"
 	case fn.Name == "submit" && strings.HasSuffix(route, "/batch"):
 		return "batch"
 	case fn.Name == "submit":
@@ -283,17 +287,17 @@ func RouteClass(fn Function, route string) string {
 	return ""
 }
 
-// routeThrottles gives the submit, batch and claim routes their own rate
-// and burst (the stage's RouteSettings), so a flood of one cannot use up
-// the others' share of the stage's limit, nor claims the account's Lambda
-// concurrency: a claim may hold its function up to maxWaitSeconds, so
-// claimThrottleRate × maxWaitSeconds bounds the claim function's
-// concurrent invocations.
+// routeThrottles gives the submit, batch, claim and wait routes their own
+// rate and burst (the stage's RouteSettings), so a flood of one cannot
+// use up the others' share of the stage's limit. Only the wait routes
+// hold their function (up to maxWaitSeconds); their function's reserved
+// concurrency caps how many run at once (see waits).
 func (b *builder) routeThrottles(fns []Function) {
 	limits := map[string][2]int{
 		"submit": {b.s.SubmitThrottleRate, b.s.SubmitThrottleBurst},
 		"batch":  {b.s.BatchThrottleRate, b.s.BatchThrottleBurst},
 		"claim":  {b.s.ClaimThrottleRate, b.s.ClaimThrottleBurst},
+		"wait":   {b.s.WaitThrottleRate, b.s.WaitThrottleBurst},
 	}
 	settings := map[string]interface{}{}
 	for _, fn := range fns {
@@ -411,6 +415,9 @@ func (b *builder) function(fn Function, assetDir string) {
 	if len(fn.Routes) > 0 {
 		env["S3Q_MAX_WAIT"] = jsii.String(strconv.Itoa(b.s.MaxWaitSeconds) + "s")
 	}
+	if b.s.AutoDeclare {
+		env["S3Q_AUTO_DECLARE"] = jsii.String("true")
+	}
 	props := &awslambda.FunctionProps{
 		FunctionName: jsii.String(b.name(fn.Name)),
 		Description:  jsii.String("s3q " + fn.Name + " (" + b.env + ")"),
@@ -429,11 +436,12 @@ func (b *builder) function(fn Function, assetDir string) {
 		// retries, which would overlap with it.
 		props.RetryAttempts = jsii.Number(0)
 		props.MaxEventAge = awscdk.Duration_Seconds(jsii.Number(float64(60 * b.s.TickRateMinutes)))
-		// Its own share of the account's concurrency: no flood of API
-		// calls can throttle it (0: none reserved).
-		if n := b.s.reservedConcurrency(fn.Name); n > 0 {
-			props.ReservedConcurrentExecutions = jsii.Number(float64(n))
-		}
+	}
+	// Its own share of the account's concurrency (a timer, waits): no
+	// flood of other calls can throttle it, and it can take no more
+	// (0: none reserved).
+	if n := b.s.reservedConcurrency(fn.Name); n > 0 {
+		props.ReservedConcurrentExecutions = jsii.Number(float64(n))
 	}
 	f := awslambda.NewFunction(b.stack, jsii.String(id), props)
 	b.out.Functions[fn.Name] = f
@@ -472,6 +480,22 @@ func (b *builder) function(fn Function, assetDir string) {
 		Period:    awscdk.Duration_Minutes(jsii.Number(5)),
 		Statistic: jsii.String("Sum"),
 	}), id+"ErrorsAlarm", b.name(fn.Name+"-errors"), "s3q "+fn.Name+" ("+b.env+") returned errors")
+}
+
+// waitsWake lets the waits function wake dispatch as submit does: a task
+// it submits that is due now in a push queue (S3Q_DISPATCH_FUNCTION and
+// lambda:InvokeFunction on exactly the dispatch function).
+func (b *builder) waitsWake() {
+	w, d := b.out.Functions["waits"], b.out.Functions["dispatch"]
+	if w == nil || d == nil {
+		return
+	}
+	w.AddEnvironment(jsii.String("S3Q_DISPATCH_FUNCTION"), jsii.String(b.name("dispatch")), nil)
+	w.Role().AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("WakeDispatch"),
+		Actions:   jsii.Strings("lambda:InvokeFunction"),
+		Resources: jsii.Strings(b.lambdaARN(b.name("dispatch"))),
+	}))
 }
 
 func (b *builder) deadLetterAlarm() {
@@ -530,6 +554,9 @@ func (b *builder) s3Statements(fn Function) []awsiam.PolicyStatement {
 	byActions := map[string][]string{}
 	listed := map[string][]string{}
 	for _, a := range fn.Access {
+		if a.AutoDeclare && !b.s.AutoDeclare {
+			continue // a submit to an undeclared queue is a 404 here
+		}
 		var actions []string
 		for _, act := range a.Actions {
 			if bucketActions[act] {

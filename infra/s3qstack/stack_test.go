@@ -280,8 +280,8 @@ func TestStack(t *testing.T) {
 			if len(fn.Routes) > 0 {
 				env["S3Q_MAX_WAIT"] = "25s"
 			}
-			switch fn.Name { // push delivery (push.go)
-			case "submit":
+			switch fn.Name { // push delivery (push.go); waits submits too
+			case "submit", "waits":
 				env["S3Q_DISPATCH_FUNCTION"] = "s3q-dev-dispatch"
 			case "dispatch":
 				timeout = d.DispatchTimeoutSeconds
@@ -453,7 +453,12 @@ func TestStack(t *testing.T) {
 			{"sweep-expired", "s3:PutObject", "queues/default.json", false},
 			// Declared queues and their concurrency slots.
 			{"submit", "s3:GetObject", "queues/default.json", true},
-			{"submit", "s3:PutObject", "queues/default.json", true},
+			{"submit", "s3:PutObject", "queues/default.json", false}, // only with autoDeclare (off by default)
+			{"waits", "s3:PutObject", "queues/default.json", false},
+			{"waits", "s3:GetObject", "queues/default.json", true},
+			{"waits", "s3:PutObject", "tasks/x.json", true},
+			{"waits", "s3:PutObject", "slots/default/0000", true},
+			{"waits", "s3:GetObjectVersion", "tasks/x.json", false},
 			{"claim", "s3:GetObject", "queues/default.json", true},
 			{"claim", "s3:PutObject", "queues/default.json", false},
 			{"claim", "s3:PutObject", "slots/default/0000", true},
@@ -512,7 +517,7 @@ func TestStack(t *testing.T) {
 				}
 				lists := 0
 				for _, a := range fn.Access {
-					if contains(toIfaces(a.Actions), ListBucket) {
+					if contains(toIfaces(a.Actions), ListBucket) && !a.AutoDeclare {
 						lists++
 					}
 				}
@@ -660,7 +665,7 @@ func TestStack(t *testing.T) {
 		}
 	})
 
-	t.Run("submit_batch_and_claim_have_their_own_throttles", func(t *testing.T) {
+	t.Run("submit_batch_claim_and_wait_routes_have_their_own_throttles", func(t *testing.T) {
 		d := DefaultSettings("dev")
 		want := map[string]interface{}{}
 		classes := map[string]int{}
@@ -674,6 +679,8 @@ func TestStack(t *testing.T) {
 					rate, burst = d.BatchThrottleRate, d.BatchThrottleBurst
 				case "claim":
 					rate, burst = d.ClaimThrottleRate, d.ClaimThrottleBurst
+				case "wait":
+					rate, burst = d.WaitThrottleRate, d.WaitThrottleBurst
 				default:
 					continue
 				}
@@ -681,8 +688,8 @@ func TestStack(t *testing.T) {
 				want[r] = map[string]interface{}{"ThrottlingRateLimit": rate, "ThrottlingBurstLimit": burst}
 			}
 		}
-		if classes["submit"] == 0 || classes["batch"] != 1 || classes["claim"] == 0 {
-			t.Fatalf("route classes %v: want submit, one batch route and claim", classes)
+		if classes["submit"] == 0 || classes["batch"] != 1 || classes["claim"] == 0 || classes["wait"] != 2 {
+			t.Fatalf("route classes %v: want submit, one batch route, claim and two wait routes", classes)
 		}
 		dev.template.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Stage"), map[string]interface{}{
 			"RouteSettings": assertions.Match_Exact(want),
@@ -703,12 +710,42 @@ func TestStack(t *testing.T) {
 		}
 	})
 
-	t.Run("sweep_and_tick_have_reserved_concurrency_and_the_other_functions_do_not", func(t *testing.T) {
+	t.Run("sweep_tick_and_waits_have_reserved_concurrency_and_the_other_functions_do_not", func(t *testing.T) {
+		want := map[string]interface{}{"sweep-expired": 1.0, "schedule-tick": 1.0, "waits": float64(DefaultSettings("dev").WaitsReservedConcurrency)}
 		for _, fn := range Functions() {
 			got := props(dev.resources("AWS::Lambda::Function")[dev.functionID(t, fn.Name)])["ReservedConcurrentExecutions"]
-			reserved := fn.Name == "sweep-expired" || fn.Name == "schedule-tick"
-			if want := map[bool]interface{}{true: 1.0, false: nil}[reserved]; got != want {
-				t.Errorf("%s: ReservedConcurrentExecutions %v, want %v", fn.Name, got, want)
+			if got != want[fn.Name] {
+				t.Errorf("%s: ReservedConcurrentExecutions %v, want %v", fn.Name, got, want[fn.Name])
+			}
+		}
+		if want["waits"] != 20.0 {
+			t.Errorf("waitsReservedConcurrency defaults to %v, want 20 (infra/README's budget)", want["waits"])
+		}
+	})
+
+	t.Run("the_wait_routes_are_served_by_the_waits_function_alone", func(t *testing.T) {
+		for _, fn := range Functions() {
+			for _, r := range fn.Routes {
+				if isWait := strings.HasSuffix(r, "/wait"); isWait != (fn.Name == "waits") {
+					t.Errorf("route %s is served by %s", r, fn.Name)
+				}
+			}
+		}
+		for env, f := range all {
+			f.template.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]interface{}{
+				"FunctionName":                 "s3q-" + env + "-waits",
+				"ReservedConcurrentExecutions": 20,
+				"Timeout":                      DefaultSettings(env).APITimeoutSeconds,
+				"Environment": map[string]interface{}{"Variables": assertions.Match_ObjectLike(&map[string]interface{}{
+					"S3Q_MAX_WAIT":          "25s",
+					"S3Q_DISPATCH_FUNCTION": "s3q-" + env + "-dispatch",
+				})},
+			})
+			for _, path := range []string{"/queues/{queue}/tasks/wait", "/queues/{queue}/claim/wait"} {
+				f.template.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Route"), map[string]interface{}{
+					"RouteKey":          "POST " + path,
+					"AuthorizationType": "AWS_IAM",
+				})
 			}
 		}
 	})
@@ -949,6 +986,7 @@ func TestAKeyPrefixAndATickRateReachIAMLifecycleAndRules(t *testing.T) {
 	}
 	s := DefaultSettings("staging")
 	s.Prefix, s.TickRateMinutes, s.Endpoint, s.Architecture = "q/", 5, "http://localhost.localstack.cloud:4566", "x86_64"
+	s.AutoDeclare = true
 	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
 	st, err := NewS3qStack(app, "s3q-staging", &S3qStackProps{EnvName: "staging", AssetDir: dir, Settings: &s})
 	if err != nil {
@@ -970,6 +1008,28 @@ func TestAKeyPrefixAndATickRateReachIAMLifecycleAndRules(t *testing.T) {
 		})},
 	})
 	f := &fixture{stack: st, template: tpl, json: *tpl.ToJSON()}
+	// autoDeclare: every function is told, and submit and waits may write
+	// (and count) declarations, which they may not by default.
+	dev := envs(t)["dev"]
+	for _, fn := range []string{"submit", "waits"} {
+		on := func(f *fixture, prefix string) bool {
+			for _, g := range f.grantsOf(t, fn) {
+				if g == (grant{PutObject, prefix + "queues/"}) {
+					return true
+				}
+			}
+			return false
+		}
+		if !on(f, "q/") || on(dev, "") {
+			t.Errorf("%s: PutObject on queues/ with autoDeclare %v, without %v; want only with", fn, on(f, "q/"), on(dev, ""))
+		}
+	}
+	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]interface{}{
+		"FunctionName": "s3q-staging-submit",
+		"Environment": map[string]interface{}{"Variables": assertions.Match_ObjectLike(&map[string]interface{}{
+			"S3Q_AUTO_DECLARE": "true",
+		})},
+	})
 	for _, fn := range Functions() {
 		for _, stmt := range f.statementsOf(t, fn.Name) {
 			for _, res := range list(stmt["Resource"]) {

@@ -27,9 +27,18 @@ type claimBody struct {
 	Wait      *queue.Duration `json:"wait"`
 }
 
+// claimWait serves POST /queues/{queue}/claim/wait: a claim that
+// long-polls up to wait, on the route of the waits function, whose
+// concurrency is capped apart.
+func (a *API) claimWait(rq *request) (reply, error) {
+	rq.waits = true
+	return a.claim(rq)
+}
+
 // claim serves POST /queues/{queue}/claim: 200 with up to max_tasks claimed tasks and
-// their leases, or 204 (no body) when nothing is available, after
-// long-polling for up to wait.
+// their leases, or 204 (no body) when nothing is available. A wait over
+// 0 is a 400 naming wait here: the long-poll goes to
+// POST /queues/{queue}/claim/wait (claimWait).
 func (a *API) claim(rq *request) (reply, error) {
 	var body claimBody
 	if err := decodeObject(rq.body, &body, ""); err != nil {
@@ -38,6 +47,9 @@ func (a *API) claim(rq *request) (reply, error) {
 	wait, err := waitFor("wait", body.Wait, a.opts.MaxWait)
 	if err != nil {
 		return reply{}, err
+	}
+	if wait > 0 && !rq.waits {
+		return reply{}, waitElsewhere(rq.route)
 	}
 	req := queue.ClaimRequest{Queue: body.Queue, TaskTypes: body.TaskTypes, WorkerID: body.WorkerID, MaxTasks: body.MaxTasks}
 	if body.LeaseFor != nil {

@@ -24,7 +24,7 @@ func TestClaimLongPoll(t *testing.T) {
 			e.submit(`{"task_type":"t"}`)
 		}()
 		start := time.Now()
-		r := e.do("POST", "/queues/default/claim", `{"wait":"10s","lease_for":"1m"}`)
+		r := e.do("POST", "/queues/default/claim/wait", `{"wait":"10s","lease_for":"1m"}`)
 		if r.status != http.StatusOK || str(r.body, "tasks.0.task.status") != "running" {
 			t.Fatalf("want 200 with the task: %d %s", r.status, r.raw)
 		}
@@ -37,7 +37,7 @@ func TestClaimLongPoll(t *testing.T) {
 		counting := store.NewCounting(memstore.New())
 		e := newEnv(t, counting, api.Options{Now: time.Now})
 		start := time.Now()
-		r := e.do("POST", "/queues/default/claim", `{"wait":"2s"}`)
+		r := e.do("POST", "/queues/default/claim/wait", `{"wait":"2s"}`)
 		took := time.Since(start)
 		if r.status != http.StatusNoContent || len(r.raw) != 0 {
 			t.Fatalf("want 204 and no body: %d %s", r.status, r.raw)

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/jsonval"
 	"github.com/s3q/s3q/shared/queue"
 )
 
@@ -56,6 +57,13 @@ func decodeObject(body []byte, dst any, prefix string) error {
 	}
 	v := reflect.ValueOf(dst).Elem()
 	fields := fieldsOf(v.Type())
+	rawItems := func(k string) bool {
+		idx, ok := fields[k]
+		return ok && v.Type().FieldByIndex(idx).Type == reflect.TypeFor[[]json.RawMessage]()
+	}
+	if err := checkValues(body, prefix, rawItems); err != nil {
+		return err
+	}
 	keys := make([]string, 0, len(obj))
 	for k := range obj {
 		keys = append(keys, k)
@@ -68,6 +76,43 @@ func decodeObject(body []byte, dst any, prefix string) error {
 		}
 		if err := json.Unmarshal(obj[k], v.FieldByIndex(idx).Addr().Interface()); err != nil {
 			return badInput(prefix+k, "%s", jsonMessage(err))
+		}
+	}
+	return nil
+}
+
+// checkValues refuses what encoding/json lets through in a request body
+// (an object): a key given twice (json.Unmarshal keeps the last one, so
+// two readers could see two requests) and bytes that are not UTF-8
+// (kept raw in a json.RawMessage such as input), at any depth, naming
+// the top-level field (prefixed with prefix) they are in. The fields
+// rawItems names (an array of raw documents: a batch's tasks) are left
+// to the decodeObject of each item, so one bad item fails alone.
+func checkValues(body []byte, prefix string, rawItems func(key string) bool) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if _, err := dec.Token(); err != nil { // '{', as the caller checked
+		return badInput(strings.TrimSuffix(prefix, "."), "malformed JSON: %s", jsonMessage(err))
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return badInput(strings.TrimSuffix(prefix, "."), "malformed JSON: %s", jsonMessage(err))
+		}
+		k, _ := kt.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return badInput(prefix+clip(k), "malformed JSON: %s", jsonMessage(err))
+		}
+		if seen[k] {
+			return badInput(prefix+clip(k), "is given twice")
+		}
+		seen[k] = true
+		if rawItems(k) {
+			continue
+		}
+		if err := jsonval.Check(raw); err != nil {
+			return badInput(prefix+clip(k), "%s", strings.ToValidUTF8(err.Error(), "?"))
 		}
 	}
 	return nil

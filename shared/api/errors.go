@@ -147,6 +147,10 @@ func toError(err error) *Error {
 		return apiError(CodeConflict, ce.Field, ce.Error())
 	case errors.Is(err, queue.ErrConflict):
 		return apiError(CodeConflict, "", err.Error())
+	case errors.Is(err, store.ErrPrecondition):
+		// A compare-and-swap the core could not resolve: someone else
+		// wrote first. Never a bug, so never a 500.
+		return apiError(CodeConflict, "", "another writer changed the same object first; retrying is safe")
 	case errors.Is(err, store.ErrRetryable):
 		return apiError(CodeThrottled, "", "the store is busy or briefly unavailable; retry after a moment")
 	case errors.Is(err, context.DeadlineExceeded):

@@ -106,7 +106,7 @@ func logLines(t *testing.T, b *bytes.Buffer) []map[string]any {
 func TestZeroOptions(t *testing.T) {
 	h := api.New(newEnv(t, memstore.New(), api.Options{}).q, api.Options{})
 	var _ http.Handler = h
-	if got := api.Routes(); len(got) != 37 || got[0] != "GET /queues" || got[4] != "POST /queues/{queue}/tasks" {
+	if got := api.Routes(); len(got) != 40 || got[0] != "GET /queues" || got[4] != "POST /queues/{queue}/tasks" {
 		t.Errorf("Routes() = %v", got)
 	}
 	if k, ok := api.Match("POST", "/queues/default/tasks/"+unknownID+"/complete"); !ok || k != "POST /queues/{queue}/tasks/{id}/complete" {

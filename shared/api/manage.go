@@ -6,30 +6,43 @@ import (
 	"github.com/s3q/s3q/shared/queue"
 )
 
-// cancelBody is the body of POST /tasks/{id}/cancel. Without a lease
-// token it is anyone's cancel; with one it is the lease holder's
-// acknowledgement of a cancel request (the running task becomes cancelled).
+// cancelBody is the body of POST /tasks/{id}/cancel: nothing. A lease
+// token is refused by name: a worker acknowledges a cancel on its own
+// route (cancelAck), so that a role that may only work a queue cannot
+// cancel its pending tasks.
 type cancelBody struct {
 	LeaseToken string `json:"lease_token"`
 }
 
-// cancel serves POST /queues/{queue}/tasks/{id}/cancel: a pending task is cancelled at
-// once, a running one gets cancel_requested; with lease_token the running
-// task is cancelled by its lease holder.
+// cancel serves POST /queues/{queue}/tasks/{id}/cancel: a pending task is
+// cancelled at once, a running one gets cancel_requested.
 func (a *API) cancel(rq *request) (reply, error) {
 	var body cancelBody
 	if err := decodeObject(rq.body, &body, ""); err != nil {
 		return reply{}, err
 	}
-	var (
-		t   queue.Task
-		err error
-	)
 	if body.LeaseToken != "" {
-		t, err = rq.q.AckCancel(rq.ctx, rq.id, body.LeaseToken, rq.now(a))
-	} else {
-		t, err = rq.q.Cancel(rq.ctx, rq.id, rq.now(a))
+		return reply{}, badInput("lease_token", "a lease holder acknowledges a cancel with POST /queues/{queue}/tasks/{id}/cancel-ack; this route takes no body")
 	}
+	t, err := rq.q.Cancel(rq.ctx, rq.id, rq.now(a))
+	return a.taskOrError(rq, t, err)
+}
+
+// cancelAckBody is the body of POST /tasks/{id}/cancel-ack.
+type cancelAckBody struct {
+	LeaseToken string `json:"lease_token"`
+}
+
+// cancelAck serves POST /queues/{queue}/tasks/{id}/cancel-ack: the lease
+// holder's acknowledgement of a cancel request (or its own decision to
+// give up): the running task becomes cancelled. A lease operation, as
+// complete and fail are.
+func (a *API) cancelAck(rq *request) (reply, error) {
+	var body cancelAckBody
+	if err := decodeLease(rq, &body, &body.LeaseToken); err != nil {
+		return reply{}, err
+	}
+	t, err := rq.q.AckCancel(rq.ctx, rq.id, body.LeaseToken, rq.now(a))
 	return a.taskOrError(rq, t, err)
 }
 

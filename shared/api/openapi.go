@@ -85,6 +85,7 @@ func schemas() obj {
 		"lease_expires_at": dateTime(), "worker_id": str(), "started_at": dateTime(),
 		"last_error": str(), "failed_at": dateTime(), "ended_by": obj{"type": "string", "description": "the lease operation that ended the last lease (complete, fail, reschedule, cancel)"}, "completed_at": dateTime(), "cancelled_at": dateTime(), "cancel_requested": boolean(),
 		"expiry_event_sent_at": dateTime(), "dead_letter_event_sent_at": dateTime(), "artifacts_expire_at": dateTime(),
+		"heartbeats": obj{"type": "integer", "description": "heartbeats of the current attempt, at most 1000"}, "artifact_names": arrayOf(str()),
 		"purged_at": obj{"type": "string", "format": "date-time", "description": "the task was purged then (only in the last version of a purged task's history)"},
 	}
 	lease := obj{"lease_token": obj{"type": "string", "description": "the token of the lease, from the claim"}}
@@ -103,7 +104,7 @@ func schemas() obj {
 		"timeout": durationOrSeconds(), "parent_id": str(), "on_parent_expired": str(),
 	}
 	submit := object(submitProps, []string{"task_type"}, false)
-	submit["properties"].(obj)["wait"] = obj{"type": []string{"string", "number"}, "description": "a duration or a number of seconds: wait up to this long for the outcome: 200 finished, 202 still going, 504 deadline passed"}
+	submit["properties"].(obj)["wait"] = obj{"type": []string{"string", "number"}, "description": "a duration or a number of seconds: wait up to this long for the outcome: 200 finished, 202 still going, 504 deadline passed. Only POST /queues/{queue}/tasks/wait waits; the plain route refuses a wait over 0 (400 naming wait)"}
 	queueProps := obj{
 		"name": str(), "ttl": duration(), "ttl_from": ref("TTLFrom"), "max_attempts": integer(), "timeout": duration(),
 		"shards": integer(), "max_concurrency": integer(), "target": ref("Target"), "auto_declared": boolean(),
@@ -183,8 +184,8 @@ func schemas() obj {
 		"BatchRequest": object(obj{"tasks": obj{"type": "array", "minItems": 1, "maxItems": 500, "items": obj{"type": "object",
 			"description": "a task as POST /queues/{queue}/tasks takes it (SubmitRequest, without wait); an invalid one gets an error in its result, the others are still submitted"}}},
 			[]string{"tasks"}, true),
-		"ClaimRequest":      object(obj{"queue": str(), "task_types": arrayOf(str()), "lease_for": durationOrSeconds(), "worker_id": str(), "max_tasks": integer(), "wait": durationOrSeconds()}, nil, true),
-		"CancelRequest":     object(lease, nil, true),
+		"ClaimRequest":      object(obj{"queue": str(), "task_types": arrayOf(str()), "lease_for": durationOrSeconds(), "worker_id": str(), "max_tasks": integer(), "wait": obj{"type": []string{"string", "number"}, "description": "a duration or a number of seconds to long-poll for; only POST /queues/{queue}/claim/wait waits, the plain route refuses a wait over 0 (400 naming wait)"}}, nil, true),
+		"CancelAckRequest":  withLease(obj{}),
 		"HeartbeatRequest":  withLease(obj{"lease_for": durationOrSeconds()}),
 		"CompleteRequest":   withLease(obj{"output": anyJSON()}),
 		"FailRequest":       withLease(obj{"error": str(), "retryable": boolean()}),

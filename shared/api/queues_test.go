@@ -89,14 +89,14 @@ func TestEveryTaskRouteUnderAnotherQueueIs404(t *testing.T) {
 			if strings.HasSuffix(pattern, "/artifacts") {
 				body = `{"name":"a.txt"}`
 			}
-			if strings.HasSuffix(pattern, "/retry") || strings.HasSuffix(pattern, "/expire") {
+			if strings.HasSuffix(pattern, "/retry") || strings.HasSuffix(pattern, "/expire") || strings.HasSuffix(pattern, "/cancel") {
 				body = `{}`
 			}
 		}
 		cases = append(cases, routeCase{name: key, setup: running, method: method, path: path, body: body, status: 404, code: "not_found"})
 	}
-	if len(cases) != 11 {
-		t.Fatalf("%d task routes, want 11", len(cases))
+	if len(cases) != 12 {
+		t.Fatalf("%d task routes, want 12", len(cases))
 	}
 	runCases(t, cases, withArtifacts)
 }

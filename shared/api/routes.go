@@ -23,7 +23,7 @@ type route struct {
 	method  string
 	pattern string
 	// function is the HTTP Lambda function that serves the route:
-	// "submit", "claim", "tasks" or "schedules".
+	// "submit", "claim", "waits", "tasks" or "schedules".
 	function string
 	summary  string
 	query    []string // the query parameters it accepts (queryParams in openapi.go describes each)
@@ -68,9 +68,12 @@ var table = []*route{
 		answers: answers200("QueueReply"), errors: []string{CodeQueueNotFound}, serve: (*API).queueGet},
 	{method: "DELETE", pattern: "/queues/{queue}", function: "tasks", summary: "Delete a queue that holds no live tasks",
 		answers: []answer{{http.StatusNoContent, ""}}, errors: []string{CodeQueueNotFound, CodeQueueNotEmpty, CodeConflict}, serve: (*API).queueDelete},
-	{method: "POST", pattern: "/queues/{queue}/tasks", function: "submit", summary: "Submit a task, optionally waiting for its outcome",
+	{method: "POST", pattern: "/queues/{queue}/tasks", function: "submit", summary: "Submit a task (a wait goes to POST /queues/{queue}/tasks/wait)",
 		body: "SubmitRequest", answers: []answer{{200, "TaskReply"}, {201, "TaskReply"}, {202, "TaskReply"}},
 		errors: []string{CodeQueueNotFound, CodeConflict, CodeTooManyQueues}, serve: (*API).submit},
+	{method: "POST", pattern: "/queues/{queue}/tasks/wait", function: "waits", summary: "Submit a task and wait up to wait for its outcome (the waits function: its concurrency is capped apart)",
+		body: "SubmitRequest", answers: []answer{{200, "TaskReply"}, {201, "TaskReply"}, {202, "TaskReply"}},
+		errors: []string{CodeQueueNotFound, CodeConflict, CodeTooManyQueues, CodeDeadlineExceeded}, serve: (*API).submitWait},
 	{method: "POST", pattern: "/queues/{queue}/tasks/batch", function: "submit", summary: "Submit up to 500 tasks, one result per task",
 		body: "BatchRequest", answers: answers200("BatchReply"), errors: []string{CodeQueueNotFound, CodeConflict, CodeTooManyQueues}, serve: (*API).submitBatch},
 	{method: "GET", pattern: "/queues/{queue}/tasks", function: "tasks", summary: "List a queue's tasks",
@@ -79,17 +82,20 @@ var table = []*route{
 		query: []string{"status", "queue", "task_type", "limit", "cursor"}, answers: answers200("TaskList"), serve: (*API).list},
 	{method: "GET", pattern: "/queues/{queue}/tasks/{id}", function: "tasks", summary: "Read a task",
 		answers: answers200("TaskReply"), serve: (*API).get},
-	{method: "GET", pattern: "/queues/{queue}/tasks/{id}/history", function: "tasks", summary: "List the stored versions of a task, oldest first",
+	{method: "GET", pattern: "/queues/{queue}/tasks/{id}/history", function: "tasks", summary: "List the stored versions of a task, newest first",
 		query: []string{"limit", "cursor"}, answers: answers200("History"), serve: (*API).history},
-	{method: "POST", pattern: "/queues/{queue}/tasks/{id}/cancel", function: "tasks", summary: "Cancel a task, or ask its worker to",
-		body: "CancelRequest", answers: answers200("TaskReply"), errors: append([]string{CodeLeaseMismatch, CodeLeaseExpired, CodeNotRunning}, taskErrors...), serve: (*API).cancel},
+	{method: "POST", pattern: "/queues/{queue}/tasks/{id}/cancel", function: "tasks", summary: "Cancel a pending task, or ask a running one's worker to stop",
+		body: "Empty", answers: answers200("TaskReply"), errors: taskErrors, serve: (*API).cancel},
 	{method: "POST", pattern: "/queues/{queue}/tasks/{id}/retry", function: "tasks", summary: "Make a failed, expired or cancelled task pending again",
 		body: "Empty", answers: answers200("TaskReply"), errors: taskErrors, serve: (*API).retry},
 	{method: "POST", pattern: "/queues/{queue}/tasks/{id}/expire", function: "tasks", summary: "Expire a pending task by hand",
 		body: "Empty", answers: answers200("TaskReply"), errors: taskErrors, serve: (*API).expire},
-	{method: "POST", pattern: "/queues/{queue}/claim", function: "claim", summary: "Claim tasks under leases (204 when none), optionally long-polling",
+	{method: "POST", pattern: "/queues/{queue}/claim", function: "claim", summary: "Claim tasks under leases (204 when none; a long-poll goes to POST /queues/{queue}/claim/wait)",
 		body: "ClaimRequest", answers: []answer{{200, "ClaimReply"}, {http.StatusNoContent, ""}},
 		errors: []string{CodeInvalidLeaseDuration, CodeQueueNotFound, CodeConflict}, serve: (*API).claim},
+	{method: "POST", pattern: "/queues/{queue}/claim/wait", function: "waits", summary: "Claim tasks, long-polling up to wait when none is available (the waits function: its concurrency is capped apart)",
+		body: "ClaimRequest", answers: []answer{{200, "ClaimReply"}, {http.StatusNoContent, ""}},
+		errors: []string{CodeInvalidLeaseDuration, CodeQueueNotFound, CodeConflict}, serve: (*API).claimWait},
 	{method: "POST", pattern: "/queues/{queue}/tasks/{id}/heartbeat", function: "tasks", summary: "Extend a lease",
 		body: "HeartbeatRequest", answers: answers200("Claimed"), errors: leaseErrors, serve: (*API).heartbeat},
 	{method: "POST", pattern: "/queues/{queue}/tasks/{id}/complete", function: "tasks", summary: "Complete a task with its output",
@@ -98,6 +104,8 @@ var table = []*route{
 		body: "FailRequest", answers: answers200("TaskReply"), errors: leaseErrors, serve: (*API).fail},
 	{method: "POST", pattern: "/queues/{queue}/tasks/{id}/reschedule", function: "tasks", summary: "Give a claim back and run the task later",
 		body: "RescheduleRequest", answers: answers200("TaskReply"), errors: leaseErrors, serve: (*API).reschedule},
+	{method: "POST", pattern: "/queues/{queue}/tasks/{id}/cancel-ack", function: "tasks", summary: "The lease holder acknowledges a cancel request: the running task is cancelled",
+		body: "CancelAckRequest", answers: answers200("TaskReply"), errors: leaseErrors, serve: (*API).cancelAck},
 	{method: "POST", pattern: "/queues/{queue}/tasks/{id}/artifacts", function: "tasks", summary: "Get a presigned URL to upload an artifact of exactly size bytes",
 		body: "ArtifactRequest", answers: answers201("ArtifactReply"), errors: []string{CodeInvalidState}, serve: (*API).artifactUpload},
 	{method: "GET", pattern: "/queues/{queue}/tasks/{id}/artifacts/{name}", function: "tasks", summary: "Get a presigned URL to download an artifact",
@@ -149,7 +157,7 @@ func Routes() []string {
 }
 
 // RoutesOf returns the keys of the routes the HTTP Lambda function named
-// function serves ("submit", "claim", "tasks", "schedules"), in table
+// function serves ("submit", "claim", "waits", "tasks", "schedules"), in table
 // order; none for another name.
 func RoutesOf(function string) []string {
 	var keys []string

@@ -188,9 +188,9 @@ var routeCases = []routeCase{
 	{name: "list_with_a_limit_of_zero_is_400_naming_limit", method: "GET", path: "/queues/default/tasks?limit=0", status: 400, code: "invalid_input", field: "limit"},
 	{name: "list_with_an_unknown_status_is_400_naming_status", method: "GET", path: "/queues/default/tasks?status=done", status: 400, code: "invalid_input", field: "status"},
 	{name: "list_with_a_bad_cursor_is_400_naming_cursor", method: "GET", path: "/queues/default/tasks?cursor=zzz", status: 400, code: "invalid_input", field: "cursor"},
-	{name: "history_lists_versions_oldest_first_without_tokens", setup: completed, method: "GET", path: "/queues/default/tasks/{id}/history", status: 200,
-		check: all(wantField("versions.0.task.status", "pending"), wantField("versions.1.task.status", "running"),
-			wantField("versions.2.task.status", "completed"), noLeaseToken)},
+	{name: "history_lists_versions_newest_first_without_tokens", setup: completed, method: "GET", path: "/queues/default/tasks/{id}/history", status: 200,
+		check: all(wantField("versions.0.task.status", "completed"), wantField("versions.1.task.status", "running"),
+			wantField("versions.2.task.status", "pending"), noLeaseToken)},
 	{name: "history_of_an_unknown_id_is_404", method: "GET", path: "/queues/default/tasks/" + unknownID + "/history", status: 404, code: "not_found"},
 	{name: "history_with_a_limit_returns_a_page_and_a_next_cursor", setup: completed, method: "GET", path: "/queues/default/tasks/{id}/history?limit=2", status: 200,
 		check: func(t *testing.T, e *env, r response, id string) {
@@ -198,7 +198,7 @@ var routeCases = []routeCase{
 				t.Fatalf("first page: %s", r.raw)
 			}
 			r = e.do("GET", "/queues/default/tasks/"+id+"/history?limit=2&cursor="+url.QueryEscape(str(r.body, "next_cursor")), "")
-			if n := len(r.body["versions"].([]any)); r.status != 200 || n != 1 || str(r.body, "versions.0.task.status") != "completed" || str(r.body, "next_cursor") != "" {
+			if n := len(r.body["versions"].([]any)); r.status != 200 || n != 1 || str(r.body, "versions.0.task.status") != "pending" || str(r.body, "next_cursor") != "" {
 				t.Fatalf("second page: %d %s", r.status, r.raw)
 			}
 		}},
@@ -210,10 +210,16 @@ var routeCases = []routeCase{
 		check: wantField("task.status", "cancelled")},
 	{name: "cancel_of_a_running_task_requests_a_cancel", setup: running, method: "POST", path: "/queues/default/tasks/{id}/cancel", status: 200,
 		check: all(wantField("task.status", "running"), wantField("task.cancel_requested", true))},
-	{name: "cancel_with_the_lease_token_cancels_a_running_task", setup: running, method: "POST", path: "/queues/default/tasks/{id}/cancel",
+	{name: "cancel_ack_with_the_lease_token_cancels_a_running_task", setup: running, method: "POST", path: "/queues/default/tasks/{id}/cancel-ack",
 		body: `{"lease_token":"{token}"}`, status: 200, check: wantField("task.status", "cancelled")},
-	{name: "cancel_with_a_wrong_lease_token_is_409_lease_mismatch", setup: running, method: "POST", path: "/queues/default/tasks/{id}/cancel",
+	{name: "cancel_ack_with_a_wrong_lease_token_is_409_lease_mismatch", setup: running, method: "POST", path: "/queues/default/tasks/{id}/cancel-ack",
 		body: `{"lease_token":"nope"}`, status: 409, code: "lease_mismatch"},
+	{name: "cancel_ack_without_a_lease_token_is_400_naming_it", setup: running, method: "POST", path: "/queues/default/tasks/{id}/cancel-ack",
+		body: `{}`, status: 400, code: "invalid_input", field: "lease_token"},
+	{name: "cancel_ack_of_a_pending_task_is_409_not_running", setup: pending, method: "POST", path: "/queues/default/tasks/{id}/cancel-ack",
+		body: `{"lease_token":"nope"}`, status: 409, code: "not_running"},
+	{name: "cancel_with_a_lease_token_is_400_pointing_to_cancel_ack", setup: running, method: "POST", path: "/queues/default/tasks/{id}/cancel",
+		body: `{"lease_token":"{token}"}`, status: 400, code: "invalid_input", field: "lease_token"},
 	{name: "cancel_of_a_completed_task_is_409_invalid_state", setup: completed, method: "POST", path: "/queues/default/tasks/{id}/cancel", status: 409, code: "invalid_state"},
 	{name: "cancel_of_an_unknown_task_is_404", method: "POST", path: "/queues/default/tasks/" + unknownID + "/cancel", status: 404, code: "not_found"},
 	{name: "retry_of_a_cancelled_task_makes_it_pending", setup: cancelled, method: "POST", path: "/queues/default/tasks/{id}/retry", status: 200,

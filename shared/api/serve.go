@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,7 +20,11 @@ import (
 // request is what a route handler gets: the parts of the HTTP request it
 // may use, already checked against the route.
 type request struct {
-	ctx context.Context
+	ctx   context.Context
+	route *route // the route it matched
+	// waits is set by the handlers of the wait routes: a wait may hold
+	// this request.
+	waits bool
 	// q is the API's queue, or its view limited to the {queue} of the
 	// path (queue.Queue.In) for the routes that name one.
 	q     *queue.Queue
@@ -63,6 +68,11 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx, counts = reqcount.Start(ctx)
 	}
 	sw := &statusWriter{ResponseWriter: w}
+	if counts != nil {
+		// The answer says what it cost: written with the header, once the
+		// handler has made its store requests.
+		sw.beforeHeader = func(h http.Header) { h.Set(HeaderS3Requests, strconv.FormatInt(counts.Counts().Total(), 10)) }
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			a.log.ErrorContext(ctx, "panic serving request", "route", rl.route, "method", rl.method, "path", rl.path,
@@ -136,7 +146,7 @@ func (a *API) serve(ctx context.Context, r *http.Request, rl *requestLog) (reply
 			return reply{}, err
 		}
 	}
-	return rt.serve(a, &request{ctx: ctx, q: q, queue: ps.queue, id: ps.id, name: ps.name, query: query, body: body, log: rl})
+	return rt.serve(a, &request{ctx: ctx, route: rt, q: q, queue: ps.queue, id: ps.id, name: ps.name, query: query, body: body, log: rl})
 }
 
 // writeReply writes a reply: JSON, or no body at all when it has none.
@@ -173,16 +183,27 @@ func (a *API) writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
-// statusWriter remembers the status written through it.
+// HeaderS3Requests is the header of every answer of an API over a
+// counted store (reqcount.Wrap, as every function's is): the number of S3
+// requests the call made, the same figure as its log line's s3.requests.
+// The console sums it to show what a page view cost.
+const HeaderS3Requests = "S3q-S3-Requests"
+
+// statusWriter remembers the status written through it, and calls
+// beforeHeader, when set, with the headers just before they are written.
 type statusWriter struct {
 	http.ResponseWriter
-	status      int
-	wroteHeader bool
+	status       int
+	wroteHeader  bool
+	beforeHeader func(http.Header)
 }
 
 func (w *statusWriter) WriteHeader(status int) {
 	if !w.wroteHeader {
 		w.status, w.wroteHeader = status, true
+		if w.beforeHeader != nil {
+			w.beforeHeader(w.Header())
+		}
 	}
 	w.ResponseWriter.WriteHeader(status)
 }

@@ -17,20 +17,43 @@ type submitBody struct {
 	Wait *queue.Duration `json:"wait,omitempty"`
 }
 
+// submitWait serves POST /queues/{queue}/tasks/wait: submit, waiting up
+// to wait for the outcome. It is submit on the route of the waits
+// function, whose concurrency is capped apart (a flood of held waits
+// throttles only waits).
+func (a *API) submitWait(rq *request) (reply, error) {
+	rq.waits = true
+	return a.submit(rq)
+}
+
+// waitElsewhere is the 400 of a wait sent to a route that does not hold
+// its function: the route to send it to instead.
+func waitElsewhere(rt *route) error {
+	return badInput("wait", "%s does not wait (waits hold a function for up to their length, and run apart so that they cannot starve other calls): send it to %s/wait, or leave wait out",
+		rt.key(), rt.key())
+}
+
 // submit serves POST /queues/{queue}/tasks: 201 with the new task, 200 with
 // "deduplicated": true when a live task holds the dedup key, 200 with
 // "replayed": true when the task with the request's id exists (409
-// conflict, field id, when another request made it); with a wait,
-// 200 with the finished task, 202 when the wait ran out, 504 when the
-// task's deadline passed first.
+// conflict, field id, when another request made it). A wait over 0 is
+// a 400 naming wait here: it goes to POST /queues/{queue}/tasks/wait
+// (submitWait), which answers 200 with the finished task, 202 when the
+// wait ran out, 504 when the task's deadline passed first.
 func (a *API) submit(rq *request) (reply, error) {
 	var body submitBody
 	if err := decodeObject(rq.body, &body, ""); err != nil {
 		return reply{}, err
 	}
+	if err := refuseEmptyID(rq.body, ""); err != nil {
+		return reply{}, err
+	}
 	wait, err := waitFor("wait", body.Wait, a.opts.MaxWait)
 	if err != nil {
 		return reply{}, err
+	}
+	if wait > 0 && !rq.waits {
+		return reply{}, waitElsewhere(rq.route)
 	}
 	res, err := rq.q.Submit(rq.ctx, body.SubmitRequest, rq.now(a))
 	if err != nil {
@@ -73,7 +96,12 @@ func (a *API) submitBatch(rq *request) (reply, error) {
 	var at []int // index in results of each of reqs
 	for i, raw := range body.Tasks {
 		var req queue.SubmitRequest
-		if err := decodeObject(raw, &req, fmt.Sprintf("tasks[%d].", i)); err != nil {
+		prefix := fmt.Sprintf("tasks[%d].", i)
+		if err := decodeObject(raw, &req, prefix); err != nil {
+			results[i].Error = toError(err)
+			continue
+		}
+		if err := refuseEmptyID(raw, prefix); err != nil {
 			results[i].Error = toError(err)
 			continue
 		}
@@ -109,6 +137,19 @@ func (a *API) submitBatch(rq *request) (reply, error) {
 		}
 	}
 	return reply{status: http.StatusOK, body: batchReply{Results: results}}, nil
+}
+
+// refuseEmptyID refuses "id": "" in a submit body: an empty id is not
+// "no id" (which makes the submit at-least-once), and taking it for one
+// would silently drop the idempotency the caller asked for.
+func refuseEmptyID(body []byte, prefix string) error {
+	var v struct {
+		ID *string `json:"id"`
+	}
+	if json.Unmarshal(body, &v) == nil && v.ID != nil && *v.ID == "" {
+		return badInput(prefix+"id", "is empty: give the task's id (a lowercase UUIDv7), or leave id out and the server makes one")
+	}
+	return nil
 }
 
 // submitted passes the tasks a submit created to Options.OnSubmit.

@@ -125,7 +125,7 @@ func TestSubmitByID(t *testing.T) {
 
 			t.Run("a_lease_operation_retried_with_the_same_token_answers_200_with_the_task", func(t *testing.T) {
 				e := newEnv(t, b.new(t), api.Options{})
-				for _, op := range []string{"complete", "fail", "cancel", "heartbeat"} {
+				for _, op := range []string{"complete", "fail", "cancel-ack", "heartbeat"} {
 					id, tok := e.running()
 					body := `{"lease_token":"` + tok + `"}`
 					first := e.do("POST", "/queues/default/tasks/"+id+"/"+op, body)

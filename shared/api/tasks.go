@@ -53,9 +53,10 @@ func (a *API) list(rq *request) (reply, error) {
 }
 
 // history serves GET /queues/{queue}/tasks/{id}/history?limit=&cursor=: one page of the
-// stored versions of the record, oldest first (limit defaults to 100, at
-// most 1000), with next_cursor when more follow. It costs one LIST of
-// versions and one GET per version returned.
+// stored versions of the record, newest first (limit defaults to 100, at
+// most 1000), with next_cursor (older versions) when more follow. It
+// costs one LIST of at most limit versions and one GET per version
+// returned (one more to check a cursor), whatever the task stores.
 func (a *API) history(rq *request) (reply, error) {
 	req := queue.HistoryRequest{Cursor: rq.query["cursor"]}
 	var err error

@@ -39,7 +39,7 @@ func TestSyncWait(t *testing.T) {
 				time.Sleep(20 * time.Millisecond)
 			}
 		}()
-		r := e.do("POST", "/queues/default/tasks", `{"task_type":"t","wait":"10s"}`)
+		r := e.do("POST", "/queues/default/tasks/wait", `{"task_type":"t","wait":"10s"}`)
 		<-done
 		if r.status != http.StatusOK || str(r.body, "task.status") != "completed" || get(r.body, "task.output.n") != float64(42) {
 			t.Fatalf("want 200 completed with the output: %d %s", r.status, r.raw)
@@ -49,7 +49,7 @@ func TestSyncWait(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, memstore.New(), api.Options{Now: time.Now})
 		start := time.Now()
-		r := e.do("POST", "/queues/default/tasks", `{"task_type":"t","ttl":"1h","wait":0.3}`)
+		r := e.do("POST", "/queues/default/tasks/wait", `{"task_type":"t","ttl":"1h","wait":0.3}`)
 		if r.status != http.StatusAccepted || str(r.body, "task.status") != "pending" {
 			t.Fatalf("want 202 pending: %d %s", r.status, r.raw)
 		}
@@ -60,7 +60,7 @@ func TestSyncWait(t *testing.T) {
 	t.Run("wait_answers_504_and_expires_a_pending_task_whose_deadline_passes", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, memstore.New(), api.Options{Now: jumpClock(2 * time.Hour)})
-		r := e.do("POST", "/queues/default/tasks", `{"task_type":"t","ttl":"1h","wait":"20s"}`)
+		r := e.do("POST", "/queues/default/tasks/wait", `{"task_type":"t","ttl":"1h","wait":"20s"}`)
 		if r.status != http.StatusGatewayTimeout || str(r.body, "error.code") != "deadline_exceeded" {
 			t.Fatalf("want 504 deadline_exceeded: %d %s", r.status, r.raw)
 		}
@@ -80,7 +80,7 @@ func TestSyncWait(t *testing.T) {
 		}
 		e.clock.Advance(2 * time.Hour) // the deadline has passed; the task runs on under its lease
 		// The same dedup key with a wait waits on the running task.
-		r := e.do("POST", "/queues/default/tasks", `{"task_type":"t","dedup_key":"job-1","wait":"20s"}`)
+		r := e.do("POST", "/queues/default/tasks/wait", `{"task_type":"t","dedup_key":"job-1","wait":"20s"}`)
 		if r.status != http.StatusGatewayTimeout || str(r.body, "error.code") != "deadline_exceeded" {
 			t.Fatalf("want 504 deadline_exceeded: %d %s", r.status, r.raw)
 		}
@@ -91,7 +91,7 @@ func TestSyncWait(t *testing.T) {
 	t.Run("wait_on_a_task_submitted_with_ttl_0_answers_504_at_once", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, memstore.New(), api.Options{})
-		r := e.do("POST", "/queues/default/tasks", `{"task_type":"t","ttl":"0s","wait":"20s"}`)
+		r := e.do("POST", "/queues/default/tasks/wait", `{"task_type":"t","ttl":"0s","wait":"20s"}`)
 		if r.status != http.StatusGatewayTimeout || str(r.body, "task.status") != "expired" {
 			t.Fatalf("want 504 with the expired task: %d %s", r.status, r.raw)
 		}
@@ -100,7 +100,7 @@ func TestSyncWait(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, memstore.New(), api.Options{Now: time.Now})
 		start := time.Now()
-		r := e.do("POST", "/queues/default/tasks", `{"task_type":"t","ttl":"300ms","wait":"10s"}`)
+		r := e.do("POST", "/queues/default/tasks/wait", `{"task_type":"t","ttl":"300ms","wait":"10s"}`)
 		if r.status != http.StatusGatewayTimeout || str(r.body, "task.status") != "expired" {
 			t.Fatalf("want 504 with the expired task: %d %s", r.status, r.raw)
 		}

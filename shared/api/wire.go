@@ -9,7 +9,7 @@ import (
 
 // taskView is a task as the API shows it: the record without its lease
 // tokens (a token only appears in a lease object, handed to the claimer)
-// and without its internal index key and request hash, plus
+// and without its internal index key and request hashes, plus
 // expires_in_seconds.
 //
 // The shadowing fields are always empty: being shallower than the
@@ -18,6 +18,7 @@ type taskView struct {
 	queue.Task
 	LeaseToken       string `json:"lease_token,omitempty"`
 	EndedLeaseToken  string `json:"ended_lease_token,omitempty"`
+	EndedRequest     string `json:"ended_request,omitempty"`
 	RequestHash      string `json:"request_hash,omitempty"`
 	IndexKey         string `json:"index_key,omitempty"`
 	SlotKey          string `json:"slot_key,omitempty"`
@@ -86,7 +87,7 @@ type versionView struct {
 }
 
 // historyReply is the answer of GET /tasks/{id}/history, one page,
-// oldest first.
+// newest first.
 type historyReply struct {
 	Versions   []versionView `json:"versions"`
 	NextCursor string        `json:"next_cursor,omitempty"`

@@ -105,8 +105,9 @@ type URL struct {
 // a body of exactly size bytes: the URL signs Content-Length, so S3
 // refuses any other size (403). The task must not be finished and its
 // deadline must not have passed (a *queue.StateError); a bad name, or a
-// size below 1, is a *queue.ValidationError, a size over MaxBytes one
-// that wraps queue.ErrTooLarge. Nothing is written for a bad request.
+// size below 1, is a *queue.ValidationError, a size over MaxBytes, or a
+// new name past queue.MaxArtifacts, one that wraps queue.ErrTooLarge.
+// Nothing is written for a bad request.
 func (s *Service) PutURL(ctx context.Context, taskID, name string, size int64, now time.Time) (URL, error) {
 	now = now.UTC().Truncate(time.Microsecond)
 	if err := queue.ValidateID(taskID); err != nil {
@@ -123,7 +124,7 @@ func (s *Service) PutURL(ctx context.Context, taskID, name string, size int64, n
 		return URL{}, &queue.ValidationError{Field: "size", Err: queue.ErrTooLarge,
 			Message: fmt.Sprintf("%d bytes is more than the %d an artifact may have", size, s.max)}
 	}
-	_, until, err := s.q.ReserveArtifacts(ctx, taskID, s.ttl, now)
+	_, until, err := s.q.ReserveArtifact(ctx, taskID, name, s.ttl, now)
 	if err != nil {
 		return URL{}, err
 	}

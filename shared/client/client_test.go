@@ -74,7 +74,8 @@ func TestClientAgainstTheAPI(t *testing.T) {
 				}
 				h, err := c.History(ctx, res.Task.ID, queue.HistoryRequest{})
 				vs := h.Versions
-				if err != nil || len(vs) != 4 || vs[0].Task.Status != queue.StatusPending || vs[2].Task.Status != queue.StatusRunning || vs[3].Task.Status != queue.StatusCompleted || h.NextCursor != "" {
+				// Newest first.
+				if err != nil || len(vs) != 4 || vs[0].Task.Status != queue.StatusCompleted || vs[1].Task.Status != queue.StatusRunning || vs[3].Task.Status != queue.StatusPending || h.NextCursor != "" {
 					t.Fatalf("history: %d versions %v", len(vs), err)
 				}
 				// In pages of 3: the cursor carries on where the page ended.
@@ -119,8 +120,13 @@ func TestClientAgainstTheAPI(t *testing.T) {
 				if _, err := c.Fail(ctx, cs[0].Lease, "boom", false); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := c.Complete(ctx, cs[0].Lease, nil); !errors.Is(err, queue.ErrNotRunning) {
+				if _, err := c.Complete(ctx, bad, nil); !errors.Is(err, queue.ErrNotRunning) {
 					t.Fatalf("complete a failed task: %v", err)
+				}
+				// The token that failed it cannot complete it: a conflict
+				// naming the token, not a replay.
+				if _, err := c.Complete(ctx, cs[0].Lease, nil); !errors.As(err, &apiErr) || apiErr.Code != "conflict" || apiErr.Field != "lease_token" {
+					t.Fatalf("complete with the token that failed the task: %v", err)
 				}
 				if _, err := c.Retry(ctx, res.Task.ID); !errors.As(err, &apiErr) || apiErr.Code != "invalid_state" {
 					t.Fatalf("retry while the dead-letter event is owed: %v, want 409 invalid_state", err)

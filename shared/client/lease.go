@@ -20,7 +20,8 @@ type ClaimRequest struct {
 }
 
 // Claim leases up to MaxTasks tasks; an empty slice means nothing was
-// available (within Wait).
+// available (within Wait). A claim with a Wait goes to
+// POST /queues/{queue}/claim/wait, the route of held waits.
 func (c *Client) Claim(ctx context.Context, req ClaimRequest) ([]Claimed, error) {
 	body := map[string]any{}
 	q := c.queue
@@ -45,7 +46,11 @@ func (c *Client) Claim(ctx context.Context, req ClaimRequest) ([]Claimed, error)
 	var res struct {
 		Tasks []Claimed `json:"tasks"`
 	}
-	status, err := c.do(ctx, http.MethodPost, queuePath(q, "/claim"), nil, body, &res)
+	path := "/claim"
+	if req.Wait > 0 {
+		path = "/claim/wait" // long-polls run apart, on the waits function
+	}
+	status, err := c.do(ctx, http.MethodPost, queuePath(q, path), nil, body, &res)
 	if err != nil || status == http.StatusNoContent {
 		return []Claimed{}, err
 	}
@@ -95,5 +100,5 @@ func (c *Client) Reschedule(ctx context.Context, l Lease, delay, extend time.Dur
 
 // AckCancel acknowledges a cancel request: the running task is cancelled.
 func (c *Client) AckCancel(ctx context.Context, l Lease) (Task, error) {
-	return c.taskOp(ctx, l.TaskID, "cancel", map[string]any{"lease_token": l.Token}, true)
+	return c.taskOp(ctx, l.TaskID, "cancel-ack", map[string]any{"lease_token": l.Token}, true)
 }

@@ -66,8 +66,9 @@ type SubmitResult struct {
 // fresh UUIDv7, and a 503, another 5xx or a network error is retried
 // with the same id (Options.MaxRetries), so a retry whose first attempt
 // landed returns that task (Replayed) instead of making a second. With a
-// Wait, a task whose deadline passes during the wait returns an *Error
-// with code "deadline_exceeded" (504).
+// Wait, it goes to POST /queues/{queue}/tasks/wait (the route of held
+// waits), and a task whose deadline passes during the wait returns an
+// *Error with code "deadline_exceeded" (504).
 func (c *Client) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, error) {
 	if req.ID == "" {
 		req.ID = queue.NewID(time.Now())
@@ -77,7 +78,11 @@ func (c *Client) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, e
 	if req.Queue != "" {
 		q = req.Queue
 	}
-	status, err := c.doRetry(ctx, http.MethodPost, queuePath(q, "/tasks"), nil, req, &res)
+	path := "/tasks"
+	if req.Wait > 0 {
+		path = "/tasks/wait" // waits run apart, on the waits function
+	}
+	status, err := c.doRetry(ctx, http.MethodPost, queuePath(q, path), nil, req, &res)
 	res.Status = status
 	return res, err
 }
@@ -236,7 +241,7 @@ type HistoryResult struct {
 	NextCursor string    `json:"next_cursor,omitempty"`
 }
 
-// History returns one page of the versions of a task's record, oldest
+// History returns one page of the versions of a task's record, newest
 // first: req.Limit of them (the server's default, 100, when 0), from
 // req.Cursor, a previous page's NextCursor.
 func (c *Client) History(ctx context.Context, id string, req queue.HistoryRequest) (HistoryResult, error) {

@@ -9,7 +9,8 @@
 //
 // Task events go to the log and to an in-memory ring that the dev-only
 // route GET /events serves (newest first, ?limit=N), in place of an
-// EventBridge bus. Presigned artifact URLs point at the S3 server.
+// EventBridge bus. The console (package ui) is served under /ui, with an
+// events page over the same ring; GET / sends a browser there. Presigned artifact URLs point at the S3 server.
 package devserver
 
 import (
@@ -23,11 +24,13 @@ import (
 	"os"
 	"time"
 
+	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/config"
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/events"
 	"github.com/s3q/s3q/shared/lambdafn"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/ui"
 )
 
 // Defaults of Options.
@@ -105,6 +108,11 @@ type Options struct {
 	// Defaults to JSON on os.Stderr.
 	Logger *slog.Logger
 
+	// ConsoleRefresh is how often the pages of the console (/ui)
+	// refresh themselves; negative turns it off. Defaults to
+	// ui.DefaultRefresh (5s).
+	ConsoleRefresh time.Duration
+
 	// Started, when set, is called with the API's base URL (such as
 	// "http://127.0.0.1:8080") once it accepts requests.
 	Started func(baseURL string)
@@ -170,11 +178,18 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("devserver: listen on %s: %w", opts.Addr, err)
 	}
-	srv := &http.Server{Handler: &gateway{functions: functions, log: opts.Logger, events: ring}, ReadHeaderTimeout: 10 * time.Second}
+	baseURL := "http://" + ln.Addr().String()
+	// The console calls this very API over loopback, as `s3q ui` would.
+	console, err := ui.New(ctx, baseURL, client.Options{SigV4: new(bool)},
+		ui.Options{Events: ring, Refresh: opts.ConsoleRefresh, Logger: opts.Logger})
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("devserver: console: %w", err)
+	}
+	srv := &http.Server{Handler: &gateway{functions: functions, log: opts.Logger, events: ring, console: console}, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
-	baseURL := "http://" + ln.Addr().String()
 	banner(opts.Out, baseURL, st.describe, opts.TickInterval)
 	if opts.Started != nil {
 		opts.Started(baseURL)
@@ -210,6 +225,7 @@ func Run(ctx context.Context, opts Options) error {
 // banner prints where the API is and how to try it.
 func banner(w io.Writer, baseURL, storage string, tick time.Duration) {
 	fmt.Fprintf(w, `s3q dev: the HTTP API is at %[1]s
+  console: %[1]s/ui/  (queues, tasks, dead letters, schedules, events in your browser)
   state:  %[2]s
   timers: sweep-expired and schedule-tick every %[3]s
   events: GET /events shows the latest Task Expired and Task Dead-Lettered events (dev only)

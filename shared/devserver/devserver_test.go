@@ -353,15 +353,18 @@ func TestDevServerEventsAndArtifacts(t *testing.T) {
 func TestDevServerMaxWait(t *testing.T) {
 	d := start(t, devserver.Options{MaxWait: 2 * time.Second})
 	for _, c := range []struct{ path, body string }{
-		{"/queues/default/claim", `{"wait":"3s"}`},
-		{"/queues/default/tasks", `{"task_type":"a.b","wait":"3s"}`},
+		{"/queues/default/claim/wait", `{"wait":"3s"}`},
+		{"/queues/default/tasks/wait", `{"task_type":"a.b","wait":"3s"}`},
+		// A wait on the plain routes is refused whatever its length.
+		{"/queues/default/claim", `{"wait":"1s"}`},
+		{"/queues/default/tasks", `{"task_type":"a.b","wait":"1s"}`},
 	} {
 		status, body := call(t, "POST", d.url+c.path, c.body)
 		if status != 400 || field(body, "error", "field") != "wait" {
 			t.Errorf("POST %s %s: %d %v", c.path, c.body, status, body)
 		}
 	}
-	if status, _ := call(t, "POST", d.url+"/queues/default/claim", `{"wait":"1s"}`); status != 204 {
+	if status, _ := call(t, "POST", d.url+"/queues/default/claim/wait", `{"wait":"1s"}`); status != 204 {
 		t.Errorf("a 1s wait: %d, want 204", status)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/s3q/s3q/shared/api"
 	s3qevents "github.com/s3q/s3q/shared/events"
 	"github.com/s3q/s3q/shared/lambdafn"
+	"github.com/s3q/s3q/shared/ui"
 )
 
 // gateway plays API Gateway in front of the HTTP functions: it turns a
@@ -27,6 +28,7 @@ type gateway struct {
 	functions map[string]*function
 	log       *slog.Logger
 	events    *s3qevents.Ring // the task events GET /events shows
+	console   *ui.Console     // the pages under /ui
 }
 
 // function is one Lambda function of the dev server: a set of execution
@@ -80,8 +82,16 @@ func (f *function) invoke(ctx context.Context, payload []byte) ([]byte, error) {
 }
 
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == eventsPath {
+	switch p := r.URL.Path; {
+	case p == eventsPath:
 		g.serveEvents(w, r)
+		return
+	case p == g.console.Prefix() || strings.HasPrefix(p, g.console.Prefix()+"/"):
+		g.console.ServeHTTP(w, r)
+		return
+	case p == "/" && r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/html"):
+		// A browser opening the server's address finds the console.
+		http.Redirect(w, r, g.console.Prefix()+"/", http.StatusFound)
 		return
 	}
 	if strings.HasPrefix(r.URL.Path, invokePrefix) {

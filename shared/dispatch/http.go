@@ -78,9 +78,7 @@ func refuseLocal(_, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s", ErrRefusedAddress, address)
 	}
-	ip := ap.Addr().Unmap()
-	if ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsMulticast() ||
-		ip.IsUnspecified() || ip == awsMetadataV6 {
+	if ip := ap.Addr().Unmap(); refusedAddr(ip) {
 		return fmt.Errorf("%w: %s", ErrRefusedAddress, ip)
 	}
 	return nil

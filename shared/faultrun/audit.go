@@ -176,7 +176,7 @@ func auditTask(ctx context.Context, st store.Store, key string) (record, []strin
 	_ = json.Unmarshal(rec.Input, &in)
 	rec.n = in.N
 
-	versions, err := st.Versions(ctx, key)
+	versions, err := store.AllVersions(ctx, st, key)
 	if err != nil {
 		return rec, nil, err
 	}
@@ -226,7 +226,7 @@ func auditTask(ctx context.Context, st store.Store, key string) (record, []strin
 // named, oldest first, "" for a released pointer, with repeats collapsed.
 func pointerHolders(ctx context.Context, st store.Store, dedupKey string) ([]string, error) {
 	key := queue.DedupKey("default", dedupKey)
-	versions, err := st.Versions(ctx, key)
+	versions, err := store.AllVersions(ctx, st, key)
 	if err != nil {
 		return nil, err
 	}

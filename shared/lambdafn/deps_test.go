@@ -335,11 +335,9 @@ func TestMaxWaitFromTheEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for fn, file := range map[string]string{"submit": "submit-wait.json", "claim": "claim.json"} {
+	for _, file := range []string{"submit-wait.json", "claim-wait.json"} {
+		fn := "waits"
 		ev := readEvent(t, file, "", "")
-		if fn == "claim" {
-			ev = bytes.Replace(ev, []byte(`\"max_tasks\":1`), []byte(`\"max_tasks\":1,\"wait\":\"1s\"`), 1)
-		}
 		resp, body := invoke(t, fn, d, ev)
 		if resp.StatusCode != 400 || dig(body, "error.field") != "wait" || !strings.Contains(resp.Body, "500ms") {
 			t.Errorf("%s with a wait of 1s: %d %s", fn, resp.StatusCode, resp.Body)

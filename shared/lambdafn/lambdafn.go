@@ -2,7 +2,7 @@
 // functions/<name>/main.go, the dev server, `s3q invoke` and tests all run
 // the very same handlers.
 //
-// The HTTP functions ("submit", "claim", "tasks", "schedules") take API Gateway HTTP API
+// The HTTP functions ("submit", "claim", "waits", "tasks", "schedules") take API Gateway HTTP API
 // events (payload format 2.0) and serve them through api.API, limited to
 // the routes each function owns: a route that is not its own answers 404.
 // The timer functions ("sweep-expired", "schedule-tick") take EventBridge
@@ -34,6 +34,7 @@ import (
 const (
 	Submit       = "submit"
 	Claim        = "claim"
+	Waits        = "waits"
 	Tasks        = "tasks"
 	Schedules    = "schedules"
 	SweepExpired = "sweep-expired"
@@ -49,19 +50,20 @@ const (
 var routes = map[string][]string{
 	Submit:    api.RoutesOf(Submit),
 	Claim:     api.RoutesOf(Claim),
+	Waits:     api.RoutesOf(Waits),
 	Tasks:     api.RoutesOf(Tasks),
 	Schedules: api.RoutesOf(Schedules),
 }
 
 // Names returns the name of every function, HTTP ones first.
 func Names() []string {
-	return []string{Submit, Claim, Tasks, Schedules, SweepExpired, ScheduleTick, Dispatch}
+	return []string{Submit, Claim, Waits, Tasks, Schedules, SweepExpired, ScheduleTick, Dispatch}
 }
 
 // FunctionFor returns the name of the HTTP function that owns a route key,
 // and false when none does.
 func FunctionFor(routeKey string) (string, bool) {
-	for _, name := range []string{Submit, Claim, Tasks, Schedules} {
+	for _, name := range []string{Submit, Claim, Waits, Tasks, Schedules} {
 		if slices.Contains(routes[name], routeKey) {
 			return name, true
 		}

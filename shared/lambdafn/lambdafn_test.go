@@ -79,7 +79,8 @@ type eventCase struct {
 
 var eventCases = []eventCase{
 	{"submit.json", "submit", none, 201, map[string]any{"task.status": "pending", "task.task_type": "email.send", "task.expires_in_seconds": float64(3599)}},
-	{"submit-wait.json", "submit", none, 202, map[string]any{"task.status": "pending"}},
+	{"submit-wait.json", "waits", none, 202, map[string]any{"task.status": "pending"}},
+	{"claim-wait.json", "waits", pendingTask, 200, map[string]any{"tasks.0.task.status": "running", "tasks.0.task.worker_id": "worker-1"}},
 	{"submit-batch.json", "submit", none, 200, map[string]any{"results.0.task.status": "pending", "results.2.task.queue": "default", "results.1.deduplicated": false}},
 	{"claim.json", "claim", pendingTask, 200, map[string]any{"tasks.0.task.status": "running", "tasks.0.task.worker_id": "worker-1"}},
 	{"tasks-get.json", "tasks", pendingTask, 200, map[string]any{"task.status": "pending"}},
@@ -97,7 +98,7 @@ var eventCases = []eventCase{
 	{"queues-bulk-cancel.json", "tasks", pendingTask, 200, map[string]any{"op": "cancel", "changed": float64(1)}},
 	{"queues-bulk-expire.json", "tasks", pendingTask, 200, map[string]any{"op": "expire", "changed": float64(1)}},
 	{"openapi.json", "tasks", none, 200, map[string]any{"openapi": "3.1.0", "info.title": "s3q"}},
-	{"tasks-history.json", "tasks", runningTask, 200, map[string]any{"versions.0.task.status": "pending", "versions.1.task.status": "running"}},
+	{"tasks-history.json", "tasks", runningTask, 200, map[string]any{"versions.0.task.status": "running", "versions.1.task.status": "pending"}},
 	{"tasks-cancel.json", "tasks", pendingTask, 200, map[string]any{"task.status": "cancelled"}},
 	{"tasks-cancel-ack.json", "tasks", runningTask, 200, map[string]any{"task.status": "cancelled"}},
 	{"tasks-retry.json", "tasks", cancelledTask, 200, map[string]any{"task.status": "pending"}},

@@ -163,9 +163,9 @@ func (r *recorder) List(ctx context.Context, prefix, startAfter string, limit in
 	return r.inner.List(ctx, prefix, startAfter, limit)
 }
 
-func (r *recorder) Versions(ctx context.Context, key string) ([]store.Version, error) {
+func (r *recorder) Versions(ctx context.Context, key, after string, limit int) (store.VersionPage, error) {
 	r.record("s3:ListBucketVersions", key)
-	return r.inner.Versions(ctx, key)
+	return r.inner.Versions(ctx, key, after, limit)
 }
 
 func (r *recorder) GetVersion(ctx context.Context, key, versionID string) (store.Object, error) {
@@ -450,7 +450,7 @@ func accessCases() []accessCase {
 			out = append(out, accessCase{function: lambdafn.Tasks, file: file, setup: parkedTask})
 		}
 	}
-	return append(out,
+	out = append(out,
 		// Claims that meet every kind of task: more than one, any type.
 		accessCase{function: lambdafn.Claim, file: "claim.json", setup: none,
 			body: func(string) string { return `{"queue":"default","max_tasks":10}` }},
@@ -504,6 +504,16 @@ func accessCases() []accessCase {
 			replace: map[string]string{`"orders"`: `"pushed"`}},
 		accessCase{function: lambdafn.ScheduleTick, file: "schedule-tick.json", setup: none},
 	)
+	// The waits function serves submit and claim on their wait routes:
+	// every submit and claim case again, through it.
+	waitFiles := map[string]string{"submit.json": "submit-wait.json", "claim.json": "claim-wait.json"}
+	for _, c := range out {
+		if file, ok := waitFiles[c.file]; ok {
+			c.function, c.file = lambdafn.Waits, file
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // taskIn returns a fixture: a task without a deadline, or a child of a

@@ -33,6 +33,8 @@ import (
 //	function        runs                                         on
 //	submit          api.API, its routes; wakes dispatch          Queue, Metrics (TTL at submit), Waker, Targets
 //	claim           api.API, its routes                          Queue
+//	waits           api.API, its routes (the held waits of       Queue, Metrics, Waker, Targets
+//	                submit and claim); wakes dispatch as submit
 //	tasks           api.API, its routes                          Queue, Artifacts
 //	schedules       api.API, its routes                          Queue, Scheduler
 //	sweep-expired   Deps.Sweep: queue.Queue.Sweep + events       Queue, Publisher, Metrics
@@ -135,7 +137,7 @@ func Build(ctx context.Context, c config.Config, p Parts, functions ...string) (
 	if err != nil {
 		return Deps{}, err
 	}
-	if !p.Local && slices.Contains(functions, Submit) {
+	if !p.Local && (slices.Contains(functions, Submit) || slices.Contains(functions, Waits)) {
 		// Tasks due now in a push queue wake the dispatch function.
 		d.Targets = dispatch.NewDeclared(q, c.PushQueues, 0)
 		if d.Waker, err = newWaker(ctx, c, p.Logger); err != nil {
@@ -157,7 +159,7 @@ func New(name string, d Deps) (lambda.Handler, error) {
 	}
 	d.Logger = d.Logger.With("function", name)
 	switch name {
-	case Submit, Claim, Tasks, Schedules:
+	case Submit, Claim, Waits, Tasks, Schedules:
 		if d.Queue == nil {
 			return nil, fmt.Errorf("lambdafn: function %s needs Deps.Queue", name)
 		}

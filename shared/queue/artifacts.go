@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,6 +49,20 @@ func ceilMinute(t time.Time) time.Time {
 // A task that is terminal, or whose deadline has passed (the URL would be
 // dead on arrival), is a *StateError. ttl must be positive.
 func (q *Queue) ReserveArtifacts(ctx context.Context, id string, ttl time.Duration, now time.Time) (Task, time.Time, error) {
+	return q.ReserveArtifact(ctx, id, "", ttl, now)
+}
+
+// MaxArtifacts is the most artifacts (distinct names) one task may have:
+// each name is recorded on the task, so that presigned URLs, which cost
+// nothing to ask for, cannot fill the bucket with objects of one task.
+const MaxArtifacts = 100
+
+// ReserveArtifact is ReserveArtifacts for the upload of the artifact
+// name: a name the task does not have yet is recorded on it (in the same
+// conditional write, when one is due anyway). A new name past
+// MaxArtifacts is a *ValidationError on name wrapping ErrTooLarge. An
+// empty name records nothing.
+func (q *Queue) ReserveArtifact(ctx context.Context, id, name string, ttl time.Duration, now time.Time) (Task, time.Time, error) {
 	now = norm(now)
 	if err := ValidateID(id); err != nil {
 		return Task{}, time.Time{}, err
@@ -68,14 +83,25 @@ func (q *Queue) ReserveArtifacts(ctx context.Context, id string, ttl time.Durati
 			return Task{}, time.Time{}, &StateError{ID: id, Op: "upload artifacts for", Status: cur.Status, Reason: "its deadline has passed"}
 		}
 		gc := ceilMinute(until)
-		if cur.ArtifactsExpireAt != nil && !gc.After(*cur.ArtifactsExpireAt) {
+		newName := name != "" && !slices.Contains(cur.ArtifactNames, name)
+		if newName && len(cur.ArtifactNames) >= MaxArtifacts {
+			return Task{}, time.Time{}, &ValidationError{Field: "name", Err: ErrTooLarge, Message: fmt.Sprintf(
+				"task %s has %d artifacts, the most a task may have: upload under a name it has", id, len(cur.ArtifactNames))}
+		}
+		later := cur.ArtifactsExpireAt == nil || gc.After(*cur.ArtifactsExpireAt)
+		if !later && !newName {
 			return cur, until, nil
 		}
-		if err := q.putHint(ctx, sweepKey(gc, sweepArtifacts, id)); err != nil {
-			return Task{}, time.Time{}, err
-		}
 		next := cur.clone()
-		next.ArtifactsExpireAt = &gc
+		if later {
+			if err := q.putHint(ctx, sweepKey(gc, sweepArtifacts, id)); err != nil {
+				return Task{}, time.Time{}, err
+			}
+			next.ArtifactsExpireAt = &gc
+		}
+		if newName {
+			next.ArtifactNames = append(slices.Clone(cur.ArtifactNames), name)
+		}
 		next.UpdatedAt = now
 		if _, err := q.commit(ctx, &cur, etag, &next); err != nil {
 			if errors.Is(err, store.ErrPrecondition) {

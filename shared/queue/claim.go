@@ -220,6 +220,10 @@ func start(t *Task, req ClaimRequest, now time.Time, shards int) {
 	t.Status = StatusRunning
 	t.Attempt++
 	t.LeaseToken = newToken()
+	// The ended lease's token now names nothing: retried with it, a
+	// lease operation is lease_mismatch, not a replay of the old answer.
+	t.EndedLeaseToken, t.EndedBy, t.EndedRequest = "", "", ""
+	t.Heartbeats = 0
 	t.LeaseExpiresAt = ptr(norm(now.Add(leaseFor)))
 	t.WorkerID = req.WorkerID
 	t.UpdatedAt = now

@@ -36,7 +36,12 @@ func (q *Queue) Fail(ctx context.Context, id, token string, req FailRequest, now
 		}
 	}
 	retryable := req.Retryable == nil || *req.Retryable
-	return q.leaseOp(ctx, id, token, opFail, now, func(t *Task) error {
+	same := struct {
+		Error      string
+		Retryable  bool
+		RetryAfter time.Duration
+	}{req.Error, retryable, max(req.RetryAfter, 0)}
+	return q.leaseOp(ctx, id, token, leaseRequest{op: opFail, body: same}, now, func(t *Task) error {
 		t.LastError = req.Error
 		t.FailedAt = ptr(now)
 		switch {

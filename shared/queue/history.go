@@ -2,7 +2,9 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,22 +26,25 @@ type HistoryRequest struct {
 	Cursor string `json:"cursor,omitempty"`
 }
 
-// HistoryResult is one page of a task's history, oldest first.
+// HistoryResult is one page of a task's history, newest first.
 type HistoryResult struct {
 	Versions []HistoryEntry `json:"versions"`
-	// NextCursor continues the history; empty when it is complete.
+	// NextCursor continues the history (older versions); empty when it
+	// is complete.
 	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 // DefaultHistoryLimit is the page size of a history when none is asked.
 const DefaultHistoryLimit = 100
 
-// HistoryPage returns one page of the versions of a task's record, oldest
-// first, from the bucket's object versions: one LIST of versions (per
-// 1,000 stored) and one GET per version returned, at most Limit. The
-// cursor is the version id of the last version returned; one the store no
-// longer holds (its lifecycle expired it) is invalid input. Without
-// bucket versioning the history is the current version only.
+// HistoryPage returns one page of the versions of a task's record, newest
+// first, paged at the store: one LIST of at most Limit versions (store.
+// Store.Versions) and one GET per version returned, whatever the number
+// of versions stored, so a task with a long history costs no more per
+// call. The cursor is the version id of the last version returned; one
+// the store does not hold for this task (its lifecycle expired it) is
+// invalid input (one GET checks it). Without bucket versioning the
+// history is the current version only.
 func (q *Queue) HistoryPage(ctx context.Context, id string, req HistoryRequest) (HistoryResult, error) {
 	if err := ValidateID(id); err != nil {
 		return HistoryResult{}, err
@@ -53,56 +58,44 @@ func (q *Queue) HistoryPage(ctx context.Context, id string, req HistoryRequest) 
 	if len(req.Cursor) > 1024 || strings.ContainsFunc(req.Cursor, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return HistoryResult{}, invalid("cursor", "is not a cursor from a previous history")
 	}
-	all, err := q.store.Versions(ctx, TaskKey(id))
-	if err != nil {
-		return HistoryResult{}, fmt.Errorf("list versions of task %s: %w", id, err)
-	}
-	var versions []store.Version // oldest first, no delete markers
-	for i := len(all) - 1; i >= 0; i-- {
-		if !all[i].DeleteMarker {
-			versions = append(versions, all[i])
-		}
-	}
-	if len(versions) == 0 {
-		return HistoryResult{}, fmt.Errorf("task %s: %w", id, ErrNotFound)
-	}
-	start := 0
+	key := TaskKey(id)
 	if req.Cursor != "" {
-		start = -1
-		for i, v := range versions {
-			if v.VersionID == req.Cursor {
-				start = i + 1
+		// The version must be this task's: a server may refuse a marker
+		// it does not know, or list from the start, instead of saying so.
+		if _, err := q.version(ctx, id, store.Version{Key: key, VersionID: req.Cursor}); err != nil {
+			if errors.Is(err, store.ErrRetryable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return HistoryResult{}, err
 			}
-		}
-		if start < 0 {
+			if errors.Is(err, ErrNotFound) && !errors.Is(err, store.ErrNotFound) {
+				return HistoryResult{}, err // a task of another queue
+			}
 			return HistoryResult{}, invalid("cursor", "is not a version of task %s (it may have expired): start again without a cursor", id)
 		}
 	}
-	res := HistoryResult{Versions: []HistoryEntry{}}
-	end := min(start+req.Limit, len(versions))
-	for _, v := range versions[start:end] {
+	page, err := q.store.Versions(ctx, key, req.Cursor, req.Limit)
+	if err != nil {
+		return HistoryResult{}, fmt.Errorf("list versions of task %s: %w", id, err)
+	}
+	res := HistoryResult{Versions: []HistoryEntry{}, NextCursor: page.Next}
+	for _, v := range page.Versions {
+		if v.DeleteMarker {
+			continue
+		}
 		e, err := q.version(ctx, id, v)
 		if err != nil {
 			return HistoryResult{}, err
 		}
 		res.Versions = append(res.Versions, e)
 	}
-	if len(res.Versions) == 0 && q.scope != "" {
-		// A page past the last version reads none: check the task's
-		// queue on the last, so another queue's task stays not found.
-		if _, err := q.version(ctx, id, versions[len(versions)-1]); err != nil {
-			return HistoryResult{}, err
-		}
-	}
-	if end < len(versions) {
-		res.NextCursor = versions[end-1].VersionID
+	if len(res.Versions) == 0 && req.Cursor == "" && page.Next == "" {
+		return HistoryResult{}, fmt.Errorf("task %s: %w", id, ErrNotFound)
 	}
 	return res, nil
 }
 
 // History returns every version of a task's record, oldest first: the
-// pages of HistoryPage, 1,000 at a time. Callers that answer a request
-// use HistoryPage.
+// pages of HistoryPage, 1,000 at a time, reversed. Callers that answer a
+// request use HistoryPage.
 func (q *Queue) History(ctx context.Context, id string) ([]HistoryEntry, error) {
 	var out []HistoryEntry
 	req := HistoryRequest{Limit: store.MaxListLimit}
@@ -112,7 +105,8 @@ func (q *Queue) History(ctx context.Context, id string) ([]HistoryEntry, error) 
 			return nil, err
 		}
 		out = append(out, res.Versions...)
-		if res.NextCursor == "" {
+		if res.NextCursor == "" || res.NextCursor == req.Cursor {
+			slices.Reverse(out)
 			return out, nil
 		}
 		req.Cursor = res.NextCursor

@@ -2,9 +2,14 @@ package queue
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/s3q/s3q/shared/internal/jsonval"
 )
 
 // checkLease validates a lease against the record at now: the task must
@@ -42,29 +47,50 @@ var errReplay = errors.New("queue: lease operation already applied")
 // lease and apply fn in one conditional write, re-reading on a lost race.
 // On any error nothing is written.
 //
-// An operation that ends the lease records its token and name on the
-// task (EndedLeaseToken, EndedBy). The same operation retried with the
-// same token after its answer was lost finds them, writes nothing and
-// returns the task as it is, as the first call did: a worker may retry
-// any lease operation.
-func (q *Queue) leaseOp(ctx context.Context, id, token, op string, now time.Time, fn func(t *Task) error) (Task, error) {
+// An operation that ends the lease records on the task its token, its
+// name and the hash of its request (EndedLeaseToken, EndedBy,
+// EndedRequest; see leaseRequest). The same operation with the same
+// request, retried with the same token after its answer was lost, finds
+// them, writes nothing and returns the task as it is, as the first call
+// did: a worker may retry any lease operation. Any other request with
+// that token (another operation, or the same one with another body, such
+// as a permanent fail after a retryable one) is a *ConflictError naming
+// lease_token: it did not happen, and saying 200 would hide that. A claim
+// forgets the ended lease, so a token older than the task's latest claim
+// is ErrLeaseMismatch, never a replay.
+func (q *Queue) leaseOp(ctx context.Context, id, token string, req leaseRequest, now time.Time, fn func(t *Task) error) (Task, error) {
 	if err := ValidateID(id); err != nil {
 		return Task{}, err
 	}
 	var replay Task
+	hash := req.hash()
 	t, _, err := q.update(ctx, id, func(t *Task) error {
 		if err := checkLease(t, token, now); err != nil {
-			if token != "" && t.EndedLeaseToken == token && t.EndedBy == op {
+			if token == "" || t.EndedLeaseToken != token {
+				return err
+			}
+			// A record written before requests were hashed names none:
+			// the operation alone decides.
+			if t.EndedBy == req.op && (t.EndedRequest == "" || t.EndedRequest == hash) {
+				replay = t.clone()
+				return errReplay
+			}
+			what := "another request"
+			if t.EndedBy != req.op {
+				what = "another operation"
+			}
+			return &ConflictError{Field: "lease_token", Message: fmt.Sprintf(
+				"this lease of task %s already ended by %s, with %s than this %s: the token cannot be used again", t.ID, t.EndedBy, what, req.op)}
+		}
+		if err := fn(t); err != nil {
+			if errors.Is(err, errUnchanged) { // nothing to write: the task as it is
 				replay = t.clone()
 				return errReplay
 			}
 			return err
 		}
-		if err := fn(t); err != nil {
-			return err
-		}
 		if t.Status != StatusRunning {
-			t.EndedLeaseToken, t.EndedBy = token, op
+			t.EndedLeaseToken, t.EndedBy, t.EndedRequest = token, req.op, hash
 		}
 		return nil
 	})
@@ -72,6 +98,21 @@ func (q *Queue) leaseOp(ctx context.Context, id, token, op string, now time.Time
 		return replay, nil
 	}
 	return t, err
+}
+
+// leaseRequest is a lease operation and what its request asks, as it is
+// compared for a replay: op and the request's fields by value, defaults
+// filled in, JSON (a completion's output) in its canonical spelling.
+type leaseRequest struct {
+	op   string
+	body any
+}
+
+// hash is a SHA-256 of the operation and the request's JSON.
+func (r leaseRequest) hash() string {
+	b, _ := json.Marshal(r.body)
+	sum := sha256.Sum256(append([]byte(r.op+"\n"), b...))
+	return hex.EncodeToString(sum[:16])
 }
 
 // checkLeaseFor refuses a requested lease length that is negative or over
@@ -104,16 +145,35 @@ func (t *Task) leaseLength(d time.Duration) time.Duration {
 	return d
 }
 
+// MaxHeartbeats is the most heartbeats one attempt may make: each is a
+// write, hence a stored version of the record (its history), so a task's
+// history is bounded by its attempts. A worker heartbeating at a third of
+// a 5m lease makes 432 in the longest lease, 12h; a lease held longer
+// than that must be renewed by rescheduling.
+const MaxHeartbeats = 1000
+
 // Heartbeat extends the lease on a running task to now + leaseFor (0 means
 // the task's timeout) and returns the task, whose CancelRequested tells
-// the worker to stop. The token stays the same.
+// the worker to stop. The token stays the same. Past MaxHeartbeats in one
+// attempt it is a *StateError and changes nothing.
 func (q *Queue) Heartbeat(ctx context.Context, id, token string, leaseFor time.Duration, now time.Time) (Claimed, error) {
 	now = norm(now)
 	if err := checkLeaseFor(leaseFor); err != nil {
 		return Claimed{}, err
 	}
-	t, err := q.leaseOp(ctx, id, token, opHeartbeat, now, func(t *Task) error {
-		t.LeaseExpiresAt = ptr(norm(now.Add(t.leaseLength(leaseFor))))
+	t, err := q.leaseOp(ctx, id, token, leaseRequest{op: opHeartbeat, body: leaseFor}, now, func(t *Task) error {
+		exp := norm(now.Add(t.leaseLength(leaseFor)))
+		if t.LeaseExpiresAt != nil && t.LeaseExpiresAt.Equal(exp) {
+			// The same heartbeat again (its answer was lost): no write, no
+			// count.
+			return errUnchanged
+		}
+		if t.Heartbeats >= MaxHeartbeats {
+			return &StateError{ID: t.ID, Op: "heartbeat", Status: t.Status, Reason: fmt.Sprintf(
+				"attempt %d has had %d heartbeats, the most one attempt may make (each is a version of the record): complete, fail or reschedule it", t.Attempt, t.Heartbeats)}
+		}
+		t.Heartbeats++
+		t.LeaseExpiresAt = &exp
 		t.UpdatedAt = now
 		// A task parked by the sweep until its lease ends is found again at
 		// that time: a shorter lease moves the parked marker earlier.
@@ -135,7 +195,11 @@ func (q *Queue) Complete(ctx context.Context, id, token string, output []byte, n
 	if err := validJSON("output", output); err != nil {
 		return Task{}, err
 	}
-	return q.leaseOp(ctx, id, token, opComplete, now, func(t *Task) error {
+	var same []byte // the output by value: its spelling may change in a retry
+	if len(output) > 0 {
+		same, _ = jsonval.Canonical(output)
+	}
+	return q.leaseOp(ctx, id, token, leaseRequest{op: opComplete, body: string(same)}, now, func(t *Task) error {
 		t.Status = StatusCompleted
 		if len(output) > 0 {
 			t.Output = append([]byte(nil), output...)
@@ -152,7 +216,7 @@ func (q *Queue) Complete(ctx context.Context, id, token string, output []byte, n
 // its own decision to give up): the running task becomes cancelled.
 func (q *Queue) AckCancel(ctx context.Context, id, token string, now time.Time) (Task, error) {
 	now = norm(now)
-	return q.leaseOp(ctx, id, token, opAckCancel, now, func(t *Task) error {
+	return q.leaseOp(ctx, id, token, leaseRequest{op: opAckCancel}, now, func(t *Task) error {
 		cancel(t, now)
 		return nil
 	})

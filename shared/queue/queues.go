@@ -254,12 +254,18 @@ func (q *Queue) createQueue(ctx context.Context, d Declaration, tombstone string
 	if err != nil {
 		return fmt.Errorf("encode queue %s: %w", d.Name, err)
 	}
-	// A write whose answer was lost is recognised on a re-read (the body
-	// carries its creation time, so it is this writer's).
+	// A write whose answer was lost is recognised on a re-read by its
+	// name and creation time (this writer's clock, to the microsecond),
+	// which a replace (PUT /queues/{queue}) made meanwhile keeps: not by
+	// its bytes, which that replace changed.
+	mine := func(stored []byte) bool {
+		var got Declaration
+		return json.Unmarshal(stored, &got) == nil && got.Name == d.Name && got.CreatedAt.Equal(d.CreatedAt)
+	}
 	if tombstone != "" {
-		_, err = store.SwapOwn(ctx, q.store, QueueKey(d.Name), body, tombstone, nil)
+		_, err = store.SwapOwn(ctx, q.store, QueueKey(d.Name), body, tombstone, mine)
 	} else {
-		_, err = store.CreateOwn(ctx, q.store, QueueKey(d.Name), body, nil)
+		_, err = store.CreateOwn(ctx, q.store, QueueKey(d.Name), body, mine)
 	}
 	if errors.Is(err, store.ErrNotFound) {
 		err = store.ErrPrecondition // the tombstone went: someone else's write

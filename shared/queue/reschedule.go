@@ -29,7 +29,7 @@ func (q *Queue) Reschedule(ctx context.Context, id, token string, req Reschedule
 	if err := validTime("delay", avail); err != nil {
 		return Task{}, err
 	}
-	return q.leaseOp(ctx, id, token, opReschedule, now, func(t *Task) error {
+	return q.leaseOp(ctx, id, token, leaseRequest{op: opReschedule, body: req}, now, func(t *Task) error {
 		if t.ExpiresAt != nil && req.ExtendExpiration > 0 {
 			exp := norm(t.ExpiresAt.Add(req.ExtendExpiration.Std()))
 			if err := validTime("extend_expiration", exp); err != nil {

@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/internal/clip"
+	"github.com/s3q/s3q/shared/internal/jsonval"
 	"github.com/s3q/s3q/shared/store"
 )
 
@@ -88,9 +88,10 @@ type SubmitResult struct {
 
 // Submit validates req, creates the task and returns it. The queue must be
 // declared (ErrQueueNotFound), unless Options.RequireDeclared is off, when
-// the first submit declares it (ErrTooManyQueues past Options.MaxQueues).
-// Writes, in order: the queue's declaration (auto_declare, once), the
-// dedup pointer (if any), the hints the task needs (for a child, its
+// the first submit that makes a task declares it (ErrTooManyQueues past
+// Options.MaxQueues; a refused submit declares nothing). Writes, in
+// order: the dedup pointer (if any), the queue's declaration
+// (auto_declare, once), the hints the task needs (for a child, its
 // parent's flag and its children/ marker; the outbox entry of a task
 // expired on arrival), for a deadline its queue's wake-up (once per
 // process, queue and minute), the index marker, the record (create-only).
@@ -120,12 +121,6 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 		req.Queue = t.Queue // as resolved: absent means the view's queue
 		t.RequestHash = requestHash(req)
 	}
-	if !q.opts.RequireDeclared {
-		// auto_declare: the first submit to a queue declares it.
-		if _, err := q.declared(ctx, t.Queue, true, now); err != nil {
-			return SubmitResult{}, err
-		}
-	}
 	if t.DedupKey != "" {
 		existing, dup, err := q.holdDedup(ctx, &t, now)
 		if req.ID != "" && (dup || errors.Is(err, ErrConflict)) {
@@ -142,6 +137,16 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 			return SubmitResult{Task: existing, Deduplicated: true}, nil
 		}
 	}
+	if !q.opts.RequireDeclared {
+		// auto_declare: the first submit to a queue that makes a task
+		// declares it; a refused one does not (see autoDeclare).
+		if res, ok, err := q.autoDeclare(ctx, &t, req, now); ok || err != nil {
+			if err != nil {
+				q.abandon(ctx, &t)
+			}
+			return res, err
+		}
+	}
 	if err := q.create(ctx, &t); err != nil {
 		if req.ID != "" && errors.Is(err, store.ErrPrecondition) {
 			res, ok, rerr := q.replay(ctx, &t, req, true)
@@ -155,6 +160,11 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 				// another queue. It is not this request's.
 				err = &ConflictError{Field: "id", Message: fmt.Sprintf("task %s exists and was submitted with a different request", t.ID)}
 			}
+		} else if errors.Is(err, store.ErrPrecondition) {
+			// A fresh id taken by a record this submit did not write
+			// (writtenBy): nothing a caller did wrong, and no bug of
+			// ours to report as a 500. Retrying makes a new id.
+			err = fmt.Errorf("create task %s: its id was taken by another writer: %w", t.ID, ErrConflict)
 		}
 		q.abandon(ctx, &t)
 		return SubmitResult{}, err
@@ -170,6 +180,26 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 		}
 	}
 	return SubmitResult{Task: t}, nil
+}
+
+// autoDeclare declares t's queue under auto_declare, just before t's
+// record is created, so that no refused submit leaves a declaration
+// behind: a bad field, a parent or a dedup key that refuses it all come
+// before. A submit with an id to a queue not yet declared first looks
+// for a task with that id (one GET, once per new queue): a replay or a
+// conflict answers without declaring anything; ok is then true.
+func (q *Queue) autoDeclare(ctx context.Context, t *Task, req SubmitRequest, now time.Time) (res SubmitResult, ok bool, err error) {
+	d, err := q.declared(ctx, t.Queue, false, now) // cached once declared
+	if err != nil || !d.CreatedAt.IsZero() {
+		return SubmitResult{}, false, err
+	}
+	if req.ID != "" {
+		if res, ok, err := q.replay(ctx, t, req, false); ok || err != nil {
+			return res, true, err
+		}
+	}
+	_, err = q.declared(ctx, t.Queue, true, now)
+	return SubmitResult{}, false, err
 }
 
 // replay returns the task that already has t's id, made by an earlier
@@ -203,16 +233,17 @@ func (q *Queue) replay(ctx context.Context, t *Task, req SubmitRequest, wroteMar
 
 // requestHash identifies a submit request for replay: a SHA-256 of its
 // JSON, with the defaults and spellings that do not change its meaning
-// (an absent queue, the input's white space, a time's zone) normalised.
+// (an absent queue, a time's zone) normalised, and its input compared by
+// value: key order, white space and the spelling of numbers inside it do
+// not matter (jsonval.Canonical).
 func requestHash(req SubmitRequest) string {
 	req.ID, req.ReplayAnyRequest = "", false
 	if req.Queue == "" {
 		req.Queue = DefaultQueue
 	}
 	if len(req.Input) > 0 {
-		var b bytes.Buffer
-		if json.Compact(&b, req.Input) == nil {
-			req.Input = b.Bytes()
+		if c, err := jsonval.Canonical(req.Input); err == nil {
+			req.Input = c
 		}
 	}
 	for _, tp := range []**time.Time{&req.ExpiresAt, &req.ScheduleAt} {
@@ -253,13 +284,27 @@ func (q *Queue) create(ctx context.Context, t *Task) error {
 		}
 	}
 	// A fresh UUIDv7 only exists already if an earlier attempt of this
-	// very write landed: CreateOwn recognises it by its body (created_at
-	// and the id make every body unique), and retries a create whose
-	// answer was lost and that did not land.
-	if _, err := store.CreateOwn(ctx, q.store, TaskKey(t.ID), body, nil, taskPutOptions(t)...); err != nil {
+	// very write landed: CreateOwn recognises it by what identifies its
+	// writer (writtenBy), and retries a create whose answer was lost and
+	// that did not land.
+	if _, err := store.CreateOwn(ctx, q.store, TaskKey(t.ID), body, writtenBy(t), taskPutOptions(t)...); err != nil {
 		return fmt.Errorf("create task %s: %w", t.ID, err)
 	}
 	return nil
+}
+
+// writtenBy returns a test of a stored task record: whether this submit
+// of t wrote it. A create whose answer was lost is recognised by what
+// identifies its writer, never by the record's bytes: between the lost
+// answer and the re-read a claimer, a canceller or the sweep may have
+// changed the record, but never its id, queue, created_at (this submit's
+// clock, to the microsecond) or request hash.
+func writtenBy(t *Task) func(stored []byte) bool {
+	return func(stored []byte) bool {
+		var rec Task
+		return json.Unmarshal(stored, &rec) == nil && rec.ID == t.ID && rec.Queue == t.Queue &&
+			rec.CreatedAt.Equal(t.CreatedAt) && rec.RequestHash == t.RequestHash
+	}
 }
 
 // dedupPointer is the body of dedup/{queue}/{sha256(key)}. An empty

@@ -101,6 +101,7 @@ type Task struct {
 
 	LeaseToken     string     `json:"lease_token,omitempty"`
 	LeaseExpiresAt *time.Time `json:"lease_expires_at,omitempty"`
+	Heartbeats     int        `json:"heartbeats,omitempty"` // of the current attempt, at most MaxHeartbeats
 	WorkerID       string     `json:"worker_id,omitempty"`
 	StartedAt      *time.Time `json:"started_at,omitempty"` // first claim
 
@@ -121,6 +122,9 @@ type Task struct {
 	// (artifacts/{id}/), rounded up to the minute: the latest expiry of a
 	// presigned PUT URL issued for it. Nil when none was ever issued.
 	ArtifactsExpireAt *time.Time `json:"artifacts_expire_at,omitempty"`
+	// ArtifactNames are the names of the artifacts upload URLs were
+	// issued for, at most MaxArtifacts.
+	ArtifactNames []string `json:"artifact_names,omitempty"`
 
 	// RequestHash identifies the request that made the task when the
 	// client gave its id (see SubmitRequest.ID): a retried submit with
@@ -129,12 +133,15 @@ type Task struct {
 	RequestHash string `json:"request_hash,omitempty"`
 
 	// EndedLeaseToken is the token of the lease whose holder last ended
-	// it (complete, fail, reschedule, cancel acknowledgement), and
-	// EndedBy that operation: the same operation retried with the same
-	// token, its first answer lost, answers with the task instead of
-	// not_running.
+	// it (complete, fail, reschedule, cancel acknowledgement), EndedBy
+	// that operation and EndedRequest a hash of its request: the same
+	// operation with the same request retried with the same token, its
+	// first answer lost, answers with the task instead of not_running;
+	// any other request with that token is a conflict. A claim clears
+	// all three.
 	EndedLeaseToken string `json:"ended_lease_token,omitempty"`
 	EndedBy         string `json:"ended_by,omitempty"`
+	EndedRequest    string `json:"ended_request,omitempty"`
 
 	// IndexKey is the key of the task's one index marker (ready/,
 	// deadline/, or sweep/{lease_exp}_lease_{id} for a running task the

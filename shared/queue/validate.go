@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/s3q/s3q/shared/internal/clip"
+	"github.com/s3q/s3q/shared/internal/jsonval"
 )
 
 // Limits on what a request may carry. Anything a user names that becomes
@@ -78,7 +79,8 @@ func validText(field, s string, max int) error {
 	return nil
 }
 
-// validJSON checks an inline JSON document: valid and within MaxInputBytes.
+// validJSON checks an inline JSON document: valid JSON in UTF-8, no
+// object with a key twice, and within MaxInputBytes.
 func validJSON(field string, raw json.RawMessage) error {
 	if len(raw) == 0 {
 		return nil
@@ -86,8 +88,10 @@ func validJSON(field string, raw json.RawMessage) error {
 	if len(raw) > MaxInputBytes {
 		return &ValidationError{Field: field, Message: fmt.Sprintf("is %d bytes, over the inline limit of %d (256 KiB); store large data as an artifact", len(raw), MaxInputBytes), Err: ErrTooLarge}
 	}
-	if !json.Valid(raw) {
-		return invalid(field, "is not valid JSON")
+	if err := jsonval.Check(raw); err != nil {
+		// Not UTF-8, a key twice (which encoding/json would resolve
+		// silently, last one wins), or not JSON at all.
+		return invalid(field, "%s", err)
 	}
 	return nil
 }

@@ -187,9 +187,9 @@ func (s *wrapper) List(ctx context.Context, prefix, startAfter string, limit int
 }
 
 // Versions implements store.Store; it is one LIST of object versions.
-func (s *wrapper) Versions(ctx context.Context, key string) ([]store.Version, error) {
+func (s *wrapper) Versions(ctx context.Context, key, after string, limit int) (store.VersionPage, error) {
 	defer add(ctx, lists, "LIST", key)()
-	return s.inner.Versions(ctx, key)
+	return s.inner.Versions(ctx, key, after, limit)
 }
 
 // GetVersion implements store.Store.

@@ -42,8 +42,8 @@ func TestCounting(t *testing.T) {
 		etag, _ := s.PutIfAbsent(ctx, "k", []byte("1"))
 		_, _ = s.PutIfMatch(ctx, "k", []byte("2"), etag)
 		_, _ = s.Head(ctx, "k")
-		vs, _ := s.Versions(ctx, "k")
-		_, _ = s.GetVersion(ctx, "k", vs[0].VersionID)
+		vs, _ := s.Versions(ctx, "k", "", 0)
+		_, _ = s.GetVersion(ctx, "k", vs.Versions[0].VersionID)
 		_ = s.Delete(ctx, "k")
 		want := store.Counts{Put: 2, Head: 1, List: 1, Get: 1, Delete: 1}
 		if got := c.Counts(); got != want {

@@ -29,10 +29,11 @@ type GoFakeS3Options struct {
 //
 // gofakes3 honours If-None-Match: * and If-Match on PutObject atomically,
 // but has no conditional DELETE. Two things are adjusted to match S3:
-// ListObjectVersions lists each key's versions newest first (s3mem lists
-// them oldest first), and every write gets a distinct LastModified (a
-// strictly increasing millisecond), so that versions and delete markers can
-// be merged in order.
+// ListObjectVersions lists each key's versions newest first and pages
+// them by markers (s3mem lists them oldest first and cannot page a key's
+// versions), and every write gets a distinct LastModified (a strictly
+// increasing millisecond), so that versions and delete markers can be
+// merged in order.
 func StartGoFakeS3(opts GoFakeS3Options) (*Server, error) {
 	if opts.Addr == "" {
 		opts.Addr = "127.0.0.1:0"
@@ -110,11 +111,22 @@ type newestFirst struct {
 
 var _ gofakes3.VersionedBackend = newestFirst{}
 
-// ListBucketVersions lists a page of versions, each key's newest first.
-// It reorders within the page only: a key whose versions span pages (more
-// than MaxKeys of them) is not listed in order.
+// ListBucketVersions lists a page of versions as S3 does: each key's
+// newest first, MaxKeys at most, starting after the key marker (or,
+// with a version id marker, after that version of the key marker), and a
+// truncated page names where the next starts (NextKeyMarker,
+// NextVersionIdMarker). s3mem lists each key oldest first, seeks its
+// markers inclusively and names no next markers, so a key with more
+// versions than a page could not be paged: this lists every version
+// under the prefix from the key marker (an in-memory server for tests
+// and s3q dev: a page costs what the whole listing does) and cuts the
+// page itself.
 func (b newestFirst) ListBucketVersions(bucket string, prefix *gofakes3.Prefix, page *gofakes3.ListBucketVersionsPage) (*gofakes3.ListBucketVersionsResult, error) {
-	res, err := b.Backend.ListBucketVersions(bucket, prefix, page)
+	if page == nil {
+		page = &gofakes3.ListBucketVersionsPage{}
+	}
+	all := gofakes3.ListBucketVersionsPage{KeyMarker: page.KeyMarker, HasKeyMarker: page.HasKeyMarker}
+	res, err := b.Backend.ListBucketVersions(bucket, prefix, &all)
 	if err != nil {
 		return res, err
 	}
@@ -127,6 +139,32 @@ func (b newestFirst) ListBucketVersions(bucket string, prefix *gofakes3.Prefix, 
 		slices.Reverse(items[i:j])
 		i = j
 	}
+	if page.HasKeyMarker {
+		skip := 0
+		for skip < len(items) && versionKey(items[skip]) <= page.KeyMarker {
+			if versionKey(items[skip]) == page.KeyMarker && page.HasVersionIDMarker {
+				// After the marker version: every later one of the key stays.
+				found := skip
+				for found < len(items) && versionKey(items[found]) == page.KeyMarker && items[found].GetVersionID() != page.VersionIDMarker {
+					found++
+				}
+				if found < len(items) && versionKey(items[found]) == page.KeyMarker {
+					skip = found + 1
+				}
+				break
+			}
+			skip++
+		}
+		items = items[skip:]
+	}
+	res.MaxKeys, res.KeyMarker, res.VersionIDMarker = page.MaxKeys, page.KeyMarker, page.VersionIDMarker
+	res.IsTruncated, res.NextKeyMarker, res.NextVersionIDMarker = false, "", ""
+	if page.MaxKeys > 0 && int64(len(items)) > page.MaxKeys {
+		items = items[:page.MaxKeys]
+		last := items[len(items)-1]
+		res.IsTruncated, res.NextKeyMarker, res.NextVersionIDMarker = true, versionKey(last), last.GetVersionID()
+	}
+	res.Versions = items
 	return res, nil
 }
 

@@ -70,7 +70,7 @@ func TestStoresUnderDifferentPrefixesDoNotSeeEachOther(t *testing.T) {
 			if err != nil || len(page.Items) != 0 {
 				t.Errorf("List of the other prefix = %+v, %v; want nothing", page, err)
 			}
-			if vs, err := b.Versions(ctx, "k"); err != nil || len(vs) != 0 {
+			if vs, err := b.Versions(ctx, "k", "", 0); err != nil || len(vs.Versions) != 0 {
 				t.Errorf("Versions from the other prefix = %+v, %v; want none", vs, err)
 			}
 		})

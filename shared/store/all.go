@@ -31,3 +31,21 @@ func All(ctx context.Context, s Store, prefix string) iter.Seq2[Info, error] {
 		}
 	}
 }
+
+// AllVersions returns every version of key, newest first: the pages of
+// s.Versions, one LIST each. Callers that answer a request page instead.
+func AllVersions(ctx context.Context, s Store, key string) ([]Version, error) {
+	var out []Version
+	after := ""
+	for {
+		p, err := s.Versions(ctx, key, after, MaxListLimit)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p.Versions...)
+		if p.Next == "" || p.Next == after {
+			return out, nil
+		}
+		after = p.Next
+	}
+}

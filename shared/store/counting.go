@@ -115,9 +115,9 @@ func (c *Counting) List(ctx context.Context, prefix, startAfter string, limit in
 }
 
 // Versions implements Store. It counts one LIST (one page of versions).
-func (c *Counting) Versions(ctx context.Context, key string) ([]Version, error) {
+func (c *Counting) Versions(ctx context.Context, key, after string, limit int) (VersionPage, error) {
 	c.add(kindList)
-	return c.inner.Versions(ctx, key)
+	return c.inner.Versions(ctx, key, after, limit)
 }
 
 // GetVersion implements Store.

@@ -62,12 +62,17 @@ type Store interface {
 	// last returned key. One call is one LIST request.
 	List(ctx context.Context, prefix, startAfter string, limit int) (Page, error)
 
-	// Versions lists the stored versions of exactly key (not of other keys
-	// sharing it as a prefix), newest first, delete markers included.
-	// A key that never existed has no versions: it returns an empty slice
-	// and no error. A store without versioning returns the current object
-	// as its only version.
-	Versions(ctx context.Context, key string) ([]Version, error)
+	// Versions lists up to limit stored versions of exactly key (not of
+	// other keys sharing it as a prefix), newest first, delete markers
+	// included, starting after the version whose id is after ("" starts
+	// from the newest). limit <= 0 or > 1000 means 1000. VersionPage.Next
+	// MUST be the after of the next page when more versions follow, and
+	// empty when none do; a page MAY hold fewer than limit versions (a
+	// server that cuts pages short) and still have a Next. A key that
+	// never existed has no versions: an empty page and no error. A store
+	// without versioning returns the current object as its only version.
+	// One call is one LIST request.
+	Versions(ctx context.Context, key, after string, limit int) (VersionPage, error)
 
 	// GetVersion returns the body of one version of key.
 	// It MUST return ErrNotFound for an unknown version.
@@ -115,6 +120,13 @@ type Version struct {
 	DeleteMarker bool
 	Size         int64
 	LastModified time.Time
+}
+
+// VersionPage is one page of the versions of a key, newest first.
+type VersionPage struct {
+	Versions []Version
+	// Next is the version id to continue after; empty on the last page.
+	Next string
 }
 
 // MaxListLimit is the most keys one List call returns.

@@ -327,7 +327,9 @@ func (w *Worker) heartbeat(ctx context.Context, t *Task, stop <-chan struct{}, c
 		}
 		hb, err := w.api.Heartbeat(ctx, t.Lease, w.opts.LeaseFor)
 		switch {
-		case errors.Is(err, queue.ErrLeaseExpired), errors.Is(err, queue.ErrLeaseMismatch), errors.Is(err, queue.ErrNotRunning), errors.Is(err, queue.ErrNotFound):
+		case errors.Is(err, queue.ErrLeaseExpired), errors.Is(err, queue.ErrLeaseMismatch), errors.Is(err, queue.ErrNotRunning), errors.Is(err, queue.ErrNotFound),
+			errors.Is(err, queue.ErrInvalidState), // past queue.MaxHeartbeats: the lease will lapse
+			tokenUsed(err):
 			cancel(ErrLeaseLost)
 			return
 		case err != nil:
@@ -340,6 +342,15 @@ func (w *Worker) heartbeat(ctx context.Context, t *Task, stop <-chan struct{}, c
 			return
 		}
 	}
+}
+
+// tokenUsed reports whether err says the lease's token already ended the
+// lease (a 409 conflict naming lease_token): the lease is gone.
+func tokenUsed(err error) bool {
+	var ce *queue.ConflictError
+	var ae *client.Error
+	return errors.As(err, &ce) && ce.Field == "lease_token" ||
+		errors.As(err, &ae) && ae.Code == "conflict" && ae.Field == "lease_token"
 }
 
 // safeCall runs a handler, turning a panic into a failure.

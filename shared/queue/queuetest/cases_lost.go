@@ -537,8 +537,10 @@ func runLostLease(t *testing.T, f Factory) {
 		if _, err := e.q.Complete(ctx, c.Task.ID, c.Lease.Token, nil, t0); err != nil {
 			t.Fatal(err)
 		}
+		// Another operation with the ended token did not happen: a
+		// conflict naming the token, never a replay of the completion.
 		_, err := e.q.Fail(ctx, c.Task.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0)
-		check.Err(t, err, queue.ErrNotRunning)
+		wantLeaseConflict(t, "a fail with the token a completion ended", err)
 		_, err = e.q.Complete(ctx, c.Task.ID, "not-the-token", nil, t0)
 		check.Err(t, err, queue.ErrNotRunning)
 	})
@@ -552,9 +554,12 @@ func runLostLease(t *testing.T, f Factory) {
 			t.Fatal(err)
 		}
 		c2 := e.claimOne(t0.Add(time.Hour))
-		got, err := e.q.Fail(ctx, a.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0.Add(time.Hour))
-		if err != nil || got.Status != queue.StatusRunning || got.LeaseToken != c2.Lease.Token {
-			t.Fatalf("retried fail: %s %v", got.Status, err)
+		// The first worker's token is older than the task's latest claim:
+		// a mismatch, never a 200 showing the new attempt running.
+		_, err := e.q.Fail(ctx, a.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0.Add(time.Hour))
+		check.Err(t, err, queue.ErrLeaseMismatch)
+		if got := e.get(a.ID); got.Status != queue.StatusRunning || got.LeaseToken != c2.Lease.Token {
+			t.Fatalf("after the retried fail: %s", got.Status)
 		}
 		if _, err := e.q.Complete(ctx, a.ID, c2.Lease.Token, nil, t0.Add(time.Hour)); err != nil {
 			t.Fatal(err)

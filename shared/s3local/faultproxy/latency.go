@@ -182,8 +182,8 @@ func (s *slowStore) List(ctx context.Context, prefix, startAfter string, limit i
 	return p, err
 }
 
-func (s *slowStore) Versions(ctx context.Context, key string) (v []store.Version, err error) {
-	err = s.around(ctx, func() error { v, err = s.inner.Versions(ctx, key); return err })
+func (s *slowStore) Versions(ctx context.Context, key, after string, limit int) (v store.VersionPage, err error) {
+	err = s.around(ctx, func() error { v, err = s.inner.Versions(ctx, key, after, limit); return err })
 	return v, err
 }
 

@@ -180,22 +180,36 @@ func (s *Store) List(ctx context.Context, prefix, startAfter string, limit int) 
 }
 
 // Versions implements store.Store.
-func (s *Store) Versions(ctx context.Context, key string) ([]store.Version, error) {
+func (s *Store) Versions(ctx context.Context, key, after string, limit int) (store.VersionPage, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return store.VersionPage{}, err
 	}
+	limit = store.ListLimit(limit)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	vs := s.objects[key]
-	out := make([]store.Version, 0, len(vs))
-	for i := len(vs) - 1; i >= 0; i-- {
+	start := len(vs) - 1 // newest first
+	if after != "" {
+		start = -1
+		for i, v := range vs {
+			if v.id == after {
+				start = i - 1
+			}
+		}
+	}
+	var page store.VersionPage
+	for i := start; i >= 0; i-- {
+		if len(page.Versions) == limit {
+			page.Next = page.Versions[limit-1].VersionID
+			break
+		}
 		v := vs[i]
-		out = append(out, store.Version{
+		page.Versions = append(page.Versions, store.Version{
 			Key: key, VersionID: v.id, ETag: v.etag, IsLatest: i == len(vs)-1,
 			DeleteMarker: v.deleted, Size: int64(len(v.body)), LastModified: v.at,
 		})
 	}
-	return out, nil
+	return page, nil
 }
 
 // GetVersion implements store.Store.

@@ -224,8 +224,9 @@ func (s *Store) List(ctx context.Context, prefix, startAfter string, limit int) 
 	return page, nil
 }
 
-// Versions lists the versions and delete markers of exactly key, newest
-// first, paging through ListObjectVersions.
+// Versions lists up to limit versions and delete markers of exactly key,
+// newest first, after the version after: one ListObjectVersions with key
+// as the prefix (and, with after, key and after as the markers).
 //
 // S3 lists them in one newest-first sequence, but the SDK splits it into
 // versions and delete markers, so the two lists are merged back: the latest
@@ -233,54 +234,62 @@ func (s *Store) List(ctx context.Context, prefix, startAfter string, limit int) 
 // a server's times are coarse (versitygw lists noncurrent versions to the
 // second), a delete marker and a version made within the same second may
 // come out of order.
-func (s *Store) Versions(ctx context.Context, key string) ([]store.Version, error) {
+//
+// A truncated page names where to continue (NextKeyMarker,
+// NextVersionIdMarker); where a server leaves them out (gofakes3 does),
+// the page continues after its last version of key.
+func (s *Store) Versions(ctx context.Context, key, after string, limit int) (store.VersionPage, error) {
 	full := s.prefix + key
-	in := &s3.ListObjectVersionsInput{Bucket: &s.bucket, Prefix: &full}
-	var versions, markers []store.Version
-	for {
-		out, err := s.client.ListObjectVersions(ctx, in, s.idempotent...)
-		if err != nil {
-			return nil, fmt.Errorf("list versions of %s: %w", key, mapError(err))
-		}
-		// key is the smallest key under the prefix key, so its versions
-		// come first and any other key ends the search.
-		past := false
-		for _, v := range out.Versions {
-			if aws.ToString(v.Key) != full {
-				past = true
-				continue
-			}
-			versions = append(versions, store.Version{
-				Key:          key,
-				VersionID:    aws.ToString(v.VersionId),
-				ETag:         aws.ToString(v.ETag),
-				IsLatest:     aws.ToBool(v.IsLatest),
-				Size:         aws.ToInt64(v.Size),
-				LastModified: aws.ToTime(v.LastModified),
-			})
-		}
-		for _, m := range out.DeleteMarkers {
-			if aws.ToString(m.Key) != full {
-				past = true
-				continue
-			}
-			markers = append(markers, store.Version{
-				Key:          key,
-				VersionID:    aws.ToString(m.VersionId),
-				IsLatest:     aws.ToBool(m.IsLatest),
-				DeleteMarker: true,
-				LastModified: aws.ToTime(m.LastModified),
-			})
-		}
-		if past || !aws.ToBool(out.IsTruncated) {
-			break
-		}
-		if out.NextKeyMarker == nil {
-			return nil, fmt.Errorf("list versions of %s: truncated page without a next key marker", key)
-		}
-		in.KeyMarker, in.VersionIdMarker = out.NextKeyMarker, out.NextVersionIdMarker
+	in := &s3.ListObjectVersionsInput{Bucket: &s.bucket, Prefix: &full, MaxKeys: aws.Int32(int32(store.ListLimit(limit)))}
+	if after != "" {
+		in.KeyMarker, in.VersionIdMarker = &full, &after
 	}
-	return mergeNewestFirst(versions, markers), nil
+	out, err := s.client.ListObjectVersions(ctx, in, s.idempotent...)
+	if err != nil {
+		return store.VersionPage{}, fmt.Errorf("list versions of %s: %w", key, mapError(err))
+	}
+	// key is the smallest key under the prefix key, so its versions
+	// come first and any other key ends the listing.
+	past := false
+	var versions, markers []store.Version
+	for _, v := range out.Versions {
+		if aws.ToString(v.Key) != full {
+			past = true
+			continue
+		}
+		versions = append(versions, store.Version{
+			Key:          key,
+			VersionID:    aws.ToString(v.VersionId),
+			ETag:         aws.ToString(v.ETag),
+			IsLatest:     aws.ToBool(v.IsLatest),
+			Size:         aws.ToInt64(v.Size),
+			LastModified: aws.ToTime(v.LastModified),
+		})
+	}
+	for _, m := range out.DeleteMarkers {
+		if aws.ToString(m.Key) != full {
+			past = true
+			continue
+		}
+		markers = append(markers, store.Version{
+			Key:          key,
+			VersionID:    aws.ToString(m.VersionId),
+			IsLatest:     aws.ToBool(m.IsLatest),
+			DeleteMarker: true,
+			LastModified: aws.ToTime(m.LastModified),
+		})
+	}
+	page := store.VersionPage{Versions: mergeNewestFirst(versions, markers)}
+	if past || !aws.ToBool(out.IsTruncated) || len(page.Versions) == 0 {
+		return page, nil
+	}
+	switch next := aws.ToString(out.NextVersionIdMarker); {
+	case aws.ToString(out.NextKeyMarker) == full && next != "":
+		page.Next = next
+	case out.NextKeyMarker == nil || aws.ToString(out.NextKeyMarker) == full:
+		page.Next = page.Versions[len(page.Versions)-1].VersionID
+	}
+	return page, nil
 }
 
 // mergeNewestFirst merges two newest-first lists of versions of one key:

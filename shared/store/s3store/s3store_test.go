@@ -241,10 +241,24 @@ func TestVersionsPagesFiltersAndMerges(t *testing.T) {
   <Version><Key>pre/k</Key><VersionId>v1</VersionId><IsLatest>false</IsLatest><LastModified>2026-01-01T00:00:01.000Z</LastModified><ETag>"e1"</ETag><Size>1</Size></Version>
   <Version><Key>pre/kx</Key><VersionId>x1</VersionId><IsLatest>true</IsLatest><LastModified>2026-01-01T00:00:09.000Z</LastModified><ETag>"x"</ETag><Size>1</Size></Version>
 </ListVersionsResult>`
-	f := newFakeS3(t, answer{status: 200, body: page1}, answer{status: 200, body: page2})
-	vs, err := newTestStore(t, f).Versions(t.Context(), "k")
-	if err != nil {
-		t.Fatal(err)
+	// A third page as gofakes3 sends it: truncated, without markers.
+	page3 := `<ListVersionsResult><IsTruncated>true</IsTruncated>
+  <Version><Key>pre/k</Key><VersionId>v0</VersionId><IsLatest>false</IsLatest><LastModified>2026-01-01T00:00:00.000Z</LastModified><ETag>"e0"</ETag><Size>1</Size></Version>
+</ListVersionsResult>`
+	f := newFakeS3(t, answer{status: 200, body: page1}, answer{status: 200, body: page2}, answer{status: 200, body: page3})
+	st := newTestStore(t, f)
+	p1, err := st.Versions(t.Context(), "k", "", 3)
+	if err != nil || p1.Next != "v3" || len(p1.Versions) != 3 {
+		t.Fatalf("first page: %+v %v", p1, err)
+	}
+	p2, err := st.Versions(t.Context(), "k", p1.Next, 3)
+	if err != nil || p2.Next != "" {
+		t.Fatalf("second page, which ends at another key: %+v %v", p2, err)
+	}
+	vs := append(p1.Versions, p2.Versions...)
+	p3, err := st.Versions(t.Context(), "k", "v1", 3)
+	if err != nil || p3.Next != "v0" || len(p3.Versions) != 1 {
+		t.Fatalf("a truncated page without markers continues after its last version: %+v %v", p3, err)
 	}
 	var got []string
 	for _, v := range vs {
@@ -260,8 +274,11 @@ func TestVersionsPagesFiltersAndMerges(t *testing.T) {
 		t.Errorf("Versions = %+v", vs)
 	}
 	reqs := f.seen()
-	if len(reqs) != 2 {
-		t.Fatalf("%d requests, want 2 (the second page ends at another key)", len(reqs))
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests, want 3 (one per page)", len(reqs))
+	}
+	if q := reqs[0].Query; q.Get("prefix") != "pre/k" || q.Get("max-keys") != "3" || q.Has("key-marker") {
+		t.Errorf("first page query = %v", q)
 	}
 	if q := reqs[1].Query; q.Get("prefix") != "pre/k" || q.Get("key-marker") != "pre/k" || q.Get("version-id-marker") != "v3" {
 		t.Errorf("second page query = %v", q)

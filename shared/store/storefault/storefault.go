@@ -220,11 +220,11 @@ func (f *Store) List(ctx context.Context, prefix, startAfter string, limit int) 
 }
 
 // Versions implements store.Store.
-func (f *Store) Versions(ctx context.Context, key string) ([]store.Version, error) {
+func (f *Store) Versions(ctx context.Context, key, after string, limit int) (store.VersionPage, error) {
 	if before, _ := f.decide("", ""); before {
-		return nil, injected()
+		return store.VersionPage{}, injected()
 	}
-	return f.inner.Versions(ctx, key)
+	return f.inner.Versions(ctx, key, after, limit)
 }
 
 // GetVersion implements store.Store.

@@ -56,6 +56,68 @@ var versionCases = []testCase{
 			t.Errorf("Versions of a missing key = %s, want none", describe(vs))
 		}
 	}},
+	{"versions_page_newest_first_after_a_version", func(t testing.TB, s store.Store) {
+		var etags []string // oldest first
+		for i := range 5 {
+			etags = append(etags, put(t, s, "k", fmt.Sprint("v", i)))
+		}
+		put(t, s, "k0", "a key it prefixes")
+		del(t, s, "k")
+		var got []string
+		after := ""
+		for pages := 0; ; pages++ {
+			if pages > 10 {
+				t.Fatalf("no end after %d pages: %v", pages, got)
+			}
+			p, err := s.Versions(t.Context(), "k", after, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Versions) > 2 {
+				t.Fatalf("a page of limit 2 has %d versions", len(p.Versions))
+			}
+			for _, v := range p.Versions {
+				if v.DeleteMarker {
+					got = append(got, "marker")
+				} else {
+					got = append(got, v.ETag)
+				}
+			}
+			if p.Next == "" {
+				break
+			}
+			after = p.Next
+		}
+		want := []string{"marker", etags[4], etags[3], etags[2], etags[1], etags[0]}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("pages of 2 = %v, want %v", got, want)
+		}
+	}},
+	{"versions_page_past_1000_versions_without_a_gap_or_a_repeat", func(t testing.TB, s store.Store) {
+		const n = 1005
+		var etags []string // oldest first
+		for i := range n {
+			etags = append(etags, put(t, s, "many", fmt.Sprint(i)))
+		}
+		first, err := s.Versions(t.Context(), "many", "", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(first.Versions) > store.MaxListLimit || first.Next == "" {
+			t.Fatalf("first page: %d versions, next %q; want at most 1000 and a next", len(first.Versions), first.Next)
+		}
+		vs := versions(t, s, "many")
+		if len(vs) != n {
+			t.Fatalf("%d versions listed, want %d", len(vs), n)
+		}
+		seen := map[string]bool{}
+		for i, v := range vs {
+			if v.ETag != etags[n-1-i] || seen[v.VersionID] {
+				t.Fatalf("version %d: %s (seen %v), want %s", i, v.ETag, seen[v.VersionID], etags[n-1-i])
+			}
+			seen[v.VersionID] = true
+		}
+	}},
 	{"get_version_returns_an_old_body_after_the_key_changed", func(t testing.TB, s store.Store) {
 		e1 := put(t, s, "k", "old body")
 		put(t, s, "k", "new body")
@@ -85,10 +147,11 @@ var versionCases = []testCase{
 	}},
 }
 
-// versions lists the versions of key and fails the test on error.
+// versions lists every version of key, page by page, and fails the test
+// on error.
 func versions(t testing.TB, s store.Store, key string) []store.Version {
 	t.Helper()
-	vs, err := s.Versions(t.Context(), key)
+	vs, err := store.AllVersions(t.Context(), s, key)
 	if err != nil {
 		t.Fatalf("Versions(%q): %v", key, err)
 	}
