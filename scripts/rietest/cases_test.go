@@ -26,11 +26,14 @@ import (
 )
 
 // functionOf returns the function a sample event is for, by its file name
-// (events/README.md): submit* → submit, claim* → claim, tasks-*, queues-*
-// and openapi → tasks, schedules-* → schedules, the rest by name.
+// (events/README.md): submit-wait and claim-wait → waits, submit* →
+// submit, claim* → claim, tasks-*, queues-* and openapi → tasks,
+// schedules-* → schedules, the rest by name.
 func functionOf(file string) string {
 	base := strings.TrimSuffix(file, ".json")
 	switch {
+	case base == "submit-wait", base == "claim-wait":
+		return lambdafn.Waits
 	case strings.HasPrefix(base, "submit"):
 		return lambdafn.Submit
 	case strings.HasPrefix(base, "claim"):
@@ -78,6 +81,8 @@ func none(*testing.T, *world) (string, string) { return "", "" }
 // made by its setup or left by the cases before it.
 var amd64Cases = []eventCase{
 	{"submit.json", none, 201, map[string]any{"task.status": "pending", "task.task_type": "email.send", "task.queue": "default"}, nil},
+	// claim-wait first: the waits function's cold start is then not a wait.
+	{"claim-wait.json", pendingOf("email.send"), 200, map[string]any{"tasks.0.task.status": "running", "tasks.0.task.worker_id": "worker-1"}, nil},
 	{"submit-wait.json", none, 202, map[string]any{"task.status": "pending"}, nil},
 	{"submit-batch.json", none, 200, map[string]any{"results.0.task.status": "pending", "results.2.task.queue": "default", "results.1.deduplicated": false}, nil},
 	{"claim.json", pendingOf("email.send"), 200, map[string]any{"tasks.0.task.status": "running", "tasks.0.task.worker_id": "worker-1", "tasks.0.lease.token": present{}}, nil},
@@ -96,7 +101,7 @@ var amd64Cases = []eventCase{
 	{"queues-bulk-cancel.json", pendingOf("email.send"), 200, map[string]any{"op": "cancel", "changed": atLeast(1)}, nil},
 	{"queues-bulk-expire.json", pending, 200, map[string]any{"op": "expire", "changed": atLeast(1)}, nil},
 	{"queues-purge.json", pending, 200, map[string]any{"op": "purge", "changed": atLeast(1)}, nil},
-	{"tasks-history.json", running, 200, map[string]any{"versions.0.task.status": "pending", "versions.1.task.status": "running"}, nil},
+	{"tasks-history.json", running, 200, map[string]any{"versions.0.task.status": "running", "versions.1.task.status": "pending"}, nil}, // newest first
 	{"tasks-cancel.json", pending, 200, map[string]any{"task.status": "cancelled"}, nil},
 	{"tasks-cancel-ack.json", running, 200, map[string]any{"task.status": "cancelled"}, nil},
 	{"tasks-retry.json", cancelled, 200, map[string]any{"task.status": "pending"}, nil},
@@ -210,6 +215,7 @@ func TestARM64Smoke(t *testing.T) {
 	}{
 		{"submit.json", 201, 200, map[string]any{"task.status": "pending"}, map[string]any{"task.status": "pending", "deduplicated": true}},
 		{"claim.json", 200, 204, map[string]any{"tasks.0.task.status": "running"}, nil},
+		{"claim-wait.json", 204, 204, nil, nil}, // a 1s long-poll on an empty queue, twice
 		{"queues-get.json", 200, 200, map[string]any{"queue.name": "default"}, map[string]any{"queue.name": "default"}},
 		{"schedules-list.json", 200, 200, map[string]any{"schedules": present{}}, map[string]any{"schedules": present{}}},
 		{"sweep-expired.json", 0, 0, map[string]any{"wired": true, "result.expired": float64(0)}, map[string]any{"wired": true}},
@@ -432,13 +438,15 @@ func pendingOf(taskType string) func(*testing.T, *world) (string, string) {
 	}
 }
 
-// running is a task claimed through the claim function (its own task type,
-// so no other pending task is claimed instead).
+// running is a task claimed through the waits function's long-poll (a
+// task submitted through another process shows in a claim's listing
+// within a second), of its own task type, so no other pending task is
+// claimed instead.
 func running(t *testing.T, w *world) (string, string) {
 	t.Helper()
 	tt := w.taskType()
 	id := w.submit(t, "default", map[string]any{"task_type": tt, "ttl": "1h"})
-	b := w.call(t, lambdafn.Claim, "POST", "/queues/default/claim", map[string]any{"task_types": []string{tt}, "lease_for": "5m", "worker_id": "rie", "wait": "5s"}, 200)
+	b := w.call(t, lambdafn.Waits, "POST", "/queues/default/claim/wait", map[string]any{"task_types": []string{tt}, "lease_for": "5m", "worker_id": "rie", "wait": "5s"}, 200)
 	tasks, _ := b["tasks"].([]any)
 	if len(tasks) != 1 {
 		t.Fatalf("claim: %v", b)
@@ -647,15 +655,22 @@ func malformed(t *testing.T, w *world) {
 }
 
 // waitAboveMax: S3Q_MAX_WAIT from the template (maxWaitSeconds) bounds a
-// long-poll: more is a 400 naming wait.
+// long-poll: more is a 400 naming wait; and the plain claim route, on its
+// own function, refuses any wait (waits run apart).
 func waitAboveMax(t *testing.T, w *world) {
-	max := w.specs[lambdafn.Claim].Env["S3Q_MAX_WAIT"]
+	max := w.specs[lambdafn.Waits].Env["S3Q_MAX_WAIT"]
 	if max == "" {
-		t.Fatal("the template gives claim no S3Q_MAX_WAIT")
+		t.Fatal("the template gives waits no S3Q_MAX_WAIT")
 	}
-	b := w.call(t, lambdafn.Claim, "POST", "/queues/default/claim", map[string]any{"task_types": []string{"rie.none"}, "wait": "60s", "worker_id": "rie"}, 400)
+	body := map[string]any{"task_types": []string{"rie.none"}, "wait": "60s", "worker_id": "rie"}
+	b := w.call(t, lambdafn.Waits, "POST", "/queues/default/claim/wait", body, 400)
 	if err := match(b, "error.field", "wait"); err != nil || !strings.Contains(fmt.Sprint(b), strings.TrimSuffix(max, "s")) {
-		t.Errorf("claim with wait 60s (S3Q_MAX_WAIT %s): %v %v", max, b, err)
+		t.Errorf("claim/wait with wait 60s (S3Q_MAX_WAIT %s): %v %v", max, b, err)
+	}
+	body["wait"] = "5s"
+	b = w.call(t, lambdafn.Claim, "POST", "/queues/default/claim", body, 400)
+	if err := match(b, "error.field", "wait"); err != nil {
+		t.Errorf("claim with a wait: %v %v", b, err)
 	}
 }
 
@@ -684,15 +699,15 @@ func missingSetting(t *testing.T, w *world) {
 // 204 before Lambda's time-out, never "Task timed out" (the function's
 // timeout is 3s here instead of the template's, to keep the test short).
 func timeOut(t *testing.T, w *world) {
-	f := w.start(t, lambdafn.Claim, map[string]string{"AWS_LAMBDA_FUNCTION_TIMEOUT": "3"})
+	f := w.start(t, lambdafn.Waits, map[string]string{"AWS_LAMBDA_FUNCTION_TIMEOUT": "3"})
 	f.label = "timeout 3s"
-	inv := f.invoke(t, "claim wait 20s", apiEvent("POST", "/queues/default/claim", map[string]any{
+	inv := f.invoke(t, "claim wait 20s", apiEvent("POST", "/queues/default/claim/wait", map[string]any{
 		"task_types": []string{"rie.none"}, "wait": "20s", "worker_id": "rie", "lease_for": "1m",
 	}))
 	if strings.Contains(string(inv.body), "timed out") || inv.status != http.StatusOK {
 		t.Fatalf("the long-poll was cut by the time-out: %d %s", inv.status, inv.body)
 	}
-	resp, _ := decodeAPI(t, lambdafn.Claim, inv.body)
+	resp, _ := decodeAPI(t, lambdafn.Waits, inv.body)
 	if resp.StatusCode != 204 {
 		t.Errorf("claim with wait 20s under a 3s timeout: %d %s, want 204", resp.StatusCode, resp.Body)
 	}

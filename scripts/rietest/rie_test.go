@@ -206,7 +206,7 @@ func writeTimings(path string, total time.Duration) error {
 	defer setup.mu.Unlock()
 	var b strings.Builder
 	fmt.Fprintf(&b, "# from aws-lambda-rie's log: init = bootstrap start to ready (INIT REPORT); cold = the first invocation's\n")
-	fmt.Fprintf(&b, "# Duration (REPORT), its init included; warm = median Duration of the others\n# (long-polls left out)\n")
+	fmt.Fprintf(&b, "# Duration (REPORT), its init included; warm = median Duration of the others\n# (long-polls left out; the waits function's sample events wait 1s by design)\n")
 	fmt.Fprintf(&b, "%-14s %-6s %9s %9s %9s %8s  %s\n", "function", "arch", "init ms", "cold ms", "warm ms", "invokes", "first event")
 	fns := append([]*function(nil), setup.fns...)
 	sort.SliceStable(fns, func(i, j int) bool {
