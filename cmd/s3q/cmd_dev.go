@@ -6,40 +6,48 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sort"
 	"strings"
 
 	"github.com/s3q/s3q/shared/config"
 	"github.com/s3q/s3q/shared/devserver"
 	"github.com/s3q/s3q/shared/dispatch"
+	"github.com/s3q/s3q/shared/queue"
 )
 
 // devSecretName is the name of the --push-secret, which URL targets given
 // with --push are signed with.
 const devSecretName = "dev"
 
-// devPushQueues reads the dev server's push queues: S3Q_PUSH_QUEUES (JSON)
-// and --push queue=target flags, which win.
-func devPushQueues(env string, flags map[string]string) (dispatch.Static, error) {
-	pqs := dispatch.Static{}
+// devPushQueues turns --push queue=target flags into declarations made
+// at start: a URL target is signed with the --push-secret (its name is
+// devSecretName), anything else names a Lambda function. S3Q_PUSH_QUEUES
+// is no longer read: declare such queues with PUT /queues/{queue}.
+func devPushQueues(env string, flags map[string]string) ([]queue.Declaration, error) {
 	if env != "" {
-		var err error
-		if pqs, err = dispatch.ParseStatic([]byte(env), true); err != nil {
-			return nil, fmt.Errorf("%s: %w", config.EnvPushQueues, err)
-		}
+		return nil, fmt.Errorf("%s is no longer read: use --push queue=target, or declare the queue with its target (PUT /queues/{queue}, s3q queue declare)", config.EnvPushQueues)
 	}
-	for name, target := range flags {
-		p := dispatch.PushQueue{Name: name}
+	names := make([]string, 0, len(flags))
+	for name := range flags {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var out []queue.Declaration
+	for _, name := range names {
+		target := flags[name]
+		t := queue.Target{Lambda: target}
 		if strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://") {
-			p.Target = dispatch.Target{URL: target, Secret: devSecretName}
-		} else {
-			p.Target = dispatch.Target{Lambda: target}
+			t = queue.Target{URL: target, Secret: devSecretName}
 		}
-		if err := p.Validate(true); err != nil {
+		if err := queue.ValidateQueueName(name); err != nil {
 			return nil, fmt.Errorf("--push %s=%s: %w", name, target, err)
 		}
-		pqs[name] = p
+		if err := t.Validate(true); err != nil {
+			return nil, fmt.Errorf("--push %s=%s: %w", name, target, err)
+		}
+		out = append(out, queue.Declaration{Name: name, Target: &t})
 	}
-	return pqs, nil
+	return out, nil
 }
 
 // devCommand is s3q dev.
@@ -66,8 +74,10 @@ tasks with their timelines and deadlines, dead letters, schedules, events.
 Push queues: --push QUEUE=TARGET (repeatable) makes QUEUE's tasks be
 delivered in this process to TARGET, an http(s):// URL (a POST signed with
 --push-secret) or a Lambda function name (invoked at --lambda-endpoint, or
-S3Q_LAMBDA_ENDPOINT). S3Q_PUSH_QUEUES (JSON, see docs/push.md) declares push
-queues with max_concurrency and timeout.
+S3Q_LAMBDA_ENDPOINT): the queue is declared with that target at start, as
+PUT /queues/{queue} would. Declare a push queue with max_concurrency or a
+timeout over HTTP instead. S3Q_PUSH_BINDINGS (JSON, see docs/push.md), when
+set, limits which targets each queue may declare, as in the stack.
 
 Examples:
   s3q dev
@@ -99,6 +109,11 @@ Examples:
 				return usageErr("%v", err)
 			}
 			o.PushQueues, o.PushSecrets = pqs, map[string]string{devSecretName: pushSecret}
+			if b := os.Getenv(config.EnvPushBindings); b != "" {
+				if o.PushBindings, err = dispatch.ParseBindings([]byte(b)); err != nil {
+					return usageErr("%s: %v", config.EnvPushBindings, err)
+				}
+			}
 			o.Out = e.stdout
 			o.Logger = slog.New(slog.NewJSONHandler(e.stderr, nil))
 			return devserver.Run(ctx, o)

@@ -1,10 +1,12 @@
 // Command push-target is an example HTTPS push target: it verifies each
-// delivery's signature (worker.VerifySignature) and runs the task's
-// handler. Its answer decides the task: 2xx completes it with the body as
-// output, 429/5xx retry it (honouring Retry-After), another 4xx fails it
-// without retry.
+// delivery's signature (worker.VerifySignature: the secret, its own URL as
+// the queue declares it, and the queue it serves) and runs the task's
+// handler once per (task id, attempt), the idempotency key: a delivery
+// that arrives again gets the answer of the first. Its answer decides the
+// task: 2xx completes it with the body as output, 429/5xx retry it
+// (honouring Retry-After), another 4xx fails it without retry.
 //
-//	S3Q_PUSH_SECRET=dev-secret go run ./examples/push-target -addr 127.0.0.1:9000
+//	S3Q_PUSH_SECRET=dev-secret go run ./examples/push-target -addr 127.0.0.1:9000 -queue orders
 //
 // In production it would serve https:// and read the secret from the same
 // SSM parameter the queue's target names.
@@ -18,6 +20,7 @@ import (
 	"log"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/s3q/s3q/shared/worker"
@@ -25,7 +28,16 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:9000", "address to listen on")
+	url := flag.String("url", "", "this target's URL exactly as the queue declares it (default http://ADDR/)")
+	queue := flag.String("queue", "orders", "the queue whose deliveries this target takes")
 	flag.Parse()
+	if *url == "" {
+		*url = "http://" + *addr + "/"
+	}
+	var (
+		mu   sync.Mutex
+		done = map[string][]byte{} // answers by task id and attempt
+	)
 	secret := os.Getenv("S3Q_PUSH_SECRET")
 	if secret == "" {
 		secret = "dev-secret"
@@ -36,8 +48,18 @@ func main() {
 			http.Error(w, "read", http.StatusBadRequest)
 			return
 		}
-		if err := worker.VerifySignature(secret, r.Header, body, time.Now(), 5*time.Minute); err != nil {
+		d, err := worker.VerifySignature(worker.PushTarget{Secret: secret, URL: *url, Queue: *queue}, r, body, time.Now())
+		if err != nil {
 			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		key := fmt.Sprintf("%s/%d", d.TaskID, d.Attempt)
+		mu.Lock()
+		answer, seen := done[key]
+		mu.Unlock()
+		if seen {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(answer)
 			return
 		}
 		var p worker.Push
@@ -51,8 +73,12 @@ func main() {
 			http.Error(w, "busy", http.StatusServiceUnavailable)
 			return
 		}
+		answer = fmt.Appendf(nil, `{"handled_by":"push-target","input":%s}`, orNull(p.Task.Input))
+		mu.Lock()
+		done[key] = answer // a real target keeps these as long as the signature window, in its database
+		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"handled_by":"push-target","input":%s}`, orNull(p.Task.Input))
+		_, _ = w.Write(answer)
 	})
 	log.Printf("push target on http://%s/", *addr)
 	log.Fatal(http.ListenAndServe(*addr, nil))

@@ -82,6 +82,7 @@ const (
 	pQueues    = "queues/" // declared queues
 	pSlots     = "slots/"  // concurrency slots of queues with max_concurrency, freed by If-Match
 	pStatus    = "status/" // failed, expired and cancelled tasks, for listing by status
+	pPush      = "push/"   // the runner lease of each push queue (dispatch only)
 	kTaskTypes = "config/task_types.json"
 )
 
@@ -212,7 +213,8 @@ func Functions() []Function {
 		{
 			// Claims due tasks of push queues and ends their leases with
 			// what the target answered; reads the declarations of push
-			// queues and takes their concurrency slots.
+			// queues and takes their concurrency slots; holds a queue's
+			// runner lease while its next task is due soon.
 			Name: "dispatch",
 			Access: []Access{
 				on(pTasks, GetObject, PutObject, PutObjectTagging),
@@ -222,6 +224,7 @@ func Functions() []Function {
 				on(pDeadline, DeleteObject, ListBucket),
 				on(pSweep, GetObject, PutObject),
 				on(pStatus, GetObject, PutObject),
+				on(pPush, GetObject, PutObject), // a queue's runner lease: taken, renewed, freed by If-Match
 			},
 			Timer: true,
 		},

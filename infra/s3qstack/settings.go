@@ -150,26 +150,39 @@ type Settings struct {
 	// claims a task whose delivery lease (the queue's timeout, default 1m)
 	// ends before. Defaults to 300.
 	DispatchTimeoutSeconds int `json:"dispatchTimeoutSeconds"`
-	// PushTargets are the Lambda functions (names or ARNs) push queues
-	// may target: dispatch may invoke these and no others. Defaults to none.
-	PushTargets []string `json:"pushTargets"`
-	// PushSecrets are the SSM parameters (names or ARNs) holding the
-	// signing secrets of URL targets: dispatch may read these and no
-	// others. Defaults to none.
-	PushSecrets []string `json:"pushSecrets"`
+	// PushBindings say which push targets each queue may declare: by
+	// queue name, the Lambda functions (names, name:alias or ARNs) it may
+	// target and the SSM parameters (names or ARNs) whose secret may sign
+	// its URL target. A declaration naming anything else is refused (400
+	// naming target); dispatch may invoke these functions and read these
+	// parameters and no others, and the tasks function (which checks a
+	// URL target's secret when a queue is declared) may read the
+	// parameters' metadata. No function of the stack may be bound.
+	// Defaults to none: no queue may have a target.
+	PushBindings map[string]PushBinding `json:"pushBindings"`
+	// DispatchReservedConcurrency is the dispatch function's reserved
+	// concurrency: the most dispatch runs at once, whatever submits wake
+	// (0: none reserved, and no cap). Defaults to 10.
+	DispatchReservedConcurrency int `json:"dispatchReservedConcurrency"`
+	// PushConcurrency is S3Q_PUSH_CONCURRENCY: how many deliveries of one
+	// push queue without a max_concurrency a dispatch run makes at once.
+	// Defaults to 64.
+	PushConcurrency int `json:"pushConcurrency"`
 	// PushFailureAlarmThreshold is how many failed or timed-out deliveries
 	// in 5 minutes raise the delivery-failure alarm. Defaults to 5.
 	PushFailureAlarmThreshold int `json:"pushFailureAlarmThreshold"`
 }
 
 // reservedConcurrency is the reserved concurrency of a function (the
-// timers and waits), 0 for none.
+// timers, dispatch among them, and waits), 0 for none.
 func (s Settings) reservedConcurrency(fn string) int {
 	switch fn {
 	case "sweep-expired":
 		return s.SweepReservedConcurrency
 	case "schedule-tick":
 		return s.TickReservedConcurrency
+	case "dispatch":
+		return s.DispatchReservedConcurrency
 	case "waits":
 		return s.WaitsReservedConcurrency
 	}
@@ -206,22 +219,23 @@ func DefaultSettings(env string) Settings {
 		ThrottleRatePerSecond: 100,
 		ThrottleBurst:         200,
 
-		SweepReservedConcurrency:  1,
-		TickReservedConcurrency:   1,
-		SubmitThrottleRate:        50,
-		SubmitThrottleBurst:       100,
-		BatchThrottleRate:         5,
-		BatchThrottleBurst:        10,
-		ClaimThrottleRate:         10,
-		ClaimThrottleBurst:        20,
-		WaitsReservedConcurrency:  20,
-		WaitThrottleRate:          1,
-		WaitThrottleBurst:         10,
-		MaxWaitSeconds:            25,
-		DispatchTimeoutSeconds:    300,
-		PushTargets:               []string{},
-		PushSecrets:               []string{},
-		PushFailureAlarmThreshold: 5,
+		SweepReservedConcurrency:    1,
+		TickReservedConcurrency:     1,
+		SubmitThrottleRate:          50,
+		SubmitThrottleBurst:         100,
+		BatchThrottleRate:           5,
+		BatchThrottleBurst:          10,
+		ClaimThrottleRate:           10,
+		ClaimThrottleBurst:          20,
+		WaitsReservedConcurrency:    20,
+		WaitThrottleRate:            1,
+		WaitThrottleBurst:           10,
+		MaxWaitSeconds:              25,
+		DispatchTimeoutSeconds:      300,
+		PushBindings:                map[string]PushBinding{},
+		DispatchReservedConcurrency: 10,
+		PushConcurrency:             64,
+		PushFailureAlarmThreshold:   5,
 	}
 }
 
@@ -367,7 +381,8 @@ func jsonFields() []jsonField {
 		{"maxWaitSeconds", "int"},
 		{"waitsReservedConcurrency", "int"}, {"waitThrottleRate", "int"}, {"waitThrottleBurst", "int"},
 		{"autoDeclare", "bool"},
-		{"dispatchTimeoutSeconds", "int"}, {"pushTargets", "list"}, {"pushSecrets", "list"},
+		{"dispatchTimeoutSeconds", "int"}, {"pushBindings", "object"},
+		{"dispatchReservedConcurrency", "int"}, {"pushConcurrency", "int"},
 		{"pushFailureAlarmThreshold", "int"},
 	}
 }
@@ -378,6 +393,10 @@ func parseScalar(s, kind string) (interface{}, error) {
 		return strconv.Atoi(s)
 	case "bool":
 		return strconv.ParseBool(s)
+	case "object":
+		var v interface{}
+		err := json.Unmarshal([]byte(s), &v)
+		return v, err
 	case "list":
 		out := []interface{}{}
 		for _, v := range strings.Split(s, ",") {

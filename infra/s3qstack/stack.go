@@ -88,6 +88,9 @@ func NewS3qStack(scope constructs.Construct, id string, props *S3qStackProps) (*
 	if err := checkAssets(props.AssetDir, fns); err != nil {
 		return nil, err
 	}
+	if err := (&builder{env: props.EnvName, s: settings}).checkBindings(fns); err != nil {
+		return nil, err
+	}
 
 	sp := props.StackProps
 	if sp.Description == nil {
@@ -108,7 +111,7 @@ func NewS3qStack(scope constructs.Construct, id string, props *S3qStackProps) (*
 	b.eventBusPolicy(fns)
 	b.deadLetterAlarm()
 	b.sweepIncompleteAlarm()
-	b.push()
+	b.push(fns)
 	b.waitsWake()
 	b.dashboard()
 	b.outputs()

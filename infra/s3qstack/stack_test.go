@@ -280,11 +280,19 @@ func TestStack(t *testing.T) {
 			if len(fn.Routes) > 0 {
 				env["S3Q_MAX_WAIT"] = "25s"
 			}
+			var ownNames []string
+			for _, f := range Functions() {
+				ownNames = append(ownNames, "s3q-dev-"+f.Name)
+			}
+			own := strings.Join(ownNames, ",")
 			switch fn.Name { // push delivery (push.go); waits submits too
 			case "submit", "waits":
 				env["S3Q_DISPATCH_FUNCTION"] = "s3q-dev-dispatch"
+			case "tasks":
+				env["S3Q_PUSH_BINDINGS"], env["S3Q_OWN_FUNCTIONS"] = "{}", own
 			case "dispatch":
 				timeout = d.DispatchTimeoutSeconds
+				env["S3Q_PUSH_BINDINGS"], env["S3Q_OWN_FUNCTIONS"], env["S3Q_PUSH_CONCURRENCY"] = "{}", own, "64"
 			}
 			dev.template.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]interface{}{
 				"FunctionName":  "s3q-dev-" + fn.Name,
@@ -710,8 +718,8 @@ func TestStack(t *testing.T) {
 		}
 	})
 
-	t.Run("sweep_tick_and_waits_have_reserved_concurrency_and_the_other_functions_do_not", func(t *testing.T) {
-		want := map[string]interface{}{"sweep-expired": 1.0, "schedule-tick": 1.0, "waits": float64(DefaultSettings("dev").WaitsReservedConcurrency)}
+	t.Run("sweep_tick_dispatch_and_waits_have_reserved_concurrency_and_the_other_functions_do_not", func(t *testing.T) {
+		want := map[string]interface{}{"sweep-expired": 1.0, "schedule-tick": 1.0, "dispatch": 10.0, "waits": float64(DefaultSettings("dev").WaitsReservedConcurrency)}
 		for _, fn := range Functions() {
 			got := props(dev.resources("AWS::Lambda::Function")[dev.functionID(t, fn.Name)])["ReservedConcurrentExecutions"]
 			if got != want[fn.Name] {

@@ -7,11 +7,15 @@
 //	bench throughput server=versitygw workers=W tasks_per_s=X raw_ops_per_s=Y bound_ratio=R
 //	bench sweep ..., bench tick ..., bench list ..., bench history ... (sweep.go, tick.go, list.go)
 //	bench faults mix=M rate=R submits=N tasks=T duplicates=D dedup_violations=V lost=L run_twice=R http_500=E
-//	bench push target=http tasks=N pickup_p50_ms=A pickup_p99_ms=B requests_per_task=R
-//	bench push target=http delayed=N lateness_p50_ms=A lateness_p99_ms=B
+//	bench push latency=L target=http tasks=N rate=R pickup_p50_ms=A pickup_p99_ms=B requests_per_task=R
+//	bench push latency=L target=http delayed=N lateness_p50_ms=A lateness_p99_ms=B
+//	bench push latency=L target=http path=in-process tasks=N rate=R pickup_p50_ms=A pickup_p99_ms=B requests_per_task=R
+//	bench dispatch storm batches=60 spread_s=60 invokes=I peak_concurrent=C
 //	bench ops op=purge status=pending stored=300 changed=100 requests=R ... per_task=X   (ops.go; and retry, cancel, expire, stats)
 //
-// (push.go: through s3q dev; -only push runs just those.)
+// (push.go: push through s3q dev at each -push-latency, -only push runs
+// just those; the storm through the submit and dispatch functions with a
+// counting Lambda client, -only storm.)
 //
 // Lifecycle: tasks are submitted by one process and then claimed and
 // completed one at a time by another (a worker), as in production; the
@@ -48,6 +52,7 @@ import (
 
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/s3local"
+	"github.com/s3q/s3q/shared/s3local/faultproxy"
 	"github.com/s3q/s3q/shared/store"
 )
 
@@ -56,13 +61,14 @@ func main() {
 	throughputTasks := flag.Int("throughput-tasks", 400, "backlog drained per throughput figure")
 	workers := flag.String("workers", "1,4,16", "worker counts for the throughput figures")
 	rawFor := flag.Duration("raw-for", 2*time.Second, "how long to measure the raw PUT+GET rate")
-	only := flag.String("only", "", "run only these figures, comma-separated: lifecycle, throughput, sweep, tick, list, ops, faults, push")
+	only := flag.String("only", "", "run only these figures, comma-separated: lifecycle, throughput, sweep, tick, list, ops, faults, push, storm")
 	faultMixes := flag.String("fault-mixes", "lost_answers,mixed", "fault mixes of the faults figures (empty: none)")
 	faultRate := flag.Float64("fault-rate", 0.10, "share of S3 requests that meet a fault in the faults figures")
 	faultSubmits := flag.Int("fault-submits", 1000, "submits per faults figure")
 	faultWorkers := flag.Int("fault-workers", 16, "workers per faults figure")
-	pushTasks := flag.Int("push-tasks", 200, "tasks due now for the push pickup figure")
+	pushRuns := flag.String("push-runs", "100@5,200@20,1000@100", "push pickup figures: tasks@rate (tasks due now, submitted at rate a second), comma-separated")
 	pushDelayed := flag.Int("push-delayed", 50, "delayed tasks for the push lateness figure")
+	pushLatency := flag.String("push-latency", "none,typical", "latency profiles of the push figures (faultproxy: none, typical), comma-separated")
 	flag.Parse()
 	run := func(figure string) bool { return *only == "" || strings.Contains(","+*only+",", ","+figure+",") }
 	log.SetFlags(0)
@@ -142,7 +148,25 @@ func main() {
 		}
 	}
 	if run("push") {
-		if err := benchPush(ctx, *pushTasks, *pushDelayed); err != nil {
+		runs, err := parsePushRuns(*pushRuns)
+		if err != nil {
+			log.Fatal(err)
+		}
+		for _, name := range strings.Split(*pushLatency, ",") {
+			profile, err := faultproxy.LatencyProfile(strings.TrimSpace(name))
+			if err != nil {
+				log.Fatal(err)
+			}
+			if err := benchPush(ctx, profile, runs, *pushDelayed); err != nil {
+				log.Fatal(err)
+			}
+			if err := benchPushInProcess(ctx, profile, runs); err != nil {
+				log.Fatal(err)
+			}
+		}
+	}
+	if run("storm") {
+		if err := benchDispatchStorm(ctx); err != nil {
 			log.Fatal(err)
 		}
 	}

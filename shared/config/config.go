@@ -26,9 +26,15 @@
 //	                       (default): it is 404 queue_not_found
 //	S3Q_MAX_QUEUES         most queues the deployment declares (default 1000)
 //	S3Q_ALLOW_INSECURE_TARGETS  true: http:// push targets are accepted (s3q dev); default false
-//	S3Q_PUSH_QUEUES        the push queues and their targets, JSON: {"orders": {"target":
-//	                       {"lambda": "fn"}, "max_concurrency": 4, "timeout": "30s"}}
-//	                       (package dispatch; https:// URLs only)
+//	S3Q_PUSH_BINDINGS      which push targets each queue may declare, JSON: {"orders":
+//	                       {"lambda": ["orders-fn"], "secrets": ["/s3q/orders"]}}
+//	                       (package dispatch). Unset: no queue may have a target, unless
+//	                       S3Q_ALLOW_INSECURE_TARGETS (s3q dev), where any target goes
+//	S3Q_OWN_FUNCTIONS      the deployment's own functions, comma-separated: never a push
+//	                       target (the stack sets them; the running function, from
+//	                       AWS_LAMBDA_FUNCTION_NAME, and S3Q_DISPATCH_FUNCTION are added)
+//	S3Q_PUSH_CONCURRENCY   deliveries of one push queue without a max_concurrency that one
+//	                       dispatch run makes at once (default 64)
 //	S3Q_DISPATCH_FUNCTION  the dispatch function submit wakes for tasks due now (none: the
 //	                       minute rule alone delivers)
 //	S3Q_LAMBDA_ENDPOINT    Lambda endpoint override for push targets and the wake, such as
@@ -40,10 +46,12 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -70,6 +78,11 @@ const (
 	EnvAutoDeclare      = "S3Q_AUTO_DECLARE"
 	EnvMaxQueues        = "S3Q_MAX_QUEUES"
 	EnvInsecureTargets  = "S3Q_ALLOW_INSECURE_TARGETS"
+	EnvPushBindings     = "S3Q_PUSH_BINDINGS"
+	EnvOwnFunctions     = "S3Q_OWN_FUNCTIONS"
+	EnvPushConcurrency  = "S3Q_PUSH_CONCURRENCY"
+	// EnvPushQueues is no longer read: a process that finds it set
+	// refuses to start (push queues are declared: PUT /queues/{queue}).
 	EnvPushQueues       = "S3Q_PUSH_QUEUES"
 	EnvDispatchFunction = "S3Q_DISPATCH_FUNCTION"
 	EnvLambdaEndpoint   = "S3Q_LAMBDA_ENDPOINT"
@@ -131,9 +144,21 @@ type Config struct {
 	MaxQueues int
 	// AllowInsecureTargets accepts http:// push targets. Defaults to false.
 	AllowInsecureTargets bool
-	// PushQueues are the queues whose tasks the dispatch function
-	// pushes, with their targets. Defaults to none.
-	PushQueues dispatch.Static
+	// PushBindings are the push targets each queue may declare (see
+	// PushPolicy). Defaults to nil: unset.
+	PushBindings dispatch.Bindings
+	// OwnFunctions are the deployment's own functions, never a push
+	// target: S3Q_OWN_FUNCTIONS, the running function
+	// (AWS_LAMBDA_FUNCTION_NAME) and DispatchFunction.
+	OwnFunctions []string
+	// DispatchMaxInFlight is how many deliveries of one push queue
+	// without a max_concurrency a dispatch run makes at once (a queue with
+	// one makes up to that many). Defaults to 0: dispatch.DefaultMaxInFlight (64).
+	DispatchMaxInFlight int
+	// CheckTarget is the declaration's check of a push target
+	// (queue.Options.CheckTarget). Not read from the environment: the
+	// process sets it (lambdafn.Build, from PushPolicy). Defaults to none.
+	CheckTarget func(ctx context.Context, queue string, target queue.Target) error
 	// DispatchFunction is the dispatch function the submit function wakes
 	// (asynchronous Invoke) for a task due now. Defaults to none.
 	DispatchFunction string
@@ -211,14 +236,34 @@ func (r *envReader) readPlaces(c *Config) {
 	}
 	r.checkEndpoint(EnvEndpoint, c.Endpoint, "http://127.0.0.1:7070")
 	r.checkEndpoint(EnvLambdaEndpoint, c.LambdaEndpoint, "http://127.0.0.1:9001")
-	if s := r.get(EnvPushQueues); s != "" {
-		pq, err := dispatch.ParseStatic([]byte(s), false)
+	if r.get(EnvPushQueues) != "" {
+		r.bad(EnvPushQueues, "is no longer read: declare each push queue with its target (PUT /queues/{queue}) and bind the target to it (S3Q_PUSH_BINDINGS)")
+	}
+	if s := r.get(EnvPushBindings); s != "" {
+		b, err := dispatch.ParseBindings([]byte(s))
 		if err != nil {
-			r.bad(EnvPushQueues, "%v", err)
+			r.bad(EnvPushBindings, "%v", err)
 		} else {
-			c.PushQueues = pq
+			c.PushBindings = b
 		}
 	}
+	for _, fn := range append(strings.Split(r.get(EnvOwnFunctions), ","), r.get("AWS_LAMBDA_FUNCTION_NAME"), c.DispatchFunction) {
+		if fn = strings.TrimSpace(fn); fn != "" && !slices.Contains(c.OwnFunctions, dispatch.FunctionName(fn)) {
+			c.OwnFunctions = append(c.OwnFunctions, dispatch.FunctionName(fn))
+		}
+	}
+}
+
+// PushPolicy is the deployment's push policy: PushBindings (when unset,
+// none, so that no queue may have a target, unless AllowInsecureTargets,
+// as in s3q dev, where any may), OwnFunctions never a target, and URL
+// targets' secrets checked at declaration by secrets (when not nil).
+func (c Config) PushPolicy(secrets dispatch.SecretChecker) *dispatch.Policy {
+	b := c.PushBindings
+	if b == nil && !c.AllowInsecureTargets {
+		b = dispatch.Bindings{}
+	}
+	return &dispatch.Policy{Bindings: b, Own: c.OwnFunctions, Secrets: secrets}
 }
 
 // checkEndpoint reports variable v when its value s is set and is not an
@@ -306,6 +351,14 @@ func (r *envReader) readLimits(c *Config) {
 				r.bad(b.env, "%q is not true or false", s)
 			}
 			*b.to = v
+		}
+	}
+	if s := r.get(EnvPushConcurrency); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > queue.MaxConcurrencyCap {
+			r.bad(EnvPushConcurrency, "%q is not a number of deliveries from 1 to %d", s, queue.MaxConcurrencyCap)
+		} else {
+			c.DispatchMaxInFlight = n
 		}
 	}
 	if s := r.get(EnvMaxQueues); s != "" {

@@ -23,7 +23,9 @@ func TestFromEnv(t *testing.T) {
 			"S3Q_MAX_WAIT":           "10s",
 			"S3Q_MAX_ARTIFACT_BYTES": "1048576",
 			"S3Q_AUTO_DECLARE":       "true", "S3Q_MAX_QUEUES": "50", "S3Q_ALLOW_INSECURE_TARGETS": "1",
-			"S3Q_PUSH_QUEUES":       `{"orders":{"target":{"url":"https://example.com/hook","secret":"/s3q/hook"},"max_concurrency":2}}`,
+			"S3Q_PUSH_BINDINGS": `{"orders":{"lambda":["orders-fn"],"secrets":["/s3q/hook"]}}`,
+			"S3Q_OWN_FUNCTIONS": "s3q-dev-submit,s3q-dev-tasks", "AWS_LAMBDA_FUNCTION_NAME": "s3q-dev-tasks",
+			"S3Q_PUSH_CONCURRENCY":  "32",
 			"S3Q_DISPATCH_FUNCTION": "s3q-dev-dispatch", "S3Q_LAMBDA_ENDPOINT": "http://127.0.0.1:9001",
 		}))
 		if err != nil {
@@ -35,8 +37,10 @@ func TestFromEnv(t *testing.T) {
 			MaxArtifactBytes: 1 << 20,
 			AutoDeclare:      true, MaxQueues: 50, AllowInsecureTargets: true,
 
-			PushQueues:       dispatch.Static{"orders": {Name: "orders", Target: dispatch.Target{URL: "https://example.com/hook", Secret: "/s3q/hook"}, MaxConcurrency: 2}},
-			DispatchFunction: "s3q-dev-dispatch", LambdaEndpoint: "http://127.0.0.1:9001"}
+			PushBindings:        dispatch.Bindings{"orders": {Lambda: []string{"orders-fn"}, Secrets: []string{"/s3q/hook"}}},
+			OwnFunctions:        []string{"s3q-dev-submit", "s3q-dev-tasks", "s3q-dev-dispatch"},
+			DispatchMaxInFlight: 32,
+			DispatchFunction:    "s3q-dev-dispatch", LambdaEndpoint: "http://127.0.0.1:9001"}
 		if !reflect.DeepEqual(c, want) {
 			t.Errorf("got %+v\nwant %+v", c, want)
 		}
@@ -54,13 +58,14 @@ func TestFromEnv(t *testing.T) {
 			"S3Q_SHARDS": "0", "S3Q_LOG_LEVEL": "loud", "S3Q_ARTIFACT_TTL": "0", "S3Q_METRICS_NAMESPACE": "AWS/Lambda", "S3Q_MAX_WAIT": "1h",
 			"S3Q_MAX_ARTIFACT_BYTES": "100MiB",
 			"S3Q_AUTO_DECLARE":       "yes please", "S3Q_MAX_QUEUES": "0", "S3Q_ALLOW_INSECURE_TARGETS": "sure",
-			"S3Q_PUSH_QUEUES": `{"q":{"target":{"url":"http://example.com/plain","secret":"s"}}}`, "S3Q_LAMBDA_ENDPOINT": "nowhere",
+			"S3Q_PUSH_QUEUES": `{"q":{"target":{"url":"https://example.com/plain","secret":"s"}}}`, "S3Q_LAMBDA_ENDPOINT": "nowhere",
+			"S3Q_PUSH_BINDINGS": `{"q":{"lambda":["not a function"]}}`, "S3Q_PUSH_CONCURRENCY": "0",
 		}))
 		if err == nil {
 			t.Fatal("no error")
 		}
 		for _, v := range []string{"S3Q_BUCKET is required", "S3Q_PREFIX", "S3Q_ENDPOINT", "S3Q_DEFAULT_TTL", "S3Q_SHARDS", "S3Q_LOG_LEVEL", "S3Q_ARTIFACT_TTL", "S3Q_METRICS_NAMESPACE", "S3Q_MAX_WAIT", "S3Q_MAX_ARTIFACT_BYTES",
-			"S3Q_AUTO_DECLARE", "S3Q_MAX_QUEUES", "S3Q_ALLOW_INSECURE_TARGETS", "S3Q_PUSH_QUEUES", "target.url", "S3Q_LAMBDA_ENDPOINT"} {
+			"S3Q_AUTO_DECLARE", "S3Q_MAX_QUEUES", "S3Q_ALLOW_INSECURE_TARGETS", "S3Q_PUSH_QUEUES is no longer read", "S3Q_PUSH_BINDINGS", "target.lambda", "S3Q_PUSH_CONCURRENCY", "S3Q_LAMBDA_ENDPOINT"} {
 			if !strings.Contains(err.Error(), v) {
 				t.Errorf("the error does not mention %s: %v", v, err)
 			}

@@ -57,6 +57,7 @@ func (c Config) Queue(s store.Store) *queue.Queue {
 		RequireDeclared:      !c.AutoDeclare,
 		MaxQueues:            c.MaxQueues,
 		AllowInsecureTargets: c.AllowInsecureTargets,
+		CheckTarget:          c.CheckTarget,
 	})
 }
 

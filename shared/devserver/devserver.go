@@ -83,11 +83,15 @@ type Options struct {
 	// Defaults to DefaultTickInterval (60s), as in the deployed stack.
 	TickInterval time.Duration
 
-	// PushQueues are the push queues dispatch delivers, in this process:
-	// woken at once by a submit of a task due now, at a delayed task's
-	// time, at a retry's time, and every TickInterval. URL targets may be
-	// http:// here. Defaults to none.
-	PushQueues dispatch.Static
+	// PushQueues are declared at start, each with its target (a queue
+	// that exists already keeps its other settings and gets the target). Dispatch delivers every declared push queue in this process:
+	// woken at once by a submit of a task due now, staying with a queue
+	// whose next task is due within a minute, and every TickInterval. URL
+	// targets may be http:// here. Defaults to none.
+	PushQueues []queue.Declaration
+	// PushBindings, when not nil, are the only targets each queue may
+	// declare (S3Q_PUSH_BINDINGS). Defaults to nil: any target.
+	PushBindings dispatch.Bindings
 	// PushSecrets are the signing secrets of URL targets by name, in place
 	// of SSM Parameter Store. Defaults to none.
 	PushSecrets map[string]string
@@ -155,7 +159,7 @@ func Run(ctx context.Context, opts Options) error {
 	// development server.
 	cfg := config.Config{
 		Bucket: opts.Bucket, Prefix: opts.Prefix, Shards: opts.Shards, DefaultTTL: opts.DefaultTTL, MaxWait: opts.MaxWait,
-		AutoDeclare: true, AllowInsecureTargets: true, PushQueues: opts.PushQueues, LambdaEndpoint: opts.LambdaEndpoint,
+		AutoDeclare: true, AllowInsecureTargets: true, PushBindings: opts.PushBindings, LambdaEndpoint: opts.LambdaEndpoint,
 	}
 	deps, err := lambdafn.Build(ctx, cfg, lambdafn.Parts{
 		Logger: opts.Logger, NoMetrics: true, Store: st.store, S3: st.client,
@@ -167,6 +171,15 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	local := deps.Waker.(*dispatch.Local) // what Parts.Local wakes dispatch with
 	defer local.Wait()
+	for _, d := range opts.PushQueues {
+		if cur, err := deps.Queue.GetQueue(ctx, d.Name, time.Now()); err == nil && d.Target != nil {
+			cur.Target = d.Target // a queue kept in --data-dir keeps its other settings
+			d = cur
+		}
+		if _, _, err := deps.Queue.Declare(ctx, d, time.Now()); err != nil {
+			return fmt.Errorf("devserver: declare push queue %s: %w", d.Name, err)
+		}
+	}
 	functions := map[string]*function{}
 	for _, name := range lambdafn.Names() {
 		if functions[name], err = newFunction(name, deps); err != nil {

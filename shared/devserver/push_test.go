@@ -11,6 +11,7 @@ import (
 
 	"github.com/s3q/s3q/shared/devserver"
 	"github.com/s3q/s3q/shared/dispatch"
+	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/worker"
 )
 
@@ -18,9 +19,11 @@ import (
 // delayed one at its time, with no worker running.
 func TestDevServerPushesTasksToTheirTarget(t *testing.T) {
 	var hits atomic.Int32
+	var targetURL string
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if err := worker.VerifySignature("sekrit", r.Header, body, time.Now(), time.Minute); err != nil {
+		q := r.Header.Get("S3q-Queue") // this target serves both queues
+		if _, err := worker.VerifySignature(worker.PushTarget{Secret: "sekrit", URL: targetURL, Queue: q}, r, body, time.Now()); err != nil || (q != "orders" && q != "declared") {
 			http.Error(w, err.Error(), http.StatusUnauthorized)
 			return
 		}
@@ -28,9 +31,10 @@ func TestDevServerPushesTasksToTheirTarget(t *testing.T) {
 		fmt.Fprint(w, `{"pushed":true}`)
 	}))
 	defer target.Close()
+	targetURL = target.URL
 	d := start(t, devserver.Options{
 		TickInterval: time.Hour,
-		PushQueues:   dispatch.Static{"orders": {Name: "orders", Target: dispatch.Target{URL: target.URL, Secret: "dev"}}},
+		PushQueues:   []queue.Declaration{{Name: "orders", Target: &queue.Target{URL: target.URL, Secret: "dev"}}},
 		PushSecrets:  map[string]string{"dev": "sekrit"},
 	})
 	// A declared queue with a target is a push queue too.
@@ -42,7 +46,7 @@ func TestDevServerPushesTasksToTheirTarget(t *testing.T) {
 	_, declared := call(t, "POST", d.url+"/queues/declared/tasks", `{"task_type":"a"}`)
 	for _, m := range []map[string]any{now, later, declared} {
 		id, q := field(m, "task", "id"), field(m, "task", "queue")
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(20 * time.Second) // a loaded machine; delivered in milliseconds otherwise
 		for {
 			_, got := call(t, "GET", fmt.Sprintf("%s/queues/%v/tasks/%v", d.url, q, id), "")
 			if field(got, "task", "status") == "completed" {
@@ -52,12 +56,44 @@ func TestDevServerPushesTasksToTheirTarget(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("task %v is %v after 5s", id, field(got, "task", "status"))
+				t.Fatalf("task %v is %v after 20s", id, field(got, "task", "status"))
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
 	if hits.Load() != 3 {
 		t.Errorf("%d deliveries", hits.Load())
+	}
+}
+
+// In s3q dev a URL target's secret is checked when the queue is declared:
+// a secret s3q dev does not have is a 400 naming target.secret, not a
+// queue whose every delivery fails. With push bindings (S3Q_PUSH_BINDINGS)
+// a target not bound to the queue is a 400 naming target.
+func TestDevServerRefusesAnUnknownSecretAndAnUnboundTarget(t *testing.T) {
+	d := start(t, devserver.Options{
+		TickInterval: time.Hour,
+		PushSecrets:  map[string]string{"dev": "sekrit", "other": "x"},
+		PushBindings: dispatch.Bindings{"bound": {Secrets: []string{"dev"}}},
+	})
+	for _, c := range []struct{ queue, body, field string }{
+		{"bound", `{"target":{"url":"http://127.0.0.1:1/","secret":"missing"}}`, "target"},
+		{"bound", `{"target":{"url":"http://127.0.0.1:1/","secret":"other"}}`, "target"},
+		{"bound", `{"target":{"lambda":"some-fn"}}`, "target"},
+		{"unbound", `{"target":{"url":"http://127.0.0.1:1/","secret":"dev"}}`, "target"},
+	} {
+		code, m := call(t, "PUT", d.url+"/queues/"+c.queue, c.body)
+		if code != 400 || field(m, "error", "field") != c.field {
+			t.Errorf("%s %s: %d %v, want 400 naming %s", c.queue, c.body, code, m, c.field)
+		}
+	}
+	if code, m := call(t, "PUT", d.url+"/queues/bound", `{"target":{"url":"http://127.0.0.1:1/","secret":"dev"}}`); code/100 != 2 {
+		t.Fatalf("a bound target: %d %v", code, m)
+	}
+	// Without bindings every target goes, but the secret must exist.
+	open := start(t, devserver.Options{TickInterval: time.Hour, PushSecrets: map[string]string{"dev": "sekrit"}})
+	code, m := call(t, "PUT", open.url+"/queues/any", `{"target":{"url":"http://127.0.0.1:1/","secret":"nope"}}`)
+	if code != 400 || field(m, "error", "field") != "target.secret" {
+		t.Errorf("an unknown secret: %d %v, want 400 naming target.secret", code, m)
 	}
 }

@@ -48,7 +48,7 @@ func TestALambdaInvokeThatBreaksAfterReachingTheFunctionIsNotSentAgain(t *testin
 				}
 			}))
 			defer srv.Close()
-			e := newEnv(memstore.New(), dispatch.PushQueue{Name: "fn", Target: dispatch.Target{Lambda: "target"}})
+			e := newEnv(memstore.New(), dispatch.PushQueue{Name: "fn", Target: queue.Target{Lambda: "target"}})
 			task := e.submit(t, queue.SubmitRequest{MaxAttempts: 5})
 			run(t, e.dispatcher(e.st, &dispatch.Lambda{Client: lambdaClient(srv.URL)}), "")
 			mu.Lock()
@@ -87,7 +87,7 @@ func TestAnOutcomeWriteThatFailsOnceIsRetriedAndTheTaskIsNotDeliveredAgain(t *te
 						}
 						fmt.Fprint(w, `{"ok":true}`)
 					})
-					e.pq.Target = dispatch.Target{URL: tg.srv.URL, Secret: "s3q/secret"}
+					e.pq.Target = queue.Target{URL: tg.srv.URL, Secret: "s3q/secret"}
 					e.pq.Timeout = queue.Duration(10 * time.Second)
 					task := e.submit(t, queue.SubmitRequest{MaxAttempts: 5})
 					before := e.clk.Now()
@@ -138,9 +138,9 @@ func TestASubmitWithinTheSecondOfAnotherStillWakesDispatch(t *testing.T) {
 
 // Outside s3q dev a URL target may not reach this host or the instance
 // metadata service: an address that is loopback, link-local (169.254.0.0/16,
-// the metadata and container credential endpoints) or unspecified is
-// refused when the connection is made (after DNS), and the task fails
-// without retry. Nothing is sent.
+// the metadata and container credential endpoints) or unspecified, also
+// in its NAT64 and 6to4 forms, is refused when the connection is made
+// (after DNS), and the task fails without retry. Nothing is sent.
 func TestAURLTargetOnLoopbackOrLinkLocalIsRefusedOutsideDev(t *testing.T) {
 	var mu sync.Mutex
 	hits := 0
@@ -151,9 +151,12 @@ func TestAURLTargetOnLoopbackOrLinkLocalIsRefusedOutsideDev(t *testing.T) {
 		fmt.Fprint(w, `{}`)
 	}))
 	defer srv.Close()
-	for _, url := range []string{srv.URL, "https://169.254.169.254/latest/meta-data/", "https://[::1]:1/", "https://0.0.0.0:1/"} {
+	for _, url := range []string{srv.URL, "https://169.254.169.254/latest/meta-data/", "https://[::1]:1/", "https://0.0.0.0:1/",
+		// The same addresses through NAT64 (64:ff9b::/96, 64:ff9b:1::/48) and 6to4 (2002::/16).
+		"https://[64:ff9b::7f00:1]:1/", "https://[64:ff9b::a9fe:a9fe]/latest/meta-data/", "https://[64:ff9b:1::a9fe:a9fe]/",
+		"https://[2002:7f00:1::1]:1/", "https://[2002:a9fe:a9fe::1]/latest/meta-data/"} {
 		t.Run(url, func(t *testing.T) {
-			e := newEnv(memstore.New(), dispatch.PushQueue{Name: "push", Target: dispatch.Target{URL: url, Secret: "s3q/secret"}})
+			e := newEnv(memstore.New(), dispatch.PushQueue{Name: "push", Target: queue.Target{URL: url, Secret: "s3q/secret"}})
 			task := e.submit(t, queue.SubmitRequest{MaxAttempts: 5})
 			h := dispatch.NewHTTP(dispatch.StaticSecrets{"s3q/secret": secret}, false)
 			tr, _ := h.Client.Transport.(*http.Transport)
@@ -162,7 +165,7 @@ func TestAURLTargetOnLoopbackOrLinkLocalIsRefusedOutsideDev(t *testing.T) {
 				h.Client.Transport = tr
 			}
 			tr.TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig
-			d := dispatch.New(e.q, dispatch.Static{"push": e.pq}, dispatch.Options{Now: e.clk.Now, Logger: slog.New(slog.DiscardHandler), HTTP: h})
+			d := dispatch.New(e.q, e.targets(), dispatch.Options{Now: e.clk.Now, Soon: -1, Logger: slog.New(slog.DiscardHandler), HTTP: h})
 			run(t, d, "")
 			if got := e.get(t, task.ID); got.Status != queue.StatusFailed || !strings.Contains(got.LastError, "refused") {
 				t.Fatalf("task %s: %q", got.Status, got.LastError)
@@ -203,13 +206,13 @@ func TestTheMinuteRulesRunOverAnIdleDeploymentMakesTheREADMEsRequests(t *testing
 	st := store.NewCounting(memstore.New())
 	e := newEnv(st, dispatch.PushQueue{Name: "push"})
 	e.pq = httpQueue("http://127.0.0.1:1/", 10*time.Second)
-	e.declare(t)
+	e.declare()
 	if _, _, err := e.q.Declare(context.Background(), queue.Declaration{Name: "pull"}, e.clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	q := queue.New(st, queue.Options{ListCacheFor: 100 * time.Millisecond})
-	d := dispatch.New(q, dispatch.NewDeclared(q, nil, 0), dispatch.Options{
-		Now: e.clk.Now, Logger: slog.New(slog.DiscardHandler), RecheckAfter: 150 * time.Millisecond,
+	d := dispatch.New(q, dispatch.NewDeclared(q, 0), dispatch.Options{
+		Now: e.clk.Now, Soon: -1, Logger: slog.New(slog.DiscardHandler), RecheckAfter: 150 * time.Millisecond,
 	})
 	per := idleRuns(t, e, st, d)
 	const want = 1 + 2 + 1 + 2
@@ -237,7 +240,7 @@ func TestALambdaHandlersPlainTextOutputCompletesTheTaskOnce(t *testing.T) {
 			},
 		})),
 	})
-	e := newEnv(memstore.New(), dispatch.PushQueue{Name: "fn", Target: dispatch.Target{Lambda: "target"}})
+	e := newEnv(memstore.New(), dispatch.PushQueue{Name: "fn", Target: queue.Target{Lambda: "target"}})
 	task := e.submit(t, queue.SubmitRequest{TaskType: "text", MaxAttempts: 3})
 	d := e.dispatcher(e.st, &dispatch.Lambda{Client: lambdaClient(le.srv.URL)})
 	for range 3 {
@@ -261,8 +264,8 @@ func TestAQueueWhoseLeaseCannotFitInADispatchRunIsReportedNotSkippedInSilence(t 
 	e.pq = httpQueue("http://127.0.0.1:1/", 10*time.Minute)
 	e.pq.Name = "long"
 	e.submit(t, queue.SubmitRequest{})
-	d := dispatch.New(e.q, dispatch.Static{"long": e.pq}, dispatch.Options{
-		Now: e.clk.Now, Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
+	d := dispatch.New(e.q, e.targets(), dispatch.Options{
+		Now: e.clk.Now, Soon: -1, Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
 	})
 	rep, err := d.Run(context.Background(), "", e.clk.Now().Add(299*time.Second))
 	if err != nil {
@@ -360,7 +363,7 @@ func lapsedRace(t *testing.T, st store.Store, declared bool) {
 		e.pq.MaxConcurrency = 2
 		e.pq.Name = fmt.Sprintf("lapsed-%v", declared)
 		if declared {
-			e.declare(t)
+			e.declare()
 		}
 		const tasks = 6
 		ids := make([]string, tasks)
@@ -558,10 +561,10 @@ func TestADeliveryCarriesNoTokenButItsLeasesAndNoRecordInternals(t *testing.T) {
 			r.Body = io.NopCloser(strings.NewReader(string(b)))
 			seen.ServeHTTP(w, r)
 		})
-		e.pq.Target = dispatch.Target{URL: tg.srv.URL, Secret: "s3q/secret"}
+		e.pq.Target = queue.Target{URL: tg.srv.URL, Secret: "s3q/secret"}
 		e.pq.Timeout = queue.Duration(10 * time.Second)
 		e.pq.MaxConcurrency = 1
-		e.declare(t)
+		e.declare()
 		e.submit(t, queue.SubmitRequest{MaxAttempts: 3, ID: queue.NewID(e.clk.Now())})
 		run(t, e.dispatcher(st, nil), "")
 		e.clk.Advance(time.Hour)
@@ -586,7 +589,7 @@ func TestADeliveryCarriesNoTokenButItsLeasesAndNoRecordInternals(t *testing.T) {
 func TestAWakeForAnUndeclaredQueueCostsOneGetThenNone(t *testing.T) {
 	st := store.NewCounting(memstore.New())
 	q := queue.New(st, queue.Options{})
-	d := dispatch.New(q, dispatch.NewDeclared(q, nil, 0), dispatch.Options{Logger: slog.New(slog.DiscardHandler), RecheckAfter: 150 * time.Millisecond})
+	d := dispatch.New(q, dispatch.NewDeclared(q, 0), dispatch.Options{Logger: slog.New(slog.DiscardHandler), RecheckAfter: 150 * time.Millisecond})
 	for i := range 3 {
 		rep, err := d.Run(context.Background(), "nope", time.Time{})
 		if err != nil || rep.Queues != 0 {
@@ -609,15 +612,15 @@ func TestTheMinuteRulesIdleCostDoesNotGrowWithPullQueues(t *testing.T) {
 		st := store.NewCounting(inner)
 		e := newEnv(st, dispatch.PushQueue{Name: "push"})
 		e.pq = httpQueue("http://127.0.0.1:1/", 10*time.Second)
-		e.declare(t)
+		e.declare()
 		for i := range 20 {
 			if _, _, err := e.q.Declare(context.Background(), queue.Declaration{Name: fmt.Sprintf("pull-%02d", i)}, e.clk.Now()); err != nil {
 				t.Fatal(err)
 			}
 		}
 		q := queue.New(st, queue.Options{ListCacheFor: 100 * time.Millisecond})
-		targets := dispatch.NewDeclared(q, nil, 0)
-		d := dispatch.New(q, targets, dispatch.Options{Now: e.clk.Now, Logger: slog.New(slog.DiscardHandler)})
+		targets := dispatch.NewDeclared(q, 0)
+		d := dispatch.New(q, targets, dispatch.Options{Now: e.clk.Now, Soon: -1, Logger: slog.New(slog.DiscardHandler)})
 		per := idleRuns(t, e, st, d)
 		if per[1] > 4 || per[2] > 4 {
 			t.Fatalf("requests per idle minute run %v, want at most 4 once warm", per)
@@ -657,7 +660,7 @@ func TestATaskWhoseDeadlinePassesWhileTheSecretIsReadIsNotSent(t *testing.T) {
 	exp := e.clk.Now().Add(300 * time.Millisecond)
 	task := e.submit(t, queue.SubmitRequest{ExpiresAt: &exp})
 	h := dispatch.NewHTTP(slowSecrets{pause: 500 * time.Millisecond}, true)
-	d := dispatch.New(e.q, dispatch.Static{"push": e.pq}, dispatch.Options{Now: e.clk.Now, Logger: slog.New(slog.DiscardHandler), HTTP: h})
+	d := dispatch.New(e.q, e.targets(), dispatch.Options{Now: e.clk.Now, Soon: -1, Logger: slog.New(slog.DiscardHandler), HTTP: h})
 	rep := run(t, d, "")
 	if n := len(tg.deliveries()); n != 0 || rep.Delivered != 0 || rep.Skipped != 1 {
 		t.Fatalf("%d deliveries after the deadline, report %+v", n, rep)

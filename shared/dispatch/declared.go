@@ -15,11 +15,10 @@ import (
 const DefaultDeclaredCacheFor = 30 * time.Second
 
 // Declared lists the push queues from the queues' declarations
-// (queues/{name}.json with a target; PUT /queues/{queue}), and then the
-// queues of Static whose declaration has no target. A declaration's timeout is the
-// delivery lease, and its max_concurrency is kept by the claim itself
-// (the core's slots), so the dispatcher takes no slots of its own for it
-// and runs at most that many deliveries at once.
+// (queues/{name}.json with a target; PUT /queues/{queue}). A
+// declaration's timeout is the delivery lease, and its max_concurrency is
+// kept by the claim itself (the core's slots): the dispatcher runs at most
+// that many deliveries of the queue at once.
 //
 // The list is read at most once per CacheFor: one LIST of queues/ per
 // 1,000 queues, and a GET of each declaration that is new or whose ETag
@@ -28,7 +27,6 @@ const DefaultDeclaredCacheFor = 30 * time.Second
 // CacheFor too.
 type Declared struct {
 	q        *queue.Queue
-	static   Static
 	cacheFor time.Duration
 
 	mu     sync.Mutex
@@ -60,14 +58,13 @@ type declaredEntry struct {
 
 var _ Targets = (*Declared)(nil)
 
-// NewDeclared returns the push queues declared in q's store, with static
-// ones (S3Q_PUSH_QUEUES, --push) after them; cacheFor <= 0 means
-// DefaultDeclaredCacheFor.
-func NewDeclared(q *queue.Queue, static Static, cacheFor time.Duration) *Declared {
+// NewDeclared returns the push queues declared in q's store; cacheFor <= 0
+// means DefaultDeclaredCacheFor.
+func NewDeclared(q *queue.Queue, cacheFor time.Duration) *Declared {
 	if cacheFor <= 0 {
 		cacheFor = DefaultDeclaredCacheFor
 	}
-	return &Declared{q: q, static: static, cacheFor: cacheFor, one: map[string]declaredEntry{}}
+	return &Declared{q: q, cacheFor: cacheFor, one: map[string]declaredEntry{}}
 }
 
 // FromDeclaration returns the push queue of a declaration, and false when
@@ -76,18 +73,14 @@ func FromDeclaration(d queue.Declaration) (PushQueue, bool) {
 	if d.Target == nil {
 		return PushQueue{}, false
 	}
-	p := PushQueue{
-		Name:        d.Name,
-		Target:      Target{Lambda: d.Target.Lambda, URL: d.Target.URL, Secret: d.Target.Secret},
-		MaxInFlight: d.MaxConcurrency,
-	}
+	p := PushQueue{Name: d.Name, Target: *d.Target, MaxConcurrency: d.MaxConcurrency, Paused: d.Paused}
 	if d.Timeout != nil {
 		p.Timeout = *d.Timeout
 	}
 	return p, true
 }
 
-// PushQueues returns the declared push queues, then the static ones.
+// PushQueues returns the declared push queues.
 func (s *Declared) PushQueues(ctx context.Context, now time.Time) ([]PushQueue, error) {
 	s.mu.Lock()
 	if s.loaded && now.Sub(s.allAt) < s.cacheFor && !now.Before(s.allAt) {
@@ -97,7 +90,6 @@ func (s *Declared) PushQueues(ctx context.Context, now time.Time) ([]PushQueue, 
 	prev := s.etags // replaced whole below, never changed in place
 	s.mu.Unlock()
 	var out []PushQueue
-	seen := map[string]bool{}
 	byETag := map[string]etagEntry{}
 	st := s.q.Store()
 	after := ""
@@ -127,7 +119,6 @@ func (s *Declared) PushQueues(ctx context.Context, now time.Time) ([]PushQueue, 
 			}
 			byETag[name] = e
 			if e.ok {
-				seen[name] = true
 				out = append(out, e.p)
 			}
 		}
@@ -138,20 +129,12 @@ func (s *Declared) PushQueues(ctx context.Context, now time.Time) ([]PushQueue, 
 	}
 	s.mu.Lock()
 	s.etags = byETag
-	s.mu.Unlock()
-	static, _ := s.static.PushQueues(ctx, now)
-	for _, p := range static {
-		if !seen[p.Name] {
-			out = append(out, p)
-		}
-	}
-	s.mu.Lock()
 	s.all, s.allAt, s.loaded = out, now, true
 	s.mu.Unlock()
 	return append([]PushQueue(nil), out...), nil
 }
 
-// PushQueue returns one queue's: its declaration's target, else a static one.
+// PushQueue returns one queue's: its declaration's target.
 func (s *Declared) PushQueue(ctx context.Context, name string, now time.Time) (PushQueue, bool, error) {
 	s.mu.Lock()
 	e, ok := s.one[name]
@@ -163,14 +146,11 @@ func (s *Declared) PushQueue(ctx context.Context, name string, now time.Time) (P
 	switch {
 	case errors.Is(err, queue.ErrQueueNotFound):
 		e = declaredEntry{at: now}
-		e.p, e.ok = s.static[name]
 	case err != nil:
 		return PushQueue{}, false, err
 	default:
 		e = declaredEntry{at: now}
-		if e.p, e.ok = FromDeclaration(d); !e.ok {
-			e.p, e.ok = s.static[name]
-		}
+		e.p, e.ok = FromDeclaration(d)
 	}
 	s.mu.Lock()
 	if len(s.one) > 10000 {

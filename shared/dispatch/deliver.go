@@ -84,50 +84,51 @@ type Result struct {
 // return by ctx's deadline (the delivery's deadline): a delivery cut by
 // it is a Lapse.
 type Deliverer interface {
-	Deliver(ctx context.Context, target Target, d Delivery) Result
+	Deliver(ctx context.Context, target queue.Target, d Delivery) Result
 }
 
-// drain delivers due tasks of one queue until none is due, the run's time
-// ends, or every slot is held by other dispatchers. wake says the run is
-// for one queue (a wake), whose first empty claim looks once more after
-// RecheckAfter; the minute rule's run of every queue does not.
-func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time, wake bool) (rep Report, err error) {
+// inflight are the deliveries of one queue a drain has started.
+type inflight struct {
+	sem      chan struct{} // one per delivery or claim in flight: the queue's bound
+	finished chan struct{} // a delivery ended (capacity 1: a hint)
+	wg       sync.WaitGroup
+
+	mu      sync.Mutex
+	running int
+	rep     Report
+}
+
+func (f *inflight) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.running
+}
+
+// drain delivers the due tasks of one queue, claims pipelined ahead of
+// deliveries: up to Options.Claimers claims in flight at once, each task
+// handed to its delivery as soon as its claim returns, and at most the
+// queue's bound (max_concurrency, else MaxInFlight) of claims and
+// deliveries at once. When nothing is due it stays with the queue while
+// the next task is due within Options.Soon, if it takes the queue's
+// runner lease (runner.go), looking again at the next due time or after
+// MaxNap, whichever is first; else it returns. wake says the run is for
+// one queue (a wake), whose first empty look is repeated once after
+// RecheckAfter. It returns when its deliveries have ended.
+func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time, wake bool) (Report, error) {
 	lease := p.Lease()
 	margin := d.margin(lease)
 	limit := d.opts.MaxInFlight
 	if p.MaxConcurrency > 0 {
-		limit = min(limit, p.MaxConcurrency)
+		limit = p.MaxConcurrency
 	}
-	if p.MaxInFlight > 0 {
-		limit = min(limit, p.MaxInFlight)
+	f := &inflight{sem: make(chan struct{}, limit), finished: make(chan struct{}, 1)}
+	result := func(r Report) Report {
+		f.wg.Wait() // the deliveries add to f.rep
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return r.plus(f.rep)
 	}
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		inFlight int
-		finished = make(chan struct{}, limit)
-		sem      = make(chan struct{}, limit)
-		rechecks = 0
-	)
-	if d.opts.RecheckAfter > 0 && wake {
-		rechecks = 1
-	}
-	running := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return inFlight
-	}
-	// waitFinished waits for a delivery of ours to end; false when the
-	// run ends first.
-	waitFinished := func() bool {
-		select {
-		case <-finished:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	defer wg.Wait() // the deliveries add to rep
+	var rep Report
 	if now := d.opts.Now(); !wake && !until.IsZero() && now.Add(lease+margin).After(until) {
 		// The minute rule's run has its whole time ahead: a lease that
 		// does not fit now never will, and the queue is never delivered.
@@ -136,89 +137,223 @@ func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time, wa
 		rep.Errors++
 		return rep, nil
 	}
+	timeUp := func(now time.Time) bool { return !until.IsZero() && now.Add(lease+margin).After(until) }
+	rechecks := 0
+	if d.opts.RecheckAfter > 0 && wake {
+		rechecks = 1
+	}
+	var runner *runnerHold
+	defer func() {
+		if runner != nil {
+			d.release(context.WithoutCancel(ctx), runner)
+		}
+	}()
+	poke := d.poke(p.Name)
+	var (
+		lastClaim time.Time
+		stuck     uint // looks in a row that found a task due now and claimed nothing
+	)
 	for ctx.Err() == nil {
-		if now := d.opts.Now(); !until.IsZero() && now.Add(lease+margin).After(until) {
+		now := d.opts.Now()
+		if timeUp(now) {
+			if runner != nil && d.opts.Waker != nil {
+				// Hand the queue on: free the lease first, so that the
+				// woken run can take it.
+				d.release(context.WithoutCancel(ctx), runner)
+				runner = nil
+				d.opts.Waker.Wake(context.WithoutCancel(ctx), Wake{Queue: p.Name})
+				rep.HandedOn++
+			}
 			break
 		}
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			return rep, nil
+		n, err := d.claimRound(ctx, p, lease, margin, timeUp, f)
+		if err != nil {
+			return result(rep), err
 		}
-		now := d.opts.Now()
-		var hold *slotHold
-		if p.MaxConcurrency > 0 {
-			hold, err = d.slots.take(ctx, p.Name, p.MaxConcurrency, now, now.Add(lease))
-			if err != nil {
-				<-sem
-				return rep, fmt.Errorf("take a slot: %w", err)
-			}
-			if hold == nil {
-				<-sem
-				if running() == 0 {
-					break // every slot is held elsewhere; those dispatchers go on
-				}
-				if !waitFinished() {
-					return rep, nil
-				}
-				continue
-			}
+		if n > 0 {
+			rechecks, stuck = 0, 0
+			lastClaim = d.opts.Now()
+			continue // more may be due: look again at once
 		}
-		claimed, err := d.q.Claim(ctx, queue.ClaimRequest{
-			Queue: p.Name, LeaseFor: lease, WorkerID: d.opts.WorkerID, MaxTasks: 1,
-		}, now)
-		if err != nil || len(claimed) == 0 {
-			d.slots.release(ctx, hold)
-			<-sem
-			if err != nil {
-				return rep, fmt.Errorf("claim: %w", err)
-			}
-			if running() > 0 && p.MaxInFlight > 0 {
-				// The claim's own slots may all be ours: claim again as
-				// each of our deliveries ends.
-				if !waitFinished() {
-					return rep, nil
-				}
-				continue
-			}
+		now = d.opts.Now()
+		next, ok, err := d.q.NextDue(ctx, p.Name, now)
+		if err != nil {
+			return result(rep), fmt.Errorf("next due: %w", err)
+		}
+		soon := ok && d.opts.Soon > 0 && next.Before(now.Add(d.opts.Soon)) && !p.Paused
+		if !soon && p.MaxConcurrency > 0 && f.count() > 0 {
+			// Our deliveries may hold the slots the claims wanted: claim
+			// again as each ends.
+			soon, next = true, now.Add(d.opts.MaxNap)
+		}
+		if !soon {
 			if rechecks > 0 {
 				rechecks--
-				if running() == 0 {
-					select {
-					case <-time.After(d.opts.RecheckAfter):
-					case <-ctx.Done():
-						return rep, nil
-					}
+				select {
+				case <-d.opts.After(d.opts.RecheckAfter):
+				case <-ctx.Done():
 				}
 				continue
 			}
 			break
 		}
-		rechecks = 0
-		mu.Lock()
-		inFlight++
-		mu.Unlock()
-		wg.Add(1)
-		go func(c queue.Claimed) {
-			defer wg.Done()
-			r := d.deliver(context.WithoutCancel(ctx), p, c, margin)
-			if r.Lapsed == 0 {
-				// A lapsed delivery keeps its slot until its lease ends:
-				// the target may still be working on it.
-				d.slots.release(context.WithoutCancel(ctx), hold)
+		if runner == nil {
+			h, err := d.takeRunner(ctx, p.Name, now)
+			if err != nil {
+				d.log.Warn("take the runner lease", "queue", p.Name, "error", err)
+				break
 			}
+			if h == nil {
+				break // another run stays with the queue
+			}
+			runner = h
+			rep.Stayed++
+		} else if !d.renew(ctx, runner, now) {
+			runner = nil // lost: the one that has it goes on
+			break
+		}
+		// Wait for the next due time (or MaxNap; busyNap while tasks keep
+		// coming, as other processes' submits do not poke this run), a
+		// delivery's end (its slot, or a retry it made), or a poke.
+		longest := d.opts.MaxNap
+		if now.Sub(lastClaim) < time.Second {
+			longest = min(longest, busyNap)
+		}
+		shortest := minNap
+		if !next.After(now) {
+			// Due now, yet nothing could be claimed (every slot held by
+			// pull workers, a task another claimer holds): back off.
+			shortest = min(minNap<<min(stuck, 5), longest)
+			stuck++
+		} else {
+			stuck = 0
+		}
+		nap := min(max(next.Sub(now), shortest), longest)
+		select {
+		case <-d.opts.After(nap):
+		case <-f.finished:
+		case <-poke:
+		case <-ctx.Done():
+		}
+	}
+	return result(rep), nil
+}
+
+// minNap is the shortest wait of a run staying with a queue whose next
+// task is due now but could not be claimed (held by another claimer a
+// moment ago, or every slot taken).
+const minNap = 50 * time.Millisecond
+
+// busyNap is the longest wait of a run staying with a queue that had a
+// task claimed in the last second: tasks submitted by other processes are
+// seen within it (and their listing's cache), not only at the next wake.
+const busyNap = 200 * time.Millisecond
+
+// claimRound claims the queue's due tasks, each handed to its delivery as
+// soon as its claim returns, until every claim in flight has come back
+// empty, and returns how many it claimed. It starts with one claim in
+// flight and adds one with each task claimed, up to Options.Claimers and
+// half the queue's bound, and a claim that comes back empty is not made
+// again (so a queue with one task due costs about one claim more than it
+// needs, a backlog gets every claimer soon, and tasks arriving while it
+// runs keep it going); a claim waits for room under the queue's bound
+// first, and holds it for the task's delivery.
+func (d *Dispatcher) claimRound(ctx context.Context, p PushQueue, lease, margin time.Duration, timeUp func(time.Time) bool, f *inflight) (int, error) {
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		claimed  int
+		claimers int
+		first    error
+		stop     = make(chan struct{})
+		once     sync.Once
+	)
+	end := func() { once.Do(func() { close(stop) }) }
+	// Claims hold room under the bound while they run: at most half of it,
+	// so that deliveries keep the other half.
+	most := min(d.opts.Claimers, max(1, cap(f.sem)/2))
+	var claimer func()
+	spawn := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if claimers < most {
+			claimers++
+			wg.Add(1)
+			go claimer()
+		}
+	}
+	claimer = func() {
+		defer wg.Done()
+		defer func() {
 			mu.Lock()
-			rep.add(r)
-			inFlight--
+			claimers--
 			mu.Unlock()
-			<-sem
+		}()
+		for {
 			select {
-			case finished <- struct{}{}:
+			case f.sem <- struct{}{}:
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			}
+			now := d.opts.Now()
+			stopped := false
+			select {
+			case <-stop:
+				stopped = true
 			default:
 			}
-		}(claimed[0])
+			if stopped || timeUp(now) {
+				<-f.sem
+				end()
+				return
+			}
+			cs, err := d.q.Claim(ctx, queue.ClaimRequest{
+				Queue: p.Name, LeaseFor: lease, WorkerID: d.opts.WorkerID, MaxTasks: 1,
+			}, now)
+			if err != nil || len(cs) == 0 {
+				<-f.sem
+				if err != nil {
+					if ctx.Err() == nil {
+						mu.Lock()
+						if first == nil {
+							first = fmt.Errorf("claim: %w", err)
+						}
+						mu.Unlock()
+					}
+					end()
+				}
+				// Nothing due for this claimer: it leaves; the others go
+				// on while they find tasks (each success adds one back).
+				return
+			}
+			mu.Lock()
+			claimed++
+			mu.Unlock()
+			f.mu.Lock()
+			f.running++
+			f.mu.Unlock()
+			f.wg.Add(1)
+			go func(c queue.Claimed) {
+				defer f.wg.Done()
+				r := d.deliver(context.WithoutCancel(ctx), p, c, margin)
+				f.mu.Lock()
+				f.rep.add(r)
+				f.running--
+				f.mu.Unlock()
+				<-f.sem
+				select {
+				case f.finished <- struct{}{}:
+				default:
+				}
+			}(cs[0])
+			spawn() // a task was due: more may be
+		}
 	}
-	return rep, nil
+	spawn()
+	wg.Wait()
+	return claimed, first
 }
 
 // deliver delivers one claimed task and writes its outcome.

@@ -19,17 +19,23 @@
 //     dies after delivering lets the lease lapse, so the next delivery is
 //     the next attempt.
 //   - At most max_concurrency deliveries of a queue run at once across
-//     every dispatcher: a declared queue's claims take the core's slots
-//     (Declared); a queue of Static takes the dispatcher's own
-//     (push/{queue}/slots/{n}.json, compare-and-swap), held until the
-//     delivered task's lease ends.
+//     every dispatcher and pull worker: every claim of a queue with
+//     max_concurrency takes one of the core's slots (queue/slots.go).
 //
-// Push queues come from Targets: Declared reads the queues' declarations
-// (a target set by PUT /queues/{queue}), Static is a fixed set
-// (S3Q_PUSH_QUEUES, s3q dev --push). Waking: OnSubmit (submit's hook)
-// wakes a Waker for tasks due soon, LambdaWaker invokes the dispatch
-// function asynchronously, Limited bounds that to one wake per queue and
-// second, Local runs the dispatcher in this process (s3q dev).
+// Push queues are the declared queues with a target (Declared; PUT
+// /queues/{queue}), and a queue may name only the targets the
+// deployment's push bindings give it (Policy; checked at declaration and
+// again before delivery). A dispatcher keeps several claims of a queue in
+// flight ahead of its deliveries (Options.Claimers) and delivers up to
+// the queue's bound at once.
+//
+// Waking: OnSubmit (submit's hook) wakes a Waker once per push queue for
+// tasks due within a minute; Limited bounds that to one wake per queue and
+// second, whatever the due times; LambdaWaker invokes the dispatch
+// function asynchronously; Local runs the dispatcher in this process (s3q
+// dev). A woken run delivers what is due, and stays with the queue while
+// its next task is due soon only if it holds the queue's runner lease
+// (runner.go): one waiting run per queue, however many wakes.
 //
 // The package holds no Lambda or HTTP-server types in its decisions;
 // time comes from the caller (Options.Now, the now of Run).
@@ -37,10 +43,8 @@ package dispatch
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"sort"
 	"sync"
 	"time"
 
@@ -61,33 +65,25 @@ const (
 	DefaultMaxInFlight = 64
 )
 
-// Target is where a push queue's tasks go: exactly one of Lambda (a
-// function name or ARN) and URL (https://, or http:// in s3q dev). Secret
-// names the SSM parameter that holds the HMAC key of a URL target.
-type Target struct {
-	Lambda string `json:"lambda,omitempty"`
-	URL    string `json:"url,omitempty"`
-	Secret string `json:"secret,omitempty"`
-}
-
-// PushQueue is a queue whose tasks are pushed.
+// PushQueue is a queue whose tasks are pushed: a declared queue with a
+// target (FromDeclaration).
 type PushQueue struct {
 	// Name is the queue's name.
 	Name string `json:"name"`
 	// Target is where its tasks are delivered.
-	Target Target `json:"target"`
-	// MaxConcurrency is the most deliveries at once across all
-	// dispatchers; 0 means no limit (each dispatcher still delivers at
-	// most DefaultMaxInFlight at once).
+	Target queue.Target `json:"target"`
+	// MaxConcurrency is the queue's max_concurrency: the most of its tasks
+	// running at once, pull or push, kept by the claim itself (each
+	// running task holds one of the queue's slots). A dispatcher runs at
+	// most this many deliveries of the queue at once; 0 means no limit of
+	// the queue's own (Options.MaxInFlight bounds each dispatcher).
 	MaxConcurrency int `json:"max_concurrency,omitempty"`
 	// Timeout is the delivery lease: how long the target has to answer.
 	// Defaults to DefaultLease; at most MaxLease.
 	Timeout queue.Duration `json:"timeout,omitempty"`
-	// MaxInFlight, when positive, is the most deliveries one dispatcher
-	// runs at once, for a queue whose claims keep its max_concurrency
-	// themselves (a declared queue): the dispatcher takes no slots of its
-	// own and, while its deliveries run, claims again as each ends.
-	MaxInFlight int `json:"-"`
+	// Paused is true while the queue is paused: its claims start nothing,
+	// so no run stays with it (a run after the resume delivers).
+	Paused bool `json:"paused,omitempty"`
 }
 
 // Lease returns the delivery lease of the queue.
@@ -99,23 +95,6 @@ func (p PushQueue) Lease() time.Duration {
 	return min(d, MaxLease)
 }
 
-// Validate checks a push queue's name and target, naming the bad field.
-func (p PushQueue) Validate(allowHTTP bool) error {
-	if err := queue.ValidateQueueName(p.Name); err != nil {
-		return err
-	}
-	if err := p.Target.Validate(allowHTTP); err != nil {
-		return err
-	}
-	if p.MaxConcurrency < 0 {
-		return fmt.Errorf("dispatch: queue %s: max_concurrency must not be negative", p.Name)
-	}
-	if p.Timeout < 0 || p.Timeout.Std() > MaxLease {
-		return fmt.Errorf("dispatch: queue %s: timeout must be between 0 and %s", p.Name, queue.FormatDuration(MaxLease))
-	}
-	return nil
-}
-
 // Targets lists the push queues. The dispatcher asks it on every run, so
 // an implementation should cache what it reads.
 type Targets interface {
@@ -125,50 +104,14 @@ type Targets interface {
 	PushQueue(ctx context.Context, name string, now time.Time) (PushQueue, bool, error)
 }
 
-// Static is a fixed set of push queues (S3Q_PUSH_QUEUES, tests).
-type Static map[string]PushQueue
-
-var _ Targets = Static(nil)
-
-// ParseStatic reads push queues from JSON: {"queue": {"target":
-// {"url": "...", "secret": "..."}, "max_concurrency": 4, "timeout": "30s"}}.
-// Every queue is validated; allowHTTP admits http:// URLs (s3q dev).
-func ParseStatic(b []byte, allowHTTP bool) (Static, error) {
-	var m map[string]PushQueue
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("dispatch: push queues: %w", err)
-	}
-	out := Static{}
-	for name, p := range m {
-		p.Name = name
-		if err := p.Validate(allowHTTP); err != nil {
-			return nil, err
-		}
-		out[name] = p
-	}
-	return out, nil
-}
-
-// PushQueues returns the queues sorted by name.
-func (s Static) PushQueues(context.Context, time.Time) ([]PushQueue, error) {
-	out := make([]PushQueue, 0, len(s))
-	for _, p := range s {
-		out = append(out, p)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
-}
-
-// PushQueue returns the named queue.
-func (s Static) PushQueue(_ context.Context, name string, _ time.Time) (PushQueue, bool, error) {
-	p, ok := s[name]
-	return p, ok, nil
-}
-
 // Options tune a Dispatcher.
 type Options struct {
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
+	// After waits: it returns a channel that receives after d, as
+	// time.After does (the default). Tests that run the clock fast give
+	// their own.
+	After func(d time.Duration) <-chan time.Time
 	// Logger receives one line per delivery. Defaults to slog.Default().
 	Logger *slog.Logger
 	// Lambda delivers to Lambda targets. Defaults to none: such a
@@ -176,9 +119,20 @@ type Options struct {
 	Lambda Deliverer
 	// HTTP delivers to URL targets. Defaults to none, like Lambda.
 	HTTP Deliverer
+	// Policy, when set, says which targets each queue may use (the
+	// deployment's push bindings): a queue whose declared target it
+	// refuses (declared before the bindings changed) is not delivered, and
+	// the run reports an error for it. Defaults to none: every target.
+	Policy *Policy
 	// MaxInFlight bounds one dispatcher's deliveries of a queue without a
-	// max_concurrency. Defaults to DefaultMaxInFlight.
+	// max_concurrency (a queue with one runs up to that many). Defaults
+	// to DefaultMaxInFlight.
 	MaxInFlight int
+	// Claimers is how many claims of one queue a dispatcher keeps in
+	// flight at once, ahead of the deliveries (they share the queue's
+	// listing, so they never race each other for a task). Defaults to
+	// DefaultClaimers, at most half the queue's in-flight bound.
+	Claimers int
 	// Margin is kept between the end of a delivery's lease and the end of
 	// the run, and cut from the lease for the delivery's own time-out, so
 	// that its outcome is written while the lease is valid. Defaults to
@@ -187,9 +141,9 @@ type Options struct {
 	// WorkerID is recorded on claimed tasks. Defaults to "dispatch".
 	WorkerID string
 	// Waker, when set, is woken for a task this dispatcher put back to
-	// pending (a retry) or left to lapse, at the time it is due again when
-	// that is within WakeAhead, so retries need not wait for the minute
-	// rule. Defaults to none.
+	// pending (a retry) or left to lapse when it is due again within
+	// WakeAhead, and for a queue this run leaves (its time ended) with
+	// work due soon: the hand-off. Defaults to none.
 	Waker Waker
 	// RecheckAfter, when positive, makes a run of one queue (a wake) that
 	// finds nothing at first claim again once after this long (a run of
@@ -198,24 +152,52 @@ type Options struct {
 	// from just before the task was written (queue.Options.ListCacheFor).
 	// Defaults to 0: no second look.
 	RecheckAfter time.Duration
+	// Soon is how far ahead a queue's next task may be due for a run to
+	// stay with the queue, holding its runner lease (runner.go), rather
+	// than leave it to a later wake or the minute rule. Defaults to
+	// WakeAhead (a minute: the minute rule's period); negative: never
+	// stay.
+	Soon time.Duration
+	// MaxNap is the longest a run staying with a queue waits before it
+	// looks again (it looks at the next due time when that is sooner).
+	// Defaults to DefaultMaxNap.
+	MaxNap time.Duration
+	// RunnerLease is the length of a queue's runner lease, renewed while
+	// the run stays. Defaults to DefaultRunnerLease.
+	RunnerLease time.Duration
 }
 
+// More defaults.
+const (
+	// DefaultClaimers is how many claims of a queue are in flight at once.
+	DefaultClaimers = 32
+	// DefaultMaxNap bounds the wait of a run that stays with a queue.
+	DefaultMaxNap = time.Second
+	// DefaultRunnerLease is the runner lease's length.
+	DefaultRunnerLease = 15 * time.Second
+)
+
 // Dispatcher delivers the tasks of push queues. It is safe for concurrent
-// use, and one per process is the intended use (it caches slot states).
+// use, and one per process is the intended use.
 type Dispatcher struct {
 	q       *queue.Queue
 	st      store.Store
 	targets Targets
 	opts    Options
 	log     *slog.Logger
-	slots   *slots
+
+	mu    sync.Mutex
+	pokes map[string]chan struct{}
 }
 
-// New returns a dispatcher over q (whose store holds the slots) for the
-// push queues targets lists.
+// New returns a dispatcher over q (whose store holds the runner leases)
+// for the push queues targets lists.
 func New(q *queue.Queue, targets Targets, opts Options) *Dispatcher {
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.After == nil {
+		opts.After = time.After
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -223,34 +205,71 @@ func New(q *queue.Queue, targets Targets, opts Options) *Dispatcher {
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = DefaultMaxInFlight
 	}
+	if opts.Claimers <= 0 {
+		opts.Claimers = DefaultClaimers
+	}
 	if opts.WorkerID == "" {
 		opts.WorkerID = "dispatch"
 	}
+	if opts.Soon == 0 {
+		opts.Soon = WakeAhead
+	}
+	if opts.MaxNap <= 0 {
+		opts.MaxNap = DefaultMaxNap
+	}
+	if opts.RunnerLease <= 0 {
+		opts.RunnerLease = DefaultRunnerLease
+	}
 	return &Dispatcher{
 		q: q, st: q.Store(), targets: targets, opts: opts, log: opts.Logger,
-		slots: newSlots(q.Store()),
+		pokes: map[string]chan struct{}{},
 	}
 }
 
 // Targets returns the push queues the dispatcher serves.
 func (d *Dispatcher) Targets() Targets { return d.targets }
 
+// After waits d on the dispatcher's clock (Options.After).
+func (d *Dispatcher) After(dur time.Duration) <-chan time.Time { return d.opts.After(dur) }
+
+// Poke makes a run of this dispatcher that stays with the queue look
+// again now, as a wake in the same process (Local) does.
+func (d *Dispatcher) Poke(name string) {
+	select {
+	case d.poke(name) <- struct{}{}:
+	default:
+	}
+}
+
+func (d *Dispatcher) poke(name string) chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := d.pokes[name]
+	if c == nil {
+		c = make(chan struct{}, 1)
+		d.pokes[name] = c
+	}
+	return c
+}
+
 // Report says what one Run did.
 type Report struct {
 	Queues    int `json:"queues"`
 	Delivered int `json:"delivered"`
 	Completed int `json:"completed"`
-	Failed    int `json:"failed"`  // failures recorded (retried or dead-lettered)
-	Retried   int `json:"retried"` // of Failed, the ones put back to pending
-	Lapsed    int `json:"lapsed"`  // time-outs: the lease was left to lapse
-	Skipped   int `json:"skipped"` // claimed past the deadline and handed back undelivered
-	Errors    int `json:"errors"`  // outcomes that could not be written, and queues whose lease does not fit in a run
+	Failed    int `json:"failed"`    // failures recorded (retried or dead-lettered)
+	Retried   int `json:"retried"`   // of Failed, the ones put back to pending
+	Lapsed    int `json:"lapsed"`    // time-outs: the lease was left to lapse
+	Skipped   int `json:"skipped"`   // claimed past the deadline and handed back undelivered
+	Errors    int `json:"errors"`    // outcomes that could not be written, queues whose lease does not fit in a run or whose target is not bound
+	Stayed    int `json:"stayed"`    // queues this run stayed with, holding their runner lease
+	HandedOn  int `json:"handed_on"` // of Stayed, queues handed to a new run (a wake) when this one's time ended
 }
 
 // Run delivers due tasks of the named queue (every push queue when queue
-// is "") until nothing is due or the run's time ends: a task is claimed
-// only when its delivery lease ends before until (zero: no limit) minus
-// the margin. It returns when its deliveries have ended.
+// is "") until nothing is due soon or the run's time ends: a task is
+// claimed only when its delivery lease ends before until (zero: no limit)
+// minus the margin. It returns when its deliveries have ended.
 func (d *Dispatcher) Run(ctx context.Context, queueName string, until time.Time) (Report, error) {
 	now := d.opts.Now()
 	var pqs []PushQueue
@@ -275,6 +294,11 @@ func (d *Dispatcher) Run(ctx context.Context, queueName string, until time.Time)
 		first error
 	)
 	for _, p := range pqs {
+		if err := d.opts.Policy.Allows(p.Name, p.Target); err != nil {
+			d.log.Error("not delivering a queue whose target the push bindings do not allow", "queue", p.Name, "error", err)
+			rep.Errors++
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -299,6 +323,8 @@ func (r *Report) add(o Report) {
 	r.Lapsed += o.Lapsed
 	r.Skipped += o.Skipped
 	r.Errors += o.Errors
+	r.Stayed += o.Stayed
+	r.HandedOn += o.HandedOn
 }
 
 func (d *Dispatcher) margin(lease time.Duration) time.Duration {

@@ -61,7 +61,7 @@ func newTarget(t *testing.T, clk *clock, answer func(p dispatch.Payload, w http.
 	tg := &target{t: t, answer: answer}
 	tg.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if err := pushsig.Verify(secret, r.Header, body, clk.Now(), time.Minute); err != nil {
+		if _, err := pushsig.Verify(secret, pushsig.Expect{URL: tg.srv.URL, Queue: r.Header.Get(pushsig.HeaderQueue), Tolerance: time.Minute}, r.Method, r.Header, body, clk.Now()); err != nil {
 			t.Errorf("target: %v", err)
 			http.Error(w, err.Error(), http.StatusUnauthorized)
 			return
@@ -70,7 +70,7 @@ func newTarget(t *testing.T, clk *clock, answer func(p dispatch.Payload, w http.
 		if err := json.Unmarshal(body, &p); err != nil {
 			t.Errorf("target: payload: %v", err)
 		}
-		if r.Header.Get(pushsig.HeaderTaskID) != p.Task.ID || r.Header.Get(pushsig.HeaderAttempt) != strconv.Itoa(p.Task.Attempt) {
+		if r.Header.Get(pushsig.HeaderTaskID) != p.Task.ID || r.Header.Get(pushsig.HeaderAttempt) != strconv.Itoa(p.Task.Attempt) || r.Header.Get(pushsig.HeaderQueue) != p.Task.Queue {
 			t.Errorf("target: headers %v do not match task %s attempt %d", r.Header, p.Task.ID, p.Task.Attempt)
 		}
 		if p.Lease.Token == "" || p.Task.LeaseToken != "" {
@@ -107,39 +107,45 @@ type env struct {
 	q   *queue.Queue
 	clk *clock
 	pq  dispatch.PushQueue
-	// declared makes dispatchers read the push queue from its declaration
-	// (see declare) instead of a Static.
-	declared bool
+	// declared is the push queue last declared (declare).
+	declared dispatch.PushQueue
 }
 
-// declare declares e.pq with its target, max_concurrency and timeout, and
-// makes later dispatchers find it there.
-func (e *env) declare(t *testing.T) {
-	t.Helper()
-	e.q = queue.New(e.st, queue.Options{AllowInsecureTargets: true})
-	timeout := e.pq.Timeout
-	if _, _, err := e.q.Declare(context.Background(), queue.Declaration{
-		Name: e.pq.Name, MaxConcurrency: e.pq.MaxConcurrency, Timeout: &timeout,
-		Target: &queue.Target{URL: e.pq.Target.URL, Secret: e.pq.Target.Secret},
-	}, e.clk.Now()); err != nil {
-		t.Fatal(err)
+// declare declares e.pq with its target, max_concurrency and timeout
+// (when it changed since the last time), where dispatchers find it.
+func (e *env) declare() {
+	if e.declared == e.pq || e.pq.Target == (queue.Target{}) {
+		return
 	}
-	e.declared = true
+	d := queue.Declaration{Name: e.pq.Name, MaxConcurrency: e.pq.MaxConcurrency, Target: &e.pq.Target}
+	if e.pq.Timeout > 0 {
+		timeout := e.pq.Timeout
+		d.Timeout = &timeout
+	}
+	if _, _, err := e.q.Declare(context.Background(), d, e.clk.Now()); err != nil {
+		panic(err)
+	}
+	e.declared = e.pq
+}
+
+// targets declares e.pq and returns the declared push queues of e.q.
+func (e *env) targets() dispatch.Targets {
+	e.declare()
+	return dispatch.NewDeclared(e.q, 0)
 }
 
 func newEnv(st store.Store, pq dispatch.PushQueue) *env {
-	return &env{st: st, q: queue.New(st, queue.Options{}), clk: &clock{}, pq: pq}
+	return &env{st: st, q: queue.New(st, queue.Options{AllowInsecureTargets: true}), clk: &clock{}, pq: pq}
 }
 
-// dispatcher returns a fresh dispatcher (a new process) over st.
+// dispatcher returns a fresh dispatcher (a new process) over st, for the
+// push queue e.pq, declared.
 func (e *env) dispatcher(st store.Store, lambda dispatch.Deliverer) *dispatch.Dispatcher {
+	e.declare()
 	q := queue.New(st, queue.Options{ListCacheFor: -1})
-	var targets dispatch.Targets = dispatch.Static{e.pq.Name: e.pq}
-	if e.declared {
-		targets = dispatch.NewDeclared(q, nil, 0)
-	}
-	return dispatch.New(q, targets, dispatch.Options{
+	return dispatch.New(q, dispatch.NewDeclared(q, 0), dispatch.Options{
 		Now:    e.clk.Now,
+		Soon:   -1, // a run ends when nothing is due now (runner_test.go stays)
 		Logger: slog.New(slog.DiscardHandler),
 		HTTP:   dispatch.NewHTTP(dispatch.StaticSecrets{"s3q/secret": secret}, true),
 		Lambda: lambda,
@@ -149,6 +155,7 @@ func (e *env) dispatcher(st store.Store, lambda dispatch.Deliverer) *dispatch.Di
 func (e *env) submit(t *testing.T, req queue.SubmitRequest) queue.Task {
 	t.Helper()
 	req.Queue = e.pq.Name
+	e.declare()
 	if req.TaskType == "" {
 		req.TaskType = "push.test"
 	}
@@ -217,7 +224,7 @@ func idleRuns(t *testing.T, e *env, st *store.Counting, d *dispatch.Dispatcher) 
 }
 
 func httpQueue(url string, timeout time.Duration) dispatch.PushQueue {
-	return dispatch.PushQueue{Name: "push", Target: dispatch.Target{URL: url, Secret: "s3q/secret"}, Timeout: queue.Duration(timeout)}
+	return dispatch.PushQueue{Name: "push", Target: queue.Target{URL: url, Secret: "s3q/secret"}, Timeout: queue.Duration(timeout)}
 }
 
 func TestHTTPTargetReceivesASignedDeliveryAndItsAnswerCompletesTheTask(t *testing.T) {
@@ -418,11 +425,11 @@ func TestEachAttemptIsDeliveredAtMostOnceUnderCrashes(t *testing.T) {
 					t.Run(fmt.Sprintf("declared_%v_mode%d_write%d", declared, mode, n), func(t *testing.T) {
 						e := newEnv(st, dispatch.PushQueue{Name: fmt.Sprintf("crash-%v-%d-%d", declared, mode, n)})
 						tg := newTarget(t, e.clk, nil)
-						e.pq.Target = dispatch.Target{URL: tg.srv.URL, Secret: "s3q/secret"}
+						e.pq.Target = queue.Target{URL: tg.srv.URL, Secret: "s3q/secret"}
 						e.pq.Timeout = queue.Duration(2 * time.Second)
 						e.pq.MaxConcurrency = 1
 						if declared {
-							e.declare(t)
+							e.declare()
 						}
 						task := e.submit(t, queue.SubmitRequest{MaxAttempts: 10})
 						f := storefault.New(st)
@@ -478,7 +485,7 @@ func TestDeclaredPushQueueIsDeliveredWithinItsMaxConcurrency(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				q := queue.New(st, queue.Options{ListCacheFor: -1})
-				d := dispatch.New(q, dispatch.NewDeclared(q, nil, 0), dispatch.Options{
+				d := dispatch.New(q, dispatch.NewDeclared(q, 0), dispatch.Options{
 					Now: e.clk.Now, Logger: slog.New(slog.DiscardHandler),
 					HTTP: dispatch.NewHTTP(dispatch.StaticSecrets{"s3q/secret": secret}, true),
 				})

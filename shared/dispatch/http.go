@@ -26,7 +26,8 @@ const MaxAnswerBytes = queue.MaxInputBytes
 const MaxRetryAfter = 12 * time.Hour
 
 // HTTP delivers to URL targets: a POST of the payload, signed (package
-// pushsig) with the secret named by the target. 2xx completes with the
+// pushsig) with the secret named by the target, the signature binding the
+// target URL, the queue, the task id and the attempt. 2xx completes with the
 // body as output. 429 and 5xx are a retryable failure, available again
 // after Retry-After (seconds or an HTTP date) when given, else after the
 // queue's backoff; a time-out lets the lease lapse (the next attempt
@@ -52,11 +53,17 @@ var _ Deliverer = (*HTTP)(nil)
 // client refuses to connect to an address that is loopback, link-local
 // (169.254.0.0/16 and fe80::/10: the instance metadata and container
 // credential endpoints), AWS's IPv6 metadata address (fd00:ec2::254),
-// multicast or unspecified, checked on the address dialled, after DNS, and
-// uses no proxy. Private addresses (10/8, 172.16/12, 192.168/16) are
+// multicast or unspecified, or that embeds such an IPv4 address in one of
+// the IPv6 forms that reach it (IPv4-mapped ::ffff:0:0/96, NAT64
+// 64:ff9b::/96 and 64:ff9b:1::/48, 6to4 2002::/16), checked on the
+// address dialled, after DNS, and uses no proxy. Private addresses (10/8, 172.16/12, 192.168/16) are
 // allowed: a dispatcher in a VPC may deliver to its services.
 func NewHTTP(secrets SecretSource, allowHTTP bool) *HTTP {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// Deliveries of a queue run up to 64 at once (more with a higher
+	// max_concurrency) to one host: keep their connections (a new TLS
+	// connection is two more round trips), not http's default of 2.
+	tr.MaxIdleConnsPerHost = 2 * DefaultMaxInFlight
 	if !allowHTTP {
 		tr.Proxy = nil
 		tr.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: refuseLocal}).DialContext
@@ -85,7 +92,7 @@ func refuseLocal(_, address string, _ syscall.RawConn) error {
 }
 
 // Deliver posts one delivery.
-func (h *HTTP) Deliver(ctx context.Context, target Target, d Delivery) Result {
+func (h *HTTP) Deliver(ctx context.Context, target queue.Target, d Delivery) Result {
 	if err := target.Validate(h.AllowHTTP); err != nil {
 		return Result{Outcome: Fail, Error: err.Error()}
 	}
@@ -101,13 +108,12 @@ func (h *HTTP) Deliver(ctx context.Context, target Target, d Delivery) Result {
 	if err != nil {
 		return Result{Outcome: Fail, Error: err.Error()}
 	}
-	ts := strconv.FormatInt(d.Now.Unix(), 10)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "s3q-dispatch")
-	req.Header.Set(pushsig.HeaderTimestamp, ts)
-	req.Header.Set(pushsig.HeaderSignature, pushsig.Sign(secret, ts, d.Body))
-	req.Header.Set(pushsig.HeaderTaskID, d.Task.ID)
-	req.Header.Set(pushsig.HeaderAttempt, strconv.Itoa(d.Task.Attempt))
+	pushsig.Headers(req.Header, secret, pushsig.Delivery{
+		Timestamp: d.Now.Unix(), Method: http.MethodPost, URL: target.URL,
+		Queue: d.Task.Queue, TaskID: d.Task.ID, Attempt: d.Task.Attempt,
+	}, d.Body)
 	c := *h.client()
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	resp, err := c.Do(req)

@@ -16,7 +16,7 @@ func TestAPausedPushQueueIsDeliveredNothingUntilResumed(t *testing.T) {
 		e := newEnv(st, httpQueue("", 0))
 		tg := newTarget(t, e.clk, nil)
 		e.pq = httpQueue(tg.srv.URL, 10*time.Second)
-		e.declare(t)
+		e.declare()
 		if _, err := e.q.PauseQueue(context.Background(), e.pq.Name, e.clk.Now()); err != nil {
 			t.Fatal(err)
 		}

@@ -15,11 +15,12 @@ import (
 )
 
 // WakeAhead is how far ahead of its available_at a submitted task wakes
-// the dispatcher: a task due later is left to the minute rule.
+// the dispatcher: a task due later is left to the minute rule, whose run
+// stays with the queue once the task is due within Options.Soon.
 const WakeAhead = time.Minute
 
 // Wake is the event that wakes a dispatcher for one queue: run at At
-// (now when zero or past).
+// (now when zero, past, or more than MaxWakeDelay ahead).
 type Wake struct {
 	Queue string    `json:"queue"`
 	At    time.Time `json:"at,omitzero"`
@@ -30,13 +31,21 @@ type Waker interface {
 	Wake(ctx context.Context, w Wake)
 }
 
+// MaxWakeDelay is the furthest in the future a Wake's At may be for the
+// dispatch function to wait for it: a wake for later than that runs at
+// once (a run that finds the queue's next task due soon stays with the
+// queue; see Options.Soon). No invocation waits longer for a wake.
+const MaxWakeDelay = 2 * time.Second
+
 // OnSubmit wakes the dispatcher for the tasks a submit created that are
-// pending, in a push queue, and due within WakeAhead of now. It is the
-// submit function's hook (api.Options.OnSubmit).
+// pending, in a push queue, and due within WakeAhead of now: one wake per
+// queue, for now, whatever the due times (the woken run stays with the
+// queue while its next task is due soon). It is the submit function's hook
+// (api.Options.OnSubmit).
 func OnSubmit(ctx context.Context, targets Targets, w Waker, tasks []queue.Task, now time.Time, log *slog.Logger) {
-	woken := map[Wake]bool{} // the tasks are all written: one wake each serves them all
+	woken := map[string]bool{} // the tasks are all written: one wake per queue serves them all
 	for _, t := range tasks {
-		if t.Status != queue.StatusPending || t.AvailableAt.After(now.Add(WakeAhead)) {
+		if t.Status != queue.StatusPending || t.AvailableAt.After(now.Add(WakeAhead)) || woken[t.Queue] {
 			continue
 		}
 		if _, ok, err := targets.PushQueue(ctx, t.Queue, now); err != nil {
@@ -45,69 +54,59 @@ func OnSubmit(ctx context.Context, targets Targets, w Waker, tasks []queue.Task,
 		} else if !ok {
 			continue
 		}
-		at := t.AvailableAt
-		if !at.After(now) {
-			at = time.Time{}
-		}
-		if wk := (Wake{Queue: t.Queue, At: at}); !woken[wk] {
-			woken[wk] = true
-			w.Wake(ctx, wk)
-		}
+		woken[t.Queue] = true
+		w.Wake(ctx, Wake{Queue: t.Queue})
 	}
 }
 
-// Limited passes on at most one wake per queue and target second per
-// Every (a warm container's limit: at most one Invoke per queue per
-// second for tasks due now). A wake for now that comes within Every of
-// the last one is not dropped but sent once, for the time the limit
-// opens (the last wake's time + Every): the earlier run may have ended
-// before the later task was written.
+// Limited passes on at most one wake per queue per Every (a warm
+// container's limit: at most one Invoke per queue and second, whatever
+// the tasks' due times). Wakes are keyed by queue alone; their At is
+// dropped. A wake that comes within Every of the last one passed on is
+// not dropped but sent once, for the time the limit opens (the last
+// wake's time + Every): the earlier run may have looked before the later
+// task was written. Of the wakes of one interval, only the first is held
+// back so; the others are dropped, since that one serves them.
 type Limited struct {
 	Next  Waker
 	Now   func() time.Time
 	Every time.Duration // defaults to 1s
 
 	mu   sync.Mutex
-	last map[Wake]time.Time
+	last map[string]time.Time // by queue: the time the last wake passed on is for
 }
 
-// Wake passes w on unless a wake for its queue and second went out less
-// than Every ago.
+// Wake passes w on unless a wake for its queue is already on its way for
+// this interval.
 func (l *Limited) Wake(ctx context.Context, w Wake) {
 	now := l.Now()
 	every := l.Every
 	if every <= 0 {
 		every = time.Second
 	}
-	k := Wake{Queue: w.Queue, At: w.At.Truncate(time.Second)}
-	if !k.At.IsZero() {
-		k.At = k.At.Add(time.Second) // run after the due second, not before
-		w.At = k.At
-	}
+	w.At = time.Time{}
 	l.mu.Lock()
 	if l.last == nil {
-		l.last = map[Wake]time.Time{}
+		l.last = map[string]time.Time{}
 	}
-	if t, ok := l.last[k]; ok && now.Sub(t) < every {
-		if !k.At.IsZero() {
-			l.mu.Unlock()
-			return
-		}
-		// A wake for now went out less than every ago, and its run may
-		// already have found nothing more: hold this one back until the
-		// throttle opens instead of leaving the task to the minute rule.
-		// One held-back wake per wake sent.
-		k = Wake{Queue: w.Queue, At: t.Add(every)}
-		if _, ok := l.last[k]; ok {
-			l.mu.Unlock()
-			return
-		}
-		w.At = k.At
+	t, ok := l.last[w.Queue]
+	switch {
+	case !ok || !now.Before(t.Add(every)):
+		l.last[w.Queue] = now
+	case t.After(now):
+		// A held-back wake for the next interval is on its way.
+		l.mu.Unlock()
+		return
+	default:
+		// The last wake's run may already have looked: hold this one back
+		// until the limit opens, rather than leave the task to the minute
+		// rule. One held-back wake per interval.
+		w.At = t.Add(every)
+		l.last[w.Queue] = w.At
 	}
-	l.last[k] = now
-	for old, t := range l.last {
-		if now.Sub(t) > time.Minute+every {
-			delete(l.last, old)
+	for q, t := range l.last {
+		if now.Sub(t) > time.Minute {
+			delete(l.last, q)
 		}
 	}
 	l.mu.Unlock()
@@ -135,8 +134,9 @@ func (l *LambdaWaker) Wake(ctx context.Context, w Wake) {
 }
 
 // Local runs a Dispatcher in this process (s3q dev): a wake runs it for
-// the queue at once, or at the wake's time, and wakes that come while a
-// run of the queue is going make it run once more when it ends.
+// the queue at once, or at the wake's time; a wake that comes while a run
+// of the queue is going makes it look again at once (Poke) and run once
+// more when it ends.
 type Local struct {
 	d   *Dispatcher
 	ctx context.Context
@@ -179,6 +179,7 @@ func (l *Local) kick(name string) {
 	}
 	if s.running {
 		s.again = true
+		l.d.Poke(name) // a run staying with the queue looks again now
 		return
 	}
 	s.running = true

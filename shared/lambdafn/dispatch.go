@@ -13,7 +13,7 @@ import (
 
 // dispatchFunction is the dispatch function: a run of the dispatcher for
 // an EventBridge scheduled event (every push queue) or a dispatch.Wake
-// (one queue, at its time).
+// (one queue, now or within dispatch.MaxWakeDelay).
 type dispatchFunction struct {
 	d Deps
 }
@@ -30,9 +30,12 @@ func (f *dispatchFunction) handle(ctx context.Context, raw json.RawMessage) (Rep
 	}
 	var w dispatch.Wake // a scheduled event has neither field: every queue, now
 	_ = json.Unmarshal(raw, &w)
-	if wait := w.At.Sub(now); wait > 0 && wait <= dispatch.WakeAhead {
+	// A wake held back by the submit's limit waits for its second; no
+	// wake waits longer than MaxWakeDelay (a run that finds a task due
+	// soon stays with its queue instead, one run per queue).
+	if wait := w.At.Sub(now); wait > 0 && wait <= dispatch.MaxWakeDelay {
 		select {
-		case <-time.After(wait):
+		case <-f.d.Dispatcher.After(wait):
 		case <-ctx.Done():
 			return rep, ctx.Err()
 		}

@@ -42,8 +42,11 @@ func TestSubmitWakesDispatchAndTheSampleEventsDeliver(t *testing.T) {
 	}))
 	defer target.Close()
 	st := s3localtest.NewStore(t, servers.GoFakeS3)
-	q := queue.New(st, queue.Options{})
-	targets := dispatch.Static{"orders": {Name: "orders", Target: dispatch.Target{URL: target.URL, Secret: "k"}}}
+	q := queue.New(st, queue.Options{AllowInsecureTargets: true})
+	if _, _, err := q.Declare(context.Background(), queue.Declaration{Name: "orders", Target: &queue.Target{URL: target.URL, Secret: "k"}}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	targets := dispatch.NewDeclared(q, 0)
 	w := &wakes{}
 	d := lambdafn.Deps{
 		Queue: q, Logger: slog.New(slog.DiscardHandler), Waker: w,
@@ -105,13 +108,15 @@ func apiEvent(method, path, body string) []byte {
 	return b
 }
 
-// A wake for a later second waits in the function until then.
-func TestADispatchWakeForLaterWaitsUntilItsTime(t *testing.T) {
+// A wake held back to the next second waits in the function until then;
+// a wake for later than MaxWakeDelay does not wait at all (no invocation
+// sleeps for a future task).
+func TestADispatchWakeForLaterWaitsUntilItsTimeOnlyWithinMaxWakeDelay(t *testing.T) {
 	st := s3localtest.NewStore(t, servers.GoFakeS3)
 	q := queue.New(st, queue.Options{})
 	d := lambdafn.Deps{
 		Queue: q, Logger: slog.New(slog.DiscardHandler),
-		Dispatcher: dispatch.New(q, dispatch.Static{}, dispatch.Options{Logger: slog.New(slog.DiscardHandler)}),
+		Dispatcher: dispatch.New(q, dispatch.NewDeclared(q, 0), dispatch.Options{Logger: slog.New(slog.DiscardHandler)}),
 	}
 	h, err := lambdafn.New(lambdafn.Dispatch, d)
 	if err != nil {
@@ -124,5 +129,17 @@ func TestADispatchWakeForLaterWaitsUntilItsTime(t *testing.T) {
 	}
 	if time.Now().Before(at) {
 		t.Errorf("ran before %s", at)
+	}
+	// A minute ahead: at once. The context's deadline is far, so only a
+	// wait for the wake's time could hold the invocation.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	ev, _ = json.Marshal(dispatch.Wake{Queue: "orders", At: start.Add(time.Minute)})
+	if _, err := h.Invoke(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited > 20*time.Second {
+		t.Errorf("a wake a minute ahead held the invocation %s", waited)
 	}
 }

@@ -271,7 +271,7 @@ func newAccessEnv(t *testing.T) *accessEnv {
 	// Dispatch as Build builds it: the declared push queues
 	// (queue "pushed" of world), delivered to a local URL target.
 	dq := queue.New(rec, queue.Options{Shards: 1})
-	d.Dispatcher = dispatch.New(dq, dispatch.NewDeclared(dq, nil, 0), dispatch.Options{
+	d.Dispatcher = dispatch.New(dq, dispatch.NewDeclared(dq, 0), dispatch.Options{
 		Logger: slog.New(slog.DiscardHandler), HTTP: dispatch.NewHTTP(dispatch.StaticSecrets{"k": "v"}, true),
 	})
 	return &accessEnv{rec: rec, faults: faults, retried: rt, setup: c.Queue(bucket), d: d}

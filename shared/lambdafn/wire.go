@@ -115,6 +115,18 @@ func Build(ctx context.Context, c config.Config, p Parts, functions ...string) (
 		}
 		p.Publisher = pub
 	}
+	// Declarations check their push target against the deployment's
+	// bindings, and that a URL target's secret can be read.
+	switch {
+	case p.Local:
+		c.CheckTarget = c.PushPolicy(localSecretCheck(p.Secrets)).Check
+	case slices.Contains(functions, Tasks):
+		awsCfg, err := c.AWS(ctx)
+		if err != nil {
+			return Deps{}, err
+		}
+		c.CheckTarget = c.PushPolicy(dispatch.SSMCheck{Client: c.SSMClient(awsCfg)}).Check
+	}
 	q := c.Queue(p.Store)
 	d := Deps{
 		Queue:     q,
@@ -139,7 +151,7 @@ func Build(ctx context.Context, c config.Config, p Parts, functions ...string) (
 	}
 	if !p.Local && (slices.Contains(functions, Submit) || slices.Contains(functions, Waits)) {
 		// Tasks due now in a push queue wake the dispatch function.
-		d.Targets = dispatch.NewDeclared(q, c.PushQueues, 0)
+		d.Targets = dispatch.NewDeclared(q, 0)
 		if d.Waker, err = newWaker(ctx, c, p.Logger); err != nil {
 			return Deps{}, err
 		}
@@ -213,7 +225,7 @@ func Main(name string) {
 const dispatchListCache = 100 * time.Millisecond
 
 // newDispatcher builds the dispatch function's work: the declared queues
-// with a target (PUT /queues/{queue}), then those of S3Q_PUSH_QUEUES,
+// with a target (PUT /queues/{queue}) that the push bindings allow,
 // Lambda targets invoked through the Lambda client (S3Q_LAMBDA_ENDPOINT
 // when set), URL targets signed with secrets from SSM Parameter Store
 // (cached 5m), and retries woken by an asynchronous Invoke of the function
@@ -230,14 +242,15 @@ func newDispatcher(ctx context.Context, c config.Config, s store.Store, logger *
 		Lambda:       &dispatch.Lambda{Client: lc},
 		HTTP:         dispatch.NewHTTP(dispatch.NewSSMSecrets(c.SSMClient(awsCfg), 0), c.AllowInsecureTargets),
 		RecheckAfter: dispatchListCache + 50*time.Millisecond,
+		Policy:       c.PushPolicy(nil),
+		MaxInFlight:  c.DispatchMaxInFlight,
 	}
 	if self := os.Getenv("AWS_LAMBDA_FUNCTION_NAME"); self != "" {
 		opts.Waker = &dispatch.Limited{Now: time.Now, Next: &dispatch.LambdaWaker{Client: lc, Function: self, Logger: logger}}
 	}
-	// Claims only, of push queues: an undeclared one (S3Q_PUSH_QUEUES) is
-	// claimed from as auto_declare would, without declaring it.
+	// Claims only, of declared push queues.
 	q := queue.New(reqcount.Wrap(s), queue.Options{Shards: c.Shards, ListCacheFor: dispatchListCache})
-	return dispatch.New(q, dispatch.NewDeclared(q, c.PushQueues, 0), opts), nil
+	return dispatch.New(q, dispatch.NewDeclared(q, 0), opts), nil
 }
 
 // newWaker returns the submit function's wake of the dispatch function
@@ -256,7 +269,7 @@ func newWaker(ctx context.Context, c config.Config, logger *slog.Logger) (dispat
 
 // wireLocalDispatch gives d the in-process dispatcher of Parts.Local, on
 // d.Queue: the declared push queues (read again at most every second)
-// and c.PushQueues, URL targets signed with secrets (http:// allowed),
+// that the push bindings allow, URL targets signed with secrets (http:// allowed),
 // Lambda targets invoked at c.LambdaEndpoint with dummy credentials (else
 // AWS Lambda with the default chain); submits and retries wake it in this
 // process.
@@ -274,13 +287,27 @@ func (d *Deps) wireLocalDispatch(ctx context.Context, c config.Config, secrets d
 	if secrets == nil {
 		secrets = dispatch.StaticSecrets{}
 	}
-	dp := dispatch.New(d.Queue, dispatch.NewDeclared(d.Queue, c.PushQueues, time.Second), dispatch.Options{
-		Logger: d.Logger,
-		Lambda: &dispatch.Lambda{Client: lc},
-		HTTP:   dispatch.NewHTTP(secrets, true),
+	dp := dispatch.New(d.Queue, dispatch.NewDeclared(d.Queue, time.Second), dispatch.Options{
+		Logger:      d.Logger,
+		Lambda:      &dispatch.Lambda{Client: lc},
+		HTTP:        dispatch.NewHTTP(secrets, true),
+		Policy:      c.PushPolicy(nil),
+		MaxInFlight: c.DispatchMaxInFlight,
 	})
 	local := dispatch.NewLocal(ctx, dp)
 	dp.SetWaker(local)
 	d.Dispatcher, d.Waker, d.Targets = dp, local, dp.Targets()
+	return nil
+}
+
+// localSecretCheck checks the secrets of s3q dev's URL targets: those of
+// secrets when it can check them (StaticSecrets can), else none.
+func localSecretCheck(secrets dispatch.SecretSource) dispatch.SecretChecker {
+	if sc, ok := secrets.(dispatch.SecretChecker); ok {
+		return sc
+	}
+	if secrets == nil {
+		return dispatch.StaticSecrets{}
+	}
 	return nil
 }

@@ -1,7 +1,28 @@
-// Package pushsig signs and verifies the body of an HTTPS push delivery:
-// S3q-Signature is the hex HMAC-SHA256, keyed with the target's secret, of
-// the S3q-Timestamp header (Unix seconds), a ".", and the body. The
-// dispatcher signs (package dispatch); targets verify (worker.VerifySignature).
+// Package pushsig signs and verifies HTTPS push deliveries. A delivery
+// carries
+//
+//	S3q-Signature: t=1769590800,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+//	S3q-Queue: orders
+//	S3q-Task-Id: 01943a5e-...
+//	S3q-Attempt: 1
+//
+// where v1 is the hex HMAC-SHA256, keyed with the target's secret, of the
+// signed string (version 1):
+//
+//	v1 \n t \n METHOD \n target URL \n queue \n task id \n attempt \n body
+//
+// So a delivery verifies only at the URL it was sent to, for the queue it
+// was sent for, for that task and attempt, within the time window: a
+// delivery captured at one target (or for one queue) is refused by
+// another, even one holding the same secret. Within the window a delivery
+// may still be sent again (by the dispatcher after a lost answer, or by
+// whoever captured it): receivers treat (task id, attempt) as the
+// idempotency key. The header may carry several v1 values (one per
+// secret while a secret is rotated); one matching is enough. Versions
+// other than v1 are ignored, so a later version can be added beside it.
+//
+// The dispatcher signs (package dispatch); targets verify
+// (worker.VerifySignature, or Verify).
 package pushsig
 
 import (
@@ -11,61 +32,142 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
 // The headers of a push delivery.
 const (
 	HeaderSignature = "S3q-Signature"
-	HeaderTimestamp = "S3q-Timestamp"
+	HeaderQueue     = "S3q-Queue"
 	HeaderTaskID    = "S3q-Task-Id"
 	HeaderAttempt   = "S3q-Attempt"
 )
 
+// Version is the signature scheme's version, the key of its value in the
+// header.
+const Version = "v1"
+
+// DefaultTolerance is the time window of Verify when none is given.
+const DefaultTolerance = 5 * time.Minute
+
 // Errors of Verify.
 var (
-	ErrMissing   = errors.New("pushsig: missing S3q-Signature or S3q-Timestamp")
+	ErrMissing   = errors.New("pushsig: missing S3q-Signature (t= and v1=), S3q-Queue, S3q-Task-Id or S3q-Attempt")
 	ErrBadTime   = errors.New("pushsig: timestamp outside the tolerance")
 	ErrSignature = errors.New("pushsig: signature mismatch")
 	ErrNoSecret  = errors.New("pushsig: no secret to verify with")
+	ErrTarget    = errors.New("pushsig: the target's URL and queue are required to verify")
+	ErrQueue     = errors.New("pushsig: delivery for another queue")
 )
 
-// Sign returns the hex HMAC-SHA256 of timestamp + "." + body under secret.
-func Sign(secret, timestamp string, body []byte) string {
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte(timestamp))
-	m.Write([]byte("."))
-	m.Write(body)
-	return hex.EncodeToString(m.Sum(nil))
+// Delivery is what a signature binds besides the body.
+type Delivery struct {
+	Timestamp int64  // Unix seconds
+	Method    string // POST
+	URL       string // the target URL exactly as declared (target.url)
+	Queue     string
+	TaskID    string
+	Attempt   int
 }
 
-// Verify checks the S3q-Signature and S3q-Timestamp headers of a delivery
-// against its body: the signature must be Sign(secret, timestamp, body)
-// (compared in constant time) and the timestamp within tolerance of now
-// either way, which bounds replays. A tolerance <= 0 means 5 minutes.
-// An empty secret verifies nothing (ErrNoSecret): anyone can sign with
-// the empty key.
-func Verify(secret string, h http.Header, body []byte, now time.Time, tolerance time.Duration) error {
+// signed returns the MAC of d and body under secret.
+func signed(secret string, d Delivery, body []byte) []byte {
+	m := hmac.New(sha256.New, []byte(secret))
+	for _, s := range []string{Version, strconv.FormatInt(d.Timestamp, 10), d.Method, d.URL, d.Queue, d.TaskID, strconv.Itoa(d.Attempt)} {
+		m.Write([]byte(s))
+		m.Write([]byte("\n"))
+	}
+	m.Write(body)
+	return m.Sum(nil)
+}
+
+// Sign returns the S3q-Signature header value of a delivery:
+// "t=<timestamp>,v1=<hex HMAC-SHA256>".
+func Sign(secret string, d Delivery, body []byte) string {
+	return "t=" + strconv.FormatInt(d.Timestamp, 10) + "," + Version + "=" + hex.EncodeToString(signed(secret, d, body))
+}
+
+// Headers sets the headers of a delivery on h: the signature, the queue,
+// the task id and the attempt.
+func Headers(h http.Header, secret string, d Delivery, body []byte) {
+	h.Set(HeaderSignature, Sign(secret, d, body))
+	h.Set(HeaderQueue, d.Queue)
+	h.Set(HeaderTaskID, d.TaskID)
+	h.Set(HeaderAttempt, strconv.Itoa(d.Attempt))
+}
+
+// Expect is what a target knows of the deliveries meant for it.
+type Expect struct {
+	// URL is the target URL exactly as the queue declares it
+	// (target.url), not as the request arrived (a proxy may change it).
+	URL string
+	// Queue is the queue whose deliveries the target takes.
+	Queue string
+	// Tolerance is the time window either side of now. Defaults to
+	// DefaultTolerance.
+	Tolerance time.Duration
+}
+
+// Verify checks a delivery's headers against its method and exact body
+// bytes: the signature must be that of (timestamp, method, e.URL,
+// e.Queue, the task id and attempt of the headers, body) under secret,
+// compared in constant time, and the timestamp within e.Tolerance of now
+// either way. It returns the delivery the signature binds. An empty
+// secret verifies nothing (ErrNoSecret): anyone can sign with the empty
+// key.
+func Verify(secret string, e Expect, method string, h http.Header, body []byte, now time.Time) (Delivery, error) {
 	if secret == "" {
-		return ErrNoSecret
+		return Delivery{}, ErrNoSecret
 	}
-	sig, ts := h.Get(HeaderSignature), h.Get(HeaderTimestamp)
-	if sig == "" || ts == "" {
-		return ErrMissing
+	if e.URL == "" || e.Queue == "" {
+		return Delivery{}, ErrTarget
 	}
+	ts, sigs, ok := parse(h.Get(HeaderSignature))
+	d := Delivery{Method: method, URL: e.URL, Queue: h.Get(HeaderQueue), TaskID: h.Get(HeaderTaskID)}
+	attempt, err := strconv.Atoi(h.Get(HeaderAttempt))
+	if !ok || d.Queue == "" || d.TaskID == "" || err != nil {
+		return Delivery{}, ErrMissing
+	}
+	d.Attempt = attempt
 	sec, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
-		return ErrBadTime
+		return Delivery{}, ErrBadTime
 	}
+	d.Timestamp = sec
+	tolerance := e.Tolerance
 	if tolerance <= 0 {
-		tolerance = 5 * time.Minute
+		tolerance = DefaultTolerance
 	}
 	if d := now.Sub(time.Unix(sec, 0)); d > tolerance || d < -tolerance {
-		return ErrBadTime
+		return Delivery{}, ErrBadTime
 	}
-	want := Sign(secret, ts, body)
-	if !hmac.Equal([]byte(want), []byte(sig)) {
-		return ErrSignature
+	if d.Queue != e.Queue {
+		return Delivery{}, ErrQueue
 	}
-	return nil
+	want := signed(secret, d, body)
+	for _, s := range sigs {
+		got, err := hex.DecodeString(s)
+		if err == nil && hmac.Equal(want, got) {
+			return d, nil
+		}
+	}
+	return Delivery{}, ErrSignature
+}
+
+// parse reads "t=...,v1=...[,v1=...]": the timestamp and the v1 values.
+func parse(v string) (ts string, sigs []string, ok bool) {
+	for _, part := range strings.Split(v, ",") {
+		k, val, found := strings.Cut(strings.TrimSpace(part), "=")
+		if !found {
+			continue
+		}
+		switch k {
+		case "t":
+			ts = val
+		case Version:
+			sigs = append(sigs, val)
+		}
+	}
+	return ts, sigs, ts != "" && len(sigs) > 0
 }

@@ -30,6 +30,7 @@ import (
 //	artifacts/{id}/{name}                    artifacts (presigned URLs)
 //	queues/{name}.json                       a declared queue (queues.go); {} once deleted
 //	slots/{queue}/{n}                        a concurrency slot of a queue with max_concurrency (slots.go)
+//	push/{queue}/runner.json                 the dispatch runner lease of a push queue (package dispatch)
 const (
 	prefixTasks    = "tasks/"
 	prefixReady    = "ready/"
@@ -52,6 +53,11 @@ const (
 	prefixChildren  = "children/"
 	prefixArtifacts = "artifacts/"
 )
+
+// DispatchRunnerKey is the key of a push queue's dispatch runner lease:
+// the one dispatch run that stays with the queue while its next task is
+// due soon (package dispatch). The core never reads it.
+func DispatchRunnerKey(queue string) string { return "push/" + queue + "/runner.json" }
 
 // The kinds of entry in the sweep index (sweep/{time}_{kind}_{subject}).
 const (

@@ -101,6 +101,14 @@ type Options struct {
 	// Defaults to false: https only.
 	AllowInsecureTargets bool
 
+	// CheckTarget, when set, decides whether queue may use target, after
+	// its form passed Target.Validate: the deployment's push bindings and
+	// a check that the signing secret exists (package dispatch,
+	// Policy.Check). A refusal is a *ValidationError naming the field
+	// (target, target.lambda, target.secret); nothing is written. Defaults
+	// to none: every well-formed target is accepted.
+	CheckTarget func(ctx context.Context, queue string, target Target) error
+
 	// DeclCacheFor is how long a queue's declaration, once read, serves
 	// this Queue's submits and claims before it is read again: a changed
 	// declaration (defaults, max_concurrency) applies within this time.

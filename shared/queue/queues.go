@@ -123,12 +123,18 @@ func (d *Declaration) validate(insecure bool) error {
 		return invalid("max_concurrency", "must be between 1 and %d (0 or absent: no limit)", MaxConcurrencyCap)
 	}
 	if d.Target != nil {
-		return d.Target.validate(insecure)
+		return d.Target.Validate(insecure)
 	}
 	return nil
 }
 
-func (t *Target) validate(insecure bool) error {
+// Validate checks a target's form (not whether the deployment lets a queue
+// use it: Options.CheckTarget): exactly one of lambda and url; a Lambda
+// function name or ARN; an absolute https URL (http too when insecure, as
+// in s3q dev) without credentials or fragment, with the SSM parameter name
+// of its signing secret. A bad field is a *ValidationError naming it
+// (target, target.lambda, target.url, target.secret).
+func (t Target) Validate(insecure bool) error {
 	switch {
 	case t.Lambda == "" && t.URL == "":
 		return invalid("target", "give one of target.lambda and target.url")
@@ -188,6 +194,11 @@ func (q *Queue) Declare(ctx context.Context, d Declaration, now time.Time) (Decl
 	d = d.settings()
 	if err := d.validate(q.opts.AllowInsecureTargets); err != nil {
 		return Declaration{}, false, err
+	}
+	if d.Target != nil && q.opts.CheckTarget != nil {
+		if err := q.opts.CheckTarget(ctx, d.Name, *d.Target); err != nil {
+			return Declaration{}, false, err
+		}
 	}
 	for i := 0; i < maxCASAttempts; i++ {
 		cur, etag, err := q.loadQueue(ctx, d.Name)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -75,37 +74,38 @@ func slotIndex(key string) int {
 
 // slotRun is what one claim call knows of a queue's slots.
 type slotRun struct {
-	listed   bool
-	listedAt time.Time          // when this run LISTed; zero for a cached listing
-	slots    map[int]store.Info // by number: ETag and size (free or held)
-	busy     bool               // no slot was free
+	listed bool // this Queue's listing of the queue's slots is fresh
+	busy   bool // no slot was free
 }
 
 // takeSlot takes a free slot of queue d for t, which is about to start
 // under t.LeaseToken until t.LeaseExpiresAt. It returns the slot's key and
 // new ETag, or "" when all max_concurrency slots are held.
+//
+// The claims of one Queue share what it knows of the slots (its listing,
+// updated by each take and free), and a slot one of them is writing is
+// not tried by another, so concurrent claims of one process do not spend
+// conditional writes racing each other for the same slot.
 func (q *Queue) takeSlot(ctx context.Context, d Declaration, t *Task, run *slotRun, now time.Time) (string, string, error) {
 	if run.busy {
 		return "", "", nil
 	}
 	if !run.listed {
-		if err := q.listSlots(ctx, d.Name, run, now); err != nil {
+		if err := q.listSlots(ctx, d.Name, now); err != nil {
 			return "", "", err
 		}
+		run.listed = true
 	}
-	defer q.keepSlots(d.Name, run)
 	body, err := json.Marshal(slotRecord{TaskID: t.ID, LeaseToken: t.LeaseToken, LeaseExpiresAt: *t.LeaseExpiresAt})
 	if err != nil {
 		return "", "", fmt.Errorf("encode slot: %w", err)
 	}
-	held := store.Info{Size: int64(len(body))}
+	size := int64(len(body))
 	n := d.MaxConcurrency
-	first := rand.IntN(n)
-	for i := 0; i < n; i++ {
-		k := (first + i) % n
-		info, seen := run.slots[k]
-		if seen && !slotIsFree(info.Size) {
-			continue
+	for {
+		k, info, seen, ok := q.pickSlot(d.Name, n)
+		if !ok {
+			break
 		}
 		key := slotKey(d.Name, k)
 		// A lost answer is recognised on a re-read (the body names this
@@ -116,14 +116,14 @@ func (q *Queue) takeSlot(ctx context.Context, d Declaration, t *Task, run *slotR
 		} else {
 			etag, err = store.CreateOwn(ctx, q.store, key, body, nil)
 		}
+		q.slotWritten(d.Name, k, etag, size, err == nil)
 		if err == nil {
-			run.slots[k] = store.Info{Key: key, ETag: etag, Size: held.Size}
 			return key, etag, nil
 		}
 		if !errors.Is(err, store.ErrPrecondition) && !errors.Is(err, store.ErrNotFound) {
 			return "", "", fmt.Errorf("take slot %s: %w", key, err)
 		}
-		run.slots[k] = held // taken by someone else
+		// Taken by someone else: known held now.
 	}
 	// Every slot is held, or looks so: take over one that is provably free.
 	checks := 0
@@ -155,63 +155,107 @@ func (q *Queue) takeSlot(ctx context.Context, d Declaration, t *Task, run *slotR
 		if err != nil {
 			return "", "", fmt.Errorf("take over slot %s: %w", key, err)
 		}
-		run.slots[k] = store.Info{Key: key, ETag: newETag, Size: held.Size}
+		q.slotWritten(d.Name, k, newETag, size, true)
 		return key, newETag, nil
 	}
 	run.busy = true
 	return "", "", nil
 }
 
-// slotListing is the last LIST of a queue's slots, kept like the index
-// listings (Options.ListCacheFor) so that the claims of a busy process
-// share one LIST. It is a hint: a stale ETag only costs a failed
-// conditional write, and a slot it shows held is read before it is taken
-// over.
+// slotListing is what this Queue knows of a queue's slots: its last LIST
+// (kept like the index listings, Options.ListCacheFor, so that the claims
+// of a busy process share one LIST), updated by every take and free this
+// Queue makes, and the slots a claim of this Queue is writing now. It is
+// a hint: a stale ETag only costs a failed conditional write, and a slot
+// it shows held is read before it is taken over.
 type slotListing struct {
-	slots map[int]store.Info
-	at    time.Time
+	slots  map[int]store.Info // by number: ETag and size (free or held)
+	at     time.Time
+	taking map[int]bool
 }
 
-// listSlots fills run with the queue's slots: from this Queue's listing
-// when it is fresh, else from a LIST.
-func (q *Queue) listSlots(ctx context.Context, name string, run *slotRun, now time.Time) error {
+// listSlots makes this Queue's listing of the queue's slots fresh: a LIST
+// when it is older than ListCacheFor. The slots being written keep what
+// this Queue knows of them.
+func (q *Queue) listSlots(ctx context.Context, name string, now time.Time) error {
 	q.mu.Lock()
 	l, ok := q.slotLists[name]
 	q.mu.Unlock()
 	if ok && q.opts.ListCacheFor > 0 && now.Sub(l.at) < q.opts.ListCacheFor && !now.Before(l.at) {
-		run.slots = maps.Clone(l.slots)
-		run.listed = true
 		return nil
 	}
 	page, err := q.store.List(ctx, slotPrefix(name), "", store.MaxListLimit)
 	if err != nil {
 		return fmt.Errorf("list slots of %s: %w", name, err)
 	}
-	run.slots = make(map[int]store.Info, len(page.Items))
+	slots := make(map[int]store.Info, len(page.Items))
 	for _, it := range page.Items {
 		if n := slotIndex(it.Key); n >= 0 {
-			run.slots[n] = it
+			slots[n] = it
 		}
 	}
-	run.listed, run.listedAt = true, now
-	return nil
-}
-
-// keepSlots stores what a claim learnt of a queue's slots for the next.
-func (q *Queue) keepSlots(name string, run *slotRun) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	at := run.listedAt
-	if l, ok := q.slotLists[name]; ok && at.IsZero() {
-		at = l.at // a cached listing keeps its age
-	}
-	if at.IsZero() {
-		return
-	}
 	if len(q.slotLists) >= maxSkip {
 		clear(q.slotLists)
 	}
-	q.slotLists[name] = slotListing{slots: maps.Clone(run.slots), at: at}
+	cur, ok := q.slotLists[name]
+	if !ok {
+		cur = slotListing{taking: map[int]bool{}}
+	}
+	for k := range cur.taking {
+		if info, ok := cur.slots[k]; ok {
+			slots[k] = info
+		} else {
+			delete(slots, k)
+		}
+	}
+	cur.slots, cur.at = slots, now
+	q.slotLists[name] = cur
+	return nil
+}
+
+// pickSlot chooses a slot of the queue's n that this Queue's listing
+// shows free (or never made) and that no claim of this Queue is writing,
+// from a random one on, and marks it as being written. ok is false when
+// there is none.
+func (q *Queue) pickSlot(name string, n int) (k int, info store.Info, seen, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	l, found := q.slotLists[name]
+	if !found {
+		return 0, store.Info{}, false, false
+	}
+	first := rand.IntN(n)
+	for i := range n {
+		k = (first + i) % n
+		if l.taking[k] {
+			continue
+		}
+		info, seen = l.slots[k]
+		if seen && !slotIsFree(info.Size) {
+			continue
+		}
+		l.taking[k] = true
+		return k, info, seen, true
+	}
+	return 0, store.Info{}, false, false
+}
+
+// slotWritten records the end of a claim's write of slot k: held by it
+// with etag when ok, else held by someone else.
+func (q *Queue) slotWritten(name string, k int, etag string, size int64, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	l, found := q.slotLists[name]
+	if !found {
+		return
+	}
+	delete(l.taking, k)
+	if !ok {
+		etag = ""
+	}
+	l.slots[k] = store.Info{Key: slotKey(name, k), ETag: etag, Size: max(size, int64(len(freeSlot))+1)}
 }
 
 // slotFreed notes in this Queue's listing that it freed a slot.
@@ -220,7 +264,7 @@ func (q *Queue) slotFreed(key, etag string) {
 	n := slotIndex(key)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if l, ok := q.slotLists[name]; ok && n >= 0 {
+	if l, ok := q.slotLists[name]; ok && n >= 0 && !l.taking[n] {
 		l.slots[n] = store.Info{Key: key, ETag: etag, Size: int64(len(freeSlot))}
 	}
 }

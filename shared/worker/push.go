@@ -98,12 +98,33 @@ func functionError(err error) error {
 	return messages.InvokeResponse_Error{Message: err.Error(), Type: typ}
 }
 
-// VerifySignature checks an HTTPS push delivery (an empty secret fails
-// every one, pushsig.ErrNoSecret): header is the request's
-// header (S3q-Signature, S3q-Timestamp), body its exact bytes, secret the
-// value of the target's SSM parameter. The signature is the hex
-// HMAC-SHA256 of timestamp + "." + body; the timestamp must be within
-// tolerance of now (<= 0 means 5 minutes). Answer 401 when it fails.
-func VerifySignature(secret string, header http.Header, body []byte, now time.Time, tolerance time.Duration) error {
-	return pushsig.Verify(secret, header, body, now, tolerance)
+// PushTarget is what an HTTPS push target knows of the deliveries meant
+// for it.
+type PushTarget struct {
+	// Secret is the value of the SSM parameter that signs the queue's
+	// deliveries (target.secret).
+	Secret string
+	// URL is the target URL exactly as the queue declares it
+	// (target.url): a delivery sent to another URL is refused, whatever
+	// URL the request arrived at behind a proxy.
+	URL string
+	// Queue is the queue whose deliveries this target takes: a delivery
+	// for another queue is refused.
+	Queue string
+	// Tolerance is how far the delivery's timestamp may be from now
+	// either way. Defaults to 5 minutes.
+	Tolerance time.Duration
+}
+
+// VerifySignature checks an HTTPS push delivery: its S3q-Signature
+// (t=…,v1=…, an HMAC-SHA256 under target.Secret) must cover the
+// timestamp, r's method, target.URL, target.Queue, the task id and
+// attempt of its headers and body (the request's exact bytes), and the
+// timestamp must be within target.Tolerance of now. An empty secret fails
+// every delivery (pushsig.ErrNoSecret). Answer 401 when it fails. The
+// delivery it returns names the task and attempt: treat (task id,
+// attempt) as the idempotency key, since a delivery may arrive again
+// within the window.
+func VerifySignature(target PushTarget, r *http.Request, body []byte, now time.Time) (pushsig.Delivery, error) {
+	return pushsig.Verify(target.Secret, pushsig.Expect{URL: target.URL, Queue: target.Queue, Tolerance: target.Tolerance}, r.Method, r.Header, body, now)
 }

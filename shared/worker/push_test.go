@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,12 +18,28 @@ import (
 	"github.com/s3q/s3q/shared/worker"
 )
 
-// signed is the header of a delivery of body signed with secret at ts.
-func signed(secret, ts string, body []byte) http.Header {
-	h := http.Header{}
-	h.Set("S3q-Timestamp", ts)
-	h.Set("S3q-Signature", pushsig.Sign(secret, ts, body))
-	return h
+// The target of the signature tests.
+const (
+	targetURL   = "https://hooks.example.com/s3q/orders"
+	targetQueue = "orders"
+)
+
+// signed is a delivery of body to targetURL for targetQueue, task "x"
+// attempt 1, signed with secret at ts (Unix seconds).
+func signed(secret, ts string, body []byte) *http.Request {
+	sec, _ := strconv.ParseInt(ts, 10, 64)
+	r, _ := http.NewRequest(http.MethodPost, targetURL, nil)
+	pushsig.Headers(r.Header, secret, pushsig.Delivery{Timestamp: sec, Method: http.MethodPost, URL: targetURL, Queue: targetQueue, TaskID: "x", Attempt: 1}, body)
+	if sec == 0 {
+		r.Header.Set(pushsig.HeaderSignature, strings.Replace(r.Header.Get(pushsig.HeaderSignature), "t=0,", "t="+ts+",", 1))
+	}
+	return r
+}
+
+// verify verifies r as the target (targetURL, targetQueue) with secret.
+func verify(secret string, r *http.Request, body []byte, now time.Time) error {
+	_, err := worker.VerifySignature(worker.PushTarget{Secret: secret, URL: targetURL, Queue: targetQueue}, r, body, now)
+	return err
 }
 
 // pushOf is a delivery of a task of type tt with the given deadline.
@@ -34,8 +51,9 @@ func TestVerifySignatureAcceptsOnlyTheSignedBodyWithinTheTolerance(t *testing.T)
 	now := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
 	body := []byte(`{"task":{"id":"x"}}`)
 	h := signed("k", strconv.FormatInt(now.Unix(), 10), body)
-	if err := worker.VerifySignature("k", h, body, now.Add(time.Minute), 5*time.Minute); err != nil {
-		t.Errorf("a good delivery: %v", err)
+	d, err := worker.VerifySignature(worker.PushTarget{Secret: "k", URL: targetURL, Queue: targetQueue}, h, body, now.Add(time.Minute))
+	if err != nil || d.TaskID != "x" || d.Attempt != 1 || d.Queue != targetQueue {
+		t.Errorf("a good delivery: %+v %v", d, err)
 	}
 	for name, c := range map[string]struct {
 		secret string
@@ -47,11 +65,12 @@ func TestVerifySignatureAcceptsOnlyTheSignedBodyWithinTheTolerance(t *testing.T)
 		"a_changed_body":   {"k", []byte(`{"task":{"id":"y"}}`), now, pushsig.ErrSignature},
 		"a_replay_too_old": {"k", body, now.Add(6 * time.Minute), pushsig.ErrBadTime},
 	} {
-		if err := worker.VerifySignature(c.secret, h, c.body, c.now, 5*time.Minute); !errors.Is(err, c.want) {
+		if err := verify(c.secret, h, c.body, c.now); !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", name, err, c.want)
 		}
 	}
-	if err := worker.VerifySignature("k", http.Header{}, body, now, 0); !errors.Is(err, pushsig.ErrMissing) {
+	bare, _ := http.NewRequest(http.MethodPost, targetURL, nil)
+	if err := verify("k", bare, body, now); !errors.Is(err, pushsig.ErrMissing) {
 		t.Errorf("no headers: %v", err)
 	}
 }

@@ -1,0 +1,88 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// NextDue returns the earliest time a pending task of the queue falls due
+// as its markers say (available_at; for a task whose lease this Queue saw
+// held, the lease's end), and false when the queue has none. A time at or
+// before now means something is due now. It reads this Queue's listings
+// of the queue's ready/ and deadline/ prefixes (every shard), listing a
+// prefix again only when its listing is older than Options.ListCacheFor,
+// so right after a claim it costs nothing.
+//
+// The answer is a hint, as markers are: the dispatcher uses it to decide
+// whether to stay with a queue whose next task is due soon (package
+// dispatch). Only the first page of each prefix is read.
+func (q *Queue) NextDue(ctx context.Context, queue string, now time.Time) (time.Time, bool, error) {
+	now = norm(now)
+	if err := ValidateQueueName(queue); err != nil {
+		return time.Time{}, false, err
+	}
+	d, err := q.declared(ctx, queue, false, now)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	var (
+		next  time.Time
+		found bool
+	)
+	shards := max(d.Shards, q.opts.Shards)
+	for shard := range shards {
+		for _, prefix := range []string{deadlinePrefix(queue, shard), readyPrefix(queue, shard)} {
+			at, ok, err := q.firstDue(ctx, prefix, now)
+			if err != nil {
+				return time.Time{}, false, err
+			}
+			if ok && (!found || at.Before(next)) {
+				next, found = at, true
+			}
+		}
+	}
+	return next, found, nil
+}
+
+// firstDue returns the earliest due time among the markers of one prefix's
+// listing, listing it when the cached one is stale.
+func (q *Queue) firstDue(ctx context.Context, prefix string, now time.Time) (time.Time, bool, error) {
+	q.mu.Lock()
+	b := q.bufs[prefix]
+	fresh := b != nil && b.valid && q.opts.ListCacheFor >= 0 && !now.Before(b.listedAt) && now.Sub(b.listedAt) < q.opts.ListCacheFor
+	q.mu.Unlock()
+	if !fresh {
+		page, err := q.store.List(ctx, prefix, "", 0)
+		if err != nil {
+			return time.Time{}, false, fmt.Errorf("list %s: %w", prefix, err)
+		}
+		nb := &scanBuf{listedAt: now, truncated: page.Truncated && len(page.Items) > 0, valid: true}
+		for _, it := range page.Items {
+			nb.lastKey = it.Key
+			if m, ok := parseMarker(it.Key); ok {
+				nb.entries = append(nb.entries, m)
+			}
+		}
+		q.mu.Lock()
+		q.bufs[prefix] = nb
+		b = nb
+		q.mu.Unlock()
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var (
+		next  time.Time
+		found bool
+	)
+	for _, m := range b.entries {
+		at := m.available
+		if until, ok := q.skip[m.key]; ok && until.After(at) {
+			at = until // leased: due again when the lease ends
+		}
+		if !found || at.Before(next) {
+			next, found = at, true
+		}
+	}
+	return next, found, nil
+}
