@@ -157,12 +157,3 @@ func TestTheDeployGuidesOperatorPoliciesAgainstEveryRoute(t *testing.T) {
 		}
 	}
 }
-
-func sortedKeys(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
