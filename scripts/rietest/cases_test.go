@@ -188,6 +188,7 @@ func TestAMD64EveryEvent(t *testing.T) {
 	t.Run("malformed_events", func(t *testing.T) { malformed(t, w) })
 	t.Run("wait_above_S3Q_MAX_WAIT_is_400", func(t *testing.T) { waitAboveMax(t, w) })
 	t.Run("missing_setting_is_a_clear_init_error", func(t *testing.T) { missingSetting(t, w) })
+	t.Run("a_target_the_template_does_not_bind_is_refused", func(t *testing.T) { unboundTarget(t, w) })
 	t.Run("long_poll_answers_before_the_time_out", func(t *testing.T) { timeOut(t, w) })
 	t.Run("sweep_short_of_time_stops_and_says_incomplete", func(t *testing.T) { sweepOutOfTime(t, w) })
 	_, _, other := setup.aws.snapshot()
@@ -582,8 +583,12 @@ func dueSchedule(t *testing.T, w *world) (string, string) {
 }
 
 // pushTarget is the Lambda function the push queue "orders" delivers to
-// (the fake Lambda answers for it).
+// (the fake Lambda answers for it), bound to it by pushBindings.
 const pushTarget = "s3q-rie-orders-worker"
+
+// pushBindings is the S3Q_PUSH_BINDINGS the tasks and dispatch functions
+// run with here: what `pushBindings: {"orders": {"lambda": [...]}}` sets.
+const pushBindings = `{"orders":{"lambda":["` + pushTarget + `"]}}`
 
 // pushTask is a task in the push queue "orders" (declared on first use),
 // submitted through the submit function, which wakes the dispatch function
@@ -693,6 +698,32 @@ func missingSetting(t *testing.T, w *world) {
 	if !strings.Contains(string(inv.body), "S3Q_BUCKET") {
 		t.Errorf("the invoke's answer (%d %q) does not name S3Q_BUCKET", inv.status, inv.body)
 	}
+}
+
+// unboundTarget: with the template's own S3Q_PUSH_BINDINGS (none in dev),
+// the tasks function refuses a queue declaration with a push target: 400
+// naming target.
+func unboundTarget(t *testing.T, w *world) {
+	f := w.start(t, lambdafn.Tasks, nil)
+	f.label = "template bindings"
+	inv := f.invoke(t, "PUT /queues/unbound", apiEvent("PUT", "/queues/unbound", map[string]any{"target": map[string]any{"lambda": pushTarget}}))
+	resp, body := decodeAPI(t, lambdafn.Tasks, inv.body)
+	field, _ := dig(body, "error.field").(string)
+	if resp.StatusCode != 400 || !strings.HasPrefix(field, "target") {
+		t.Errorf("declaring an unbound target: %d %s, want 400 naming target", resp.StatusCode, resp.Body)
+	}
+}
+
+// dig returns the value at a dotted path of a decoded JSON value.
+func dig(v any, path string) any {
+	for _, p := range strings.Split(path, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[p]
+	}
+	return v
 }
 
 // timeOut: a claim long-poll longer than the function's time left answers

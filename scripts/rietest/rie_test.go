@@ -132,7 +132,19 @@ func newWorld(t *testing.T, arch string) *world {
 	}
 	w.specs = specs
 	for _, name := range lambdafn.Names() {
-		w.fns[name] = w.start(t, name, nil)
+		var change map[string]string
+		if _, ok := specs[name].Env["S3Q_PUSH_BINDINGS"]; ok {
+			// The dev template binds no push target (pushBindings {});
+			// the push cases bind queue orders to the fake's function, as
+			// the setting would.
+			change = map[string]string{"S3Q_PUSH_BINDINGS": pushBindings}
+		}
+		w.fns[name] = w.start(t, name, change)
+	}
+	for _, name := range []string{lambdafn.Tasks, lambdafn.Dispatch} {
+		if _, ok := specs[name].Env["S3Q_PUSH_BINDINGS"]; !ok {
+			t.Fatalf("the template gives %s no S3Q_PUSH_BINDINGS", name)
+		}
 	}
 	return w
 }
