@@ -37,7 +37,9 @@ test-short:
 
 ## bench: request counts and dollars per task lifecycle, throughput on versitygw,
 ## sweep and tick cost against the backlog, the audit of a run per S3 fault mix,
-## API latency through the dev server, and the S3 requests of each console view on 10k tasks
+## the S3 requests of each console view on 10k tasks, and API latency, S3 round trips,
+## worker pickup and throughput through the dev server with S3 near (latency=none)
+## and at AWS-like latency (latency=typical; docs/performance.md)
 bench: versitygw
 	$(GO) run ./scripts/bench
 	$(GO) run ./scripts/latency

@@ -23,7 +23,7 @@ import (
 func workerCommand() *command {
 	var types, execCmd, workerID string
 	var concurrency int
-	var lease durationFlag
+	var lease, wait durationFlag
 	return &command{
 		name: "worker", summary: "run a worker that executes a command per task",
 		details: `Claims tasks of the given types and runs --exec for each (through sh -c):
@@ -34,6 +34,11 @@ The command sees S3Q_TASK_ID, S3Q_TASK_TYPE, S3Q_ATTEMPT and S3Q_EXPIRES_AT,
 and is killed if the lease is lost or the task is cancelled. SIGTERM or
 Ctrl-C stops claiming and lets running commands finish (up to 30s).
 
+Claims long-poll (--wait, 20s): a task submitted while the worker waits starts
+within about a second. After a minute without work the worker claims every
+1s doubling to 30s instead (two S3 LISTs per 30s while idle) until work comes
+again; --wait 0s always claims that way.
+
 Example:
   s3q worker --type email.send --exec 'jq -r .to | xargs ./send-mail'`,
 		flags: func(fs *flag.FlagSet) {
@@ -42,6 +47,7 @@ Example:
 			fs.StringVar(&execCmd, "exec", "", "`command` to run per task (required)")
 			fs.IntVar(&concurrency, "concurrency", 1, "tasks to run at once")
 			fs.Var(&lease, "lease", "lease length per claim and heartbeat (default: each task's timeout)")
+			fs.Var(&wait, "wait", "how long each claim long-polls for a task; 0s backs off instead (default 20s)")
 			fs.StringVar(&workerID, "id", "", "worker `id` recorded on tasks (default host-pid)")
 		},
 		run: func(ctx context.Context, e *env, args []string) error {
@@ -59,7 +65,14 @@ Example:
 				return err
 			}
 			log := slog.New(slog.NewJSONHandler(e.stderr, nil))
-			w := worker.New(c, worker.Options{Queue: e.queue, Concurrency: concurrency, LeaseFor: lease.d, WorkerID: workerID, Logger: log})
+			opts := worker.Options{Queue: e.queue, Concurrency: concurrency, LeaseFor: lease.d, WorkerID: workerID, Logger: log}
+			if wait.set {
+				opts.Wait = wait.d
+				if wait.d <= 0 {
+					opts.Wait = -1 // no long-poll
+				}
+			}
+			w := worker.New(c, opts)
 			h := execHandler(execCmd)
 			for _, t := range strings.Split(types, ",") {
 				w.Handle(strings.TrimSpace(t), h)

@@ -11,7 +11,9 @@ import (
 // claimPollMin, doubling up to claimPollMax, so an idle 20s long-poll
 // makes about 7 claims (each a LIST of the queue's deadline/ and ready/
 // prefixes, one LIST page serving claims within the queue's
-// ListCacheFor).
+// ListCacheFor); and at once when a submit through the same process (the
+// dev server, one Lambda container) writes a task of the queue
+// (queue.Queue.Arrivals).
 const (
 	claimPollMin = 500 * time.Millisecond
 	claimPollMax = 5 * time.Second
@@ -62,6 +64,9 @@ func (a *API) claim(rq *request) (reply, error) {
 	poll := claimPollMin
 	now := rq.now(a) // the first claim at the request's time, each later one at the clock's
 	for {
+		// Taken before the claim, so a submit through this process while
+		// the claim runs is not missed.
+		arrived := rq.q.Arrivals(req.Queue)
 		claimed, err := rq.q.Claim(rq.ctx, req, now)
 		if len(claimed) > 0 {
 			// A claim that fails after leasing some tasks hands them over;
@@ -81,6 +86,8 @@ func (a *API) claim(rq *request) (reply, error) {
 			timer.Stop()
 			return reply{status: http.StatusNoContent}, nil
 		case <-timer.C:
+		case <-arrived:
+			timer.Stop()
 		}
 		poll = min(2*poll, claimPollMax)
 		now = a.now()

@@ -58,7 +58,9 @@ func (a *API) logRequest(ctx context.Context, rl *requestLog, status int, took t
 		c := counts.Counts()
 		attrs = append(attrs, slog.Group("s3",
 			slog.Int64("requests", c.Total()), slog.Int64("put", c.Put), slog.Int64("get", c.Get),
-			slog.Int64("list", c.List), slog.Int64("delete", c.Delete), slog.Int64("head", c.Head)))
+			slog.Int64("list", c.List), slog.Int64("delete", c.Delete), slog.Int64("head", c.Head),
+			// The requests made one after another: what the caller waited for.
+			slog.Int("round_trips", counts.RoundTrips())))
 	}
 	level := slog.LevelInfo
 	if status >= 500 {

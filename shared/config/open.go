@@ -58,6 +58,9 @@ func (c Config) Queue(s store.Store) *queue.Queue {
 		MaxQueues:            c.MaxQueues,
 		AllowInsecureTargets: c.AllowInsecureTargets,
 		CheckTarget:          c.CheckTarget,
+		// A complete answers after its one write; the marker it no longer
+		// needs goes after the answer (a hint: one left behind is repaired).
+		BackgroundCleanup: true,
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/s3q/s3q/shared/store"
@@ -98,30 +99,82 @@ func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]C
 	first := rand.IntN(shards)
 	for i := 0; i < shards && len(out) < req.MaxTasks && !run.slots.busy; i++ {
 		shard := (first + i) % shards
-		for _, prefix := range []string{deadlinePrefix(req.Queue, shard), readyPrefix(req.Queue, shard)} {
-			pages := 0
+		prefixes := []string{deadlinePrefix(req.Queue, shard), readyPrefix(req.Queue, shard)}
+		pages := make([]int, len(prefixes))
+		q.prefetch(ctx, prefixes, pages, now)
+		for j, prefix := range prefixes {
 			for len(out) < req.MaxTasks && !run.slots.busy {
-				m, ok, err := q.next(ctx, prefix, now, filter, &pages)
-				if err != nil {
-					return out, err
+				// Up to as many candidates as tasks wanted, tried at once
+				// (one at a time under max_concurrency: each takes a slot).
+				want := req.MaxTasks - len(out)
+				if d.MaxConcurrency > 0 {
+					want = 1
 				}
-				if !ok {
+				var ms []marker
+				var nextErr error
+				for len(ms) < want {
+					m, ok, err := q.next(ctx, prefix, now, filter, &pages[j])
+					if err != nil {
+						nextErr = err
+						break
+					}
+					if !ok {
+						break
+					}
+					ms = append(ms, m)
+				}
+				if len(ms) == 0 {
+					if nextErr != nil {
+						return out, nextErr
+					}
 					break
 				}
-				c, err := q.tryClaim(ctx, m, run, now)
+				cs, err := q.tryClaimAll(ctx, ms, run, now)
+				out = append(out, cs...)
 				if err != nil {
 					if len(out) > 0 {
 						return out, nil // hand over what we have; the error repeats next time
 					}
 					return nil, err
 				}
-				if c != nil {
-					out = append(out, *c)
-				}
 			}
 		}
 	}
 	return out, nil
+}
+
+// tryClaimAll tries the candidates at once and returns the tasks it
+// claimed, in the candidates' order, and the first error met.
+func (q *Queue) tryClaimAll(ctx context.Context, ms []marker, run *claimRun, now time.Time) ([]Claimed, error) {
+	if len(ms) == 1 {
+		c, err := q.tryClaim(ctx, ms[0], run, now)
+		if c == nil {
+			return nil, err
+		}
+		return []Claimed{*c}, err
+	}
+	got := make([]*Claimed, len(ms))
+	errs := make([]error, len(ms))
+	var wg sync.WaitGroup
+	for i, m := range ms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], errs[i] = q.tryClaim(ctx, m, run, now)
+		}()
+	}
+	wg.Wait()
+	var out []Claimed
+	var first error
+	for i, c := range got {
+		if c != nil {
+			out = append(out, *c)
+		}
+		if first == nil {
+			first = errs[i]
+		}
+	}
+	return out, first
 }
 
 // claimRun is what one Claim call carries from candidate to candidate.
@@ -137,7 +190,19 @@ type claimRun struct {
 // it: expired, reclaimed-and-failed, stale marker deleted, or skipped), or
 // when the queue has no free concurrency slot (run.slots.busy).
 func (q *Queue) tryClaim(ctx context.Context, m marker, run *claimRun, now time.Time) (*Claimed, error) {
-	req, filter := run.req, run.filter
+	filter := run.filter
+	// A record this Queue wrote or read last (its own submit's, say) is
+	// claimed without a GET when it is pending and names the marker; the
+	// claim's write is conditional on that version, and a failed guess
+	// reads the record and tries again (recs.go).
+	if cur, etag, ok := q.cached(m.id); ok && cur.Status == StatusPending && cur.IndexKey == m.key &&
+		!cur.AvailableAt.After(now) && !cur.deadlinePassed(now) && filter.accepts(cur.TaskType) {
+		c, err := q.startLoaded(ctx, m, run, cur, etag, now)
+		if !errors.Is(err, errLostClaim) {
+			return c, err
+		}
+		q.forget(m.id) // not that version any more: read it
+	}
 	cur, etag, err := q.load(ctx, m.id)
 	if errors.Is(err, ErrNotFound) {
 		// A marker without a record: a submit crashed between its writes,
@@ -185,8 +250,24 @@ func (q *Queue) tryClaim(ctx context.Context, m marker, run *claimRun, now time.
 		return nil, ignoreLost(err)
 	}
 
+	c, err := q.startLoaded(ctx, m, run, cur, etag, now)
+	if errors.Is(err, errLostClaim) {
+		return nil, nil // another claimer won
+	}
+	return c, err
+}
+
+// errLostClaim is startLoaded's answer when another writer changed the
+// record first.
+var errLostClaim = errors.New("queue: another claimer won")
+
+// startLoaded starts cur, read with etag for marker m, under a new lease
+// in one conditional write (with a concurrency slot first when the queue
+// has max_concurrency). It returns nil, nil when the queue has no free
+// slot, and errLostClaim when the record changed first.
+func (q *Queue) startLoaded(ctx context.Context, m marker, run *claimRun, cur Task, etag string, now time.Time) (*Claimed, error) {
 	next := cur.clone()
-	start(&next, req, now, run.decl.Shards)
+	start(&next, run.req, now, run.decl.Shards)
 	if run.decl.MaxConcurrency > 0 {
 		key, slotETag, err := q.takeSlot(ctx, run.decl, &next, &run.slots, now)
 		if err != nil {
@@ -198,13 +279,13 @@ func (q *Queue) tryClaim(ctx context.Context, m marker, run *claimRun, now time.
 		}
 		next.SlotKey, next.SlotETag = key, slotETag
 	}
-	_, err = q.commit(ctx, &cur, etag, &next)
+	_, err := q.commit(ctx, &cur, etag, &next)
 	if errors.Is(err, store.ErrPrecondition) {
 		// The record is not ours, so neither is the slot. (After any other
 		// error the write may have landed: the slot stays, for takeover.)
 		q.freeSlotOf(ctx, &next)
 		q.lostRace(now)
-		return nil, nil // another claimer won
+		return nil, errLostClaim
 	}
 	if err != nil {
 		return nil, err

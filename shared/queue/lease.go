@@ -64,7 +64,7 @@ func (q *Queue) leaseOp(ctx context.Context, id, token string, req leaseRequest,
 	}
 	var replay Task
 	hash := req.hash()
-	t, _, err := q.update(ctx, id, func(t *Task) error {
+	t, _, err := q.update(q.inBackground(ctx), id, func(t *Task) error {
 		if err := checkLease(t, token, now); err != nil {
 			if token == "" || t.EndedLeaseToken != token {
 				return err

@@ -72,6 +72,7 @@ func (q *Queue) purgeOne(ctx context.Context, id string, now time.Time) (Task, e
 			return Task{}, err
 		}
 		_, err = store.SwapOwn(ctx, q.store, TaskKey(id), body, etag, nil, store.WithTags(TerminalTag))
+		q.forget(id) // whatever happened, the cached version is not the record's any more
 		if errors.Is(err, store.ErrPrecondition) {
 			continue // it changed meanwhile: look again
 		}

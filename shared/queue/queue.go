@@ -114,6 +114,17 @@ type Options struct {
 	// declaration (defaults, max_concurrency) applies within this time.
 	// Defaults to DefaultDeclCacheFor (30s).
 	DeclCacheFor time.Duration
+
+	// BackgroundCleanup deletes the hints a transition leaves behind (the
+	// index marker of a task that completes, fails or is rescheduled, its
+	// status/ and children/ markers, its concurrency slot) after the
+	// transition returns, in the background, instead of before: a
+	// complete is then one round trip to S3, not two. Flush waits for
+	// them. A process that stops first (a Lambda container frozen after
+	// its answer, then never thawed) leaves them behind as stale hints,
+	// which scans delete when they meet them, as after a crash. Defaults
+	// to false: every hint is settled before the call returns.
+	BackgroundCleanup bool
 }
 
 // Queue is the task queue over one store. It is safe for concurrent use,
@@ -152,6 +163,15 @@ type state struct {
 	slotLists map[string]slotListing
 	// lastLoss is when a claim of this Queue last lost a race.
 	lastLoss time.Time
+	// recs caches the last version of live records (recs.go); recBytes
+	// is about what they hold.
+	recs     map[string]cachedRec
+	recBytes int
+	// cleanups counts the background cleanups in flight (Flush).
+	cleanups sync.WaitGroup
+	// arrivals holds, per queue, the channel closed when this Queue next
+	// writes a claimable marker of it (Arrivals).
+	arrivals map[string]chan struct{}
 }
 
 // New returns a Queue over s.
@@ -186,6 +206,7 @@ func New(s store.Store, opts Options) *Queue {
 		listing: make(map[string]chan struct{}),
 		wakes:   make(map[string]bool), parents: make(map[string]bool),
 		decls: make(map[string]declEntry), declLoading: make(map[string]chan struct{}), slots: make(map[string]time.Time), slotLists: make(map[string]slotListing),
+		recs: make(map[string]cachedRec), arrivals: make(map[string]chan struct{}),
 	}}
 }
 
@@ -253,6 +274,7 @@ func (q *Queue) load(ctx context.Context, id string) (Task, string, error) {
 	if err := decodeTask(obj.Body, &t); err != nil {
 		return Task{}, "", fmt.Errorf("decode task %s: %w", id, err)
 	}
+	q.remember(&t, obj.ETag)
 	if q.scope != "" && t.Queue != q.scope {
 		return Task{}, "", fmt.Errorf("task %s in queue %s: %w", id, q.scope, ErrNotFound)
 	}
@@ -315,24 +337,128 @@ func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) 
 	// time makes every body of ours unique).
 	newETag, err := store.SwapOwn(ctx, q.store, TaskKey(next.ID), body, etag, nil, taskPutOptions(next)...)
 	if err != nil {
+		q.forget(next.ID)
 		return "", fmt.Errorf("write task %s: %w", next.ID, err)
 	}
+	q.remember(next, newETag)
+	if next.IndexKey != cur.IndexKey {
+		q.announce(next)
+	}
+	// What the record no longer names goes, best effort: a hint left
+	// behind is stale and the next scan that meets it deletes it.
+	var cleanup []func(context.Context)
 	if cur.IndexKey != "" && cur.IndexKey != next.IndexKey {
-		// Best effort: a marker left behind is stale and the next scan
-		// that meets it deletes it.
-		_ = q.store.Delete(ctx, cur.IndexKey)
+		key := cur.IndexKey
+		cleanup = append(cleanup, func(ctx context.Context) { _ = q.store.Delete(ctx, key) })
 	}
 	if next.ParentID != "" && !cur.Status.Terminal() && next.Status.Terminal() {
-		_ = q.store.Delete(ctx, childKey(next.ParentID, next.ID)) // best effort, as above
+		key := childKey(next.ParentID, next.ID)
+		cleanup = append(cleanup, func(ctx context.Context) { _ = q.store.Delete(ctx, key) })
 	}
 	if k := statusKey(cur); k != "" && next.Status != cur.Status {
-		_ = q.store.Delete(ctx, k) // best effort, as above
+		cleanup = append(cleanup, func(ctx context.Context) { _ = q.store.Delete(ctx, k) })
 	}
 	if cur.SlotKey != "" && (cur.SlotKey != next.SlotKey || cur.SlotETag != next.SlotETag) {
-		q.freeSlotOf(ctx, cur) // best effort: taken over later (slots.go)
+		held := *cur // taken over later if not freed (slots.go)
+		cleanup = append(cleanup, func(ctx context.Context) { q.freeSlotOf(ctx, &held) })
 	}
+	q.clean(ctx, cleanup)
 	return newETag, nil
 }
+
+// backgroundKey marks the context of a lease operation, whose cleanups
+// Options.BackgroundCleanup moves off the caller's path. (The sweep's and
+// the other transitions' stay in line: nobody waits on them.)
+type backgroundKey struct{}
+
+// inBackground returns ctx marked for background cleanups when the Queue
+// runs them (Options.BackgroundCleanup).
+func (q *Queue) inBackground(ctx context.Context) context.Context {
+	if !q.opts.BackgroundCleanup {
+		return ctx
+	}
+	return context.WithValue(ctx, backgroundKey{}, true)
+}
+
+// clean runs the cleanups of a transition: one after another before it
+// returns, or, for a lease operation under Options.BackgroundCleanup, all
+// at once after.
+func (q *Queue) clean(ctx context.Context, fns []func(context.Context)) {
+	if bg, _ := ctx.Value(backgroundKey{}).(bool); !bg {
+		for _, fn := range fns {
+			fn(ctx)
+		}
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	for _, fn := range fns {
+		q.cleanups.Add(1)
+		go func() {
+			defer q.cleanups.Done()
+			fn(ctx)
+		}()
+	}
+}
+
+// Arrivals returns a channel that is closed when this Queue next writes a
+// claimable index marker of the named queue (a submit, a fail with
+// retries left, a reschedule, a retry): a long-poll of a claim waits on it
+// between its claims, so that work submitted through the same process
+// starts at once. Work submitted elsewhere is not signalled: only a claim
+// finds it. An empty name is the view's queue, else "default".
+func (q *Queue) Arrivals(name string) <-chan struct{} {
+	if name == "" {
+		name = q.scope
+	}
+	if name == "" {
+		name = DefaultQueue
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	ch, ok := q.arrivals[name]
+	if !ok {
+		if len(q.arrivals) >= maxSkip {
+			for k, c := range q.arrivals {
+				close(c) // its waiters claim again: harmless
+				delete(q.arrivals, k)
+			}
+		}
+		ch = make(chan struct{})
+		q.arrivals[name] = ch
+	}
+	return ch
+}
+
+// announce makes a task this Queue has just written, pending under a
+// claimable marker, a candidate of its next claim at once: the marker
+// joins the cached listing (no LIST needed), and the Arrivals waiters of
+// its queue wake. It runs after the record is written, not when its
+// marker is: a claim that met the marker before its record existed would
+// leave it alone for a while (youngMarkerSkip).
+func (q *Queue) announce(t *Task) {
+	if t.Status != StatusPending || queueOfMarker(t.IndexKey) == "" {
+		return
+	}
+	q.mu.Lock()
+	delete(q.skip, t.IndexKey)
+	q.mu.Unlock()
+	q.noteMarker(t.IndexKey)
+	q.arrived(t.Queue)
+}
+
+// arrived wakes the Arrivals waiters of a queue.
+func (q *Queue) arrived(name string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if ch, ok := q.arrivals[name]; ok {
+		close(ch)
+		delete(q.arrivals, name)
+	}
+}
+
+// Flush waits for the background cleanups of the transitions that have
+// returned (Options.BackgroundCleanup): after it, their hints are gone.
+func (q *Queue) Flush() { q.cleanups.Wait() }
 
 // putChildHints writes the hints of a live child: its parent's flag (once
 // per Queue and parent) and its own marker under the parent.
@@ -376,7 +502,6 @@ func (q *Queue) putMarker(ctx context.Context, key string, now time.Time) error 
 	if _, err := store.PutOwn(ctx, q.store, key, nil); err != nil {
 		return fmt.Errorf("write marker %s: %w", key, err)
 	}
-	q.invalidate(key)
 	return nil
 }
 
@@ -415,18 +540,35 @@ func (q *Queue) wake(ctx context.Context, queue string, at, now time.Time) error
 // loads the record, lets fn change a copy (or refuse with an error, which
 // is returned with nothing written), and commits; on a lost race it reads
 // again. It returns the committed record and its ETag.
+//
+// Its first try starts from this Queue's cached version of the record,
+// when it has one (recs.go): then the common case is one conditional
+// write. fn refusing the cached version, or the write finding the record
+// changed, reads the record and tries again, so fn's refusals are always
+// of a fresh read.
 func (q *Queue) update(ctx context.Context, id string, fn func(t *Task) error) (Task, string, error) {
 	for i := 0; i < maxCASAttempts; i++ {
-		cur, etag, err := q.load(ctx, id)
-		if err != nil {
-			return Task{}, "", err
+		cur, etag, fromCache := Task{}, "", false
+		if i == 0 {
+			cur, etag, fromCache = q.cached(id)
+		}
+		if !fromCache {
+			var err error
+			if cur, etag, err = q.load(ctx, id); err != nil {
+				return Task{}, "", err
+			}
 		}
 		next := cur.clone()
 		if err := fn(&next); err != nil {
+			if fromCache {
+				q.forget(id)
+				continue
+			}
 			return Task{}, "", err
 		}
 		newETag, err := q.commit(ctx, &cur, etag, &next)
 		if errors.Is(err, store.ErrPrecondition) {
+			q.forget(id)
 			continue
 		}
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -36,6 +37,33 @@ func (q *Queue) invalidate(key string) {
 	q.mu.Lock()
 	delete(q.bufs, dir)
 	q.mu.Unlock()
+}
+
+// noteMarker makes a marker this Queue has just written a candidate of
+// its next claim at once, without listing again: it joins the cached
+// listing of its prefix when that listing covers its key (a listing cut
+// short before the key reaches it on its next page). Without a listing,
+// the next claim lists anyway.
+func (q *Queue) noteMarker(key string) {
+	m, ok := parseMarker(key)
+	if !ok {
+		q.invalidate(key)
+		return
+	}
+	dir := key[:strings.LastIndexByte(key, '/')+1]
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	b := q.bufs[dir]
+	if b == nil || !b.valid || b.truncated && key > b.lastKey {
+		return
+	}
+	i := sort.Search(len(b.entries), func(i int) bool { return b.entries[i].key >= key })
+	if i < len(b.entries) && b.entries[i].key == key {
+		return
+	}
+	b.entries = append(b.entries, marker{})
+	copy(b.entries[i+1:], b.entries[i:])
+	b.entries[i] = m
 }
 
 // skipUntil records that a marker is not worth a GET before until.
@@ -114,27 +142,67 @@ func (q *Queue) next(ctx context.Context, prefix string, now time.Time, filter t
 		q.listing[prefix] = done
 		q.mu.Unlock()
 		*pages++
-		page, err := q.store.List(ctx, prefix, startAfter, 0)
-		if err != nil {
-			q.mu.Lock()
-			delete(q.listing, prefix)
-			close(done)
-			q.mu.Unlock()
-			return marker{}, false, fmt.Errorf("list %s: %w", prefix, err)
+		if err := q.fetch(ctx, prefix, startAfter, now, done); err != nil {
+			return marker{}, false, err
 		}
-		nb := &scanBuf{listedAt: now, truncated: page.Truncated && len(page.Items) > 0, valid: true}
-		for _, it := range page.Items {
-			nb.lastKey = it.Key
-			if m, ok := parseMarker(it.Key); ok {
-				nb.entries = append(nb.entries, m)
-			}
-		}
-		q.mu.Lock()
-		q.bufs[prefix] = nb
-		delete(q.listing, prefix)
-		close(done) // the waiters find the new listing
-		q.mu.Unlock()
 	}
+}
+
+// fetch lists one page of prefix from startAfter into its cached
+// listing, then closes done, which the caller has registered in
+// q.listing (the claims waiting on it find the new listing).
+func (q *Queue) fetch(ctx context.Context, prefix, startAfter string, now time.Time, done chan struct{}) error {
+	page, err := q.store.List(ctx, prefix, startAfter, 0)
+	if err != nil {
+		q.mu.Lock()
+		delete(q.listing, prefix)
+		close(done)
+		q.mu.Unlock()
+		return fmt.Errorf("list %s: %w", prefix, err)
+	}
+	nb := &scanBuf{listedAt: now, truncated: page.Truncated && len(page.Items) > 0, valid: true}
+	for _, it := range page.Items {
+		nb.lastKey = it.Key
+		if m, ok := parseMarker(it.Key); ok {
+			nb.entries = append(nb.entries, m)
+		}
+	}
+	q.mu.Lock()
+	q.bufs[prefix] = nb
+	delete(q.listing, prefix)
+	close(done)
+	q.mu.Unlock()
+	return nil
+}
+
+// prefetch lists, all at once, the prefixes a claim is about to visit
+// whose cached listing is stale (and that no other claim is listing), so
+// that a claim's LISTs cost one round trip, not one per prefix. pages[i]
+// counts prefixes[i]'s listing for the claim, as next does.
+func (q *Queue) prefetch(ctx context.Context, prefixes []string, pages []int, now time.Time) {
+	var wg sync.WaitGroup
+	for i, prefix := range prefixes {
+		q.mu.Lock()
+		b := q.bufs[prefix]
+		fresh := b != nil && b.valid && q.opts.ListCacheFor >= 0 && !now.Before(b.listedAt) && now.Sub(b.listedAt) < q.opts.ListCacheFor
+		_, busy := q.listing[prefix]
+		if fresh || busy {
+			q.mu.Unlock()
+			continue
+		}
+		done := make(chan struct{})
+		q.listing[prefix] = done
+		q.mu.Unlock()
+		pages[i]++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := q.fetch(ctx, prefix, "", now, done); err != nil {
+				pages[i]-- // next lists again, and reports the error
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // popLocked removes and returns one candidate from b. Callers hold q.mu.

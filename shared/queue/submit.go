@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -287,9 +288,22 @@ func (q *Queue) create(ctx context.Context, t *Task) error {
 	// very write landed: CreateOwn recognises it by what identifies its
 	// writer (writtenBy), and retries a create whose answer was lost and
 	// that did not land.
-	if _, err := store.CreateOwn(ctx, q.store, TaskKey(t.ID), body, writtenBy(t), taskPutOptions(t)...); err != nil {
+	exact := true // the stored record is this body, byte for byte
+	mine := func(stored []byte) bool {
+		ok := writtenBy(t)(stored)
+		if ok && !bytes.Equal(stored, body) {
+			exact = false // changed since by a claimer, a canceller, the sweep
+		}
+		return ok
+	}
+	etag, err := store.CreateOwn(ctx, q.store, TaskKey(t.ID), body, mine, taskPutOptions(t)...)
+	if err != nil {
 		return fmt.Errorf("create task %s: %w", t.ID, err)
 	}
+	if exact {
+		q.remember(t, etag) // its claim by this process needs no GET
+	}
+	q.announce(t)
 	return nil
 }
 

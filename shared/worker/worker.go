@@ -4,6 +4,12 @@
 // requested, completes or fails the task by the handler's result, backs
 // off when idle, and on shutdown stops claiming, lets running handlers
 // finish, and hands back any task it could not finish so nothing is lost.
+//
+// It long-polls by default (Options.Wait, 20s): a task submitted while it
+// waits starts within about a second, while it has had work within
+// Options.IdleAfter (1m); after that it claims every 1s doubling to 30s
+// until work comes again, which keeps a long idle worker at two LISTs
+// per 30s.
 package worker
 
 import (
@@ -77,14 +83,35 @@ type Options struct {
 	Queue string
 	// WorkerID is recorded on claimed tasks. Defaults to host-pid.
 	WorkerID string
-	// Concurrency is how many tasks run at once. Defaults to 1.
+	// Concurrency is how many tasks run at once. Defaults to 1. Each of
+	// the Concurrency slots claims for itself, and claims its next task
+	// while its last one's complete is still on its way, so a worker of
+	// concurrency N picks up as fast as N workers of concurrency 1.
 	Concurrency int
 	// LeaseFor is the lease asked for at claim and on each heartbeat.
 	// Defaults to 0: each task's own timeout.
 	LeaseFor time.Duration
-	// IdleBackoff is the first wait after a claim finds nothing; it doubles
-	// up to MaxIdleBackoff. Defaults to 1s and 30s: an idle worker makes one
-	// claim (one LIST per index prefix) every 30s and sees new work within 30s.
+	// Wait is how long a claim waits for a task when none is available (a
+	// long-poll: the API answers as soon as one is). Defaults to
+	// DefaultWait (20s); negative turns long-polling off (the claims then
+	// back off as after IdleAfter); so does an API that refuses it (a
+	// shorter S3Q_MAX_WAIT). Only one slot long-polls at a time:
+	// the others wait for it to get a task, so an idle worker of any
+	// concurrency costs what one long-poll costs.
+	Wait time.Duration
+	// IdleAfter is how long the worker long-polls without getting a task
+	// before it stops: then it claims without waiting, backing off from
+	// IdleBackoff to MaxIdleBackoff, until a claim gets a task again. A
+	// long-poll costs the API a claim (a LIST of each of the queue's two
+	// index prefixes) about every 3s, a claim every 30s costs two LISTs
+	// per 30s: this bounds what a long idle worker costs. Defaults to
+	// DefaultIdleAfter (1m); negative long-polls for ever.
+	IdleAfter time.Duration
+	// IdleBackoff is the first wait after a claim finds nothing once the
+	// worker is idle (IdleAfter, or with long-polling off); it doubles up
+	// to MaxIdleBackoff. Defaults to 1s and 30s: an idle worker makes one
+	// claim (one LIST per index prefix) every 30s and sees new work within
+	// 30s.
 	IdleBackoff, MaxIdleBackoff time.Duration
 	// ShutdownGrace is how long running handlers may finish after the Run
 	// context is cancelled; then they are cancelled and their tasks handed
@@ -95,6 +122,12 @@ type Options struct {
 	// Now is the clock handlers see through Task.Remaining. Defaults to time.Now.
 	Now func() time.Time
 }
+
+// Defaults of Options.
+const (
+	DefaultWait      = 20 * time.Second
+	DefaultIdleAfter = time.Minute
+)
 
 // Worker claims and runs tasks. Register handlers with Handle, then Run.
 type Worker struct {
@@ -112,6 +145,12 @@ func New(api API, opts Options) *Worker {
 	if opts.WorkerID == "" {
 		host, _ := os.Hostname()
 		opts.WorkerID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if opts.Wait == 0 {
+		opts.Wait = DefaultWait
+	}
+	if opts.IdleAfter == 0 {
+		opts.IdleAfter = DefaultIdleAfter
 	}
 	if opts.IdleBackoff <= 0 {
 		opts.IdleBackoff = time.Second
@@ -157,61 +196,35 @@ func (w *Worker) Run(ctx context.Context) error {
 	// after ctx, so a SIGTERM lets running work finish.
 	work, cancelWork := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelWork(nil)
-	slots := make(chan struct{}, w.opts.Concurrency)
-	var running sync.WaitGroup
-	backoff := time.Duration(0)
-	var fatal error // a claim error no retry can mend: Run stops and returns it
-
-	for ctx.Err() == nil && fatal == nil {
-		// Wait for a free slot.
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			continue
-		}
-		free := 1
-		for len(slots) < cap(slots) {
-			slots <- struct{}{}
-			free++
-		}
-		cs, err := w.api.Claim(ctx, client.ClaimRequest{
-			Queue: w.opts.Queue, TaskTypes: types, LeaseFor: w.opts.LeaseFor, WorkerID: w.opts.WorkerID, MaxTasks: free,
-		})
-		for i := len(cs); i < free; i++ {
-			<-slots
-		}
-		if errors.Is(err, queue.ErrQueueNotFound) {
-			fatal = fmt.Errorf("worker: queue %q is not declared: %w", w.queueName(), err)
-			break
-		}
-		if err != nil && ctx.Err() == nil {
-			w.log.Warn("claim failed", "error", err)
-		}
-		if len(cs) == 0 || err != nil {
-			backoff = nextBackoff(backoff, w.opts.IdleBackoff, w.opts.MaxIdleBackoff)
-			sleep(ctx, backoff)
-			continue
-		}
-		backoff = 0
-		for _, c := range cs {
-			running.Add(1)
-			go func() {
-				defer func() { <-slots; running.Done() }()
-				w.run(work, c)
-			}()
-		}
+	// Claims stop when ctx ends, or at once on a claim error no retry
+	// can mend (p.fatal).
+	claiming, stopClaims := context.WithCancel(ctx)
+	defer stopClaims()
+	p := &poller{w: w, types: types, lastTask: time.Now(), stop: stopClaims}
+	p.turn = make(chan struct{}, 1)
+	p.turn <- struct{}{}
+	var slots sync.WaitGroup
+	for range w.opts.Concurrency {
+		slots.Add(1)
+		go func() {
+			defer slots.Done()
+			w.slot(claiming, work, p)
+		}()
 	}
+	<-claiming.Done()
 
 	w.log.Info("worker stopping: no new claims; waiting for running tasks", "grace", w.opts.ShutdownGrace.String())
 	done := make(chan struct{})
-	go func() { running.Wait(); close(done) }()
+	go func() { slots.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(w.opts.ShutdownGrace):
 		cancelWork(ErrShutdown)
 		<-done
 	}
-	return fatal
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.fatal
 }
 
 // queueName is the queue the worker claims from.
@@ -223,6 +236,140 @@ func (w *Worker) queueName() string {
 		return c.Queue()
 	}
 	return queue.DefaultQueue
+}
+
+// slot is one of the worker's Concurrency slots: it claims a task, runs
+// it, and claims the next while the last one's complete (or fail, ...)
+// is on its way; at most one of those is in flight per slot.
+func (w *Worker) slot(ctx, work context.Context, p *poller) {
+	var finishing chan struct{}
+	defer func() {
+		if finishing != nil {
+			<-finishing
+		}
+	}()
+	for ctx.Err() == nil {
+		c, ok := p.claim(ctx)
+		if !ok {
+			continue
+		}
+		finish := w.run(work, c)
+		if finishing != nil {
+			<-finishing
+		}
+		finishing = make(chan struct{})
+		go func(done chan struct{}) {
+			defer close(done)
+			finish()
+		}(finishing)
+	}
+}
+
+// poller hands the slots their claims. A slot with nothing to do claims
+// without waiting first; when that finds nothing, it long-polls, but only
+// the slot holding the turn does: the others wait for the turn, which is
+// passed on as soon as a long-poll gets a task (the others then claim at
+// once: where there was one task there may be more). An idle worker so
+// costs one long-poll however many slots it has.
+type poller struct {
+	w     *Worker
+	types []string
+	turn  chan struct{} // holds a token while no slot long-polls
+
+	stop func() // stops every slot's claims (a fatal error)
+
+	mu       sync.Mutex
+	lastTask time.Time     // when a claim last got a task
+	backoff  time.Duration // the idle backoff (IdleAfter)
+	fatal    error         // a claim error no retry can mend: Run returns it
+	noWait   bool          // the API refused Wait: claims no longer wait
+}
+
+// claim returns one claimed task, or false when ctx ends first (or a
+// claim failed: the caller calls again).
+func (p *poller) claim(ctx context.Context) (client.Claimed, bool) {
+	if c, ok := p.once(ctx, 0); ok {
+		return c, true
+	}
+	select {
+	case <-p.turn:
+	case <-ctx.Done():
+		return client.Claimed{}, false
+	}
+	defer func() { p.turn <- struct{}{} }()
+	for ctx.Err() == nil {
+		wait := p.w.opts.Wait
+		if p.idle() {
+			wait = 0
+		}
+		began := time.Now()
+		c, ok := p.once(ctx, wait)
+		if ok {
+			return c, true
+		}
+		// An API that answers a long-poll early (a shorter limit of its
+		// own) is not asked again in a tight loop.
+		if wait <= 0 || time.Since(began) < wait/2 {
+			p.mu.Lock()
+			p.backoff = nextBackoff(p.backoff, p.w.opts.IdleBackoff, p.w.opts.MaxIdleBackoff)
+			d := p.backoff
+			p.mu.Unlock()
+			sleep(ctx, d)
+		}
+	}
+	return client.Claimed{}, false
+}
+
+// idle reports whether the worker has gone IdleAfter without a task (or
+// does not long-poll at all): its claims then back off instead of waiting.
+func (p *poller) idle() bool {
+	o := p.w.opts
+	if o.Wait <= 0 {
+		return true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.noWait || o.IdleAfter > 0 && time.Since(p.lastTask) > o.IdleAfter
+}
+
+// once makes one claim of one task, waiting up to wait for it.
+func (p *poller) once(ctx context.Context, wait time.Duration) (client.Claimed, bool) {
+	o := p.w.opts
+	cs, err := p.w.api.Claim(ctx, client.ClaimRequest{
+		Queue: o.Queue, TaskTypes: p.types, LeaseFor: o.LeaseFor, WorkerID: o.WorkerID, MaxTasks: 1, Wait: max(wait, 0),
+	})
+	if errors.Is(err, queue.ErrQueueNotFound) {
+		p.mu.Lock()
+		if p.fatal == nil {
+			p.fatal = fmt.Errorf("worker: queue %q is not declared: %w", p.w.queueName(), err)
+		}
+		p.mu.Unlock()
+		p.stop()
+		return client.Claimed{}, false
+	}
+	var ce *client.Error
+	if wait > 0 && errors.As(err, &ce) && ce.Field == "wait" {
+		// A deployment with a shorter S3Q_MAX_WAIT: claim without waiting.
+		p.mu.Lock()
+		p.noWait = true
+		p.mu.Unlock()
+		p.w.log.Warn("the API refuses this long-poll; claiming without waiting from now on", "wait", wait.String(), "error", err)
+		return client.Claimed{}, false
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			p.w.log.Warn("claim failed", "error", err)
+			sleep(ctx, o.IdleBackoff) // not in a tight loop against a failing API
+		}
+		return client.Claimed{}, false
+	}
+	if len(cs) == 0 {
+		return client.Claimed{}, false
+	}
+	p.mu.Lock()
+	p.lastTask, p.backoff = time.Now(), 0
+	p.mu.Unlock()
+	return cs[0], true
 }
 
 func nextBackoff(cur, first, max time.Duration) time.Duration {
@@ -244,15 +391,16 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// run works one claimed task to its end.
-func (w *Worker) run(parent context.Context, c client.Claimed) {
+// run works one claimed task until its handler returns, and returns what
+// ends it: the complete, fail, reschedule or cancel acknowledgement, for
+// the caller to send (while it claims its next task).
+func (w *Worker) run(parent context.Context, c client.Claimed) (finish func()) {
 	log := w.log.With("task_id", c.Task.ID, "task_type", c.Task.TaskType, "attempt", c.Task.Attempt)
 	h := w.handlers[c.Task.TaskType]
 	// Lease operations outlive a cancelled handler context.
 	opCtx := context.WithoutCancel(parent)
 	if h == nil { // the claim filters by type; this is a safety net
-		_, _ = w.api.Fail(opCtx, c.Lease, "no handler for task type "+c.Task.TaskType, true)
-		return
+		return func() { _, _ = w.api.Fail(opCtx, c.Lease, "no handler for task type "+c.Task.TaskType, true) }
 	}
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
@@ -273,41 +421,49 @@ func (w *Worker) run(parent context.Context, c client.Claimed) {
 	switch {
 	case errors.Is(cause, ErrLeaseLost):
 		log.Warn("lease lost; result dropped", "error", err)
-		return
+		return func() {}
 	case errors.Is(cause, ErrCancelRequested):
-		if _, aerr := w.api.AckCancel(opCtx, task.Lease); aerr != nil {
-			log.Warn("cancel acknowledgement failed", "error", aerr)
+		return func() {
+			if _, aerr := w.api.AckCancel(opCtx, task.Lease); aerr != nil {
+				log.Warn("cancel acknowledgement failed", "error", aerr)
+			}
+			log.Info("task cancelled on request")
 		}
-		log.Info("task cancelled on request")
-		return
 	case errors.Is(cause, ErrShutdown):
-		if _, rerr := w.api.Reschedule(opCtx, task.Lease, 0, 0); rerr != nil {
-			log.Warn("handing back on shutdown failed; the lease will run out", "error", rerr)
-		} else {
-			log.Info("task handed back on shutdown")
+		return func() {
+			if _, rerr := w.api.Reschedule(opCtx, task.Lease, 0, 0); rerr != nil {
+				log.Warn("handing back on shutdown failed; the lease will run out", "error", rerr)
+			} else {
+				log.Info("task handed back on shutdown")
+			}
 		}
-		return
 	}
+	took := time.Since(start)
 	var res *rescheduleError
 	switch {
 	case err == nil:
-		_, err = w.api.Complete(opCtx, task.Lease, out)
-		if err != nil {
-			log.Warn("complete failed", "error", err)
-			return
+		return func() {
+			if _, err := w.api.Complete(opCtx, task.Lease, out); err != nil {
+				log.Warn("complete failed", "error", err)
+				return
+			}
+			log.Info("task completed", "duration_ms", took.Milliseconds())
 		}
-		log.Info("task completed", "duration_ms", time.Since(start).Milliseconds())
 	case errors.As(err, &res):
-		if _, rerr := w.api.Reschedule(opCtx, task.Lease, res.delay, res.extend); rerr != nil {
-			log.Warn("reschedule failed", "error", rerr)
+		return func() {
+			if _, rerr := w.api.Reschedule(opCtx, task.Lease, res.delay, res.extend); rerr != nil {
+				log.Warn("reschedule failed", "error", rerr)
+			}
 		}
 	default:
 		retryable := !IsPermanent(err)
-		if _, ferr := w.api.Fail(opCtx, task.Lease, err.Error(), retryable); ferr != nil {
-			log.Warn("fail failed", "error", ferr)
-			return
+		return func() {
+			if _, ferr := w.api.Fail(opCtx, task.Lease, err.Error(), retryable); ferr != nil {
+				log.Warn("fail failed", "error", ferr)
+				return
+			}
+			log.Info("task failed", "error", err.Error(), "retryable", retryable)
 		}
-		log.Info("task failed", "error", err.Error(), "retryable", retryable)
 	}
 }
 
