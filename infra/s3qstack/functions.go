@@ -200,14 +200,15 @@ func Functions() []Function {
 			// reads one.
 			Name: "sweep-expired",
 			Access: withLayoutCheck(
-				on(pTasks, GetObject, PutObject, PutObjectTagging),
+				on(pTasks, GetObject, PutObject, PutObjectTagging, ListBucket), // ListBucket: the gauges count a queue's records
+				on(pQueues, ListBucket), // the queue gauges (every 5 minutes): the queues' folders
 				on(pDecl, GetObject),
-				on(pSlots, PutObject), // the slot of a lapsed lease it settles (If-Match)
-				on(pReady, GetObject, PutObject, DeleteObject),
+				on(pSlots, PutObject, ListBucket), // the slot of a lapsed lease it settles (If-Match); a gauge counts them
+				on(pReady, GetObject, PutObject, DeleteObject, ListBucket),
 				on(pDeadline, GetObject, PutObject, DeleteObject, ListBucket),
 				on(pSweep, GetObject, PutObject, DeleteObject, ListBucket),
 				on(pChildren, GetObject, DeleteObject, ListBucket),
-				on(pStatus, GetObject, PutObject, PutObjectTagging), // tagged as its terminal record
+				on(pStatus, GetObject, PutObject, PutObjectTagging, ListBucket), // tagged as its terminal record; the gauges' counts
 				on(pArtifacts, DeleteObject, ListBucket),
 			),
 			Timer:     true,
