@@ -25,6 +25,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/s3q/s3q/shared/metrics/catalog"
 )
 
 // S3qStackProps configures one environment's stack.
@@ -53,6 +55,7 @@ type S3qStack struct {
 	Api       awsapigatewayv2.HttpApi
 	Stage     awsapigatewayv2.HttpStage
 	EventBus  awsevents.EventBus
+	Dashboard awscloudwatch.Dashboard
 }
 
 // MetricNamespace is the CloudWatch namespace of an environment's s3q metrics.
@@ -64,7 +67,7 @@ func MetricNamespace(env string) string { return "s3q/" + env }
 // sweep-expired function writes one EMF line per task type and sweep,
 // counting the Task Dead-Lettered events it delivered (shared/metrics'
 // DeadLetteredMetric).
-const DeadLetteredMetric = "tasks_dead_lettered_total"
+const DeadLetteredMetric = catalog.TasksDeadLetteredTotal
 
 // NewS3qStack builds the stack "s3q-<env>" (id is used as given).
 func NewS3qStack(scope constructs.Construct, id string, props *S3qStackProps) (*S3qStack, error) {
@@ -110,6 +113,7 @@ func NewS3qStack(scope constructs.Construct, id string, props *S3qStackProps) (*
 	b.sweepIncompleteAlarm()
 	b.push(fns)
 	b.waitsWake()
+	b.dashboard()
 	b.outputs()
 	suppressFindings(b)
 	return b.out, nil
@@ -182,26 +186,15 @@ func (b *builder) bucket() {
 				AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1)),
 			},
 			{
-				// Backstop: the sweep deletes artifacts earlier.
-				// A deleted artifact's old bodies go a day later: where two
-				// rules overlap, S3 applies the shorter expiration.
-				Id:                          jsii.String("artifacts"),
-				Prefix:                      jsii.String(b.key(pArtifacts)),
-				Expiration:                  awscdk.Duration_Days(jsii.Number(float64(b.s.ArtifactDays))),
-				NoncurrentVersionExpiration: awscdk.Duration_Days(jsii.Number(1)),
-			},
-			{
-				// The status/ index (failed, expired, cancelled) goes with
-				// the terminal records it points at; a listing skips and
-				// deletes markers whose record is gone anyway.
-				Id:         jsii.String("status-index"),
-				Prefix:     jsii.String(b.key(pStatus)),
-				Expiration: awscdk.Duration_Days(jsii.Number(float64(b.s.TerminalRetentionDays))),
-			},
-			{
-				// Terminal task records, tagged by the core.
+				// Terminal task records and their status markers (failed,
+				// expired, cancelled), tagged by the core. A lifecycle
+				// filter cannot wildcard the queue in q/{queue}/tasks/, so
+				// the rule is on q/ and the tag says what it deletes.
+				// Artifacts have no rule of their own for the same reason:
+				// the sweep deletes them (its outbox makes sure of it), and
+				// an operator may add a rule per queue folder.
 				Id:         jsii.String("terminal-tasks"),
-				Prefix:     jsii.String(b.key(pTasks)),
+				Prefix:     jsii.String(b.key(pQueues)),
 				TagFilters: &map[string]interface{}{TerminalTagKey: TerminalTagValue},
 				Expiration: awscdk.Duration_Days(jsii.Number(float64(b.s.TerminalRetentionDays))),
 			},
@@ -512,7 +505,7 @@ func (b *builder) deadLetterAlarm() {
 // run: 1 when the run stopped before it had done everything due (its time
 // budget ran out, or a request failed), else 0. It is on the sweep's line
 // (shared/metrics' Sweep), whose only dimension is service=s3q.
-const SweepIncompleteMetric = "SweepIncomplete"
+const SweepIncompleteMetric = catalog.SweepIncomplete
 
 // sweepIncompleteAlarm fires when a sweep in the last 5 minutes left work
 // for the next one: expiries, events and lease reclaims are then late.
@@ -558,9 +551,14 @@ func (b *builder) s3Statements(fn Function) []awsiam.PolicyStatement {
 		}
 		var actions []string
 		for _, act := range a.Actions {
-			if bucketActions[act] {
+			switch {
+			case bucketActions[act] && a.Prefix == pQueues:
+				// The queues' folders: exactly q/ (a delimited LIST), not
+				// every key below it.
+				listed[act] = append(listed[act], b.key(a.Prefix))
+			case bucketActions[act]:
 				listed[act] = append(listed[act], b.key(a.Prefix)+"*")
-			} else {
+			default:
 				actions = append(actions, act)
 			}
 		}
@@ -587,7 +585,7 @@ func (b *builder) s3Statements(fn Function) []awsiam.PolicyStatement {
 			resources = append(resources, b.out.Bucket.ArnForObjects(jsii.String(p)))
 			// A wildcard over the whole deployment (an empty prefix) is
 			// never suppressed: it stays an IAM5 finding.
-			if strings.HasSuffix(p, "*") && p != b.key("*") {
+			if strings.Contains(p, "*") && p != b.key("*") {
 				b.wildcards[fn.Name] = append(b.wildcards[fn.Name], p)
 			}
 		}
@@ -634,6 +632,8 @@ func (b *builder) outputs() {
 	out("BucketName", *b.out.Bucket.BucketName(), "the state bucket (S3Q_BUCKET)")
 	out("EventBusName", *b.out.EventBus.EventBusName(), "event bus of Task Expired events")
 	out("Region", *b.stack.Region(), "region of the stack")
+	out("DashboardUrl", "https://console.aws.amazon.com/cloudwatch/home?region="+*b.stack.Region()+"#dashboards:name="+DashboardName(b.env),
+		"the CloudWatch dashboard of this environment")
 }
 
 // sid makes a statement id from an action list: "s3:GetObject,s3:PutObject"

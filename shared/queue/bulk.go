@@ -221,18 +221,18 @@ func (q *Queue) bulkOne(ctx context.Context, op BulkOp, t *Task, now time.Time) 
 	var err error
 	switch op {
 	case OpPurge:
-		_, err = q.purgeOne(ctx, t.ID, now)
+		_, err = q.purgeOne(ctx, t.Queue, t.ID, now)
 	case OpRetry:
-		_, err = q.Retry(ctx, t.ID, now)
+		_, err = q.Retry(ctx, t.Ref(), now)
 	case OpCancel:
 		var got Task
-		got, err = q.Cancel(ctx, t.ID, now)
+		got, err = q.Cancel(ctx, t.Ref(), now)
 		if err == nil && got.UpdatedAt.Before(now) {
 			// Cancelled, or asked to, by someone else meanwhile: not this call's.
 			err = &StateError{ID: t.ID, Op: string(op), Status: got.Status, Reason: "already cancelled or asked to cancel"}
 		}
 	case OpExpire:
-		_, err = q.Expire(ctx, t.ID, now)
+		_, err = q.Expire(ctx, t.Ref(), now)
 	}
 	return err
 }

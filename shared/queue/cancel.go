@@ -13,11 +13,12 @@ import (
 // *StateError.
 func (q *Queue) Cancel(ctx context.Context, id string, now time.Time) (Task, error) {
 	now = norm(now)
-	if err := ValidateID(id); err != nil {
+	queue, id, err := q.locate(id)
+	if err != nil {
 		return Task{}, err
 	}
 	var unchanged *Task
-	t, _, err := q.update(ctx, id, func(t *Task) error {
+	t, _, err := q.update(ctx, queue, id, func(t *Task) error {
 		switch {
 		case t.Status == StatusPending, t.Status == StatusRunning && !t.leaseValid(now):
 			// Pending, or running under a lease nobody holds any more.

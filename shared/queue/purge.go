@@ -57,9 +57,9 @@ func tombstone(t *Task, now time.Time) Task {
 // tombstone left behind carries the terminal tag, so the bucket's
 // lifecycle rule removes it). A write whose answer was lost is recognised
 // on a re-read.
-func (q *Queue) purgeOne(ctx context.Context, id string, now time.Time) (Task, error) {
+func (q *Queue) purgeOne(ctx context.Context, queue, id string, now time.Time) (Task, error) {
 	for i := 0; i < maxCASAttempts; i++ {
-		cur, etag, err := q.load(ctx, id)
+		cur, etag, err := q.load(ctx, queue, id)
 		if err != nil {
 			return Task{}, err
 		}
@@ -71,8 +71,8 @@ func (q *Queue) purgeOne(ctx context.Context, id string, now time.Time) (Task, e
 		if err != nil {
 			return Task{}, err
 		}
-		_, err = store.SwapOwn(ctx, q.store, TaskKey(id), body, etag, nil, store.WithTags(TerminalTag))
-		q.forget(id) // whatever happened, the cached version is not the record's any more
+		_, err = store.SwapOwn(ctx, q.store, TaskKey(queue, id), body, etag, nil, store.WithTags(TerminalTag))
+		q.forget(queue, id) // whatever happened, the cached version is not the record's any more
 		if errors.Is(err, store.ErrPrecondition) {
 			continue // it changed meanwhile: look again
 		}
@@ -100,14 +100,14 @@ func (q *Queue) clearPurged(ctx context.Context, t *Task) {
 		_ = q.store.Delete(ctx, k)
 	}
 	if t.ParentID != "" && !t.Status.Terminal() {
-		_ = q.store.Delete(ctx, childKey(t.ParentID, t.ID))
+		_ = q.store.Delete(ctx, childKey(t.Queue, t.ParentID, t.ID))
 	}
 	if t.ArtifactsExpireAt != nil {
 		// Left behind, they go with the task's sweep entry for them.
-		_, _ = q.deleteArtifacts(ctx, t.ID)
+		_, _ = q.deleteArtifacts(ctx, t.Queue, t.ID)
 	}
 	if !keep {
-		_ = store.DeleteOwn(ctx, q.store, TaskKey(t.ID))
+		_ = store.DeleteOwn(ctx, q.store, TaskKey(t.Queue, t.ID))
 	}
 }
 
