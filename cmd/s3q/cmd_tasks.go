@@ -170,7 +170,8 @@ Examples:
 			if err != nil && ctx.Err() != nil {
 				// Ctrl-C during --wait (or a slow submit): the task may
 				// well exist; say which one to look at.
-				return interrupted(fmt.Sprintf("interrupted: task %s may have been submitted (s3q status -q %s %s)", req.ID, e.queue, req.ID))
+				ref := queue.Ref(e.queue, req.ID)
+				return interrupted(fmt.Sprintf("interrupted: task %s may have been submitted (s3q status %s)", ref, ref))
 			}
 			if err != nil {
 				return err

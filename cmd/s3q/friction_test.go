@@ -168,7 +168,7 @@ func TestSubmitInterruptedNamesTheTask(t *testing.T) {
 				next.ServeHTTP(w, r)
 				return
 			}
-			// The submit lands; its answer never comes.
+			// The submit lands (after its 1s wait); its answer never comes.
 			next.ServeHTTP(httptest.NewRecorder(), r)
 			landed <- struct{}{}
 			<-r.Context().Done()
@@ -177,13 +177,13 @@ func TestSubmitInterruptedNamesTheTask(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-landed; cancel() }()
 	var out, errOut bytes.Buffer
-	code := run(ctx, []string{"submit", "-q", "default", "-t", "a", "--wait", "20s", "--url", url}, strings.NewReader(""), &out, &errOut)
-	id, _, ok := strings.Cut(strings.TrimPrefix(errOut.String(), "s3q submit: interrupted: task "), " ")
-	if code != 130 || !ok || !strings.Contains(errOut.String(), "s3q status -q default "+id) {
+	code := run(ctx, []string{"submit", "-q", "default", "-t", "a", "--wait", "1s", "--url", url}, strings.NewReader(""), &out, &errOut)
+	ref, _, ok := strings.Cut(strings.TrimPrefix(errOut.String(), "s3q submit: interrupted: task "), " ")
+	if code != 130 || !ok || !strings.HasPrefix(ref, "default/") || !strings.Contains(errOut.String(), "(s3q status "+ref+")") {
 		t.Fatalf("interrupted submit: exit %d, stderr %q", code, errOut.String())
 	}
-	if o, e, code := cli(t, url, "status", id); code != 0 || !strings.Contains(o, "pending") {
-		t.Errorf("the task the message names (%s): exit %d %s%s", id, code, o, e)
+	if o, e, code := cli(t, url, "status", ref); code != 0 || !strings.Contains(o, "pending") {
+		t.Errorf("the task the message names (%s): exit %d %s%s", ref, code, o, e)
 	}
 }
 
