@@ -78,7 +78,7 @@ Example:
 			for _, t := range strings.Split(types, ",") {
 				w.Handle(strings.TrimSpace(t), h)
 			}
-			log.Info("worker started", "types", types, "url", e.url, "concurrency", concurrency)
+			log.Info("worker started", "queue", e.queue, "types", types, "url", e.url, "concurrency", concurrency)
 			return w.Run(ctx)
 		},
 	}

@@ -120,6 +120,10 @@ func apiErr(e *env, ae *client.Error) *cliError {
 		if ae.Code == "not_found" && !e.queueSet {
 			ce.message += fmt.Sprintf(` (looked in queue %q: pass -q/--queue NAME, or set S3Q_QUEUE, for another queue)`, e.queue)
 		}
+		if ae.Code == "queue_not_found" {
+			// The API says how to declare one over HTTP; say it in CLI.
+			ce.hint = "Check the name ('s3q queue list' shows the declared queues) or declare it: 's3q queue create NAME'."
+		}
 	case ae.Status == http.StatusConflict:
 		ce.exit = exitConflict
 	case ae.Code == "deadline_exceeded":

@@ -222,3 +222,13 @@ func TestQueueShowsItsTTLPlainly(t *testing.T) {
 		t.Errorf("queue create --ttl-from first_attempt (%d): %q %s", code, out, errOut)
 	}
 }
+
+// A command on an undeclared queue says, in CLI terms, how to find or
+// declare one (the API's message speaks of PUT /queues/{queue}).
+func TestQueueNotFoundSaysHowToDeclareIt(t *testing.T) {
+	url := memAPI(t, queue.Options{}, nil)
+	_, errOut, code := cli(t, url, "stats", "-q", "nosuch")
+	if code != 3 || !strings.Contains(errOut, "queue_not_found") || !strings.Contains(errOut, "s3q queue create NAME") || !strings.Contains(errOut, "s3q queue list") {
+		t.Errorf("stats -q nosuch: exit %d\n%s", code, errOut)
+	}
+}
