@@ -232,3 +232,21 @@ func TestQueueNotFoundSaysHowToDeclareIt(t *testing.T) {
 		t.Errorf("stats -q nosuch: exit %d\n%s", code, errOut)
 	}
 }
+
+// submit --file draws its bar with carriage returns on a terminal only; to
+// a pipe or a log it writes the bar once, at the end.
+func TestSubmitFileProgressOnceWhenNotATerminal(t *testing.T) {
+	url := memAPI(t, queue.Options{}, nil)
+	var lines strings.Builder
+	for i := range 1200 {
+		lines.WriteString(`{"task_type":"a","input":{"i":` + strconv.Itoa(i) + `}}` + "\n")
+	}
+	file := filepath.Join(t.TempDir(), "tasks.jsonl")
+	if err := os.WriteFile(file, []byte(lines.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := cli(t, url, "submit", "--file", file)
+	if code != 0 || strings.Contains(errOut, "\r") || strings.Count(errOut, "submitting [") != 1 || !strings.Contains(errOut, "1200/1200") {
+		t.Errorf("submit --file to a buffer: exit %d, stderr %q", code, errOut)
+	}
+}

@@ -3,13 +3,17 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 )
 
 // progress draws a one-line bar on a terminal stream: "[####    ] 40/100".
+// Elsewhere (a pipe, a file, a CI log) it writes the bar once, at the end,
+// rather than a carriage return per batch.
 type progress struct {
 	w     io.Writer
+	tty   bool
 	total int
 	n     int
 	label string
@@ -17,14 +21,28 @@ type progress struct {
 }
 
 func newProgress(w io.Writer, total int, label string) *progress {
-	p := &progress{w: w, total: total, label: label, start: time.Now()}
-	p.draw()
+	p := &progress{w: w, tty: isTerminal(w), total: total, label: label, start: time.Now()}
+	if p.tty {
+		p.draw()
+	}
 	return p
+}
+
+// isTerminal says whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func (p *progress) add(n int) {
 	p.n += n
-	p.draw()
+	if p.tty {
+		p.draw()
+	}
 }
 
 func (p *progress) draw() {
@@ -34,7 +52,16 @@ func (p *progress) draw() {
 		filled = width * p.n / p.total
 	}
 	rate := float64(p.n) / time.Since(p.start).Seconds()
-	fmt.Fprintf(p.w, "\r%s [%s%s] %d/%d (%.0f/s)", p.label, strings.Repeat("#", filled), strings.Repeat(" ", width-filled), p.n, p.total, rate)
+	cr := ""
+	if p.tty {
+		cr = "\r"
+	}
+	fmt.Fprintf(p.w, "%s%s [%s%s] %d/%d (%.0f/s)", cr, p.label, strings.Repeat("#", filled), strings.Repeat(" ", width-filled), p.n, p.total, rate)
 }
 
-func (p *progress) done() { fmt.Fprintln(p.w) }
+func (p *progress) done() {
+	if !p.tty {
+		p.draw()
+	}
+	fmt.Fprintln(p.w)
+}
