@@ -33,7 +33,8 @@ func (f *durationFlag) String() string {
 func (f *durationFlag) Set(s string) error {
 	d, err := queue.ParseDuration(s)
 	if err != nil {
-		return err
+		// The flag error quotes the value and gives an example already.
+		return errors.New("not a duration (units s, m, h, d: 90s, 30m, 1d12h)")
 	}
 	f.d, f.set = d, true
 	return nil

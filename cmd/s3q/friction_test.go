@@ -250,3 +250,12 @@ func TestSubmitFileProgressOnceWhenNotATerminal(t *testing.T) {
 		t.Errorf("submit --file to a buffer: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// A bad duration is worded once: `--ttl "1hour": not a duration (...)`,
+// not the value twice.
+func TestBadDurationIsWordedOnce(t *testing.T) {
+	_, errOut, code := cli(t, "", "submit", "-t", "a", "--ttl", "1hour")
+	if code != 2 || strings.Count(errOut, "1hour") != 1 || !strings.Contains(errOut, `--ttl "1hour": not a duration`) || !strings.Contains(errOut, "e.g. --ttl 1h") {
+		t.Errorf("--ttl 1hour: exit %d, %s", code, errOut)
+	}
+}
