@@ -312,6 +312,13 @@ Examples:
 			if next != "" {
 				fmt.Fprintf(e.stderr, "more: s3q list --cursor %s (or --all)\n", next)
 			}
+			if len(tasks) == 0 && req.Queue != "" {
+				// An empty list of a misspelled queue reads like an
+				// empty queue: say which it is (one GET, only here).
+				if _, err := c.GetQueue(ctx, req.Queue); errors.Is(err, queue.ErrQueueNotFound) {
+					fmt.Fprintf(e.stderr, "s3q list: queue %q is not declared (is the name right? s3q queue list)\n", req.Queue)
+				}
+			}
 			return nil
 		},
 	}

@@ -259,3 +259,19 @@ func TestBadDurationIsWordedOnce(t *testing.T) {
 		t.Errorf("--ttl 1hour: exit %d, %s", code, errOut)
 	}
 }
+
+// An empty list of an undeclared queue says the queue is not declared; an
+// empty list of a declared one says nothing more.
+func TestListOfAnUndeclaredQueueSaysSo(t *testing.T) {
+	url := memAPI(t, queue.Options{}, nil)
+	out, errOut, code := cli(t, url, "list", "-q", "emials")
+	if code != 0 || !strings.Contains(out, "ID") || !strings.Contains(errOut, `queue "emials" is not declared`) {
+		t.Errorf("list -q emials: exit %d, %q %q", code, out, errOut)
+	}
+	if _, _, code := cli(t, url, "queue", "create", "emails"); code != 0 {
+		t.Fatalf("queue create: exit %d", code)
+	}
+	if _, errOut, code := cli(t, url, "list", "-q", "emails"); code != 0 || errOut != "" {
+		t.Errorf("list -q emails (declared, empty): exit %d, %q", code, errOut)
+	}
+}
