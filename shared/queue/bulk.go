@@ -104,7 +104,8 @@ func (q *Queue) Purge(ctx context.Context, req BulkRequest, now time.Time) (Bulk
 // it (at most MaxExamined records examined), then the operation on each
 // chosen task, a few at a time, each as its own conditional write, as if
 // it had been called on that task alone (a task that changed since the
-// listing is judged on what it is now). A call that returns NextCursor
+// listing is judged on what it is now; a purge or a cancel skips one no
+// longer in the chosen status, or no longer older than OlderThan). A call that returns NextCursor
 // has more to examine; calling again with it continues, and calling again
 // without it starts over: a changed task no longer matches its status, so
 // a repeated or resumed operation never acts twice on a task.
@@ -213,11 +214,12 @@ func (q *Queue) bulkApply(ctx context.Context, op BulkOp, tasks []Task, outcomes
 	wg.Wait()
 }
 
-// stillChosen returns the check a purge makes on a task's record as it
-// writes: the record must still match the filter (its status, and
-// older_than), else the reason it is skipped. A task claimed and
-// completed since the listing is not a pending task any more, and a purge
-// of pending tasks must not delete it with its output.
+// stillChosen returns the check a purge or a cancel makes on a task's
+// record as it writes: the record must still match the filter (its
+// status, and older_than), else the reason it is skipped. A task claimed
+// and completed since the listing is not a pending task any more: a
+// purge of pending tasks must not delete it with its output, nor a
+// cancel of pending tasks ask its worker to stop.
 func stillChosen(req BulkRequest, now time.Time) func(*Task) string {
 	return func(cur *Task) string {
 		switch {
@@ -230,8 +232,8 @@ func stillChosen(req BulkRequest, now time.Time) func(*Task) string {
 	}
 }
 
-// bulkOne runs op on one task as the listing saw it; a purge checks
-// chosen on the record it replaces.
+// bulkOne runs op on one task as the listing saw it; a purge and a
+// cancel check chosen on the record they replace.
 func (q *Queue) bulkOne(ctx context.Context, op BulkOp, t *Task, now time.Time, chosen func(*Task) string) error {
 	if reason := bulkRefusal(op, t, now); reason != "" {
 		return &StateError{ID: t.ID, Op: string(op), Status: t.Status, Reason: reason}
@@ -244,7 +246,7 @@ func (q *Queue) bulkOne(ctx context.Context, op BulkOp, t *Task, now time.Time, 
 		_, err = q.Retry(ctx, t.ID, now)
 	case OpCancel:
 		var got Task
-		got, err = q.Cancel(ctx, t.ID, now)
+		got, err = q.cancelChosen(ctx, t.ID, now, chosen)
 		if err == nil && got.UpdatedAt.Before(now) {
 			// Cancelled, or asked to, by someone else meanwhile: not this call's.
 			err = &StateError{ID: t.ID, Op: string(op), Status: got.Status, Reason: "already cancelled or asked to cancel"}
