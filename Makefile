@@ -4,13 +4,18 @@ BIN       := $(CURDIR)/.bin
 VERSITYGW := $(BIN)/versitygw
 export S3Q_VERSITYGW := $(VERSITYGW)
 
-.PHONY: test test-go fuzz test-short bench vet fmt dev versitygw chromium clean openapi-lint
+.PHONY: test test-go fuzz test-short bench vet fmt dev versitygw chromium clean openapi-lint check-tracked
 
 ## test: the one test command: vet, gofmt, every Go test with -race (mem store,
 ## gofakes3, versitygw; among them the README's walk-through, scripts/readme,
 ## and the console in headless Chromium), a short fuzz of the HTTP API, the
-## OpenAPI lint, and the CDK template tests
-test: test-go fuzz openapi-lint infra-test
+## OpenAPI lint, the CDK template tests, every function's zip under the Lambda
+## emulator, and no build output tracked by git
+test: check-tracked test-go fuzz openapi-lint infra-test rie-test
+
+## check-tracked: fail when git tracks a file over 1 MiB or a binary (an executable that is no #! script)
+check-tracked:
+	@bash scripts/check-tracked
 
 test-go: versitygw chromium vet
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^infra/')); if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
@@ -72,7 +77,7 @@ CDK_CLI   := infra/_cdkcli/node_modules/.bin
 CDK       := cd infra && JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 _cdkcli/node_modules/.bin/cdk
 CDK_FLAGS ?=
 
-.PHONY: build synth diff deploy cdk-bootstrap localstack-deploy infra-test coldstart cdk-cli
+.PHONY: build synth diff deploy destroy cdk-bootstrap localstack-deploy infra-test rie-test coldstart cdk-cli
 
 ## build: cross-compile every functions/<name> for Lambda (provided.al2023, arm64) into dist/<name>.zip
 build:
@@ -95,6 +100,12 @@ diff: build cdk-cli
 deploy: build cdk-cli
 	$(CDK) deploy -c env=$(ENV) --require-approval $(or $(APPROVAL),broadening) $(CDK_FLAGS) s3q-$(ENV)
 
+## destroy: delete stack s3q-$(ENV) (asks first; FORCE=1 does not). With retainData (prod by default)
+## the bucket and the log groups stay, with their data; otherwise they are emptied and deleted
+destroy: build cdk-cli
+	@echo "make destroy: deleting stack s3q-$(ENV); its bucket is kept only if retainData is true for $(ENV) (prod by default) - see docs/deploy.md"
+	$(CDK) destroy -c env=$(ENV) $(if $(FORCE),--force) $(CDK_FLAGS) s3q-$(ENV)
+
 ## cdk-bootstrap: once per account and region, before the first deploy
 cdk-bootstrap: cdk-cli
 	$(CDK) bootstrap -c env=$(ENV) $(CDK_FLAGS)
@@ -103,11 +114,29 @@ cdk-bootstrap: cdk-cli
 localstack-deploy: cdk-cli
 	ENV=$(ENV) bash localstack/deploy
 
-## infra-test: vet, gofmt and the template tests of infra/ (assertions + cdk-nag)
+## infra-test: vet, gofmt and the template tests of infra/ (assertions + cdk-nag); they leave
+## the synthesized templates in .bin/templates/ for rie-test
+TEMPLATES := $(BIN)/templates
 infra-test:
 	@unformatted=$$(cd infra && gofmt -l $$(find . -name '*.go' -not -path './_cdkcli/*')); if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	cd infra && $(GO) vet ./...
-	cd infra && JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 $(GO) test -count=1 ./...
+	cd infra && S3Q_TEMPLATE_DIR=$(TEMPLATES) JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 $(GO) test -count=1 ./...
+
+## rie-test: every function's zip (built as `make build` does, arm64, and for amd64) run under the
+## Lambda Runtime Interface Emulator with the dev template's environment and versitygw: every event
+## of events/ on amd64, one per function on arm64 under qemu; prints cold start and warm duration
+RIE_DIST := $(BIN)/rie
+rie-test: versitygw infra-test
+	@bash scripts/install-rie >/dev/null
+	@bash scripts/install-qemu >/dev/null
+	@GOARCH=arm64 DIST=$(RIE_DIST)/arm64 bash scripts/build-functions >/dev/null
+	@GOARCH=amd64 DIST=$(RIE_DIST)/amd64 bash scripts/build-functions >/dev/null
+	$(GO) vet -tags rie ./scripts/rietest
+	S3Q_RIE=$(BIN)/aws-lambda-rie S3Q_QEMU=$$(bash scripts/install-qemu) \
+	  S3Q_RIE_TEMPLATE=$(TEMPLATES)/s3q-dev.template.json \
+	  S3Q_RIE_ZIPS_AMD64=$(RIE_DIST)/amd64 S3Q_RIE_ZIPS_ARM64=$(RIE_DIST)/arm64 S3Q_RIE_REPORT=$(RIE_DIST)/timings.txt \
+	  $(GO) test -tags rie -count=1 -timeout 10m ./scripts/rietest
+	@cat $(RIE_DIST)/timings.txt
 
 ## coldstart: each function's time to ready and first event, on this machine
 coldstart:

@@ -183,13 +183,13 @@ func Functions() []Function {
 			Name: "sweep-expired",
 			Access: []Access{
 				on(pTasks, GetObject, PutObject, PutObjectTagging),
-				on(pQueues, GetObject),
-				on(pSlots, PutObject), // the slot of a lapsed lease it settles (If-Match)
-				on(pReady, GetObject, PutObject, DeleteObject),
+				on(pQueues, GetObject, ListBucket), // ListBucket: the queue gauges (every 5 minutes)
+				on(pSlots, PutObject, ListBucket),  // the slot of a lapsed lease it settles (If-Match); a gauge counts them
+				on(pReady, GetObject, PutObject, DeleteObject, ListBucket),
 				on(pDeadline, GetObject, PutObject, DeleteObject, ListBucket),
 				on(pSweep, GetObject, PutObject, DeleteObject, ListBucket),
 				on(pChildren, GetObject, DeleteObject, ListBucket),
-				on(pStatus, GetObject, PutObject),
+				on(pStatus, GetObject, PutObject, ListBucket), // ListBucket: the gauges' counts
 				on(pArtifacts, DeleteObject, ListBucket),
 			},
 			Timer:     true,

@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/s3q/s3q/shared/metrics/catalog"
 )
 
 // Push delivery: the dispatch function, fired every tick like the timers
@@ -43,7 +45,7 @@ type PushBinding struct {
 // PushDeliveryFailuresMetric is the metric the delivery-failure alarm
 // watches: the dispatch function's EMF line counts the deliveries that
 // failed or timed out (shared/metrics' PushDeliveryFailuresMetric).
-const PushDeliveryFailuresMetric = "push_delivery_failures_total"
+const PushDeliveryFailuresMetric = catalog.PushDeliveryFailuresTotal
 
 var (
 	reLambdaName = regexp.MustCompile(`^(arn:aws[a-zA-Z-]*:lambda:[a-z0-9-]+:[0-9]{12}:function:)?[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9_$-]{1,128})?$`)

@@ -25,6 +25,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/s3q/s3q/shared/metrics/catalog"
 )
 
 // S3qStackProps configures one environment's stack.
@@ -53,6 +55,7 @@ type S3qStack struct {
 	Api       awsapigatewayv2.HttpApi
 	Stage     awsapigatewayv2.HttpStage
 	EventBus  awsevents.EventBus
+	Dashboard awscloudwatch.Dashboard
 }
 
 // MetricNamespace is the CloudWatch namespace of an environment's s3q metrics.
@@ -64,7 +67,7 @@ func MetricNamespace(env string) string { return "s3q/" + env }
 // sweep-expired function writes one EMF line per task type and sweep,
 // counting the Task Dead-Lettered events it delivered (shared/metrics'
 // DeadLetteredMetric).
-const DeadLetteredMetric = "tasks_dead_lettered_total"
+const DeadLetteredMetric = catalog.TasksDeadLetteredTotal
 
 // NewS3qStack builds the stack "s3q-<env>" (id is used as given).
 func NewS3qStack(scope constructs.Construct, id string, props *S3qStackProps) (*S3qStack, error) {
@@ -110,6 +113,7 @@ func NewS3qStack(scope constructs.Construct, id string, props *S3qStackProps) (*
 	b.sweepIncompleteAlarm()
 	b.push(fns)
 	b.waitsWake()
+	b.dashboard()
 	b.outputs()
 	suppressFindings(b)
 	return b.out, nil
@@ -512,7 +516,7 @@ func (b *builder) deadLetterAlarm() {
 // run: 1 when the run stopped before it had done everything due (its time
 // budget ran out, or a request failed), else 0. It is on the sweep's line
 // (shared/metrics' Sweep), whose only dimension is service=s3q.
-const SweepIncompleteMetric = "SweepIncomplete"
+const SweepIncompleteMetric = catalog.SweepIncomplete
 
 // sweepIncompleteAlarm fires when a sweep in the last 5 minutes left work
 // for the next one: expiries, events and lease reclaims are then late.
@@ -634,6 +638,8 @@ func (b *builder) outputs() {
 	out("BucketName", *b.out.Bucket.BucketName(), "the state bucket (S3Q_BUCKET)")
 	out("EventBusName", *b.out.EventBus.EventBusName(), "event bus of Task Expired events")
 	out("Region", *b.stack.Region(), "region of the stack")
+	out("DashboardUrl", "https://console.aws.amazon.com/cloudwatch/home?region="+*b.stack.Region()+"#dashboards:name="+DashboardName(b.env),
+		"the CloudWatch dashboard of this environment")
 }
 
 // sid makes a statement id from an action list: "s3:GetObject,s3:PutObject"

@@ -57,15 +57,40 @@ func envs(t *testing.T) map[string]*fixture {
 			fixtures[env] = &fixture{stack: st}
 		}
 		awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(nil), nil)
-		for _, f := range fixtures {
+		for env, f := range fixtures {
 			f.template = assertions.Template_FromStack(f.stack.Stack, nil)
 			f.json = *f.template.ToJSON()
+			if fixturesErr = writeTemplate(env, f.json); fixturesErr != nil {
+				return
+			}
 		}
 	})
 	if fixturesErr != nil {
 		t.Fatal(fixturesErr)
 	}
 	return fixtures
+}
+
+// TemplateDirEnv names the folder where the tests leave each synthesized
+// template, as s3q-<env>.template.json, when it is set: `make infra-test`
+// sets it to .bin/templates, and `make rie-test` runs every function's zip
+// with the environment the dev template gives it, so that the stack is
+// synthesized once for both.
+const TemplateDirEnv = "S3Q_TEMPLATE_DIR"
+
+func writeTemplate(env string, tpl map[string]interface{}) error {
+	dir := os.Getenv(TemplateDirEnv)
+	if dir == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(tpl, "", " ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "s3q-"+env+".template.json"), b, 0o644)
 }
 
 // writeDummyZips puts a zip holding a placeholder bootstrap for every

@@ -38,6 +38,7 @@ import (
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/reqcount"
 	"github.com/s3q/s3q/shared/schedule"
+	"github.com/s3q/s3q/shared/store"
 )
 
 // Defaults of Options.
@@ -86,6 +87,13 @@ type Options struct {
 	// function writes the TTL-at-submit metric from it. It must not block.
 	// Defaults to none.
 	OnSubmit func(created []queue.Task, now time.Time)
+
+	// OnRequest, when set, is called after every request is answered,
+	// with its route key ("unmatched" when none), its status and the S3
+	// requests it made (zero when the store is not counted): the HTTP
+	// functions write their activity metrics from it. It must not block.
+	// Defaults to none.
+	OnRequest func(route string, status int, s3 store.Counts)
 
 	// Schedules serves the /queues/{queue}/schedules routes. Defaults to
 	// none: those routes answer 404 not_found.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/reqcount"
+	"github.com/s3q/s3q/shared/store"
 )
 
 // request is what a route handler gets: the parts of the HTTP request it
@@ -82,6 +83,13 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rl.code = CodeInternal
 		}
 		a.logRequest(ctx, rl, sw.status, time.Since(start), counts)
+		if a.opts.OnRequest != nil {
+			var c store.Counts
+			if counts != nil {
+				c = counts.Counts()
+			}
+			a.opts.OnRequest(rl.route, sw.status, c)
+		}
 	}()
 
 	rp, err := a.serve(ctx, r, rl)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/dispatch"
+	"github.com/s3q/s3q/shared/metrics"
 	"github.com/s3q/s3q/shared/reqcount"
 )
 
@@ -52,6 +53,12 @@ func (f *dispatchFunction) handle(ctx context.Context, raw json.RawMessage) (Rep
 	attrs := []slog.Attr{
 		slog.String("queue", w.Queue), slog.Float64("duration_ms", rep.DurationMS),
 		slog.Int64("s3_requests", rep.S3Requests), slog.Any("result", result),
+	}
+	if f.d.Metrics != nil {
+		a := metrics.Activity{Completed: result.Completed, Failed: result.Failed, S3Requests: rep.S3Requests}
+		if merr := f.d.Metrics.Activity(a, time.Now()); merr != nil {
+			f.d.Logger.Warn("write dispatch metrics", "error", merr)
+		}
 	}
 	if f.d.Metrics != nil && result.Delivered+result.Errors > 0 {
 		if merr := f.d.Metrics.Dispatch(w.Queue, result.Delivered, result.Failed+result.Lapsed, result.Errors, time.Now()); merr != nil {

@@ -14,7 +14,9 @@ import (
 
 	"github.com/s3q/s3q/shared/api"
 	"github.com/s3q/s3q/shared/dispatch"
+	"github.com/s3q/s3q/shared/metrics"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/store"
 )
 
 // wakeTimeout bounds the submit function's wake of dispatch.
@@ -40,6 +42,9 @@ func newHTTP(name string, d Deps) *httpFunction {
 				if err := d.Metrics.SubmitTTL(tasks, now); err != nil {
 					d.Logger.Warn("write submit metrics", "error", err)
 				}
+				if err := d.Metrics.Activity(metrics.Activity{Submitted: len(tasks)}, now); err != nil {
+					d.Logger.Warn("write submit metrics", "error", err)
+				}
 			}
 			if d.Waker != nil && targets != nil {
 				// A slow wake must not hold the submit: the minute rule
@@ -47,6 +52,22 @@ func newHTTP(name string, d Deps) *httpFunction {
 				ctx, cancel := context.WithTimeout(context.Background(), wakeTimeout)
 				defer cancel()
 				dispatch.OnSubmit(ctx, targets, d.Waker, tasks, now, d.Logger)
+			}
+		}
+	}
+	if d.Metrics != nil {
+		opts.OnRequest = func(route string, status int, s3 store.Counts) {
+			a := metrics.Activity{S3Requests: s3.Total()}
+			if status == http.StatusOK {
+				switch {
+				case strings.HasSuffix(route, "/complete"):
+					a.Completed = 1
+				case strings.HasSuffix(route, "/fail"):
+					a.Failed = 1
+				}
+			}
+			if err := d.Metrics.Activity(a, time.Now()); err != nil {
+				d.Logger.Warn("write request metrics", "error", err)
 			}
 		}
 	}

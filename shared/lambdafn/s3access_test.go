@@ -27,6 +27,7 @@ import (
 	"github.com/s3q/s3q/shared/config"
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/lambdafn"
+	"github.com/s3q/s3q/shared/metrics"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store"
@@ -263,6 +264,9 @@ func newAccessEnv(t *testing.T) *accessEnv {
 		Logger:    slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		Artifacts: signingArtifacts{c.Artifacts(q, client), rec},
 		Scheduler: schedule.New(q.Store(), q, schedule.Options{}),
+		// As Build wires it: the sweep at eventTime (minute 0) also
+		// reads each queue's gauges.
+		Metrics: metrics.New(io.Discard, ""),
 	}
 	// Dispatch as Build builds it: the declared push queues
 	// (queue "pushed" of world), delivered to a local URL target.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/events"
+	"github.com/s3q/s3q/shared/metrics/catalog"
 	"github.com/s3q/s3q/shared/queue"
 )
 
@@ -46,8 +47,45 @@ func (d Deps) Sweep(ctx context.Context, now time.Time) (queue.SweepReport, erro
 				logger.WarnContext(ctx, "write dead-letter metrics", "error", merr)
 			}
 		}
+		if now.Minute()%catalog.QueueStatsEveryMinutes == 0 {
+			d.queueStats(ctx, now, logger)
+		}
 	}
 	return rep, err
+}
+
+// maxStatsQueues is the most queues whose gauges one sweep writes: one
+// page of declared queues, by name.
+const maxStatsQueues = 100
+
+// queueStats writes the gauges of each declared queue (the first
+// maxStatsQueues by name) from Queue.Stats: queue_depth, its live tasks
+// (pending, delayed or running, from the index markers), and
+// oldest_pending_age_seconds, how long its oldest due pending task has
+// waited (0 when none is due). Stats' requests (a LIST per index prefix
+// and shard per 1,000 tasks, a GET of the declaration and of at most 10
+// records) every catalog.QueueStatsEveryMinutes minutes. A queue that
+// cannot be read is logged and left out.
+func (d Deps) queueStats(ctx context.Context, now time.Time, logger *slog.Logger) {
+	res, err := d.Queue.ListQueues(ctx, queue.ListQueuesRequest{Limit: maxStatsQueues})
+	if err != nil {
+		logger.WarnContext(ctx, "queue stats: list queues", "error", err)
+		return
+	}
+	for _, decl := range res.Queues {
+		st, err := d.Queue.Stats(ctx, decl.Name, now)
+		if err != nil {
+			logger.WarnContext(ctx, "queue stats", "queue", decl.Name, "error", err)
+			continue
+		}
+		var age time.Duration
+		if st.OldestPendingAgeSeconds != nil {
+			age = time.Duration(*st.OldestPendingAgeSeconds) * time.Second
+		}
+		if merr := d.Metrics.QueueStats(decl.Name, st.Counts.Live, age, now); merr != nil {
+			logger.WarnContext(ctx, "write queue metrics", "error", merr)
+		}
+	}
 }
 
 // deadLetters is a publisher that counts, by task type, the Task

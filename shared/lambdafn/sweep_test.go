@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/s3q/s3q/shared/lambdafn"
 	"github.com/s3q/s3q/shared/metrics"
+	"github.com/s3q/s3q/shared/metrics/catalog"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/store/memstore"
 )
@@ -51,5 +53,55 @@ func TestASweepOutOfTimeSaysIncompleteInItsLogAndInSweepIncomplete(t *testing.T)
 				t.Fatalf("SweepIncomplete = %v, want %v: %v", line[metrics.SweepIncompleteMetric], want, line)
 			}
 		})
+	}
+}
+
+// A sweep on a minute that is a multiple of catalog.QueueStatsEveryMinutes
+// writes each declared queue's depth and the age of its head; the others
+// do not.
+func TestEveryFifthMinuteTheSweepWritesQueueDepthAndOldestPendingAge(t *testing.T) {
+	q := queue.New(memstore.New(), queue.Options{})
+	at := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC) // minute 0
+	for _, name := range []string{"empty", "orders"} {
+		if _, _, err := q.Declare(t.Context(), queue.Declaration{Name: name}, at.Add(-time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, ago := range []time.Duration{90 * time.Second, 30 * time.Second} {
+		if _, err := q.In("orders").Submit(t.Context(), queue.SubmitRequest{TaskType: "a"}, at.Add(-ago)); err != nil {
+			t.Fatal(i, err)
+		}
+	}
+	var emf bytes.Buffer
+	d := lambdafn.Deps{Queue: q, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: metrics.New(&emf, "")}
+	gauges := func(now time.Time) map[string]map[string]any {
+		emf.Reset()
+		if _, err := d.Sweep(t.Context(), now); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]map[string]any{}
+		for _, l := range strings.Split(strings.TrimSpace(emf.String()), "\n") {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := m[catalog.QueueDepth]; ok {
+				out[m["queue"].(string)] = m
+			}
+		}
+		return out
+	}
+	got := gauges(at)
+	if len(got) != 2 {
+		t.Fatalf("gauges for %d queues, want 2: %v", len(got), got)
+	}
+	if got["orders"][catalog.QueueDepth] != float64(2) || got["orders"][catalog.OldestPendingAgeSeconds] != float64(90) {
+		t.Errorf("orders: %v, want depth 2 and the oldest 90s old", got["orders"])
+	}
+	if got["empty"][catalog.QueueDepth] != float64(0) || got["empty"][catalog.OldestPendingAgeSeconds] != float64(0) {
+		t.Errorf("empty: %v", got["empty"])
+	}
+	if got := gauges(at.Add(time.Minute)); len(got) != 0 {
+		t.Errorf("minute 1 wrote queue gauges: %v", got)
 	}
 }

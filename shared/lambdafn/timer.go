@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/s3q/s3q/shared/metrics"
 	"github.com/s3q/s3q/shared/reqcount"
 )
 
@@ -66,6 +67,11 @@ func (f *timerFunction) handle(ctx context.Context, ev events.EventBridgeEvent) 
 	rep.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	rep.S3Requests = counts.Counts().Total()
 	rep.Result = result
+	if f.d.Metrics != nil {
+		if merr := f.d.Metrics.Activity(metrics.Activity{S3Requests: rep.S3Requests}, time.Now()); merr != nil {
+			f.d.Logger.Warn("write timer metrics", "error", merr)
+		}
+	}
 	attrs := []slog.Attr{
 		slog.Time("now", now), slog.Bool("wired", true), slog.Float64("duration_ms", rep.DurationMS),
 		slog.Int64("s3_requests", rep.S3Requests), slog.Any("result", result),

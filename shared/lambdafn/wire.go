@@ -201,6 +201,7 @@ func New(name string, d Deps) (lambda.Handler, error) {
 func Main(name string) {
 	fail := func(err error) {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		reportInitError(name, err)
 		os.Exit(1)
 	}
 	cfg, err := config.FromEnv(os.Getenv)

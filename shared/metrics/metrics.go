@@ -18,8 +18,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/s3q/s3q/shared/metrics/catalog"
 	"github.com/s3q/s3q/shared/queue"
 )
+
+// Catalog returns every metric the Emitter writes, from the one list in
+// package catalog that the stack's dashboard and alarms use too.
+func Catalog() []catalog.Metric { return catalog.All() }
 
 // DefaultNamespace is the CloudWatch namespace of s3q's metrics.
 const DefaultNamespace = "s3q"
@@ -29,9 +34,9 @@ const maxValues = 100
 
 // Units used here (CloudWatch's names).
 const (
-	Count        = "Count"
-	Seconds      = "Seconds"
-	Milliseconds = "Milliseconds"
+	Count        = catalog.Count
+	Seconds      = catalog.Seconds
+	Milliseconds = catalog.Milliseconds
 )
 
 // Metric is one metric of a document: its name, unit and values (one
@@ -142,7 +147,7 @@ func (e *Emitter) Emit(at time.Time, dims map[string]string, metrics []Metric, p
 // SweepIncompleteMetric is 1 for a sweep that stopped with work left
 // (its time ran out, or an index head was longer than a sweep reads) and
 // 0 for one that finished; the stack's alarm watches it.
-const SweepIncompleteMetric = "SweepIncomplete"
+const SweepIncompleteMetric = catalog.SweepIncomplete
 
 // Sweep writes the metrics of one sweep: SweepIncomplete (1 or 0),
 // sweep_duration (ms),
@@ -168,16 +173,16 @@ func (e *Emitter) Sweep(rep queue.SweepReport, at time.Time) error {
 	}
 	err := e.Emit(at, nil, []Metric{
 		one(SweepIncompleteMetric, Count, incomplete),
-		one("sweep_duration", Milliseconds, float64(rep.Duration)/float64(time.Millisecond)),
-		one("sweep_requests", Count, float64(rep.Requests.Total())),
-		one("sweep_list_requests", Count, float64(rep.Requests.List)),
-		one("tasks_expired", Count, float64(rep.Expired+rep.ExpiredByParent)),
-		one("tasks_near_expiration", Count, float64(rep.NearExpiration)),
-		one("events_sent", Count, float64(rep.EventsSent)),
-		one("events_failed", Count, float64(rep.EventsFailed)),
-		one("leases_reclaimed", Count, float64(rep.Reclaimed)),
-		one("tasks_dead_lettered", Count, float64(rep.DeadLettered)),
-		one("tasks_parked", Count, float64(rep.Parked)),
+		one(catalog.SweepDuration, Milliseconds, float64(rep.Duration)/float64(time.Millisecond)),
+		one(catalog.SweepRequests, Count, float64(rep.Requests.Total())),
+		one(catalog.SweepListRequests, Count, float64(rep.Requests.List)),
+		one(catalog.TasksExpired, Count, float64(rep.Expired+rep.ExpiredByParent)),
+		one(catalog.TasksNearExpiration, Count, float64(rep.NearExpiration)),
+		one(catalog.EventsSent, Count, float64(rep.EventsSent)),
+		one(catalog.EventsFailed, Count, float64(rep.EventsFailed)),
+		one(catalog.LeasesReclaimed, Count, float64(rep.Reclaimed)),
+		one(catalog.TasksDeadLettered, Count, float64(rep.DeadLettered)),
+		one(catalog.TasksParked, Count, float64(rep.Parked)),
 	}, props)
 	if err != nil {
 		return err
@@ -199,14 +204,14 @@ func (e *Emitter) Sweep(rep queue.SweepReport, at time.Time) error {
 // that type expired (by a sweep, a claim or by hand).
 func (e *Emitter) TasksExpired(taskType string, n int, at time.Time) error {
 	return e.Emit(at, map[string]string{"task_type": taskType},
-		[]Metric{{Name: "tasks_expired_total", Unit: Count, Values: []float64{float64(n)}}}, nil)
+		[]Metric{{Name: catalog.TasksExpiredTotal, Unit: Count, Values: []float64{float64(n)}}}, nil)
 }
 
 // DeadLetteredMetric is the metric of tasks that landed in failed, the
 // dead-letter state, by task type. The stack's dead-letter alarm watches
 // it (a metric filter on every function's log group picks up any line
 // carrying it).
-const DeadLetteredMetric = "tasks_dead_lettered_total"
+const DeadLetteredMetric = catalog.TasksDeadLetteredTotal
 
 // TasksDeadLettered writes tasks_dead_lettered_total for one task type: n
 // tasks of that type landed in failed (a worker's last failure, or a
@@ -248,10 +253,10 @@ func (e *Emitter) SubmitTTL(tasks []queue.Task, at time.Time) error {
 	for _, tt := range types {
 		var ms []Metric
 		if vals := byType[tt]; len(vals) > 0 {
-			ms = append(ms, Metric{Name: "task_ttl_seconds", Unit: Seconds, Values: vals})
+			ms = append(ms, Metric{Name: catalog.TaskTTLSeconds, Unit: Seconds, Values: vals})
 		}
 		if n := none[tt]; n > 0 {
-			ms = append(ms, Metric{Name: "tasks_without_ttl", Unit: Count, Values: []float64{float64(n)}})
+			ms = append(ms, Metric{Name: catalog.TasksWithoutTTL, Unit: Count, Values: []float64{float64(n)}})
 		}
 		if err := e.Emit(at, map[string]string{"task_type": tt}, ms, nil); err != nil {
 			return err
@@ -264,7 +269,7 @@ func (e *Emitter) SubmitTTL(tasks []queue.Task, at time.Time) error {
 // not complete their task: the target failed it (4xx, 429, 5xx, a
 // function error, an unreachable target) or did not answer in time. The
 // stack's delivery-failure alarm watches it.
-const PushDeliveryFailuresMetric = "push_delivery_failures_total"
+const PushDeliveryFailuresMetric = catalog.PushDeliveryFailuresTotal
 
 // Dispatch writes the metrics of one dispatch run for a push queue:
 // push_deliveries_total (tasks handed to the target),
@@ -272,8 +277,49 @@ const PushDeliveryFailuresMetric = "push_delivery_failures_total"
 // push_outcome_errors_total (outcomes that could not be written).
 func (e *Emitter) Dispatch(queueName string, delivered, failures, errs int, at time.Time) error {
 	return e.Emit(at, map[string]string{"queue": queueName}, []Metric{
-		{Name: "push_deliveries_total", Unit: Count, Values: []float64{float64(delivered)}},
+		{Name: catalog.PushDeliveriesTotal, Unit: Count, Values: []float64{float64(delivered)}},
 		{Name: PushDeliveryFailuresMetric, Unit: Count, Values: []float64{float64(failures)}},
-		{Name: "push_outcome_errors_total", Unit: Count, Values: []float64{float64(errs)}},
+		{Name: catalog.PushOutcomeErrorsTotal, Unit: Count, Values: []float64{float64(errs)}},
+	}, nil)
+}
+
+// Activity is what one API request or one timer run did, for Activity.
+type Activity struct {
+	// Submitted, Completed and Failed count tasks created, completed and
+	// failed (an attempt) by it.
+	Submitted, Completed, Failed int
+	// S3Requests is the S3 requests it made.
+	S3Requests int64
+}
+
+// Activity writes one line with what a request or a run did:
+// tasks_submitted_total, tasks_completed_total, tasks_failed_total and
+// s3_requests_total, each only when not zero (nothing at all when every
+// one is). CloudWatch sums them per period: tasks per minute, and S3
+// requests per task as s3_requests_total / tasks_submitted_total.
+func (e *Emitter) Activity(a Activity, at time.Time) error {
+	var ms []Metric
+	add := func(name string, v float64) {
+		if v != 0 {
+			ms = append(ms, Metric{Name: name, Unit: Count, Values: []float64{v}})
+		}
+	}
+	add(catalog.TasksSubmittedTotal, float64(a.Submitted))
+	add(catalog.TasksCompletedTotal, float64(a.Completed))
+	add(catalog.TasksFailedTotal, float64(a.Failed))
+	add(catalog.S3RequestsTotal, float64(a.S3Requests))
+	if len(ms) == 0 {
+		return nil
+	}
+	return e.Emit(at, nil, ms, nil)
+}
+
+// QueueStats writes one queue's gauges: queue_depth (its live tasks) and
+// oldest_pending_age_seconds (how long its oldest due pending task has
+// waited; 0 when none is due).
+func (e *Emitter) QueueStats(queueName string, depth int, oldestPending time.Duration, at time.Time) error {
+	return e.Emit(at, map[string]string{"queue": queueName}, []Metric{
+		{Name: catalog.QueueDepth, Unit: Count, Values: []float64{float64(depth)}},
+		{Name: catalog.OldestPendingAgeSeconds, Unit: Seconds, Values: []float64{oldestPending.Seconds()}},
 	}, nil)
 }
