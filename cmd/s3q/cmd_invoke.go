@@ -98,6 +98,9 @@ func invokeHere(ctx context.Context, e *env, name string, payload []byte) ([]byt
 	if err != nil {
 		return nil, err
 	}
+	if err := deps.CheckLayout(ctx); err != nil {
+		return nil, err // a bucket of another layout: refused, as by the function
+	}
 	h, err := lambdafn.New(name, deps)
 	if err != nil {
 		return nil, usageErr("%v", err)

@@ -48,6 +48,9 @@ Examples:
 			if err != nil {
 				return err
 			}
+			if err := deps.CheckLayout(ctx); err != nil {
+				return err
+			}
 			rep, err := deps.Sweep(ctx, time.Now())
 			if e.output == "json" {
 				if perr := printJSON(e.stdout, rep); perr != nil {

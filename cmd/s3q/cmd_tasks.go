@@ -70,6 +70,34 @@ func newClient(ctx context.Context, e *env) (*client.Client, error) {
 	return client.New(ctx, e.url, client.Options{UserAgent: "s3q-cli/" + version, Queue: e.queue})
 }
 
+// taskArg resolves a task argument: a reference QUEUE/ID, as submit and
+// status print it, or a bare ID in --queue. A reference into another
+// queue than a --queue given on the command line is a usage error.
+func taskArg(e *env, arg string) (queueName, id string, err error) {
+	queueName, id, err = queue.ParseRef(arg, e.queue)
+	if err != nil {
+		return "", "", usageErr("%q is not a task: give QUEUE/ID (as submit prints it) or an ID with --queue", arg)
+	}
+	if e.queueSet && queueName != e.queue {
+		return "", "", usageErr("task %s is in queue %s, but --queue says %s", arg, queueName, e.queue)
+	}
+	return queueName, id, nil
+}
+
+// taskClient returns a client of the API at --url addressing the queue
+// of task argument arg, and the task's id.
+func taskClient(ctx context.Context, e *env, arg string) (*client.Client, string, error) {
+	queueName, id, err := taskArg(e, arg)
+	if err != nil {
+		return nil, "", err
+	}
+	c, err := newClient(ctx, e)
+	if err != nil {
+		return nil, "", err
+	}
+	return c.In(queueName), id, nil
+}
+
 // submitCommand is s3q submit.
 func submitCommand() *command {
 	sf := &submitFlags{
@@ -283,8 +311,8 @@ func historyCommand() *command {
 	var hcursor string
 	var hall bool
 	return &command{
-		name: "history", args: "ID", summary: "show the versions of a task's record, a page at a time (newest first)",
-		details: "The task must be in --queue (default \"default\"); a task of another queue is not found.\n" +
+		name: "history", args: "TASK", summary: "show the versions of a task's record, a page at a time (newest first)",
+		details: "TASK is QUEUE/ID, as submit prints it, or an ID in --queue (default \"default\").\n" +
 			"A whole history (one page, or --all) prints oldest first as Version 1..N; a partial page prints newest first, by version id.",
 		flags: func(fs *flag.FlagSet) {
 			fs.IntVar(&hlimit, "limit", 0, "versions per page (default 100, at most 1000)")
@@ -293,9 +321,9 @@ func historyCommand() *command {
 		},
 		run: func(ctx context.Context, e *env, args []string) error {
 			if len(args) != 1 {
-				return usageErr("history takes one task ID")
+				return usageErr("history takes one task (QUEUE/ID, or an ID with --queue)")
 			}
-			c, err := newClient(ctx, e)
+			c, id, err := taskClient(ctx, e, args[0])
 			if err != nil {
 				return err
 			}
@@ -303,7 +331,7 @@ func historyCommand() *command {
 			req := queue.HistoryRequest{Limit: hlimit, Cursor: hcursor}
 			next := ""
 			for {
-				res, err := c.History(ctx, args[0], req)
+				res, err := c.History(ctx, id, req)
 				if err != nil {
 					return err
 				}
@@ -356,17 +384,17 @@ var taskOps = []taskOp{
 // command is s3q op.name.
 func (op taskOp) command() *command {
 	return &command{
-		name: op.name, args: "ID", summary: op.summary,
-		details: "The task must be in --queue (default \"default\"); a task of another queue is not found.",
+		name: op.name, args: "TASK", summary: op.summary,
+		details: "TASK is QUEUE/ID, as submit prints it, or an ID in --queue (default \"default\").",
 		run: func(ctx context.Context, e *env, args []string) error {
 			if len(args) != 1 {
-				return usageErr("%s takes one task ID", op.name)
+				return usageErr("%s takes one task (QUEUE/ID, or an ID with --queue)", op.name)
 			}
-			c, err := newClient(ctx, e)
+			c, id, err := taskClient(ctx, e, args[0])
 			if err != nil {
 				return err
 			}
-			t, err := op.call(c, ctx, args[0])
+			t, err := op.call(c, ctx, id)
 			if err != nil {
 				return err
 			}

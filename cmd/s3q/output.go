@@ -68,6 +68,7 @@ func stamp(t *time.Time, now time.Time) string {
 func printTask(w io.Writer, t client.Task, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	row("task", t.Queue+"/"+t.ID) // what status, cancel, retry, expire and history take
 	row("id", t.ID)
 	row("type", t.TaskType)
 	row("queue", t.Queue)

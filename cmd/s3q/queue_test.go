@@ -53,6 +53,20 @@ func TestQueueCommandsAndTheQueueFlag(t *testing.T) {
 	if out, _, code := cli(t, url, "-q", "emails", "status", sub.Task.ID); code != 0 || !strings.Contains(out, sub.Task.ID) {
 		t.Errorf("status -q emails (%d): %s", code, out)
 	}
+	// What submit prints, QUEUE/ID, is what every task command takes.
+	out, _, code = cli(t, url, "submit", "-t", "email.send", "--queue", "emails")
+	ref := regexp.MustCompile(`(?m)^task: +(\S+)$`).FindStringSubmatch(out)
+	if code != 0 || ref == nil || ref[1] != "emails/"+strings.TrimSpace(regexp.MustCompile(`(?m)^id: +(\S+)$`).FindStringSubmatch(out)[1]) {
+		t.Fatalf("submit prints no task reference (%d): %s", code, out)
+	}
+	for _, args := range [][]string{{"status", ref[1]}, {"history", ref[1]}, {"-q", "emails", "status", ref[1]}, {"cancel", ref[1]}} {
+		if out, errOut, code := cli(t, url, args...); code != 0 || args[0] != "history" && !strings.Contains(out, ref[1]) {
+			t.Errorf("%v (%d): %s %s", args, code, out, errOut)
+		}
+	}
+	if _, errOut, code := cli(t, url, "-q", "other", "status", ref[1]); code != 2 || !strings.Contains(errOut, "--queue says other") {
+		t.Errorf("a reference into another queue than --queue (%d): %s", code, errOut)
+	}
 	if out, _, code := cli(t, url, "list", "--all-queues"); code != 0 || !strings.Contains(out, sub.Task.ID) {
 		t.Errorf("list --all-queues (%d): %s", code, out)
 	}
@@ -64,7 +78,7 @@ func TestQueueCommandsAndTheQueueFlag(t *testing.T) {
 	}
 
 	out, _, code = cli(t, url, "queue", "list")
-	if code != 0 || !regexp.MustCompile(`(?m)^emails +active +1 +0 +0 +0 +0 +0 +- +2 `).MatchString(out) {
+	if code != 0 || !regexp.MustCompile(`(?m)^emails +active +1 +0 +0 +0 +1 +0 +0 +2 `).MatchString(out) {
 		t.Errorf("queue list (%d): %s", code, out)
 	}
 	if out, _, code := cli(t, url, "queue", "show", "emails"); code != 0 || !strings.Contains(out, "1 live, 0 delayed, 0 running") {

@@ -62,29 +62,45 @@ type Function struct {
 	PutEvents bool
 }
 
-// Key prefixes of the bucket layout as shared/queue and shared/schedule use them
-// (keys.go there). Parked leases and the queue list live in sweep/, the
-// sweep's one time-sorted index: the queue registry (written by the first
-// submit of a queue), running tasks parked until their lease ends, the
-// outbox of transitions that owe an event (expiry, dead-letter) and the
-// artifact deletion times. children/ is a parent's child index. Which
-// function does what in each is the access table below.
+// Key prefixes of the bucket layout (layout 2, shared/queue/keys.go).
+// Everything of a queue is under q/{queue}/; IAM sees the queue as a
+// wildcard, so a grant on q/*/tasks/ is a grant on every queue's records.
+// sweep/ (parked leases, the outbox, artifact deletion times, wake-ups)
+// and due/ are the only global indexes. tasks/ and queues/ are layout 1's
+// prefixes: every function lists them (one key at most) once at start
+// when the bucket has no s3q.json yet, to refuse a layout-1 bucket.
 const (
-	pTasks     = "tasks/"
-	pReady     = "ready/"
-	pDeadline  = "deadline/"
-	pDedup     = "dedup/"
+	pLayout    = "s3q.json"       // the layout version object
+	pQueues    = "q/"             // the queues' folders: ListBucket on exactly q/ (a delimited LIST)
+	pDecl      = "q/*/queue.json" // a queue's declaration; {"shards":N} once deleted
+	pTasks     = "q/*/tasks/"
+	pReady     = "q/*/ready/"
+	pDeadline  = "q/*/deadline/"
+	pDedup     = "q/*/dedup/"
+	pChildren  = "q/*/children/"
+	pSchedules = "q/*/schedules/"
+	pArtifacts = "q/*/artifacts/"
+	pSlots     = "q/*/slots/"  // concurrency slots of queues with max_concurrency, freed by If-Match
+	pStatus    = "q/*/status/" // failed, expired and cancelled tasks, for listing by status
 	pSweep     = "sweep/"
-	pChildren  = "children/"
-	pSchedules = "schedules/"
 	pDue       = "due/"
-	pArtifacts = "artifacts/"
-	pQueues    = "queues/" // declared queues
-	pSlots     = "slots/"  // concurrency slots of queues with max_concurrency, freed by If-Match
-	pStatus    = "status/" // failed, expired and cancelled tasks, for listing by status
-	pPush      = "push/"   // the runner lease of each push queue (dispatch only)
+	pTargets   = "targets/"        // the push queues' index: an entry per queue with a target
+	pRunner    = "q/*/runner.json" // a push queue's runner lease (dispatch only)
 	kTaskTypes = "config/task_types.json"
+	pOldTasks  = "tasks/"  // layout 1: listed once, to refuse it
+	pOldQueues = "queues/" // layout 1: listed once, to refuse it
 )
+
+// layoutCheck is what every function does once at start (queue.CheckLayout):
+// read s3q.json, and on a bucket without one look for layout 1 and write it.
+var layoutCheck = []Access{
+	on(pLayout, GetObject, PutObject),
+	on(pOldTasks, ListBucket),
+	on(pOldQueues, ListBucket),
+}
+
+// withLayoutCheck returns a function's access with the layout check's.
+func withLayoutCheck(a ...Access) []Access { return append(a, layoutCheck...) }
 
 // TerminalTagKey and TerminalTagValue are the object tag the core puts on a
 // task record that reached a terminal state; the bucket's lifecycle rule
@@ -103,7 +119,7 @@ func Functions() []Function {
 		{
 			// Reads the queue's declaration; declares it under auto_declare.
 			Name:   "submit",
-			Access: submitAccess(),
+			Access: withLayoutCheck(submitAccess()...),
 			Routes: []string{"POST /queues/{queue}/tasks", "POST /queues/{queue}/tasks/batch"},
 		},
 		{
@@ -112,7 +128,7 @@ func Functions() []Function {
 			// task's deadline. They read the queue's declaration and take its
 			// concurrency slots.
 			Name:   "claim",
-			Access: claimAccess(),
+			Access: withLayoutCheck(claimAccess()...),
 			Routes: []string{"POST /queues/{queue}/claim"},
 		},
 		{
@@ -122,7 +138,7 @@ func Functions() []Function {
 			// concurrency (waitsReservedConcurrency), so that waits can
 			// neither starve the other functions nor be starved by them.
 			Name:   "waits",
-			Access: merge(submitAccess(), claimAccess()),
+			Access: withLayoutCheck(merge(submitAccess(), claimAccess())...),
 			Routes: []string{"POST /queues/{queue}/tasks/wait", "POST /queues/{queue}/claim/wait"},
 		},
 		{
@@ -132,18 +148,20 @@ func Functions() []Function {
 			// declares and deletes queues (a tombstone, never a DELETE),
 			// and frees a slot (If-Match) when a lease holder finishes.
 			Name: "tasks",
-			Access: []Access{
+			Access: withLayoutCheck(
 				on(pTasks, GetObject, PutObject, PutObjectTagging, DeleteObject, ListBucket, GetObjectVersion, ListBucketVersions), // purge deletes records
-				on(pQueues, GetObject, PutObject, ListBucket), // declared, paused, replaced by If-Match, deleted as a tombstone
-				on(pSlots, PutObject, ListBucket),             // freed (If-Match) when a lease holder finishes
+				on(pQueues, ListBucket),           // the queues' folders
+				on(pDecl, GetObject, PutObject),   // declared, paused, replaced by If-Match, deleted as a tombstone
+				on(pSlots, PutObject, ListBucket), // freed (If-Match) when a lease holder finishes
 				on(pReady, GetObject, PutObject, DeleteObject, ListBucket),
 				on(pDeadline, GetObject, PutObject, DeleteObject, ListBucket),
 				on(pDedup, GetObject, PutObject), // a retry takes its dedup key again
 				on(pSweep, GetObject, PutObject, DeleteObject),
 				on(pChildren, GetObject, PutObject, DeleteObject),
-				on(pStatus, GetObject, PutObject, DeleteObject, ListBucket),
+				on(pStatus, GetObject, PutObject, PutObjectTagging, DeleteObject, ListBucket),
 				on(pArtifacts, GetObject, PutObject, DeleteObject, ListBucket), // signed into the URLs; a purge deletes them
-			},
+				on(pTargets, GetObject, PutObject, DeleteObject),               // a push queue declared, changed or deleted
+			),
 			Routes: []string{
 				"GET /queues", "PUT /queues/{queue}", "GET /queues/{queue}", "DELETE /queues/{queue}",
 				"GET /tasks", "GET /queues/{queue}/tasks",
@@ -160,16 +178,16 @@ func Functions() []Function {
 		},
 		{
 			Name: "schedules",
-			Access: []Access{
+			Access: withLayoutCheck(
 				on(pTasks, GetObject, PutObject), // trigger: a fired task
 				on(kTaskTypes, GetObject),
-				on(pQueues, GetObject),
+				on(pDecl, GetObject),
 				on(pReady, GetObject, PutObject),
 				on(pDeadline, GetObject, PutObject),
 				on(pSweep, GetObject, PutObject),
 				on(pSchedules, GetObject, PutObject, DeleteObject, ListBucket),
 				on(pDue, GetObject, PutObject, DeleteObject),
-			},
+			),
 			Routes: []string{
 				"POST /queues/{queue}/schedules", "GET /queues/{queue}/schedules",
 				"GET /queues/{queue}/schedules/{id}", "PUT /queues/{queue}/schedules/{id}", "DELETE /queues/{queue}/schedules/{id}",
@@ -181,51 +199,54 @@ func Functions() []Function {
 			// Lists a finished task's artifacts and deletes them; never
 			// reads one.
 			Name: "sweep-expired",
-			Access: []Access{
-				on(pTasks, GetObject, PutObject, PutObjectTagging),
-				on(pQueues, GetObject, ListBucket), // ListBucket: the queue gauges (every 5 minutes)
-				on(pSlots, PutObject, ListBucket),  // the slot of a lapsed lease it settles (If-Match); a gauge counts them
+			Access: withLayoutCheck(
+				on(pTasks, GetObject, PutObject, PutObjectTagging, ListBucket), // ListBucket: the gauges count a queue's records
+				on(pQueues, ListBucket), // the queue gauges (every 5 minutes): the queues' folders
+				on(pDecl, GetObject),
+				on(pSlots, PutObject, ListBucket), // the slot of a lapsed lease it settles (If-Match); a gauge counts them
 				on(pReady, GetObject, PutObject, DeleteObject, ListBucket),
 				on(pDeadline, GetObject, PutObject, DeleteObject, ListBucket),
 				on(pSweep, GetObject, PutObject, DeleteObject, ListBucket),
 				on(pChildren, GetObject, DeleteObject, ListBucket),
-				on(pStatus, GetObject, PutObject, ListBucket), // ListBucket: the gauges' counts
+				on(pStatus, GetObject, PutObject, PutObjectTagging, ListBucket), // tagged as its terminal record; the gauges' counts
 				on(pArtifacts, DeleteObject, ListBucket),
-			},
+			),
 			Timer:     true,
 			PutEvents: true,
 		},
 		{
 			Name: "schedule-tick",
-			Access: []Access{
+			Access: withLayoutCheck(
 				on(pTasks, GetObject, PutObject, PutObjectTagging),
 				on(kTaskTypes, GetObject),
-				on(pQueues, GetObject),
+				on(pDecl, GetObject),
 				on(pReady, GetObject, PutObject),
 				on(pDeadline, GetObject, PutObject),
 				on(pSweep, GetObject, PutObject),
-				on(pStatus, GetObject, PutObject),
+				on(pStatus, GetObject, PutObject, PutObjectTagging), // tagged as its terminal record
 				on(pSchedules, GetObject, PutObject),
 				on(pDue, GetObject, PutObject, DeleteObject, ListBucket),
-			},
+			),
 			Timer: true,
 		},
 		{
 			// Claims due tasks of push queues and ends their leases with
-			// what the target answered; reads the declarations of push
-			// queues and takes their concurrency slots; holds a queue's
-			// runner lease while its next task is due soon.
+			// what the target answered; lists the push queues' index and
+			// reads the declarations of push queues, and takes their
+			// concurrency slots; holds a queue's runner lease while its
+			// next task is due soon.
 			Name: "dispatch",
-			Access: []Access{
+			Access: withLayoutCheck(
 				on(pTasks, GetObject, PutObject, PutObjectTagging),
-				on(pQueues, GetObject, ListBucket),
+				on(pTargets, GetObject, ListBucket), // the push queues
+				on(pDecl, GetObject),
 				on(pSlots, GetObject, PutObject, ListBucket),
 				on(pReady, DeleteObject, ListBucket),
 				on(pDeadline, DeleteObject, ListBucket),
 				on(pSweep, GetObject, PutObject),
-				on(pStatus, GetObject, PutObject),
-				on(pPush, GetObject, PutObject), // a queue's runner lease: taken, renewed, freed by If-Match
-			},
+				on(pStatus, GetObject, PutObject, PutObjectTagging), // tagged as its terminal record
+				on(pRunner, GetObject, PutObject),                   // a queue's runner lease: taken, renewed, freed by If-Match
+			),
 			Timer: true,
 		},
 	}
@@ -237,14 +258,15 @@ func submitAccess() []Access {
 	return []Access{
 		on(pTasks, GetObject, PutObject, PutObjectTagging), // ttl 0: expired on arrival
 		on(kTaskTypes, GetObject),
-		on(pQueues, GetObject),
-		{Prefix: pQueues, Actions: []string{PutObject, ListBucket}, AutoDeclare: true}, // declared (and max_queues counted) under autoDeclare only
+		on(pDecl, GetObject),
+		{Prefix: pDecl, Actions: []string{PutObject}, AutoDeclare: true},    // declared under autoDeclare only
+		{Prefix: pQueues, Actions: []string{ListBucket}, AutoDeclare: true}, // max_queues: the queues' folders, counted then
 		on(pReady, GetObject, PutObject),
 		on(pDeadline, GetObject, PutObject, DeleteObject),
-		on(pDedup, GetObject, PutObject),    // never deleted: a finished holder's key is taken over
-		on(pSweep, GetObject, PutObject),    // wake-ups, the outbox of a ttl-0 task
-		on(pChildren, GetObject, PutObject), // a child's entry in its parent's index
-		on(pStatus, GetObject, PutObject),
+		on(pDedup, GetObject, PutObject),                    // never deleted: a finished holder's key is taken over
+		on(pSweep, GetObject, PutObject),                    // wake-ups, the outbox of a ttl-0 task
+		on(pChildren, GetObject, PutObject),                 // a child's entry in its parent's index
+		on(pStatus, GetObject, PutObject, PutObjectTagging), // tagged as its terminal record
 	}
 }
 
@@ -255,13 +277,13 @@ func submitAccess() []Access {
 func claimAccess() []Access {
 	return []Access{
 		on(pTasks, GetObject, PutObject, PutObjectTagging),
-		on(pQueues, GetObject),
+		on(pDecl, GetObject),
 		on(pSlots, GetObject, PutObject, ListBucket), // max_concurrency: listed, taken by If-None-Match/If-Match
 		on(pReady, DeleteObject, ListBucket),
 		on(pDeadline, GetObject, PutObject, DeleteObject, ListBucket),
-		on(pSweep, GetObject, PutObject), // the outbox of what it expires or dead-letters
-		on(pChildren, DeleteObject),      // a finished child leaves its parent's index
-		on(pStatus, GetObject, PutObject),
+		on(pSweep, GetObject, PutObject),                    // the outbox of what it expires or dead-letters
+		on(pChildren, DeleteObject),                         // a finished child leaves its parent's index
+		on(pStatus, GetObject, PutObject, PutObjectTagging), // tagged as its terminal record
 	}
 }
 

@@ -156,7 +156,7 @@ func TestIAM(t *testing.T) {
 					}
 					sort.Strings(res)
 					if st["Effect"] != "Deny" || render(st["Principal"]) != `{"AWS":"*"}` || render(st["Action"]) != "s3:PutObject" ||
-						strings.Join(res, " ") != "dedup/* schedules/*.json tasks/*" ||
+						strings.Join(res, " ") != "q/*/dedup/* q/*/schedules/*.json q/*/tasks/*" ||
 						render(st["Condition"]) != `{"Null":{"s3:if-match":"true","s3:if-none-match":"true"}}` {
 						t.Errorf("%s: %s", env, render(st))
 					}
@@ -179,8 +179,11 @@ func TestIAM(t *testing.T) {
 				for _, act := range a.Actions {
 					object = object || !bucketActions[act]
 				}
-				if object && strings.HasSuffix(a.Prefix, "/") {
+				switch {
+				case object && strings.HasSuffix(a.Prefix, "/"):
 					wildcards = append(wildcards, IAM5Finding(bucketID(dev), a.Prefix+"*"))
+				case object && strings.Contains(a.Prefix, "*"): // q/*/queue.json
+					wildcards = append(wildcards, IAM5Finding(bucketID(dev), a.Prefix))
 				}
 			}
 			sort.Strings(wildcards)

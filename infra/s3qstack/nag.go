@@ -19,8 +19,8 @@ func suppressFindings(b *builder) {
 			"account needs one. Server access logs would add a second bucket and a log object per request."),
 	}}, jsii.Bool(true))
 
-	// IAM5, per role, for exactly its own object wildcards ("tasks/*", the
-	// ids, queue names and times under a prefix), spelled out one by one:
+	// IAM5, per role, for exactly its own object wildcards ("q/*/tasks/*":
+	// queue names, ids and times), spelled out one by one:
 	// a grant on the whole bucket ("<Bucket.Arn>/*") or on any other
 	// prefix stays a finding.
 	bucketID := b.stack.Resolve(b.out.Bucket.Node().DefaultChild().(awscdk.CfnResource).LogicalId()).(string)
@@ -34,8 +34,8 @@ func suppressFindings(b *builder) {
 		}
 		cdknag.NagSuppressions_AddResourceSuppressions(role, &[]*cdknag.NagPackSuppression{{
 			Id: jsii.String("AwsSolutions-IAM5"),
-			Reason: jsii.String("Object actions are scoped to the key prefixes the function uses (tasks/*, ready/*, ...): " +
-				"the wildcard stands for task ids, queue names and times, which are data, not a broader grant."),
+			Reason: jsii.String("Object actions are scoped to the key prefixes the function uses (q/*/tasks/*, q/*/ready/*, sweep/*, ...): " +
+				"the wildcards stand for queue names, task ids and times, which are data, not a broader grant."),
 			AppliesTo: &applies,
 		}}, jsii.Bool(true))
 	}

@@ -55,8 +55,11 @@ type Settings struct {
 	// (TerminalTagKey=TerminalTagValue) is kept. Defaults to 30.
 	TerminalRetentionDays int `json:"terminalRetentionDays"`
 
-	// ArtifactDays is the lifecycle backstop for artifacts/: the sweep
-	// deletes them earlier. Defaults to 1.
+	// ArtifactDays was the lifecycle backstop for artifacts of layout 1
+	// (one artifacts/ prefix). In layout 2 artifacts are under each
+	// queue's folder, which a lifecycle filter cannot wildcard: the sweep
+	// deletes them (docs/layout.md). Kept so that settings files stay
+	// valid; it has no effect. Defaults to 1.
 	ArtifactDays int `json:"artifactDays"`
 
 	// Shards is S3Q_SHARDS: index prefixes per queue. Every process of a
@@ -325,7 +328,7 @@ func (s Settings) Validate() error {
 	check(s.NoncurrentVersionDays >= 1, "noncurrentVersionDays %d < 1", s.NoncurrentVersionDays)
 	check(s.TerminalRetentionDays >= 1, "terminalRetentionDays %d < 1", s.TerminalRetentionDays)
 	check(s.ArtifactDays >= 1, "artifactDays %d < 1", s.ArtifactDays)
-	check(s.Shards >= 1 && s.Shards <= 64, "shards %d not in [1, 64]", s.Shards)
+	check(s.Shards >= 1 && s.Shards <= 16, "shards %d not in [1, 16]", s.Shards)
 	check(s.Prefix == "" || (strings.HasSuffix(s.Prefix, "/") && !strings.HasPrefix(s.Prefix, "/") && !strings.ContainsAny(s.Prefix, "*?")),
 		"prefix %q must be empty or end in / (no leading /, no wildcards)", s.Prefix)
 	check(map[string]bool{"debug": true, "info": true, "warn": true, "error": true}[s.LogLevel], "logLevel %q not one of debug, info, warn, error", s.LogLevel)

@@ -186,26 +186,15 @@ func (b *builder) bucket() {
 				AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1)),
 			},
 			{
-				// Backstop: the sweep deletes artifacts earlier.
-				// A deleted artifact's old bodies go a day later: where two
-				// rules overlap, S3 applies the shorter expiration.
-				Id:                          jsii.String("artifacts"),
-				Prefix:                      jsii.String(b.key(pArtifacts)),
-				Expiration:                  awscdk.Duration_Days(jsii.Number(float64(b.s.ArtifactDays))),
-				NoncurrentVersionExpiration: awscdk.Duration_Days(jsii.Number(1)),
-			},
-			{
-				// The status/ index (failed, expired, cancelled) goes with
-				// the terminal records it points at; a listing skips and
-				// deletes markers whose record is gone anyway.
-				Id:         jsii.String("status-index"),
-				Prefix:     jsii.String(b.key(pStatus)),
-				Expiration: awscdk.Duration_Days(jsii.Number(float64(b.s.TerminalRetentionDays))),
-			},
-			{
-				// Terminal task records, tagged by the core.
+				// Terminal task records and their status markers (failed,
+				// expired, cancelled), tagged by the core. A lifecycle
+				// filter cannot wildcard the queue in q/{queue}/tasks/, so
+				// the rule is on q/ and the tag says what it deletes.
+				// Artifacts have no rule of their own for the same reason:
+				// the sweep deletes them (its outbox makes sure of it), and
+				// an operator may add a rule per queue folder.
 				Id:         jsii.String("terminal-tasks"),
-				Prefix:     jsii.String(b.key(pTasks)),
+				Prefix:     jsii.String(b.key(pQueues)),
 				TagFilters: &map[string]interface{}{TerminalTagKey: TerminalTagValue},
 				Expiration: awscdk.Duration_Days(jsii.Number(float64(b.s.TerminalRetentionDays))),
 			},
@@ -562,9 +551,14 @@ func (b *builder) s3Statements(fn Function) []awsiam.PolicyStatement {
 		}
 		var actions []string
 		for _, act := range a.Actions {
-			if bucketActions[act] {
+			switch {
+			case bucketActions[act] && a.Prefix == pQueues:
+				// The queues' folders: exactly q/ (a delimited LIST), not
+				// every key below it.
+				listed[act] = append(listed[act], b.key(a.Prefix))
+			case bucketActions[act]:
 				listed[act] = append(listed[act], b.key(a.Prefix)+"*")
-			} else {
+			default:
 				actions = append(actions, act)
 			}
 		}
@@ -591,7 +585,7 @@ func (b *builder) s3Statements(fn Function) []awsiam.PolicyStatement {
 			resources = append(resources, b.out.Bucket.ArnForObjects(jsii.String(p)))
 			// A wildcard over the whole deployment (an empty prefix) is
 			// never suppressed: it stays an IAM5 finding.
-			if strings.HasSuffix(p, "*") && p != b.key("*") {
+			if strings.Contains(p, "*") && p != b.key("*") {
 				b.wildcards[fn.Name] = append(b.wildcards[fn.Name], p)
 			}
 		}

@@ -223,7 +223,7 @@ func TestStack(t *testing.T) {
 		dev.template.ResourceCountIs(jsii.String("AWS::S3::Bucket"), jsii.Number(1))
 	})
 
-	t.Run("the_lifecycle_expires_old_versions_artifacts_and_terminal_tasks", func(t *testing.T) {
+	t.Run("the_lifecycle_expires_old_versions_and_terminal_tasks_with_their_status_markers", func(t *testing.T) {
 		d := DefaultSettings("dev")
 		dev.template.HasResourceProperties(jsii.String("AWS::S3::Bucket"), map[string]interface{}{
 			"LifecycleConfiguration": map[string]interface{}{"Rules": assertions.Match_ArrayWith(&[]interface{}{
@@ -233,10 +233,7 @@ func TestStack(t *testing.T) {
 					"ExpiredObjectDeleteMarker":   true,
 				}),
 				assertions.Match_ObjectLike(&map[string]interface{}{
-					"Id": "artifacts", "Status": "Enabled", "Prefix": "artifacts/", "ExpirationInDays": 1,
-				}),
-				assertions.Match_ObjectLike(&map[string]interface{}{
-					"Id": "terminal-tasks", "Status": "Enabled", "Prefix": "tasks/",
+					"Id": "terminal-tasks", "Status": "Enabled", "Prefix": "q/",
 					"ExpirationInDays": d.TerminalRetentionDays,
 					"TagFilters":       []interface{}{map[string]interface{}{"Key": TerminalTagKey, "Value": TerminalTagValue}},
 				}),
@@ -405,7 +402,7 @@ func TestStack(t *testing.T) {
 					}
 					for _, res := range list(st["Resource"]) {
 						pat := strings.TrimPrefix(render(res), "<"+bucketID(dev)+".Arn>/")
-						if pat == key || (strings.HasSuffix(pat, "*") && strings.HasPrefix(key, strings.TrimSuffix(pat, "*"))) {
+						if globMatch(pat, key) {
 							return true
 						}
 					}
@@ -417,79 +414,78 @@ func TestStack(t *testing.T) {
 			fn, action, key string
 			want            bool
 		}{
-			{"submit", "s3:PutObject", "tasks/x.json", true},
-			{"submit", "s3:PutObject", "ready/default/0/t_x", true},
+			{"submit", "s3:PutObject", "q/default/tasks/0/x.json", true},
+			{"submit", "s3:PutObject", "q/default/ready/0/t_x", true},
 			{"submit", "s3:GetObject", "config/task_types.json", true},
 			{"submit", "s3:PutObject", "config/task_types.json", false},
-			{"submit", "s3:PutObject", "schedules/s.json", false},
-			{"submit", "s3:DeleteObject", "tasks/x.json", false},
-			{"claim", "s3:PutObject", "tasks/x.json", true},
-			{"claim", "s3:DeleteObject", "deadline/default/0/x", true},
-			{"claim", "s3:PutObject", "sweep/20260101T000000.000000Z_event_x", true},
-			{"submit", "s3:PutObject", "children/p/c", true},
-			{"submit", "s3:GetObject", "artifacts/x/out.bin", false},
-			{"claim", "s3:GetObject", "schedules/s.json", false},
-			{"tasks", "s3:GetObjectVersion", "tasks/x.json", true},
-			{"tasks", "s3:PutObject", "artifacts/x/out.bin", true},
-			{"tasks", "s3:PutObjectTagging", "tasks/x.json", true},
-			{"schedules", "s3:DeleteObject", "schedules/s.json", true},
+			{"submit", "s3:PutObject", "q/default/schedules/s.json", false},
+			{"submit", "s3:DeleteObject", "q/default/tasks/0/x.json", false},
+			{"claim", "s3:PutObject", "q/default/tasks/0/x.json", true},
+			{"claim", "s3:DeleteObject", "q/default/deadline/0/x", true},
+			{"claim", "s3:PutObject", "sweep/20260101T000000.000000Z_event_default.x", true},
+			{"submit", "s3:PutObject", "q/default/children/p/c", true},
+			{"submit", "s3:GetObject", "q/default/artifacts/x/out.bin", false},
+			{"claim", "s3:GetObject", "q/default/schedules/s.json", false},
+			{"tasks", "s3:GetObjectVersion", "q/default/tasks/0/x.json", true},
+			{"tasks", "s3:PutObject", "q/default/artifacts/x/out.bin", true},
+			{"tasks", "s3:PutObjectTagging", "q/default/tasks/0/x.json", true},
+			{"schedules", "s3:DeleteObject", "q/default/schedules/s.json", true},
 			{"schedules", "s3:PutObject", "due/t_s", true},
-			{"sweep-expired", "s3:DeleteObject", "artifacts/x/out.bin", true},
-			{"sweep-expired", "s3:PutObject", "artifacts/x/out.bin", false},
-			{"schedule-tick", "s3:PutObject", "schedules/s/state.json", true},
+			{"sweep-expired", "s3:DeleteObject", "q/default/artifacts/x/out.bin", true},
+			{"sweep-expired", "s3:PutObject", "q/default/artifacts/x/out.bin", false},
+			{"schedule-tick", "s3:PutObject", "q/default/schedules/s/state.json", true},
 			{"schedule-tick", "s3:DeleteObject", "due/t_s", true},
-			{"schedule-tick", "s3:GetObjectVersion", "tasks/x.json", false},
+			{"schedule-tick", "s3:GetObjectVersion", "q/default/tasks/0/x.json", false},
 			{"schedule-tick", "s3:GetObject", "config/task_types.json", true},
 			// Task type defaults are read by the functions that submit.
 			{"claim", "s3:GetObject", "config/task_types.json", false},
 			{"tasks", "s3:GetObject", "config/task_types.json", false},
 			{"sweep-expired", "s3:GetObject", "config/task_types.json", false},
-			// sweep/: the queue registry (first submit), the outbox (every
+			// sweep/: the wake-ups (a deadline written), the outbox (every
 			// expiry and dead-letter), parked leases; children/: the child
 			// index. Every function that submits or transitions.
-			{"submit", "s3:PutObject", "sweep/20000101T000000.000000Z_queue_default", true},
-			{"tasks", "s3:PutObject", "sweep/20260101T000000.000000Z_event_x", true},
-			{"tasks", "s3:DeleteObject", "sweep/20260101T000000.000000Z_artifacts_x", true},
-			{"sweep-expired", "s3:PutObject", "sweep/20260101T000000.000000Z_lease_x", true},
-			{"sweep-expired", "s3:DeleteObject", "sweep/20260101T000000.000000Z_event_x", true},
-			{"sweep-expired", "s3:DeleteObject", "children/p/c", true},
-			{"schedule-tick", "s3:PutObject", "sweep/20000101T000000.000000Z_queue_default", true},
-			{"claim", "s3:DeleteObject", "children/p/c", true},
+			{"submit", "s3:PutObject", "sweep/wake/20260101T000000.000000Z_default", true},
+			{"tasks", "s3:PutObject", "sweep/20260101T000000.000000Z_event_default.x", true},
+			{"tasks", "s3:DeleteObject", "sweep/20260101T000000.000000Z_artifacts_default.x", true},
+			{"sweep-expired", "s3:PutObject", "sweep/20260101T000000.000000Z_lease_default.x", true},
+			{"sweep-expired", "s3:DeleteObject", "sweep/20260101T000000.000000Z_event_default.x", true},
+			{"sweep-expired", "s3:DeleteObject", "q/default/children/p/c", true},
+			{"schedule-tick", "s3:PutObject", "sweep/wake/20260101T000000.000000Z_default", true},
+			{"claim", "s3:DeleteObject", "q/default/children/p/c", true},
 			// A leases/ prefix and a queue list are not prefixes of the core.
 			{"claim", "s3:PutObject", "leases/20260101T000000.000000Z_x", false},
 			{"sweep-expired", "s3:GetObject", "leases/20260101T000000.000000Z_x", false},
-			{"sweep-expired", "s3:PutObject", "queues/default.json", false},
+			{"sweep-expired", "s3:PutObject", "q/default/queue.json", false},
 			// Declared queues and their concurrency slots.
-			{"submit", "s3:GetObject", "queues/default.json", true},
-			{"submit", "s3:PutObject", "queues/default.json", false}, // only with autoDeclare (off by default)
-			{"waits", "s3:PutObject", "queues/default.json", false},
-			{"waits", "s3:GetObject", "queues/default.json", true},
-			{"waits", "s3:PutObject", "tasks/x.json", true},
-			{"waits", "s3:PutObject", "slots/default/0000", true},
-			{"waits", "s3:GetObjectVersion", "tasks/x.json", false},
-			{"claim", "s3:GetObject", "queues/default.json", true},
-			{"claim", "s3:PutObject", "queues/default.json", false},
-			{"claim", "s3:PutObject", "slots/default/0000", true},
-			{"claim", "s3:DeleteObject", "slots/default/0000", false}, // slots are freed by If-Match, never deleted
-			{"tasks", "s3:PutObject", "slots/default/0000", true},
-			{"tasks", "s3:DeleteObject", "slots/default/0000", false},
-			{"tasks", "s3:PutObject", "queues/default.json", true},
-			{"tasks", "s3:DeleteObject", "queues/default.json", false}, // a deleted queue is a tombstone
-			{"sweep-expired", "s3:PutObject", "slots/default/0000", true},
-			{"submit", "s3:PutObject", "slots/default/0000", false},
+			{"submit", "s3:GetObject", "q/default/queue.json", true},
+			{"submit", "s3:PutObject", "q/default/queue.json", false}, // only with autoDeclare (off by default)
+			{"waits", "s3:PutObject", "q/default/queue.json", false},
+			{"waits", "s3:GetObject", "q/default/queue.json", true},
+			{"waits", "s3:PutObject", "q/default/tasks/0/x.json", true},
+			{"waits", "s3:PutObject", "q/default/slots/0000", true},
+			{"waits", "s3:GetObjectVersion", "q/default/tasks/0/x.json", false},
+			{"claim", "s3:GetObject", "q/default/queue.json", true},
+			{"claim", "s3:PutObject", "q/default/queue.json", false},
+			{"claim", "s3:PutObject", "q/default/slots/0000", true},
+			{"claim", "s3:DeleteObject", "q/default/slots/0000", false}, // slots are freed by If-Match, never deleted
+			{"tasks", "s3:PutObject", "q/default/slots/0000", true},
+			{"tasks", "s3:DeleteObject", "q/default/slots/0000", false},
+			{"tasks", "s3:PutObject", "q/default/queue.json", true},
+			{"tasks", "s3:DeleteObject", "q/default/queue.json", false}, // a deleted queue is a tombstone
+			{"sweep-expired", "s3:PutObject", "q/default/slots/0000", true},
+			{"submit", "s3:PutObject", "q/default/slots/0000", false},
 			// Artifacts: the tasks function signs PUT and GET URLs, and a
 			// purge deletes a purged task's; the sweep lists and deletes,
 			// and reads none.
-			{"tasks", "s3:GetObject", "artifacts/x/out.bin", true},
-			{"tasks", "s3:DeleteObject", "artifacts/x/out.bin", true},
+			{"tasks", "s3:GetObject", "q/default/artifacts/x/out.bin", true},
+			{"tasks", "s3:DeleteObject", "q/default/artifacts/x/out.bin", true},
 			// A record is deleted only by a purge (the tasks function),
 			// after its tombstone's compare-and-swap.
-			{"tasks", "s3:DeleteObject", "tasks/x.json", true},
-			{"claim", "s3:DeleteObject", "tasks/x.json", false},
-			{"sweep-expired", "s3:DeleteObject", "tasks/x.json", false},
-			{"dispatch", "s3:DeleteObject", "tasks/x.json", false},
-			{"sweep-expired", "s3:GetObject", "artifacts/x/out.bin", false},
-			{"claim", "s3:PutObject", "artifacts/x/out.bin", false},
+			{"tasks", "s3:DeleteObject", "q/default/tasks/0/x.json", true},
+			{"claim", "s3:DeleteObject", "q/default/tasks/0/x.json", false},
+			{"sweep-expired", "s3:DeleteObject", "q/default/tasks/0/x.json", false},
+			{"sweep-expired", "s3:GetObject", "q/default/artifacts/x/out.bin", false},
+			{"claim", "s3:PutObject", "q/default/artifacts/x/out.bin", false},
 		} {
 			if got := can(c.fn, c.action, c.key); got != c.want {
 				t.Errorf("%s %s %s: allowed %v, want %v", c.fn, c.action, c.key, got, c.want)
@@ -505,7 +501,7 @@ func TestStack(t *testing.T) {
 				prefixes = list(cond["s3:prefix"])
 			}
 		}
-		for _, want := range []string{"artifacts/*", "sweep/*", "deadline/*", "children/*"} {
+		for _, want := range []string{"q/*/artifacts/*", "sweep/*", "q/*/deadline/*", "q/*/children/*"} {
 			if !contains(prefixes, want) {
 				t.Errorf("sweep-expired cannot list %s: its ListBucket prefixes are %v", want, prefixes)
 			}
@@ -1011,8 +1007,7 @@ func TestAKeyPrefixAndATickRateReachIAMLifecycleAndRules(t *testing.T) {
 	tpl.HasResourceProperties(jsii.String("AWS::S3::Bucket"), map[string]interface{}{
 		"LifecycleConfiguration": map[string]interface{}{"Rules": assertions.Match_ArrayWith(&[]interface{}{
 			assertions.Match_ObjectLike(&map[string]interface{}{"Id": "noncurrent-versions", "Prefix": "q/"}),
-			assertions.Match_ObjectLike(&map[string]interface{}{"Id": "artifacts", "Prefix": "q/artifacts/"}),
-			assertions.Match_ObjectLike(&map[string]interface{}{"Id": "terminal-tasks", "Prefix": "q/tasks/"}),
+			assertions.Match_ObjectLike(&map[string]interface{}{"Id": "terminal-tasks", "Prefix": "q/q/"}),
 		})},
 	})
 	f := &fixture{stack: st, template: tpl, json: *tpl.ToJSON()}
@@ -1022,14 +1017,14 @@ func TestAKeyPrefixAndATickRateReachIAMLifecycleAndRules(t *testing.T) {
 	for _, fn := range []string{"submit", "waits"} {
 		on := func(f *fixture, prefix string) bool {
 			for _, g := range f.grantsOf(t, fn) {
-				if g == (grant{PutObject, prefix + "queues/"}) {
+				if g == (grant{PutObject, prefix + "q/*/queue.json"}) {
 					return true
 				}
 			}
 			return false
 		}
 		if !on(f, "q/") || on(dev, "") {
-			t.Errorf("%s: PutObject on queues/ with autoDeclare %v, without %v; want only with", fn, on(f, "q/"), on(dev, ""))
+			t.Errorf("%s: PutObject on q/*/queue.json with autoDeclare %v, without %v; want only with", fn, on(f, "q/"), on(dev, ""))
 		}
 	}
 	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), map[string]interface{}{
@@ -1066,9 +1061,34 @@ func TestAKeyPrefixAndATickRateReachIAMLifecycleAndRules(t *testing.T) {
 				"Sid": "RecordsOnlyByConditionalWrites",
 				"Resource": assertions.Match_ArrayWith(&[]interface{}{
 					map[string]interface{}{"Fn::Join": []interface{}{"", []interface{}{
-						map[string]interface{}{"Fn::GetAtt": []interface{}{bucketID(f), "Arn"}}, "/q/tasks/*"}}},
+						map[string]interface{}{"Fn::GetAtt": []interface{}{bucketID(f), "Arn"}}, "/q/q/*/tasks/*"}}},
 				}),
 			}),
 		})},
 	})
+}
+
+// globMatch reports whether key matches an IAM resource pattern, where
+// "*" matches any run of characters, "/" included.
+func globMatch(pat, key string) bool {
+	parts := strings.Split(pat, "*")
+	if len(parts) == 1 {
+		return pat == key
+	}
+	if !strings.HasPrefix(key, parts[0]) {
+		return false
+	}
+	rest := key[len(parts[0]):]
+	for i, p := range parts[1:] {
+		last := i == len(parts)-2
+		if last {
+			return strings.HasSuffix(rest, p) && len(rest) >= len(p)
+		}
+		j := strings.Index(rest, p)
+		if j < 0 {
+			return false
+		}
+		rest = rest[j+len(p):]
+	}
+	return true
 }

@@ -61,7 +61,7 @@ func main() {
 	throughputTasks := flag.Int("throughput-tasks", 400, "backlog drained per throughput figure")
 	workers := flag.String("workers", "1,4,16", "worker counts for the throughput figures")
 	rawFor := flag.Duration("raw-for", 2*time.Second, "how long to measure the raw PUT+GET rate")
-	only := flag.String("only", "", "run only these figures, comma-separated: lifecycle, throughput, sweep, tick, list, ops, faults, push, storm")
+	only := flag.String("only", "", "run only these figures, comma-separated: lifecycle, throughput, sweep, tick, list, layout, ops, faults, push, storm")
 	faultMixes := flag.String("fault-mixes", "lost_answers,mixed", "fault mixes of the faults figures (empty: none)")
 	faultRate := flag.Float64("fault-rate", 0.10, "share of S3 requests that meet a fault in the faults figures")
 	faultSubmits := flag.Int("fault-submits", 1000, "submits per faults figure")
@@ -134,6 +134,11 @@ func main() {
 	}
 	if run("list") {
 		if err := benchList(ctx, srv, 1000); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if run("layout") {
+		if err := benchLayout(ctx); err != nil {
 			log.Fatal(err)
 		}
 	}
@@ -212,7 +217,7 @@ func lifecycle(ctx context.Context, srv *s3local.Server, n int, ttl bool, mc int
 			return store.Counts{}, fmt.Errorf("lifecycle: nothing to claim after %d of %d", done, n)
 		}
 		for _, c := range cs {
-			if _, err := worker.Complete(ctx, c.Task.ID, c.Lease.Token, []byte(`{"ok":true}`), time.Now()); err != nil {
+			if _, err := worker.Complete(ctx, c.Task.Ref(), c.Lease.Token, []byte(`{"ok":true}`), time.Now()); err != nil {
 				return store.Counts{}, err
 			}
 			done++
@@ -266,7 +271,7 @@ func throughput(ctx context.Context, srv *s3local.Server, w, n int) (float64, fl
 				}
 				idle = 0
 				for _, c := range cs {
-					if _, err := worker.Complete(ctx, c.Task.ID, c.Lease.Token, nil, time.Now()); err != nil {
+					if _, err := worker.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, time.Now()); err != nil {
 						once.Do(func() { firstErr = err })
 						return
 					}

@@ -94,7 +94,7 @@ func idleSweep(ctx context.Context, srv *s3local.Server, nq int) (float64, float
 		if err != nil || len(cs) != 1 {
 			return 0, 0, fmt.Errorf("idle: claim %s: %d tasks, %v", name, len(cs), err)
 		}
-		if _, err := q.Complete(ctx, cs[0].Task.ID, cs[0].Lease.Token, nil, now); err != nil {
+		if _, err := q.Complete(ctx, cs[0].Task.Ref(), cs[0].Lease.Token, nil, now); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -145,10 +145,9 @@ func sweepOnce(ctx context.Context, srv *s3local.Server, n, expiring, queues int
 			}
 		}()
 	}
-	avail := now.Format("20060102T150405.000000Z")
 	for i := 0; i < n-expiring; i++ {
-		exp := now.Add(time.Hour + time.Duration(i)*time.Millisecond).Format("20060102T150405.000000Z")
-		keys <- "deadline/default/0/" + exp + "_" + avail + "_" + queue.NewID(now)
+		exp := now.Add(time.Hour + time.Duration(i)*time.Millisecond)
+		keys <- queue.DeadlineMarkerKey(queue.DefaultQueue, 0, exp, now, queue.NewID(now))
 	}
 	close(keys)
 	wg.Wait()

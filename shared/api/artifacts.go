@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"github.com/s3q/s3q/shared/queue"
 	"net/http"
 
 	"github.com/s3q/s3q/shared/artifacts"
@@ -39,7 +40,7 @@ func (a *API) artifactUpload(rq *request) (reply, error) {
 	if body.Size == 0 {
 		return reply{}, badInput("size", "is required: the artifact's size in bytes; the upload must send exactly that many")
 	}
-	u, err := a.opts.Artifacts.PutURL(rq.ctx, rq.id, body.Name, body.Size, rq.now(a))
+	u, err := a.opts.Artifacts.PutURL(rq.ctx, queue.Ref(rq.queue, rq.id), body.Name, body.Size, rq.now(a))
 	if err != nil {
 		return reply{}, err
 	}
@@ -58,7 +59,7 @@ func (a *API) artifactDownload(rq *request) (reply, error) {
 	if _, err := rq.q.Get(rq.ctx, rq.id); err != nil {
 		return reply{}, err // a task of another queue is 404
 	}
-	u, err := a.opts.Artifacts.GetURL(rq.ctx, rq.id, rq.name, rq.now(a))
+	u, err := a.opts.Artifacts.GetURL(rq.ctx, queue.Ref(rq.queue, rq.id), rq.name, rq.now(a))
 	if errors.Is(err, artifacts.ErrNoArtifact) {
 		return reply{}, notFound("task %s has no artifact %s (never uploaded, deleted, or past its time)", clip(rq.id), clip(rq.name))
 	}

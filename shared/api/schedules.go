@@ -20,18 +20,21 @@ type scheduleReply struct {
 	Schedule schedule.Schedule `json:"schedule"`
 }
 
-func (a *API) scheduler() (*schedule.Scheduler, error) {
+// scheduler returns the view of the path's queue of the schedules: its
+// ids are looked up in that queue's folder only, so another queue's
+// schedule is 404.
+func (a *API) scheduler(rq *request) (*schedule.Scheduler, error) {
 	if a.opts.Schedules == nil {
 		return nil, apiError(CodeNotFound, "", "schedules are not served by this API")
 	}
-	return a.opts.Schedules, nil
+	return a.opts.Schedules.In(rq.queue), nil
 }
 
 // scheduleRequest is the scheduler and the schedule.Request of a POST or
 // PUT body, its queue checked by inQueue.
 func (a *API) scheduleRequest(rq *request) (*schedule.Scheduler, schedule.Request, error) {
 	var req schedule.Request
-	sc, err := a.scheduler()
+	sc, err := a.scheduler(rq)
 	if err != nil {
 		return nil, req, err
 	}
@@ -54,16 +57,6 @@ func (a *API) inQueue(rq *request, req *schedule.Request) error {
 		return badInput("queue", "is %q, but the request is addressed to queue %q", clip(req.Queue), rq.queue)
 	}
 	return a.q.CheckQueue(rq.ctx, rq.queue, rq.now(a))
-}
-
-// ownSchedule checks that schedule id fires into the path's queue: one
-// that does not, or does not exist, is 404.
-func (a *API) ownSchedule(rq *request, sc *schedule.Scheduler) error {
-	s, err := sc.Get(rq.ctx, rq.id, rq.now(a))
-	if err != nil {
-		return err
-	}
-	return notInQueue(rq, s)
 }
 
 // notInQueue is the 404 of a schedule s addressed under another queue than
@@ -95,7 +88,7 @@ func (a *API) scheduleCreate(rq *request) (reply, error) {
 // scheduleList serves GET /queues/{queue}/schedules?limit=&cursor=: the
 // schedules that fire into the queue.
 func (a *API) scheduleList(rq *request) (reply, error) {
-	sc, err := a.scheduler()
+	sc, err := a.scheduler(rq)
 	if err != nil {
 		return reply{}, err
 	}
@@ -112,7 +105,7 @@ func (a *API) scheduleList(rq *request) (reply, error) {
 
 // scheduleGet serves GET /queues/{queue}/schedules/{id}: the schedule and its next 5 fire times.
 func (a *API) scheduleGet(rq *request) (reply, error) {
-	sc, err := a.scheduler()
+	sc, err := a.scheduler(rq)
 	if err != nil {
 		return reply{}, err
 	}
@@ -129,20 +122,14 @@ func (a *API) scheduleUpdate(rq *request) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	if err := a.ownSchedule(rq, sc); err != nil {
-		return reply{}, err
-	}
 	s, err := sc.Update(rq.ctx, rq.id, req, rq.now(a))
 	return a.scheduleOut(http.StatusOK, s, err)
 }
 
 // scheduleDelete serves DELETE /queues/{queue}/schedules/{id}: 204.
 func (a *API) scheduleDelete(rq *request) (reply, error) {
-	sc, err := a.scheduler()
+	sc, err := a.scheduler(rq)
 	if err != nil {
-		return reply{}, err
-	}
-	if err := a.ownSchedule(rq, sc); err != nil {
 		return reply{}, err
 	}
 	if err := sc.Delete(rq.ctx, rq.id, rq.now(a)); err != nil {
@@ -163,14 +150,11 @@ func (a *API) scheduleResume(rq *request) (reply, error) {
 
 // scheduleAction serves a POST on one schedule with an empty body.
 func (a *API) scheduleAction(rq *request, act func(*schedule.Scheduler, context.Context, string, time.Time) (schedule.Schedule, error)) (reply, error) {
-	sc, err := a.scheduler()
+	sc, err := a.scheduler(rq)
 	if err != nil {
 		return reply{}, err
 	}
 	if err := decodeObject(rq.body, &struct{}{}, ""); err != nil {
-		return reply{}, err
-	}
-	if err := a.ownSchedule(rq, sc); err != nil {
 		return reply{}, err
 	}
 	s, err := act(sc, rq.ctx, rq.id, rq.now(a))
@@ -179,14 +163,11 @@ func (a *API) scheduleAction(rq *request, act func(*schedule.Scheduler, context.
 
 // scheduleTrigger serves POST /queues/{queue}/schedules/{id}/trigger: {"fire": {...}}.
 func (a *API) scheduleTrigger(rq *request) (reply, error) {
-	sc, err := a.scheduler()
+	sc, err := a.scheduler(rq)
 	if err != nil {
 		return reply{}, err
 	}
 	if err := decodeObject(rq.body, &struct{}{}, ""); err != nil {
-		return reply{}, err
-	}
-	if err := a.ownSchedule(rq, sc); err != nil {
 		return reply{}, err
 	}
 	f, err := sc.Trigger(rq.ctx, rq.id, rq.now(a))
@@ -201,7 +182,7 @@ func (a *API) scheduleTrigger(rq *request) (reply, error) {
 
 // scheduleHistory serves GET /queues/{queue}/schedules/{id}/history?since=&limit=&cursor=.
 func (a *API) scheduleHistory(rq *request) (reply, error) {
-	sc, err := a.scheduler()
+	sc, err := a.scheduler(rq)
 	if err != nil {
 		return reply{}, err
 	}
@@ -215,9 +196,6 @@ func (a *API) scheduleHistory(rq *request) (reply, error) {
 			return reply{}, badInput("since", "%q is not an RFC 3339 time", clip(s))
 		}
 		req.Since = &t
-	}
-	if err := a.ownSchedule(rq, sc); err != nil {
-		return reply{}, err
 	}
 	res, err := sc.History(rq.ctx, rq.id, req)
 	if err != nil {

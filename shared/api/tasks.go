@@ -19,8 +19,10 @@ func (a *API) get(rq *request) (reply, error) {
 
 // list serves GET /queues/{queue}/tasks?status=&task_type=&limit=&cursor=
 // and the operator route GET /tasks?status=&queue=&task_type=...: a page
-// of tasks, oldest first, and next_cursor when more may follow. Each call examines at
-// most queue.MaxExamined records; failed, expired and cancelled tasks
+// of tasks and next_cursor when more may follow. Under /queues/{queue} it
+// reads only that queue's folder; GET /tasks without queue walks the
+// queues in name order, its cursor {queue}/{cursor in it}. Each call examines at
+// most queue.MaxExamined records per queue; failed, expired and cancelled tasks
 // come from their index (see queue.Queue.List for what each costs).
 func (a *API) list(rq *request) (reply, error) {
 	req := queue.ListRequest{

@@ -108,11 +108,11 @@ type URL struct {
 // size below 1, is a *queue.ValidationError, a size over MaxBytes, or a
 // new name past queue.MaxArtifacts, one that wraps queue.ErrTooLarge.
 // Nothing is written for a bad request.
+//
+// taskID is an id in the view s's Queue is of (queue.Queue.In), or a
+// reference {queue}/{id}.
 func (s *Service) PutURL(ctx context.Context, taskID, name string, size int64, now time.Time) (URL, error) {
 	now = now.UTC().Truncate(time.Microsecond)
-	if err := queue.ValidateID(taskID); err != nil {
-		return URL{}, err
-	}
 	if err := queue.ValidateArtifactName(name); err != nil {
 		return URL{}, err
 	}
@@ -124,11 +124,12 @@ func (s *Service) PutURL(ctx context.Context, taskID, name string, size int64, n
 		return URL{}, &queue.ValidationError{Field: "size", Err: queue.ErrTooLarge,
 			Message: fmt.Sprintf("%d bytes is more than the %d an artifact may have", size, s.max)}
 	}
-	_, until, err := s.q.ReserveArtifact(ctx, taskID, name, s.ttl, now)
+	task, until, err := s.q.ReserveArtifact(ctx, taskID, name, s.ttl, now)
 	if err != nil {
 		return URL{}, err
 	}
-	key := s.prefix + queue.ArtifactKey(taskID, name)
+	taskID = task.ID
+	key := s.prefix + queue.ArtifactKey(task.Queue, task.ID, name)
 	until = clampURL(until, now)
 	req, err := s.presign.PresignPutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key), ContentLength: aws.Int64(size)},
 		s3.WithPresignExpires(until.Sub(now)), s.at(now))
@@ -143,9 +144,6 @@ func (s *Service) PutURL(ctx context.Context, taskID, name string, size int64, n
 // carries response-content-disposition=attachment (with the file name).
 func (s *Service) GetURL(ctx context.Context, taskID, name string, now time.Time) (URL, error) {
 	now = now.UTC().Truncate(time.Microsecond)
-	if err := queue.ValidateID(taskID); err != nil {
-		return URL{}, err
-	}
 	if err := queue.ValidateArtifactName(name); err != nil {
 		return URL{}, err
 	}
@@ -153,16 +151,17 @@ func (s *Service) GetURL(ctx context.Context, taskID, name string, now time.Time
 	if err != nil {
 		return URL{}, err
 	}
+	taskID = task.ID
 	until, ok := task.ArtifactReadExpiry(s.ttl, now)
 	if !ok {
 		return URL{}, fmt.Errorf("artifact %s of task %s: %w", name, taskID, ErrNoArtifact)
 	}
-	if _, err := s.q.Store().Head(ctx, queue.ArtifactKey(taskID, name)); errors.Is(err, store.ErrNotFound) {
+	if _, err := s.q.Store().Head(ctx, queue.ArtifactKey(task.Queue, task.ID, name)); errors.Is(err, store.ErrNotFound) {
 		return URL{}, fmt.Errorf("artifact %s of task %s: %w", name, taskID, ErrNoArtifact)
 	} else if err != nil {
 		return URL{}, fmt.Errorf("head artifact %s of task %s: %w", name, taskID, err)
 	}
-	key := s.prefix + queue.ArtifactKey(taskID, name)
+	key := s.prefix + queue.ArtifactKey(task.Queue, task.ID, name)
 	until = clampURL(until, now)
 	in := &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key),
 		ResponseContentDisposition: aws.String(`attachment; filename="` + name + `"`)} // name: [A-Za-z0-9._-] only

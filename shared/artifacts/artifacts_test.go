@@ -186,7 +186,7 @@ func TestAURLIssuedBeforeTheTaskFinishedUploadsNothingThatOutlivesIt(t *testing.
 			if err != nil || rep.ArtifactsDeleted != 1 {
 				t.Fatalf("sweep at the artifacts' time: %+v %v", rep, err)
 			}
-			if _, err := q.Store().Head(ctx, queue.ArtifactKey(id, "out.bin")); err == nil {
+			if _, err := q.Store().Head(ctx, queue.ArtifactKey(queue.DefaultQueue, id, "out.bin")); err == nil {
 				t.Fatal("the late upload outlived its URL")
 			}
 		})
@@ -219,7 +219,7 @@ func TestAnUploadURLRefusesABodyOfAnotherSizeOnVersityGW(t *testing.T) {
 			t.Logf("PUT of %d bytes: %v", n, err)
 		}
 	}
-	if _, err := q.Store().Head(ctx, queue.ArtifactKey(res.Task.ID, "small.bin")); err == nil {
+	if _, err := q.Store().Head(ctx, queue.ArtifactKey(res.Task.Queue, res.Task.ID, "small.bin")); err == nil {
 		t.Fatal("a refused PUT stored the artifact")
 	}
 	if code, body := do(t, put, bytes.Repeat([]byte("x"), 100)); code != http.StatusOK {

@@ -95,8 +95,8 @@ const DefaultMaxWait = 25 * time.Second
 // MaxMaxWait is the most S3Q_MAX_WAIT may be: Lambda's longest run.
 const MaxMaxWait = 15 * time.Minute
 
-// MaxShards is the most index shards a deployment may use.
-const MaxShards = 256
+// MaxShards is the most claim-index shards a queue, and so a deployment's default, may use.
+const MaxShards = queue.MaxShards
 
 // Config is the configuration of one s3q process.
 type Config struct {

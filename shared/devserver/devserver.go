@@ -147,6 +147,9 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer st.close()
+	if err := queue.CheckLayout(ctx, st.store, time.Now()); err != nil {
+		return fmt.Errorf("devserver: %w", err)
+	}
 
 	if opts.RecentEvents <= 0 {
 		opts.RecentEvents = DefaultRecentEvents

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/s3q/s3q/shared/queue"
 	"io"
 	"log/slog"
 	"net/http"
@@ -242,7 +243,14 @@ func TestDevServerEndpoint(t *testing.T) {
 		if !strings.Contains(d.out.String(), "bucket elsewhere at "+srv.Endpoint) {
 			t.Errorf("banner:\n%s", d.out)
 		}
-		if page, err := srv.Store("dev/").List(t.Context(), "tasks/", "", 0); err != nil || len(page.Items) != 1 {
+		page, err := srv.Store("dev/").List(t.Context(), queue.QueuePrefix(queue.DefaultQueue), "", 0)
+		n := 0
+		for _, it := range page.Items {
+			if queue.IsTaskKey(it.Key) {
+				n++
+			}
+		}
+		if err != nil || n != 1 {
 			t.Errorf("the task is not in the endpoint's bucket: %v %v", page, err)
 		}
 	})

@@ -2,6 +2,7 @@ package devserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/s3local"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/s3store"
@@ -63,7 +65,7 @@ func openStore(ctx context.Context, opts Options) (*devStore, error) {
 }
 
 // openEndpoint uses a real S3 endpoint, checking first that the bucket
-// answers (one LIST), so that a wrong endpoint, bucket or credential fails
+// answers (one HEAD of its layout version object), so that a wrong endpoint, bucket or credential fails
 // at start with a clear message rather than on the first request.
 func openEndpoint(ctx context.Context, opts Options) (*devStore, error) {
 	client, err := s3store.NewClient(ctx, s3store.Config{
@@ -74,7 +76,7 @@ func openEndpoint(ctx context.Context, opts Options) (*devStore, error) {
 		return nil, fmt.Errorf("devserver: %w", err)
 	}
 	s := s3store.New(client, opts.Bucket, opts.Prefix)
-	if _, err := s.List(ctx, "tasks/", "", 1); err != nil {
+	if _, err := s.Head(ctx, queue.LayoutKey); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("devserver: bucket %s at %s does not answer: %w", opts.Bucket, opts.Endpoint, err)
 	}
 	return &devStore{

@@ -79,7 +79,7 @@ func TestAnOutcomeWriteThatFailsOnceIsRetriedAndTheTaskIsNotDeliveredAgain(t *te
 					e := newEnv(st, dispatch.PushQueue{Name: fmt.Sprintf("lost-%s-%d", outcome, mode)})
 					tg := newTarget(t, e.clk, func(p dispatch.Payload, w http.ResponseWriter, _ *http.Request) {
 						// The claim is written: arm the next write of the record.
-						f.FailMatching(storefault.OpPutIfMatch, queue.TaskKey(p.Task.ID), mode, 1)
+						f.FailMatching(storefault.OpPutIfMatch, queue.TaskKey(p.Task.Queue, p.Task.ID), mode, 1)
 						if outcome == "fail" {
 							w.Header().Set("Retry-After", "30")
 							w.WriteHeader(http.StatusServiceUnavailable)
@@ -287,7 +287,7 @@ type jumpStore struct {
 
 func (j *jumpStore) PutIfMatch(ctx context.Context, key string, body []byte, etag string, opts ...store.PutOption) (string, error) {
 	etag, err := j.Store.PutIfMatch(ctx, key, body, etag, opts...)
-	if strings.HasPrefix(key, "tasks/") {
+	if queue.IsTaskKey(key) {
 		j.once.Do(func() { j.clk.Advance(j.by) })
 	}
 	return etag, err
@@ -477,7 +477,7 @@ func TestACancelDuringADeliveryThatTimesOutIsNotDeliveredAgain(t *testing.T) {
 		cancelled := make(chan struct{})
 		var once sync.Once
 		tg := newTarget(t, e.clk, func(p dispatch.Payload, w http.ResponseWriter, r *http.Request) {
-			if _, err := e.q.Cancel(context.Background(), p.Task.ID, e.clk.Now()); err != nil {
+			if _, err := e.q.Cancel(context.Background(), p.Task.Ref(), e.clk.Now()); err != nil {
 				t.Error(err)
 			}
 			once.Do(func() { close(cancelled) })

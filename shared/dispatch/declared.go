@@ -2,29 +2,32 @@ package dispatch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/store"
 )
 
 // DefaultDeclaredCacheFor is how long Declared keeps what it read.
 const DefaultDeclaredCacheFor = 30 * time.Second
 
 // Declared lists the push queues from the queues' declarations
-// (queues/{name}.json with a target; PUT /queues/{queue}). A
+// (q/{name}/queue.json with a target; PUT /queues/{queue}). A
 // declaration's timeout is the delivery lease, and its max_concurrency is
 // kept by the claim itself (the core's slots): the dispatcher runs at most
 // that many deliveries of the queue at once.
 //
-// The list is read at most once per CacheFor: one LIST of queues/ per
-// 1,000 queues, and a GET of each declaration that is new or whose ETag
+// The list is read at most once per CacheFor: one LIST of the push
+// queues' index (targets/, written with every declaration that has a
+// target) per 1,000 push queues, and a GET of the entry and of the
+// declaration (q/{queue}/queue.json) of each that is new or whose ETag
 // changed since the last listing (so a warm dispatcher's idle cost does
-// not grow with the queues); one queue's declaration at most once per
-// CacheFor too.
+// not grow with the queues, pull or push); one queue's declaration at
+// most once per CacheFor too.
 type Declared struct {
 	q        *queue.Queue
 	cacheFor time.Duration
@@ -39,9 +42,6 @@ type Declared struct {
 	// whose ETag changed.
 	etags map[string]etagEntry
 }
-
-// queuesPrefix is where the declarations are (queue.QueueKey).
-const queuesPrefix = "queues/"
 
 // etagEntry is what a declaration with this ETag says.
 type etagEntry struct {
@@ -92,46 +92,61 @@ func (s *Declared) PushQueues(ctx context.Context, now time.Time) ([]PushQueue, 
 	var out []PushQueue
 	byETag := map[string]etagEntry{}
 	st := s.q.Store()
-	after := ""
-	for {
-		page, err := st.List(ctx, queuesPrefix, after, 1000)
+	for it, err := range store.All(ctx, st, queue.PrefixTargets) {
 		if err != nil {
-			return nil, fmt.Errorf("list queues: %w", err)
+			return nil, fmt.Errorf("list push queues: %w", err)
 		}
-		for _, it := range page.Items {
-			name := strings.TrimSuffix(strings.TrimPrefix(it.Key, queuesPrefix), ".json")
-			if it.Key != queue.QueueKey(name) || queue.ValidateQueueName(name) != nil {
-				continue
-			}
-			e, ok := prev[name]
-			if !ok || it.ETag == "" || e.etag != it.ETag {
-				// New or changed since the last listing: read it.
-				d, err := s.q.GetQueue(ctx, name, now)
-				switch {
-				case errors.Is(err, queue.ErrQueueNotFound):
-					e = etagEntry{etag: it.ETag}
-				case err != nil:
-					return nil, err
-				default:
-					e = etagEntry{etag: it.ETag}
-					e.p, e.ok = FromDeclaration(d)
-				}
-			}
-			byETag[name] = e
-			if e.ok {
-				out = append(out, e.p)
+		name := queue.QueueOfTargetKey(it.Key)
+		if name == "" {
+			continue
+		}
+		e, ok := prev[name]
+		if !ok || it.ETag == "" || e.etag != it.ETag {
+			// New or changed since the last listing: read it.
+			var err error
+			if e, err = s.readTarget(ctx, name, it.ETag, now); err != nil {
+				return nil, err
 			}
 		}
-		if !page.Truncated || len(page.Items) == 0 {
-			break
+		byETag[name] = e
+		if e.ok {
+			out = append(out, e.p)
 		}
-		after = page.Items[len(page.Items)-1].Key
 	}
 	s.mu.Lock()
 	s.etags = byETag
 	s.all, s.allAt, s.loaded = out, now, true
 	s.mu.Unlock()
 	return append([]PushQueue(nil), out...), nil
+}
+
+// readTarget reads a push queue's entry in the index (queue.TargetKey)
+// and its declaration. The entry is written before the declaration: a
+// declaration older than its entry is not written yet, and is kept under
+// no ETag, so that the next listing reads it again.
+func (s *Declared) readTarget(ctx context.Context, name, etag string, now time.Time) (etagEntry, error) {
+	e := etagEntry{etag: etag}
+	obj, err := s.q.Store().Get(ctx, queue.TargetKey(name))
+	if errors.Is(err, store.ErrNotFound) {
+		return etagEntry{}, nil // deleted since the LIST
+	}
+	if err != nil {
+		return etagEntry{}, fmt.Errorf("read push queue %s: %w", name, err)
+	}
+	var note queue.TargetNote
+	_ = json.Unmarshal(obj.Body, &note)
+	d, err := s.q.GetQueue(ctx, name, now)
+	switch {
+	case errors.Is(err, queue.ErrQueueNotFound):
+		return e, nil
+	case err != nil:
+		return etagEntry{}, err
+	}
+	if d.UpdatedAt.Before(note.UpdatedAt) {
+		e.etag = "" // its write is in flight, or failed: read it again next time
+	}
+	e.p, e.ok = FromDeclaration(d)
+	return e, nil
 }
 
 // PushQueue returns one queue's: its declaration's target.

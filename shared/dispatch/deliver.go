@@ -401,7 +401,7 @@ func (d *Dispatcher) deliver(ctx context.Context, p PushQueue, c queue.Claimed, 
 // or sweep expires it.
 func (d *Dispatcher) handBack(ctx context.Context, t queue.Task, l queue.Lease, now time.Time, log *slog.Logger) Report {
 	var rep Report
-	if _, err := d.q.Reschedule(ctx, t.ID, l.Token, queue.RescheduleRequest{}, now); err != nil {
+	if _, err := d.q.Reschedule(ctx, t.Ref(), l.Token, queue.RescheduleRequest{}, now); err != nil {
 		log.Warn("hand back an expired task", "error", err)
 		rep.Errors++
 	}
@@ -446,7 +446,7 @@ func (d *Dispatcher) apply(ctx context.Context, t queue.Task, l queue.Lease, res
 	case Complete:
 		out := Output(res.Output)
 		err := d.retryWrite(ctx, l, func(now time.Time) (err error) {
-			_, err = d.q.Complete(ctx, t.ID, l.Token, out, now)
+			_, err = d.q.Complete(ctx, t.Ref(), l.Token, out, now)
 			return err
 		})
 		var verr *queue.ValidationError
@@ -473,7 +473,7 @@ func (d *Dispatcher) apply(ctx context.Context, t queue.Task, l queue.Lease, res
 	retryable := res.Retryable
 	var next queue.Task
 	err := d.retryWrite(ctx, l, func(now time.Time) (err error) {
-		next, err = d.q.Fail(ctx, t.ID, l.Token, queue.FailRequest{
+		next, err = d.q.Fail(ctx, t.Ref(), l.Token, queue.FailRequest{
 			Error: clip.String(res.Error, maxErrorBytes), Retryable: &retryable, RetryAfter: res.RetryAfter,
 		}, now)
 		return err

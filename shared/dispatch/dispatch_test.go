@@ -168,7 +168,8 @@ func (e *env) submit(t *testing.T, req queue.SubmitRequest) queue.Task {
 
 func (e *env) get(t *testing.T, id string) queue.Task {
 	t.Helper()
-	task, err := e.q.Get(context.Background(), id)
+	task, err := e.q.In(e.pq.Name).Get(context.Background(), id) // ids are per queue
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +353,7 @@ func TestATaskPastItsDeadlineOrCancelledIsNeverDelivered(t *testing.T) {
 		exp := e.clk.Now().Add(time.Second)
 		expiring := e.submit(t, queue.SubmitRequest{ExpiresAt: &exp})
 		cancelled := e.submit(t, queue.SubmitRequest{})
-		if _, err := e.q.Cancel(context.Background(), cancelled.ID, e.clk.Now()); err != nil {
+		if _, err := e.q.Cancel(context.Background(), cancelled.Ref(), e.clk.Now()); err != nil {
 			t.Fatal(err)
 		}
 		e.clk.Advance(2 * time.Second)

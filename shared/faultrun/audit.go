@@ -27,9 +27,12 @@ type record struct {
 // server and fills the report's findings.
 func audit(ctx context.Context, st store.Store, subs []submitted, rep *Report) error {
 	var keys []string
-	for info, err := range store.All(ctx, st, "tasks/") {
+	for info, err := range store.All(ctx, st, queue.QueuesPrefix) {
 		if err != nil {
 			return fmt.Errorf("faultrun: audit: %w", err)
+		}
+		if !queue.IsTaskKey(info.Key) {
+			continue
 		}
 		keys = append(keys, info.Key)
 	}

@@ -23,7 +23,7 @@ func putTask(t *testing.T, st store.Store, versions ...queue.Task) {
 	t.Helper()
 	for _, v := range versions {
 		b, _ := json.Marshal(v)
-		if _, err := st.Put(context.Background(), queue.TaskKey(v.ID), b); err != nil {
+		if _, err := st.Put(context.Background(), queue.TaskKey(v.Queue, v.ID), b); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -324,9 +324,12 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 // anyUnfinished reports whether some task record is pending or running;
 // it stops at the first.
 func anyUnfinished(ctx context.Context, st store.Store) (bool, error) {
-	for info, err := range store.All(ctx, st, "tasks/") {
+	for info, err := range store.All(ctx, st, queue.QueuesPrefix) {
 		if err != nil {
 			return false, err
+		}
+		if !queue.IsTaskKey(info.Key) {
+			continue
 		}
 		obj, err := st.Get(ctx, info.Key)
 		if err != nil {

@@ -53,13 +53,13 @@ func TestLostCreateClaimedBeforeItsReread(t *testing.T) {
 		if c.withID {
 			req.ID = id
 		}
-		shot, err := e.p.Inject(faultproxy.LostAnswer, fmt.Sprintf("PUT %s create", queue.TaskKey(id)), 1)
+		shot, err := e.p.Inject(faultproxy.LostAnswer, fmt.Sprintf("PUT %s create", queue.TaskKey(queue.DefaultQueue, id)), 1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		worker := queue.New(e.st, queue.Options{})
 		var claimed []queue.Claimed
-		hook := &getHook{Store: e.st, key: queue.TaskKey(id), armed: shot.Fired, before: func() {
+		hook := &getHook{Store: e.st, key: queue.TaskKey(queue.DefaultQueue, id), armed: shot.Fired, before: func() {
 			var err error
 			if claimed, err = worker.Claim(ctx, queue.ClaimRequest{}, now.Add(time.Second)); err != nil {
 				t.Errorf("the worker's claim: %v", err)

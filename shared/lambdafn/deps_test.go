@@ -145,7 +145,7 @@ func TestSweepExpiredWiredFromConfig(t *testing.T) {
 		if err != nil || len(cl) != 1 || cl[0].Task.TaskType != "report.build" {
 			t.Fatalf("claim: %v %v", cl, err)
 		}
-		if f, err := d.Queue.Fail(t.Context(), cl[0].Task.ID, cl[0].Lease.Token, queue.FailRequest{Error: "boom"}, eventTime.Add(-time.Hour)); err != nil || f.Status != queue.StatusFailed {
+		if f, err := d.Queue.Fail(t.Context(), cl[0].Task.Ref(), cl[0].Lease.Token, queue.FailRequest{Error: "boom"}, eventTime.Add(-time.Hour)); err != nil || f.Status != queue.StatusFailed {
 			t.Fatalf("fail: %+v %v", f, err)
 		}
 
@@ -154,10 +154,10 @@ func TestSweepExpiredWiredFromConfig(t *testing.T) {
 		if !rep.Wired || result["expired"] != 1.0 || result["events_sent"] != 2.0 || result["near_expiration"] != 1.0 {
 			t.Fatalf("report %+v", rep)
 		}
-		if got, _ := d.Queue.Get(t.Context(), res.Task.ID); got.Status != queue.StatusExpired || got.ExpiryEventSentAt == nil {
+		if got, _ := d.Queue.Get(t.Context(), res.Task.Ref()); got.Status != queue.StatusExpired || got.ExpiryEventSentAt == nil {
 			t.Fatalf("task after the sweep: %+v", got)
 		}
-		if got, _ := d.Queue.Get(t.Context(), soon.Task.ID); got.Status != queue.StatusPending {
+		if got, _ := d.Queue.Get(t.Context(), soon.Task.Ref()); got.Status != queue.StatusPending {
 			t.Fatalf("a task due in 2 minutes is %s", got.Status)
 		}
 

@@ -168,7 +168,7 @@ func uploadedArtifact(t *testing.T, q *queue.Queue) (string, string) {
 	if _, _, err := q.ReserveArtifacts(t.Context(), id, time.Hour, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := q.Store().Put(t.Context(), queue.ArtifactKey(id, "report.pdf"), []byte("%PDF-1.7")); err != nil {
+	if _, err := q.Store().Put(t.Context(), queue.ArtifactKey(queue.DefaultQueue, id, "report.pdf"), []byte("%PDF-1.7")); err != nil {
 		t.Fatal(err)
 	}
 	return id, ""

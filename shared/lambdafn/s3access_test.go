@@ -56,12 +56,25 @@ type grant struct {
 	Prefix string `json:"prefix"`
 }
 
-// accessPrefix is the key prefix IAM scopes a key by: its first path
-// segment ("tasks/"), or the whole key for the one exact key granted
-// (config/task_types.json).
+// accessPrefix is the key pattern IAM scopes a key by: under a queue's
+// folder the folder's kind with the queue as a wildcard ("q/*/tasks/",
+// "q/*/queue.json"), "q/" itself for the LIST of the queues' folders,
+// else its first path segment ("sweep/"), or the whole key for the exact
+// keys granted (config/task_types.json, s3q.json).
 func accessPrefix(key string) string {
-	if key == tasktypes.Key {
+	if key == tasktypes.Key || key == queue.LayoutKey {
 		return key
+	}
+	if rest, ok := strings.CutPrefix(key, queue.QueuesPrefix); ok {
+		if rest == "" {
+			return queue.QueuesPrefix
+		}
+		_, sub, _ := strings.Cut(rest, "/")
+		dir, _, inDir := strings.Cut(sub, "/")
+		if !inDir {
+			return "q/*/" + sub // a key of the queue's own: queue.json, runner.json
+		}
+		return "q/*/" + dir + "/"
 	}
 	if i := strings.IndexByte(key, '/'); i >= 0 {
 		return key[:i+1]
@@ -90,8 +103,8 @@ type recorder struct {
 // ConditionalWriteKeys: tasks/*, dedup/*, schedules/*.json). A schedule's
 // fire history (schedules/{id}/history/{t}) is written plainly.
 func conditionalOnly(key string) bool {
-	return strings.HasPrefix(key, "tasks/") || strings.HasPrefix(key, "dedup/") ||
-		(strings.HasPrefix(key, "schedules/") && strings.HasSuffix(key, ".json"))
+	p := accessPrefix(key)
+	return p == "q/*/tasks/" || p == "q/*/dedup/" || (p == "q/*/schedules/" && strings.HasSuffix(key, ".json"))
 }
 
 var _ store.Store = (*recorder)(nil)
@@ -183,7 +196,8 @@ type signingArtifacts struct {
 func (a signingArtifacts) PutURL(ctx context.Context, taskID, name string, size int64, now time.Time) (artifacts.URL, error) {
 	u, err := a.inner.PutURL(ctx, taskID, name, size, now)
 	if err == nil {
-		a.r.record("s3:PutObject", queue.ArtifactKey(taskID, name))
+		qn, id, _ := queue.ParseRef(taskID, queue.DefaultQueue)
+		a.r.record("s3:PutObject", queue.ArtifactKey(qn, id, name))
 	}
 	return u, err
 }
@@ -191,7 +205,8 @@ func (a signingArtifacts) PutURL(ctx context.Context, taskID, name string, size 
 func (a signingArtifacts) GetURL(ctx context.Context, taskID, name string, now time.Time) (artifacts.URL, error) {
 	u, err := a.inner.GetURL(ctx, taskID, name, now)
 	if err == nil {
-		a.r.record("s3:GetObject", queue.ArtifactKey(taskID, name))
+		qn, id, _ := queue.ParseRef(taskID, queue.DefaultQueue)
+		a.r.record("s3:GetObject", queue.ArtifactKey(qn, id, name))
 	}
 	return u, err
 }
@@ -364,14 +379,14 @@ func world(t *testing.T, q *queue.Queue, now time.Time) {
 		t.Fatalf("claimed %d", len(cl))
 	}
 	no := false
-	_, err = q.Fail(ctx, cl[0].Task.ID, cl[0].Lease.Token, queue.FailRequest{Error: "boom", Retryable: &no}, past)
+	_, err = q.Fail(ctx, cl[0].Task.Ref(), cl[0].Lease.Token, queue.FailRequest{Error: "boom", Retryable: &no}, past)
 	must(err)
 
 	// Artifacts whose lifetime has passed.
 	art := submit(queue.SubmitRequest{TaskType: "report.build", Queue: "reports"}, past)
-	_, _, err = q.ReserveArtifacts(ctx, art.ID, time.Minute, past)
+	_, _, err = q.ReserveArtifacts(ctx, art.Ref(), time.Minute, past)
 	must(err)
-	_, err = q.Store().Put(ctx, queue.ArtifactKey(art.ID, "old.pdf"), []byte("%PDF"))
+	_, err = q.Store().Put(ctx, queue.ArtifactKey(art.Queue, art.ID, "old.pdf"), []byte("%PDF"))
 	must(err)
 
 	sc := schedule.New(q.Store(), q, schedule.Options{})
@@ -395,14 +410,14 @@ func world(t *testing.T, q *queue.Queue, now time.Time) {
 	long10h := queue.Duration(10 * time.Hour)
 	for _, ttl := range []*queue.Duration{nil, &long10h} {
 		odd := submit(queue.SubmitRequest{TaskType: "email.send", Queue: "odd", TTL: ttl}, past)
-		obj, err := q.Store().Get(ctx, queue.TaskKey(odd.ID))
+		obj, err := q.Store().Get(ctx, queue.TaskKey(odd.Queue, odd.ID))
 		must(err)
 		var rec map[string]any
 		must(json.Unmarshal(obj.Body, &rec))
-		lease := "sweep/" + past.UTC().Format("20060102T150405.000000Z") + "_lease_" + odd.ID
+		lease := "sweep/" + past.UTC().Format("20060102T150405.000000Z") + "_lease_" + odd.Queue + "." + odd.ID
 		rec["index_key"] = lease
 		body, _ := json.Marshal(rec)
-		_, err = q.Store().PutIfMatch(ctx, queue.TaskKey(odd.ID), body, obj.ETag)
+		_, err = q.Store().PutIfMatch(ctx, queue.TaskKey(odd.Queue, odd.ID), body, obj.ETag)
 		must(err)
 		_, err = q.Store().Put(ctx, lease, nil)
 		must(err)
@@ -411,7 +426,7 @@ func world(t *testing.T, q *queue.Queue, now time.Time) {
 	// A parent without a deadline expired by hand: its pending child (in
 	// ready/) is the sweep's to expire.
 	family, _ := parentWithPlainChild(t, q)
-	_, err = q.Expire(ctx, family, past)
+	_, err = q.Expire(ctx, queue.Ref("family", family), past)
 	must(err)
 }
 
@@ -484,8 +499,14 @@ func accessCases() []accessCase {
 		accessCase{function: lambdafn.Tasks, file: "queues-purge.json", setup: uploadedArtifact},
 		accessCase{function: lambdafn.Tasks, file: "queues-purge.json", setup: cancelledDedupTask,
 			body: func(string) string { return `{"status":"cancelled"}` }},
-		accessCase{function: lambdafn.Tasks, file: "queues-purge.json", setup: taskIn("pending", true),
-			replace: map[string]string{"/queues/default/": "/queues/children/", `"queue": "default"`: `"queue": "children"`}},
+		accessCase{function: lambdafn.Tasks, file: "queues-purge.json", setup: taskIn("pending", true)},
+		// A push queue declared, changed and deleted: its entry in the
+		// push queues' index (targets/) is written and deleted.
+		accessCase{function: lambdafn.Tasks, file: "queues-put.json", setup: none,
+			body: func(string) string { return `{"target":{"url":"https://example.com/hook","secret":"s3q/hook"}}` }},
+		accessCase{function: lambdafn.Tasks, file: "queues-put.json", setup: pushReportsQueue,
+			body: func(string) string { return `{}` }},
+		accessCase{function: lambdafn.Tasks, file: "queues-delete.json", setup: pushReportsQueue},
 		accessCase{function: lambdafn.Tasks, file: "queues-purge.json", setup: none, body: func(string) string { return `{"status":"completed"}` }},
 		accessCase{function: lambdafn.Tasks, file: "queues-purge.json", setup: none, body: func(string) string { return `{"status":"failed"}` }},
 		accessCase{function: lambdafn.Tasks, file: "queues-purge.json", setup: none, body: func(string) string { return `{"status":"expired"}` }},
@@ -516,6 +537,15 @@ func accessCases() []accessCase {
 	return out
 }
 
+// pushReportsQueue declares queue reports with a push target.
+func pushReportsQueue(t *testing.T, q *queue.Queue) (string, string) {
+	t.Helper()
+	if _, _, err := q.Declare(t.Context(), queue.Declaration{Name: "reports", Target: &queue.Target{URL: "https://example.com/hook", Secret: "s3q/hook"}}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return "", ""
+}
+
 // taskIn returns a fixture: a task without a deadline, or a child of a
 // pending parent, that is pending, running or cancelled.
 func taskIn(state string, child bool) fixture {
@@ -524,7 +554,8 @@ func taskIn(state string, child bool) fixture {
 		req := queue.SubmitRequest{TaskType: "email.send", Queue: "plain"}
 		if child {
 			parent, _ := pendingTask(t, q)
-			req.ParentID, req.Queue = parent, "children"
+			// A child is in its parent's queue; its type tells it apart.
+			req.ParentID, req.Queue, req.TaskType = parent, queue.DefaultQueue, "email.child"
 		}
 		res, err := q.Submit(t.Context(), req, time.Now())
 		if err != nil {
@@ -532,13 +563,13 @@ func taskIn(state string, child bool) fixture {
 		}
 		switch state {
 		case "running":
-			c, err := q.Claim(t.Context(), queue.ClaimRequest{Queue: req.Queue, LeaseFor: time.Minute}, time.Now())
+			c, err := q.Claim(t.Context(), queue.ClaimRequest{Queue: req.Queue, TaskTypes: []string{req.TaskType}, LeaseFor: time.Minute}, time.Now())
 			if err != nil || len(c) != 1 {
 				t.Fatalf("claim: %v %v", c, err)
 			}
 			return c[0].Task.ID, c[0].Lease.Token
 		case "cancelled":
-			if _, err := q.Cancel(t.Context(), res.Task.ID, time.Now()); err != nil {
+			if _, err := q.Cancel(t.Context(), res.Task.Ref(), time.Now()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -562,7 +593,7 @@ func parkedTask(t *testing.T, q *queue.Queue) (string, string) {
 	if _, err := q.Sweep(t.Context(), now, queue.SweepOptions{Queues: []string{"parking"}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := q.Get(t.Context(), c[0].Task.ID); err != nil || !strings.HasPrefix(got.IndexKey, "sweep/") {
+	if got, err := q.Get(t.Context(), c[0].Task.Ref()); err != nil || !strings.HasPrefix(got.IndexKey, "sweep/") {
 		t.Fatalf("not parked: %+v %v", got, err)
 	}
 	return c[0].Task.ID, c[0].Lease.Token
@@ -611,7 +642,7 @@ func cancelledDedupTask(t *testing.T, q *queue.Queue) (string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := q.Cancel(t.Context(), res.Task.ID, time.Now()); err != nil {
+	if _, err := q.Cancel(t.Context(), res.Task.Ref(), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	return res.Task.ID, ""
@@ -637,8 +668,14 @@ func runAccessCase(t *testing.T, c accessCase, e *accessEnv, mode string, n int)
 	// case's task, or the one its body names, instead.
 	name := ""
 	if id != "" {
-		if tk, err := e.setup.Get(t.Context(), id); err == nil {
-			name = tk.Queue
+		for dir, err := range store.AllDirs(t.Context(), e.setup.Store(), queue.QueuesPrefix) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := strings.TrimSuffix(strings.TrimPrefix(dir, queue.QueuesPrefix), "/")
+			if _, err := e.setup.Store().Head(t.Context(), queue.TaskKey(q, id)); err == nil {
+				name = q
+			}
 		}
 	}
 	if c.body != nil {
@@ -665,6 +702,12 @@ func runAccessCase(t *testing.T, c accessCase, e *accessEnv, mode string, n int)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every function checks the bucket's layout at start (lambdafn.Main).
+	e.rec.setOn(true)
+	if err := e.d.CheckLayout(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	e.rec.setOn(false)
 	switch mode {
 	case "lost":
 		e.faults.Fail(n+1, storefault.LoseAnswer)

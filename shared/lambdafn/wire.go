@@ -159,6 +159,13 @@ func Build(ctx context.Context, c config.Config, p Parts, functions ...string) (
 	return d, nil
 }
 
+// CheckLayout refuses a bucket of another layout (queue.CheckLayout):
+// every process that serves a bucket calls it once at start, before it
+// reads or writes anything else.
+func (d *Deps) CheckLayout(ctx context.Context) error {
+	return queue.CheckLayout(ctx, d.Queue.Store(), time.Now())
+}
+
 // New returns the handler of the named function over d, ready for
 // lambda.Start or for Invoke with an event's JSON. What each function runs
 // is in the table at the top of this file.
@@ -211,6 +218,9 @@ func Main(name string) {
 	deps, err := Build(context.Background(), cfg, Parts{}, name)
 	if err != nil {
 		fail(err)
+	}
+	if err := deps.CheckLayout(context.Background()); err != nil {
+		fail(err) // another layout's bucket: refuse it at start
 	}
 	h, err := New(name, deps)
 	if err != nil {

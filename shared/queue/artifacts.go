@@ -64,14 +64,15 @@ const MaxArtifacts = 100
 // empty name records nothing.
 func (q *Queue) ReserveArtifact(ctx context.Context, id, name string, ttl time.Duration, now time.Time) (Task, time.Time, error) {
 	now = norm(now)
-	if err := ValidateID(id); err != nil {
+	queue, id, err := q.locate(id)
+	if err != nil {
 		return Task{}, time.Time{}, err
 	}
 	if ttl <= 0 {
 		return Task{}, time.Time{}, invalid("artifact_ttl", "must be more than 0")
 	}
 	for i := 0; i < maxCASAttempts; i++ {
-		cur, etag, err := q.load(ctx, id)
+		cur, etag, err := q.load(ctx, queue, id)
 		if err != nil {
 			return Task{}, time.Time{}, err
 		}
@@ -94,7 +95,7 @@ func (q *Queue) ReserveArtifact(ctx context.Context, id, name string, ttl time.D
 		}
 		next := cur.clone()
 		if later {
-			if err := q.putHint(ctx, sweepKey(gc, sweepArtifacts, id)); err != nil {
+			if err := q.putHint(ctx, sweepKey(gc, sweepArtifacts, queue, id)); err != nil {
 				return Task{}, time.Time{}, err
 			}
 			next.ArtifactsExpireAt = &gc
@@ -129,10 +130,10 @@ func (t *Task) ArtifactReadExpiry(ttl time.Duration, now time.Time) (until time.
 	return until, until.After(now)
 }
 
-// deleteArtifacts deletes every object under artifacts/{id}/ and returns
+// deleteArtifacts deletes every object under q/{queue}/artifacts/{id}/ and returns
 // how many it deleted.
-func (q *Queue) deleteArtifacts(ctx context.Context, id string) (int, error) {
-	prefix := ArtifactPrefix(id)
+func (q *Queue) deleteArtifacts(ctx context.Context, queue, id string) (int, error) {
+	prefix := ArtifactPrefix(queue, id)
 	n := 0
 	for it, err := range store.All(ctx, q.store, prefix) {
 		if err != nil {

@@ -230,9 +230,9 @@ func (q *Queue) inheritParent(ctx context.Context, req *SubmitRequest, t *Task, 
 	if err := ValidateID(req.ParentID); err != nil {
 		return false, &ValidationError{Field: "parent_id", Message: err.(*ValidationError).Message, Err: ErrInvalidInput}
 	}
-	parent, _, err := q.load(ctx, req.ParentID)
+	parent, _, err := q.load(ctx, t.Queue, req.ParentID)
 	if errors.Is(err, ErrNotFound) {
-		return false, invalid("parent_id", "no task %s", req.ParentID)
+		return false, invalid("parent_id", "no task %s in queue %s: a parent and its children are in one queue", req.ParentID, t.Queue)
 	}
 	if err != nil {
 		return false, err

@@ -241,18 +241,18 @@ func (q *Queue) bulkOne(ctx context.Context, op BulkOp, t *Task, now time.Time, 
 	var err error
 	switch op {
 	case OpPurge:
-		_, err = q.purgeOne(ctx, t.ID, now, chosen)
+		_, err = q.purgeOne(ctx, t.Queue, t.ID, now, chosen)
 	case OpRetry:
-		_, err = q.Retry(ctx, t.ID, now)
+		_, err = q.Retry(ctx, t.Ref(), now)
 	case OpCancel:
 		var got Task
-		got, err = q.cancelChosen(ctx, t.ID, now, chosen)
+		got, err = q.cancelChosen(ctx, t.Ref(), now, chosen)
 		if err == nil && got.UpdatedAt.Before(now) {
 			// Cancelled, or asked to, by someone else meanwhile: not this call's.
 			err = &StateError{ID: t.ID, Op: string(op), Status: got.Status, Reason: "already cancelled or asked to cancel"}
 		}
 	case OpExpire:
-		_, err = q.Expire(ctx, t.ID, now)
+		_, err = q.Expire(ctx, t.Ref(), now)
 	}
 	return err
 }

@@ -20,11 +20,12 @@ func (q *Queue) Cancel(ctx context.Context, id string, now time.Time) (Task, err
 // matches), or "".
 func (q *Queue) cancelChosen(ctx context.Context, id string, now time.Time, chosen func(*Task) string) (Task, error) {
 	now = norm(now)
-	if err := ValidateID(id); err != nil {
+	queue, id, err := q.locate(id)
+	if err != nil {
 		return Task{}, err
 	}
 	var unchanged *Task
-	t, _, err := q.update(ctx, id, func(t *Task) error {
+	t, _, err := q.update(ctx, queue, id, func(t *Task) error {
 		if chosen != nil {
 			if reason := chosen(t); reason != "" {
 				return &StateError{ID: id, Op: "cancel", Status: t.Status, Reason: reason}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -94,12 +93,13 @@ func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]C
 	}
 	run := &claimRun{req: req, filter: filter, decl: d}
 	out := []Claimed{}
-	// Visit every shard once, from a random one so claimers spread over them.
+	// Each claim index is listed from its root, every shard at once (the
+	// two at once, one round trip): an empty claim costs two LISTs
+	// whatever the queue's shards, and a task due in any shard is in the
+	// listing (see next).
 	shards := max(d.Shards, q.opts.Shards)
-	first := rand.IntN(shards)
-	for i := 0; i < shards && len(out) < req.MaxTasks && !run.slots.busy; i++ {
-		shard := (first + i) % shards
-		prefixes := []string{deadlinePrefix(req.Queue, shard), readyPrefix(req.Queue, shard)}
+	{
+		prefixes := []string{deadlineRoot(req.Queue), readyRoot(req.Queue)}
 		pages := make([]int, len(prefixes))
 		q.prefetch(ctx, prefixes, pages, now)
 		for j, prefix := range prefixes {
@@ -113,7 +113,7 @@ func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]C
 				var ms []marker
 				var nextErr error
 				for len(ms) < want {
-					m, ok, err := q.next(ctx, prefix, now, filter, &pages[j])
+					m, ok, err := q.next(ctx, prefix, shards, now, filter, &pages[j])
 					if err != nil {
 						nextErr = err
 						break
@@ -195,15 +195,15 @@ func (q *Queue) tryClaim(ctx context.Context, m marker, run *claimRun, now time.
 	// claimed without a GET when it is pending and names the marker; the
 	// claim's write is conditional on that version, and a failed guess
 	// reads the record and tries again (recs.go).
-	if cur, etag, ok := q.cached(m.id); ok && cur.Status == StatusPending && cur.IndexKey == m.key &&
+	if cur, etag, ok := q.cached(m.queue, m.id); ok && cur.Status == StatusPending && cur.IndexKey == m.key &&
 		!cur.AvailableAt.After(now) && !cur.deadlinePassed(now) && filter.accepts(cur.TaskType) {
 		c, err := q.startLoaded(ctx, m, run, cur, etag, now)
 		if !errors.Is(err, errLostClaim) {
 			return c, err
 		}
-		q.forget(m.id) // not that version any more: read it
+		q.forget(m.queue, m.id) // not that version any more: read it
 	}
-	cur, etag, err := q.load(ctx, m.id)
+	cur, etag, err := q.load(ctx, m.queue, m.id)
 	if errors.Is(err, ErrNotFound) {
 		// A marker without a record: a submit crashed between its writes,
 		// or is between them now.

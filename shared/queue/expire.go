@@ -19,10 +19,11 @@ func (q *Queue) Expire(ctx context.Context, id string, now time.Time) (Task, err
 // a task whose deadline has not passed at now is a *StateError.
 func (q *Queue) MarkExpired(ctx context.Context, id, reason string, now time.Time) (Task, error) {
 	now = norm(now)
-	if err := ValidateID(id); err != nil {
+	queue, id, err := q.locate(id)
+	if err != nil {
 		return Task{}, err
 	}
-	t, _, err := q.update(ctx, id, func(t *Task) error {
+	t, _, err := q.update(ctx, queue, id, func(t *Task) error {
 		if t.Status != StatusPending {
 			return &StateError{ID: id, Op: "expire", Status: t.Status, Reason: "only a pending task expires"}
 		}

@@ -46,7 +46,8 @@ const DefaultHistoryLimit = 100
 // invalid input (one GET checks it). Without bucket versioning the
 // history is the current version only.
 func (q *Queue) HistoryPage(ctx context.Context, id string, req HistoryRequest) (HistoryResult, error) {
-	if err := ValidateID(id); err != nil {
+	queue, id, err := q.locate(id)
+	if err != nil {
 		return HistoryResult{}, err
 	}
 	switch {
@@ -58,7 +59,7 @@ func (q *Queue) HistoryPage(ctx context.Context, id string, req HistoryRequest) 
 	if len(req.Cursor) > 1024 || strings.ContainsFunc(req.Cursor, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return HistoryResult{}, invalid("cursor", "is not a cursor from a previous history")
 	}
-	key := TaskKey(id)
+	key := TaskKey(queue, id)
 	if req.Cursor != "" {
 		// The version must be this task's: a server may refuse a marker
 		// it does not know, or list from the start, instead of saying so.
@@ -122,9 +123,6 @@ func (q *Queue) version(ctx context.Context, id string, v store.Version) (Histor
 	var t Task
 	if err := decodeTask(obj.Body, &t); err != nil {
 		return HistoryEntry{}, fmt.Errorf("decode version %s of task %s: %w", v.VersionID, id, err)
-	}
-	if q.scope != "" && t.Queue != q.scope { // a task never changes queue
-		return HistoryEntry{}, fmt.Errorf("task %s in queue %s: %w", id, q.scope, ErrNotFound)
 	}
 	return HistoryEntry{VersionID: v.VersionID, ModifiedAt: v.LastModified, Task: t}, nil
 }

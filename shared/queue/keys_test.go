@@ -29,21 +29,84 @@ func TestParseMarkerReadsWhatIndexKeyForWrites(t *testing.T) {
 	exp := kt0.Add(time.Hour)
 	task := &Task{ID: NewID(kt0), Queue: "q", AvailableAt: kt0.Add(time.Microsecond), ExpiresAt: &exp}
 	key := indexKeyFor(task, 4)
-	if !strings.HasPrefix(key, "deadline/q/") {
+	if !strings.HasPrefix(key, "q/q/deadline/") {
 		t.Fatalf("key %s", key)
 	}
 	m, ok := parseMarker(key)
-	if !ok || m.id != task.ID || !m.available.Equal(task.AvailableAt) || !m.expires.Equal(exp) {
+	if !ok || m.id != task.ID || m.queue != "q" || !m.available.Equal(task.AvailableAt) || !m.expires.Equal(exp) {
 		t.Fatalf("parseMarker(%s) = %+v, %v", key, m, ok)
 	}
-	lk := leaseKeyFor(task.ID, kt0)
-	if m, ok := parseMarker(lk); !ok || !m.lease.Equal(kt0) || m.id != task.ID {
+	lk := leaseKeyFor("q", task.ID, kt0)
+	if m, ok := parseMarker(lk); !ok || !m.lease.Equal(kt0) || m.id != task.ID || m.queue != "q" {
 		t.Fatalf("parseMarker(%s) = %+v, %v", lk, m, ok)
 	}
-	for _, bad := range []string{"ready/q/0/x", "ready/q/0/20260128T090000.000000Z_../../x", "other/a_b", "deadline/q/0/20260128T090000.000000Z_" + task.ID} {
+	for _, bad := range []string{"q/q/ready/0/x", "q/q/ready/0/20260128T090000.000000Z_../../x", "other/a_b", "q/q/deadline/0/20260128T090000.000000Z_" + task.ID,
+		"q/q/ready/10/20260128T090000.000000Z_" + task.ID, "q/q/ready/20260128T090000.000000Z_" + task.ID, "q/a.b/ready/0/20260128T090000.000000Z_" + task.ID} {
 		if _, ok := parseMarker(bad); ok {
 			t.Errorf("parseMarker(%q) accepted", bad)
 		}
+	}
+}
+
+func TestEveryKeyOfAQueueIsInItsFolder(t *testing.T) {
+	id := NewID(kt0)
+	exp := kt0.Add(time.Hour)
+	task := &Task{ID: id, Queue: "team-a", AvailableAt: kt0, ExpiresAt: &exp, Status: StatusFailed}
+	for _, k := range []string{
+		QueueKey("team-a"), TaskKey("team-a", id), indexKeyFor(task, 16), indexKeyFor(&Task{ID: id, Queue: "team-a", AvailableAt: kt0}, 1),
+		DedupKey("team-a", "k"), statusKey(task), childKey("team-a", id, id), parentFlagKey("team-a", id),
+		slotKey("team-a", 3), ArtifactKey("team-a", id, "out.json"),
+		ScheduleKey("team-a", "nightly"), ScheduleStateKey("team-a", "nightly"), ScheduleHistoryPrefix("team-a", "nightly"),
+	} {
+		if !strings.HasPrefix(k, "q/team-a/") {
+			t.Errorf("key %s is outside q/team-a/", k)
+		}
+	}
+	if got := taskIDFromKey("team-a", TaskKey("team-a", id)); got != id {
+		t.Fatalf("taskIDFromKey = %q", got)
+	}
+	if got := taskIDFromKey("team-b", TaskKey("team-a", id)); got != "" {
+		t.Fatalf("taskIDFromKey read another queue's key: %q", got)
+	}
+	at, q, sid, rev, ok := ParseDueKey(DueKey(kt0, "team-a", "night_ly-1", 7), func(s string) bool { return s != "" })
+	if !ok || !at.Equal(kt0) || q != "team-a" || sid != "night_ly-1" || rev != 7 {
+		t.Fatalf("ParseDueKey = %v %q %q %d %v", at, q, sid, rev, ok)
+	}
+}
+
+func TestRecordsAndMarkersSpreadOverShards(t *testing.T) {
+	ranges := map[string]bool{}
+	markers := map[string]bool{}
+	for i := 0; i < 1000; i++ {
+		id := NewID(kt0.Add(time.Duration(i) * time.Millisecond))
+		k := TaskKey("q", id)
+		ranges[k[:strings.LastIndexByte(k, '/')+1]] = true
+		m := indexKeyFor(&Task{ID: id, Queue: "q", AvailableAt: kt0}, 16)
+		markers[shardDirOf(m)] = true
+		if one := indexKeyFor(&Task{ID: id, Queue: "q", AvailableAt: kt0}, 1); shardDirOf(one) != "q/q/ready/0/" {
+			t.Fatalf("one shard: %s", one)
+		}
+	}
+	if len(ranges) != RecordShards || len(markers) != 16 {
+		t.Fatalf("records in %d ranges, markers in %d", len(ranges), len(markers))
+	}
+}
+
+func TestParseRef(t *testing.T) {
+	id := NewID(kt0)
+	if q, got, err := ParseRef("team-a/"+id, "default"); err != nil || q != "team-a" || got != id {
+		t.Fatalf("ParseRef = %q %q %v", q, got, err)
+	}
+	if q, got, err := ParseRef(id, "default"); err != nil || q != "default" || got != id {
+		t.Fatalf("ParseRef(bare) = %q %q %v", q, got, err)
+	}
+	for _, bad := range []string{"a/b/" + id, "a.b/" + id, "/" + id, "a/", "a/x"} {
+		if _, _, err := ParseRef(bad, "default"); err == nil {
+			t.Errorf("ParseRef(%q) accepted", bad)
+		}
+	}
+	if _, _, err := ParseRef(id, ""); err == nil {
+		t.Error("a bare id with no queue accepted")
 	}
 }
 
@@ -85,7 +148,7 @@ func TestValidationKeepsUnsafeNamesOutOfKeys(t *testing.T) {
 
 func TestDedupKeyIsHashedIntoTheKey(t *testing.T) {
 	k := DedupKey("q", "../../etc/passwd\x00")
-	if !strings.HasPrefix(k, "dedup/q/") || len(k) != len("dedup/q/")+64 {
+	if !strings.HasPrefix(k, "q/q/dedup/") || len(k) != len("q/q/dedup/")+64 {
 		t.Fatalf("DedupKey = %s", k)
 	}
 }

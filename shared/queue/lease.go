@@ -59,12 +59,13 @@ var errReplay = errors.New("queue: lease operation already applied")
 // forgets the ended lease, so a token older than the task's latest claim
 // is ErrLeaseMismatch, never a replay.
 func (q *Queue) leaseOp(ctx context.Context, id, token string, req leaseRequest, now time.Time, fn func(t *Task) error) (Task, error) {
-	if err := ValidateID(id); err != nil {
+	queue, id, err := q.locate(id)
+	if err != nil {
 		return Task{}, err
 	}
 	var replay Task
 	hash := req.hash()
-	t, _, err := q.update(q.inBackground(ctx), id, func(t *Task) error {
+	t, _, err := q.update(q.inBackground(ctx), queue, id, func(t *Task) error {
 		if err := checkLease(t, token, now); err != nil {
 			if token == "" || t.EndedLeaseToken != token {
 				return err
@@ -178,7 +179,7 @@ func (q *Queue) Heartbeat(ctx context.Context, id, token string, leaseFor time.D
 		// A task parked by the sweep until its lease ends is found again at
 		// that time: a shorter lease moves the parked marker earlier.
 		if m, ok := parseMarker(t.IndexKey); ok && !m.lease.IsZero() && m.lease.After(*t.LeaseExpiresAt) {
-			t.IndexKey = leaseKeyFor(t.ID, *t.LeaseExpiresAt)
+			t.IndexKey = leaseKeyFor(t.Queue, t.ID, *t.LeaseExpiresAt)
 		}
 		return nil
 	})

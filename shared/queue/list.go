@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -39,26 +40,36 @@ type ListResult struct {
 // examined until Limit tasks match.
 const MaxExamined = 200
 
+// MaxQueuesPerList is the most queues a listing across queues (no Queue
+// given, outside a view) visits per call.
+const MaxQueuesPerList = 10
+
 // List returns tasks matching the filters, at most MaxExamined examined
-// per call; a page with fewer matches than Limit and more to examine
-// returns a NextCursor.
+// per queue and call; a page with fewer matches than Limit and more to
+// examine returns a NextCursor.
 //
-// Failed (dead-lettered), expired and cancelled tasks are listed from
-// their status/ index, in queue and then id order: a LIST of markers and
-// a GET per task returned (plus one per stale marker met), so
-// status=failed&limit=1 costs one LIST and one GET however many tasks
-// are stored. Markers are hints: each record is read and must still be in
-// that status.
+// A listing of one queue (a view, In, or Queue set) reads only the
+// queue's folder, q/{queue}/, and its cursors name only what is there:
 //
-// Pending tasks of one queue are listed from the claim indexes, in claim
-// order (deadline/ earliest deadline first, then ready/ oldest first, shard
-// by shard): a LIST per prefix read and a GET per marker examined, until
-// Limit match; a running task's marker (it keeps it) is skipped.
+// Failed (dead-lettered), expired and cancelled tasks are listed from the
+// queue's status index, in id order: a LIST of markers and a GET per task
+// returned (plus one per stale marker met), so status=failed&limit=1
+// costs one LIST and one GET however many tasks are stored. Markers are
+// hints: each record is read and must still be in that status.
 //
-// Any other listing (running, completed, archived, pending across queues,
-// or no status) scans the records, oldest first (ids are time-ordered):
-// one LIST of tasks/ and up to MaxExamined GETs, until Limit match. It is
-// an operator's tool, not a claim path.
+// Pending tasks are listed from the claim indexes, in key order (deadline/
+// earliest deadline first, then ready/ oldest first, shard by shard): a
+// LIST per index read and a GET per marker examined, until Limit match;
+// a running task's marker (it keeps it) is skipped.
+//
+// Any other listing (running, completed, archived, or no status) scans
+// the queue's records in key order (record shard, then id): one LIST and
+// up to MaxExamined GETs, until Limit match. It is an operator's tool, not
+// a claim path.
+//
+// Outside a view and with no Queue, List walks the queues in name order,
+// at most MaxQueuesPerList per call, each as above; its cursor is
+// {queue}/{cursor in that queue}, so it always says where it is.
 func (q *Queue) List(ctx context.Context, req ListRequest) (ListResult, error) {
 	if req.Status != "" && !req.Status.Valid() {
 		return ListResult{}, invalid("status", "%q is not one of pending, running, completed, failed, cancelled, expired, archived", clip.Input(string(req.Status)))
@@ -83,30 +94,102 @@ func (q *Queue) List(ctx context.Context, req ListRequest) (ListResult, error) {
 	case req.Limit < 0 || req.Limit > store.MaxListLimit:
 		return ListResult{}, invalid("limit", "must be between 1 and %d", store.MaxListLimit)
 	}
+	if req.Queue == "" {
+		return q.listAcross(ctx, req)
+	}
+	return q.listQueue(ctx, req)
+}
+
+// listQueue lists the tasks of req.Queue (set and valid).
+func (q *Queue) listQueue(ctx context.Context, req ListRequest) (ListResult, error) {
 	if indexedStatus(req.Status) {
 		return q.listIndexed(ctx, req)
 	}
-	if req.Status == StatusPending && req.Queue != "" {
+	if req.Status == StatusPending {
 		return q.listPending(ctx, req)
 	}
+	prefix := tasksPrefix(req.Queue)
 	startAfter := ""
 	if req.Cursor != "" {
 		if validID(req.Cursor) != nil {
-			return ListResult{}, invalid("cursor", "is not a cursor from a previous listing")
+			return ListResult{}, invalid("cursor", "is not a cursor from a previous listing of queue %s", req.Queue)
 		}
-		startAfter = TaskKey(req.Cursor)
+		startAfter = TaskKey(req.Queue, req.Cursor)
 	}
-	page, err := q.store.List(ctx, prefixTasks, startAfter, MaxExamined)
+	page, err := q.store.List(ctx, prefix, startAfter, MaxExamined)
 	if err != nil {
-		return ListResult{}, fmt.Errorf("list tasks: %w", err)
+		return ListResult{}, fmt.Errorf("list tasks of %s: %w", req.Queue, err)
 	}
 	var cands []listCandidate
 	for _, it := range page.Items {
-		if id := taskIDFromKey(it.Key); id != "" {
+		if id := taskIDFromKey(req.Queue, it.Key); id != "" {
 			cands = append(cands, listCandidate{id: id, cursor: id, info: it})
 		}
 	}
 	return q.collect(ctx, req, cands, page.Truncated, nil)
+}
+
+// listAcross walks the queues in name order from the cursor's,
+// {queue}/{cursor in it} ("{queue}/" for its start).
+func (q *Queue) listAcross(ctx context.Context, req ListRequest) (ListResult, error) {
+	name, inner := "", ""
+	if req.Cursor != "" {
+		var ok bool
+		name, inner, ok = strings.Cut(req.Cursor, "/")
+		if !ok || ValidateQueueName(name) != nil {
+			return ListResult{}, invalid("cursor", "is not a cursor from a previous listing")
+		}
+	}
+	out := ListResult{Tasks: []Task{}}
+	after := ""
+	if name != "" {
+		after = QueuePrefix(name) + "~"
+	}
+	dirs, truncated, err := store.ListDirs(ctx, q.store, prefixQueues, after, MaxQueuesPerList)
+	if err != nil {
+		return ListResult{}, fmt.Errorf("list queues: %w", err)
+	}
+	var names []string
+	if name != "" && inner != "~" { // "~": that queue is done
+		names = append(names, name)
+	}
+	for _, d := range dirs {
+		if n := queueNameFromDir(d); n != "" {
+			names = append(names, n)
+		}
+	}
+	for i, n := range names {
+		if i == MaxQueuesPerList {
+			out.NextCursor = n + "/"
+			return out, nil
+		}
+		sub := req
+		sub.Queue, sub.Cursor, sub.Limit = n, "", req.Limit-len(out.Tasks)
+		if i == 0 && n == name {
+			sub.Cursor = inner
+		}
+		res, err := q.listQueue(ctx, sub)
+		if err != nil {
+			return ListResult{}, err
+		}
+		out.Tasks = append(out.Tasks, res.Tasks...)
+		if res.NextCursor != "" {
+			out.NextCursor = n + "/" + res.NextCursor
+			return out, nil
+		}
+		if len(out.Tasks) == req.Limit {
+			if i+1 < len(names) {
+				out.NextCursor = names[i+1] + "/"
+			} else if truncated {
+				out.NextCursor = n + "/~"
+			}
+			return out, nil
+		}
+	}
+	if truncated && len(names) > 0 {
+		out.NextCursor = names[len(names)-1] + "/~"
+	}
+	return out, nil
 }
 
 // listCandidate is one record a listing may return: its id, the cursor
@@ -133,7 +216,7 @@ func (q *Queue) collect(ctx context.Context, req ListRequest, cands []listCandid
 		for i, c := range part {
 			ids[i] = c.id
 		}
-		tasks, err := q.loadMany(ctx, ids)
+		tasks, err := q.loadMany(ctx, req.Queue, ids)
 		if err != nil {
 			return ListResult{}, err
 		}
@@ -163,14 +246,14 @@ func (q *Queue) collect(ctx context.Context, req ListRequest, cands []listCandid
 	return res, nil
 }
 
-// listIndexed lists a rare status from its status/ markers, repairing
-// stale ones (see ListRequest.Now).
+// listIndexed lists a rare status of one queue from its status markers,
+// repairing stale ones (see ListRequest.Now); the cursor is an id.
 func (q *Queue) listIndexed(ctx context.Context, req ListRequest) (ListResult, error) {
 	prefix := statusPrefix(req.Status, req.Queue)
 	startAfter := ""
 	if req.Cursor != "" {
-		if !validStatusCursor(req.Cursor, req.Queue == "") {
-			return ListResult{}, invalid("cursor", "is not a cursor from a previous listing")
+		if validID(req.Cursor) != nil {
+			return ListResult{}, invalid("cursor", "is not a cursor from a previous listing of queue %s", req.Queue)
 		}
 		startAfter = prefix + req.Cursor
 	}
@@ -180,9 +263,8 @@ func (q *Queue) listIndexed(ctx context.Context, req ListRequest) (ListResult, e
 	}
 	var cands []listCandidate
 	for _, it := range page.Items {
-		rest := strings.TrimPrefix(it.Key, prefix)
-		if validStatusCursor(rest, req.Queue == "") {
-			cands = append(cands, listCandidate{id: rest[strings.LastIndexByte(rest, '/')+1:], cursor: rest, info: it})
+		if id := strings.TrimPrefix(it.Key, prefix); validID(id) == nil {
+			cands = append(cands, listCandidate{id: id, cursor: id, info: it})
 		}
 	}
 	var stale []string
@@ -198,25 +280,19 @@ func (q *Queue) listIndexed(ctx context.Context, req ListRequest) (ListResult, e
 }
 
 // listPending lists the pending tasks of one queue from its deadline/ and
-// ready/ markers; the cursor is the last marker key examined.
+// ready/ markers, every shard; the cursor is the last marker examined,
+// below the queue's folder ({index}/{shard}/{name}).
 func (q *Queue) listPending(ctx context.Context, req ListRequest) (ListResult, error) {
-	var prefixes []string
-	for _, p := range []func(string, int) string{deadlinePrefix, readyPrefix} {
-		for shard := 0; shard < q.readShards(req.Queue); shard++ {
-			prefixes = append(prefixes, p(req.Queue, shard))
-		}
-	}
+	prefixes := []string{deadlineRoot(req.Queue), readyRoot(req.Queue)}
 	first, after := 0, ""
 	if req.Cursor != "" {
-		first = -1
-		for i, p := range prefixes {
-			if strings.HasPrefix(req.Cursor, p) {
-				first, after = i, req.Cursor
-			}
-		}
-		if _, ok := parseMarker(req.Cursor); !ok || first < 0 {
+		key := QueuePrefix(req.Queue) + req.Cursor
+		m, ok := parseMarker(key)
+		first = slices.Index(prefixes, indexRootOf(key))
+		if !ok || m.queue != req.Queue || first < 0 {
 			return ListResult{}, invalid("cursor", "is not a cursor from a previous listing of queue %s", req.Queue)
 		}
+		after = key
 	}
 	var cands []listCandidate
 	more := false
@@ -227,7 +303,7 @@ func (q *Queue) listPending(ctx context.Context, req ListRequest) (ListResult, e
 		}
 		for _, it := range page.Items {
 			if m, ok := parseMarker(it.Key); ok {
-				cands = append(cands, listCandidate{id: m.id, cursor: it.Key, info: it, marker: true})
+				cands = append(cands, listCandidate{id: m.id, cursor: strings.TrimPrefix(it.Key, QueuePrefix(req.Queue)), info: it, marker: true})
 			}
 		}
 		after = ""
@@ -236,18 +312,8 @@ func (q *Queue) listPending(ctx context.Context, req ListRequest) (ListResult, e
 	return q.collect(ctx, req, cands, more, nil)
 }
 
-// validStatusCursor checks a status/ marker's name below its prefix:
-// {id}, or {queue}/{id} across queues.
-func validStatusCursor(s string, withQueue bool) bool {
-	if !withQueue {
-		return validID(s) == nil
-	}
-	name, id, ok := strings.Cut(s, "/")
-	return ok && ValidateQueueName(name) == nil && validID(id) == nil
-}
-
 // loadMany reads records in parallel; a record deleted meanwhile is nil.
-func (q *Queue) loadMany(ctx context.Context, ids []string) ([]*Task, error) {
+func (q *Queue) loadMany(ctx context.Context, queue string, ids []string) ([]*Task, error) {
 	out := make([]*Task, len(ids))
 	errs := make([]error, len(ids))
 	sem := make(chan struct{}, 16)
@@ -257,7 +323,7 @@ func (q *Queue) loadMany(ctx context.Context, ids []string) ([]*Task, error) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			t, _, err := q.load(ctx, id)
+			t, _, err := q.load(ctx, queue, id)
 			if err == nil {
 				out[i] = &t
 			} else if !errors.Is(err, ErrNotFound) {

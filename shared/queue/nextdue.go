@@ -22,24 +22,23 @@ func (q *Queue) NextDue(ctx context.Context, queue string, now time.Time) (time.
 	if err := ValidateQueueName(queue); err != nil {
 		return time.Time{}, false, err
 	}
-	d, err := q.declared(ctx, queue, false, now)
-	if err != nil {
+	if _, err := q.declared(ctx, queue, false, now); err != nil {
 		return time.Time{}, false, err
 	}
 	var (
 		next  time.Time
 		found bool
 	)
-	shards := max(d.Shards, q.opts.Shards)
-	for shard := range shards {
-		for _, prefix := range []string{deadlinePrefix(queue, shard), readyPrefix(queue, shard)} {
-			at, ok, err := q.firstDue(ctx, prefix, now)
-			if err != nil {
-				return time.Time{}, false, err
-			}
-			if ok && (!found || at.Before(next)) {
-				next, found = at, true
-			}
+	// Each claim index from its root, every shard at once (the listing a
+	// claim reuses): the first page of a busy queue may not reach its
+	// last shards, whose due times are then found by the claims.
+	for _, prefix := range []string{deadlineRoot(queue), readyRoot(queue)} {
+		at, ok, err := q.firstDue(ctx, prefix, now)
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		if ok && (!found || at.Before(next)) {
+			next, found = at, true
 		}
 	}
 	return next, found, nil
@@ -57,7 +56,7 @@ func (q *Queue) firstDue(ctx context.Context, prefix string, now time.Time) (tim
 		if err != nil {
 			return time.Time{}, false, fmt.Errorf("list %s: %w", prefix, err)
 		}
-		nb := &scanBuf{listedAt: now, truncated: page.Truncated && len(page.Items) > 0, valid: true}
+		nb := &scanBuf{listedAt: now, truncated: page.Truncated && len(page.Items) > 0, valid: true, ended: map[string]bool{}}
 		for _, it := range page.Items {
 			nb.lastKey = it.Key
 			if m, ok := parseMarker(it.Key); ok {

@@ -60,9 +60,9 @@ func tombstone(t *Task, now time.Time) Task {
 //
 // chosen, when not nil, says why the record as it is now must not be
 // purged (it left the purge's filter since the listing), or "".
-func (q *Queue) purgeOne(ctx context.Context, id string, now time.Time, chosen func(*Task) string) (Task, error) {
+func (q *Queue) purgeOne(ctx context.Context, queue, id string, now time.Time, chosen func(*Task) string) (Task, error) {
 	for i := 0; i < maxCASAttempts; i++ {
-		cur, etag, err := q.load(ctx, id)
+		cur, etag, err := q.load(ctx, queue, id)
 		if err != nil {
 			return Task{}, err
 		}
@@ -78,8 +78,8 @@ func (q *Queue) purgeOne(ctx context.Context, id string, now time.Time, chosen f
 		if err != nil {
 			return Task{}, err
 		}
-		_, err = store.SwapOwn(ctx, q.store, TaskKey(id), body, etag, nil, store.WithTags(TerminalTag))
-		q.forget(id) // whatever happened, the cached version is not the record's any more
+		_, err = store.SwapOwn(ctx, q.store, TaskKey(queue, id), body, etag, nil, store.WithTags(TerminalTag))
+		q.forget(queue, id) // whatever happened, the cached version is not the record's any more
 		if errors.Is(err, store.ErrPrecondition) {
 			continue // it changed meanwhile: look again
 		}
@@ -107,14 +107,14 @@ func (q *Queue) clearPurged(ctx context.Context, t *Task) {
 		_ = q.store.Delete(ctx, k)
 	}
 	if t.ParentID != "" && !t.Status.Terminal() {
-		_ = q.store.Delete(ctx, childKey(t.ParentID, t.ID))
+		_ = q.store.Delete(ctx, childKey(t.Queue, t.ParentID, t.ID))
 	}
 	if t.ArtifactsExpireAt != nil {
 		// Left behind, they go with the task's sweep entry for them.
-		_, _ = q.deleteArtifacts(ctx, t.ID)
+		_, _ = q.deleteArtifacts(ctx, t.Queue, t.ID)
 	}
 	if !keep {
-		_ = store.DeleteOwn(ctx, q.store, TaskKey(t.ID))
+		_ = store.DeleteOwn(ctx, q.store, TaskKey(t.Queue, t.ID))
 	}
 }
 

@@ -1,6 +1,6 @@
 // Package queue is the s3q task queue core: the task model and every state
 // transition, over a store.Store. Each transition is one conditional write
-// of the task record (tasks/{id}.json); index markers around it are hints
+// of the task record (q/{queue}/tasks/{r}/{id}.json, keys.go); index markers around it are hints
 // that make "what is due now" cheap to find, written before the record
 // names them and deleted after it stops naming them.
 //
@@ -49,9 +49,10 @@ type DefaultsSource interface {
 
 // Options tune a Queue. The zero value is ready to use.
 type Options struct {
-	// Shards spreads each queue's markers over this many prefixes, to pass
-	// S3's per-prefix write limit. Every process of a deployment must use
-	// the same value. Defaults to 1.
+	// Shards is the claim-index shards of a queue declared without its
+	// own (1 to MaxShards): its markers spread over this many key ranges,
+	// to pass S3's per-range write limit. A queue's shards are fixed when
+	// it is first declared. Defaults to 1.
 	Shards int
 
 	// DefaultTTL applies to submits that give no ttl and whose task type
@@ -243,9 +244,10 @@ func ExponentialBackoff(base, max time.Duration) func(attempt int) time.Duration
 func norm(now time.Time) time.Time { return now.UTC().Truncate(time.Microsecond) }
 
 // TerminalTag is the object tag of a task record in a terminal status
-// (completed, failed, cancelled, expired, archived): the stack's lifecycle
-// rule deletes such records after its retention period. A retried task
-// loses it on its next write.
+// (completed, failed, cancelled, expired, archived), and of its status
+// marker: the stack's lifecycle rule (on q/, by this tag: a lifecycle
+// filter cannot wildcard the queue) deletes them after its retention
+// period. A retried task loses it on its next write.
 const TerminalTag = "s3q-terminal=true"
 
 // taskPutOptions are the options of a write of task record t: a terminal
@@ -261,9 +263,12 @@ func taskPutOptions(t *Task) []store.PutOption {
 // maxCASAttempts bounds a read-modify-write loop that keeps losing races.
 const maxCASAttempts = 8
 
-// load reads and decodes a task record.
-func (q *Queue) load(ctx context.Context, id string) (Task, string, error) {
-	obj, err := q.store.Get(ctx, TaskKey(id))
+// load reads and decodes the record of task id in queue.
+func (q *Queue) load(ctx context.Context, queue, id string) (Task, string, error) {
+	if q.scope != "" && queue != q.scope {
+		return Task{}, "", fmt.Errorf("task %s in queue %s: %w", id, q.scope, ErrNotFound)
+	}
+	obj, err := q.store.Get(ctx, TaskKey(queue, id))
 	if errors.Is(err, store.ErrNotFound) {
 		return Task{}, "", fmt.Errorf("task %s: %w", id, ErrNotFound)
 	}
@@ -274,10 +279,10 @@ func (q *Queue) load(ctx context.Context, id string) (Task, string, error) {
 	if err := decodeTask(obj.Body, &t); err != nil {
 		return Task{}, "", fmt.Errorf("decode task %s: %w", id, err)
 	}
-	q.remember(&t, obj.ETag)
-	if q.scope != "" && t.Queue != q.scope {
-		return Task{}, "", fmt.Errorf("task %s in queue %s: %w", id, q.scope, ErrNotFound)
+	if t.Queue != queue || t.ID != id {
+		return Task{}, "", fmt.Errorf("task %s: record at %s names %s: %w", id, TaskKey(queue, id), t.Ref(), ErrNotFound)
 	}
+	q.remember(&t, obj.ETag)
 	if t.PurgedAt != nil {
 		return Task{}, "", fmt.Errorf("task %s: %w", id, errPurged)
 	}
@@ -324,20 +329,20 @@ func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) 
 		}
 	}
 	if next.ParentID != "" && cur.Status.Terminal() && !next.Status.Terminal() {
-		if err := q.putChildHints(ctx, next.ParentID, next.ID); err != nil {
+		if err := q.putChildHints(ctx, next.Queue, next.ParentID, next.ID); err != nil {
 			return "", err
 		}
 	}
 	if k := statusKey(next); k != "" && next.Status != cur.Status {
-		if err := q.putHint(ctx, k); err != nil {
+		if err := q.putHint(ctx, k, taskPutOptions(next)...); err != nil {
 			return "", err
 		}
 	}
 	// A lost answer is recognised on a re-read (a lease token or an update
 	// time makes every body of ours unique).
-	newETag, err := store.SwapOwn(ctx, q.store, TaskKey(next.ID), body, etag, nil, taskPutOptions(next)...)
+	newETag, err := store.SwapOwn(ctx, q.store, TaskKey(next.Queue, next.ID), body, etag, nil, taskPutOptions(next)...)
 	if err != nil {
-		q.forget(next.ID)
+		q.forget(next.Queue, next.ID)
 		return "", fmt.Errorf("write task %s: %w", next.ID, err)
 	}
 	q.remember(next, newETag)
@@ -352,7 +357,7 @@ func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) 
 		cleanup = append(cleanup, func(ctx context.Context) { _ = q.store.Delete(ctx, key) })
 	}
 	if next.ParentID != "" && !cur.Status.Terminal() && next.Status.Terminal() {
-		key := childKey(next.ParentID, next.ID)
+		key := childKey(next.Queue, next.ParentID, next.ID)
 		cleanup = append(cleanup, func(ctx context.Context) { _ = q.store.Delete(ctx, key) })
 	}
 	if k := statusKey(cur); k != "" && next.Status != cur.Status {
@@ -436,7 +441,7 @@ func (q *Queue) Arrivals(name string) <-chan struct{} {
 // marker is: a claim that met the marker before its record existed would
 // leave it alone for a while (youngMarkerSkip).
 func (q *Queue) announce(t *Task) {
-	if t.Status != StatusPending || queueOfMarker(t.IndexKey) == "" {
+	if t.Status != StatusPending || indexRootOf(t.IndexKey) == "" {
 		return
 	}
 	q.mu.Lock()
@@ -462,29 +467,33 @@ func (q *Queue) Flush() { q.cleanups.Wait() }
 
 // putChildHints writes the hints of a live child: its parent's flag (once
 // per Queue and parent) and its own marker under the parent.
-func (q *Queue) putChildHints(ctx context.Context, parentID, childID string) error {
+func (q *Queue) putChildHints(ctx context.Context, queue, parentID, childID string) error {
+	flag := parentFlagKey(queue, parentID)
 	q.mu.Lock()
-	flagged := q.parents[parentID]
+	flagged := q.parents[flag]
 	q.mu.Unlock()
 	if !flagged {
-		if err := q.putHint(ctx, parentFlagKey(parentID)); err != nil {
+		if err := q.putHint(ctx, flag); err != nil {
 			return err
 		}
 		q.mu.Lock()
 		if len(q.parents) >= maxSkip {
 			clear(q.parents)
 		}
-		q.parents[parentID] = true
+		q.parents[flag] = true
 		q.mu.Unlock()
 	}
-	return q.putHint(ctx, childKey(parentID, childID))
+	return q.putHint(ctx, childKey(queue, parentID, childID))
 }
 
 // putHint writes an empty hint object that is not an index marker (an
 // outbox entry, a child's marker). A write whose answer was lost is
 // recognised on a re-read.
-func (q *Queue) putHint(ctx context.Context, key string) error {
-	if _, err := store.PutOwn(ctx, q.store, key, nil); err != nil {
+//
+// opts tag it: a status marker carries its terminal record's TerminalTag,
+// so that the bucket's lifecycle rule deletes both together.
+func (q *Queue) putHint(ctx context.Context, key string, opts ...store.PutOption) error {
+	if _, err := store.PutOwn(ctx, q.store, key, nil, opts...); err != nil {
 		return fmt.Errorf("write %s: %w", key, err)
 	}
 	return nil
@@ -495,7 +504,7 @@ func (q *Queue) putHint(ctx context.Context, key string) error {
 // recognised on a re-read.
 func (q *Queue) putMarker(ctx context.Context, key string, now time.Time) error {
 	if m, ok := parseMarker(key); ok && !m.expires.IsZero() {
-		if err := q.wake(ctx, queueOfMarker(key), m.expires, now); err != nil {
+		if err := q.wake(ctx, m.queue, m.expires, now); err != nil {
 			return err
 		}
 	}
@@ -546,29 +555,29 @@ func (q *Queue) wake(ctx context.Context, queue string, at, now time.Time) error
 // write. fn refusing the cached version, or the write finding the record
 // changed, reads the record and tries again, so fn's refusals are always
 // of a fresh read.
-func (q *Queue) update(ctx context.Context, id string, fn func(t *Task) error) (Task, string, error) {
+func (q *Queue) update(ctx context.Context, queue, id string, fn func(t *Task) error) (Task, string, error) {
 	for i := 0; i < maxCASAttempts; i++ {
 		cur, etag, fromCache := Task{}, "", false
 		if i == 0 {
-			cur, etag, fromCache = q.cached(id)
+			cur, etag, fromCache = q.cached(queue, id)
 		}
 		if !fromCache {
 			var err error
-			if cur, etag, err = q.load(ctx, id); err != nil {
+			if cur, etag, err = q.load(ctx, queue, id); err != nil {
 				return Task{}, "", err
 			}
 		}
 		next := cur.clone()
 		if err := fn(&next); err != nil {
 			if fromCache {
-				q.forget(id)
+				q.forget(queue, id)
 				continue
 			}
 			return Task{}, "", err
 		}
 		newETag, err := q.commit(ctx, &cur, etag, &next)
 		if errors.Is(err, store.ErrPrecondition) {
-			q.forget(id)
+			q.forget(queue, id)
 			continue
 		}
 		if err != nil {
@@ -579,11 +588,13 @@ func (q *Queue) update(ctx context.Context, id string, fn func(t *Task) error) (
 	return Task{}, "", fmt.Errorf("update task %s: %w", id, ErrConflict)
 }
 
-// Get returns the task with the given id.
-func (q *Queue) Get(ctx context.Context, id string) (Task, error) {
-	if err := ValidateID(id); err != nil {
+// Get returns the task ref names: a bare id in a view of one queue (In),
+// or a reference {queue}/{id} (see locate).
+func (q *Queue) Get(ctx context.Context, ref string) (Task, error) {
+	queue, id, err := q.locate(ref)
+	if err != nil {
 		return Task{}, err
 	}
-	t, _, err := q.load(ctx, id)
+	t, _, err := q.load(ctx, queue, id)
 	return t, err
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // Declared queues. A queue is declared by
-// queues/{name}.json, written create-only and changed only by
+// q/{name}/queue.json, written create-only and changed only by
 // compare-and-swap. Submitting to an undeclared queue is ErrQueueNotFound
 // when Options.RequireDeclared is set; otherwise (auto_declare) the first
 // submit declares it with no settings of its own.
@@ -23,7 +23,7 @@ import (
 // Limits of a declaration.
 const (
 	DefaultMaxQueues    = 1000
-	MaxQueueShards      = 256
+	MaxQueueShards      = MaxShards
 	MaxConcurrencyCap   = 1000 // most slots of a queue: one LIST page
 	DefaultDeclCacheFor = 30 * time.Second
 )
@@ -41,7 +41,7 @@ type Target struct {
 	Secret string `json:"secret,omitempty"`
 }
 
-// Declaration is a declared queue: queues/{name}.json. Its defaults apply
+// Declaration is a declared queue: q/{name}/queue.json. Its defaults apply
 // to submits that give none and whose task type has none (request > task
 // type > queue > global).
 type Declaration struct {
@@ -55,11 +55,12 @@ type Declaration struct {
 	MaxAttempts int `json:"max_attempts,omitempty"`
 	// Timeout is the queue's default lease length. Defaults to none (5m).
 	Timeout *Duration `json:"timeout,omitempty"`
-	// Shards spreads the queue's markers over this many prefixes. Fixed at
-	// creation. Defaults to the deployment's shards (Options.Shards).
+	// Shards spreads the queue's claim-index markers over this many key
+	// ranges (1 to 16). Fixed at the queue's first declaration, kept
+	// through a delete. Defaults to the deployment's shards (Options.Shards).
 	Shards int `json:"shards,omitempty"`
 	// MaxConcurrency is the most tasks of the queue running at once (each
-	// holds one of that many slots, slots/{queue}/{n}); every claim, pull
+	// holds one of that many slots, q/{queue}/slots/{n}); every claim, pull
 	// or push, must take a slot. Defaults to 0: no limit and no slots.
 	MaxConcurrency int `json:"max_concurrency,omitempty"`
 	// Target, when set, makes the queue a push queue.
@@ -81,11 +82,6 @@ func (d Declaration) settings() Declaration {
 	return Declaration{Name: d.Name, TTL: d.TTL, TTLFrom: d.TTLFrom, MaxAttempts: d.MaxAttempts,
 		Timeout: d.Timeout, Shards: d.Shards, MaxConcurrency: d.MaxConcurrency, Target: d.Target}
 }
-
-// QueueKey returns the key of a queue's declaration: queues/{name}.json.
-func QueueKey(name string) string { return prefixQueues + name + ".json" }
-
-const prefixQueues = "queues/"
 
 var (
 	// A function name, or a full or partial ARN, with an optional qualifier.
@@ -117,7 +113,7 @@ func (d *Declaration) validate(insecure bool) error {
 		return err
 	}
 	if d.Shards < 0 || d.Shards > MaxQueueShards {
-		return invalid("shards", "must be between 1 and %d (0 or absent: the deployment's)", MaxQueueShards)
+		return invalid("shards", "must be between 1 and %d (0 or absent: the deployment's); a queue's shards are fixed when it is first declared", MaxQueueShards)
 	}
 	if d.MaxConcurrency < 0 || d.MaxConcurrency > MaxConcurrencyCap {
 		return invalid("max_concurrency", "must be between 1 and %d (0 or absent: no limit)", MaxConcurrencyCap)
@@ -205,7 +201,16 @@ func (q *Queue) Declare(ctx context.Context, d Declaration, now time.Time) (Decl
 		if errors.Is(err, ErrQueueNotFound) {
 			d.CreatedAt, d.UpdatedAt = now, now
 			if d.Shards == 0 {
+				d.Shards = cur.Shards // a deleted queue's, kept by its tombstone
+			}
+			if d.Shards == 0 {
 				d.Shards = q.opts.Shards
+			}
+			if cur.Shards != 0 && d.Shards != cur.Shards {
+				return Declaration{}, false, invalid("shards", "is fixed when the queue is first declared: queue %s had %d before it was deleted", d.Name, cur.Shards)
+			}
+			if err := q.noteTarget(ctx, d); err != nil {
+				return Declaration{}, false, err
 			}
 			err := q.createQueue(ctx, d, etag)
 			if errors.Is(err, store.ErrPrecondition) {
@@ -228,6 +233,9 @@ func (q *Queue) Declare(ctx context.Context, d Declaration, now time.Time) (Decl
 		}
 		d.CreatedAt, d.UpdatedAt = cur.CreatedAt, now
 		d.Paused, d.PausedAt = cur.Paused, cur.PausedAt // not settings: pause.go
+		if err := q.noteTarget(ctx, d); err != nil {
+			return Declaration{}, false, err
+		}
 		body, err := json.Marshal(d)
 		if err != nil {
 			return Declaration{}, false, fmt.Errorf("encode queue %s: %w", d.Name, err)
@@ -241,14 +249,40 @@ func (q *Queue) Declare(ctx context.Context, d Declaration, now time.Time) (Decl
 		if err != nil {
 			return Declaration{}, false, fmt.Errorf("write queue %s: %w", d.Name, err)
 		}
+		if cur.Target != nil && d.Target == nil {
+			_ = q.store.Delete(ctx, TargetKey(d.Name)) // best effort: a stale entry costs the dispatcher one GET
+		}
 		q.cacheQueue(d, true, now)
 		return d, false, nil
 	}
 	return Declaration{}, false, fmt.Errorf("declare queue %s: %w", d.Name, ErrConflict)
 }
 
+// TargetNote is the body of a push queue's entry in the push queues'
+// index (TargetKey): the update time of the declaration it announces.
+type TargetNote struct {
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// noteTarget writes the push queues' index entry of d when d has a
+// target, before d is written: so a dispatcher that lists the index
+// (one LIST, however many pull queues exist) finds every push queue,
+// and re-reads a declaration only when its entry changed. A
+// declaration older than its entry is not written yet (or its write
+// failed): the dispatcher reads it again on its next run.
+func (q *Queue) noteTarget(ctx context.Context, d Declaration) error {
+	if d.Target == nil {
+		return nil
+	}
+	body, _ := json.Marshal(TargetNote{UpdatedAt: d.UpdatedAt})
+	if _, err := store.PutOwn(ctx, q.store, TargetKey(d.Name), body); err != nil {
+		return fmt.Errorf("write %s: %w", TargetKey(d.Name), err)
+	}
+	return nil
+}
+
 // createQueue writes a new declaration, after checking that the
-// deployment holds fewer than MaxQueues (one LIST page of queues/ per
+// deployment holds fewer than MaxQueues (one delimited LIST of q/ per
 // 1,000 queues): create-only, or over the tombstone of a deleted queue of
 // that name (If-Match on tombstone, its ETag). Two creates racing at the
 // limit may both pass: the limit bounds what a caller can make, not to
@@ -287,48 +321,85 @@ func (q *Queue) createQueue(ctx context.Context, d Declaration, tombstone string
 	return nil
 }
 
-// countQueues counts declarations, stopping once it has seen limit.
+// countQueues counts the queues' folders (a deleted queue's too: its
+// tombstone and terminal records stay), stopping once it has seen limit.
 func (q *Queue) countQueues(ctx context.Context, limit int) (int, error) {
 	n, after := 0, ""
 	for {
-		page, err := q.store.List(ctx, prefixQueues, after, store.MaxListLimit)
+		dirs, truncated, err := store.ListDirs(ctx, q.store, prefixQueues, after, store.MaxListLimit)
 		if err != nil {
 			return 0, fmt.Errorf("list queues: %w", err)
 		}
-		for _, o := range page.Items {
-			if queueNameFromKey(o.Key) != "" && !isTombstone(o.Size) {
+		for _, d := range dirs {
+			if queueNameFromDir(d) != "" {
 				n++
 			}
 		}
-		if !page.Truncated || len(page.Items) == 0 || n >= limit {
+		if n >= limit {
+			// At the limit: a deleted queue's folder stays (its
+			// tombstone, its finished tasks) and does not count.
+			return q.countDeclared(ctx, limit)
+		}
+		if !truncated || len(dirs) == 0 {
 			return n, nil
 		}
-		after = page.Items[len(page.Items)-1].Key
+		after = dirs[len(dirs)-1] + "~"
 	}
 }
 
-func queueNameFromKey(key string) string {
-	name, ok := strings.CutPrefix(key, prefixQueues)
-	if !ok {
-		return ""
+// countDeclared counts the queues' declarations that are not tombstones,
+// by a HEAD of each (only when the folders reach the limit), stopping
+// once it has seen limit.
+func (q *Queue) countDeclared(ctx context.Context, limit int) (int, error) {
+	n := 0
+	for dir, err := range store.AllDirs(ctx, q.store, prefixQueues) {
+		if err != nil {
+			return 0, fmt.Errorf("list queues: %w", err)
+		}
+		name := queueNameFromDir(dir)
+		if name == "" {
+			continue
+		}
+		info, err := q.store.Head(ctx, QueueKey(name))
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("head queue %s: %w", name, err)
+		}
+		if info.Size >= maxTombstoneBytes {
+			if n++; n >= limit {
+				return n, nil
+			}
+		}
 	}
-	name, ok = strings.CutSuffix(name, ".json")
-	if !ok || !reQueue.MatchString(name) {
-		return ""
-	}
-	return name
+	return n, nil
 }
 
-// queueTombstone is the body a deleted queue's declaration is replaced
-// by: a key is never deleted and created again (versitygw refuses
+// maxTombstoneBytes is more than any tombstone's size and less than any
+// declaration's (which holds a name and two times).
+const maxTombstoneBytes = 32
+
+// tombstone is the body a deleted queue's declaration is replaced by: a
+// key is never deleted and created again (versitygw refuses
 // If-None-Match while a delete marker is the current version), so a
-// queue declared again swaps its tombstone by If-Match.
-var queueTombstone = []byte("{}")
+// queue declared again swaps its tombstone by If-Match. It keeps the
+// queue's shards, which are fixed: a queue declared again gets them.
+type queueTomb struct {
+	Shards int `json:"shards,omitempty"`
+}
 
-func isTombstone(size int64) bool { return size <= int64(len(queueTombstone)) }
+// isTombstone reports whether a declaration's body is a tombstone (no
+// name); every declaration names its queue.
+func isTombstone(body []byte) bool {
+	var d struct {
+		Name string `json:"name"`
+	}
+	return json.Unmarshal(body, &d) != nil || d.Name == ""
+}
 
-// loadQueue reads a declaration; ErrQueueNotFound when there is none, with
-// the ETag of the tombstone of a deleted one.
+// loadQueue reads a declaration; ErrQueueNotFound when there is none,
+// with the ETag and shards of the tombstone of a deleted one.
 func (q *Queue) loadQueue(ctx context.Context, name string) (Declaration, string, error) {
 	obj, err := q.store.Get(ctx, QueueKey(name))
 	if errors.Is(err, store.ErrNotFound) {
@@ -337,8 +408,10 @@ func (q *Queue) loadQueue(ctx context.Context, name string) (Declaration, string
 	if err != nil {
 		return Declaration{}, "", fmt.Errorf("get queue %s: %w", name, err)
 	}
-	if isTombstone(int64(len(obj.Body))) {
-		return Declaration{}, obj.ETag, fmt.Errorf("queue %s: %w", name, ErrQueueNotFound)
+	if isTombstone(obj.Body) {
+		var ts queueTomb
+		_ = json.Unmarshal(obj.Body, &ts)
+		return Declaration{Name: name, Shards: ts.Shards}, obj.ETag, fmt.Errorf("queue %s: %w", name, ErrQueueNotFound)
 	}
 	var d Declaration
 	if err := json.Unmarshal(obj.Body, &d); err != nil {
@@ -413,10 +486,14 @@ func (q *Queue) declared(ctx context.Context, name string, create bool, now time
 func (q *Queue) readDeclared(ctx context.Context, name string, create bool, now time.Time) (Declaration, error) {
 	d, tombstone, err := q.loadQueue(ctx, name)
 	if errors.Is(err, ErrQueueNotFound) && !q.opts.RequireDeclared {
-		if !create {
-			return Declaration{Name: name, Shards: q.opts.Shards}, nil
+		shards := d.Shards // a deleted queue's, kept by its tombstone
+		if shards == 0 {
+			shards = q.opts.Shards
 		}
-		d = Declaration{Name: name, Shards: q.opts.Shards, AutoDeclared: true, CreatedAt: now, UpdatedAt: now}
+		if !create {
+			return Declaration{Name: name, Shards: shards}, nil
+		}
+		d = Declaration{Name: name, Shards: shards, AutoDeclared: true, CreatedAt: now, UpdatedAt: now}
 		err = q.createQueue(ctx, d, tombstone)
 		if errors.Is(err, store.ErrPrecondition) {
 			d, _, err = q.loadQueue(ctx, name) // declared by someone else meanwhile
@@ -443,8 +520,8 @@ type ListQueuesResult struct {
 	NextCursor string        `json:"next_cursor,omitempty"`
 }
 
-// ListQueues returns declared queues in name order: one LIST page of
-// queues/ and one GET per queue.
+// ListQueues returns declared queues in name order: one delimited LIST
+// of q/ (the queues' folders) and one GET per queue.
 func (q *Queue) ListQueues(ctx context.Context, req ListQueuesRequest) (ListQueuesResult, error) {
 	switch {
 	case req.Limit == 0:
@@ -457,29 +534,29 @@ func (q *Queue) ListQueues(ctx context.Context, req ListQueuesRequest) (ListQueu
 		if !reQueue.MatchString(req.Cursor) {
 			return ListQueuesResult{}, invalid("cursor", "is not a cursor from a previous listing")
 		}
-		after = QueueKey(req.Cursor)
+		after = QueuePrefix(req.Cursor) + "~"
 	}
-	page, err := q.store.List(ctx, prefixQueues, after, req.Limit)
+	dirs, truncated, err := store.ListDirs(ctx, q.store, prefixQueues, after, req.Limit)
 	if err != nil {
 		return ListQueuesResult{}, fmt.Errorf("list queues: %w", err)
 	}
 	out := ListQueuesResult{Queues: []Declaration{}}
-	for _, o := range page.Items {
-		name := queueNameFromKey(o.Key)
-		if name == "" || isTombstone(o.Size) {
+	for _, dir := range dirs {
+		name := queueNameFromDir(dir)
+		if name == "" {
 			continue
 		}
 		d, _, err := q.loadQueue(ctx, name)
 		if errors.Is(err, ErrQueueNotFound) {
-			continue // deleted since the LIST
+			continue // deleted, or a folder without a declaration
 		}
 		if err != nil {
 			return ListQueuesResult{}, err
 		}
 		out.Queues = append(out.Queues, d)
 	}
-	if page.Truncated && len(page.Items) > 0 {
-		out.NextCursor = queueNameFromKey(page.Items[len(page.Items)-1].Key)
+	if truncated && len(dirs) > 0 {
+		out.NextCursor = queueNameFromDir(dirs[len(dirs)-1])
 	}
 	return out, nil
 }
@@ -495,7 +572,8 @@ const maxDeleteChecks = 100
 // submit that read the declaration within Options.DeclCacheFor before the
 // delete may still land; declaring the queue again makes its tasks
 // reachable again. A running task whose marker the sweep parked (in
-// sweep/, not under the queue's prefixes) is not seen.
+// sweep/, not under the queue's folder) is not seen. The queue's folder
+// stays: its finished tasks, its tombstone (which keeps its shards).
 func (q *Queue) DeleteQueue(ctx context.Context, name string, now time.Time) error {
 	now = norm(now)
 	if err := ValidateQueueName(name); err != nil {
@@ -506,8 +584,8 @@ func (q *Queue) DeleteQueue(ctx context.Context, name string, now time.Time) err
 		return err
 	}
 	checked := 0
-	for shard := 0; shard < max(d.Shards, q.opts.Shards); shard++ {
-		for _, prefix := range []string{deadlinePrefix(name, shard), readyPrefix(name, shard)} {
+	{
+		for _, prefix := range []string{deadlineRoot(name), readyRoot(name)} {
 			page, err := q.store.List(ctx, prefix, "", maxDeleteChecks+1)
 			if err != nil {
 				return fmt.Errorf("list %s: %w", prefix, err)
@@ -520,7 +598,7 @@ func (q *Queue) DeleteQueue(ctx context.Context, name string, now time.Time) err
 				if checked++; checked > maxDeleteChecks {
 					return fmt.Errorf("queue %s has more than %d live tasks: %w", name, maxDeleteChecks, ErrQueueNotEmpty)
 				}
-				t, _, err := q.load(ctx, m.id)
+				t, _, err := q.load(ctx, name, m.id)
 				if err != nil && !errors.Is(err, ErrNotFound) {
 					return err
 				}
@@ -541,11 +619,15 @@ func (q *Queue) DeleteQueue(ctx context.Context, name string, now time.Time) err
 	// A tombstone, by If-Match: a declaration changed meanwhile is kept.
 	// A lost answer is recognised on a re-read: a tombstone is deleted
 	// whoever wrote it.
-	if _, err := store.SwapOwn(ctx, q.store, QueueKey(name), queueTombstone, etag, nil); err != nil {
+	body, _ := json.Marshal(queueTomb{Shards: d.Shards})
+	if _, err := store.SwapOwn(ctx, q.store, QueueKey(name), body, etag, nil); err != nil {
 		if errors.Is(err, store.ErrPrecondition) {
 			return fmt.Errorf("delete queue %s: changed meanwhile: %w", name, ErrConflict)
 		}
 		return fmt.Errorf("delete queue %s: %w", name, err)
+	}
+	if d.Target != nil {
+		_ = q.store.Delete(ctx, TargetKey(name)) // best effort, as in Declare
 	}
 	q.mu.Lock()
 	delete(q.decls, name)
@@ -555,7 +637,8 @@ func (q *Queue) DeleteQueue(ctx context.Context, name string, now time.Time) err
 
 // shardsOf returns the shards a write puts a queue's markers in: its
 // declaration's when this Queue has read it, else the deployment's.
-// Readers visit max(declaration's, deployment's), so either is found.
+// Readers list each claim index from its root, every shard at once, so
+// either is found.
 func (q *Queue) shardsOf(name string) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -564,9 +647,6 @@ func (q *Queue) shardsOf(name string) int {
 	}
 	return q.opts.Shards
 }
-
-// readShards returns the shards a reader of a queue's markers visits.
-func (q *Queue) readShards(name string) int { return max(q.shardsOf(name), q.opts.Shards) }
 
 // scoped applies a view's scope (In) to the queue a request names: empty
 // becomes the scope, another name is a *ValidationError of field.

@@ -37,39 +37,41 @@ const (
 func (q *Queue) remember(t *Task, etag string) {
 	size := 1024 + len(t.Input) + len(t.Output)
 	if etag == "" || t.Status.Terminal() || t.PurgedAt != nil || size > maxRecBytes/64 {
-		q.forget(t.ID)
+		q.forget(t.Queue, t.ID)
 		return
 	}
+	ref := t.Ref() // ids are unique within a queue only
 	c := cachedRec{t: t.clone(), etag: etag, size: size}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if old, ok := q.recs[t.ID]; ok {
+	if old, ok := q.recs[ref]; ok {
 		q.recBytes -= old.size
 	}
 	if len(q.recs) >= maxRecs || q.recBytes+size > maxRecBytes {
 		clear(q.recs)
 		q.recBytes = 0
 	}
-	q.recs[t.ID] = c
+	q.recs[ref] = c
 	q.recBytes += size
 }
 
 // forget drops the cached version of a record: after a failed write,
 // whose outcome or the record's state is not known.
-func (q *Queue) forget(id string) {
+func (q *Queue) forget(queue, id string) {
+	ref := Ref(queue, id)
 	q.mu.Lock()
-	if old, ok := q.recs[id]; ok {
+	if old, ok := q.recs[ref]; ok {
 		q.recBytes -= old.size
-		delete(q.recs, id)
+		delete(q.recs, ref)
 	}
 	q.mu.Unlock()
 }
 
-// cached returns a copy of the cached version of the record of id, if any
-// (and, in a view, only a task of its queue).
-func (q *Queue) cached(id string) (Task, string, bool) {
+// cached returns a copy of the cached version of the record of task id
+// of queue, if any (and, in a view, only a task of its queue).
+func (q *Queue) cached(queue, id string) (Task, string, bool) {
 	q.mu.Lock()
-	c, ok := q.recs[id]
+	c, ok := q.recs[Ref(queue, id)]
 	q.mu.Unlock()
 	if !ok || q.scope != "" && c.t.Queue != q.scope {
 		return Task{}, "", false

@@ -23,10 +23,11 @@ var errUnchanged = errors.New("queue: unchanged")
 // *StateError, so one key never has two live tasks.
 func (q *Queue) Retry(ctx context.Context, id string, now time.Time) (Task, error) {
 	now = norm(now)
-	if err := ValidateID(id); err != nil {
+	queue, id, err := q.locate(id)
+	if err != nil {
 		return Task{}, err
 	}
-	cur, _, err := q.load(ctx, id)
+	cur, _, err := q.load(ctx, queue, id)
 	if err != nil {
 		return Task{}, err
 	}
@@ -36,7 +37,7 @@ func (q *Queue) Retry(ctx context.Context, id string, now time.Time) (Task, erro
 		return Task{}, &StateError{ID: id, Op: "retry", Status: cur.Status, Reason: "its Task Dead-Lettered event is not published yet; retry after the next sweep (within a minute)"}
 	}
 	if cur.ParentID != "" && (cur.Status == StatusFailed || cur.Status == StatusCancelled) {
-		parent, _, err := q.load(ctx, cur.ParentID)
+		parent, _, err := q.load(ctx, cur.Queue, cur.ParentID)
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return Task{}, err
 		}
@@ -49,7 +50,7 @@ func (q *Queue) Retry(ctx context.Context, id string, now time.Time) (Task, erro
 			return Task{}, err
 		}
 	}
-	t, _, err := q.update(ctx, id, func(t *Task) error {
+	t, _, err := q.update(ctx, queue, id, func(t *Task) error {
 		if t.Status != StatusFailed && t.Status != StatusCancelled {
 			return &StateError{ID: id, Op: "retry", Status: t.Status, Reason: "only failed and cancelled tasks can be retried"}
 		}

@@ -5,21 +5,24 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 )
 
-// scanBuf is the last listing of one index prefix, kept so that one LIST
-// serves many claims. Entries are
-// hints: every one is checked against its record before anything acts.
+// scanBuf is the last listing of one claim index (its root: every
+// shard), kept so that one LIST serves many claims (LIST pages
+// amortised). Entries are hints: every one is checked against its record
+// before anything acts.
 type scanBuf struct {
 	entries   []marker
 	listedAt  time.Time
 	truncated bool   // more keys follow the page
 	lastKey   string // the page's last key, where the next page starts
-	end       bool   // a ready/ key not yet due was seen: nothing later is due
-	valid     bool
+	// ended holds the shards (their folders) of ready/ in which a key not
+	// yet due was seen: ready/ sorts by available_at within a shard, so
+	// nothing later in that shard is due, and the next page starts past it.
+	ended map[string]bool
+	valid bool
 }
 
 // maxSkip bounds the skip cache; it is cleared when it grows past this.
@@ -30,12 +33,15 @@ const maxSkip = 100_000
 // same task while order stays close to earliest-first.
 const spread = 8
 
-// invalidate drops the listing of the prefix a marker key belongs to, so
-// this Queue's own writes are seen by its next claim at once.
+// invalidate drops the listing of the claim index a marker key belongs
+// to, so this Queue's own writes are seen by its next claim at once.
 func (q *Queue) invalidate(key string) {
-	dir := key[:strings.LastIndexByte(key, '/')+1]
+	root := indexRootOf(key)
+	if root == "" {
+		return
+	}
 	q.mu.Lock()
-	delete(q.bufs, dir)
+	delete(q.bufs, root)
 	q.mu.Unlock()
 }
 
@@ -50,10 +56,10 @@ func (q *Queue) noteMarker(key string) {
 		q.invalidate(key)
 		return
 	}
-	dir := key[:strings.LastIndexByte(key, '/')+1]
+	root := indexRootOf(key) // claims list each index from its root
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	b := q.bufs[dir]
+	b := q.bufs[root]
 	if b == nil || !b.valid || b.truncated && key > b.lastKey {
 		return
 	}
@@ -95,7 +101,10 @@ func (f typeFilter) accepts(taskType string) bool { return len(f) == 0 || f[task
 // be of a type the claim does not take. It lists the prefix when the
 // cached listing is stale or holds nothing due, at most maxPages times per
 // claim (pages counts them). ok is false when nothing is left.
-func (q *Queue) next(ctx context.Context, prefix string, now time.Time, filter typeFilter, pages *int) (marker, bool, error) {
+//
+// shards is how many shards the index may have (the queue's, or the
+// deployment's when more): past the last one's folder there is nothing.
+func (q *Queue) next(ctx context.Context, prefix string, shards int, now time.Time, filter typeFilter, pages *int) (marker, bool, error) {
 	for {
 		q.mu.Lock()
 		b := q.bufs[prefix]
@@ -115,8 +124,11 @@ func (q *Queue) next(ctx context.Context, prefix string, now time.Time, filter t
 		var startAfter string
 		switch {
 		case !fresh:
-		case b.truncated && !b.end:
+		case b.truncated && !(b.ended[shardDirOf(b.lastKey)] && lastShard(shardDirOf(b.lastKey), shards)):
 			startAfter = b.lastKey
+			if dir := shardDirOf(b.lastKey); b.ended[dir] {
+				startAfter = afterDir(dir) // nothing more of that shard is due
+			}
 		default:
 			q.mu.Unlock()
 			return marker{}, false, nil
@@ -160,7 +172,7 @@ func (q *Queue) fetch(ctx context.Context, prefix, startAfter string, now time.T
 		q.mu.Unlock()
 		return fmt.Errorf("list %s: %w", prefix, err)
 	}
-	nb := &scanBuf{listedAt: now, truncated: page.Truncated && len(page.Items) > 0, valid: true}
+	nb := &scanBuf{listedAt: now, truncated: page.Truncated && len(page.Items) > 0, valid: true, ended: map[string]bool{}}
 	for _, it := range page.Items {
 		nb.lastKey = it.Key
 		if m, ok := parseMarker(it.Key); ok {
@@ -211,10 +223,9 @@ func (q *Queue) popLocked(b *scanBuf, now time.Time, filter typeFilter) (marker,
 	for i, m := range b.entries {
 		if !m.due(now) && !m.expired(now) {
 			if m.expires.IsZero() {
-				b.end = true // ready/ sorts by available_at: nothing later is due
-				break
+				b.ended[shardDirOf(m.key)] = true // ready/ sorts by available_at within a shard
 			}
-			continue // deadline/ sorts by expires_at: a later one may be due
+			continue // another shard, or (deadline/ sorts by expires_at) a later marker, may be due
 		}
 		if until, ok := q.skip[m.key]; ok && now.Before(until) {
 			continue
@@ -245,10 +256,10 @@ func (q *Queue) popLocked(b *scanBuf, now time.Time, filter typeFilter) (marker,
 // unpop puts back a candidate another claim of this Queue may want (one
 // that accepts its task type).
 func (q *Queue) unpop(m marker) {
-	dir := m.key[:strings.LastIndexByte(m.key, '/')+1]
+	root := indexRootOf(m.key)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	b := q.bufs[dir]
+	b := q.bufs[root]
 	if b == nil {
 		return
 	}

@@ -57,12 +57,6 @@ func slotIsFree(size int64) bool { return size <= int64(len(freeSlot)) }
 // maxSlotChecks bounds the held slots one claim call examines for takeover.
 const maxSlotChecks = 4
 
-const prefixSlots = "slots/"
-
-func slotPrefix(queue string) string { return prefixSlots + queue + "/" }
-
-func slotKey(queue string, n int) string { return fmt.Sprintf("%s%04d", slotPrefix(queue), n) }
-
 // slotIndex returns n of slots/{queue}/{n}, or -1.
 func slotIndex(key string) int {
 	n, err := strconv.Atoi(key[strings.LastIndexByte(key, '/')+1:])
@@ -260,7 +254,7 @@ func (q *Queue) slotWritten(name string, k int, etag string, size int64, ok bool
 
 // slotFreed notes in this Queue's listing that it freed a slot.
 func (q *Queue) slotFreed(key, etag string) {
-	name := strings.TrimPrefix(key[:strings.LastIndexByte(key, '/')], prefixSlots)
+	name := queueOfKey(key)
 	n := slotIndex(key)
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -290,7 +284,7 @@ func (q *Queue) slotFree(ctx context.Context, key string, now time.Time) (bool, 
 		q.rememberSlot(key, s.LeaseExpiresAt)
 		return false, "", nil
 	}
-	t, _, err := q.load(ctx, s.TaskID)
+	t, _, err := q.load(ctx, queueOfKey(key), s.TaskID)
 	if errors.Is(err, ErrNotFound) {
 		return true, obj.ETag, nil
 	}

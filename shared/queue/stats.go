@@ -221,7 +221,7 @@ func (q *Queue) Stats(ctx context.Context, name string, now time.Time) (QueueSta
 	due := detail.due
 	sort.Slice(due, func(i, j int) bool { return due[i].available.Before(due[j].available) })
 	for _, m := range due[:min(len(due), maxOldestChecks)] {
-		t, _, err := q.load(ctx, m.id)
+		t, _, err := q.load(ctx, m.queue, m.id)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}

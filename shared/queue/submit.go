@@ -174,8 +174,8 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 		// The parent may have expired since build read it, and its
 		// cascade may have listed its children before this one's marker
 		// existed. Best effort: the window is that of one request.
-		if parent, _, err := q.load(ctx, t.ParentID); err == nil && parent.Status == StatusExpired {
-			if exp, err := q.MarkExpired(ctx, t.ID, ReasonParentExpired, now); err == nil {
+		if parent, _, err := q.load(ctx, t.Queue, t.ParentID); err == nil && parent.Status == StatusExpired {
+			if exp, err := q.MarkExpired(ctx, t.Ref(), ReasonParentExpired, now); err == nil {
 				t = exp
 			}
 		}
@@ -209,7 +209,7 @@ func (q *Queue) autoDeclare(ctx context.Context, t *Task, req SubmitRequest, now
 // "id". wroteMarker says this attempt wrote t's index marker, which is
 // deleted (best effort) when the task does not name it.
 func (q *Queue) replay(ctx context.Context, t *Task, req SubmitRequest, wroteMarker bool) (res SubmitResult, ok bool, err error) {
-	existing, _, err := q.load(ctx, t.ID)
+	existing, _, err := q.load(ctx, t.Queue, t.ID)
 	if errors.Is(err, ErrNotFound) {
 		return SubmitResult{}, false, nil
 	}
@@ -265,7 +265,7 @@ func (q *Queue) create(ctx context.Context, t *Task) error {
 		return err
 	}
 	if t.ParentID != "" && !t.Status.Terminal() {
-		if err := q.putChildHints(ctx, t.ParentID, t.ID); err != nil {
+		if err := q.putChildHints(ctx, t.Queue, t.ParentID, t.ID); err != nil {
 			return err
 		}
 	}
@@ -280,7 +280,7 @@ func (q *Queue) create(ctx context.Context, t *Task) error {
 		}
 	}
 	if k := statusKey(t); k != "" { // expired on arrival
-		if err := q.putHint(ctx, k); err != nil {
+		if err := q.putHint(ctx, k, taskPutOptions(t)...); err != nil {
 			return err
 		}
 	}
@@ -296,7 +296,7 @@ func (q *Queue) create(ctx context.Context, t *Task) error {
 		}
 		return ok
 	}
-	etag, err := store.CreateOwn(ctx, q.store, TaskKey(t.ID), body, mine, taskPutOptions(t)...)
+	etag, err := store.CreateOwn(ctx, q.store, TaskKey(t.Queue, t.ID), body, mine, taskPutOptions(t)...)
 	if err != nil {
 		return fmt.Errorf("create task %s: %w", t.ID, err)
 	}
@@ -456,7 +456,7 @@ func (q *Queue) holdDedup(ctx context.Context, t *Task, now time.Time) (Task, bo
 // place and returned ended, terminal: the key is free. A
 // lost race ending it returns store.ErrPrecondition: look again.
 func (q *Queue) dedupHolder(ctx context.Context, t *Task, id string, now time.Time) (holder Task, ended bool, err error) {
-	holder, hetag, err := q.load(ctx, id)
+	holder, hetag, err := q.load(ctx, t.Queue, id)
 	if err != nil {
 		return Task{}, false, err
 	}
@@ -480,7 +480,7 @@ func (q *Queue) dedupHolder(ctx context.Context, t *Task, id string, now time.Ti
 // StaleMarkerGrace on behalf of a task that never existed. Best effort:
 // when the record cannot be read, both stay, for the scans and the grace.
 func (q *Queue) abandon(ctx context.Context, t *Task) {
-	rec, _, err := q.load(ctx, t.ID)
+	rec, _, err := q.load(ctx, t.Queue, t.ID)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return
 	}

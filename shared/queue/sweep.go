@@ -232,7 +232,7 @@ func (r *sweepRun) run(ctx context.Context) error {
 func (r *sweepRun) indexWork(ctx context.Context, due []sweepEntry) {
 	var jobs []func(context.Context)
 	outbox := map[string][]sweepEntry{}
-	var ids []string
+	var refs []string // queue/id: ids are unique within a queue
 	for _, e := range due {
 		switch e.kind {
 		case sweepLease:
@@ -240,17 +240,18 @@ func (r *sweepRun) indexWork(ctx context.Context, due []sweepEntry) {
 		case sweepArtifacts:
 			jobs = append(jobs, func(ctx context.Context) { r.artifactsItem(ctx, e) })
 		case sweepEvent:
-			if outbox[e.subject] == nil {
-				ids = append(ids, e.subject)
+			ref := Ref(e.queue, e.id)
+			if outbox[ref] == nil {
+				refs = append(refs, ref)
 			}
-			outbox[e.subject] = append(outbox[e.subject], e)
+			outbox[ref] = append(outbox[ref], e)
 		}
 	}
 	r.parallel(ctx, jobs)
 	jobs = jobs[:0]
-	for _, id := range ids {
-		entries := outbox[id]
-		jobs = append(jobs, func(ctx context.Context) { r.outboxItem(ctx, id, entries) })
+	for _, ref := range refs {
+		entries := outbox[ref]
+		jobs = append(jobs, func(ctx context.Context) { r.outboxItem(ctx, entries) })
 	}
 	r.parallel(ctx, jobs)
 }
@@ -339,10 +340,10 @@ func (r *sweepRun) transition(ctx context.Context, cur *Task, etag string, next 
 func (r *sweepRun) addFollowUp(t Task, etag string, keys ...string) *followUp {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	f := r.follow[t.ID]
+	f := r.follow[t.Ref()]
 	if f == nil {
 		f = &followUp{}
-		r.follow[t.ID] = f
+		r.follow[t.Ref()] = f
 	}
 	f.task, f.etag = t, etag
 	f.keys = append(f.keys, keys...)

@@ -8,7 +8,7 @@ import (
 // artifactsItem deletes a task's artifacts whose time has come, unless a
 // later reservation moved their time (a later entry exists then).
 func (r *sweepRun) artifactsItem(ctx context.Context, e sweepEntry) {
-	cur, _, err := r.q.load(ctx, e.subject)
+	cur, _, err := r.q.load(ctx, e.queue, e.id)
 	switch {
 	case errors.Is(err, ErrNotFound):
 	case err != nil:
@@ -20,7 +20,7 @@ func (r *sweepRun) artifactsItem(ctx context.Context, e sweepEntry) {
 		}
 		return
 	}
-	n, err := r.q.deleteArtifacts(ctx, e.subject)
+	n, err := r.q.deleteArtifacts(ctx, e.queue, e.id)
 	r.add(&r.rep.ArtifactsDeleted, n)
 	if err != nil {
 		r.fail(err)

@@ -17,13 +17,13 @@ var errStaleHint = errors.New("queue: stale hint")
 // on_parent_expired=cancel gets cancel_requested, any other runs on. It
 // returns the follow-ups of the children it expired.
 func (r *sweepRun) cascade(ctx context.Context, parent *Task) ([]*followUp, error) {
-	flag := parentFlagKey(parent.ID)
+	flag := parentFlagKey(parent.Queue, parent.ID)
 	if _, err := r.q.store.Head(ctx, flag); errors.Is(err, store.ErrNotFound) {
 		return nil, nil // it never had a child
 	} else if err != nil {
 		return nil, fmt.Errorf("head %s: %w", flag, err)
 	}
-	prefix := childrenPrefix(parent.ID)
+	prefix := childrenPrefix(parent.Queue, parent.ID)
 	var out []*followUp
 	for it, err := range store.All(ctx, r.q.store, prefix) {
 		if err != nil {
@@ -51,7 +51,7 @@ func (r *sweepRun) cascade(ctx context.Context, parent *Task) ([]*followUp, erro
 
 func (r *sweepRun) cascadeChild(ctx context.Context, parent *Task, id, key string) (*followUp, error) {
 	var expired, asked bool
-	next, etag, err := r.q.update(ctx, id, func(t *Task) error {
+	next, etag, err := r.q.update(ctx, parent.Queue, id, func(t *Task) error {
 		expired, asked = false, false
 		switch {
 		case t.ParentID != parent.ID || t.Status.Terminal():

@@ -9,23 +9,22 @@ import (
 func TestSweepKeysParseAndWakeupsSortAfterEveryTime(t *testing.T) {
 	id := NewID(kt0)
 	keys := []string{
-		sweepKey(kt0.Add(time.Hour), sweepLease, id),
-		sweepKey(kt0, sweepEvent, id),
-		sweepKey(kt0.Add(time.Minute), sweepArtifacts, id),
-		sweepKey(minTime, sweepQueue, "my_queue-1"), // the old registry
+		sweepKey(kt0.Add(time.Hour), sweepLease, "my_queue-1", id),
+		sweepKey(kt0, sweepEvent, "my_queue-1", id),
+		sweepKey(kt0.Add(time.Minute), sweepArtifacts, "q", id),
 		wakeKey("my_queue-1", minTime),
 	}
 	sorted := append([]string(nil), keys...)
 	sort.Strings(sorted)
-	if sorted[0] != keys[3] || sorted[1] != keys[1] || sorted[3] != keys[0] || sorted[4] != keys[4] {
+	if sorted[0] != keys[1] || sorted[1] != keys[2] || sorted[2] != keys[0] || sorted[3] != keys[3] {
 		t.Fatalf("order %v", sorted)
 	}
 	for i, want := range []struct {
-		kind, subject string
-		at            time.Time
-	}{{sweepLease, id, kt0.Add(time.Hour)}, {sweepEvent, id, kt0}, {sweepArtifacts, id, kt0.Add(time.Minute)}, {sweepQueue, "my_queue-1", minTime}} {
+		kind, queue string
+		at          time.Time
+	}{{sweepLease, "my_queue-1", kt0.Add(time.Hour)}, {sweepEvent, "my_queue-1", kt0}, {sweepArtifacts, "q", kt0.Add(time.Minute)}} {
 		e, ok := parseSweepKey(keys[i])
-		if !ok || e.kind != want.kind || e.subject != want.subject || !e.at.Equal(want.at) {
+		if !ok || e.kind != want.kind || e.queue != want.queue || e.id != id || !e.at.Equal(want.at) {
 			t.Fatalf("parseSweepKey(%s) = %+v %v", keys[i], e, ok)
 		}
 	}
@@ -39,15 +38,15 @@ func TestSweepKeysParseAndWakeupsSortAfterEveryTime(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{
-		wakeKey("q", kt0), "sweep/", "sweep/x_event_" + id, "sweep/" + keyTime(kt0) + "_other_" + id,
-		"sweep/" + keyTime(kt0) + "_event_not-an-id", "sweep/" + keyTime(kt0) + "_queue_a/b",
-		"ready/" + keyTime(kt0) + "_event_" + id,
+		wakeKey("q", kt0), "sweep/", "sweep/x_event_q." + id, "sweep/" + keyTime(kt0) + "_other_q." + id,
+		"sweep/" + keyTime(kt0) + "_event_q.not-an-id", "sweep/" + keyTime(kt0) + "_event_" + id,
+		"sweep/" + keyTime(kt0) + "_event_a/b." + id, "ready/" + keyTime(kt0) + "_event_q." + id,
 	} {
 		if e, ok := parseSweepKey(bad); ok {
 			t.Fatalf("parseSweepKey(%s) = %+v", bad, e)
 		}
 	}
-	if _, ok := parseMarker(sweepKey(kt0, sweepEvent, id)); ok {
+	if _, ok := parseMarker(sweepKey(kt0, sweepEvent, "q", id)); ok {
 		t.Fatal("an outbox entry parsed as an index marker")
 	}
 }

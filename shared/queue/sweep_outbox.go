@@ -71,7 +71,7 @@ func (r *sweepRun) deleteFinishedArtifacts(ctx context.Context, all []*followUp)
 	for _, f := range all {
 		if f.task.Status.Terminal() && f.task.ArtifactsExpireAt != nil {
 			jobs = append(jobs, func(ctx context.Context) {
-				n, err := r.q.deleteArtifacts(ctx, f.task.ID)
+				n, err := r.q.deleteArtifacts(ctx, f.task.Queue, f.task.ID)
 				r.add(&r.rep.ArtifactsDeleted, n)
 				if err != nil {
 					f.blocked = true // each job owns its f
@@ -180,7 +180,7 @@ func (r *sweepRun) settle(ctx context.Context, f *followUp) {
 		mark(&next)
 		_, err := r.q.commit(ctx, &f.task, f.etag, &next)
 		if errors.Is(err, store.ErrPrecondition) {
-			_, _, err = r.q.update(ctx, f.task.ID, func(t *Task) error {
+			_, _, err = r.q.update(ctx, f.task.Queue, f.task.ID, func(t *Task) error {
 				if !mark(t) {
 					return errUnchanged
 				}
@@ -204,13 +204,15 @@ func (r *sweepRun) settle(ctx context.Context, f *followUp) {
 
 // outboxItem reads the record behind outbox entries and queues its
 // follow-up work, or deletes the entries as stale when it owes none.
-func (r *sweepRun) outboxItem(ctx context.Context, id string, entries []sweepEntry) {
+// The entries are of one task.
+func (r *sweepRun) outboxItem(ctx context.Context, entries []sweepEntry) {
+	queue, id := entries[0].queue, entries[0].id
 	keys := make([]string, len(entries))
 	for i, e := range entries {
 		keys[i] = e.key
 	}
 	r.mu.Lock()
-	f := r.follow[id]
+	f := r.follow[Ref(queue, id)]
 	if f != nil {
 		f.keys = append(f.keys, keys...) // this sweep moved it: it has the record
 	}
@@ -218,7 +220,7 @@ func (r *sweepRun) outboxItem(ctx context.Context, id string, entries []sweepEnt
 	if f != nil {
 		return
 	}
-	t, etag, err := r.q.load(ctx, id)
+	t, etag, err := r.q.load(ctx, queue, id)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		r.fail(err)
 		return

@@ -19,7 +19,7 @@ type queueWork struct {
 }
 
 // dueQueues returns the queues whose deadline heads this sweep reads:
-// those of the old registry, those with a wake-up at or before now (the
+// those with a wake-up at or before now (the
 // head of sweep/wake/, oldest first, at most maxHeadPages pages, of which
 // the sweep index's LIST may have shown all or the first), and
 // SweepOptions.Queues. It is the one place that enumerates queues; its
@@ -39,10 +39,8 @@ func (r *sweepRun) dueQueues(ctx context.Context, head sweepHead) ([]*queueWork,
 			q.wakes = append(q.wakes, *w)
 		}
 	}
-	for _, ws := range [][]wakeEntry{head.legacy, head.wakes} {
-		for i := range ws {
-			add(ws[i].queue, &ws[i])
-		}
+	for i := range head.wakes {
+		add(head.wakes[i].queue, &head.wakes[i])
 	}
 	after := head.wakeFrom
 	var err error
@@ -113,28 +111,24 @@ func (r *sweepRun) sweepQueues(ctx context.Context, head sweepHead) {
 	r.parallel(ctx, retire)
 }
 
-// readQueue reads the deadline head of every shard of one queue: the
-// deployment's shards and, when the queue is declared with more, its own
-// (its declaration is read once per Options.DeclCacheFor per process).
+// readQueue reads the deadline head of one queue, every shard in one
+// LIST while they are sparse.
 func (r *sweepRun) readQueue(ctx context.Context, w *queueWork) {
 	w.clean = true
-	if _, err := r.q.declared(ctx, w.name, false, r.now); err != nil && !errors.Is(err, ErrQueueNotFound) {
+	d, err := r.q.declared(ctx, w.name, false, r.now)
+	if err != nil && !errors.Is(err, ErrQueueNotFound) {
 		r.fail(err)
 		w.clean = false
 	}
-	for shard := 0; shard < r.q.readShards(w.name); shard++ {
-		due, next, done, err := r.readDeadlineHead(ctx, deadlinePrefix(w.name, shard))
-		w.due = append(w.due, due...)
-		if err != nil {
-			r.fail(err)
-		}
-		if err != nil || !done {
-			w.clean = false
-		}
-		if !next.IsZero() && (w.next.IsZero() || next.Before(w.next)) {
-			w.next = next
-		}
+	due, next, done, err := r.readDeadlineHead(ctx, deadlineRoot(w.name), max(d.Shards, r.q.opts.Shards))
+	w.due = append(w.due, due...)
+	if err != nil {
+		r.fail(err)
 	}
+	if err != nil || !done {
+		w.clean = false
+	}
+	w.next = next
 	w.read = true
 }
 
@@ -168,44 +162,57 @@ func (r *sweepRun) retire(ctx context.Context, w *queueWork) {
 	r.add(&r.rep.WakeupsDeleted, len(old))
 }
 
-// readDeadlineHead lists a deadline/ prefix from its start and returns the
-// markers whose deadline is at or before now, the first later deadline
-// (zero if none), and whether it read up to that deadline or the end of
-// the prefix. On the way it counts the deadlines due within NearWindow
-// that the pages read show.
-func (r *sweepRun) readDeadlineHead(ctx context.Context, prefix string) (due []marker, next time.Time, done bool, err error) {
+// readDeadlineHead lists a queue's deadline index (root, every shard)
+// from its start and returns the markers whose deadline is at or before
+// now, the first later deadline (zero if none), and whether it read up to
+// that deadline in every shard or the end of the index. A shard sorts by
+// deadline, so once a shard shows a later deadline the listing skips the
+// rest of it (StartAfter past its folder). On the way it counts the
+// deadlines due within NearWindow that the pages read show.
+func (r *sweepRun) readDeadlineHead(ctx context.Context, root string, shards int) (due []marker, next time.Time, done bool, err error) {
 	near := 0
 	after := ""
 	horizon := r.now.Add(r.opts.NearWindow)
 	defer func() { r.add(&r.rep.NearExpiration, near) }()
+	past := map[string]bool{}   // shards that showed a later deadline
+	closed := map[string]bool{} // shards that showed one past the horizon
 	for pages := 0; ; pages++ {
 		if r.out(ctx) || pages == maxHeadPages && r.incomplete() { // also before the first page: a late sweep lists nothing more
 			return due, next, false, nil
 		}
-		page, err := r.q.store.List(ctx, prefix, after, 0)
+		page, err := r.q.store.List(ctx, root, after, 0)
 		if err != nil {
-			return due, next, false, fmt.Errorf("list %s: %w", prefix, err)
+			return due, next, false, fmt.Errorf("list %s: %w", root, err)
 		}
 		for _, it := range page.Items {
+			dir := shardDirOf(it.Key)
 			m, ok := parseMarker(it.Key)
-			if !ok {
+			if !ok || closed[dir] {
 				continue
 			}
 			if !m.expires.After(r.now) {
 				due = append(due, m)
 				continue
 			}
-			if next.IsZero() {
+			past[dir] = true
+			if next.IsZero() || m.expires.Before(next) {
 				next = m.expires
 			}
 			if m.expires.After(horizon) {
-				break
+				closed[dir] = true
+				continue
 			}
 			near++
 		}
-		if !next.IsZero() || !page.Truncated || len(page.Items) == 0 {
+		if !page.Truncated || len(page.Items) == 0 {
 			return due, next, true, nil
 		}
 		after = page.Items[len(page.Items)-1].Key
+		if dir := shardDirOf(after); past[dir] {
+			if lastShard(dir, shards) {
+				return due, next, true, nil
+			}
+			after = afterDir(dir)
+		}
 	}
 }

@@ -62,15 +62,15 @@ func (q *Queue) stopAtDeadline(ctx context.Context, t Task, now time.Time) (Task
 	)
 	switch t.Status {
 	case StatusPending:
-		next, err = q.MarkExpired(ctx, t.ID, ReasonTTL, now)
+		next, err = q.MarkExpired(ctx, t.Ref(), ReasonTTL, now)
 	case StatusRunning:
-		next, err = q.Cancel(ctx, t.ID, now)
+		next, err = q.Cancel(ctx, t.Ref(), now)
 	default:
 		return t, true, nil
 	}
 	var se *StateError
 	if errors.As(err, &se) {
-		next, err = q.Get(ctx, t.ID)
+		next, err = q.Get(ctx, t.Ref())
 		return next, false, err
 	}
 	if err != nil {

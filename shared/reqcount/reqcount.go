@@ -186,6 +186,12 @@ func (s *wrapper) List(ctx context.Context, prefix, startAfter string, limit int
 	return s.inner.List(ctx, prefix, startAfter, limit)
 }
 
+// ListDirs implements store.DirLister; it is one LIST.
+func (s *wrapper) ListDirs(ctx context.Context, prefix, startAfter string, limit int) ([]string, bool, error) {
+	defer add(ctx, lists, "LIST", prefix)()
+	return store.ListDirs(ctx, s.inner, prefix, startAfter, limit)
+}
+
 // Versions implements store.Store; it is one LIST of object versions.
 func (s *wrapper) Versions(ctx context.Context, key, after string, limit int) (store.VersionPage, error) {
 	defer add(ctx, lists, "LIST", key)()

@@ -27,7 +27,7 @@ func TestTerminalTaskRecordsCarryTheLifecycleTag(t *testing.T) {
 				t.Fatal(err)
 			}
 			tags := func() map[string]string {
-				out, err := srv.Client().GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: aws.String(srv.Bucket), Key: aws.String(prefix + queue.TaskKey(res.Task.ID))})
+				out, err := srv.Client().GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: aws.String(srv.Bucket), Key: aws.String(prefix + queue.TaskKey(res.Task.Queue, res.Task.ID))})
 				if err != nil {
 					t.Fatalf("get tagging: %v", err)
 				}

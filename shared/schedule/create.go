@@ -2,9 +2,12 @@ package schedule
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/s3q/s3q/shared/internal/clip"
 	"time"
 
 	"github.com/s3q/s3q/shared/store"
@@ -25,36 +28,46 @@ func (s *Scheduler) Create(ctx context.Context, req Request, now time.Time) (Sch
 	if err := ValidateID(req.ID); err != nil {
 		return Schedule{}, err
 	}
+	if s.scope != "" {
+		switch req.Queue {
+		case "":
+			req.Queue = s.scope
+		case s.scope:
+		default:
+			return Schedule{}, invalid("queue", "is %q, but the request is addressed to queue %q", clip.Input(req.Queue), s.scope)
+		}
+	}
 	def, _, err := req.definition(now)
 	if err != nil {
 		return Schedule{}, err
 	}
 	def.ID, def.Version, def.CreatedAt, def.UpdatedAt = req.ID, 1, now, now
+	def.Secret = newSecret()
 	body, err := json.Marshal(&def)
 	if err != nil {
 		return Schedule{}, fmt.Errorf("encode schedule %s: %w", def.ID, err)
 	}
-	intent, err := s.putIntent(ctx, def.ID, now)
+	intent, err := s.putIntent(ctx, def.ref(), now)
 	if err != nil {
 		return Schedule{}, err
 	}
-	if _, err := store.CreateOwn(ctx, s.store, DefinitionKey(def.ID), body, nil); err != nil {
+	if _, err := store.CreateOwn(ctx, s.store, DefinitionKey(def.ref()), body, nil); err != nil {
 		if !errors.Is(err, store.ErrPrecondition) {
 			return Schedule{}, fmt.Errorf("create schedule %s: %w", def.ID, err)
 		}
-		existing, _, lerr := s.loadDef(ctx, def.ID)
+		existing, _, lerr := s.loadDef(ctx, def.ref())
 		switch {
 		case errors.Is(lerr, ErrNotFound):
 			// The key was deleted. Some servers (versitygw) refuse a
 			// create-only write on a key that once existed; write it
 			// plainly instead.
-			if _, err := store.PutOwn(ctx, s.store, DefinitionKey(def.ID), body); err != nil {
+			if _, err := store.PutOwn(ctx, s.store, DefinitionKey(def.ref()), body); err != nil {
 				return Schedule{}, fmt.Errorf("create schedule %s: %w", def.ID, err)
 			}
 		case lerr != nil:
 			return Schedule{}, lerr
 		default:
-			st, _, err := s.loadState(ctx, def.ID)
+			st, _, err := s.loadState(ctx, def.ref())
 			if err != nil {
 				return Schedule{}, err
 			}
@@ -68,7 +81,7 @@ func (s *Scheduler) Create(ctx context.Context, req Request, now time.Time) (Sch
 				}
 				return Schedule{}, fmt.Errorf("schedule %s: %w", def.ID, ErrExists)
 			}
-			def = existing // the same create, crashed before its state: finish it
+			def = existing // the same create (its secret too), crashed before its state: finish it
 		}
 	}
 	st, err := s.sync(ctx, &def, now)
@@ -77,4 +90,11 @@ func (s *Scheduler) Create(ctx context.Context, req Request, now time.Time) (Sch
 	}
 	s.dropIntent(ctx, intent, &st)
 	return s.view(&def, st, now)
+}
+
+// newSecret returns a fresh schedule secret: 128 random bits.
+func newSecret() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

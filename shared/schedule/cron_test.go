@@ -148,36 +148,37 @@ func TestCronBadInput(t *testing.T) {
 
 func TestDueKeyRoundTrip(t *testing.T) {
 	at := utc("2026-05-01T09:00:00Z")
-	for _, id := range []string{"a", "daily_report_2", "x-y-z"} {
+	for _, id := range []string{"q/a", "team_1/daily_report_2", "x-y/x-y-z"} {
 		k := dueKey(at, id, 42)
 		m, ok := parseDueKey(k)
 		if !ok || m.id != id || m.rev != 42 || !m.at.Equal(at) || m.key != k {
 			t.Fatalf("parse %q = %+v, %v", k, m, ok)
 		}
 	}
-	for _, k := range []string{"due/", "due/x_y_1", "due/20260501T090000.000000Z_a", "due/20260501T090000.000000Z_a/b_1", "due/20260501T090000.000000Z__1"} {
+	for _, k := range []string{"due/", "due/x_y_1", "due/20260501T090000.000000Z_a", "due/20260501T090000.000000Z_q.a/b_1", "due/20260501T090000.000000Z__1", "due/20260501T090000.000000Z_a_1"} {
 		if _, ok := parseDueKey(k); ok {
 			t.Fatalf("parse %q: ok", k)
 		}
 	}
-	if a, b := dueKey(at, "z", 1), dueKey(at.Add(time.Second), "a", 1); a >= b {
+	if a, b := dueKey(at, "q/z", 1), dueKey(at.Add(time.Second), "q/a", 1); a >= b {
 		t.Fatalf("keys do not sort by time: %s >= %s", a, b)
 	}
 }
 
 func TestListSkipsSubtrees(t *testing.T) {
-	if id := idFromDefinitionKey("schedules/abc.json"); id != "abc" {
+	p := "q/team/schedules/"
+	if id := idFromDefinitionKey(p, p+"abc.json"); id != "abc" {
 		t.Fatal(id)
 	}
-	if id := idFromDefinitionKey("schedules/abc/state.json"); id != "" {
+	if id := idFromDefinitionKey(p, p+"abc/state.json"); id != "" {
 		t.Fatal(id)
 	}
-	if id := subtreeOf("schedules/abc/history/20260501T090000.000000Z"); id != "abc" {
+	if id := subtreeOf(p, p+"abc/history/20260501T090000.000000Z"); id != "abc" {
 		t.Fatal(id)
 	}
-	for _, k := range []string{StateKey("abc"), historyKey("abc", utc("2026-05-01T09:00:00Z"), true)} {
-		if k >= afterSubtree("abc") || k <= DefinitionKey("abc") {
-			t.Fatalf("%s is not inside (%s, %s)", k, DefinitionKey("abc"), afterSubtree("abc"))
+	for _, k := range []string{StateKey("team/abc"), historyKey("team/abc", utc("2026-05-01T09:00:00Z"), true)} {
+		if k >= afterSubtree("team/abc") || k <= DefinitionKey("team/abc") || !strings.HasPrefix(k, p) {
+			t.Fatalf("%s is not inside (%s, %s)", k, DefinitionKey("team/abc"), afterSubtree("team/abc"))
 		}
 	}
 }

@@ -22,7 +22,8 @@ import (
 // finishes everything.
 func (s *Scheduler) Delete(ctx context.Context, id string, now time.Time) error {
 	now = norm(now)
-	if err := ValidateID(id); err != nil {
+	id, err := s.locate(id)
+	if err != nil {
 		return err
 	}
 	def, _, err := s.loadDef(ctx, id)

@@ -41,9 +41,9 @@ func ExampleScheduler_Tick() {
 	}
 	h, _ := sc.History(ctx, "daily-report", schedule.HistoryRequest{})
 	task, _ := sc.Queue().Get(ctx, h.Fires[0].TaskID)
-	fmt.Println(task.TaskType, task.Status, string(task.Input), task.ID == schedule.TaskID("daily-report", h.Fires[0].FireTime))
+	fmt.Println(task.TaskType, task.Status, string(task.Input), task.Queue)
 	// Output:
 	// next runs: 2026-05-01T07:00:00Z 2026-05-04T07:00:00Z
 	// fired at 07:00 UTC
-	// report.make pending {"kind":"daily"} true
+	// report.make pending {"kind":"daily"} default
 }

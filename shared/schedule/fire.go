@@ -11,21 +11,21 @@ import (
 	"github.com/s3q/s3q/shared/store"
 )
 
-// TaskID returns the id of the task schedule id fires for fireTime:
-// queue.DerivedID(fireTime, "schedule/"+id). The same (schedule, time)
-// always gives the same id, so a fire repeated after a crash, or made by
-// two racing ticks, finds the task the first one made instead of making
-// a second.
-func TaskID(id string, fireTime time.Time) string {
-	return queue.DerivedID(fireTime, "schedule/"+id)
+// TaskID returns the id of the task schedule def fires for fireTime:
+// queue.DerivedID of the fire time and the schedule's queue, id and
+// secret. The same (schedule, time) always gives the same id, so a fire
+// repeated after a crash, or made by two racing ticks, finds the task the
+// first one made instead of making a second; and since the secret is
+// never shown, no caller can compute the id and take it first.
+func TaskID(def *Definition, fireTime time.Time) string {
+	return queue.DerivedID(fireTime, "schedule/"+def.ref()+"/"+def.Secret)
 }
 
-// TriggerTaskID returns the id of the task of a Trigger of schedule id at
-// now: queue.DerivedID(now, "schedule/"+id+"/trigger"). It differs from
-// every TaskID, so a trigger at a cron time does not take the cron fire's
-// task.
-func TriggerTaskID(id string, now time.Time) string {
-	return queue.DerivedID(now, "schedule/"+id+"/trigger")
+// TriggerTaskID returns the id of the task of a Trigger of schedule def
+// at now. It differs from every TaskID, so a trigger at a cron time does
+// not take the cron fire's task.
+func TriggerTaskID(def *Definition, now time.Time) string {
+	return queue.DerivedID(now, "schedule/"+def.ref()+"/"+def.Secret+"/trigger")
 }
 
 // submit submits the task of one fire of def. With a ttl counted from
@@ -70,12 +70,12 @@ func isInvalid(err error) bool {
 
 // putHistory writes one history entry (a plain PUT: a repeated fire
 // rewrites the same key with the same task).
-func (s *Scheduler) putHistory(ctx context.Context, f *Fire) error {
+func (s *Scheduler) putHistory(ctx context.Context, def *Definition, f *Fire) error {
 	body, err := json.Marshal(f)
 	if err != nil {
 		return err
 	}
-	if _, err := store.PutOwn(ctx, s.store, historyKey(f.ScheduleID, f.FireTime, f.Trigger), body); err != nil {
+	if _, err := store.PutOwn(ctx, s.store, historyKey(def.ref(), f.FireTime, f.Trigger), body); err != nil {
 		return fmt.Errorf("write history of schedule %s: %w", f.ScheduleID, err)
 	}
 	return nil
@@ -113,11 +113,11 @@ func (s *Scheduler) fire(ctx context.Context, def *Definition, st State, etag st
 		// st.NextRunAt: that task, not the state's last one, is the one
 		// a fire must wait for, and its time was not missed.
 		prev := *st.NextRunAt
-		t, err := s.q.Get(ctx, TaskID(def.ID, prev))
+		t, err := s.q.Get(ctx, queue.Ref(def.Queue, TaskID(def, prev)))
 		switch {
 		case errors.Is(err, queue.ErrNotFound):
 		case err != nil:
-			return r.out, fmt.Errorf("check task %s: %w", TaskID(def.ID, prev), err)
+			return r.out, fmt.Errorf("check task %s: %w", TaskID(def, prev), err)
 		default:
 			if missed > 0 {
 				missed--
@@ -147,7 +147,7 @@ func (s *Scheduler) fire(ctx context.Context, def *Definition, st State, etag st
 	r.ns.NextRunAt = timePtr(next)
 	r.ns.DueKey = ""
 	if r.ns.NextRunAt != nil {
-		r.ns.DueKey = dueKey(markerTime(next, now), def.ID, r.ns.Rev)
+		r.ns.DueKey = dueKey(markerTime(next, now), def.ref(), r.ns.Rev)
 	}
 	if err := s.writeState(ctx, &st, etag, &r.ns); err != nil {
 		return outcome{}, err
@@ -178,7 +178,7 @@ func (r *fireRun) ran(ft time.Time, t queue.Task) {
 func (s *Scheduler) fireOne(ctx context.Context, r *fireRun, f *Fire) error {
 	if r.def.Overlap == OverlapSkip && r.ns.LastTaskID != "" {
 		if !r.known {
-			busy, err := s.busy(ctx, r.ns.LastTaskID)
+			busy, err := s.busy(ctx, queue.Ref(r.def.Queue, r.ns.LastTaskID))
 			if err != nil {
 				return err
 			}
@@ -186,27 +186,27 @@ func (s *Scheduler) fireOne(ctx context.Context, r *fireRun, f *Fire) error {
 		}
 		if r.lastBusy {
 			f.Skipped, f.RunningTaskID = SkippedOverlap, r.ns.LastTaskID
-			if err := s.putHistory(ctx, f); err != nil {
+			if err := s.putHistory(ctx, r.def, f); err != nil {
 				return err
 			}
 			r.out.skipped++
 			return nil
 		}
 	}
-	res, err := s.submit(ctx, r.def, TaskID(r.def.ID, f.FireTime), f.FireTime, r.now)
+	res, err := s.submit(ctx, r.def, TaskID(r.def, f.FireTime), f.FireTime, r.now)
 	if err != nil {
 		if !isInvalid(err) {
 			return err
 		}
 		f.Skipped, f.Error = SkippedInvalid, err.Error()
-		if err := s.putHistory(ctx, f); err != nil {
+		if err := s.putHistory(ctx, r.def, f); err != nil {
 			return err
 		}
 		r.out.skipped++
 		return nil
 	}
 	f.TaskID = res.Task.ID
-	if err := s.putHistory(ctx, f); err != nil {
+	if err := s.putHistory(ctx, r.def, f); err != nil {
 		return err
 	}
 	r.ran(f.FireTime, res.Task)

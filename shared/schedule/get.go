@@ -3,6 +3,8 @@ package schedule
 import (
 	"context"
 	"errors"
+	"github.com/s3q/s3q/shared/internal/clip"
+	"github.com/s3q/s3q/shared/queue"
 	"sync"
 	"time"
 )
@@ -11,7 +13,8 @@ import (
 // now. An unknown id returns ErrNotFound.
 func (s *Scheduler) Get(ctx context.Context, id string, now time.Time) (Schedule, error) {
 	now = norm(now)
-	if err := ValidateID(id); err != nil {
+	id, err := s.locate(id)
+	if err != nil {
 		return Schedule{}, err
 	}
 	def, _, err := s.loadDef(ctx, id)
@@ -31,7 +34,7 @@ type ListRequest struct {
 	Cursor string `json:"cursor,omitempty"`
 	// Limit is the most schedules returned. Defaults to 100; at most 1000.
 	Limit int `json:"limit,omitempty"`
-	// Queue, when set, keeps only the schedules that fire into this queue:
+	// Queue is the queue whose schedules are listed (its folder only);
 	// a page may then hold fewer than Limit, with a NextCursor.
 	Queue string `json:"queue,omitempty"`
 }
@@ -57,22 +60,36 @@ func (s *Scheduler) List(ctx context.Context, req ListRequest, now time.Time) (L
 	if limit > 1000 {
 		limit = 1000
 	}
+	qn := req.Queue
+	if qn == "" {
+		qn = s.scope
+	}
+	if qn == "" {
+		qn = queue.DefaultQueue
+	}
+	if s.scope != "" && qn != s.scope {
+		return ListResult{}, invalid("queue", "is %q, but the request is addressed to queue %q", clip.Input(qn), s.scope)
+	}
+	if err := queue.ValidateQueueName(qn); err != nil {
+		return ListResult{}, err
+	}
+	prefix := queue.SchedulesPrefix(qn)
 	after := ""
 	if req.Cursor != "" {
 		if err := ValidateID(req.Cursor); err != nil {
 			return ListResult{}, invalid("cursor", "is not a cursor from a previous page")
 		}
-		after = afterSubtree(req.Cursor)
+		after = afterSubtree(ref(qn, req.Cursor))
 	}
 	var ids []string
 	more := false
 	for {
-		page, err := s.store.List(ctx, prefixSchedules, after, 0)
+		page, err := s.store.List(ctx, prefix, after, 0)
 		if err != nil {
 			return ListResult{}, err
 		}
 		for _, it := range page.Items {
-			if id := idFromDefinitionKey(it.Key); id != "" {
+			if id := idFromDefinitionKey(prefix, it.Key); id != "" {
 				if len(ids) == limit {
 					more = true
 					break
@@ -85,8 +102,8 @@ func (s *Scheduler) List(ctx context.Context, req ListRequest, now time.Time) (L
 		}
 		last := page.Items[len(page.Items)-1].Key
 		after = last
-		if id := subtreeOf(last); id != "" {
-			after = afterSubtree(id) // skip the rest of that schedule's state and history
+		if id := subtreeOf(prefix, last); id != "" {
+			after = afterSubtree(ref(qn, id)) // skip the rest of that schedule's state and history
 		}
 	}
 	out := ListResult{Schedules: make([]Schedule, 0, len(ids))}
@@ -99,7 +116,7 @@ func (s *Scheduler) List(ctx context.Context, req ListRequest, now time.Time) (L
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			v, err := s.Get(ctx, id, now)
+			v, err := s.In(qn).Get(ctx, id, now)
 			if err == nil {
 				views[i] = &v
 			}
@@ -113,9 +130,6 @@ func (s *Scheduler) List(ctx context.Context, req ListRequest, now time.Time) (L
 				continue // deleted meanwhile
 			}
 			return ListResult{}, errs[i]
-		}
-		if req.Queue != "" && views[i].Queue != req.Queue {
-			continue
 		}
 		out.Schedules = append(out.Schedules, *views[i])
 	}

@@ -31,7 +31,8 @@ type HistoryResult struct {
 // History returns schedule id's fires, oldest first: one LIST and one GET
 // per fire. An unknown id returns ErrNotFound.
 func (s *Scheduler) History(ctx context.Context, id string, req HistoryRequest) (HistoryResult, error) {
-	if err := ValidateID(id); err != nil {
+	id, err := s.locate(id)
+	if err != nil {
 		return HistoryResult{}, err
 	}
 	if _, _, err := s.loadDef(ctx, id); err != nil {

@@ -2,31 +2,53 @@ package schedule
 
 import (
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/s3q/s3q/shared/internal/clip"
+	"github.com/s3q/s3q/shared/queue"
 )
 
-// The bucket layout:
+// The bucket layout (shared/queue/keys.go builds every key). A schedule
+// lives in the folder of the queue it fires into, and its id is unique
+// within that queue only:
 //
-//	schedules/{id}.json                 the definition
-//	schedules/{id}/state.json           run state, changed only by compare-and-swap
-//	schedules/{id}/history/{t}          one fire (t = fire time; "{t}_trigger" for Trigger)
-//	due/{t}_{id}_{rev}                  empty marker: look at schedule id at or after t
+//	q/{queue}/schedules/{id}.json                 the definition
+//	q/{queue}/schedules/{id}/state.json           run state, changed only by compare-and-swap
+//	q/{queue}/schedules/{id}/history/{t}          one fire (t = fire time; "{t}_trigger" for Trigger)
+//	due/{t}_{queue}.{id}_{rev}                    empty marker: look at the schedule at or after t
 //
 // Times in keys are fixed-width UTC with microseconds, so lexical order is
 // time order and "what is due" is a LIST from the start of due/ that stops
 // at the first future key. rev is the state revision that wrote the
 // marker: it makes every marker key unique, so deleting one can never
 // remove a marker a later state names.
+//
+// Inside the package a schedule is named by its reference, {queue}/{id}
+// (ref), which every key function takes.
 const (
-	prefixSchedules = "schedules/"
-	prefixDue       = "due/"
-	historyDir      = "/history/"
-	triggerSuffix   = "_trigger"
+	historyDir    = "history/"
+	triggerSuffix = "_trigger"
 )
+
+// ref returns the reference of schedule id in queue: {queue}/{id}.
+func ref(queueName, id string) string { return queueName + "/" + id }
+
+// splitRef splits a reference made by ref; a bare id is in the default
+// queue.
+func splitRef(r string) (queueName, id string) {
+	queueName, id, ok := strings.Cut(r, "/")
+	if !ok {
+		return queue.DefaultQueue, r
+	}
+	return queueName, id
+}
+
+// ref returns the definition's reference.
+func (d *Definition) ref() string { return ref(d.Queue, d.ID) }
+
+// ref returns the state's reference.
+func (st *State) ref() string { return ref(st.Queue, st.ScheduleID) }
 
 // keyTimeLayout is the fixed-width time format of keys (as in shared/queue):
 // 20260128T170000.000000Z.
@@ -52,16 +74,16 @@ func ValidateID(id string) error {
 }
 
 // DefinitionKey returns the key of a schedule's definition.
-func DefinitionKey(id string) string { return prefixSchedules + id + ".json" }
+func DefinitionKey(r string) string { return queue.ScheduleKey(splitRef(r)) }
 
 // StateKey returns the key of a schedule's run state.
-func StateKey(id string) string { return prefixSchedules + id + "/state.json" }
+func StateKey(r string) string { return queue.ScheduleStateKey(splitRef(r)) }
 
 // HistoryPrefix returns the prefix of a schedule's fire history.
-func HistoryPrefix(id string) string { return prefixSchedules + id + historyDir }
+func HistoryPrefix(r string) string { return queue.ScheduleHistoryPrefix(splitRef(r)) }
 
-func historyKey(id string, fireTime time.Time, trigger bool) string {
-	k := HistoryPrefix(id) + keyTime(fireTime)
+func historyKey(r string, fireTime time.Time, trigger bool) string {
+	k := HistoryPrefix(r) + keyTime(fireTime)
 	if trigger {
 		k += triggerSuffix
 	}
@@ -69,17 +91,18 @@ func historyKey(id string, fireTime time.Time, trigger bool) string {
 }
 
 // DuePrefix is the prefix of the due index.
-const DuePrefix = prefixDue
+const DuePrefix = queue.PrefixDue
 
 // DueKey returns the key of the due marker that makes the tick look at
-// schedule id at or after at, written by state revision rev.
-func DueKey(at time.Time, id string, rev int64) string { return dueKey(at, id, rev) }
+// schedule r (a reference) at or after at, written by state revision rev.
+func DueKey(at time.Time, r string, rev int64) string { return dueKey(at, r, rev) }
 
-func dueKey(at time.Time, id string, rev int64) string {
-	return prefixDue + keyTime(at) + "_" + id + "_" + strconv.FormatInt(rev, 10)
+func dueKey(at time.Time, r string, rev int64) string {
+	q, id := splitRef(r)
+	return queue.DueKey(at, q, id, rev)
 }
 
-// dueMarker is a parsed due/ key.
+// dueMarker is a parsed due/ key; id is the schedule's reference.
 type dueMarker struct {
 	key string
 	at  time.Time
@@ -87,32 +110,19 @@ type dueMarker struct {
 	rev int64
 }
 
-// parseDueKey parses due/{t}_{id}_{rev}; ok is false for anything else.
+// parseDueKey parses a due/ key; ok is false for anything else.
 func parseDueKey(key string) (dueMarker, bool) {
-	rest, ok := strings.CutPrefix(key, prefixDue)
-	if !ok || len(rest) < len(keyTimeLayout)+4 || rest[len(keyTimeLayout)] != '_' {
+	at, q, id, rev, ok := queue.ParseDueKey(key, reID.MatchString)
+	if !ok {
 		return dueMarker{}, false
 	}
-	at, err := time.Parse(keyTimeLayout, rest[:len(keyTimeLayout)])
-	if err != nil {
-		return dueMarker{}, false
-	}
-	rest = rest[len(keyTimeLayout)+1:]
-	i := strings.LastIndexByte(rest, '_')
-	if i < 0 {
-		return dueMarker{}, false
-	}
-	rev, err := strconv.ParseInt(rest[i+1:], 10, 64)
-	id := rest[:i]
-	if err != nil || rev < 0 || !reID.MatchString(id) {
-		return dueMarker{}, false
-	}
-	return dueMarker{key: key, at: at, id: id, rev: rev}, true
+	return dueMarker{key: key, at: at, id: ref(q, id), rev: rev}, true
 }
 
-// idFromDefinitionKey returns the id of schedules/{id}.json, or "".
-func idFromDefinitionKey(key string) string {
-	rest, ok := strings.CutPrefix(key, prefixSchedules)
+// idFromDefinitionKey returns the id of a definition key below prefix
+// (queue.SchedulesPrefix), or "".
+func idFromDefinitionKey(prefix, key string) string {
+	rest, ok := strings.CutPrefix(key, prefix)
 	if !ok {
 		return ""
 	}
@@ -123,9 +133,9 @@ func idFromDefinitionKey(key string) string {
 	return id
 }
 
-// subtreeOf returns the id whose schedules/{id}/ subtree holds key, or "".
-func subtreeOf(key string) string {
-	rest, ok := strings.CutPrefix(key, prefixSchedules)
+// subtreeOf returns the id whose folder below prefix holds key, or "".
+func subtreeOf(prefix, key string) string {
+	rest, ok := strings.CutPrefix(key, prefix)
 	if !ok {
 		return ""
 	}
@@ -136,8 +146,8 @@ func subtreeOf(key string) string {
 	return rest[:i]
 }
 
-// afterSubtree is a start-after key past every key of schedules/{id}/
-// (their next characters are all below '~').
-func afterSubtree(id string) string { return prefixSchedules + id + "/~" }
+// afterSubtree is a start-after key past every key of a schedule's
+// folder (their next characters are all below '~').
+func afterSubtree(r string) string { return queue.ScheduleDir(splitRef(r)) + "~" }
 
 var reHistoryCursor = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}\.[0-9]{6}Z(_trigger)?$`)

@@ -39,10 +39,15 @@ const DefaultCatchUpWindow = 24 * time.Hour
 // MaxCatchUpWindow is the longest catch_up_window.
 const MaxCatchUpWindow = 366 * 24 * time.Hour
 
-// Definition is what a user defines: the JSON stored at schedules/{id}.json.
-// Every write of it bumps Version.
+// Definition is what a user defines: the JSON stored at
+// q/{queue}/schedules/{id}.json. Every write of it bumps Version.
 type Definition struct {
 	ID string `json:"id"`
+
+	// Secret is made when the schedule is created and kept by every
+	// update; the ids of the tasks it fires are derived with it (TaskID),
+	// so that no caller can compute one. It is never shown (Schedule).
+	Secret string `json:"secret,omitempty"`
 
 	// The task template: what each fire submits.
 	TaskType    string          `json:"task_type"`
@@ -79,6 +84,8 @@ func (d *Definition) catchUpWindow() time.Duration {
 // the definition moves on, the next writer that sees both brings the state
 // up to date.
 type State struct {
+	// Queue and ScheduleID name the schedule.
+	Queue      string `json:"queue"`
 	ScheduleID string `json:"schedule_id"`
 	// LastRunAt is the fire time (cron time, or trigger time) of the last
 	// fire that submitted a task, and LastTaskID that task.
@@ -111,14 +118,13 @@ func (st *State) follows(def *Definition) bool {
 }
 
 // Fire is one entry of a schedule's history, stored at
-// schedules/{id}/history/{fire_time}.
+// q/{queue}/schedules/{id}/history/{fire_time}.
 type Fire struct {
 	ScheduleID string    `json:"schedule_id"`
 	FireTime   time.Time `json:"fire_time"`
-	// TaskID is the task the fire submitted (empty when skipped). Its id is
-	// queue.DerivedID(FireTime, "schedule/"+ScheduleID) (TaskID), or for a
-	// Trigger queue.DerivedID(FireTime, "schedule/"+ScheduleID+"/trigger")
-	// (TriggerTaskID).
+	// TaskID is the task the fire submitted (empty when skipped), in the
+	// schedule's queue. Its id is derived from the fire time and the
+	// schedule's secret (TaskID, TriggerTaskID).
 	TaskID  string    `json:"task_id,omitempty"`
 	FiredAt time.Time `json:"fired_at"`
 	// Skipped says why no task was submitted: "overlap" (the task in

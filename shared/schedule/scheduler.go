@@ -53,7 +53,33 @@ type Scheduler struct {
 	q     *queue.Queue
 	opts  Options
 
-	specs sync.Map // cron + "\x00" + timezone -> *Spec
+	specs *sync.Map // cron + "\x00" + timezone -> *Spec
+	// scope, when set, is the only queue whose schedules this view acts on.
+	scope string
+}
+
+// In returns a view of s that acts only on the schedules of the named
+// queue: an id is looked up in that queue's folder, so another queue's
+// schedule is ErrNotFound, as if it did not exist. The name must be valid
+// (queue.ValidateQueueName).
+func (s *Scheduler) In(queueName string) *Scheduler {
+	v := *s
+	v.scope = queueName
+	return &v
+}
+
+// locate resolves the schedule an operation names: an id in the view's
+// queue (In), or outside a view in the default queue. It returns the
+// schedule's reference (ref).
+func (s *Scheduler) locate(id string) (string, error) {
+	if err := ValidateID(id); err != nil {
+		return "", err
+	}
+	q := s.scope
+	if q == "" {
+		q = queue.DefaultQueue
+	}
+	return ref(q, id), nil
 }
 
 // New returns a Scheduler over s that submits fired tasks through q, a
@@ -78,7 +104,7 @@ func New(s store.Store, q *queue.Queue, opts Options) *Scheduler {
 	if opts.Parallel <= 0 {
 		opts.Parallel = 4
 	}
-	return &Scheduler{store: s, q: q, opts: opts}
+	return &Scheduler{store: s, q: q, opts: opts, specs: &sync.Map{}}
 }
 
 // Queue returns the queue fired tasks go to.
@@ -104,7 +130,8 @@ func (s *Scheduler) spec(def *Definition) (*Spec, error) {
 	return sp, nil
 }
 
-// loadDef reads a definition. A missing one is ErrNotFound.
+// loadDef reads the definition of schedule id (a reference). A missing
+// one is ErrNotFound.
 func (s *Scheduler) loadDef(ctx context.Context, id string) (Definition, string, error) {
 	obj, err := s.store.Get(ctx, DefinitionKey(id))
 	if errors.Is(err, store.ErrNotFound) {
@@ -117,6 +144,9 @@ func (s *Scheduler) loadDef(ctx context.Context, id string) (Definition, string,
 	if err := json.Unmarshal(obj.Body, &d); err != nil {
 		return Definition{}, "", fmt.Errorf("decode schedule %s: %w", id, err)
 	}
+	if d.ref() != id {
+		return Definition{}, "", fmt.Errorf("schedule %s: its definition names %s: %w", id, d.ref(), ErrNotFound)
+	}
 	return d, obj.ETag, nil
 }
 
@@ -125,7 +155,8 @@ func (s *Scheduler) loadDef(ctx context.Context, id string) (Definition, string,
 func (s *Scheduler) loadState(ctx context.Context, id string) (State, string, error) {
 	obj, err := s.store.Get(ctx, StateKey(id))
 	if errors.Is(err, store.ErrNotFound) {
-		return State{ScheduleID: id}, "", nil
+		q, bare := splitRef(id)
+		return State{Queue: q, ScheduleID: bare}, "", nil
 	}
 	if err != nil {
 		return State{}, "", fmt.Errorf("get state of schedule %s: %w", id, err)
@@ -154,9 +185,9 @@ func (s *Scheduler) writeState(ctx context.Context, cur *State, etag string, nex
 		return fmt.Errorf("encode state of schedule %s: %w", next.ScheduleID, err)
 	}
 	if etag == "" {
-		_, err = store.CreateOwn(ctx, s.store, StateKey(next.ScheduleID), body, nil)
+		_, err = store.CreateOwn(ctx, s.store, StateKey(next.ref()), body, nil)
 	} else {
-		_, err = store.SwapOwn(ctx, s.store, StateKey(next.ScheduleID), body, etag, nil)
+		_, err = store.SwapOwn(ctx, s.store, StateKey(next.ref()), body, etag, nil)
 	}
 	if err != nil {
 		return fmt.Errorf("write state of schedule %s: %w", next.ScheduleID, err)
@@ -207,7 +238,7 @@ func (s *Scheduler) reconcile(def *Definition, st State, now time.Time) (State, 
 	}
 	sameIncarnation := !st.Deleted && st.DefCreatedAt.Equal(def.CreatedAt)
 	ns := st
-	ns.ScheduleID = def.ID
+	ns.Queue, ns.ScheduleID = def.Queue, def.ID
 	ns.Rev = st.Rev + 1
 	ns.DefVersion, ns.DefCreatedAt = def.Version, def.CreatedAt
 	ns.Deleted = false
@@ -230,7 +261,7 @@ func (s *Scheduler) reconcile(def *Definition, st State, now time.Time) (State, 
 	ns.Cron, ns.Timezone = def.Cron, def.Timezone
 	ns.DueKey = ""
 	if ns.NextRunAt != nil {
-		ns.DueKey = dueKey(markerTime(*ns.NextRunAt, now), def.ID, ns.Rev)
+		ns.DueKey = dueKey(markerTime(*ns.NextRunAt, now), def.ref(), ns.Rev)
 	}
 	return ns, nil
 }
@@ -250,7 +281,7 @@ func markerTime(next, now time.Time) time.Time {
 // any of them retried after a crash completes.
 func (s *Scheduler) sync(ctx context.Context, def *Definition, now time.Time) (State, error) {
 	for i := 0; i < maxCASAttempts; i++ {
-		st, etag, err := s.loadState(ctx, def.ID)
+		st, etag, err := s.loadState(ctx, def.ref())
 		if err != nil {
 			return State{}, err
 		}
@@ -285,6 +316,7 @@ func (s *Scheduler) view(def *Definition, st State, now time.Time) (Schedule, er
 		st = ns
 	}
 	v := Schedule{Definition: *def, LastRunAt: st.LastRunAt, LastTaskID: st.LastTaskID, NextRunAt: st.NextRunAt, NextRuns: []time.Time{}}
+	v.Secret = "" // never shown
 	if def.Enabled && st.NextRunAt != nil {
 		sp, err := s.spec(def)
 		if err != nil {

@@ -98,11 +98,11 @@ func (s *Scheduler) Tick(ctx context.Context, now time.Time) (TickReport, error)
 	}
 	// Starting after the bare prefix lists the same keys, and lets a
 	// server that scans from its start-after key (gofakes3) seek there.
-	after := prefixDue
+	after := DuePrefix
 	var listErr error
 pages:
 	for pageNo := 0; ; pageNo++ {
-		page, err := s.store.List(ctx, prefixDue, after, duePages[min(pageNo, len(duePages)-1)])
+		page, err := s.store.List(ctx, DuePrefix, after, duePages[min(pageNo, len(duePages)-1)])
 		if err != nil {
 			listErr = fmt.Errorf("list due schedules: %w", err)
 			break

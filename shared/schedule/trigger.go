@@ -17,19 +17,20 @@ import (
 // for it. An unknown id returns ErrNotFound.
 func (s *Scheduler) Trigger(ctx context.Context, id string, now time.Time) (Fire, error) {
 	now = norm(now)
-	if err := ValidateID(id); err != nil {
+	id, err := s.locate(id)
+	if err != nil {
 		return Fire{}, err
 	}
 	def, _, err := s.loadDef(ctx, id)
 	if err != nil {
 		return Fire{}, err
 	}
-	res, err := s.submit(ctx, &def, TriggerTaskID(id, now), now, now)
+	res, err := s.submit(ctx, &def, TriggerTaskID(&def, now), now, now)
 	if err != nil {
 		return Fire{}, err
 	}
-	f := Fire{ScheduleID: id, FireTime: now, TaskID: res.Task.ID, FiredAt: now, Trigger: true}
-	if err := s.putHistory(ctx, &f); err != nil {
+	f := Fire{ScheduleID: def.ID, FireTime: now, TaskID: res.Task.ID, FiredAt: now, Trigger: true}
+	if err := s.putHistory(ctx, &def, &f); err != nil {
 		return Fire{}, err
 	}
 	// Record the task as the last one (best effort: the task exists).

@@ -22,11 +22,20 @@ import (
 // state as in Create.
 func (s *Scheduler) Update(ctx context.Context, id string, req Request, now time.Time) (Schedule, error) {
 	now = norm(now)
-	if err := ValidateID(id); err != nil {
+	id, err := s.locate(id)
+	if err != nil {
 		return Schedule{}, err
 	}
-	if req.ID != "" && req.ID != id {
-		return Schedule{}, invalid("id", "%q does not match the schedule being updated (%s)", clip.Input(req.ID), id)
+	qn, bare := splitRef(id)
+	if req.ID != "" && req.ID != bare {
+		return Schedule{}, invalid("id", "%q does not match the schedule being updated (%s)", clip.Input(req.ID), bare)
+	}
+	switch req.Queue {
+	case "":
+		req.Queue = qn
+	case qn:
+	default:
+		return Schedule{}, invalid("queue", "is %q, but schedule %s is in queue %s: a schedule stays in its queue (delete it and create it in the other)", clip.Input(req.Queue), bare, qn)
 	}
 	def, _, err := req.definition(now)
 	if err != nil {
@@ -34,7 +43,7 @@ func (s *Scheduler) Update(ctx context.Context, id string, req Request, now time
 	}
 	return s.change(ctx, id, now, func(cur *Definition) (bool, error) {
 		next := def
-		next.ID, next.CreatedAt = cur.ID, cur.CreatedAt
+		next.ID, next.CreatedAt, next.Secret = cur.ID, cur.CreatedAt, cur.Secret
 		if req.Enabled == nil {
 			next.Enabled = cur.Enabled
 		}
@@ -62,7 +71,8 @@ func (s *Scheduler) Resume(ctx context.Context, id string, now time.Time) (Sched
 
 func (s *Scheduler) setEnabled(ctx context.Context, id string, enabled bool, now time.Time) (Schedule, error) {
 	now = norm(now)
-	if err := ValidateID(id); err != nil {
+	id, err := s.locate(id)
+	if err != nil {
 		return Schedule{}, err
 	}
 	return s.change(ctx, id, now, func(cur *Definition) (bool, error) {

@@ -114,6 +114,15 @@ func (c *Counting) List(ctx context.Context, prefix, startAfter string, limit in
 	return c.inner.List(ctx, prefix, startAfter, limit)
 }
 
+// ListDirs implements DirLister; it counts one LIST.
+func (c *Counting) ListDirs(ctx context.Context, prefix, startAfter string, limit int) ([]string, bool, error) {
+	if _, ok := c.inner.(DirLister); !ok {
+		return listDirsByKeys(ctx, c, prefix, startAfter, limit) // counts each LIST of it
+	}
+	c.add(kindList)
+	return ListDirs(ctx, c.inner, prefix, startAfter, limit)
+}
+
 // Versions implements Store. It counts one LIST (one page of versions).
 func (c *Counting) Versions(ctx context.Context, key, after string, limit int) (VersionPage, error) {
 	c.add(kindList)

@@ -73,8 +73,8 @@ func SwapOwn(ctx context.Context, s Store, key string, body []byte, etag string,
 // PutOwn writes key unconditionally (an idempotent write such as an empty
 // marker) and recognises its own write when the answer was lost: after an
 // error it reads key back and succeeds when key holds body.
-func PutOwn(ctx context.Context, s Store, key string, body []byte) (string, error) {
-	etag, err := s.Put(ctx, key, body)
+func PutOwn(ctx context.Context, s Store, key string, body []byte, opts ...PutOption) (string, error) {
+	etag, err := s.Put(ctx, key, body, opts...)
 	if err == nil {
 		return etag, nil
 	}

@@ -22,7 +22,7 @@ func runCancel(t *testing.T, f Factory) {
 		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{}, t0)
-		got, err := e.q.Cancel(ctx, task.ID, t0)
+		got, err := e.q.Cancel(ctx, task.Ref(), t0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -32,7 +32,7 @@ func runCancel(t *testing.T, f Factory) {
 			t.Fatalf("markers left: %v", m)
 		}
 		e.claimNone(t0)
-		again, err := e.q.Cancel(ctx, task.ID, t0.Add(time.Second))
+		again, err := e.q.Cancel(ctx, task.Ref(), t0.Add(time.Second))
 		if err != nil || again.Status != queue.StatusCancelled {
 			t.Fatalf("cancel twice: %v %v", again.Status, err)
 		}
@@ -43,7 +43,7 @@ func runCancel(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
-		got, err := e.q.Cancel(ctx, task.ID, t0.Add(time.Second))
+		got, err := e.q.Cancel(ctx, task.Ref(), t0.Add(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,11 +51,11 @@ func runCancel(t *testing.T, f Factory) {
 		if !got.CancelRequested {
 			t.Fatal("cancel_requested not set")
 		}
-		hb, err := e.q.Heartbeat(ctx, task.ID, c.Lease.Token, 0, t0.Add(2*time.Second))
+		hb, err := e.q.Heartbeat(ctx, task.Ref(), c.Lease.Token, 0, t0.Add(2*time.Second))
 		if err != nil || !hb.Task.CancelRequested {
 			t.Fatalf("heartbeat does not show the cancel request: %v %v", hb.Task.CancelRequested, err)
 		}
-		acked, err := e.q.AckCancel(ctx, task.ID, c.Lease.Token, t0.Add(3*time.Second))
+		acked, err := e.q.AckCancel(ctx, task.Ref(), c.Lease.Token, t0.Add(3*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,13 +70,13 @@ func runCancel(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
-		if _, err := e.q.Complete(ctx, c.Task.ID, c.Lease.Token, nil, t0); err != nil {
+		if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, t0); err != nil {
 			t.Fatal(err)
 		}
-		before := e.raw(c.Task.ID)
-		_, err := e.q.Cancel(ctx, c.Task.ID, t0)
+		before := e.raw(c.Task.Ref())
+		_, err := e.q.Cancel(ctx, c.Task.Ref(), t0)
 		wantState(t, err, queue.StatusCompleted)
-		if string(e.raw(c.Task.ID)) != string(before) {
+		if string(e.raw(c.Task.Ref())) != string(before) {
 			t.Fatal("a refused cancel changed the record")
 		}
 		_, err = e.q.Cancel(ctx, queue.NewID(t0), t0)
@@ -88,15 +88,15 @@ func runCancel(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{MaxAttempts: 1}, t0)
 		c := e.claimOne(t0)
-		if _, err := e.q.Fail(ctx, task.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
+		if _, err := e.q.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
 			t.Fatal(err)
 		}
-		_, err := e.q.Retry(ctx, task.ID, t0.Add(time.Second))
+		_, err := e.q.Retry(ctx, task.Ref(), t0.Add(time.Second))
 		wantState(t, err, queue.StatusFailed) // its Task Dead-Lettered event is owed
 		if _, err := e.q.Sweep(ctx, t0.Add(time.Second), queue.SweepOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		got, err := e.q.Retry(ctx, task.ID, t0.Add(time.Minute))
+		got, err := e.q.Retry(ctx, task.Ref(), t0.Add(time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,10 +107,10 @@ func runCancel(t *testing.T, f Factory) {
 		e.claimOne(t0.Add(time.Minute))
 
 		cancelled := e.submit(queue.SubmitRequest{}, t0)
-		if _, err := e.q.Cancel(ctx, cancelled.ID, t0); err != nil {
+		if _, err := e.q.Cancel(ctx, cancelled.Ref(), t0); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := e.q.Retry(ctx, cancelled.ID, t0.Add(2*time.Minute)); err != nil || got.Status != queue.StatusPending {
+		if got, err := e.q.Retry(ctx, cancelled.Ref(), t0.Add(2*time.Minute)); err != nil || got.Status != queue.StatusPending {
 			t.Fatalf("retry cancelled: %v %v", got.Status, err)
 		}
 	})
@@ -118,7 +118,7 @@ func runCancel(t *testing.T, f Factory) {
 	t.Run("retry_takes_its_dedup_key_back_from_a_holder_past_its_deadline_and_expires_that_holder", func(t *testing.T) {
 		e := newEnv(t, f)
 		first := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
-		if _, err := e.q.Cancel(ctx, first.ID, t0); err != nil {
+		if _, err := e.q.Cancel(ctx, first.Ref(), t0); err != nil {
 			t.Fatal(err)
 		}
 		holder := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: check.Dur("1m")}, t0)
@@ -126,11 +126,11 @@ func runCancel(t *testing.T, f Factory) {
 			t.Fatal("the cancelled task still held its key")
 		}
 		// The holder can never run after t0+1m, though no sweep marked it.
-		got, err := e.q.Retry(ctx, first.ID, t0.Add(2*time.Minute))
+		got, err := e.q.Retry(ctx, first.Ref(), t0.Add(2*time.Minute))
 		if err != nil || got.Status != queue.StatusPending {
 			t.Fatalf("retry: %v %v", got.Status, err)
 		}
-		wantStatus(t, e.get(holder.ID), queue.StatusExpired)
+		wantStatus(t, e.get(holder.Ref()), queue.StatusExpired)
 		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "x", DedupKey: "k"}, t0.Add(3*time.Minute))
 		if err != nil || !res.Deduplicated || res.Task.ID != first.ID {
 			t.Fatalf("the key after the retry: %+v %v", res, err)
@@ -141,19 +141,19 @@ func runCancel(t *testing.T, f Factory) {
 		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{TTL: check.Dur("0s")}, t0)
-		before := e.raw(task.ID)
-		_, err := e.q.Retry(ctx, task.ID, t0)
+		before := e.raw(task.Ref())
+		_, err := e.q.Retry(ctx, task.Ref(), t0)
 		wantState(t, err, queue.StatusExpired)
-		if string(e.raw(task.ID)) != string(before) {
+		if string(e.raw(task.Ref())) != string(before) {
 			t.Fatal("a refused retry changed the record")
 		}
 		// Nor a failed one whose deadline has passed.
 		late := e.submit(queue.SubmitRequest{TTL: check.Dur("1m"), MaxAttempts: 1}, t0)
 		c := e.claimOne(t0)
-		if _, err := e.q.Fail(ctx, late.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
+		if _, err := e.q.Fail(ctx, late.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
 			t.Fatal(err)
 		}
-		_, err = e.q.Retry(ctx, late.ID, t0.Add(time.Minute))
+		_, err = e.q.Retry(ctx, late.Ref(), t0.Add(time.Minute))
 		wantState(t, err, queue.StatusFailed)
 	})
 
@@ -162,7 +162,7 @@ func runCancel(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{}, t0)
 		other := e.submit(queue.SubmitRequest{}, t0)
-		got, err := e.q.Expire(ctx, task.ID, t0.Add(time.Second))
+		got, err := e.q.Expire(ctx, task.Ref(), t0.Add(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,7 +174,7 @@ func runCancel(t *testing.T, f Factory) {
 		if c.Task.ID != other.ID {
 			t.Fatal("claimed the expired task")
 		}
-		_, err = e.q.Expire(ctx, other.ID, t0.Add(2*time.Second))
+		_, err = e.q.Expire(ctx, other.Ref(), t0.Add(2*time.Second))
 		wantState(t, err, queue.StatusRunning)
 	})
 
@@ -182,9 +182,9 @@ func runCancel(t *testing.T, f Factory) {
 		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0)
-		_, err := e.q.MarkExpired(ctx, task.ID, queue.ReasonTTL, t0.Add(time.Minute))
+		_, err := e.q.MarkExpired(ctx, task.Ref(), queue.ReasonTTL, t0.Add(time.Minute))
 		wantState(t, err, queue.StatusPending)
-		got, err := e.q.MarkExpired(ctx, task.ID, queue.ReasonTTL, t0.Add(time.Hour))
+		got, err := e.q.MarkExpired(ctx, task.Ref(), queue.ReasonTTL, t0.Add(time.Hour))
 		if err != nil || got.Status != queue.StatusExpired {
 			t.Fatalf("mark expired at the deadline: %v %v", got.Status, err)
 		}

@@ -18,7 +18,7 @@ func runCancelRules(t *testing.T, f Factory) {
 		task := e.submit(queue.SubmitRequest{}, t0)
 		e.claim(queue.ClaimRequest{LeaseFor: time.Minute}, t0)
 		// The lease has already run out: nobody holds it.
-		if _, err := e.q.Cancel(ctx, task.ID, t0.Add(2*time.Minute)); err != nil {
+		if _, err := e.q.Cancel(ctx, task.Ref(), t0.Add(2*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		cs, err := e.reopen().Claim(ctx, queue.ClaimRequest{}, t0.Add(3*time.Minute))
@@ -35,10 +35,10 @@ func runCancelRules(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
-		if _, err := e.q.Cancel(ctx, task.ID, t0.Add(time.Second)); err != nil {
+		if _, err := e.q.Cancel(ctx, task.Ref(), t0.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		got, err := e.q.Fail(ctx, task.ID, c.Lease.Token, queue.FailRequest{Error: "interrupted"}, t0.Add(2*time.Second))
+		got, err := e.q.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "interrupted"}, t0.Add(2*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,14 +52,14 @@ func runCancelRules(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		a := e.submit(queue.SubmitRequest{DedupKey: "k", MaxAttempts: 1}, t0)
 		ca := e.claimOne(t0)
-		if _, err := e.q.Fail(ctx, a.ID, ca.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
+		if _, err := e.q.Fail(ctx, a.Ref(), ca.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
 			t.Fatal(err)
 		}
 		b, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "x", DedupKey: "k"}, t0.Add(time.Second))
 		if err != nil || b.Deduplicated {
 			t.Fatalf("b: %+v %v", b, err)
 		}
-		_, err = e.q.Retry(ctx, a.ID, t0.Add(2*time.Second))
+		_, err = e.q.Retry(ctx, a.Ref(), t0.Add(2*time.Second))
 		var se *queue.StateError
 		if !errors.As(err, &se) {
 			t.Fatalf("retry of a task whose dedup key another live task holds: %v, want a StateError", err)
@@ -70,20 +70,20 @@ func runCancelRules(t *testing.T, f Factory) {
 		if cb.Task.ID != b.Task.ID {
 			t.Fatalf("claimed %s, want b %s", cb.Task.ID, b.Task.ID)
 		}
-		if _, err := e.q.Complete(ctx, b.Task.ID, cb.Lease.Token, nil, t0.Add(3*time.Second)); err != nil {
+		if _, err := e.q.Complete(ctx, b.Task.Ref(), cb.Lease.Token, nil, t0.Add(3*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := e.q.Sweep(ctx, t0.Add(4*time.Second), queue.SweepOptions{}); err != nil { // publishes a's Task Dead-Lettered event
 			t.Fatal(err)
 		}
-		if r, err := e.q.Retry(ctx, a.ID, t0.Add(4*time.Second)); err != nil || r.Status != queue.StatusPending {
+		if r, err := e.q.Retry(ctx, a.Ref(), t0.Add(4*time.Second)); err != nil || r.Status != queue.StatusPending {
 			t.Fatalf("retry once the key is free: %v %v", r.Status, err)
 		}
 		c, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "x", DedupKey: "k"}, t0.Add(5*time.Second))
 		if err != nil || !c.Deduplicated || c.Task.ID != a.ID {
 			t.Fatalf("a submit after the retry must return the revived task: %+v %v", c, err)
 		}
-		ga, gb := e.get(a.ID), e.get(b.Task.ID)
+		ga, gb := e.get(a.Ref()), e.get(b.Task.Ref())
 		if !ga.Status.Terminal() && !gb.Status.Terminal() {
 			t.Fatalf("two live tasks for dedup key k: %s (%s) and %s (%s)", ga.ID, ga.Status, gb.ID, gb.Status)
 		}
@@ -98,7 +98,7 @@ func runCancelRules(t *testing.T, f Factory) {
 			e.submit(queue.SubmitRequest{}, t0)
 		}
 		for _, c := range e.claim(queue.ClaimRequest{MaxTasks: 20}, t0) {
-			got, err := e.q.Fail(ctx, c.Task.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0)
+			got, err := e.q.Fail(ctx, c.Task.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -31,7 +31,7 @@ func runClaim(t *testing.T, f Factory) {
 		if !got.Lease.ExpiresAt.Equal(t0.Add(time.Second + time.Minute)) {
 			t.Fatalf("lease expires_at = %s", got.Lease.ExpiresAt)
 		}
-		stored := e.get(task.ID)
+		stored := e.get(task.Ref())
 		wantStatus(t, stored, queue.StatusRunning)
 		if stored.LeaseToken != got.Lease.Token {
 			t.Fatal("stored lease token differs from the returned one")
@@ -66,7 +66,7 @@ func runClaim(t *testing.T, f Factory) {
 		task := e.submit(queue.SubmitRequest{TTL: check.Dur("10m")}, t0)
 		exp := t0.Add(10 * time.Minute)
 		e.claimNone(exp) // exactly at expires_at: too late
-		got := e.get(task.ID)
+		got := e.get(task.Ref())
 		wantStatus(t, got, queue.StatusExpired)
 		wantTime(t, "expired_at", got.ExpiredAt, exp)
 		if got.ExpiryReason != queue.ReasonTTL || got.Attempt != 0 || got.StartedAt != nil {
@@ -168,7 +168,7 @@ func runClaim(t *testing.T, f Factory) {
 			t.Fatalf("reclaimed: attempt %d, same token %v", cs[0].Task.Attempt, cs[0].Lease.Token == first.Lease.Token)
 		}
 		// The old holder has lost it.
-		_, err = e.q.Complete(ctx, task.ID, first.Lease.Token, nil, t0.Add(time.Minute+time.Second))
+		_, err = e.q.Complete(ctx, task.Ref(), first.Lease.Token, nil, t0.Add(time.Minute+time.Second))
 		check.Err(t, err, queue.ErrLeaseMismatch)
 	})
 
@@ -178,7 +178,7 @@ func runClaim(t *testing.T, f Factory) {
 		task := e.submit(queue.SubmitRequest{MaxAttempts: 1}, t0)
 		e.claim(queue.ClaimRequest{LeaseFor: time.Minute}, t0)
 		e.claimNone(t0.Add(time.Hour))
-		got := e.get(task.ID)
+		got := e.get(task.Ref())
 		wantStatus(t, got, queue.StatusFailed)
 		if got.LastError == "" || got.FailedAt == nil {
 			t.Fatalf("failed task without last_error / failed_at: %+v", got)
@@ -194,12 +194,12 @@ func runClaim(t *testing.T, f Factory) {
 		task := e.submit(queue.SubmitRequest{TTL: check.Dur("10m")}, t0)
 		e.claim(queue.ClaimRequest{LeaseFor: 15 * time.Minute}, t0)
 		// The deadline passes while it runs: it is not interrupted.
-		if _, err := e.q.Heartbeat(ctx, task.ID, e.get(task.ID).LeaseToken, 0, t0.Add(11*time.Minute)); err != nil {
+		if _, err := e.q.Heartbeat(ctx, task.Ref(), e.get(task.Ref()).LeaseToken, 0, t0.Add(11*time.Minute)); err != nil {
 			t.Fatalf("heartbeat after the deadline on a running task: %v", err)
 		}
 		// Its worker dies; the lease runs out; it is not started again.
 		e.claimNone(t0.Add(time.Hour))
-		wantStatus(t, e.get(task.ID), queue.StatusExpired)
+		wantStatus(t, e.get(task.Ref()), queue.StatusExpired)
 	})
 
 	t.Run("claim_rejects_a_bad_lease_duration_and_bad_names", func(t *testing.T) {
@@ -223,7 +223,7 @@ func runClaim(t *testing.T, f Factory) {
 		t.Parallel()
 		e := newEnv(t, f)
 		ghost := queue.NewID(t0)
-		key := "ready/default/0/20260128T090000.000000Z_" + ghost
+		key := "q/default/ready/0/20260128T090000.000000Z_" + ghost
 		if _, err := e.s.Put(ctx, key, nil); err != nil {
 			t.Fatal(err)
 		}

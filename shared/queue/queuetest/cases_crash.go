@@ -3,6 +3,7 @@ package queuetest
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,7 +166,7 @@ func crashOnce(t *testing.T, f Factory, cc crashCase, n int, mode storefault.Fau
 
 	// Find the task when the crashed transition made it.
 	if cc.submits {
-		keys := e.keys("tasks/")
+		keys := e.inQueues("/tasks/")
 		if len(keys) > 1 {
 			t.Fatalf("a crashed submit made %d tasks", len(keys))
 		}
@@ -179,7 +180,7 @@ func crashOnce(t *testing.T, f Factory, cc crashCase, n int, mode storefault.Fau
 			}
 			return
 		}
-		id = keys[0][len("tasks/") : len(keys[0])-len(".json")]
+		id = strings.TrimSuffix(keys[0][strings.LastIndexByte(keys[0], '/')+1:], ".json")
 	}
 
 	// Nothing runs twice while a lease is valid: a fresh process claiming
@@ -233,7 +234,7 @@ func recoverAll(t *testing.T, e *env, from time.Time) {
 			t.Fatalf("recovery claim: %v", err)
 		}
 		for _, c := range cs {
-			if _, err := q.Complete(ctx, c.Task.ID, c.Lease.Token, nil, now); err != nil && !errors.Is(err, queue.ErrNotRunning) {
+			if _, err := q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, now); err != nil && !errors.Is(err, queue.ErrNotRunning) {
 				t.Fatalf("recovery complete: %v", err)
 			}
 		}

@@ -176,7 +176,7 @@ func runFast(t *testing.T, f Factory) {
 		if err != nil || len(cs) != 1 {
 			t.Fatalf("claim: %v %d", err, len(cs))
 		}
-		fs.FailMatching(storefault.OpDelete, "ready/", storefault.FailBefore, 1)
+		fs.FailMatching(storefault.OpDelete, "q/default/ready/", storefault.FailBefore, 1)
 		if _, err := worker.Complete(ctx, id, cs[0].Lease.Token, nil, t0.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
@@ -215,7 +215,7 @@ func runFast(t *testing.T, f Factory) {
 			t.Fatal("queue b woken by a submit to a")
 		default:
 		}
-		if _, err := e.s.Get(ctx, queue.TaskKey(task.ID)); err != nil {
+		if _, err := e.s.Get(ctx, queue.TaskKey(task.Queue, task.ID)); err != nil {
 			t.Fatalf("woken before the record exists: %v", err)
 		}
 	})

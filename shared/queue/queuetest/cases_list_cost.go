@@ -24,18 +24,18 @@ func runListCost(t *testing.T, f Factory) {
 		failed = e.submit(queue.SubmitRequest{TaskType: "a", MaxAttempts: 1}, t0)
 		c := e.claimOne(t0)
 		no := false
-		if _, err := e.q.Fail(ctx, failed.ID, c.Lease.Token, queue.FailRequest{Error: "boom", Retryable: &no}, t0); err != nil {
+		if _, err := e.q.Fail(ctx, failed.Ref(), c.Lease.Token, queue.FailRequest{Error: "boom", Retryable: &no}, t0); err != nil {
 			e.t.Fatal(err)
 		}
 		cancelled = e.submit(queue.SubmitRequest{TaskType: "a", Queue: "other"}, t0)
-		if _, err := e.q.Cancel(ctx, cancelled.ID, t0); err != nil {
+		if _, err := e.q.Cancel(ctx, cancelled.Ref(), t0); err != nil {
 			e.t.Fatal(err)
 		}
 		expired = e.submit(queue.SubmitRequest{TaskType: "a", TTL: check.Dur("0s")}, t0)
 		t1 := t0.Add(time.Second) // an id after every other
 		done = e.submit(queue.SubmitRequest{TaskType: "a"}, t1)
 		c = e.claimOne(t1)
-		if _, err := e.q.Complete(ctx, done.ID, c.Lease.Token, nil, t1); err != nil {
+		if _, err := e.q.Complete(ctx, done.Ref(), c.Lease.Token, nil, t1); err != nil {
 			e.t.Fatal(err)
 		}
 		return failed, cancelled, expired, done
@@ -49,8 +49,8 @@ func runListCost(t *testing.T, f Factory) {
 			req  queue.ListRequest
 			want string
 		}{
-			{queue.ListRequest{Status: queue.StatusFailed, Limit: 1}, failed.ID},
-			{queue.ListRequest{Status: queue.StatusCancelled, Limit: 1}, cancelled.ID},
+			{queue.ListRequest{Status: queue.StatusFailed, Queue: "default", Limit: 1}, failed.ID},
+			{queue.ListRequest{Status: queue.StatusCancelled, Queue: "other", Limit: 1}, cancelled.ID},
 			{queue.ListRequest{Status: queue.StatusCancelled, Queue: "other", Limit: 1}, cancelled.ID},
 			{queue.ListRequest{Status: queue.StatusExpired, Queue: "default", Limit: 5}, expired.ID},
 		} {
@@ -65,14 +65,14 @@ func runListCost(t *testing.T, f Factory) {
 		}
 		// A retry leaves the index (once the sweep has sent its event).
 		e.sweep(t0.Add(time.Minute), nil)
-		if _, err := e.q.Retry(ctx, failed.ID, t0.Add(time.Minute)); err != nil {
+		if _, err := e.q.Retry(ctx, failed.Ref(), t0.Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		if res, err := e.q.List(ctx, queue.ListRequest{Status: queue.StatusFailed}); err != nil || len(res.Tasks) != 0 {
 			t.Fatalf("failed after the retry: %+v %v", res, err)
 		}
-		wantKeys(t, "status markers", e.keys("status/"),
-			"status/cancelled/other/"+cancelled.ID, "status/expired/default/"+expired.ID)
+		wantKeys(t, "status markers", e.inQueues("/status/"),
+			"q/other/status/cancelled/"+cancelled.ID, "q/default/status/expired/"+expired.ID)
 	})
 
 	t.Run("the_status_index_pages_across_queues_with_a_cursor", func(t *testing.T) {
@@ -81,7 +81,7 @@ func runListCost(t *testing.T, f Factory) {
 		var want []string
 		for _, name := range []string{"b", "a", "c"} {
 			task := e.submit(queue.SubmitRequest{Queue: name}, t0)
-			if _, err := e.q.Cancel(ctx, task.ID, t0); err != nil {
+			if _, err := e.q.Cancel(ctx, task.Ref(), t0); err != nil {
 				t.Fatal(err)
 			}
 			want = append(want, task.ID)
@@ -93,6 +93,15 @@ func runListCost(t *testing.T, f Factory) {
 		}
 		_, err := e.q.List(ctx, queue.ListRequest{Status: queue.StatusCancelled, Cursor: want[0]})
 		check.Field(t, err, "cursor") // across queues a cursor is queue/id
+		// The cursor says where the walk is: the next queue, or a place in one.
+		res, err := e.q.List(ctx, queue.ListRequest{Status: queue.StatusCancelled, Limit: 1})
+		if err != nil || len(res.Tasks) != 1 || res.Tasks[0].Queue != "a" || res.NextCursor != "b/" {
+			t.Fatalf("first page: %+v %v", res, err)
+		}
+		// A view of one queue lists only it, with cursors of its own.
+		if got := e.listIDs(queue.ListRequest{Status: queue.StatusCancelled, Queue: "c", Limit: 1}); fmt.Sprint(got) != fmt.Sprint(want[2:]) {
+			t.Fatalf("queue c: %v", got)
+		}
 	})
 
 	t.Run("a_scan_examines_at_most_a_set_number_of_records_and_returns_a_cursor", func(t *testing.T) {
@@ -100,20 +109,23 @@ func runListCost(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		_, _, _, done := rare(e)
 		q, n := e.counted()
-		res, err := q.List(ctx, queue.ListRequest{Status: queue.StatusCompleted, Limit: 1})
+		res, err := q.List(ctx, queue.ListRequest{Status: queue.StatusCompleted, Queue: "bulk", Limit: 1})
 		if err != nil || len(res.Tasks) != 0 || res.NextCursor == "" {
 			t.Fatalf("first page: %+v %v", res, err)
 		}
 		if got := n.Counts(); got != (store.Counts{List: 1, Get: queue.MaxExamined}) {
 			t.Fatalf("first page cost %v, want one LIST and %d GETs", got, queue.MaxExamined)
 		}
-		res, err = q.List(ctx, queue.ListRequest{Status: queue.StatusCompleted, Limit: 1, Cursor: res.NextCursor})
+		if res, err = q.List(ctx, queue.ListRequest{Status: queue.StatusCompleted, Queue: "bulk", Limit: 1, Cursor: res.NextCursor}); err != nil || len(res.Tasks) != 0 {
+			t.Fatalf("bulk's second page: %+v %v", res, err)
+		}
+		res, err = q.List(ctx, queue.ListRequest{Status: queue.StatusCompleted, Queue: "default", Limit: 1})
 		if err != nil || len(res.Tasks) != 1 || res.Tasks[0].ID != done.ID {
 			t.Fatalf("second page: %+v %v", res, err)
 		}
 		// A match found early stops the reading.
 		q, n = e.counted()
-		if res, err := q.List(ctx, queue.ListRequest{Status: queue.StatusPending, Limit: 1}); err != nil || len(res.Tasks) != 1 {
+		if res, err := q.List(ctx, queue.ListRequest{Queue: "default", TaskType: "a", Limit: 1}); err != nil || len(res.Tasks) != 1 {
 			t.Fatalf("pending: %+v %v", res, err)
 		}
 		// Records list in id order, and ids made within one millisecond
@@ -148,7 +160,7 @@ func runListCost(t *testing.T, f Factory) {
 		if fmt.Sprint(got) != fmt.Sprint([]string{a.ID, b.ID}) {
 			t.Fatalf("listed %v, want %v", got, []string{a.ID, b.ID})
 		}
-		_, err := e.q.List(ctx, queue.ListRequest{Status: queue.StatusPending, Queue: "p", Cursor: "ready/q/0/" + keyTime(t0) + "_" + a.ID})
+		_, err := e.q.List(ctx, queue.ListRequest{Status: queue.StatusPending, Queue: "p", Cursor: "q/q/ready/0/" + keyTime(t0) + "_" + a.ID})
 		check.Field(t, err, "cursor") // another queue's marker
 	})
 
@@ -157,19 +169,19 @@ func runListCost(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		live := e.submit(queue.SubmitRequest{}, t0)
 		ghost := queue.NewID(t0)
-		e.put("status/failed/default/" + ghost)
-		e.put("status/failed/default/" + live.ID) // as a lost race leaves it
-		wall := time.Now().UTC()                  // the store stamps keys with its own clock
+		e.put("q/default/status/failed/" + ghost)
+		e.put("q/default/status/failed/" + live.ID) // as a lost race leaves it
+		wall := time.Now().UTC()                    // the store stamps keys with its own clock
 		res, err := e.q.List(ctx, queue.ListRequest{Status: queue.StatusFailed, Now: wall})
-		if err != nil || len(res.Tasks) != 0 || len(e.keys("status/")) != 2 {
-			t.Fatalf("young: %+v %v, keys %v", res, err, e.keys("status/"))
+		if err != nil || len(res.Tasks) != 0 || len(e.inQueues("/status/")) != 2 {
+			t.Fatalf("young: %+v %v, keys %v", res, err, e.inQueues("/status/"))
 		}
 		res, err = e.q.List(ctx, queue.ListRequest{Status: queue.StatusFailed, Now: wall.Add(10 * time.Minute)})
 		if err != nil || len(res.Tasks) != 0 {
 			t.Fatalf("old: %+v %v", res, err)
 		}
-		wantKeys(t, "status markers", e.keys("status/"))
-		wantStatus(t, e.get(live.ID), queue.StatusPending)
+		wantKeys(t, "status markers", e.inQueues("/status/"))
+		wantStatus(t, e.get(live.Ref()), queue.StatusPending)
 	})
 
 	t.Run("history_comes_in_pages_of_limit_versions_each_costing_one_list_and_a_get_per_version", func(t *testing.T) {
@@ -178,14 +190,14 @@ func runListCost(t *testing.T, f Factory) {
 		task := e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
 		for i := 1; i <= 5; i++ {
-			if _, err := e.q.Heartbeat(ctx, task.ID, c.Lease.Token, time.Minute, t0.Add(time.Duration(i)*time.Second)); err != nil {
+			if _, err := e.q.Heartbeat(ctx, task.Ref(), c.Lease.Token, time.Minute, t0.Add(time.Duration(i)*time.Second)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if _, err := e.q.Complete(ctx, task.ID, c.Lease.Token, nil, t0.Add(time.Minute)); err != nil {
+		if _, err := e.q.Complete(ctx, task.Ref(), c.Lease.Token, nil, t0.Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
-		all, err := e.q.History(ctx, task.ID)
+		all, err := e.q.History(ctx, task.Ref())
 		if err != nil || len(all) != 8 {
 			t.Fatalf("history: %d versions, %v", len(all), err)
 		}
@@ -193,7 +205,7 @@ func runListCost(t *testing.T, f Factory) {
 		req := queue.HistoryRequest{Limit: 3}
 		for pages := 1; ; pages++ {
 			q, n := e.counted()
-			res, err := q.HistoryPage(ctx, task.ID, req)
+			res, err := q.HistoryPage(ctx, task.Ref(), req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -221,9 +233,9 @@ func runListCost(t *testing.T, f Factory) {
 		if all[0].Task.Status != queue.StatusPending || all[7].Task.Status != queue.StatusCompleted {
 			t.Fatalf("not oldest first: %s .. %s", all[0].Task.Status, all[7].Task.Status)
 		}
-		_, err = e.q.HistoryPage(ctx, task.ID, queue.HistoryRequest{Cursor: "no-such-version"})
+		_, err = e.q.HistoryPage(ctx, task.Ref(), queue.HistoryRequest{Cursor: "no-such-version"})
 		check.Field(t, err, "cursor")
-		_, err = e.q.HistoryPage(ctx, task.ID, queue.HistoryRequest{Limit: 1001})
+		_, err = e.q.HistoryPage(ctx, task.Ref(), queue.HistoryRequest{Limit: 1001})
 		check.Field(t, err, "limit")
 	})
 }

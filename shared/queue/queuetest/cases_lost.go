@@ -45,7 +45,7 @@ func wantHits(t testing.TB, fs *storefault.Store, n int) {
 func (e *env) records() map[string]queue.Task {
 	e.t.Helper()
 	out := map[string]queue.Task{}
-	for _, k := range e.keys("tasks/") {
+	for _, k := range e.inQueues("/tasks/") {
 		obj, err := e.s.Get(ctx, k)
 		if err != nil {
 			e.t.Fatalf("get %s: %v", k, err)
@@ -96,7 +96,7 @@ func (e *env) consistent() {
 		}
 		live[k] = id
 	}
-	for _, k := range e.keys("dedup/") {
+	for _, k := range e.inQueues("/dedup/") {
 		obj, err := e.s.Get(ctx, k)
 		if err != nil {
 			e.t.Fatalf("get %s: %v", k, err)
@@ -124,7 +124,7 @@ func (e *env) consistent() {
 
 func wantTasks(t testing.TB, e *env, n int) {
 	t.Helper()
-	if got := len(e.keys("tasks/")); got != n {
+	if got := len(e.inQueues("/tasks/")); got != n {
 		t.Fatalf("%d task records, want %d", got, n)
 	}
 }
@@ -142,8 +142,8 @@ func runLostSubmit(t *testing.T, f Factory) {
 	for _, c := range []struct {
 		name, op, prefix string
 	}{
-		{"a_submit_whose_record_create_answer_was_lost_returns_its_one_task", storefault.OpPutIfAbsent, "tasks/"},
-		{"a_submit_whose_index_marker_answer_was_lost_returns_its_one_task", storefault.OpPut, "ready/"},
+		{"a_submit_whose_record_create_answer_was_lost_returns_its_one_task", storefault.OpPutIfAbsent, "q/default/tasks/"},
+		{"a_submit_whose_index_marker_answer_was_lost_returns_its_one_task", storefault.OpPut, "q/default/ready/"},
 		{"a_submit_whose_wake_up_answer_was_lost_returns_its_one_task", storefault.OpPut, "sweep/wake/"},
 	} {
 		for _, withID := range []bool{false, true} {
@@ -182,7 +182,7 @@ func runLostSubmit(t *testing.T, f Factory) {
 	t.Run("a_deadline_marker_whose_answer_was_lost_still_lets_the_sweep_find_the_task", func(t *testing.T) {
 		t.Parallel()
 		e, fs := newLossEnv(t, f)
-		lose(fs, storefault.OpPut, "deadline/")
+		lose(fs, storefault.OpPut, "q/default/deadline/")
 		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", TTL: check.Dur("1m")}, t0)
 		if err != nil {
 			t.Fatal(err)
@@ -193,7 +193,7 @@ func runLostSubmit(t *testing.T, f Factory) {
 		if rep.Expired != 1 {
 			t.Fatalf("sweep expired %d, want 1", rep.Expired)
 		}
-		wantStatus(t, e.get(res.Task.ID), queue.StatusExpired)
+		wantStatus(t, e.get(res.Task.Ref()), queue.StatusExpired)
 	})
 
 	t.Run("an_outbox_entry_whose_answer_was_lost_still_owes_the_expiry_event", func(t *testing.T) {
@@ -216,7 +216,7 @@ func runLostSubmit(t *testing.T, f Factory) {
 		t.Run("a_child_submit_whose_parent_hint_answer_was_lost_still_joins_the_cascade"+strings.ReplaceAll(suffix, ".", "_"), func(t *testing.T) {
 			e, fs := newLossEnv(t, f)
 			parent := e.submit(queue.SubmitRequest{TTL: check.Dur("1m")}, t0)
-			prefix := "children/" + parent.ID + suffix
+			prefix := "q/default/children/" + parent.ID + suffix
 			if suffix == "" {
 				prefix += "/"
 			}
@@ -229,7 +229,7 @@ func runLostSubmit(t *testing.T, f Factory) {
 			e.consistent()
 			e.sweep(t0.Add(2*time.Minute), nil)
 			e.sweep(t0.Add(3*time.Minute), nil)
-			wantStatus(t, e.get(child.Task.ID), queue.StatusExpired)
+			wantStatus(t, e.get(child.Task.Ref()), queue.StatusExpired)
 		})
 	}
 
@@ -282,7 +282,7 @@ func runLostDedup(t *testing.T, f Factory) {
 			if withID {
 				req.ID = queue.NewID(t0)
 			}
-			lose(fs, storefault.OpPutIfAbsent, "dedup/")
+			lose(fs, storefault.OpPutIfAbsent, "q/default/dedup/")
 			first, err := e.q.Submit(ctx, req, t0)
 			if err != nil || first.Deduplicated {
 				t.Fatalf("submit: %+v, %v", first, err)
@@ -302,10 +302,10 @@ func runLostDedup(t *testing.T, f Factory) {
 		e, fs := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
 		c := e.claimOne(t0)
-		if _, err := e.q.Complete(ctx, c.Task.ID, c.Lease.Token, nil, t0); err != nil {
+		if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, t0); err != nil {
 			t.Fatal(err)
 		}
-		lose(fs, storefault.OpPutIfMatch, "dedup/")
+		lose(fs, storefault.OpPutIfMatch, "q/default/dedup/")
 		b, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(time.Second))
 		if err != nil || b.Deduplicated || b.Task.ID == a.ID {
 			t.Fatalf("takeover: %+v, %v", b, err)
@@ -321,7 +321,7 @@ func runLostDedup(t *testing.T, f Factory) {
 	t.Run("a_submit_that_cannot_create_its_record_releases_its_dedup_key", func(t *testing.T) {
 		t.Parallel()
 		e, fs := newLossEnv(t, f)
-		fs.FailMatching(storefault.OpPutIfAbsent, "tasks/", storefault.FailBefore, store.OwnAttempts)
+		fs.FailMatching(storefault.OpPutIfAbsent, "q/default/tasks/", storefault.FailBefore, store.OwnAttempts)
 		_, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0)
 		if !errors.Is(err, store.ErrRetryable) {
 			t.Fatalf("err = %v, want a retryable store error", err)
@@ -341,7 +341,7 @@ func runLostDedup(t *testing.T, f Factory) {
 	t.Run("a_submit_whose_record_create_fails_once_retries_it_and_keeps_its_key", func(t *testing.T) {
 		t.Parallel()
 		e, fs := newLossEnv(t, f)
-		fs.FailMatching(storefault.OpPutIfAbsent, "tasks/", storefault.FailBefore, 1)
+		fs.FailMatching(storefault.OpPutIfAbsent, "q/default/tasks/", storefault.FailBefore, 1)
 		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0)
 		if err != nil {
 			t.Fatal(err)
@@ -364,7 +364,7 @@ func runLostDedup(t *testing.T, f Factory) {
 			t.Fatal(err)
 		}
 		c := e.claimOne(t0)
-		if _, err := e.q.Complete(ctx, c.Task.ID, c.Lease.Token, nil, t0); err != nil {
+		if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, t0); err != nil {
 			t.Fatal(err)
 		}
 		// The key moves on to another task; then the first answer's
@@ -375,7 +375,7 @@ func runLostDedup(t *testing.T, f Factory) {
 			t.Fatalf("retry: %+v, %v", again, err)
 		}
 		wantTasks(t, e, 2)
-		if got := e.get(b.ID); got.Status != queue.StatusPending {
+		if got := e.get(b.Ref()); got.Status != queue.StatusPending {
 			t.Fatalf("the key's holder is %s", got.Status)
 		}
 		e.consistent()
@@ -389,7 +389,7 @@ func runLostDedup(t *testing.T, f Factory) {
 		if err != nil || res.Deduplicated || res.Task.ID == a.ID {
 			t.Fatalf("submit: %+v, %v", res, err)
 		}
-		old := e.get(a.ID)
+		old := e.get(a.Ref())
 		wantStatus(t, old, queue.StatusExpired)
 		if old.ExpiryReason != queue.ReasonTTL {
 			t.Fatalf("expiry reason %q", old.ExpiryReason)
@@ -414,7 +414,7 @@ func runLostDedup(t *testing.T, f Factory) {
 		if err != nil || res.Deduplicated || res.Task.ID == a.ID {
 			t.Fatalf("submit: %+v, %v", res, err)
 		}
-		wantStatus(t, e.get(a.ID), queue.StatusExpired)
+		wantStatus(t, e.get(a.Ref()), queue.StatusExpired)
 		e.consistent()
 	})
 
@@ -448,10 +448,10 @@ func runLostLease(t *testing.T, f Factory) {
 		t.Parallel()
 		e, fs := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{}, t0)
-		lose(fs, storefault.OpPutIfMatch, "tasks/")
+		lose(fs, storefault.OpPutIfMatch, "q/default/tasks/")
 		c := e.claimOne(t0)
 		wantHits(t, fs, 1)
-		got := e.get(a.ID)
+		got := e.get(a.Ref())
 		if got.Status != queue.StatusRunning || got.LeaseToken != c.Lease.Token {
 			t.Fatalf("record: %s token %q, want running under %q", got.Status, got.LeaseToken, c.Lease.Token)
 		}
@@ -464,14 +464,14 @@ func runLostLease(t *testing.T, f Factory) {
 		e, fs := newLossEnv(t, f)
 		e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
-		lose(fs, storefault.OpPutIfMatch, "tasks/")
-		hb, err := e.q.Heartbeat(ctx, c.Task.ID, c.Lease.Token, 10*time.Minute, t0.Add(time.Minute))
+		lose(fs, storefault.OpPutIfMatch, "q/default/tasks/")
+		hb, err := e.q.Heartbeat(ctx, c.Task.Ref(), c.Lease.Token, 10*time.Minute, t0.Add(time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
 		wantHits(t, fs, 1)
 		wantTime(t, "lease expiry", &hb.Lease.ExpiresAt, t0.Add(11*time.Minute))
-		again, err := e.q.Heartbeat(ctx, c.Task.ID, c.Lease.Token, 10*time.Minute, t0.Add(time.Minute))
+		again, err := e.q.Heartbeat(ctx, c.Task.Ref(), c.Lease.Token, 10*time.Minute, t0.Add(time.Minute))
 		if err != nil || again.Lease.Token != c.Lease.Token || !again.Lease.ExpiresAt.Equal(hb.Lease.ExpiresAt) {
 			t.Fatalf("retry: %+v, %v", again.Lease, err)
 		}
@@ -485,20 +485,20 @@ func runLostLease(t *testing.T, f Factory) {
 	}
 	ops := []op{
 		{"complete", func(q *queue.Queue, c queue.Claimed, now time.Time) (queue.Task, error) {
-			return q.Complete(ctx, c.Task.ID, c.Lease.Token, []byte(`{"ok":true}`), now)
+			return q.Complete(ctx, c.Task.Ref(), c.Lease.Token, []byte(`{"ok":true}`), now)
 		}, queue.StatusCompleted},
 		{"fail", func(q *queue.Queue, c queue.Claimed, now time.Time) (queue.Task, error) {
-			return q.Fail(ctx, c.Task.ID, c.Lease.Token, queue.FailRequest{Error: "boom"}, now)
+			return q.Fail(ctx, c.Task.Ref(), c.Lease.Token, queue.FailRequest{Error: "boom"}, now)
 		}, queue.StatusPending},
 		{"fail_for_good", func(q *queue.Queue, c queue.Claimed, now time.Time) (queue.Task, error) {
 			no := false
-			return q.Fail(ctx, c.Task.ID, c.Lease.Token, queue.FailRequest{Error: "boom", Retryable: &no}, now)
+			return q.Fail(ctx, c.Task.Ref(), c.Lease.Token, queue.FailRequest{Error: "boom", Retryable: &no}, now)
 		}, queue.StatusFailed},
 		{"reschedule", func(q *queue.Queue, c queue.Claimed, now time.Time) (queue.Task, error) {
-			return q.Reschedule(ctx, c.Task.ID, c.Lease.Token, queue.RescheduleRequest{Delay: queue.Duration(time.Minute)}, now)
+			return q.Reschedule(ctx, c.Task.Ref(), c.Lease.Token, queue.RescheduleRequest{Delay: queue.Duration(time.Minute)}, now)
 		}, queue.StatusPending},
 		{"cancel_acknowledgement", func(q *queue.Queue, c queue.Claimed, now time.Time) (queue.Task, error) {
-			return q.AckCancel(ctx, c.Task.ID, c.Lease.Token, now)
+			return q.AckCancel(ctx, c.Task.Ref(), c.Lease.Token, now)
 		}, queue.StatusCancelled},
 	}
 	for _, o := range ops {
@@ -506,14 +506,14 @@ func runLostLease(t *testing.T, f Factory) {
 			e, fs := newLossEnv(t, f)
 			e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
 			c := e.claimOne(t0)
-			lose(fs, storefault.OpPutIfMatch, "tasks/")
+			lose(fs, storefault.OpPutIfMatch, "q/default/tasks/")
 			first, err := o.do(e.q, c, t0.Add(time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
 			wantHits(t, fs, 1)
 			wantStatus(t, first, o.want)
-			raw := string(e.raw(c.Task.ID))
+			raw := string(e.raw(c.Task.Ref()))
 			// The client never saw that answer and retries, in a fresh process.
 			again, err := o.do(e.reopen(), c, t0.Add(2*time.Second))
 			if err != nil {
@@ -522,7 +522,7 @@ func runLostLease(t *testing.T, f Factory) {
 			if again.Status != first.Status || again.Attempt != first.Attempt || !again.UpdatedAt.Equal(first.UpdatedAt) {
 				t.Fatalf("retry answered %s attempt %d, want %s attempt %d", again.Status, again.Attempt, first.Status, first.Attempt)
 			}
-			if string(e.raw(c.Task.ID)) != raw {
+			if string(e.raw(c.Task.Ref())) != raw {
 				t.Fatal("the retry wrote the record again")
 			}
 			e.consistent()
@@ -534,14 +534,14 @@ func runLostLease(t *testing.T, f Factory) {
 		e, _ := newLossEnv(t, f)
 		e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
-		if _, err := e.q.Complete(ctx, c.Task.ID, c.Lease.Token, nil, t0); err != nil {
+		if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, t0); err != nil {
 			t.Fatal(err)
 		}
 		// Another operation with the ended token did not happen: a
 		// conflict naming the token, never a replay of the completion.
-		_, err := e.q.Fail(ctx, c.Task.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0)
+		_, err := e.q.Fail(ctx, c.Task.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0)
 		wantLeaseConflict(t, "a fail with the token a completion ended", err)
-		_, err = e.q.Complete(ctx, c.Task.ID, "not-the-token", nil, t0)
+		_, err = e.q.Complete(ctx, c.Task.Ref(), "not-the-token", nil, t0)
 		check.Err(t, err, queue.ErrNotRunning)
 	})
 
@@ -550,18 +550,18 @@ func runLostLease(t *testing.T, f Factory) {
 		e, _ := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
-		if _, err := e.q.Fail(ctx, a.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
+		if _, err := e.q.Fail(ctx, a.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
 			t.Fatal(err)
 		}
 		c2 := e.claimOne(t0.Add(time.Hour))
 		// The first worker's token is older than the task's latest claim:
 		// a mismatch, never a 200 showing the new attempt running.
-		_, err := e.q.Fail(ctx, a.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0.Add(time.Hour))
+		_, err := e.q.Fail(ctx, a.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0.Add(time.Hour))
 		check.Err(t, err, queue.ErrLeaseMismatch)
 		if got := e.get(a.ID); got.Status != queue.StatusRunning || got.LeaseToken != c2.Lease.Token {
 			t.Fatalf("after the retried fail: %s", got.Status)
 		}
-		if _, err := e.q.Complete(ctx, a.ID, c2.Lease.Token, nil, t0.Add(time.Hour)); err != nil {
+		if _, err := e.q.Complete(ctx, a.Ref(), c2.Lease.Token, nil, t0.Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -571,7 +571,7 @@ func runLostManage(t *testing.T, f Factory) {
 	t.Run("a_queue_update_and_delete_whose_answers_were_lost_are_recognised", func(t *testing.T) {
 		e, fs := newLossEnv(t, f)
 		e.declare(queue.Declaration{Name: "a"}, t0)
-		lose(fs, storefault.OpPutIfMatch, "queues/")
+		lose(fs, storefault.OpPutIfMatch, "q/a/queue.json")
 		d, created, err := e.q.Declare(ctx, queue.Declaration{Name: "a", MaxConcurrency: 5}, t0.Add(time.Second))
 		if err != nil || created || d.MaxConcurrency != 5 {
 			t.Fatalf("update: %+v created=%v %v", d, created, err)
@@ -580,7 +580,7 @@ func runLostManage(t *testing.T, f Factory) {
 		if got, err := e.reopen().GetQueue(ctx, "a", t0.Add(time.Second)); err != nil || got.MaxConcurrency != 5 {
 			t.Fatalf("stored: %+v %v", got, err)
 		}
-		lose(fs, storefault.OpPutIfMatch, "queues/")
+		lose(fs, storefault.OpPutIfMatch, "q/a/queue.json")
 		if err := e.q.DeleteQueue(ctx, "a", t0.Add(2*time.Second)); err != nil {
 			t.Fatalf("delete: %v", err)
 		}
@@ -601,13 +601,13 @@ func runLostManage(t *testing.T, f Factory) {
 		// Its worker dies; after the lease the slot is taken over, and
 		// that write's answer is lost.
 		later := t0.Add(time.Minute + time.Second)
-		lose(fs, storefault.OpPutIfMatch, "slots/")
+		lose(fs, storefault.OpPutIfMatch, "q/one/slots/")
 		cs, err := e.reopen().Claim(ctx, queue.ClaimRequest{Queue: "one", LeaseFor: time.Minute}, later)
 		if err != nil || len(cs) != 1 {
 			t.Fatalf("claim: %d tasks, %v", len(cs), err)
 		}
 		wantHits(t, fs, 1)
-		if _, err := e.q.Complete(ctx, cs[0].Task.ID, cs[0].Lease.Token, nil, later); err != nil {
+		if _, err := e.q.Complete(ctx, cs[0].Task.Ref(), cs[0].Lease.Token, nil, later); err != nil {
 			t.Fatal(err)
 		}
 		// The slot was freed by the complete: the next task runs at once.
@@ -633,7 +633,7 @@ func runLostManage(t *testing.T, f Factory) {
 		e.consistent()
 		// Nor does it stop a retry of the task that holds the key.
 		f := e.submit(queue.SubmitRequest{DedupKey: "k3"}, t0)
-		if _, err := e.q.Cancel(ctx, f.ID, t0); err != nil {
+		if _, err := e.q.Cancel(ctx, f.Ref(), t0); err != nil {
 			t.Fatal(err)
 		}
 		obj, err := e.s.Get(ctx, queue.DedupKey(queue.DefaultQueue, "k3"))
@@ -643,7 +643,7 @@ func runLostManage(t *testing.T, f Factory) {
 		if _, err := e.s.PutIfMatch(ctx, queue.DedupKey(queue.DefaultQueue, "k3"), body, obj.ETag); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := e.q.Retry(ctx, f.ID, t0.Add(5*time.Minute)); err != nil || got.Status != queue.StatusPending {
+		if got, err := e.q.Retry(ctx, f.Ref(), t0.Add(5*time.Minute)); err != nil || got.Status != queue.StatusPending {
 			t.Fatalf("retry of the task with k3: %v %v", got.Status, err)
 		}
 		e.consistent()
@@ -653,8 +653,8 @@ func runLostManage(t *testing.T, f Factory) {
 		t.Parallel()
 		e, fs := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
-		lose(fs, storefault.OpPutIfMatch, "tasks/")
-		got, err := e.q.Cancel(ctx, a.ID, t0)
+		lose(fs, storefault.OpPutIfMatch, "q/default/tasks/")
+		got, err := e.q.Cancel(ctx, a.Ref(), t0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -668,18 +668,18 @@ func runLostManage(t *testing.T, f Factory) {
 	})
 
 	for _, c := range []struct{ name, op, prefix string }{
-		{"record", storefault.OpPutIfMatch, "tasks/"},
-		{"dedup_pointer", storefault.OpPutIfMatch, "dedup/"},
-		{"marker", storefault.OpPut, "ready/"},
+		{"record", storefault.OpPutIfMatch, "q/default/tasks/"},
+		{"dedup_pointer", storefault.OpPutIfMatch, "q/default/dedup/"},
+		{"marker", storefault.OpPut, "q/default/ready/"},
 	} {
 		t.Run("a_retry_whose_"+c.name+"_answer_was_lost_is_recognised", func(t *testing.T) {
 			e, fs := newLossEnv(t, f)
 			a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
-			if _, err := e.q.Cancel(ctx, a.ID, t0); err != nil {
+			if _, err := e.q.Cancel(ctx, a.Ref(), t0); err != nil {
 				t.Fatal(err)
 			}
 			lose(fs, c.op, c.prefix)
-			got, err := e.q.Retry(ctx, a.ID, t0.Add(time.Second))
+			got, err := e.q.Retry(ctx, a.Ref(), t0.Add(time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -694,14 +694,14 @@ func runLostManage(t *testing.T, f Factory) {
 	}
 
 	for _, c := range []struct{ name, op, prefix string }{
-		{"record", storefault.OpPutIfMatch, "tasks/"},
+		{"record", storefault.OpPutIfMatch, "q/default/tasks/"},
 		{"outbox_entry", storefault.OpPut, "sweep/"},
 	} {
 		t.Run("an_expire_whose_"+c.name+"_answer_was_lost_is_recognised_and_owes_one_event", func(t *testing.T) {
 			e, fs := newLossEnv(t, f)
 			a := e.submit(queue.SubmitRequest{}, t0)
 			lose(fs, c.op, c.prefix)
-			got, err := e.q.Expire(ctx, a.ID, t0)
+			got, err := e.q.Expire(ctx, a.Ref(), t0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -718,7 +718,7 @@ func runLostManage(t *testing.T, f Factory) {
 		t.Run("a_sweep_whose_event_note_on_the_"+c.name+"_answer_was_lost_publishes_once", func(t *testing.T) {
 			e, fs := newLossEnv(t, f)
 			a := e.submit(queue.SubmitRequest{}, t0)
-			if _, err := e.q.Expire(ctx, a.ID, t0); err != nil {
+			if _, err := e.q.Expire(ctx, a.Ref(), t0); err != nil {
 				t.Fatal(err)
 			}
 			if c.op == storefault.OpPut {
@@ -736,7 +736,7 @@ func runLostManage(t *testing.T, f Factory) {
 			if evs := byTask(t, pub.take()); len(evs) != 1 {
 				t.Fatalf("%d events, want 1", len(evs))
 			}
-			if got := e.get(a.ID); got.ExpiryEventSentAt == nil {
+			if got := e.get(a.Ref()); got.ExpiryEventSentAt == nil {
 				t.Fatal("the event is still owed")
 			}
 			if h := e.hints(); len(h) != 0 {
@@ -757,7 +757,7 @@ func runLostManage(t *testing.T, f Factory) {
 			if rep.Expired != 1 {
 				t.Fatalf("sweep expired %d, want 1", rep.Expired)
 			}
-			wantStatus(t, e.get(a.ID), queue.StatusExpired)
+			wantStatus(t, e.get(a.Ref()), queue.StatusExpired)
 			e.sweep(t0.Add(3*time.Minute), pub)
 			if evs := byTask(t, pub.take()); len(evs) != 1 {
 				t.Fatalf("%d events, want 1", len(evs))
@@ -849,7 +849,7 @@ func runIDRace(t *testing.T, f Factory) {
 			{ID: id, TaskType: "x", DedupKey: "k"},
 			{ID: id, TaskType: "x"},
 			{ID: id, TaskType: "x", DedupKey: "k2"},
-			{ID: id, TaskType: "x", DedupKey: "k", Queue: "other"},
+			{ID: id, TaskType: "x", DedupKey: "k3"},
 		}
 		type out struct {
 			req queue.SubmitRequest

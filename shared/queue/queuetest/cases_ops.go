@@ -73,7 +73,7 @@ func runOps(t *testing.T, f Factory) {
 			}
 			_, err := e.q.Get(ctx, id)
 			check.Err(t, err, queue.ErrNotFound)
-			if _, err := e.s.Get(ctx, queue.TaskKey(id)); !errors.Is(err, store.ErrNotFound) {
+			if _, err := e.s.Get(ctx, e.recordKey(id)); !errors.Is(err, store.ErrNotFound) {
 				t.Fatalf("record of purged %s: %v, want it deleted", id, err)
 			}
 			e.wantNothingOf(id) // its markers, and its dedup pointer released
@@ -95,7 +95,7 @@ func runOps(t *testing.T, f Factory) {
 		done := func(req queue.SubmitRequest, at time.Time) queue.Task {
 			task := e.submit(req, at)
 			c := e.claim(queue.ClaimRequest{}, at)[0]
-			if _, err := e.q.Complete(ctx, c.Task.ID, c.Lease.Token, nil, at); err != nil {
+			if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, at); err != nil {
 				t.Fatal(err)
 			}
 			return task
@@ -113,7 +113,7 @@ func runOps(t *testing.T, f Factory) {
 		// A dead-lettered task is purged only once its event is sent.
 		dead := e.submit(queue.SubmitRequest{MaxAttempts: 1}, t0)
 		c := e.claim(queue.ClaimRequest{}, t0.Add(2*time.Hour))[0]
-		if _, err := e.q.Fail(ctx, dead.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0.Add(2*time.Hour)); err != nil {
+		if _, err := e.q.Fail(ctx, dead.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0.Add(2*time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 		req := queue.BulkRequest{Queue: queue.DefaultQueue, Status: queue.StatusFailed}
@@ -199,7 +199,7 @@ func runOps(t *testing.T, f Factory) {
 		for i := 0; i < 3; i++ {
 			task := e.submit(queue.SubmitRequest{MaxAttempts: 1}, t0)
 			c := e.claim(queue.ClaimRequest{}, t0)[0]
-			if _, err := e.q.Fail(ctx, task.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
+			if _, err := e.q.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
 				t.Fatal(err)
 			}
 			failed = append(failed, task.ID)
@@ -244,7 +244,7 @@ func runOps(t *testing.T, f Factory) {
 		e.submit(queue.SubmitRequest{}, t0.Add(time.Minute))
 		e.submit(queue.SubmitRequest{Delay: check.Dur("1h")}, t0.Add(time.Minute))
 		cancelled := e.submit(queue.SubmitRequest{}, t0.Add(time.Minute))
-		if _, err := e.q.Cancel(ctx, cancelled.ID, t0.Add(time.Minute)); err != nil {
+		if _, err := e.q.Cancel(ctx, cancelled.Ref(), t0.Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		e.submit(queue.SubmitRequest{TTL: check.Dur("0s")}, t0.Add(time.Minute))
@@ -411,7 +411,7 @@ func (e *env) wantNothingOf(id string) {
 		if !strings.Contains(k, id) && !strings.Contains(string(obj.Body), id) {
 			continue
 		}
-		if k == queue.TaskKey(id) {
+		if k == e.recordKey(id) {
 			var tomb map[string]any
 			if err := json.Unmarshal(obj.Body, &tomb); err == nil && tomb["purged_at"] != nil && tomb["input"] == nil {
 				continue

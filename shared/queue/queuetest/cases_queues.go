@@ -34,6 +34,22 @@ func (e *env) declare(d queue.Declaration, now time.Time) queue.Declaration {
 }
 
 func runQueues(t *testing.T, f Factory) {
+	t.Run("a_queue_with_a_target_has_an_entry_in_the_push_queues_index_while_it_has_one", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f, func(o *queue.Options) { o.AllowInsecureTargets = true })
+		target := &queue.Target{URL: "http://127.0.0.1:1/", Secret: "s"}
+		e.declare(queue.Declaration{Name: "pull"}, t0)
+		e.declare(queue.Declaration{Name: "push", Target: target}, t0)
+		wantKeys(t, "push index", e.keys(queue.PrefixTargets), queue.TargetKey("push"))
+		e.declare(queue.Declaration{Name: "pull", Target: target}, t0.Add(time.Second))
+		e.declare(queue.Declaration{Name: "push"}, t0.Add(time.Second)) // target removed
+		wantKeys(t, "push index", e.keys(queue.PrefixTargets), queue.TargetKey("pull"))
+		if err := e.q.DeleteQueue(ctx, "pull", t0.Add(2*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		wantKeys(t, "push index", e.keys(queue.PrefixTargets))
+	})
+
 	t.Run("a_queue_is_declared_read_changed_listed_and_deleted", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, f)
@@ -99,6 +115,7 @@ func runQueues(t *testing.T, f Factory) {
 			{queue.Declaration{Name: "q", MaxAttempts: 1001}, "max_attempts"},
 			{queue.Declaration{Name: "q", Timeout: check.Dur("13h")}, "timeout"},
 			{queue.Declaration{Name: "q", Shards: 257}, "shards"},
+			{queue.Declaration{Name: "q", Shards: queue.MaxShards + 1}, "shards"},
 			{queue.Declaration{Name: "q", MaxConcurrency: -2}, "max_concurrency"},
 			{queue.Declaration{Name: "q", MaxConcurrency: 1001}, "max_concurrency"},
 			{queue.Declaration{Name: "q", Target: &queue.Target{}}, "target"},
@@ -151,8 +168,8 @@ func runQueues(t *testing.T, f Factory) {
 			e.submit(queue.SubmitRequest{Queue: "wide"}, t0)
 		}
 		shards := map[string]bool{}
-		for _, k := range e.keys("ready/wide/") {
-			shards[k[:len("ready/wide/0/")]] = true
+		for _, k := range e.keys("q/wide/ready/") {
+			shards[k[:len("q/wide/ready/0/")]] = true
 		}
 		if len(shards) < 2 {
 			t.Errorf("12 tasks used shards %v, want several of 4", shards)
@@ -187,7 +204,7 @@ func runQueues(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		_, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "t", Queue: "fresh", TTL: check.Dur("-1s")}, t0)
 		check.Field(t, err, "ttl")
-		if keys := e.keys("queues/"); len(keys) != 0 {
+		if keys := e.inQueues("/queue.json"); len(keys) != 0 {
 			t.Fatalf("a bad submit declared %v", keys)
 		}
 		e.submit(queue.SubmitRequest{Queue: "fresh"}, t0)
@@ -214,10 +231,10 @@ func runQueues(t *testing.T, f Factory) {
 		_, err = e.q.Submit(ctx, queue.SubmitRequest{TaskType: "t", Queue: "d"}, t0)
 		check.Err(t, err, queue.ErrTooManyQueues)
 		e.declare(queue.Declaration{Name: "a", MaxAttempts: 9}, t0) // changing one still works
-		if n := len(e.keys("queues/")); n != 2 {
+		if n := len(e.inQueues("/queue.json")); n != 2 {
 			t.Fatalf("%d queues, want 2", n)
 		}
-		if n := len(e.keys("tasks/")); n != 1 {
+		if n := len(e.inQueues("/tasks/")); n != 1 {
 			t.Fatalf("%d tasks, want only b's", n)
 		}
 		// A deleted queue makes room.
@@ -239,11 +256,11 @@ func runQueues(t *testing.T, f Factory) {
 			t.Fatalf("claim: %+v", c)
 		}
 		check.Err(t, e.q.DeleteQueue(ctx, "busy", t0), queue.ErrQueueNotEmpty)
-		if _, err := e.q.Complete(ctx, task.ID, c[0].Lease.Token, nil, t0); err != nil {
+		if _, err := e.q.Complete(ctx, task.Ref(), c[0].Lease.Token, nil, t0); err != nil {
 			t.Fatal(err)
 		}
 		for _, tk := range e.list(queue.ListRequest{Queue: "busy", Status: queue.StatusPending}) {
-			if _, err := e.q.Cancel(ctx, tk.ID, t0); err != nil {
+			if _, err := e.q.Cancel(ctx, tk.Ref(), t0); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -284,33 +301,33 @@ func runQueues(t *testing.T, f Factory) {
 		task := e.submit(queue.SubmitRequest{Queue: "a"}, t0)
 		other := e.q.In("b")
 		c := e.claim(queue.ClaimRequest{Queue: "a", LeaseFor: time.Minute}, t0)[0]
-		before := e.raw(task.ID)
-		_, err := other.Get(ctx, task.ID)
+		before := e.raw(task.Ref())
+		_, err := other.Get(ctx, task.Ref())
 		check.Err(t, err, queue.ErrNotFound)
-		_, err = other.History(ctx, task.ID)
+		_, err = other.History(ctx, task.Ref())
 		check.Err(t, err, queue.ErrNotFound)
 		// Nor does a page after its last version (which reads no version).
 		if h, err := e.q.In("a").HistoryPage(ctx, task.ID, queue.HistoryRequest{}); err != nil {
 			t.Fatal(err)
 		} else {
-			_, err = other.HistoryPage(ctx, task.ID, queue.HistoryRequest{Cursor: h.Versions[len(h.Versions)-1].VersionID})
+			_, err = other.HistoryPage(ctx, task.Ref(), queue.HistoryRequest{Cursor: h.Versions[len(h.Versions)-1].VersionID})
 			check.Err(t, err, queue.ErrNotFound)
 		}
-		_, err = other.Heartbeat(ctx, task.ID, c.Lease.Token, 0, t0)
+		_, err = other.Heartbeat(ctx, task.Ref(), c.Lease.Token, 0, t0)
 		check.Err(t, err, queue.ErrNotFound)
-		_, err = other.Complete(ctx, task.ID, c.Lease.Token, nil, t0)
+		_, err = other.Complete(ctx, task.Ref(), c.Lease.Token, nil, t0)
 		check.Err(t, err, queue.ErrNotFound)
-		_, err = other.Fail(ctx, task.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0)
+		_, err = other.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0)
 		check.Err(t, err, queue.ErrNotFound)
-		_, err = other.Reschedule(ctx, task.ID, c.Lease.Token, queue.RescheduleRequest{}, t0)
+		_, err = other.Reschedule(ctx, task.Ref(), c.Lease.Token, queue.RescheduleRequest{}, t0)
 		check.Err(t, err, queue.ErrNotFound)
-		_, err = other.AckCancel(ctx, task.ID, c.Lease.Token, t0)
+		_, err = other.AckCancel(ctx, task.Ref(), c.Lease.Token, t0)
 		check.Err(t, err, queue.ErrNotFound)
 		for _, op := range []func(context.Context, string, time.Time) (queue.Task, error){other.Cancel, other.Retry, other.Expire} {
 			_, err := op(ctx, task.ID, t0)
 			check.Err(t, err, queue.ErrNotFound)
 		}
-		if !bytes.Equal(before, e.raw(task.ID)) {
+		if !bytes.Equal(before, e.raw(task.Ref())) {
 			t.Fatal("an operation under another queue changed the record")
 		}
 		_, err = other.Submit(ctx, queue.SubmitRequest{TaskType: "t", Queue: "a"}, t0)
@@ -390,7 +407,7 @@ func runConcurrency(t *testing.T, f Factory) {
 				t.Fatalf("round %d: %v slots held for %d running tasks (%v)", round, c.Running, len(won), err)
 			}
 			for _, c := range won {
-				if _, err := e.q.Complete(ctx, c.Task.ID, c.Lease.Token, nil, now); err != nil {
+				if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, now); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -437,7 +454,7 @@ func runConcurrency(t *testing.T, f Factory) {
 						}
 						time.Sleep(time.Millisecond) // the work (wall time; the clock is now)
 						running.Add(-1)
-						if _, err := q.Complete(ctx, c.Task.ID, c.Lease.Token, nil, now); err != nil {
+						if _, err := q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, now); err != nil {
 							errs <- err
 							return
 						}
@@ -478,22 +495,22 @@ func runConcurrency(t *testing.T, f Factory) {
 			return cs[0]
 		}
 		c := next(t0)
-		if _, err := e.q.Fail(ctx, c.Task.ID, c.Lease.Token, queue.FailRequest{Error: "x", Retryable: ptrBool(true)}, t0); err != nil {
+		if _, err := e.q.Fail(ctx, c.Task.Ref(), c.Lease.Token, queue.FailRequest{Error: "x", Retryable: ptrBool(true)}, t0); err != nil {
 			t.Fatal(err)
 		}
 		c = next(t0)
-		if _, err := e.q.Reschedule(ctx, c.Task.ID, c.Lease.Token, queue.RescheduleRequest{Delay: *check.Dur("1h")}, t0); err != nil {
+		if _, err := e.q.Reschedule(ctx, c.Task.Ref(), c.Lease.Token, queue.RescheduleRequest{Delay: *check.Dur("1h")}, t0); err != nil {
 			t.Fatal(err)
 		}
 		c = next(t0)
-		if _, err := e.q.Cancel(ctx, c.Task.ID, t0); err != nil {
+		if _, err := e.q.Cancel(ctx, c.Task.Ref(), t0); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.q.AckCancel(ctx, c.Task.ID, c.Lease.Token, t0); err != nil {
+		if _, err := e.q.AckCancel(ctx, c.Task.Ref(), c.Lease.Token, t0); err != nil {
 			t.Fatal(err)
 		}
 		c = next(t0)
-		if _, err := e.q.Complete(ctx, c.Task.ID, c.Lease.Token, nil, t0); err != nil {
+		if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, t0); err != nil {
 			t.Fatal(err)
 		}
 		next(t0)
@@ -512,7 +529,7 @@ func runConcurrency(t *testing.T, f Factory) {
 		}
 		// One worker heartbeats, the other dies. Fresh processes find no
 		// slot while the leases are valid, and the dead one's after.
-		hb, err := e.q.Heartbeat(ctx, first[0].Task.ID, first[0].Lease.Token, 10*time.Minute, t0.Add(50*time.Second))
+		hb, err := e.q.Heartbeat(ctx, first[0].Task.Ref(), first[0].Lease.Token, 10*time.Minute, t0.Add(50*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -525,13 +542,13 @@ func runConcurrency(t *testing.T, f Factory) {
 			t.Fatalf("claim after one lease lapsed: %d tasks, %v; want 1 (the other is heartbeating)", len(got), err)
 		}
 		// The heartbeating task still holds its slot and gives it back.
-		if _, err := e.q.Complete(ctx, hb.Task.ID, hb.Lease.Token, nil, later); err != nil {
+		if _, err := e.q.Complete(ctx, hb.Task.Ref(), hb.Lease.Token, nil, later); err != nil {
 			t.Fatal(err)
 		}
 		if cs := e.claim(queue.ClaimRequest{Queue: "dead", LeaseFor: time.Minute, MaxTasks: 4}, later); len(cs) != 1 {
 			t.Fatalf("claim after the complete: %d tasks, want 1", len(cs))
 		}
-		if keys := e.keys("slots/dead/"); len(keys) != 2 {
+		if keys := e.keys("q/dead/slots/"); len(keys) != 2 {
 			t.Fatalf("slots %v, want 2", keys)
 		}
 	})
@@ -559,7 +576,7 @@ func runConcurrency(t *testing.T, f Factory) {
 				if err != nil || len(cs) != 1 {
 					t.Fatalf("claim: %d %v", len(cs), err)
 				}
-				if _, err := q.Complete(ctx, cs[0].Task.ID, cs[0].Lease.Token, nil, now); err != nil {
+				if _, err := q.Complete(ctx, cs[0].Task.Ref(), cs[0].Lease.Token, nil, now); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -1,6 +1,7 @@
 package queuetest
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,40 @@ import (
 // claim stops listing at the first key that is not due yet. The big
 // backlogs are smaller on real servers, for time; mem runs them in full.
 func runScan(t *testing.T, f Factory) {
+	t.Run("a_task_in_any_of_16_shards_is_taken_by_the_next_claim_at_two_lists_and_an_empty_claim_costs_two", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		e.declare(queue.Declaration{Name: "wide", Shards: queue.MaxShards}, t0)
+		later := t0.Add(24 * time.Hour)
+		for i := 0; i < 100; i++ { // not due: in every shard's head
+			e.submit(queue.SubmitRequest{Queue: "wide", ScheduleAt: &later}, t0)
+		}
+		shards := map[string]bool{}
+		for i := 0; i < 24; i++ {
+			now := t0.Add(time.Duration(i+1) * time.Minute)
+			task := e.submit(queue.SubmitRequest{Queue: "wide"}, now)
+			shards[task.IndexKey[:strings.LastIndexByte(task.IndexKey, '/')]] = true
+			c := store.NewCounting(e.s)
+			cs, err := queue.New(c, e.op).Claim(ctx, queue.ClaimRequest{Queue: "wide", LeaseFor: 12 * time.Hour}, now)
+			if err != nil || len(cs) != 1 || cs[0].Task.ID != task.ID {
+				t.Fatalf("claim %d: %+v %v", i, cs, err)
+			}
+			if n := c.Counts().List; n > 2 {
+				t.Fatalf("claim %d (%s) made %d LISTs, want at most 2", i, task.IndexKey, n)
+			}
+			c = store.NewCounting(e.s)
+			if cs, err := queue.New(c, e.op).Claim(ctx, queue.ClaimRequest{Queue: "wide", LeaseFor: 12 * time.Hour}, now); err != nil || len(cs) != 0 {
+				t.Fatalf("empty claim %d: %+v %v", i, cs, err)
+			}
+			if n := c.Counts().List; n > 2 {
+				t.Fatalf("an empty claim made %d LISTs, want at most 2", n)
+			}
+		}
+		if len(shards) < 8 {
+			t.Fatalf("24 tasks in %d shards of 16", len(shards))
+		}
+	})
+
 	// scale returns n, or small on a real server.
 	scale := func(n, small int) int {
 		if f.Real {
@@ -38,7 +73,7 @@ func runScan(t *testing.T, f Factory) {
 				t.Fatalf("claim %d of %d returned nothing while a due task was pending", i+1, n)
 			}
 			// Put it back, runnable now.
-			if _, err := e.q.Reschedule(ctx, task.ID, cs[0].Lease.Token, queue.RescheduleRequest{}, t0); err != nil {
+			if _, err := e.q.Reschedule(ctx, task.Ref(), cs[0].Lease.Token, queue.RescheduleRequest{}, t0); err != nil {
 				t.Fatal(err)
 			}
 		}

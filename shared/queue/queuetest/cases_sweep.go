@@ -64,7 +64,7 @@ func runSweep(t *testing.T, f Factory) {
 		}
 		evs := byTask(t, pub.take())
 		for i, d := range due {
-			got := e.get(d.ID)
+			got := e.get(d.Ref())
 			wantStatus(t, got, queue.StatusExpired)
 			wantTime(t, "expired_at", got.ExpiredAt, now)
 			wantTime(t, "expiry_event_sent_at", got.ExpiryEventSentAt, now)
@@ -87,14 +87,14 @@ func runSweep(t *testing.T, f Factory) {
 				t.Fatalf("times in detail: %v", m)
 			}
 		}
-		wantKeys(t, "markers", e.markers(), e.get(later.ID).IndexKey, e.get(never.ID).IndexKey)
+		wantKeys(t, "markers", e.markers(), e.get(later.Ref()).IndexKey, e.get(never.Ref()).IndexKey)
 		wantKeys(t, "hints", e.hints())
 		rep = e.sweep(now.Add(time.Minute), pub)
 		if rep.Expired != 0 || rep.EventsSent != 0 || len(pub.take()) != 0 {
 			t.Fatalf("second sweep: %+v", rep)
 		}
-		wantStatus(t, e.get(later.ID), queue.StatusPending)
-		wantStatus(t, e.get(never.ID), queue.StatusPending)
+		wantStatus(t, e.get(later.Ref()), queue.StatusPending)
+		wantStatus(t, e.get(never.Ref()), queue.StatusPending)
 	})
 
 	t.Run("sweep_requests_do_not_grow_with_the_backlog", func(t *testing.T) {
@@ -111,7 +111,7 @@ func runSweep(t *testing.T, f Factory) {
 			keys := make([]string, n)
 			for i := range keys {
 				exp := t0.Add(time.Hour + time.Duration(i)*time.Second)
-				keys[i] = "deadline/default/0/" + keyTime(exp) + "_" + keyTime(t0) + "_" + queue.NewID(t0)
+				keys[i] = "q/default/deadline/0/" + keyTime(exp) + "_" + keyTime(t0) + "_" + queue.NewID(t0)
 			}
 			e.putMany(keys)
 			rep := e.sweep(t0.Add(time.Minute), &recorder{})
@@ -143,7 +143,7 @@ func runSweep(t *testing.T, f Factory) {
 			name := fmt.Sprintf("q%d", i)
 			task := e.submit(queue.SubmitRequest{Queue: name, TTL: check.Dur("1h")}, t0)
 			c := e.claim(queue.ClaimRequest{Queue: name}, t0)[0]
-			if _, err := e.q.Complete(ctx, task.ID, c.Lease.Token, nil, t0); err != nil {
+			if _, err := e.q.Complete(ctx, task.Ref(), c.Lease.Token, nil, t0); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -179,9 +179,9 @@ func runSweep(t *testing.T, f Factory) {
 		if rep.Parked != 1 || rep.Expired != 0 {
 			t.Fatalf("report: %+v", rep)
 		}
-		got := e.get(task.ID)
+		got := e.get(task.Ref())
 		wantStatus(t, got, queue.StatusRunning)
-		if want := "sweep/" + keyTime(t0.Add(time.Hour)) + "_lease_" + task.ID; got.IndexKey != want {
+		if want := "sweep/" + keyTime(t0.Add(time.Hour)) + "_lease_default." + task.ID; got.IndexKey != want {
 			t.Fatalf("index_key = %s, want %s", got.IndexKey, want)
 		}
 		wantKeys(t, "markers", e.markers(), got.IndexKey)
@@ -195,25 +195,25 @@ func runSweep(t *testing.T, f Factory) {
 			t.Fatalf("sweep after parking: %v", rep.Requests)
 		}
 		// The holder works on and extends its lease.
-		if _, err := e.q.Heartbeat(ctx, task.ID, c.Lease.Token, time.Hour, t0.Add(30*time.Minute)); err != nil {
+		if _, err := e.q.Heartbeat(ctx, task.Ref(), c.Lease.Token, time.Hour, t0.Add(30*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		if rep := e.sweep(t0.Add(time.Hour), nil); rep.Parked != 1 || rep.Expired != 0 {
 			t.Fatalf("sweep at the first lease expiry: %+v", rep)
 		}
-		wantStatus(t, e.get(task.ID), queue.StatusRunning)
+		wantStatus(t, e.get(task.Ref()), queue.StatusRunning)
 		pub := &recorder{}
 		if rep := e.sweep(t0.Add(90*time.Minute), pub); rep.Expired != 1 || rep.EventsSent != 1 {
 			t.Fatalf("sweep at the lapse: %+v", rep)
 		}
-		got = e.get(task.ID)
+		got = e.get(task.Ref())
 		wantStatus(t, got, queue.StatusExpired)
 		if got.ExpiryReason != queue.ReasonTTL || got.LeaseToken != "" {
 			t.Fatalf("expired: reason %q token %q", got.ExpiryReason, got.LeaseToken)
 		}
 		wantKeys(t, "markers", e.markers())
 		wantKeys(t, "hints", e.hints())
-		_, err := e.q.Complete(ctx, task.ID, c.Lease.Token, nil, t0.Add(91*time.Minute))
+		_, err := e.q.Complete(ctx, task.Ref(), c.Lease.Token, nil, t0.Add(91*time.Minute))
 		check.Err(t, err, queue.ErrNotRunning)
 	})
 
@@ -230,20 +230,20 @@ func runSweep(t *testing.T, f Factory) {
 		if rep := e.sweep(t0.Add(11*time.Minute), nil); rep.Parked != 2 {
 			t.Fatalf("report: %+v", rep)
 		}
-		if _, err := e.q.Complete(ctx, a.ID, tok[a.ID], nil, t0.Add(20*time.Minute)); err != nil {
+		if _, err := e.q.Complete(ctx, a.Ref(), tok[a.ID], nil, t0.Add(20*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		// A retry of a task past its deadline goes back under deadline/,
 		// where the next sweep expires it.
-		got, err := e.q.Fail(ctx, b.ID, tok[b.ID], queue.FailRequest{Error: "x"}, t0.Add(20*time.Minute))
-		if err != nil || got.Status != queue.StatusPending || !strings.HasPrefix(got.IndexKey, "deadline/") {
+		got, err := e.q.Fail(ctx, b.Ref(), tok[b.ID], queue.FailRequest{Error: "x"}, t0.Add(20*time.Minute))
+		if err != nil || got.Status != queue.StatusPending || !strings.Contains(got.IndexKey, "/deadline/") {
 			t.Fatalf("fail: %v %s %s", err, got.Status, got.IndexKey)
 		}
 		wantKeys(t, "markers", e.markers(), got.IndexKey)
 		if rep := e.sweep(t0.Add(21*time.Minute), nil); rep.Expired != 1 {
 			t.Fatalf("report: %+v", rep)
 		}
-		wantStatus(t, e.get(b.ID), queue.StatusExpired)
+		wantStatus(t, e.get(b.Ref()), queue.StatusExpired)
 		wantKeys(t, "markers", e.markers())
 		wantKeys(t, "hints", e.hints())
 	})
@@ -255,7 +255,7 @@ func runSweep(t *testing.T, f Factory) {
 		spent := e.submit(queue.SubmitRequest{TTL: check.Dur("10m"), MaxAttempts: 1}, t0)
 		asked := e.submit(queue.SubmitRequest{TTL: check.Dur("10m"), MaxAttempts: 3}, t0)
 		e.claim(queue.ClaimRequest{LeaseFor: time.Hour, MaxTasks: 3}, t0)
-		if _, err := e.q.Cancel(ctx, asked.ID, t0.Add(time.Minute)); err != nil {
+		if _, err := e.q.Cancel(ctx, asked.Ref(), t0.Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		if rep := e.sweep(t0.Add(11*time.Minute), nil); rep.Parked != 3 {
@@ -272,16 +272,16 @@ func runSweep(t *testing.T, f Factory) {
 		if rep.Reclaimed != 1 || rep.DeadLettered != 1 || rep.Cancelled != 1 || rep.EventsSent != 1 {
 			t.Fatalf("report: %+v", rep)
 		}
-		got := e.get(again.ID)
+		got := e.get(again.Ref())
 		wantStatus(t, got, queue.StatusPending)
-		if !got.AvailableAt.Equal(now) || got.Attempt != 1 || !strings.HasPrefix(got.IndexKey, "deadline/") {
+		if !got.AvailableAt.Equal(now) || got.Attempt != 1 || !strings.Contains(got.IndexKey, "/deadline/") {
 			t.Fatalf("reclaimed: available_at %s attempt %d index_key %s", got.AvailableAt, got.Attempt, got.IndexKey)
 		}
 		if c := e.claimOne(now); c.Task.ID != again.ID || c.Task.Attempt != 2 {
 			t.Fatalf("claimed %s attempt %d", c.Task.ID, c.Task.Attempt)
 		}
-		wantStatus(t, e.get(asked.ID), queue.StatusCancelled)
-		dead := e.get(spent.ID)
+		wantStatus(t, e.get(asked.Ref()), queue.StatusCancelled)
+		dead := e.get(spent.Ref())
 		wantStatus(t, dead, queue.StatusFailed)
 		wantTime(t, "dead_letter_event_sent_at", dead.DeadLetterEventSentAt, now)
 		evs := pub.take()
@@ -300,11 +300,11 @@ func runSweep(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{}, t0)
 		e.claim(queue.ClaimRequest{LeaseFor: time.Minute}, t0)
-		if _, err := e.q.Cancel(ctx, task.ID, t0.Add(time.Second)); err != nil {
+		if _, err := e.q.Cancel(ctx, task.Ref(), t0.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		e.claimNone(t0.Add(2 * time.Minute))
-		wantStatus(t, e.get(task.ID), queue.StatusCancelled)
+		wantStatus(t, e.get(task.Ref()), queue.StatusCancelled)
 		wantKeys(t, "markers", e.markers())
 	})
 
@@ -312,14 +312,15 @@ func runSweep(t *testing.T, f Factory) {
 		t.Parallel()
 		e := newEnv(t, f)
 		parent := e.submit(queue.SubmitRequest{TaskType: "parent", TTL: check.Dur("10m")}, t0)
-		kid := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: check.Dur("1h"), Queue: "kids"}, t0)
-		grandkid := e.submit(queue.SubmitRequest{ParentID: kid.ID, TTL: check.Dur("2h"), Queue: "kids"}, t0)
-		stopper := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: check.Dur("1h"), Queue: "run", OnParentExpired: queue.OnParentExpiredCancel}, t0)
-		runner := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: check.Dur("1h"), Queue: "run"}, t0)
-		if cs := e.claim(queue.ClaimRequest{Queue: "run", MaxTasks: 2, LeaseFor: 2 * time.Hour}, t0); len(cs) != 2 {
+		// A parent and its children are in one queue.
+		kid := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: check.Dur("1h"), TaskType: "kid"}, t0)
+		grandkid := e.submit(queue.SubmitRequest{ParentID: kid.ID, TTL: check.Dur("2h"), TaskType: "kid"}, t0)
+		stopper := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: check.Dur("1h"), TaskType: "run", OnParentExpired: queue.OnParentExpiredCancel}, t0)
+		runner := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: check.Dur("1h"), TaskType: "run"}, t0)
+		if cs := e.claim(queue.ClaimRequest{TaskTypes: []string{"run"}, MaxTasks: 2, LeaseFor: 2 * time.Hour}, t0); len(cs) != 2 {
 			t.Fatalf("claimed %d", len(cs))
 		}
-		if n := len(e.keys("children/")); n != 6 {
+		if n := len(e.keys("q/default/children/")); n != 6 {
 			t.Fatalf("%d children keys, want 4 markers and 2 parent flags", n)
 		}
 		pub := &recorder{}
@@ -328,7 +329,7 @@ func runSweep(t *testing.T, f Factory) {
 		if rep.Expired != 1 || rep.ExpiredByParent != 2 || rep.CancelRequested != 1 || rep.EventsSent != 3 {
 			t.Fatalf("report: %+v", rep)
 		}
-		wantStatus(t, e.get(parent.ID), queue.StatusExpired)
+		wantStatus(t, e.get(parent.Ref()), queue.StatusExpired)
 		for _, id := range []string{kid.ID, grandkid.ID} {
 			got := e.get(id)
 			wantStatus(t, got, queue.StatusExpired)
@@ -337,10 +338,10 @@ func runSweep(t *testing.T, f Factory) {
 				t.Fatalf("child %s: reason %q sent %v", id, got.ExpiryReason, got.ExpiryEventSentAt)
 			}
 		}
-		if got := e.get(stopper.ID); got.Status != queue.StatusRunning || !got.CancelRequested {
+		if got := e.get(stopper.Ref()); got.Status != queue.StatusRunning || !got.CancelRequested {
 			t.Fatalf("cancel child: %s cancel_requested=%v", got.Status, got.CancelRequested)
 		}
-		if got := e.get(runner.ID); got.Status != queue.StatusRunning || got.CancelRequested {
+		if got := e.get(runner.Ref()); got.Status != queue.StatusRunning || got.CancelRequested {
 			t.Fatalf("run-on child: %s cancel_requested=%v", got.Status, got.CancelRequested)
 		}
 		evs := byTask(t, pub.take())
@@ -350,7 +351,7 @@ func runSweep(t *testing.T, f Factory) {
 		if m := detail(t, evs[grandkid.ID]); m["reason"] != "parent_expired" || m["parent_id"] != kid.ID {
 			t.Fatalf("grandchild event: %v", m)
 		}
-		wantKeys(t, "hints", e.hints(), "children/"+parent.ID+"/"+stopper.ID, "children/"+parent.ID+"/"+runner.ID)
+		wantKeys(t, "hints", e.hints(), "q/default/children/"+parent.ID+"/"+stopper.ID, "q/default/children/"+parent.ID+"/"+runner.ID)
 		// The running children finish; their markers go with them.
 		for _, id := range []string{stopper.ID, runner.ID} {
 			got := e.get(id)
@@ -378,8 +379,8 @@ func runSweep(t *testing.T, f Factory) {
 		// child's own check after its write catches it.
 		late := e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0)
 		other := e.reopen()
-		hooked := queue.New(hookStore{Store: e.s, prefix: "children/", hook: func() {
-			if _, err := other.Expire(ctx, late.ID, t0); err != nil {
+		hooked := queue.New(hookStore{Store: e.s, prefix: "q/default/children/", hook: func() {
+			if _, err := other.Expire(ctx, late.Ref(), t0); err != nil {
 				t.Error(err)
 			}
 		}, once: &sync.Once{}}, e.op)
@@ -388,7 +389,7 @@ func runSweep(t *testing.T, f Factory) {
 			t.Fatal(err)
 		}
 		wantStatus(t, res.Task, queue.StatusExpired)
-		if got := e.get(res.Task.ID); got.Status != queue.StatusExpired || got.ExpiryReason != queue.ReasonParentExpired {
+		if got := e.get(res.Task.Ref()); got.Status != queue.StatusExpired || got.ExpiryReason != queue.ReasonParentExpired {
 			t.Fatalf("raced child: %s %q", got.Status, got.ExpiryReason)
 		}
 		pub := &recorder{}
@@ -406,7 +407,7 @@ func runSweep(t *testing.T, f Factory) {
 		byHand := e.submit(queue.SubmitRequest{Queue: "other"}, t0)
 		onArrival := e.submit(queue.SubmitRequest{TTL: check.Dur("0s")}, t0)
 		e.claimNone(t0.Add(time.Minute))
-		if _, err := e.q.Expire(ctx, byHand.ID, t0.Add(time.Minute)); err != nil {
+		if _, err := e.q.Expire(ctx, byHand.Ref(), t0.Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		if n := len(e.hints()); n != 3 {
@@ -442,7 +443,7 @@ func runSweep(t *testing.T, f Factory) {
 			req   queue.FailRequest
 		}{{spent.ID, "a", queue.FailRequest{Error: "boom"}}, {permanent.ID, "b", queue.FailRequest{Error: "bad input", Retryable: &no}}} {
 			c := e.claim(queue.ClaimRequest{Queue: tc.q}, t0)[0]
-			if _, err := e.q.Fail(ctx, tc.id, c.Lease.Token, tc.req, t0); err != nil {
+			if _, err := e.q.Fail(ctx, e.ref(tc.id), c.Lease.Token, tc.req, t0); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -461,11 +462,11 @@ func runSweep(t *testing.T, f Factory) {
 			}
 		}
 		// Retried by hand and failed again: a new event.
-		if _, err := e.q.Retry(ctx, spent.ID, t0.Add(4*time.Minute)); err != nil {
+		if _, err := e.q.Retry(ctx, spent.Ref(), t0.Add(4*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		c := e.claim(queue.ClaimRequest{Queue: "a"}, t0.Add(4*time.Minute))[0]
-		if _, err := e.q.Fail(ctx, spent.ID, c.Lease.Token, queue.FailRequest{Error: "boom again"}, t0.Add(5*time.Minute)); err != nil {
+		if _, err := e.q.Fail(ctx, spent.Ref(), c.Lease.Token, queue.FailRequest{Error: "boom again"}, t0.Add(5*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		if rep := e.sweep(t0.Add(6*time.Minute), pub); rep.EventsSent != 1 {
@@ -492,7 +493,7 @@ func runSweep(t *testing.T, f Factory) {
 		if err == nil || !strings.Contains(err.Error(), "throttled") || rep.EventsSent != 1 || rep.EventsFailed != 1 || rep.Expired != 2 {
 			t.Fatalf("report: %v %+v", err, rep)
 		}
-		if got := e.get(first.ID); got.Status != queue.StatusExpired || got.ExpiryEventSentAt != nil {
+		if got := e.get(first.Ref()); got.Status != queue.StatusExpired || got.ExpiryEventSentAt != nil {
 			t.Fatalf("undelivered: %s sent_at %v", got.Status, got.ExpiryEventSentAt)
 		}
 		if n := len(e.hints()); n != 1 {
@@ -522,9 +523,9 @@ func runSweep(t *testing.T, f Factory) {
 		ghost := queue.NewID(t0)
 		e.put("sweep/wake/" + keyTime(t0) + "_default") // as a crashed submit leaves it
 		stale := []string{
-			"deadline/default/0/" + keyTime(t0) + "_" + keyTime(t0) + "_" + ghost,
-			"sweep/" + keyTime(t0) + "_event_" + ghost,
-			"sweep/" + keyTime(t0) + "_lease_" + ghost,
+			"q/default/deadline/0/" + keyTime(t0) + "_" + keyTime(t0) + "_" + ghost,
+			"sweep/" + keyTime(t0) + "_event_default." + ghost,
+			"sweep/" + keyTime(t0) + "_lease_default." + ghost,
 		}
 		for _, k := range stale {
 			e.put(k)
@@ -532,13 +533,13 @@ func runSweep(t *testing.T, f Factory) {
 		if rep := e.sweep(t0.Add(time.Minute), nil); rep.StaleMarkers != 0 {
 			t.Fatalf("young: %+v", rep)
 		}
-		if n := len(e.keys("sweep/")) + len(e.keys("deadline/")); n != 4 {
+		if n := len(e.keys("sweep/")) + len(e.inQueues("/deadline/")); n != 4 {
 			t.Fatalf("%d keys, want the 3 young ones and the wake-up", n)
 		}
 		if rep := e.sweep(t0.Add(3*time.Minute), nil); rep.StaleMarkers != 3 {
 			t.Fatalf("old: %+v", rep)
 		}
-		wantKeys(t, "markers", e.markers(), e.keys("ready/")...)
+		wantKeys(t, "markers", e.markers(), e.inQueues("/ready/")...)
 		wantKeys(t, "hints", e.hints())
 	})
 
@@ -681,20 +682,16 @@ func runSweep(t *testing.T, f Factory) {
 		if rep.Queues != 1 || rep.Expired != 1 || rep.NearExpiration != 0 {
 			t.Fatalf("report: %+v", rep)
 		}
-		wantStatus(t, e.get(task.ID), queue.StatusExpired)
+		wantStatus(t, e.get(task.Ref()), queue.StatusExpired)
 		rep = e.sweep(t0.Add(2*time.Minute), nil)
 		if rep.Queues != 2 || rep.Expired != 1 || rep.NearExpiration != 2 {
 			t.Fatalf("report: %+v", rep)
 		}
-		// A queue without a wake-up is swept when named, and an entry of
-		// the old registry is read as a wake-up and then deleted.
-		ghost := "deadline/legacy/0/" + keyTime(t0) + "_" + keyTime(t0) + "_" + queue.NewID(t0)
+		// A queue without a wake-up is swept when named.
+		ghost := "q/legacy/deadline/0/" + keyTime(t0) + "_" + keyTime(t0) + "_" + queue.NewID(t0)
 		e.put(ghost)
-		old := "deadline/old/0/" + keyTime(t0) + "_" + keyTime(t0) + "_" + queue.NewID(t0)
-		e.put(old)
-		e.put("sweep/20000101T000000.000000Z_queue_old")
 		rep, err := e.reopen().Sweep(ctx, t0.Add(time.Hour), queue.SweepOptions{Queues: []string{"legacy"}})
-		if err != nil || rep.Queues != 4 || rep.StaleMarkers != 2 {
+		if err != nil || rep.Queues != 3 || rep.StaleMarkers != 1 {
 			t.Fatalf("named queue: %v %+v", err, rep)
 		}
 		e.sweep(t0.Add(time.Hour+time.Minute), nil)
@@ -709,12 +706,13 @@ func runSweep(t *testing.T, f Factory) {
 		t.Parallel()
 		e := newEnv(t, f)
 		put := func(id string, names ...string) {
+			name, id, _ := strings.Cut(e.ref(id), "/")
 			for _, n := range names {
-				e.put(queue.ArtifactKey(id, n))
+				e.put(queue.ArtifactKey(name, id, n))
 			}
 		}
 		a := e.submit(queue.SubmitRequest{}, t0)
-		got, until, err := e.q.ReserveArtifacts(ctx, a.ID, 10*time.Minute, t0.Add(30*time.Second))
+		got, until, err := e.q.ReserveArtifacts(ctx, a.Ref(), 10*time.Minute, t0.Add(30*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -725,7 +723,7 @@ func runSweep(t *testing.T, f Factory) {
 		put(a.ID, "in.bin", "notes.txt")
 		// More URLs within the minute cost one GET and write nothing.
 		q, counts := e.counted()
-		if _, _, err := q.ReserveArtifacts(ctx, a.ID, 10*time.Minute, t0.Add(40*time.Second)); err != nil {
+		if _, _, err := q.ReserveArtifacts(ctx, a.Ref(), 10*time.Minute, t0.Add(40*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		if c := counts.Counts(); c != (store.Counts{Get: 1}) {
@@ -737,38 +735,38 @@ func runSweep(t *testing.T, f Factory) {
 		if rep := e.sweep(t0.Add(11*time.Minute), nil); rep.ArtifactsDeleted != 2 {
 			t.Fatalf("due: %+v", rep)
 		}
-		wantKeys(t, "artifacts", e.keys("artifacts/"))
+		wantKeys(t, "artifacts", e.inQueues("/artifacts/"))
 		wantKeys(t, "hints", e.hints())
 
 		// The task's deadline bounds the URLs.
 		b := e.submit(queue.SubmitRequest{TTL: check.Dur("5m")}, t0)
-		if _, until, err := e.q.ReserveArtifacts(ctx, b.ID, time.Hour, t0); err != nil || !until.Equal(t0.Add(5*time.Minute)) {
+		if _, until, err := e.q.ReserveArtifacts(ctx, b.Ref(), time.Hour, t0); err != nil || !until.Equal(t0.Add(5*time.Minute)) {
 			t.Fatalf("bounded: %s %v", until, err)
 		}
-		_, _, err = e.q.ReserveArtifacts(ctx, b.ID, time.Hour, t0.Add(5*time.Minute))
+		_, _, err = e.q.ReserveArtifacts(ctx, b.Ref(), time.Hour, t0.Add(5*time.Minute))
 		wantState(t, err, queue.StatusPending)
 
 		// A finished task's artifacts go at the next sweep.
 		c := e.submit(queue.SubmitRequest{Queue: "c"}, t0)
-		if _, _, err := e.q.ReserveArtifacts(ctx, c.ID, time.Hour, t0); err != nil {
+		if _, _, err := e.q.ReserveArtifacts(ctx, c.Ref(), time.Hour, t0); err != nil {
 			t.Fatal(err)
 		}
 		put(c.ID, "out.json")
 		cl := e.claim(queue.ClaimRequest{Queue: "c"}, t0)[0]
-		if _, err := e.q.Complete(ctx, c.ID, cl.Lease.Token, nil, t0.Add(time.Minute)); err != nil {
+		if _, err := e.q.Complete(ctx, c.Ref(), cl.Lease.Token, nil, t0.Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
-		_, _, err = e.q.ReserveArtifacts(ctx, c.ID, time.Hour, t0.Add(time.Minute))
+		_, _, err = e.q.ReserveArtifacts(ctx, c.Ref(), time.Hour, t0.Add(time.Minute))
 		wantState(t, err, queue.StatusCompleted)
 		if rep := e.sweep(t0.Add(2*time.Minute), nil); rep.ArtifactsDeleted != 1 {
 			t.Fatalf("finished: %+v", rep)
 		}
-		wantKeys(t, "artifacts", e.keys("artifacts/"))
+		wantKeys(t, "artifacts", e.inQueues("/artifacts/"))
 
 		// A later reservation moves the time: the earlier entry is let go.
 		d := e.submit(queue.SubmitRequest{Queue: "d"}, t0)
 		for _, when := range []time.Duration{0, 5 * time.Minute} {
-			if _, _, err := e.q.ReserveArtifacts(ctx, d.ID, 10*time.Minute, t0.Add(when)); err != nil {
+			if _, _, err := e.q.ReserveArtifacts(ctx, d.Ref(), 10*time.Minute, t0.Add(when)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -779,7 +777,7 @@ func runSweep(t *testing.T, f Factory) {
 		if rep := e.sweep(t0.Add(time.Hour), nil); rep.ArtifactsDeleted != 1 {
 			t.Fatalf("due: %+v", rep)
 		}
-		wantKeys(t, "artifacts", e.keys("artifacts/"))
+		wantKeys(t, "artifacts", e.inQueues("/artifacts/"))
 		wantKeys(t, "hints", e.hints())
 
 		_, _, err = e.q.ReserveArtifacts(ctx, queue.NewID(t0), time.Hour, t0)

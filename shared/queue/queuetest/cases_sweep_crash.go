@@ -19,8 +19,8 @@ import (
 func runSweepCrash(t *testing.T, f Factory) {
 	setup := func(e *env) (parent, kid, long string) {
 		parent = e.submit(queue.SubmitRequest{TTL: check.Dur("1m")}, t0).ID
-		kid = e.submit(queue.SubmitRequest{ParentID: parent, TTL: check.Dur("1h"), Queue: "kids"}, t0).ID
-		long = e.submit(queue.SubmitRequest{TTL: check.Dur("1m"), Queue: "long"}, t0).ID
+		kid = e.submit(queue.SubmitRequest{ParentID: parent, TTL: check.Dur("1h")}, t0).ID // a child is in its parent's queue
+		long = e.submit(queue.SubmitRequest{TTL: check.Dur("1m"), Queue: "long"}, t0).Ref()
 		e.claim(queue.ClaimRequest{Queue: "long", LeaseFor: time.Hour}, t0)
 		return parent, kid, long
 	}
@@ -48,7 +48,7 @@ func runSweepCrash(t *testing.T, f Factory) {
 				e.sweep(now, pub)                    // at once
 				e.sweep(now.Add(3*time.Minute), pub) // and past the stale-marker grace
 				// A stale marker not yet due is the next claim's to drop.
-				e.claim(queue.ClaimRequest{Queue: "kids"}, now.Add(3*time.Minute))
+				e.claim(queue.ClaimRequest{}, now.Add(3*time.Minute)) // the kid is in its parent's queue
 				seen := map[string]bool{}
 				for _, ev := range pub.take() {
 					seen[ev.TaskID] = true
@@ -64,7 +64,7 @@ func runSweepCrash(t *testing.T, f Factory) {
 				if seen[long] {
 					t.Fatal("an event for a running task")
 				}
-				lease := "sweep/" + keyTime(t0.Add(time.Hour)) + "_lease_" + long
+				lease := "sweep/" + keyTime(t0.Add(time.Hour)) + "_lease_" + strings.Replace(long, "/", ".", 1)
 				if got.IndexKey != lease {
 					t.Fatalf("index_key %s, want %s", got.IndexKey, lease)
 				}
@@ -83,19 +83,19 @@ func runSweepCrash(t *testing.T, f Factory) {
 // out, the artifacts gone, no marker or hint left behind.
 func runSweepCrashPaths(t *testing.T, f Factory) {
 	setup := func(e *env) (parked, dead, done string) {
-		parked = e.submit(queue.SubmitRequest{TTL: check.Dur("10m"), Queue: "p"}, t0).ID
+		parked = e.submit(queue.SubmitRequest{TTL: check.Dur("10m"), Queue: "p"}, t0).Ref()
 		e.claim(queue.ClaimRequest{Queue: "p", LeaseFor: 20 * time.Minute}, t0)
 		e.sweep(t0.Add(11*time.Minute), nil) // parked until +20m
-		dead = e.submit(queue.SubmitRequest{MaxAttempts: 1, Queue: "d"}, t0).ID
+		dead = e.submit(queue.SubmitRequest{MaxAttempts: 1, Queue: "d"}, t0).Ref()
 		c := e.claim(queue.ClaimRequest{Queue: "d"}, t0)[0]
 		if _, err := e.q.Fail(ctx, dead, c.Lease.Token, queue.FailRequest{Error: "x"}, t0.Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
-		done = e.submit(queue.SubmitRequest{Queue: "a"}, t0).ID
+		done = e.submit(queue.SubmitRequest{Queue: "a"}, t0).Ref()
 		if _, _, err := e.q.ReserveArtifacts(ctx, done, time.Hour, t0); err != nil {
 			t.Fatal(err)
 		}
-		e.put(queue.ArtifactKey(done, "x"))
+		e.put(queue.ArtifactKey("a", strings.TrimPrefix(done, "a/"), "x"))
 		c = e.claim(queue.ClaimRequest{Queue: "a"}, t0)[0]
 		if _, err := e.q.Complete(ctx, done, c.Lease.Token, nil, t0.Add(time.Minute)); err != nil {
 			t.Fatal(err)
@@ -131,7 +131,7 @@ func runSweepCrashPaths(t *testing.T, f Factory) {
 				if g := e.get(dead); g.DeadLetterEventSentAt == nil || pub.count(dead, queue.DetailTypeTaskDeadLettered) == 0 {
 					t.Fatalf("dead-lettered task: event sent at %v", g.DeadLetterEventSentAt)
 				}
-				if left := e.keys(queue.ArtifactPrefix(done)); len(left) != 0 {
+				if left := e.keys(queue.ArtifactPrefix("a", strings.TrimPrefix(done, "a/"))); len(left) != 0 {
 					t.Fatalf("artifacts left: %v", left)
 				}
 				for _, k := range e.keys("sweep/") {
@@ -139,8 +139,8 @@ func runSweepCrashPaths(t *testing.T, f Factory) {
 						t.Fatalf("left: %s", k)
 					}
 				}
-				for _, pre := range []string{"ready/", "deadline/", "children/"} {
-					if left := e.keys(pre); len(left) != 0 {
+				for _, dir := range []string{"/ready/", "/deadline/", "/children/"} {
+					if left := e.inQueues(dir); len(left) != 0 {
 						t.Fatalf("left: %v", left)
 					}
 				}

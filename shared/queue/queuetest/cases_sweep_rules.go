@@ -23,11 +23,11 @@ func runSweepRules(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{MaxAttempts: 1}, t0)
 		c := e.claimOne(t0)
-		if got, err := e.q.Fail(ctx, task.ID, c.Lease.Token, queue.FailRequest{Error: "boom"}, t0.Add(time.Second)); err != nil || got.Status != queue.StatusFailed {
+		if got, err := e.q.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "boom"}, t0.Add(time.Second)); err != nil || got.Status != queue.StatusFailed {
 			t.Fatalf("fail: %v %s", err, got.Status)
 		}
 		var se *queue.StateError
-		if _, err := e.q.Retry(ctx, task.ID, t0.Add(10*time.Second)); !errors.As(err, &se) {
+		if _, err := e.q.Retry(ctx, task.Ref(), t0.Add(10*time.Second)); !errors.As(err, &se) {
 			t.Fatalf("a retry before the sweep published the event: %v, want a StateError", err)
 		}
 		pub := &recorder{}
@@ -35,7 +35,7 @@ func runSweepRules(t *testing.T, f Factory) {
 		if n := pub.count(task.ID, queue.DetailTypeTaskDeadLettered); n != 1 {
 			t.Fatalf("%d Task Dead-Lettered events, want 1", n)
 		}
-		if _, err := e.q.Retry(ctx, task.ID, t0.Add(2*time.Minute)); err != nil {
+		if _, err := e.q.Retry(ctx, task.Ref(), t0.Add(2*time.Minute)); err != nil {
 			t.Fatalf("a retry once the event is out: %v", err)
 		}
 	})
@@ -46,15 +46,15 @@ func runSweepRules(t *testing.T, f Factory) {
 		task := e.submit(queue.SubmitRequest{MaxAttempts: 1}, t0)
 		pub := &recorder{}
 		c := e.claimOne(t0)
-		if _, err := e.q.Fail(ctx, task.ID, c.Lease.Token, queue.FailRequest{Error: "one"}, t0.Add(time.Second)); err != nil {
+		if _, err := e.q.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "one"}, t0.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		e.sweep(t0.Add(2*time.Second), pub)
-		if _, err := e.q.Retry(ctx, task.ID, t0.Add(3*time.Second)); err != nil {
+		if _, err := e.q.Retry(ctx, task.Ref(), t0.Add(3*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		c = e.claimOne(t0.Add(4 * time.Second))
-		if _, err := e.q.Fail(ctx, task.ID, c.Lease.Token, queue.FailRequest{Error: "two"}, t0.Add(5*time.Second)); err != nil {
+		if _, err := e.q.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "two"}, t0.Add(5*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		e.sweep(t0.Add(time.Minute), pub)
@@ -72,7 +72,7 @@ func runSweepRules(t *testing.T, f Factory) {
 			t.Fatalf("sweep report %+v, want one parked task", rep)
 		}
 		// lease_for 0 is the task's timeout (5m): the lease now ends at +17m.
-		if _, err := e.q.Heartbeat(ctx, task.ID, c.Lease.Token, 0, t0.Add(12*time.Minute)); err != nil {
+		if _, err := e.q.Heartbeat(ctx, task.Ref(), c.Lease.Token, 0, t0.Add(12*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		// The worker dies; sweeps every minute (every few on a real
@@ -84,7 +84,7 @@ func runSweepRules(t *testing.T, f Factory) {
 		for m := 18; m <= 78; m += step {
 			e.sweep(t0.Add(time.Duration(m)*time.Minute), nil)
 		}
-		if got := e.get(task.ID); got.Status != queue.StatusExpired {
+		if got := e.get(task.Ref()); got.Status != queue.StatusExpired {
 			t.Fatalf("the lease lapsed at +17m; at +78m the task is still %s (index_key %s, lease_expires_at %s)", got.Status, got.IndexKey, got.LeaseExpiresAt)
 		}
 	})
@@ -98,7 +98,7 @@ func runSweepRules(t *testing.T, f Factory) {
 		for _, d := range []time.Duration{time.Hour, 2 * time.Hour, 24 * time.Hour} {
 			e.sweep(t0.Add(d), pub)
 		}
-		if got := e.get(task.ID); got.Status != queue.StatusExpired || pub.count(task.ID, queue.DetailTypeTaskExpired) != 1 {
+		if got := e.get(task.Ref()); got.Status != queue.StatusExpired || pub.count(task.ID, queue.DetailTypeTaskExpired) != 1 {
 			t.Fatalf("deadline %s, lease lapsed at +1m; a day later: %s, index_key %s, events %d", got.ExpiresAt, got.Status, got.IndexKey, pub.count(task.ID, queue.DetailTypeTaskExpired))
 		}
 	})
@@ -107,19 +107,19 @@ func runSweepRules(t *testing.T, f Factory) {
 		t.Parallel()
 		e := newEnv(t, f)
 		parent := e.submit(queue.SubmitRequest{TTL: check.Dur("10m")}, t0)
-		kid := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: check.Dur("10h"), Queue: "kids", MaxAttempts: 1}, t0)
-		c := e.claim(queue.ClaimRequest{Queue: "kids"}, t0)[0]
-		if _, err := e.q.Fail(ctx, kid.ID, c.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
+		kid := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: check.Dur("10h"), TaskType: "kid", MaxAttempts: 1}, t0)
+		c := e.claim(queue.ClaimRequest{TaskTypes: []string{"kid"}}, t0)[0]
+		if _, err := e.q.Fail(ctx, kid.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
 			t.Fatal(err)
 		}
 		e.sweep(t0.Add(10*time.Minute), nil) // the parent expires, and its cascade runs
-		wantStatus(t, e.get(parent.ID), queue.StatusExpired)
+		wantStatus(t, e.get(parent.Ref()), queue.StatusExpired)
 		var se *queue.StateError
-		if _, err := e.q.Retry(ctx, kid.ID, t0.Add(11*time.Minute)); !errors.As(err, &se) {
+		if _, err := e.q.Retry(ctx, kid.Ref(), t0.Add(11*time.Minute)); !errors.As(err, &se) {
 			t.Fatalf("retry of a child of an expired parent: %v, want a StateError", err)
 		}
 		e.sweep(t0.Add(12*time.Minute), nil)
-		if cs := e.claim(queue.ClaimRequest{Queue: "kids"}, t0.Add(13*time.Minute)); len(cs) != 0 {
+		if cs := e.claim(queue.ClaimRequest{TaskTypes: []string{"kid"}}, t0.Add(13*time.Minute)); len(cs) != 0 {
 			t.Fatal("a child of an expired parent was retried and started")
 		}
 	})
@@ -168,7 +168,7 @@ func sweepRace(t *testing.T, f Factory, round int) {
 	// the rest lapsed) they act while two sweeps run.
 	for i, c := range cs {
 		if i%3 != 2 {
-			if _, err := e.q.Heartbeat(ctx, c.Task.ID, c.Lease.Token, time.Hour, t0.Add(30*time.Minute)); err != nil {
+			if _, err := e.q.Heartbeat(ctx, c.Task.Ref(), c.Lease.Token, time.Hour, t0.Add(30*time.Minute)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -184,9 +184,9 @@ func sweepRace(t *testing.T, f Factory, round int) {
 			var err error
 			switch i % 3 {
 			case 0:
-				_, err = e.q.Complete(ctx, c.Task.ID, c.Lease.Token, nil, t0.Add(time.Hour))
+				_, err = e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, t0.Add(time.Hour))
 			case 1:
-				_, err = e.q.Heartbeat(ctx, c.Task.ID, c.Lease.Token, time.Hour, t0.Add(time.Hour))
+				_, err = e.q.Heartbeat(ctx, c.Task.Ref(), c.Lease.Token, time.Hour, t0.Add(time.Hour))
 			}
 			if err != nil {
 				t.Error(err)

@@ -113,17 +113,47 @@ func (e *env) claimNone(now time.Time) {
 
 func (e *env) get(id string) queue.Task {
 	e.t.Helper()
-	task, err := e.q.Get(ctx, id)
+	task, err := e.q.Get(ctx, e.ref(id))
 	if err != nil {
 		e.t.Fatalf("get %s: %v", id, err)
 	}
 	return task
 }
 
+// recordKey returns the key of the record a task reference names (a
+// bare id is in the default queue).
+func (e *env) recordKey(ref string) string {
+	e.t.Helper()
+	name, id, err := queue.ParseRef(e.ref(ref), queue.DefaultQueue)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return queue.TaskKey(name, id)
+}
+
+// ref returns a task reference as given, or, for a bare id, the reference
+// of the one task of that id in any queue (a test's convenience: ids are
+// unique per queue only), or the id itself when there is none.
+func (e *env) ref(ref string) string {
+	if strings.Contains(ref, "/") || queue.ValidateID(ref) != nil {
+		return ref
+	}
+	for dir, err := range store.AllDirs(ctx, e.s, queue.QueuesPrefix) {
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(dir, queue.QueuesPrefix), "/")
+		if _, err := e.s.Head(ctx, queue.TaskKey(name, ref)); err == nil {
+			return queue.Ref(name, ref)
+		}
+	}
+	return ref
+}
+
 // raw returns the stored bytes of a task record.
 func (e *env) raw(id string) []byte {
 	e.t.Helper()
-	obj, err := e.s.Get(ctx, queue.TaskKey(id))
+	obj, err := e.s.Get(ctx, e.recordKey(id))
 	if err != nil {
 		e.t.Fatalf("get raw %s: %v", id, err)
 	}
@@ -148,8 +178,8 @@ func (e *env) keys(prefix string) []string {
 // leases of the sweep index (sweep/{time}_lease_{id}).
 func (e *env) markers() []string {
 	var out []string
-	for _, p := range []string{"ready/", "deadline/"} {
-		out = append(out, e.keys(p)...)
+	for _, p := range []string{"/ready/", "/deadline/"} {
+		out = append(out, e.inQueues(p)...)
 	}
 	for _, k := range e.keys("sweep/") {
 		if strings.Contains(k, "_lease_") {
@@ -169,7 +199,20 @@ func (e *env) hints() []string {
 			out = append(out, k)
 		}
 	}
-	return append(out, e.keys("children/")...)
+	return append(out, e.inQueues("/children/")...)
+}
+
+// inQueues returns the keys of every queue's folder whose folder below
+// the queue is dir ("/ready/", "/children/", ...), queue by queue.
+func (e *env) inQueues(dir string) []string {
+	var out []string
+	for _, k := range e.keys("q/") {
+		rest := strings.TrimPrefix(k, "q/")
+		if i := strings.IndexByte(rest, '/'); i >= 0 && strings.HasPrefix(rest[i:], dir) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // wakeups returns the wake-ups of the deadline index (sweep/wake/).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -93,7 +94,8 @@ func (e *env) sweep(now time.Time, pub queue.EventPublisher) queue.SweepReport {
 // reaches through a crash or an old version would leave it.
 func (e *env) rewrite(id string, fn func(t *queue.Task)) {
 	e.t.Helper()
-	obj, err := e.s.Get(ctx, queue.TaskKey(id))
+	key := e.recordKey(id)
+	obj, err := e.s.Get(ctx, key)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -103,7 +105,7 @@ func (e *env) rewrite(id string, fn func(t *queue.Task)) {
 	}
 	fn(&task)
 	body, _ := json.Marshal(task)
-	if _, err := e.s.PutIfMatch(ctx, queue.TaskKey(id), body, obj.ETag); err != nil {
+	if _, err := e.s.PutIfMatch(ctx, key, body, obj.ETag); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -155,6 +157,7 @@ func (r *recorder) count(id, dt string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
+	id = id[strings.LastIndexByte(id, '/')+1:] // a reference's id
 	for _, ev := range r.events {
 		if ev.TaskID == id && ev.DetailType == dt {
 			n++

@@ -41,7 +41,7 @@ func crashOps() []crashOp {
 			for _, s := range times {
 				ts = append(ts, utc(s))
 			}
-			wantStrings(t, "tasks", e.taskIDs(), taskIDsFor("a", ts...))
+			wantStrings(t, "tasks", e.taskIDs(), e.taskIDsFor("a", ts...))
 		}
 	}
 	return []crashOp{
@@ -94,7 +94,7 @@ func crashOps() []crashOp {
 				firesAt("2026-05-01T09:15:00Z")(t, e)
 				_, err := e.sc.Get(ctx, "a", crashAt)
 				check.Err(t, err, schedule.ErrNotFound)
-				wantStrings(t, "schedule keys", e.keys("schedules/"), []string{"schedules/a/state.json"})
+				wantStrings(t, "schedule keys", e.keys("q/default/schedules/"), []string{"q/default/schedules/a/state.json"})
 			}},
 		{name: "trigger", setup: create(schedule.Request{ID: "a", Cron: "@daily"}),
 			run: func(sc *schedule.Scheduler, now time.Time) error {
@@ -102,7 +102,7 @@ func crashOps() []crashOp {
 				return err
 			},
 			check: func(t *testing.T, e *env) {
-				wantStrings(t, "tasks", e.taskIDs(), []string{schedule.TriggerTaskID("a", crashAt)})
+				wantStrings(t, "tasks", e.taskIDs(), []string{e.triggerID("a", crashAt)})
 				if h := e.history("a"); len(h) != 1 || !h[0].Trigger {
 					t.Fatalf("history %+v", h)
 				}
@@ -209,7 +209,7 @@ func crashOnce(t *testing.T, f Factory, op crashOp, n int, mode storefault.Fault
 	}
 	e.tick(cleanAt)
 	var want []string
-	if obj, err := e.s.Get(ctx, schedule.StateKey("a")); err == nil && len(obj.Body) > 0 {
+	if obj, err := e.s.Get(ctx, schedule.StateKey(schedRef("a"))); err == nil && len(obj.Body) > 0 {
 		if st := e.state("a"); st.DueKey != "" {
 			want = []string{st.DueKey}
 		}

@@ -66,7 +66,7 @@ func unretriedCrashes(t *testing.T, f Factory) {
 					e.tickEvery(at, end, 5*time.Minute)
 					var want []string
 					if enabled {
-						want = taskIDsFor("a", cronTimes(t, "*/15 * * * *", "UTC", at, end)...)
+						want = e.taskIDsFor("a", cronTimes(t, "*/15 * * * *", "UTC", at, end)...)
 					}
 					wantStrings(t, "tasks", e.taskIDs(), want)
 				})
@@ -82,7 +82,6 @@ func overlapAfterDeadTick(t *testing.T, f Factory) {
 	req := schedule.Request{ID: "a", Cron: "* * * * *", Overlap: schedule.OverlapSkip}
 	created := utc("2026-05-01T09:14:30Z")
 	crashTick := utc("2026-05-01T09:15:10Z")
-	x := schedule.TaskID("a", utc("2026-05-01T09:15:00Z"))
 	probe := newEnv(t, f)
 	probe.create(req, created)
 	writes := countCrashWrites(t, f, crashOp{name: "tick", setup: func(e *env) { e.create(req, created) },
@@ -91,10 +90,11 @@ func overlapAfterDeadTick(t *testing.T, f Factory) {
 	for n := 1; n <= writes; n++ {
 		e := newEnv(t, f)
 		e.create(req, created)
+		x := e.fireID("a", utc("2026-05-01T09:15:00Z"))
 		faulty := storefault.New(e.s)
 		faulty.Fail(n, storefault.FailBefore)
 		_, _ = e.process(faulty).Tick(ctx, crashTick)
-		if _, err := e.q.Get(ctx, x); err != nil || e.state("a").LastTaskID == x {
+		if _, err := e.q.Get(ctx, e.taskRef(x)); err != nil || e.state("a").LastTaskID == x {
 			continue // the task was not made, or the state write landed
 		}
 		tested++

@@ -123,7 +123,7 @@ func runCron(t *testing.T, f Factory) {
 				var got []string
 				for _, fi := range e.history(id) {
 					got = append(got, fi.FireTime.Format(time.RFC3339))
-					if fi.TaskID != schedule.TaskID(id, fi.FireTime) || fi.Missed != 0 {
+					if fi.TaskID != e.fireID(id, fi.FireTime) || fi.Missed != 0 {
 						t.Fatalf("%s: fire %+v", id, fi)
 					}
 				}
@@ -132,7 +132,7 @@ func runCron(t *testing.T, f Factory) {
 			var want []string
 			for id, ts := range c.want {
 				for _, s := range ts {
-					want = append(want, schedule.TaskID(id, utc(s)))
+					want = append(want, e.fireID(id, utc(s)))
 				}
 			}
 			wantStrings(t, "tasks", e.taskIDs(), sortedCopy(want))

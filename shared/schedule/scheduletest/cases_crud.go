@@ -33,7 +33,7 @@ func runCRUD(t *testing.T, f Factory) {
 		}
 		// Stored as the layout says: definition, state, one due marker.
 		wantStrings(t, "keys", e.keys(""), []string{
-			"due/20260504T090000.000000Z_daily-report_1", "schedules/daily-report.json", "schedules/daily-report/state.json"})
+			"due/20260504T090000.000000Z_default.daily-report_1", "q/default/schedules/daily-report.json", "q/default/schedules/daily-report/state.json"})
 		// The JSON the API returns carries the run fields.
 		b, _ := json.Marshal(got)
 		var m map[string]any
@@ -92,10 +92,10 @@ func runCRUD(t *testing.T, f Factory) {
 			t.Fatalf("schedule = %+v", sc)
 		}
 		wantStrings(t, "next runs", rfc(sc.NextRuns[:2]), []string{"2026-05-01T10:15:00Z", "2026-05-01T10:30:00Z"})
-		wantStrings(t, "due", e.keys("due/"), []string{"due/20260501T101500.000000Z_a_2"})
+		wantStrings(t, "due", e.keys("due/"), []string{"due/20260501T101500.000000Z_default.a_2"})
 		// The old time does not fire; the new ones do.
 		e.tickEvery(at, utc("2026-05-01T12:05:00Z"), time.Minute)
-		wantStrings(t, "tasks", e.taskIDs(), taskIDsFor("a", cronTimes(t, "*/15 * * * *", "UTC", at, utc("2026-05-01T12:05:00Z"))...))
+		wantStrings(t, "tasks", e.taskIDs(), e.taskIDsFor("a", cronTimes(t, "*/15 * * * *", "UTC", at, utc("2026-05-01T12:05:00Z"))...))
 	})
 
 	t.Run("update_of_the_input_keeps_a_due_fire", func(t *testing.T) {
@@ -107,7 +107,7 @@ func runCRUD(t *testing.T, f Factory) {
 			t.Fatal(err)
 		}
 		e.tick(at.Add(10 * time.Second))
-		id := schedule.TaskID("a", utc("2026-05-01T09:15:00Z"))
+		id := e.fireID("a", utc("2026-05-01T09:15:00Z"))
 		wantStrings(t, "tasks", e.taskIDs(), []string{id})
 		if task := e.task(id); string(task.Input) != `2` {
 			t.Fatalf("input = %s", task.Input)
@@ -162,7 +162,7 @@ func runCRUD(t *testing.T, f Factory) {
 			t.Fatalf("resume = %+v, %v", sc, err)
 		}
 		e.tickEvery(resumeAt, resumeAt.Add(31*time.Minute), time.Minute)
-		wantStrings(t, "tasks", e.taskIDs(), taskIDsFor("a", utc("2026-05-01T10:15:00Z"), utc("2026-05-01T10:30:00Z")))
+		wantStrings(t, "tasks", e.taskIDs(), e.taskIDsFor("a", utc("2026-05-01T10:15:00Z"), utc("2026-05-01T10:30:00Z")))
 	})
 
 	t.Run("list_pages_through_schedules_past_their_state_and_history", func(t *testing.T) {
@@ -221,7 +221,7 @@ func runCRUD(t *testing.T, f Factory) {
 		check.Err(t, err, schedule.ErrNotFound)
 		check.Err(t, e.sc.Delete(ctx, "a", t0), schedule.ErrNotFound)
 		// Only the tombstone state and the fired tasks remain.
-		wantStrings(t, "schedule keys", append(e.keys("schedules/"), e.keys("due/")...), []string{"schedules/a/state.json"})
+		wantStrings(t, "schedule keys", append(e.keys("q/default/schedules/"), e.keys("due/")...), []string{"q/default/schedules/a/state.json"})
 		e.tickEvery(t0.Add(2*time.Minute), t0.Add(5*time.Minute), time.Minute)
 		wantStrings(t, "tasks", e.taskIDs(), fired)
 		// Re-create the id (on versitygw a create-only write on a deleted
@@ -248,7 +248,7 @@ func runCRUD(t *testing.T, f Factory) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !f1.Trigger || f1.TaskID != schedule.TriggerTaskID("a", at) || !f1.FireTime.Equal(at) {
+		if !f1.Trigger || f1.TaskID != e.triggerID("a", at) || !f1.FireTime.Equal(at) {
 			t.Fatalf("fire = %+v", f1)
 		}
 		f2, err := e.sc.Trigger(ctx, "a", at) // retried: the same task
@@ -269,7 +269,7 @@ func runCRUD(t *testing.T, f Factory) {
 		if len(h) != 2 || !h[0].Trigger || h[0].TaskID != f1.TaskID {
 			t.Fatalf("history = %+v", h)
 		}
-		if sc := e.get("a", at); sc.LastTaskID != schedule.TriggerTaskID("a", at.Add(time.Second)) {
+		if sc := e.get("a", at); sc.LastTaskID != e.triggerID("a", at.Add(time.Second)) {
 			t.Fatalf("last task = %s", sc.LastTaskID)
 		}
 	})
@@ -287,7 +287,7 @@ func runCRUD(t *testing.T, f Factory) {
 			}
 			for _, fi := range res.Fires {
 				got = append(got, fi.FireTime.Format("15:04"))
-				if fi.TaskID != schedule.TaskID("a", fi.FireTime) || fi.ScheduleID != "a" {
+				if fi.TaskID != e.fireID("a", fi.FireTime) || fi.ScheduleID != "a" {
 					t.Fatalf("fire = %+v", fi)
 				}
 			}

@@ -236,7 +236,7 @@ func runDay(t *testing.T, f Factory) {
 		perKind := map[string]int{}
 		for _, s := range scheds {
 			fires := modelFires(t, s, created, ticks, steps)
-			want = append(want, taskIDsFor(s.req.ID, fires...)...)
+			want = append(want, e.taskIDsFor(s.req.ID, fires...)...)
 			kind := s.req.Cron
 			if reDaily.MatchString(kind) {
 				kind = "daily"

@@ -39,7 +39,7 @@ func runLost(t *testing.T, f Factory) {
 		t.Helper()
 		e.tick(crashAt)
 		e.tick(utc("2026-05-01T09:30:10Z"))
-		wantStrings(t, "tasks", e.taskIDs(), taskIDsFor("a", utc("2026-05-01T09:15:00Z"), utc("2026-05-01T09:30:00Z")))
+		wantStrings(t, "tasks", e.taskIDs(), e.taskIDsFor("a", utc("2026-05-01T09:15:00Z"), utc("2026-05-01T09:30:00Z")))
 		if h := e.history("a"); len(h) != 2 {
 			t.Fatalf("%d history entries, want 2", len(h))
 		}
@@ -48,7 +48,7 @@ func runLost(t *testing.T, f Factory) {
 	for _, c := range []struct{ name, op, prefix string }{
 		{"intent_marker", storefault.OpPut, schedule.DuePrefix},
 		{"definition", storefault.OpPutIfAbsent, schedule.DefinitionKey("a")},
-		{"state", storefault.OpPutIfAbsent, schedule.StateKey("a")},
+		{"state", storefault.OpPutIfAbsent, schedule.StateKey(schedRef("a"))},
 	} {
 		t.Run("a_create_whose_"+c.name+"_answer_was_lost_makes_the_schedule_once", func(t *testing.T) {
 			e, fs := newLossEnv(t, f)
@@ -69,11 +69,11 @@ func runLost(t *testing.T, f Factory) {
 	}
 
 	for _, c := range []struct{ name, op, prefix string }{
-		{"task_record", storefault.OpPutIfAbsent, "tasks/"},
-		{"task_marker", storefault.OpPut, "ready/"},
+		{"task_record", storefault.OpPutIfAbsent, "q/default/tasks/"},
+		{"task_marker", storefault.OpPut, "q/default/ready/"},
 		{"history_entry", storefault.OpPut, schedule.HistoryPrefix("a")},
 		{"next_due_marker", storefault.OpPut, schedule.DuePrefix},
-		{"state", storefault.OpPutIfMatch, schedule.StateKey("a")},
+		{"state", storefault.OpPutIfMatch, schedule.StateKey(schedRef("a"))},
 	} {
 		t.Run("a_tick_whose_"+c.name+"_answer_was_lost_fires_once", func(t *testing.T) {
 			e, fs := newLossEnv(t, f)
@@ -85,7 +85,7 @@ func runLost(t *testing.T, f Factory) {
 				t.Fatalf("tick fired %d, want 1", rep.Fired)
 			}
 			st := e.state("a")
-			if st.LastTaskID != schedule.TaskID("a", utc("2026-05-01T09:15:00Z")) || st.NextRunAt == nil || !st.NextRunAt.Equal(utc("2026-05-01T09:30:00Z")) {
+			if st.LastTaskID != e.fireID("a", utc("2026-05-01T09:15:00Z")) || st.NextRunAt == nil || !st.NextRunAt.Equal(utc("2026-05-01T09:30:00Z")) {
 				t.Fatalf("state after the tick: %+v", st)
 			}
 			// A second tick of the same minute fires nothing more.

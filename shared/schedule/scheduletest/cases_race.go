@@ -66,7 +66,7 @@ func deleteRacingCreate(t *testing.T, f Factory) {
 		t.Fatalf("the new schedule's state was buried: %+v", st)
 	}
 	e.tickEvery(t0, utc("2026-05-01T10:00:30Z"), 5*time.Minute)
-	wantStrings(t, "tasks", e.taskIDs(), taskIDsFor("a", utc("2026-05-01T09:30:00Z"), utc("2026-05-01T10:00:00Z")))
+	wantStrings(t, "tasks", e.taskIDs(), e.taskIDsFor("a", utc("2026-05-01T09:30:00Z"), utc("2026-05-01T10:00:00Z")))
 }
 
 // stallStore runs before once, before the first PutIfAbsent of key.
@@ -90,7 +90,7 @@ func (s *stallStore) PutIfAbsent(ctx context.Context, key string, body []byte, o
 func createStalledBeforeState(t *testing.T, f Factory) {
 	e := newEnv(t, f)
 	at := utc("2026-05-01T09:14:30Z") // the first fire, 09:15, is close
-	st := &stallStore{Store: e.s, key: schedule.StateKey("a"), before: func() {
+	st := &stallStore{Store: e.s, key: schedule.StateKey(schedRef("a")), before: func() {
 		// The create stalls past the first fire time and the
 		// stale-marker grace; a tick meets its marker.
 		e.tick(utc("2026-05-01T09:17:30Z"))
@@ -102,5 +102,5 @@ func createStalledBeforeState(t *testing.T, f Factory) {
 		t.Fatal("the create never wrote its state with PutIfAbsent: nothing stalled it")
 	}
 	e.tickEvery(utc("2026-05-01T09:17:30Z"), utc("2026-05-01T10:02:30Z"), 5*time.Minute)
-	wantStrings(t, "tasks", e.taskIDs(), taskIDsFor("a", cronTimes(t, "*/15 * * * *", "UTC", at, utc("2026-05-01T10:02:30Z"))...))
+	wantStrings(t, "tasks", e.taskIDs(), e.taskIDsFor("a", cronTimes(t, "*/15 * * * *", "UTC", at, utc("2026-05-01T10:02:30Z"))...))
 }

@@ -38,30 +38,41 @@ func runTick(t *testing.T, f Factory) {
 		}
 	})
 
-	t.Run("a_task_a_client_made_with_a_fires_id_is_not_taken_for_the_fire_and_the_schedule_moves_on", func(t *testing.T) {
+	t.Run("a_client_cannot_compute_a_fires_id_and_another_queues_ids_never_collide", func(t *testing.T) {
 		e := newEnv(t, f)
 		e.create(schedule.Request{ID: "a", Cron: "*/15 * * * *"}, t0)
-		// Fire ids are derived from public facts (schedule id, cron time):
-		// a submitter, of this queue or another, can take one first.
-		squat := map[string]string{}
-		for _, c := range []struct{ queue, at string }{{"b", "2026-05-01T09:15:00Z"}, {queue.DefaultQueue, "2026-05-01T09:30:00Z"}} {
-			id := schedule.TaskID("a", utc(c.at))
-			if _, err := e.q.In(c.queue).Submit(ctx, queue.SubmitRequest{ID: id, TaskType: "evil", Input: json.RawMessage(`{"x":1}`)}, t0); err != nil {
-				t.Fatal(err)
+		// From public facts (queue, schedule id, cron time) a client
+		// computes ids as a fire once did, in the schedule's queue...
+		for _, at := range []string{"2026-05-01T09:15:00Z", "2026-05-01T09:30:00Z"} {
+			for _, name := range []string{"schedule/a", "schedule/default/a"} {
+				id := queue.DerivedID(utc(at), name)
+				if _, err := e.q.Submit(ctx, queue.SubmitRequest{ID: id, TaskType: "evil", Input: json.RawMessage(`{"x":1}`)}, t0); err != nil {
+					t.Fatal(err)
+				}
 			}
-			squat[id] = c.queue
+		}
+		// ...and one who learnt a fire's real id takes it in another
+		// queue: ids are per queue, so it is another task.
+		leaked := e.fireID("a", utc("2026-05-01T09:45:00Z"))
+		if _, err := e.q.In("b").Submit(ctx, queue.SubmitRequest{ID: leaked, TaskType: "evil"}, t0); err != nil {
+			t.Fatal(err)
 		}
 		e.tickEvery(t0, utc("2026-05-01T09:46:00Z"), time.Minute)
-		for _, fi := range e.history("a") {
-			if _, ok := squat[fi.TaskID]; ok {
-				t.Errorf("the fire at %s took the task a client made: %+v", fi.FireTime.Format(time.RFC3339), fi)
+		h := e.history("a")
+		if len(h) != 3 {
+			t.Fatalf("history %+v, want three fires", h)
+		}
+		for _, fi := range h {
+			task := e.task(queue.Ref(queue.DefaultQueue, fi.TaskID))
+			if fi.Skipped != "" || fi.TaskID != e.fireID("a", fi.FireTime) || task.TaskType != "report.make" {
+				t.Fatalf("the fire at %s: %+v, task %+v", fi.FireTime.Format(time.RFC3339), fi, task)
 			}
 		}
-		if st := e.state("a"); squat[st.LastTaskID] != "" || st.LastTaskID != schedule.TaskID("a", utc("2026-05-01T09:45:00Z")) {
-			t.Fatalf("last task %s", st.LastTaskID)
+		if task := e.task(queue.Ref("b", leaked)); task.TaskType != "evil" {
+			t.Fatalf("queue b's task: %+v", task)
 		}
-		if task := e.task(schedule.TaskID("a", utc("2026-05-01T09:45:00Z"))); task.TaskType != "report.make" {
-			t.Fatalf("the 09:45 fire made %+v", task)
+		if sc := e.get("a", t0); sc.Secret != "" {
+			t.Fatal("the schedule's secret is shown")
 		}
 	})
 
@@ -85,7 +96,7 @@ func runTick(t *testing.T, f Factory) {
 		if len(h) != 2 || h[0].Skipped == "" || h[0].Error == "" {
 			t.Fatalf("history of the schedule of the deleted queue: %+v", h)
 		}
-		if st := e.state("other"); st.LastTaskID != schedule.TaskID("other", utc("2026-05-01T09:30:00Z")) {
+		if st := e.state("other"); st.LastTaskID != e.fireID("other", utc("2026-05-01T09:30:00Z")) {
 			t.Fatalf("the other schedule: last task %s", st.LastTaskID)
 		}
 	})
@@ -100,9 +111,9 @@ func runTick(t *testing.T, f Factory) {
 		if rep.Due != 1 || rep.Fired != 1 || rep.Missed != 0 {
 			t.Fatalf("report %+v", rep)
 		}
-		id := schedule.TaskID("a", fire)
-		if id != queue.DerivedID(fire, "schedule/a") {
-			t.Fatalf("task id %s is not DerivedID(fire time, schedule/a)", id)
+		id := e.fireID("a", fire)
+		if id == queue.DerivedID(fire, "schedule/a") || id == queue.DerivedID(fire, "schedule/reports/a") {
+			t.Fatalf("task id %s is computable from public facts", id)
 		}
 		wantStrings(t, "tasks", e.taskIDs(), []string{id})
 		task := e.task(id)
@@ -184,7 +195,7 @@ func runTick(t *testing.T, f Factory) {
 		}
 		var want []string
 		for i := range n {
-			want = append(want, schedule.TaskID(fmt.Sprintf("s%02d", i), utc("2026-05-01T09:05:00Z")))
+			want = append(want, e.fireID(fmt.Sprintf("s%02d", i), utc("2026-05-01T09:05:00Z")))
 		}
 		wantStrings(t, "tasks", e.taskIDs(), sortedCopy(want))
 		e.tick(at)
@@ -226,7 +237,7 @@ func runTick(t *testing.T, f Factory) {
 						errs <- err
 					}
 				}()
-				want = append(want, schedule.TriggerTaskID(id, now.Add(time.Duration(i)*time.Second)))
+				want = append(want, e.triggerID(id, now.Add(time.Duration(i)*time.Second)))
 			}
 			wg.Wait()
 			close(errs)
@@ -235,7 +246,7 @@ func runTick(t *testing.T, f Factory) {
 			}
 		}
 		for _, id := range ids {
-			want = append(want, taskIDsFor(id, cronTimes(t, "*/5 * * * *", "UTC", t0, end)...)...)
+			want = append(want, e.taskIDsFor(id, cronTimes(t, "*/5 * * * *", "UTC", t0, end)...)...)
 		}
 		wantStrings(t, "tasks", e.taskIDs(), sortedCopy(want))
 	})
@@ -248,7 +259,7 @@ func runTick(t *testing.T, f Factory) {
 		if rep.Fired != 1 || rep.Missed != 7 {
 			t.Fatalf("report %+v", rep)
 		}
-		wantStrings(t, "tasks", e.taskIDs(), taskIDsFor("a", utc("2026-05-01T11:00:00Z")))
+		wantStrings(t, "tasks", e.taskIDs(), e.taskIDsFor("a", utc("2026-05-01T11:00:00Z")))
 		if h := e.history("a"); len(h) != 1 || h[0].Missed != 7 {
 			t.Fatalf("history %+v", h)
 		}
@@ -266,8 +277,8 @@ func runTick(t *testing.T, f Factory) {
 			t.Fatalf("report %+v", rep)
 		}
 		// Inside 10:07..11:07: 10:15, 10:30, 10:45, 11:00; 09:15..10:00 are missed.
-		want := taskIDsFor("a", utc("2026-05-01T10:15:00Z"), utc("2026-05-01T10:30:00Z"), utc("2026-05-01T10:45:00Z"), utc("2026-05-01T11:00:00Z"))
-		want = append(want, taskIDsFor("wide", cronTimes(t, "*/15 * * * *", "UTC", t0, utc("2026-05-01T11:07:00Z"))...)...)
+		want := e.taskIDsFor("a", utc("2026-05-01T10:15:00Z"), utc("2026-05-01T10:30:00Z"), utc("2026-05-01T10:45:00Z"), utc("2026-05-01T11:00:00Z"))
+		want = append(want, e.taskIDsFor("wide", cronTimes(t, "*/15 * * * *", "UTC", t0, utc("2026-05-01T11:07:00Z"))...)...)
 		wantStrings(t, "tasks", e.taskIDs(), sortedCopy(want))
 		if h := e.history("a"); len(h) != 4 || h[0].Missed != 4 {
 			t.Fatalf("history %+v", h)
@@ -290,7 +301,7 @@ func runTick(t *testing.T, f Factory) {
 		if rep := e.tick(at.Add(2 * time.Minute)); rep.Fired != 2 {
 			t.Fatalf("third tick %+v", rep)
 		}
-		wantStrings(t, "tasks", e.taskIDs(), taskIDsFor("a", cronTimes(t, "*/15 * * * *", "UTC", t0, at)...))
+		wantStrings(t, "tasks", e.taskIDs(), e.taskIDsFor("a", cronTimes(t, "*/15 * * * *", "UTC", t0, at)...))
 		if st := e.state("a"); !st.NextRunAt.Equal(utc("2026-05-01T11:15:00Z")) {
 			t.Fatalf("next = %s", st.NextRunAt)
 		}
@@ -299,7 +310,7 @@ func runTick(t *testing.T, f Factory) {
 	t.Run("overlap_skip_waits_while_the_last_task_is_pending_or_running", func(t *testing.T) {
 		e := newEnv(t, f)
 		e.create(schedule.Request{ID: "a", Cron: "*/5 * * * *", Overlap: schedule.OverlapSkip}, t0)
-		first := schedule.TaskID("a", utc("2026-05-01T09:05:00Z"))
+		first := e.fireID("a", utc("2026-05-01T09:05:00Z"))
 		e.tick(utc("2026-05-01T09:05:10Z"))
 		// Pending: 09:10 is skipped.
 		if rep := e.tick(utc("2026-05-01T09:10:10Z")); rep.Skipped != 1 || rep.Fired != 0 {
@@ -320,7 +331,7 @@ func runTick(t *testing.T, f Factory) {
 		if rep := e.tick(utc("2026-05-01T09:20:10Z")); rep.Fired != 1 {
 			t.Fatalf("report %+v", rep)
 		}
-		wantStrings(t, "tasks", e.taskIDs(), taskIDsFor("a", utc("2026-05-01T09:05:00Z"), utc("2026-05-01T09:20:00Z")))
+		wantStrings(t, "tasks", e.taskIDs(), e.taskIDsFor("a", utc("2026-05-01T09:05:00Z"), utc("2026-05-01T09:20:00Z")))
 		h := e.history("a")
 		if len(h) != 4 || h[1].Skipped != schedule.SkippedOverlap || h[1].RunningTaskID != first || h[2].Skipped != schedule.SkippedOverlap || h[3].TaskID == "" {
 			t.Fatalf("history %+v", h)
@@ -355,12 +366,12 @@ func runTick(t *testing.T, f Factory) {
 		st := e.state("a")
 		at := t0.Add(10 * time.Minute)
 		junk := []string{
-			"due/20260501T090000.000000Z_ghost_1",   // no schedule, old: a create that died
-			"due/20260501T090000.000000Z_a_1",       // old revision of a: stale
-			"due/20260501T090000.000000Z_a_7",       // a writer of a's next revision died long ago
-			"due/20260501T090930.000000Z_a_9",       // young: a writer may be about to name it
-			"due/20260501T090930.000000Z_newborn_1", // young, no state yet: a create in progress
-			"due/not-a-marker",                      // not ours: left alone
+			"due/20260501T090000.000000Z_default.ghost_1",   // no schedule, old: a create that died
+			"due/20260501T090000.000000Z_default.a_1",       // old revision of a: stale
+			"due/20260501T090000.000000Z_default.a_7",       // a writer of a's next revision died long ago
+			"due/20260501T090930.000000Z_default.a_9",       // young: a writer may be about to name it
+			"due/20260501T090930.000000Z_default.newborn_1", // young, no state yet: a create in progress
+			"due/not-a-marker",                              // not ours: left alone
 		}
 		for _, k := range junk {
 			if _, err := e.s.Put(ctx, k, nil); err != nil {
@@ -372,7 +383,7 @@ func runTick(t *testing.T, f Factory) {
 			t.Fatalf("report %+v", rep)
 		}
 		wantStrings(t, "due", e.keys("due/"), []string{
-			"due/20260501T090930.000000Z_a_9", "due/20260501T090930.000000Z_newborn_1", st.DueKey, "due/not-a-marker"})
+			"due/20260501T090930.000000Z_default.a_9", "due/20260501T090930.000000Z_default.newborn_1", st.DueKey, "due/not-a-marker"})
 		if got := e.state("a"); got.Rev != st.Rev+1 || got.DueKey != st.DueKey {
 			t.Fatalf("state %+v", got) // bumped once for the dead writer, still naming its marker
 		}

@@ -26,7 +26,7 @@ func runTickFires(t *testing.T, f Factory) {
 		if len(ids) != 2 {
 			t.Fatalf("a trigger and a cron fire at the same time made tasks %v, want two", ids)
 		}
-		if fr.TaskID == schedule.TaskID("a", at) {
+		if fr.TaskID == e.fireID("a", at) {
 			t.Fatalf("the trigger took the cron fire's task id %s", fr.TaskID)
 		}
 	})
@@ -58,7 +58,7 @@ func catchUpBudget(t *testing.T, f Factory) {
 	e.create(schedule.Request{ID: "a", Cron: "* * * * *", MissedRuns: schedule.MissedCatchUp}, utc("2026-05-01T08:00:00Z"))
 	sc := e.process(slowStore{Store: e.s, d: 5 * time.Millisecond})
 	now := utc("2026-05-01T09:00:30Z")
-	want := taskIDsFor("a", cronTimes(t, "* * * * *", "UTC", utc("2026-05-01T08:00:00Z"), now)...) // 60
+	want := e.taskIDsFor("a", cronTimes(t, "* * * * *", "UTC", utc("2026-05-01T08:00:00Z"), now)...) // 60
 	rep, err := sc.Tick(ctx, now)
 	if err != nil {
 		t.Fatal(err)

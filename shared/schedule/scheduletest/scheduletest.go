@@ -56,6 +56,9 @@ type env struct {
 	q    *queue.Queue
 	sc   *schedule.Scheduler
 	opts schedule.Options
+	// defs are the definitions create made, by reference (their secrets
+	// outlive a delete, for the ids of what they fired).
+	defs map[string]schedule.Definition
 }
 
 func newEnv(t testing.TB, f Factory, opts ...func(*schedule.Options)) *env {
@@ -83,12 +86,21 @@ func (e *env) create(req schedule.Request, now time.Time) schedule.Schedule {
 	if err != nil {
 		e.t.Fatalf("create %s: %v", req.ID, err)
 	}
+	q := req.Queue
+	if q == "" {
+		q = queue.DefaultQueue
+	}
+	if e.defs == nil {
+		e.defs = map[string]schedule.Definition{}
+	}
+	e.defs[q+"/"+req.ID] = e.def(q + "/" + req.ID)
 	return sc
 }
 
 func (e *env) get(id string, now time.Time) schedule.Schedule {
 	e.t.Helper()
-	sc, err := e.sc.Get(ctx, id, now)
+	view, bare := e.in(id)
+	sc, err := view.Get(ctx, bare, now)
 	if err != nil {
 		e.t.Fatalf("get %s: %v", id, err)
 	}
@@ -131,19 +143,92 @@ func listKeys(t testing.TB, s store.Store, prefix string) []string {
 	return out
 }
 
-// taskIDs returns the ids of every task in the store, sorted.
+// taskIDs returns the ids of every task in the store (every queue), sorted.
 func (e *env) taskIDs() []string {
 	e.t.Helper()
 	var ids []string
-	for _, k := range e.keys("tasks/") {
-		ids = append(ids, strings.TrimSuffix(strings.TrimPrefix(k, "tasks/"), ".json"))
+	for _, k := range e.keys(queue.QueuesPrefix) {
+		if strings.Contains(k, "/tasks/") {
+			ids = append(ids, strings.TrimSuffix(k[strings.LastIndexByte(k, '/')+1:], ".json"))
+		}
 	}
+	sort.Strings(ids)
 	return ids
+}
+
+// schedRef returns the reference of a schedule: as given when it names
+// a queue, else in the default queue.
+func schedRef(id string) string {
+	if strings.Contains(id, "/") {
+		return id
+	}
+	return queue.DefaultQueue + "/" + id
+}
+
+// sref returns the reference of schedule id: as given when it names a
+// queue, else that of the one schedule of that id the test created, else
+// in the default queue.
+func (e *env) sref(id string) string {
+	if strings.Contains(id, "/") {
+		return id
+	}
+	found := ""
+	for r := range e.defs {
+		if strings.HasSuffix(r, "/"+id) {
+			if found != "" {
+				return schedRef(id)
+			}
+			found = r
+		}
+	}
+	if found != "" {
+		return found
+	}
+	return schedRef(id)
+}
+
+// in returns the scheduler's view of schedule id's queue, and the bare id.
+func (e *env) in(id string) (*schedule.Scheduler, string) {
+	q, bare, _ := strings.Cut(e.sref(id), "/")
+	return e.sc.In(q), bare
+}
+
+// def returns the stored definition of schedule id (a reference, or an
+// id in the default queue), secret included.
+func (e *env) def(id string) schedule.Definition {
+	e.t.Helper()
+	obj, err := e.s.Get(ctx, schedule.DefinitionKey(e.sref(id)))
+	if d, ok := e.defs[e.sref(id)]; ok && err != nil {
+		return d // deleted since
+	}
+	if err != nil {
+		e.t.Fatalf("get definition %s: %v", id, err)
+	}
+	var d schedule.Definition
+	if err := json.Unmarshal(obj.Body, &d); err != nil {
+		e.t.Fatal(err)
+	}
+	return d
+}
+
+// fireID returns the id of the task schedule id fires at at (tests know
+// the secret; callers of the API never do).
+func (e *env) fireID(id string, at time.Time) string {
+	e.t.Helper()
+	d := e.def(id)
+	return schedule.TaskID(&d, at)
+}
+
+// triggerID returns the id of the task of a trigger of schedule id at now.
+func (e *env) triggerID(id string, now time.Time) string {
+	e.t.Helper()
+	d := e.def(id)
+	return schedule.TriggerTaskID(&d, now)
 }
 
 func (e *env) task(id string) queue.Task {
 	e.t.Helper()
-	task, err := e.q.Get(ctx, id)
+	task, err := e.q.Get(ctx, e.taskRef(id))
 	if err != nil {
 		e.t.Fatalf("get task %s: %v", id, err)
 	}
@@ -152,7 +237,7 @@ func (e *env) task(id string) queue.Task {
 
 func (e *env) state(id string) schedule.State {
 	e.t.Helper()
-	obj, err := e.s.Get(ctx, schedule.StateKey(id))
+	obj, err := e.s.Get(ctx, schedule.StateKey(e.sref(id)))
 	if err != nil {
 		e.t.Fatalf("get state %s: %v", id, err)
 	}
@@ -168,7 +253,8 @@ func (e *env) history(id string) []schedule.Fire {
 	var out []schedule.Fire
 	req := schedule.HistoryRequest{Limit: 1000}
 	for {
-		res, err := e.sc.History(ctx, id, req)
+		view, bare := e.in(id)
+		res, err := view.History(ctx, bare, req)
 		if err != nil {
 			e.t.Fatalf("history %s: %v", id, err)
 		}
@@ -180,11 +266,29 @@ func (e *env) history(id string) []schedule.Fire {
 	}
 }
 
+// taskRef returns the reference of the one task of id in any queue, or
+// id when there is none (ids are unique per queue only).
+func (e *env) taskRef(id string) string {
+	if strings.Contains(id, "/") {
+		return id
+	}
+	for dir, err := range store.AllDirs(ctx, e.s, queue.QueuesPrefix) {
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(dir, queue.QueuesPrefix), "/")
+		if _, err := e.s.Head(ctx, queue.TaskKey(name, id)); err == nil {
+			return queue.Ref(name, id)
+		}
+	}
+	return id
+}
+
 // taskIDsFor returns the task ids of schedule id's fires at times.
-func taskIDsFor(id string, times ...time.Time) []string {
+func (e *env) taskIDsFor(id string, times ...time.Time) []string {
 	out := make([]string, len(times))
 	for i, t := range times {
-		out[i] = schedule.TaskID(id, t)
+		out[i] = e.fireID(id, t)
 	}
 	sort.Strings(out)
 	return out

@@ -179,6 +179,33 @@ func (s *Store) List(ctx context.Context, prefix, startAfter string, limit int) 
 	return page, nil
 }
 
+// ListDirs implements store.DirLister.
+func (s *Store) ListDirs(ctx context.Context, prefix, startAfter string, limit int) ([]string, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	limit = store.ListLimit(limit)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := map[string]bool{}
+	dirs := []string{}
+	for k := range s.objects {
+		dir, ok := store.DirOf(prefix, k)
+		if !ok || dir <= startAfter || seen[dir] {
+			continue
+		}
+		if _, ok := s.current(k); ok {
+			seen[dir] = true
+			dirs = append(dirs, dir)
+		}
+	}
+	sort.Strings(dirs)
+	if len(dirs) > limit {
+		return dirs[:limit], true, nil
+	}
+	return dirs, false, nil
+}
+
 // Versions implements store.Store.
 func (s *Store) Versions(ctx context.Context, key, after string, limit int) (store.VersionPage, error) {
 	if err := ctx.Err(); err != nil {

@@ -224,6 +224,32 @@ func (s *Store) List(ctx context.Context, prefix, startAfter string, limit int) 
 	return page, nil
 }
 
+// ListDirs implements store.DirLister: one ListObjectsV2 request with
+// Delimiter "/", its CommonPrefixes.
+func (s *Store) ListDirs(ctx context.Context, prefix, startAfter string, limit int) ([]string, bool, error) {
+	in := &s3.ListObjectsV2Input{
+		Bucket:    &s.bucket,
+		Prefix:    aws.String(s.prefix + prefix),
+		Delimiter: aws.String("/"),
+		MaxKeys:   aws.Int32(int32(store.ListLimit(limit))),
+	}
+	if startAfter != "" {
+		in.StartAfter = aws.String(s.prefix + startAfter)
+	}
+	out, err := s.client.ListObjectsV2(ctx, in, s.idempotent...)
+	if err != nil {
+		return nil, false, fmt.Errorf("list folders of %s after %q: %w", prefix, startAfter, mapError(err))
+	}
+	dirs := make([]string, 0, len(out.CommonPrefixes))
+	for _, p := range out.CommonPrefixes {
+		dir := strings.TrimPrefix(aws.ToString(p.Prefix), s.prefix)
+		if dir > startAfter {
+			dirs = append(dirs, dir)
+		}
+	}
+	return dirs, aws.ToBool(out.IsTruncated), nil
+}
+
 // Versions lists up to limit versions and delete markers of exactly key,
 // newest first, after the version after: one ListObjectVersions with key
 // as the prefix (and, with after, key and after as the markers).

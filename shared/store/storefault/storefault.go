@@ -219,6 +219,14 @@ func (f *Store) List(ctx context.Context, prefix, startAfter string, limit int) 
 	return f.inner.List(ctx, prefix, startAfter, limit)
 }
 
+// ListDirs implements store.DirLister.
+func (f *Store) ListDirs(ctx context.Context, prefix, startAfter string, limit int) ([]string, bool, error) {
+	if before, _ := f.decide("", ""); before {
+		return nil, false, injected()
+	}
+	return store.ListDirs(ctx, f.inner, prefix, startAfter, limit)
+}
+
 // Versions implements store.Store.
 func (f *Store) Versions(ctx context.Context, key, after string, limit int) (store.VersionPage, error) {
 	if before, _ := f.decide("", ""); before {

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/store"
+	"github.com/s3q/s3q/shared/store/memstore"
+)
+
+// benchLayout prints what the bucket layout costs and spreads (on the
+// mem store: these are counts, not times):
+//
+//	bench keyspace shards=S tasks=N hottest_range_writes_per_task=W projected_tasks_per_s=P
+//	bench claim empty shards=16 lists=L
+//	bench list queues=10 stored_per_queue=1000 status=completed queue=q3 limit=1 requests=R other_queue_requests=0
+//
+// keyspace runs N lifecycles (submit, claim, complete) in a queue
+// declared with S shards, groups every write by its key range (the key up
+// to and including its shard folder, the queue folder's subfolder for
+// the rest, the whole prefix of a global index) and reports the writes
+// per task in the busiest range; S3 takes at least 3,500 writes/s per
+// partitioned range, so P = 3,500 / W.
+func benchLayout(ctx context.Context) error {
+	for _, shards := range []int{1, 16} {
+		w, n, err := keyspace(ctx, shards, 4000)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("bench keyspace shards=%-2d tasks=%d hottest_range_writes_per_task=%.3f projected_tasks_per_s=%.0f\n",
+			shards, n, w, 3500/w)
+	}
+	lists, err := emptyClaim(ctx, 16)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("bench claim empty shards=16 lists=%d\n", lists)
+	return listOneQueue(ctx)
+}
+
+// writeRanges is a store that counts writes (PUTs and DELETEs) per key
+// range (rangeOf).
+type writeRanges struct {
+	store.Store
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (w *writeRanges) add(key string) {
+	w.mu.Lock()
+	w.n[rangeOf(key)]++
+	w.mu.Unlock()
+}
+
+func (w *writeRanges) PutIfAbsent(ctx context.Context, key string, body []byte, opts ...store.PutOption) (string, error) {
+	w.add(key)
+	return w.Store.PutIfAbsent(ctx, key, body, opts...)
+}
+
+func (w *writeRanges) PutIfMatch(ctx context.Context, key string, body []byte, etag string, opts ...store.PutOption) (string, error) {
+	w.add(key)
+	return w.Store.PutIfMatch(ctx, key, body, etag, opts...)
+}
+
+func (w *writeRanges) Put(ctx context.Context, key string, body []byte, opts ...store.PutOption) (string, error) {
+	w.add(key)
+	return w.Store.Put(ctx, key, body, opts...)
+}
+
+func (w *writeRanges) Delete(ctx context.Context, key string) error {
+	w.add(key)
+	return w.Store.Delete(ctx, key)
+}
+
+// rangeOf is the key range a write lands in: under a queue's folder, the
+// key up to and including its shard folder (tasks/, ready/, deadline/),
+// else its subfolder (dedup/, status/, ...) or the declaration; a global
+// index (sweep/, due/, targets/) as a whole.
+func rangeOf(key string) string {
+	parts := strings.Split(key, "/")
+	if parts[0] != "q" || len(parts) < 3 {
+		return parts[0] + "/"
+	}
+	switch parts[2] {
+	case "tasks", "ready", "deadline":
+		if len(parts) >= 5 {
+			return strings.Join(parts[:4], "/") + "/"
+		}
+	}
+	return strings.Join(parts[:3], "/")
+}
+
+// keyspace runs n lifecycles in a queue of the given shards and returns
+// the writes per task in the busiest key range.
+func keyspace(ctx context.Context, shards, n int) (float64, int, error) {
+	w := &writeRanges{Store: memstore.New(), n: map[string]int{}}
+	q := queue.New(w, queue.Options{ListCacheFor: -1})
+	now := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
+	if _, _, err := q.Declare(ctx, queue.Declaration{Name: "bench", Shards: shards}, now); err != nil {
+		return 0, 0, err
+	}
+	for k := range w.n {
+		delete(w.n, k) // the declaration is not a task's write
+	}
+	for i := 0; i < n; i++ {
+		if _, err := q.Submit(ctx, queue.SubmitRequest{Queue: "bench", TaskType: "t"}, now); err != nil {
+			return 0, 0, err
+		}
+	}
+	for done := 0; done < n; {
+		cs, err := q.Claim(ctx, queue.ClaimRequest{Queue: "bench", MaxTasks: 100}, now.Add(time.Second))
+		if err != nil {
+			return 0, 0, err
+		}
+		if len(cs) == 0 {
+			return 0, 0, fmt.Errorf("keyspace: %d of %d tasks claimed", done, n)
+		}
+		for _, c := range cs {
+			if _, err := q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, now.Add(2*time.Second)); err != nil {
+				return 0, 0, err
+			}
+		}
+		done += len(cs)
+	}
+	hottest := 0
+	for _, c := range w.n {
+		hottest = max(hottest, c)
+	}
+	return float64(hottest) / float64(n), n, nil
+}
+
+// emptyClaim returns the LISTs of a claim that finds nothing due in a
+// queue of the given shards holding delayed tasks in every shard.
+func emptyClaim(ctx context.Context, shards int) (int64, error) {
+	s := memstore.New()
+	q := queue.New(s, queue.Options{})
+	now := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
+	if _, _, err := q.Declare(ctx, queue.Declaration{Name: "bench", Shards: shards}, now); err != nil {
+		return 0, err
+	}
+	later := now.Add(time.Hour)
+	for i := 0; i < 200; i++ {
+		if _, err := q.Submit(ctx, queue.SubmitRequest{Queue: "bench", TaskType: "t", ScheduleAt: &later}, now); err != nil {
+			return 0, err
+		}
+	}
+	c := store.NewCounting(s)
+	cs, err := queue.New(c, queue.Options{}).Claim(ctx, queue.ClaimRequest{Queue: "bench"}, now.Add(time.Minute))
+	if err != nil || len(cs) != 0 {
+		return 0, fmt.Errorf("empty claim: %d tasks, %v", len(cs), err)
+	}
+	return c.Counts().List, nil
+}
+
+// keyCounter counts requests whose key or prefix is outside one folder.
+type keyCounter struct {
+	store.Store
+	folder       string
+	mu           sync.Mutex
+	total, other int
+}
+
+func (k *keyCounter) note(key string) {
+	k.mu.Lock()
+	k.total++
+	if !strings.HasPrefix(key, k.folder) {
+		k.other++
+	}
+	k.mu.Unlock()
+}
+
+func (k *keyCounter) Get(ctx context.Context, key string) (store.Object, error) {
+	k.note(key)
+	return k.Store.Get(ctx, key)
+}
+
+func (k *keyCounter) Head(ctx context.Context, key string) (store.Info, error) {
+	k.note(key)
+	return k.Store.Head(ctx, key)
+}
+
+func (k *keyCounter) List(ctx context.Context, prefix, startAfter string, limit int) (store.Page, error) {
+	k.note(prefix)
+	return k.Store.List(ctx, prefix, startAfter, limit)
+}
+
+// listOneQueue stores 1,000 tasks in each of 10 queues (the completed one
+// of each submitted first) and lists the completed tasks of q3, one.
+func listOneQueue(ctx context.Context) error {
+	s := memstore.New()
+	q := queue.New(s, queue.Options{})
+	now := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
+	for i := 0; i < 10; i++ {
+		name := fmt.Sprintf("q%d", i)
+		for j := 0; j < 1000; j++ {
+			if _, err := q.Submit(ctx, queue.SubmitRequest{Queue: name, TaskType: "t"}, now); err != nil {
+				return err
+			}
+		}
+		cs, err := q.Claim(ctx, queue.ClaimRequest{Queue: name}, now)
+		if err != nil || len(cs) != 1 {
+			return fmt.Errorf("list: claim in %s: %d, %v", name, len(cs), err)
+		}
+		if _, err := q.Complete(ctx, cs[0].Task.Ref(), cs[0].Lease.Token, nil, now); err != nil {
+			return err
+		}
+	}
+	k := &keyCounter{Store: s, folder: queue.QueuePrefix("q3")}
+	res, err := queue.New(k, queue.Options{}).In("q3").List(ctx, queue.ListRequest{Status: queue.StatusCompleted, Limit: 1})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("bench list queues=10 stored_per_queue=1000 status=completed queue=q3 limit=1 tasks=%d requests=%d other_queue_requests=%d\n",
+		len(res.Tasks), k.total, k.other)
+	return nil
+}
