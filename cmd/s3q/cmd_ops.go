@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -119,6 +120,10 @@ type bulkFlags struct {
 	limit     int
 	dryRun    bool
 	yes       bool
+	// most, when above 0, is the most tasks a run changes: the count
+	// the operator confirmed, so that tasks that arrive while the
+	// question is read are not purged with the rest.
+	most int
 }
 
 func (f *bulkFlags) define(fs *flag.FlagSet, statusUsage string, confirm bool) {
@@ -199,6 +204,13 @@ func runBulk(ctx context.Context, e *env, c *client.Client, op queue.BulkOp, f *
 				tot.Partial = true
 				return tot, nil
 			}
+			if !dry && f.most > 0 {
+				left := f.most - tot.Changed
+				if left <= 0 {
+					return tot, nil
+				}
+				req.Limit = min(left, cmp.Or(f.limit, queue.MaxBulk))
+			}
 			res, err := c.Bulk(ctx, op, req)
 			if err != nil {
 				return tot, err
@@ -277,7 +289,8 @@ func purgeCommand() *command {
 		details: `Deletes the tasks of --queue in each --status (required; comma-separated:
 pending, completed, failed, cancelled, expired), optionally only of --type and
 last changed more than --older-than ago. It counts them first (up to 1,000) and
-asks; --yes does not ask, --dry-run only counts and lists them.
+asks, then deletes at most the tasks it counted; --yes does not ask, --dry-run
+only counts and lists them.
 
 Running tasks are never purged (cancel them first), nor failed or expired
 tasks whose event the sweep has not published yet (within a minute). A purged
@@ -331,6 +344,9 @@ Examples:
 				if !confirmed(e.stdin) {
 					fmt.Fprintln(e.stderr)
 					return errors.New("not confirmed: nothing purged (--yes skips the question)")
+				}
+				if !count.Partial {
+					f.most = count.Changed // what was asked, not what arrived since
 				}
 			}
 			tot, err := runBulk(ctx, e, c, queue.OpPurge, f, statuses, false, 0)

@@ -42,6 +42,13 @@ func FuzzAPI(f *testing.F) {
 	f.Add("GET", "/queues/default/tasks?status=pending&limit=5", []byte(nil), "")
 	f.Add("POST", "/queues/default/tasks/{{pending}}/artifacts", []byte(`{"name":"report.pdf"}`), "")
 	f.Add("GET", "/queues/default/tasks/{{running}}/artifacts/out.bin", []byte(nil), "")
+	// The queue operations and the waits routes.
+	f.Add("POST", "/queues/default/purge", []byte(`{"status":"pending","older_than":"1h","task_type":"t","limit":5,"dry_run":true}`), "")
+	f.Add("POST", "/queues/q2/bulk/cancel", []byte(`{"status":"running","cursor":"x"}`), "")
+	f.Add("POST", "/queues/default/pause", []byte(`{}`), "")
+	f.Add("GET", "/queues/q2/stats", []byte(nil), "")
+	f.Add("POST", "/queues/default/tasks/wait", []byte(`{"task_type":"t","wait":"1s"}`), "")
+	f.Add("POST", "/queues/default/claim/wait", []byte(`{"wait":0.05,"max_tasks":2}`), "")
 	f.Fuzz(func(t *testing.T, method, target string, body []byte, header string) {
 		s := memstore.New()
 		q := queue.New(reqcount.Wrap(s), queue.Options{ListCacheFor: -1})

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -82,6 +83,14 @@ func (f *function) invoke(ctx context.Context, payload []byte) ([]byte, error) {
 }
 
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p := r.URL.Path; p != g.console.Prefix() && !strings.HasPrefix(p, g.console.Prefix()+"/") && (p != "/" || r.Method != http.MethodGet) {
+		// The console checks its own requests (CSRF token, Host); GET /
+		// only leads a browser to it.
+		if field, msg := fromWebPage(r); field != "" {
+			writeErrorField(w, http.StatusForbidden, "forbidden", field, msg)
+			return
+		}
+	}
 	switch p := r.URL.Path; {
 	case p == eventsPath:
 		g.serveEvents(w, r)
@@ -139,6 +148,34 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(body)
+}
+
+// fromWebPage returns the header and the reason to refuse a request a web
+// page sent to the API, which has no authentication in s3q dev: a
+// browser's request from another site (a text/plain POST needs no
+// preflight), or one naming a Host that is not loopback (a page whose
+// name was rebound to 127.0.0.1). A client that is not a browser sends
+// neither Origin nor Sec-Fetch-Site and is not concerned. It returns ""
+// for a request to serve.
+func fromWebPage(r *http.Request) (field, message string) {
+	site, origin := r.Header.Get("Sec-Fetch-Site"), r.Header.Get("Origin")
+	if site == "" && origin == "" {
+		return "", ""
+	}
+	if site != "" && site != "same-origin" && site != "none" {
+		return "Sec-Fetch-Site", "s3q dev refuses API requests from another site's web page (Sec-Fetch-Site: " + site + ")"
+	}
+	if origin != "" && origin != "http://"+r.Host {
+		return "Origin", "s3q dev refuses API requests from another site's web page (Origin: " + origin + ")"
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if ip := net.ParseIP(strings.Trim(host, "[]")); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return "Host", "s3q dev answers a browser only at localhost or a loopback address, not " + r.Host
+	}
+	return "", ""
 }
 
 // writeError writes an error in the API's shape.

@@ -104,7 +104,8 @@ func (q *Queue) Purge(ctx context.Context, req BulkRequest, now time.Time) (Bulk
 // it (at most MaxExamined records examined), then the operation on each
 // chosen task, a few at a time, each as its own conditional write, as if
 // it had been called on that task alone (a task that changed since the
-// listing is judged on what it is now). A call that returns NextCursor
+// listing is judged on what it is now; a purge or a cancel skips one no
+// longer in the chosen status, or no longer older than OlderThan). A call that returns NextCursor
 // has more to examine; calling again with it continues, and calling again
 // without it starts over: a changed task no longer matches its status, so
 // a repeated or resumed operation never acts twice on a task.
@@ -181,7 +182,7 @@ func (q *Queue) Bulk(ctx context.Context, op BulkOp, req BulkRequest, now time.T
 			}
 		}
 	} else {
-		q.bulkApply(ctx, op, chosen, outcomes, now)
+		q.bulkApply(ctx, op, chosen, outcomes, now, stillChosen(req, now))
 	}
 	for i, t := range chosen {
 		switch err := outcomes[i]; {
@@ -199,7 +200,7 @@ func (q *Queue) Bulk(ctx context.Context, op BulkOp, req BulkRequest, now time.T
 
 // bulkApply runs op on each task, eight at a time, and records each
 // outcome.
-func (q *Queue) bulkApply(ctx context.Context, op BulkOp, tasks []Task, outcomes []error, now time.Time) {
+func (q *Queue) bulkApply(ctx context.Context, op BulkOp, tasks []Task, outcomes []error, now time.Time, chosen func(*Task) string) {
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
 	for i := range tasks {
@@ -207,26 +208,45 @@ func (q *Queue) bulkApply(ctx context.Context, op BulkOp, tasks []Task, outcomes
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			outcomes[i] = q.bulkOne(ctx, op, &tasks[i], now)
+			outcomes[i] = q.bulkOne(ctx, op, &tasks[i], now, chosen)
 		}()
 	}
 	wg.Wait()
 }
 
-// bulkOne runs op on one task as the listing saw it.
-func (q *Queue) bulkOne(ctx context.Context, op BulkOp, t *Task, now time.Time) error {
+// stillChosen returns the check a purge or a cancel makes on a task's
+// record as it writes: the record must still match the filter (its
+// status, and older_than), else the reason it is skipped. A task claimed
+// and completed since the listing is not a pending task any more: a
+// purge of pending tasks must not delete it with its output, nor a
+// cancel of pending tasks ask its worker to stop.
+func stillChosen(req BulkRequest, now time.Time) func(*Task) string {
+	return func(cur *Task) string {
+		switch {
+		case cur.Status != req.Status:
+			return "it is " + string(cur.Status) + " now, no longer " + string(req.Status)
+		case req.OlderThan != nil && cur.UpdatedAt.After(now.Add(-req.OlderThan.Std())):
+			return "it changed since the listing: no longer older than " + FormatDuration(req.OlderThan.Std())
+		}
+		return ""
+	}
+}
+
+// bulkOne runs op on one task as the listing saw it; a purge and a
+// cancel check chosen on the record they replace.
+func (q *Queue) bulkOne(ctx context.Context, op BulkOp, t *Task, now time.Time, chosen func(*Task) string) error {
 	if reason := bulkRefusal(op, t, now); reason != "" {
 		return &StateError{ID: t.ID, Op: string(op), Status: t.Status, Reason: reason}
 	}
 	var err error
 	switch op {
 	case OpPurge:
-		_, err = q.purgeOne(ctx, t.Queue, t.ID, now)
+		_, err = q.purgeOne(ctx, t.Queue, t.ID, now, chosen)
 	case OpRetry:
 		_, err = q.Retry(ctx, t.Ref(), now)
 	case OpCancel:
 		var got Task
-		got, err = q.Cancel(ctx, t.Ref(), now)
+		got, err = q.cancelChosen(ctx, t.Ref(), now, chosen)
 		if err == nil && got.UpdatedAt.Before(now) {
 			// Cancelled, or asked to, by someone else meanwhile: not this call's.
 			err = &StateError{ID: t.ID, Op: string(op), Status: got.Status, Reason: "already cancelled or asked to cancel"}

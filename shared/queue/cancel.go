@@ -12,6 +12,13 @@ import (
 // cancel, returns it unchanged; cancelling any other terminal task is a
 // *StateError.
 func (q *Queue) Cancel(ctx context.Context, id string, now time.Time) (Task, error) {
+	return q.cancelChosen(ctx, id, now, nil)
+}
+
+// cancelChosen is Cancel; chosen, when not nil, says why the record as it
+// is now must be left alone (a bulk cancel's filter it no longer
+// matches), or "".
+func (q *Queue) cancelChosen(ctx context.Context, id string, now time.Time, chosen func(*Task) string) (Task, error) {
 	now = norm(now)
 	queue, id, err := q.locate(id)
 	if err != nil {
@@ -19,6 +26,11 @@ func (q *Queue) Cancel(ctx context.Context, id string, now time.Time) (Task, err
 	}
 	var unchanged *Task
 	t, _, err := q.update(ctx, queue, id, func(t *Task) error {
+		if chosen != nil {
+			if reason := chosen(t); reason != "" {
+				return &StateError{ID: id, Op: "cancel", Status: t.Status, Reason: reason}
+			}
+		}
 		switch {
 		case t.Status == StatusPending, t.Status == StatusRunning && !t.leaseValid(now):
 			// Pending, or running under a lease nobody holds any more.

@@ -57,13 +57,20 @@ func tombstone(t *Task, now time.Time) Task {
 // tombstone left behind carries the terminal tag, so the bucket's
 // lifecycle rule removes it). A write whose answer was lost is recognised
 // on a re-read.
-func (q *Queue) purgeOne(ctx context.Context, queue, id string, now time.Time) (Task, error) {
+//
+// chosen, when not nil, says why the record as it is now must not be
+// purged (it left the purge's filter since the listing), or "".
+func (q *Queue) purgeOne(ctx context.Context, queue, id string, now time.Time, chosen func(*Task) string) (Task, error) {
 	for i := 0; i < maxCASAttempts; i++ {
 		cur, etag, err := q.load(ctx, queue, id)
 		if err != nil {
 			return Task{}, err
 		}
-		if reason := purgeRefusal(&cur); reason != "" {
+		reason := purgeRefusal(&cur)
+		if reason == "" && chosen != nil {
+			reason = chosen(&cur)
+		}
+		if reason != "" {
 			return Task{}, &StateError{ID: id, Op: "purge", Status: cur.Status, Reason: reason}
 		}
 		tomb := tombstone(&cur, now)

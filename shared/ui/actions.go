@@ -141,10 +141,12 @@ func (c *Console) readAction(form url.Values) (action, []ref, string, error) {
 }
 
 // back returns a local page of the console to go back to: s when it is
-// one, else the queues page.
+// one, else the queues page. A control character is refused anywhere:
+// browsers drop tabs and newlines inside a URL, so "/\t/evil.example"
+// would lead to another site under a console served at "/".
 func (c *Console) back(s string) string {
 	p := c.opts.Prefix + "/"
-	if strings.HasPrefix(s, p) && !strings.HasPrefix(s, "//") && !strings.ContainsAny(s, "\\\r\n") {
+	if strings.HasPrefix(s, p) && !strings.HasPrefix(s, "//") && !strings.ContainsFunc(s, func(r rune) bool { return r == '\\' || r < 0x20 || r == 0x7f }) {
 		return s
 	}
 	return p

@@ -24,9 +24,13 @@ var bulkOps = map[string][]string{
 // bulkView is the confirmation page of a bulk action, and the page that
 // says what it did.
 type bulkView struct {
-	Action               action
-	Queue, Status, Type  string
-	Cursor               string
+	Action              action
+	Queue, Status, Type string
+	Cursor              string
+	// Limit is the most tasks the call may change: what the confirmation
+	// page's dry run counted (its form carries it), so that tasks that
+	// arrive after the page was shown are not changed by its click.
+	Limit                int
 	Result               bulkJSON // the dry run, or what the call did
 	Done                 bool
 	Back                 string
@@ -48,6 +52,14 @@ func (c *Console) readBulk(r *http.Request, form url.Values) (bulkView, error) {
 		return v, pageError(http.StatusBadRequest, "invalid_input", "status", "%s takes tasks in status %v, not %q", op, statuses, v.Status)
 	}
 	v.Action = actions[op]
+	v.Limit = maxSelected
+	if s := form.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxSelected {
+			return v, pageError(http.StatusBadRequest, "invalid_input", "limit", "%q is not a number of tasks from 1 to %d", s, maxSelected)
+		}
+		v.Limit = n
+	}
 	if err := queue.ValidateQueueName(v.Queue); err != nil {
 		return v, pageError(http.StatusBadRequest, "invalid_input", "queue", "%v", err)
 	}
@@ -61,7 +73,7 @@ func (c *Console) bulkConfirmPage(r *http.Request) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	if v.Result, err = c.bulk(r.Context(), v.Queue, v.Action.Name, v.Status, v.Type, v.Cursor, true); err != nil {
+	if v.Result, err = c.bulk(r.Context(), v.Queue, v.Action.Name, v.Status, v.Type, v.Cursor, v.Limit, true); err != nil {
 		if unsupported(err) {
 			return nil, pageError(http.StatusNotImplemented, "not_supported", "", "this API has no bulk operations: select the tasks on a listing instead")
 		}
@@ -82,7 +94,7 @@ func (c *Console) bulkDo(r *http.Request) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	if v.Result, err = c.bulk(r.Context(), v.Queue, v.Action.Name, v.Status, v.Type, v.Cursor, false); err != nil {
+	if v.Result, err = c.bulk(r.Context(), v.Queue, v.Action.Name, v.Status, v.Type, v.Cursor, v.Limit, false); err != nil {
 		return nil, err
 	}
 	v.Done = true

@@ -148,10 +148,11 @@ type bulkJSON struct {
 	NextCursor string `json:"next_cursor"`
 }
 
-// bulk is POST /queues/{queue}/bulk/{op}: op on up to 100 tasks of a
-// queue in status (of type taskType when set), from cursor.
-func (c *Console) bulk(ctx context.Context, name, op, status, taskType, cursor string, dryRun bool) (bulkJSON, error) {
-	body := map[string]any{"status": status, "limit": maxSelected, "dry_run": dryRun}
+// bulk is POST /queues/{queue}/bulk/{op}: op on up to limit (at most
+// 100) tasks of a queue in status (of type taskType when set), from
+// cursor.
+func (c *Console) bulk(ctx context.Context, name, op, status, taskType, cursor string, limit int, dryRun bool) (bulkJSON, error) {
+	body := map[string]any{"status": status, "limit": min(max(limit, 1), maxSelected), "dry_run": dryRun}
 	if taskType != "" {
 		body["task_type"] = taskType
 	}
