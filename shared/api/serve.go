@@ -61,6 +61,9 @@ type reply struct {
 // logged with its stack and answered 500 internal.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	if r.Method == "" { // net/http's meaning of an empty method
+		r.Method = http.MethodGet
+	}
 	rl := &requestLog{method: r.Method, path: r.URL.Path}
 	ctx := r.Context()
 	var counts *reqcount.Counter
