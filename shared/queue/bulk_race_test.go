@@ -32,19 +32,26 @@ func (s *beforeWrite) PutIfMatch(ctx context.Context, key string, body []byte, e
 	return s.Store.PutIfMatch(ctx, key, body, etag, opts...)
 }
 
+// onePending submits one pending task to the default queue at t0 and
+// returns the queue that submitted it (the "other process") and its id.
+func onePending(t *testing.T, mem store.Store) (*queue.Queue, string) {
+	t.Helper()
+	other := queue.New(mem, queue.Options{ListCacheFor: -1})
+	res, err := other.Submit(context.Background(), queue.SubmitRequest{TaskType: "t"}, t0Bulk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return other, res.Task.ID
+}
+
+var t0Bulk = time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
+
 // A purge deletes only tasks that still match its filter when it writes:
 // a pending task claimed and completed between the listing and the
 // tombstone is skipped, its output kept, not purged as "not running".
 func TestPurgeSkipsATaskThatLeftItsStatusMeanwhile(t *testing.T) {
-	ctx := context.Background()
-	t0 := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
-	mem := memstore.New()
-	other := queue.New(mem, queue.Options{ListCacheFor: -1})
-	res, err := other.Submit(ctx, queue.SubmitRequest{TaskType: "t"}, t0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := res.Task.ID
+	ctx, t0, mem := context.Background(), t0Bulk, memstore.New()
+	other, id := onePending(t, mem)
 	hooked := &beforeWrite{Store: mem, hook: func() {
 		cs, err := other.Claim(ctx, queue.ClaimRequest{WorkerID: "w", LeaseFor: time.Minute}, t0.Add(time.Second))
 		if err != nil || len(cs) != 1 {
@@ -73,15 +80,8 @@ func TestPurgeSkipsATaskThatLeftItsStatusMeanwhile(t *testing.T) {
 // writes: one claimed since the listing is running, and its worker is not
 // asked to stop by an operation that chose pending tasks.
 func TestBulkCancelOfPendingSkipsATaskClaimedMeanwhile(t *testing.T) {
-	ctx := context.Background()
-	t0 := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
-	mem := memstore.New()
-	other := queue.New(mem, queue.Options{ListCacheFor: -1})
-	res, err := other.Submit(ctx, queue.SubmitRequest{TaskType: "t"}, t0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := res.Task.ID
+	ctx, t0, mem := context.Background(), t0Bulk, memstore.New()
+	other, id := onePending(t, mem)
 	hooked := &beforeWrite{Store: mem, mark: `"status":"cancelled"`, hook: func() {
 		if cs, err := other.Claim(ctx, queue.ClaimRequest{WorkerID: "w", LeaseFor: time.Hour}, t0.Add(time.Second)); err != nil || len(cs) != 1 {
 			t.Errorf("claim meanwhile: %d, %v", len(cs), err)
