@@ -95,7 +95,7 @@ func (q *Queue) ReserveArtifact(ctx context.Context, id, name string, ttl time.D
 		}
 		next := cur.clone()
 		if later {
-			if err := q.putHint(ctx, sweepKey(gc, sweepArtifacts, queue, id)); err != nil {
+			if err := putHint(ctx, q.store, sweepKey(gc, sweepArtifacts, queue, id)); err != nil {
 				return Task{}, time.Time{}, err
 			}
 			next.ArtifactsExpireAt = &gc

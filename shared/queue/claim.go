@@ -49,7 +49,7 @@ type ClaimRequest struct {
 // The queue's declaration is read (once per Options.DeclCacheFor): an
 // undeclared queue is ErrQueueNotFound under Options.RequireDeclared, and
 // a queue with max_concurrency starts a task only when it takes one of its
-// slots (slots.go), so fewer tasks, or none, come back while the queue
+// slots (side_slot.go), so fewer tasks, or none, come back while the queue
 // runs max_concurrency tasks already. A paused queue (PauseQueue) gives
 // nothing, at the cost of the declaration's read alone.
 func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]Claimed, error) {
@@ -269,7 +269,7 @@ func (q *Queue) startLoaded(ctx context.Context, m marker, run *claimRun, cur Ta
 	next := cur.clone()
 	start(&next, run.req, now, run.decl.Shards)
 	if run.decl.MaxConcurrency > 0 {
-		key, slotETag, err := q.takeSlot(ctx, run.decl, &next, &run.slots, now)
+		key, slotETag, err := q.sides.slot.take(ctx, run.decl, &next, &run.slots, now)
 		if err != nil {
 			return nil, err
 		}
@@ -283,7 +283,7 @@ func (q *Queue) startLoaded(ctx context.Context, m marker, run *claimRun, cur Ta
 	if errors.Is(err, store.ErrPrecondition) {
 		// The record is not ours, so neither is the slot. (After any other
 		// error the write may have landed: the slot stays, for takeover.)
-		q.freeSlotOf(ctx, &next)
+		_ = q.sides.slot.free(ctx, &next)
 		q.lostRace(now)
 		return nil, errLostClaim
 	}

@@ -117,20 +117,3 @@ func DeadLetteredEvent(t *Task) Event {
 	b, _ := json.Marshal(d)
 	return Event{DetailType: DetailTypeTaskDeadLettered, TaskID: t.ID, Time: at, Detail: b}
 }
-
-// followUpDue reports whether the change from cur to next owes follow-up
-// work that the sweep does from the outbox: a Task Expired event (and the
-// expiry of pending children), a Task Dead-Lettered event, or the deletion
-// of the artifacts of a task that has just finished.
-func followUpDue(cur, next *Task) bool {
-	switch {
-	case next.Status == StatusExpired && cur.Status != StatusExpired:
-		return true
-	case next.Status == StatusFailed && cur.Status != StatusFailed:
-		return true
-	case next.Status.Terminal() && !cur.Status.Terminal() &&
-		next.ArtifactsExpireAt != nil && next.ArtifactsExpireAt.After(next.UpdatedAt):
-		return true
-	}
-	return false
-}

@@ -402,7 +402,7 @@ func DedupKey(queue, dedupKey string) string {
 	return QueuePrefix(queue) + dirDedup + hex.EncodeToString(sum[:])
 }
 
-// slotPrefix and slotKey are a queue's concurrency slots (slots.go).
+// slotPrefix and slotKey are a queue's concurrency slots (side_slot.go).
 func slotPrefix(queue string) string { return QueuePrefix(queue) + dirSlots }
 
 func slotKey(queue string, n int) string { return fmt.Sprintf("%s%04d", slotPrefix(queue), n) }

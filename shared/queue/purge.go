@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -92,52 +91,27 @@ func (q *Queue) purgeOne(ctx context.Context, queue, id string, now time.Time, c
 	return Task{}, fmt.Errorf("purge task %s: %w", id, ErrConflict)
 }
 
-// clearPurged deletes the side records of t, purged, and then its
-// record. Best effort: what is left is a stale hint (see purgeOne).
+// clearPurged removes the side records of t, purged, and then its
+// record: the cleanups of every side record (side.go) from t to no
+// record at all, in line, then the artifacts. The record goes last, and
+// only when every side record was settled: a dedup pointer that may
+// still name t keeps its tombstone (a pointer naming a purged task frees
+// its key at once, one naming a missing task holds it for
+// StaleMarkerGrace). Best effort: what is left is a stale hint (see
+// purgeOne).
 func (q *Queue) clearPurged(ctx context.Context, t *Task) {
-	keep := false // the tombstone, while a pointer may still name it
-	if t.DedupKey != "" {
-		keep = !q.releaseDedup(ctx, t)
+	settled := true
+	for _, s := range q.sides.all {
+		if fn := s.after(t, &Task{}); fn != nil && fn(ctx) != nil {
+			settled = false
+		}
 	}
-	if t.IndexKey != "" {
-		_ = q.store.Delete(ctx, t.IndexKey)
-		q.invalidate(t.IndexKey)
-	}
-	if k := statusKey(t); k != "" {
-		_ = q.store.Delete(ctx, k)
-	}
-	if t.ParentID != "" && !t.Status.Terminal() {
-		_ = q.store.Delete(ctx, childKey(t.Queue, t.ParentID, t.ID))
-	}
+	q.invalidate(t.IndexKey) // this Queue's next claim lists again
 	if t.ArtifactsExpireAt != nil {
 		// Left behind, they go with the task's sweep entry for them.
 		_, _ = q.deleteArtifacts(ctx, t.Queue, t.ID)
 	}
-	if !keep {
+	if settled {
 		_ = store.DeleteOwn(ctx, q.store, TaskKey(t.Queue, t.ID))
 	}
-}
-
-// releaseDedup sets t's dedup pointer free by compare-and-swap while it
-// names t, so the key is free at once for the next submit. A pointer
-// taken over meanwhile is left to its new holder. It reports whether the
-// pointer no longer names t: until then the tombstone must stay, since a
-// pointer naming a purged task frees its key at once but one naming a
-// missing task holds it for StaleMarkerGrace (it may be a submit between
-// its writes).
-func (q *Queue) releaseDedup(ctx context.Context, t *Task) bool {
-	key := DedupKey(t.Queue, t.DedupKey)
-	obj, err := q.store.Get(ctx, key)
-	if errors.Is(err, store.ErrNotFound) {
-		return true
-	}
-	if err != nil {
-		return false
-	}
-	if !namesTask(t.ID)(obj.Body) {
-		return true
-	}
-	body, _ := json.Marshal(dedupPointer{})
-	_, err = store.SwapOwn(ctx, q.store, key, body, obj.ETag, nil)
-	return err == nil || errors.Is(err, store.ErrPrecondition) // a precondition: taken over meanwhile
 }

@@ -1,19 +1,24 @@
 // Package queue is the s3q task queue core: the task model and every state
 // transition, over a store.Store. Each transition is one conditional write
-// of the task record (q/{queue}/tasks/{r}/{id}.json, keys.go); index markers around it are hints
-// that make "what is due now" cheap to find, written before the record
-// names them and deleted after it stops naming them.
+// of the task record (q/{queue}/tasks/{r}/{id}.json, keys.go), its
+// commit: the side records beside it (side.go: the dedup pointer, the
+// claim-index marker and its wake-up, the outbox entry, the child's
+// hints, the status entry, the concurrency slot) are hints that make a
+// question cheap to answer ("what is due now", "what follow-up work is
+// owed"), each written before the record needs it and removed after the
+// record stops needing it.
 //
 // Every time-dependent call takes now explicitly; the core never reads the
 // clock. now is truncated to microseconds and converted to UTC.
 //
 // The contract, operation by operation, is on the methods of Queue. Errors
 // are the sentinels and types in errors.go, wrapped; a failed call changes
-// nothing (a stale marker is the most it can leave behind, and the next
-// scan repairs it).
+// nothing (a stale side record is the most it can leave behind, and the
+// next reader that meets it repairs it).
 package queue
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -138,10 +143,16 @@ type Queue struct {
 	scope string
 }
 
-// state is what the views of one Queue share.
+// state is what the views of one Queue share: its store and options, the
+// claim index's listings and skips (scan.go), the record cache
+// (recs.go), and its side records with what each remembers (side.go).
 type state struct {
 	store store.Store
 	opts  Options
+
+	// sides are the records written beside each task record (side.go);
+	// each keeps its own cache under its own lock.
+	sides sides
 
 	mu    sync.Mutex
 	bufs  map[string]*scanBuf  // index prefix -> last listing
@@ -150,18 +161,10 @@ type state struct {
 	// listing holds, per index prefix, the channel a LIST in flight
 	// closes when it is done.
 	listing map[string]chan struct{}
-	// wakes are the wake-up keys this Queue has written (see wake).
-	wakes map[string]bool
-	// parents are the tasks this Queue has flagged as parents.
-	parents map[string]bool
 	// decls caches queue declarations (Options.DeclCacheFor);
 	// declLoading holds, per queue, the channel a read in flight closes.
 	decls       map[string]declEntry
 	declLoading map[string]chan struct{}
-	// slots caches, per slot key, until when it is known to be held.
-	slots map[string]time.Time
-	// slotLists caches the last LIST of each queue's slots.
-	slotLists map[string]slotListing
 	// lastLoss is when a claim of this Queue last lost a race.
 	lastLoss time.Time
 	// recs caches the last version of live records (recs.go); recBytes
@@ -201,14 +204,15 @@ func New(s store.Store, opts Options) *Queue {
 	if opts.DeclCacheFor <= 0 {
 		opts.DeclCacheFor = DefaultDeclCacheFor
 	}
-	return &Queue{state: &state{
+	q := &Queue{state: &state{
 		store: s, opts: opts,
 		bufs: make(map[string]*scanBuf), skip: make(map[string]time.Time), types: make(map[string]string),
 		listing: make(map[string]chan struct{}),
-		wakes:   make(map[string]bool), parents: make(map[string]bool),
-		decls: make(map[string]declEntry), declLoading: make(map[string]chan struct{}), slots: make(map[string]time.Time), slotLists: make(map[string]slotListing),
+		decls:   make(map[string]declEntry), declLoading: make(map[string]chan struct{}),
 		recs: make(map[string]cachedRec), arrivals: make(map[string]chan struct{}),
 	}}
+	q.sides = newSides(q)
+	return q
 }
 
 // In returns a view of q that acts only on the tasks of the named queue:
@@ -300,74 +304,76 @@ func encode(t *Task) ([]byte, error) {
 }
 
 // commit replaces cur (read with etag) by next in one conditional write,
-// with the marker protocol around it: a marker next names and cur does not
-// is written first; a marker cur names and next does not is deleted after.
-// A lost race returns store.ErrPrecondition with the record unchanged; a
-// marker written for it is left as a stale hint (never deleted here: a
-// winner may name the same key).
+// with the side records around it (side.go): each side record next needs
+// and cur does not have is written first, in the order of sides.all;
+// once the record's write has landed, each one cur has and next does not
+// need is removed (best effort: one left behind is a stale hint, which
+// the next reader that meets it repairs). A create is a commit from the
+// zero Task with etag "": the record is written only if absent.
 //
-// The same protocol keeps two more hints: an outbox entry is written
-// before a transition that owes follow-up work (followUpDue: an event, a
-// cascade, artifact deletion), and a child's children/ marker exists while
-// the child is not terminal (written before it revives, deleted after it
-// finishes), and a task in a rare status (failed, expired, cancelled) has
-// its status/ marker (written before it enters the status, deleted after
-// it leaves it).
+// A lost race returns store.ErrPrecondition with the record unchanged; a
+// side record written for it is left as a stale hint (never removed
+// here: a winner may name the same key). A side record's time is
+// next.UpdatedAt, the transition's now.
 func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) (string, error) {
 	body, err := encode(next)
 	if err != nil {
 		return "", err
 	}
-	if next.IndexKey != "" && next.IndexKey != cur.IndexKey {
-		if err := q.putMarker(ctx, next.IndexKey, next.UpdatedAt); err != nil {
+	for _, s := range q.sides.all {
+		if err := s.before(ctx, cur, next); err != nil {
 			return "", err
 		}
 	}
-	if followUpDue(cur, next) {
-		if err := q.putHint(ctx, outboxKey(next)); err != nil {
-			return "", err
+	newETag, err := q.writeRecord(ctx, cur, etag, next, body)
+	if err != nil {
+		return "", err
+	}
+	var cleanups []cleanup
+	for _, s := range q.sides.all {
+		if fn := s.after(cur, next); fn != nil {
+			cleanups = append(cleanups, fn)
 		}
 	}
-	if next.ParentID != "" && cur.Status.Terminal() && !next.Status.Terminal() {
-		if err := q.putChildHints(ctx, next.Queue, next.ParentID, next.ID); err != nil {
-			return "", err
+	q.clean(ctx, cleanups)
+	return newETag, nil
+}
+
+// writeRecord writes next, the successor of cur read with etag: by
+// compare-and-swap, or, when cur is the zero Task, create-only. A write
+// whose answer was lost is recognised on a re-read, and the record this
+// Queue now knows is remembered (recs.go).
+func (q *Queue) writeRecord(ctx context.Context, cur *Task, etag string, next *Task, body []byte) (string, error) {
+	key := TaskKey(next.Queue, next.ID)
+	if !cur.exists() {
+		// A fresh UUIDv7 only exists already if an earlier attempt of
+		// this very write landed: CreateOwn recognises it by what
+		// identifies its writer (writtenBy), and retries a create whose
+		// answer was lost and that did not land.
+		exact := true // the stored record is this body, byte for byte
+		mine := func(stored []byte) bool {
+			ok := writtenBy(next)(stored)
+			if ok && !bytes.Equal(stored, body) {
+				exact = false // changed since by a claimer, a canceller, the sweep
+			}
+			return ok
 		}
-	}
-	if k := statusKey(next); k != "" && next.Status != cur.Status {
-		if err := q.putHint(ctx, k, taskPutOptions(next)...); err != nil {
-			return "", err
+		newETag, err := store.CreateOwn(ctx, q.store, key, body, mine, taskPutOptions(next)...)
+		if err != nil {
+			return "", fmt.Errorf("create task %s: %w", next.ID, err)
 		}
+		if exact {
+			q.remember(next, newETag) // its claim by this process needs no GET
+		}
+		return newETag, nil
 	}
-	// A lost answer is recognised on a re-read (a lease token or an update
-	// time makes every body of ours unique).
-	newETag, err := store.SwapOwn(ctx, q.store, TaskKey(next.Queue, next.ID), body, etag, nil, taskPutOptions(next)...)
+	// A lease token or an update time makes every body of ours unique.
+	newETag, err := store.SwapOwn(ctx, q.store, key, body, etag, nil, taskPutOptions(next)...)
 	if err != nil {
 		q.forget(next.Queue, next.ID)
 		return "", fmt.Errorf("write task %s: %w", next.ID, err)
 	}
 	q.remember(next, newETag)
-	if next.IndexKey != cur.IndexKey {
-		q.announce(next)
-	}
-	// What the record no longer names goes, best effort: a hint left
-	// behind is stale and the next scan that meets it deletes it.
-	var cleanup []func(context.Context)
-	if cur.IndexKey != "" && cur.IndexKey != next.IndexKey {
-		key := cur.IndexKey
-		cleanup = append(cleanup, func(ctx context.Context) { _ = q.store.Delete(ctx, key) })
-	}
-	if next.ParentID != "" && !cur.Status.Terminal() && next.Status.Terminal() {
-		key := childKey(next.Queue, next.ParentID, next.ID)
-		cleanup = append(cleanup, func(ctx context.Context) { _ = q.store.Delete(ctx, key) })
-	}
-	if k := statusKey(cur); k != "" && next.Status != cur.Status {
-		cleanup = append(cleanup, func(ctx context.Context) { _ = q.store.Delete(ctx, k) })
-	}
-	if cur.SlotKey != "" && (cur.SlotKey != next.SlotKey || cur.SlotETag != next.SlotETag) {
-		held := *cur // taken over later if not freed (slots.go)
-		cleanup = append(cleanup, func(ctx context.Context) { q.freeSlotOf(ctx, &held) })
-	}
-	q.clean(ctx, cleanup)
 	return newETag, nil
 }
 
@@ -388,10 +394,10 @@ func (q *Queue) inBackground(ctx context.Context) context.Context {
 // clean runs the cleanups of a transition: one after another before it
 // returns, or, for a lease operation under Options.BackgroundCleanup, all
 // at once after.
-func (q *Queue) clean(ctx context.Context, fns []func(context.Context)) {
+func (q *Queue) clean(ctx context.Context, fns []cleanup) {
 	if bg, _ := ctx.Value(backgroundKey{}).(bool); !bg {
 		for _, fn := range fns {
-			fn(ctx)
+			_ = fn(ctx)
 		}
 		return
 	}
@@ -400,7 +406,7 @@ func (q *Queue) clean(ctx context.Context, fns []func(context.Context)) {
 		q.cleanups.Add(1)
 		go func() {
 			defer q.cleanups.Done()
-			fn(ctx)
+			_ = fn(ctx)
 		}()
 	}
 }
@@ -464,86 +470,6 @@ func (q *Queue) arrived(name string) {
 // Flush waits for the background cleanups of the transitions that have
 // returned (Options.BackgroundCleanup): after it, their hints are gone.
 func (q *Queue) Flush() { q.cleanups.Wait() }
-
-// putChildHints writes the hints of a live child: its parent's flag (once
-// per Queue and parent) and its own marker under the parent.
-func (q *Queue) putChildHints(ctx context.Context, queue, parentID, childID string) error {
-	flag := parentFlagKey(queue, parentID)
-	q.mu.Lock()
-	flagged := q.parents[flag]
-	q.mu.Unlock()
-	if !flagged {
-		if err := q.putHint(ctx, flag); err != nil {
-			return err
-		}
-		q.mu.Lock()
-		if len(q.parents) >= maxSkip {
-			clear(q.parents)
-		}
-		q.parents[flag] = true
-		q.mu.Unlock()
-	}
-	return q.putHint(ctx, childKey(queue, parentID, childID))
-}
-
-// putHint writes an empty hint object that is not an index marker (an
-// outbox entry, a child's marker). A write whose answer was lost is
-// recognised on a re-read.
-//
-// opts tag it: a status marker carries its terminal record's TerminalTag,
-// so that the bucket's lifecycle rule deletes both together.
-func (q *Queue) putHint(ctx context.Context, key string, opts ...store.PutOption) error {
-	if _, err := store.PutOwn(ctx, q.store, key, nil, opts...); err != nil {
-		return fmt.Errorf("write %s: %w", key, err)
-	}
-	return nil
-}
-
-// putMarker writes an index marker at now; a deadline/ marker's queue
-// gets its wake-up first (see wake). A write whose answer was lost is
-// recognised on a re-read.
-func (q *Queue) putMarker(ctx context.Context, key string, now time.Time) error {
-	if m, ok := parseMarker(key); ok && !m.expires.IsZero() {
-		if err := q.wake(ctx, m.queue, m.expires, now); err != nil {
-			return err
-		}
-	}
-	if _, err := store.PutOwn(ctx, q.store, key, nil); err != nil {
-		return fmt.Errorf("write marker %s: %w", key, err)
-	}
-	return nil
-}
-
-// wake writes the wake-up that makes the sweep read queue's deadline
-// index from the minute holding at (sweep/wake/{minute}_{queue}), before
-// a marker due at at is written: so the sweep reads only the heads of
-// queues that may hold something due, however many queue names exist.
-// One PUT per process, queue and minute: a Queue remembers what it wrote.
-//
-// The sweep deletes a wake-up only once its minute is StaleMarkerGrace
-// behind its now and the head it reads holds nothing due (see
-// sweep_queues.go). A remembered wake-up is trusted only while its minute
-// is at most a minute behind now, so a marker written on its strength is
-// always seen by the sweep that deletes it (clocks a minute apart aside).
-func (q *Queue) wake(ctx context.Context, queue string, at, now time.Time) error {
-	key := wakeKey(queue, at)
-	q.mu.Lock()
-	done := q.wakes[key]
-	q.mu.Unlock()
-	if done && !at.Truncate(time.Minute).Before(now.Add(-time.Minute)) {
-		return nil
-	}
-	if err := q.putHint(ctx, key); err != nil {
-		return err
-	}
-	q.mu.Lock()
-	if len(q.wakes) >= maxSkip {
-		clear(q.wakes)
-	}
-	q.wakes[key] = true
-	q.mu.Unlock()
-	return nil
-}
 
 // update is the read-modify-write loop of a transition on one task: it
 // loads the record, lets fn change a copy (or refuse with an error, which

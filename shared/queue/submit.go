@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/s3q/s3q/shared/internal/clip"
 	"github.com/s3q/s3q/shared/internal/jsonval"
 	"github.com/s3q/s3q/shared/store"
 )
@@ -92,13 +90,14 @@ type SubmitResult struct {
 // the first submit that makes a task declares it (ErrTooManyQueues past
 // Options.MaxQueues; a refused submit declares nothing). Writes, in
 // order: the dedup pointer (if any), the queue's declaration
-// (auto_declare, once), the hints the task needs (for a child, its
-// parent's flag and its children/ marker; the outbox entry of a task
-// expired on arrival), for a deadline its queue's wake-up (once per
-// process, queue and minute), the index marker, the record (create-only).
-// A crash between them leaves at most a
-// stale hint or an orphaned dedup pointer, both repaired later; the task
-// exists once Submit returns. A bad field returns a *ValidationError and
+// (auto_declare, once), then the task's create, a commit from the zero
+// Task (side.go): the side records it needs (for a deadline its queue's
+// wake-up, once per process, queue and minute, and the index marker; the
+// outbox entry and status entry of a task expired on arrival; for a
+// child, its parent's flag and its children/ marker), then the record
+// (create-only). A crash between them leaves at most a stale hint or an
+// orphaned dedup pointer, both repaired later; the task exists once
+// Submit returns. A bad field returns a *ValidationError and
 // writes nothing.
 //
 // Every write whose answer is lost is recognised on a re-read (a dedup
@@ -123,7 +122,7 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 		t.RequestHash = requestHash(req)
 	}
 	if t.DedupKey != "" {
-		existing, dup, err := q.holdDedup(ctx, &t, now)
+		existing, dup, err := q.sides.dedup.take(ctx, &t, now)
 		if req.ID != "" && (dup || errors.Is(err, ErrConflict)) {
 			// A retry of a submit whose task exists, and whose key has
 			// moved on since: the task is the answer, not the holder.
@@ -148,7 +147,7 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 			return res, err
 		}
 	}
-	if err := q.create(ctx, &t); err != nil {
+	if _, err := q.commit(ctx, &Task{}, "", &t); err != nil {
 		if req.ID != "" && errors.Is(err, store.ErrPrecondition) {
 			res, ok, rerr := q.replay(ctx, &t, req, true)
 			if ok && rerr == nil {
@@ -216,8 +215,8 @@ func (q *Queue) replay(ctx context.Context, t *Task, req SubmitRequest, wroteMar
 	if err != nil {
 		return SubmitResult{}, false, err
 	}
-	if wroteMarker && t.IndexKey != "" && t.IndexKey != existing.IndexKey {
-		_ = q.store.Delete(ctx, t.IndexKey)
+	if wroteMarker && t.IndexKey != existing.IndexKey {
+		q.sides.marker.remove(ctx, t.IndexKey)
 	}
 	// A client's request replays only the task its own request made: one
 	// made without an id's request (a fire's, whose id anyone can
@@ -257,56 +256,6 @@ func requestHash(req SubmitRequest) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// create writes a new task's hints and marker, then its record. A record
-// that holds another body already returns store.ErrPrecondition.
-func (q *Queue) create(ctx context.Context, t *Task) error {
-	body, err := encode(t)
-	if err != nil {
-		return err
-	}
-	if t.ParentID != "" && !t.Status.Terminal() {
-		if err := q.putChildHints(ctx, t.Queue, t.ParentID, t.ID); err != nil {
-			return err
-		}
-	}
-	if followUpDue(&Task{}, t) {
-		if err := q.putHint(ctx, outboxKey(t)); err != nil {
-			return err
-		}
-	}
-	if t.IndexKey != "" {
-		if err := q.putMarker(ctx, t.IndexKey, t.UpdatedAt); err != nil {
-			return err
-		}
-	}
-	if k := statusKey(t); k != "" { // expired on arrival
-		if err := q.putHint(ctx, k, taskPutOptions(t)...); err != nil {
-			return err
-		}
-	}
-	// A fresh UUIDv7 only exists already if an earlier attempt of this
-	// very write landed: CreateOwn recognises it by what identifies its
-	// writer (writtenBy), and retries a create whose answer was lost and
-	// that did not land.
-	exact := true // the stored record is this body, byte for byte
-	mine := func(stored []byte) bool {
-		ok := writtenBy(t)(stored)
-		if ok && !bytes.Equal(stored, body) {
-			exact = false // changed since by a claimer, a canceller, the sweep
-		}
-		return ok
-	}
-	etag, err := store.CreateOwn(ctx, q.store, TaskKey(t.Queue, t.ID), body, mine, taskPutOptions(t)...)
-	if err != nil {
-		return fmt.Errorf("create task %s: %w", t.ID, err)
-	}
-	if exact {
-		q.remember(t, etag) // its claim by this process needs no GET
-	}
-	q.announce(t)
-	return nil
-}
-
 // writtenBy returns a test of a stored task record: whether this submit
 // of t wrote it. A create whose answer was lost is recognised by what
 // identifies its writer, never by the record's bytes: between the lost
@@ -321,182 +270,27 @@ func writtenBy(t *Task) func(stored []byte) bool {
 	}
 }
 
-// dedupPointer is the body of dedup/{queue}/{sha256(key)}. An empty
-// TaskID marks a released pointer: the key is free.
-type dedupPointer struct {
-	TaskID    string    `json:"task_id"`
-	CreatedAt time.Time `json:"created_at"`
-	// Reviving marks a pointer retaken by Retry for a finished task it is
-	// about to bring back: until StaleMarkerGrace has passed, a submit
-	// must not take the key over on the ground that its task is finished.
-	Reviving bool `json:"reviving,omitempty"`
-}
-
-// freshPointer reports whether dedup pointer p was written less than
-// StaleMarkerGrace before now: its writer may still be at work.
-func (q *Queue) freshPointer(p dedupPointer, now time.Time) bool {
-	return now.Sub(p.CreatedAt) < q.opts.StaleMarkerGrace
-}
-
-// errDedupTaken is the conflict of t's dedup key while task id, not yet
-// written, takes it.
-func errDedupTaken(t *Task, id string) error {
-	return fmt.Errorf("dedup key %q is being taken by task %s: %w", clip.Input(t.DedupKey), id, ErrConflict)
-}
-
-// errDedupBusy is the conflict of t's dedup key when it kept changing
-// under every compare-and-swap.
-func errDedupBusy(t *Task) error {
-	return fmt.Errorf("dedup key %q: %w", clip.Input(t.DedupKey), ErrConflict)
-}
-
-// namesTask returns a test of a stored pointer: whether it names id.
-func namesTask(id string) func(stored []byte) bool {
-	return func(stored []byte) bool {
-		var p dedupPointer
-		return json.Unmarshal(stored, &p) == nil && p.TaskID == id
-	}
-}
-
-// endsNow reports whether a dedup key's holder t can never run again at
-// now, and sets *next to t as a claim would leave it: a pending task past
-// its expires_at expired, a running one whose lease lapsed settled
-// (expired, cancelled or failed; see settleLapsed).
-func endsNow(t, next *Task, now time.Time) bool {
-	*next = t.clone()
-	switch {
-	case t.Status == StatusPending && t.deadlinePassed(now):
-		expire(next, ReasonTTL, now)
-		return true
-	case t.Status == StatusRunning && !t.leaseValid(now):
-		return settleLapsed(next, now)
-	}
-	return false
-}
-
-// holdDedup takes the dedup key for t, or returns the live task that holds
-// it. The pointer is create-only; a pointer whose task is terminal, or
-// missing for longer than StaleMarkerGrace (a submit that crashed), is
-// taken over by compare-and-swap, and so is one whose task can never run
-// again (endsNow): that task is ended in place first (the write a claim
-// would make, with its event). A pointer that
-// names t's own id is t's own: an earlier attempt of this very submit
-// whose answer was lost.
-func (q *Queue) holdDedup(ctx context.Context, t *Task, now time.Time) (Task, bool, error) {
-	key := DedupKey(t.Queue, t.DedupKey)
-	body, _ := json.Marshal(dedupPointer{TaskID: t.ID, CreatedAt: now})
-	mine := namesTask(t.ID)
-	var writeErr error // the last create that failed for another reason than an existing key
-	for i := 0; i < maxCASAttempts; i++ {
-		_, err := q.store.PutIfAbsent(ctx, key, body)
-		if err == nil {
-			return Task{}, false, nil
-		}
-		if !errors.Is(err, store.ErrPrecondition) {
-			writeErr = fmt.Errorf("write dedup key: %w", err)
-		}
-		// Whatever the error, the pointer tells: it may be ours (the
-		// answer was lost), another's, or absent (not written).
-		obj, err := q.store.Get(ctx, key)
-		if errors.Is(err, store.ErrNotFound) {
-			if writeErr != nil && i+1 >= store.OwnAttempts {
-				return Task{}, false, writeErr
-			}
-			continue // not written, or deleted meanwhile: create it again
-		}
-		if err != nil {
-			if writeErr != nil {
-				return Task{}, false, writeErr
-			}
-			return Task{}, false, fmt.Errorf("read dedup key: %w", err)
-		}
-		if mine(obj.Body) {
-			return Task{}, false, nil // ours: an earlier attempt of this very submit
-		}
-		var p dedupPointer
-		if err := json.Unmarshal(obj.Body, &p); err != nil || validID(p.TaskID) != nil {
-			p = dedupPointer{} // unreadable or released: take it over
-		}
-		if p.TaskID != "" {
-			holder, ended, err := q.dedupHolder(ctx, t, p.TaskID, now)
-			switch {
-			case errors.Is(err, store.ErrPrecondition):
-				continue // it changed meanwhile: look again
-			case ended:
-				// It could never run: ended in place, the key is free.
-			case err == nil && !holder.Status.Terminal():
-				return holder, true, nil
-			case err == nil && p.Reviving && q.freshPointer(p, now):
-				return Task{}, false, fmt.Errorf("dedup key %q: task %s is being retried: %w", clip.Input(t.DedupKey), p.TaskID, ErrConflict)
-			case err == nil:
-				// terminal: the key is free again
-			case errors.Is(err, ErrNotFound):
-				if q.freshPointer(p, now) && !errors.Is(err, errPurged) {
-					// Another submit holds the key and has not written its
-					// task yet, or crashed a moment ago.
-					return Task{}, false, errDedupTaken(t, p.TaskID)
-				}
-			default:
-				return Task{}, false, err
-			}
-		}
-		if _, err := store.SwapOwn(ctx, q.store, key, body, obj.ETag, mine); err == nil {
-			return Task{}, false, nil
-		} else if !errors.Is(err, store.ErrPrecondition) {
-			return Task{}, false, fmt.Errorf("take over dedup key: %w", err)
-		}
-	}
-	return Task{}, false, errDedupBusy(t)
-}
-
-// dedupHolder loads the task a dedup pointer names, as the holder of t's
-// key: ErrNotFound when it does not exist or does not hold that key (the
-// pointer of a submit of that id with another request, refused, then
-// crashed before releasing it). A holder that can never run is ended in
-// place and returned ended, terminal: the key is free. A
-// lost race ending it returns store.ErrPrecondition: look again.
-func (q *Queue) dedupHolder(ctx context.Context, t *Task, id string, now time.Time) (holder Task, ended bool, err error) {
-	holder, hetag, err := q.load(ctx, t.Queue, id)
-	if err != nil {
-		return Task{}, false, err
-	}
-	if holder.Queue != t.Queue || holder.DedupKey != t.DedupKey {
-		return Task{}, false, fmt.Errorf("task %s does not hold dedup key %q: %w", id, clip.Input(t.DedupKey), ErrNotFound)
-	}
-	var end Task
-	if !endsNow(&holder, &end, now) {
-		return holder, false, nil
-	}
-	if _, err := q.commit(ctx, &holder, hetag, &end); err != nil {
-		return Task{}, false, err
-	}
-	return end, true, nil
-}
-
 // abandon undoes what a failed submit of t wrote before its record, when
 // it can tell the record was not written: the index marker goes, and the
 // dedup pointer, unless task t.ID exists and holds the key, is set free
-// by compare-and-swap if it still names t, so the key is not refused for
+// (side_dedup.go, release), so the key is not refused for
 // StaleMarkerGrace on behalf of a task that never existed. Best effort:
 // when the record cannot be read, both stay, for the scans and the grace.
+// The submit's other side records stay as stale hints: the key of a
+// child's marker or status entry is the task's own, and a record of that
+// id written later (a retry of the submit) names it again.
 func (q *Queue) abandon(ctx context.Context, t *Task) {
 	rec, _, err := q.load(ctx, t.Queue, t.ID)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return
 	}
-	if err != nil && t.IndexKey != "" {
-		_ = q.store.Delete(ctx, t.IndexKey)
+	if err != nil {
+		q.sides.marker.remove(ctx, t.IndexKey)
 	}
 	if t.DedupKey == "" || err == nil && rec.Queue == t.Queue && rec.DedupKey == t.DedupKey {
 		return // no key, or the task exists and holds it
 	}
-	key := DedupKey(t.Queue, t.DedupKey)
-	obj, err := q.store.Get(ctx, key)
-	if err != nil || !namesTask(t.ID)(obj.Body) {
-		return
-	}
-	body, _ := json.Marshal(dedupPointer{})
-	_, _ = store.SwapOwn(ctx, q.store, key, body, obj.ETag, nil)
+	_ = q.sides.dedup.release(ctx, t)
 }
 
 // BatchResult is the outcome of one item of a batch submit: a result or an

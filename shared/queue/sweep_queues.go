@@ -148,7 +148,7 @@ func (r *sweepRun) retire(ctx context.Context, w *queueWork) {
 		return
 	}
 	if !w.next.IsZero() {
-		if err := r.q.putHint(ctx, wakeKey(w.name, w.next)); err != nil {
+		if err := putHint(ctx, r.q.store, wakeKey(w.name, w.next)); err != nil {
 			r.fail(err)
 			return
 		}

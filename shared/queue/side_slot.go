@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/s3q/s3q/shared/store"
@@ -15,7 +16,7 @@ import (
 
 // Concurrency slots: how a queue's max_concurrency holds for every claim.
 //
-// A queue with max_concurrency N has N slots, slots/{queue}/{0000..N-1},
+// A queue with max_concurrency N has N slots, q/{queue}/slots/{0000..N-1},
 // each held (naming a task, its lease token and the lease's expiry) or
 // free (the body "{}"). A claim takes a slot before it starts a task: it
 // creates it (If-None-Match) or swaps a free one (If-Match on the ETag its
@@ -41,6 +42,35 @@ import (
 // a claim also GETs up to maxSlotChecks slots (and their tasks) whose
 // recorded expiry has passed, remembering held ones until their lease
 // ends, and returns no task.
+
+// slotSide is a task's concurrency slot, as the protocol of a side
+// record sees it. A claim takes the slot itself, before the record's
+// write (take, from startLoaded), because the record it writes names the
+// slot and the ETag its take made; so before writes nothing. After: the
+// slot cur holds and next does not (the lease ended, or moved to another
+// claim) is freed by compare-and-swap on that ETag. A claim that loses
+// its race frees the slot it took (free): the slot is its own, unlike a
+// marker, as its ETag is.
+//
+// It remembers, per slot, until when it is known to be held (held), and
+// per queue its last listing of the slots (lists).
+type slotSide struct {
+	q *Queue // the root view: its store, options and records
+
+	mu    sync.Mutex
+	held  map[string]time.Time   // slot key -> known held until
+	lists map[string]slotListing // queue -> last LIST of its slots
+}
+
+func (*slotSide) before(ctx context.Context, cur, next *Task) error { return nil }
+
+func (s *slotSide) after(cur, next *Task) cleanup {
+	if cur.SlotKey == "" || cur.SlotKey == next.SlotKey && cur.SlotETag == next.SlotETag {
+		return nil
+	}
+	held := *cur // taken over later if not freed
+	return func(ctx context.Context) error { return s.free(ctx, &held) }
+}
 
 // slotRecord is the body of a held slot.
 type slotRecord struct {
@@ -72,7 +102,7 @@ type slotRun struct {
 	busy   bool // no slot was free
 }
 
-// takeSlot takes a free slot of queue d for t, which is about to start
+// take takes a free slot of queue d for t, which is about to start
 // under t.LeaseToken until t.LeaseExpiresAt. It returns the slot's key and
 // new ETag, or "" when all max_concurrency slots are held.
 //
@@ -80,12 +110,12 @@ type slotRun struct {
 // updated by each take and free), and a slot one of them is writing is
 // not tried by another, so concurrent claims of one process do not spend
 // conditional writes racing each other for the same slot.
-func (q *Queue) takeSlot(ctx context.Context, d Declaration, t *Task, run *slotRun, now time.Time) (string, string, error) {
+func (s *slotSide) take(ctx context.Context, d Declaration, t *Task, run *slotRun, now time.Time) (string, string, error) {
 	if run.busy {
 		return "", "", nil
 	}
 	if !run.listed {
-		if err := q.listSlots(ctx, d.Name, now); err != nil {
+		if err := s.list(ctx, d.Name, now); err != nil {
 			return "", "", err
 		}
 		run.listed = true
@@ -97,7 +127,7 @@ func (q *Queue) takeSlot(ctx context.Context, d Declaration, t *Task, run *slotR
 	size := int64(len(body))
 	n := d.MaxConcurrency
 	for {
-		k, info, seen, ok := q.pickSlot(d.Name, n)
+		k, info, seen, ok := s.pick(d.Name, n)
 		if !ok {
 			break
 		}
@@ -106,11 +136,11 @@ func (q *Queue) takeSlot(ctx context.Context, d Declaration, t *Task, run *slotR
 		// claim's lease token).
 		var etag string
 		if seen {
-			etag, err = store.SwapOwn(ctx, q.store, key, body, info.ETag, nil)
+			etag, err = store.SwapOwn(ctx, s.q.store, key, body, info.ETag, nil)
 		} else {
-			etag, err = store.CreateOwn(ctx, q.store, key, body, nil)
+			etag, err = store.CreateOwn(ctx, s.q.store, key, body, nil)
 		}
-		q.slotWritten(d.Name, k, etag, size, err == nil)
+		s.written(d.Name, k, etag, size, err == nil)
 		if err == nil {
 			return key, etag, nil
 		}
@@ -126,14 +156,14 @@ func (q *Queue) takeSlot(ctx context.Context, d Declaration, t *Task, run *slotR
 			break
 		}
 		key := slotKey(d.Name, k)
-		q.mu.Lock()
-		until, known := q.slots[key]
-		q.mu.Unlock()
+		s.mu.Lock()
+		until, known := s.held[key]
+		s.mu.Unlock()
 		if known && now.Before(until) {
 			continue
 		}
 		checks++
-		free, etag, err := q.slotFree(ctx, key, now)
+		free, etag, err := s.isFree(ctx, key, now)
 		if err != nil {
 			return "", "", err
 		}
@@ -142,14 +172,14 @@ func (q *Queue) takeSlot(ctx context.Context, d Declaration, t *Task, run *slotR
 		}
 		// A lost answer is recognised on a re-read (the body names this
 		// claim's lease token).
-		newETag, err := store.SwapOwn(ctx, q.store, key, body, etag, nil)
+		newETag, err := store.SwapOwn(ctx, s.q.store, key, body, etag, nil)
 		if errors.Is(err, store.ErrPrecondition) || errors.Is(err, store.ErrNotFound) {
 			continue
 		}
 		if err != nil {
 			return "", "", fmt.Errorf("take over slot %s: %w", key, err)
 		}
-		q.slotWritten(d.Name, k, newETag, size, true)
+		s.written(d.Name, k, newETag, size, true)
 		return key, newETag, nil
 	}
 	run.busy = true
@@ -168,17 +198,17 @@ type slotListing struct {
 	taking map[int]bool
 }
 
-// listSlots makes this Queue's listing of the queue's slots fresh: a LIST
+// list makes this Queue's listing of the queue's slots fresh: a LIST
 // when it is older than ListCacheFor. The slots being written keep what
 // this Queue knows of them.
-func (q *Queue) listSlots(ctx context.Context, name string, now time.Time) error {
-	q.mu.Lock()
-	l, ok := q.slotLists[name]
-	q.mu.Unlock()
-	if ok && q.opts.ListCacheFor > 0 && now.Sub(l.at) < q.opts.ListCacheFor && !now.Before(l.at) {
+func (s *slotSide) list(ctx context.Context, name string, now time.Time) error {
+	s.mu.Lock()
+	l, ok := s.lists[name]
+	s.mu.Unlock()
+	if ok && s.q.opts.ListCacheFor > 0 && now.Sub(l.at) < s.q.opts.ListCacheFor && !now.Before(l.at) {
 		return nil
 	}
-	page, err := q.store.List(ctx, slotPrefix(name), "", store.MaxListLimit)
+	page, err := s.q.store.List(ctx, slotPrefix(name), "", store.MaxListLimit)
 	if err != nil {
 		return fmt.Errorf("list slots of %s: %w", name, err)
 	}
@@ -188,12 +218,12 @@ func (q *Queue) listSlots(ctx context.Context, name string, now time.Time) error
 			slots[n] = it
 		}
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if len(q.slotLists) >= maxSkip {
-		clear(q.slotLists)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.lists) >= maxSkip {
+		clear(s.lists)
 	}
-	cur, ok := q.slotLists[name]
+	cur, ok := s.lists[name]
 	if !ok {
 		cur = slotListing{taking: map[int]bool{}}
 	}
@@ -205,18 +235,18 @@ func (q *Queue) listSlots(ctx context.Context, name string, now time.Time) error
 		}
 	}
 	cur.slots, cur.at = slots, now
-	q.slotLists[name] = cur
+	s.lists[name] = cur
 	return nil
 }
 
-// pickSlot chooses a slot of the queue's n that this Queue's listing
+// pick chooses a slot of the queue's n that this Queue's listing
 // shows free (or never made) and that no claim of this Queue is writing,
 // from a random one on, and marks it as being written. ok is false when
 // there is none.
-func (q *Queue) pickSlot(name string, n int) (k int, info store.Info, seen, ok bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	l, found := q.slotLists[name]
+func (s *slotSide) pick(name string, n int) (k int, info store.Info, seen, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, found := s.lists[name]
 	if !found {
 		return 0, store.Info{}, false, false
 	}
@@ -236,12 +266,12 @@ func (q *Queue) pickSlot(name string, n int) (k int, info store.Info, seen, ok b
 	return 0, store.Info{}, false, false
 }
 
-// slotWritten records the end of a claim's write of slot k: held by it
+// written records the end of a claim's write of slot k: held by it
 // with etag when ok, else held by someone else.
-func (q *Queue) slotWritten(name string, k int, etag string, size int64, ok bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	l, found := q.slotLists[name]
+func (s *slotSide) written(name string, k int, etag string, size int64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, found := s.lists[name]
 	if !found {
 		return
 	}
@@ -252,21 +282,21 @@ func (q *Queue) slotWritten(name string, k int, etag string, size int64, ok bool
 	l.slots[k] = store.Info{Key: slotKey(name, k), ETag: etag, Size: max(size, int64(len(freeSlot))+1)}
 }
 
-// slotFreed notes in this Queue's listing that it freed a slot.
-func (q *Queue) slotFreed(key, etag string) {
+// freed notes in this Queue's listing that it freed a slot.
+func (s *slotSide) freed(key, etag string) {
 	name := queueOfKey(key)
 	n := slotIndex(key)
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if l, ok := q.slotLists[name]; ok && n >= 0 && !l.taking[n] {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l, ok := s.lists[name]; ok && n >= 0 && !l.taking[n] {
 		l.slots[n] = store.Info{Key: key, ETag: etag, Size: int64(len(freeSlot))}
 	}
 }
 
-// slotFree reads a slot and reports whether it may be taken, with its
-// ETag. A held slot is remembered in q.slots until it may be free.
-func (q *Queue) slotFree(ctx context.Context, key string, now time.Time) (bool, string, error) {
-	obj, err := q.store.Get(ctx, key)
+// isFree reads a slot and reports whether it may be taken, with its
+// ETag. A held slot is remembered (s.held) until it may be free.
+func (s *slotSide) isFree(ctx context.Context, key string, now time.Time) (bool, string, error) {
+	obj, err := s.q.store.Get(ctx, key)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, "", nil // never made: the next claim's LIST shows it absent
 	}
@@ -276,49 +306,51 @@ func (q *Queue) slotFree(ctx context.Context, key string, now time.Time) (bool, 
 	if slotIsFree(int64(len(obj.Body))) {
 		return true, obj.ETag, nil
 	}
-	var s slotRecord
-	if err := json.Unmarshal(obj.Body, &s); err != nil || validID(s.TaskID) != nil {
+	var rec slotRecord
+	if err := json.Unmarshal(obj.Body, &rec); err != nil || validID(rec.TaskID) != nil {
 		return true, obj.ETag, nil // not a slot we wrote: free
 	}
-	if !now.After(s.LeaseExpiresAt) {
-		q.rememberSlot(key, s.LeaseExpiresAt)
+	if !now.After(rec.LeaseExpiresAt) {
+		s.remember(key, rec.LeaseExpiresAt)
 		return false, "", nil
 	}
-	t, _, err := q.load(ctx, queueOfKey(key), s.TaskID)
+	t, _, err := s.q.load(ctx, queueOfKey(key), rec.TaskID)
 	if errors.Is(err, ErrNotFound) {
 		return true, obj.ETag, nil
 	}
 	if err != nil {
 		return false, "", err
 	}
-	if t.Status == StatusRunning && t.LeaseToken == s.LeaseToken && t.SlotKey == key && t.leaseValid(now) {
-		q.rememberSlot(key, *t.LeaseExpiresAt) // extended by heartbeats
+	if t.Status == StatusRunning && t.LeaseToken == rec.LeaseToken && t.SlotKey == key && t.leaseValid(now) {
+		s.remember(key, *t.LeaseExpiresAt) // extended by heartbeats
 		return false, "", nil
 	}
 	return true, obj.ETag, nil
 }
 
-func (q *Queue) rememberSlot(key string, until time.Time) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if len(q.slots) >= maxSkip {
-		clear(q.slots)
+// remember notes that the slot at key is held until until.
+func (s *slotSide) remember(key string, until time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.held) >= maxSkip {
+		clear(s.held)
 	}
-	q.slots[key] = until
+	s.held[key] = until
 }
 
-// freeSlotOf frees the slot t names, if it still holds what t's claim
+// free frees the slot t names, if it still holds what t's claim
 // wrote there (If-Match on t.SlotETag). Best effort: a slot left held is
 // taken over once t's lease has lapsed.
-func (q *Queue) freeSlotOf(ctx context.Context, t *Task) {
+func (s *slotSide) free(ctx context.Context, t *Task) error {
 	if t.SlotKey == "" || t.SlotETag == "" {
-		return
+		return nil
 	}
-	etag, err := q.store.PutIfMatch(ctx, t.SlotKey, freeSlot, t.SlotETag)
-	q.mu.Lock()
-	delete(q.slots, t.SlotKey)
-	q.mu.Unlock()
+	etag, err := s.q.store.PutIfMatch(ctx, t.SlotKey, freeSlot, t.SlotETag)
+	s.mu.Lock()
+	delete(s.held, t.SlotKey)
+	s.mu.Unlock()
 	if err == nil {
-		q.slotFreed(t.SlotKey, etag)
+		s.freed(t.SlotKey, etag)
 	}
+	return err
 }

@@ -1,0 +1,62 @@
+package queue
+
+import (
+	"context"
+	"sync"
+
+	"github.com/s3q/s3q/shared/store"
+)
+
+// childSide is what lists a parent's live children: the child's marker
+// q/{queue}/children/{parent_id}/{child_id}, which exists while the child
+// is not terminal, and its parent's flag q/{queue}/children/{parent_id}.flag,
+// which says the parent has (or had) children. When a parent expires,
+// the sweep HEADs its flag and only then LISTs its children's markers
+// (sweep_cascade.go), to expire the pending ones.
+//
+// Before the record's write: for a child that becomes live (is submitted,
+// or revives by a retry), its parent's flag (once per Queue and parent)
+// and its own marker. After: the marker of a child that finishes is
+// deleted. A marker whose child is terminal is stale: the cascade skips
+// and deletes it. The flag goes with the cascade.
+type childSide struct {
+	store store.Store
+
+	mu sync.Mutex
+	// parents are the parents' flags this Queue has written.
+	parents map[string]bool
+}
+
+// live reports whether t is a child that needs its marker.
+func (*childSide) live(t *Task) bool {
+	return t.exists() && t.ParentID != "" && !t.Status.Terminal()
+}
+
+func (c *childSide) before(ctx context.Context, cur, next *Task) error {
+	if !c.live(next) || c.live(cur) {
+		return nil
+	}
+	flag := parentFlagKey(next.Queue, next.ParentID)
+	c.mu.Lock()
+	flagged := c.parents[flag]
+	c.mu.Unlock()
+	if !flagged {
+		if err := putHint(ctx, c.store, flag); err != nil {
+			return err
+		}
+		c.mu.Lock()
+		if len(c.parents) >= maxSkip {
+			clear(c.parents)
+		}
+		c.parents[flag] = true
+		c.mu.Unlock()
+	}
+	return putHint(ctx, c.store, childKey(next.Queue, next.ParentID, next.ID))
+}
+
+func (c *childSide) after(cur, next *Task) cleanup {
+	if !c.live(cur) || c.live(next) {
+		return nil
+	}
+	return deleteHint(c.store, childKey(cur.Queue, cur.ParentID, cur.ID))
+}
