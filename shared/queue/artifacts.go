@@ -95,10 +95,7 @@ func (q *Queue) ReserveArtifact(ctx context.Context, id, name string, ttl time.D
 		}
 		next := cur.clone()
 		if later {
-			if err := putHint(ctx, q.store, sweepKey(gc, sweepArtifacts, queue, id)); err != nil {
-				return Task{}, time.Time{}, err
-			}
-			next.ArtifactsExpireAt = &gc
+			next.ArtifactsExpireAt = &gc // its sweep entry first (side_artifacts.go)
 		}
 		if newName {
 			next.ArtifactNames = append(slices.Clone(cur.ArtifactNames), name)

@@ -21,6 +21,7 @@ import (
 //	side_child.go   the child's marker and its parent's flag: a parent's live children
 //	side_status.go  the status entry: which tasks are failed, expired, cancelled
 //	side_slot.go    the concurrency slot: which tasks run under max_concurrency
+//	side_artifacts.go  the sweep's entry for a task's artifacts: when they go
 //
 // The protocol is the same for each: a side record that next needs and
 // cur does not have is written before the record's compare-and-swap
@@ -59,12 +60,13 @@ type cleanup func(ctx context.Context) error
 
 // sides are a Queue's side records, each with what it remembers.
 type sides struct {
-	dedup  *dedupSide
-	marker *markerSide
-	outbox outboxSide
-	child  *childSide
-	status statusSide
-	slot   *slotSide
+	dedup     *dedupSide
+	marker    *markerSide
+	outbox    outboxSide
+	child     *childSide
+	status    statusSide
+	slot      *slotSide
+	artifacts artifactsSide
 	// all are the side records in the order commit writes them.
 	all []sideRecord
 }
@@ -72,18 +74,20 @@ type sides struct {
 // newSides returns the side records of q (the root view), in the order
 // commit writes them: the dedup pointer first (a task retried takes its
 // key back before anything else), then the claim marker and its wake-up,
-// the outbox entry, the child's hints, the status entry, and the slot,
-// which a claim takes itself before it builds the record it commits.
+// the outbox entry, the child's hints, the status entry, the slot (which
+// a claim takes itself before it builds the record it commits), and the
+// artifacts' sweep entry.
 func newSides(q *Queue) sides {
 	s := sides{
-		dedup:  &dedupSide{q: q},
-		marker: &markerSide{q: q, wakes: map[string]bool{}},
-		outbox: outboxSide{store: q.store},
-		child:  &childSide{store: q.store, parents: map[string]bool{}},
-		status: statusSide{store: q.store},
-		slot:   &slotSide{q: q, held: map[string]time.Time{}, lists: map[string]slotListing{}},
+		dedup:     &dedupSide{q: q},
+		marker:    &markerSide{q: q, wakes: map[string]bool{}},
+		outbox:    outboxSide{store: q.store},
+		child:     &childSide{store: q.store, parents: map[string]bool{}},
+		status:    statusSide{store: q.store},
+		slot:      &slotSide{q: q, held: map[string]time.Time{}, lists: map[string]slotListing{}},
+		artifacts: artifactsSide{store: q.store},
 	}
-	s.all = []sideRecord{s.dedup, s.marker, s.outbox, s.child, s.status, s.slot}
+	s.all = []sideRecord{s.dedup, s.marker, s.outbox, s.child, s.status, s.slot, s.artifacts}
 	return s
 }
 

@@ -237,6 +237,10 @@ func (d *dedupSide) retake(ctx context.Context, t *Task, now time.Time) error {
 				continue // it changed meanwhile: look again
 			case err == nil && !holder.Status.Terminal():
 				return &StateError{ID: t.ID, Op: "retry", Status: t.Status, Reason: fmt.Sprintf("its dedup key is held by live task %s", holder.ID)}
+			case err == nil && p.Reviving && d.freshPointer(p, now):
+				// Another retry is bringing its holder back: the key is
+				// its, as for a submit (take).
+				return &StateError{ID: t.ID, Op: "retry", Status: t.Status, Reason: fmt.Sprintf("its dedup key is being taken by task %s, which is being retried", holder.ID)}
 			case errors.Is(err, ErrNotFound) && d.freshPointer(p, now) && !errors.Is(err, errPurged):
 				return errDedupTaken(t, p.TaskID)
 			case err != nil && !errors.Is(err, ErrNotFound):

@@ -9,7 +9,6 @@ import (
 
 	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
-	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/storefault"
 )
 
@@ -131,7 +130,6 @@ func wantTasks(t testing.TB, e *env, n int) {
 
 func runLost(t *testing.T, f Factory) {
 	runLostSubmit(t, f)
-	runLostDedup(t, f)
 	runLostLease(t, f)
 	runLostManage(t, f)
 	runIDBudget(t, f)
@@ -179,60 +177,6 @@ func runLostSubmit(t *testing.T, f Factory) {
 		}
 	}
 
-	t.Run("a_deadline_marker_whose_answer_was_lost_still_lets_the_sweep_find_the_task", func(t *testing.T) {
-		t.Parallel()
-		e, fs := newLossEnv(t, f)
-		lose(fs, storefault.OpPut, "q/default/deadline/")
-		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", TTL: check.Dur("1m")}, t0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wantHits(t, fs, 1)
-		e.consistent()
-		rep := e.sweep(t0.Add(2*time.Minute), nil)
-		if rep.Expired != 1 {
-			t.Fatalf("sweep expired %d, want 1", rep.Expired)
-		}
-		wantStatus(t, e.get(res.Task.Ref()), queue.StatusExpired)
-	})
-
-	t.Run("an_outbox_entry_whose_answer_was_lost_still_owes_the_expiry_event", func(t *testing.T) {
-		t.Parallel()
-		e, fs := newLossEnv(t, f)
-		lose(fs, storefault.OpPut, "sweep/")
-		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", TTL: check.Dur("0s")}, t0)
-		if err != nil || res.Task.Status != queue.StatusExpired {
-			t.Fatalf("submit: %+v, %v", res.Task, err)
-		}
-		wantHits(t, fs, 1)
-		pub := &recorder{}
-		e.sweep(t0.Add(time.Minute), pub)
-		if evs := byTask(t, pub.take()); len(evs) != 1 {
-			t.Fatalf("%d events, want 1", len(evs))
-		}
-	})
-
-	for _, suffix := range []string{".flag", ""} {
-		t.Run("a_child_submit_whose_parent_hint_answer_was_lost_still_joins_the_cascade"+strings.ReplaceAll(suffix, ".", "_"), func(t *testing.T) {
-			e, fs := newLossEnv(t, f)
-			parent := e.submit(queue.SubmitRequest{TTL: check.Dur("1m")}, t0)
-			prefix := "q/default/children/" + parent.ID + suffix
-			if suffix == "" {
-				prefix += "/"
-			}
-			lose(fs, storefault.OpPut, prefix)
-			child, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", ParentID: parent.ID}, t0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			wantHits(t, fs, 1)
-			e.consistent()
-			e.sweep(t0.Add(2*time.Minute), nil)
-			e.sweep(t0.Add(3*time.Minute), nil)
-			wantStatus(t, e.get(child.Task.Ref()), queue.StatusExpired)
-		})
-	}
-
 	t.Run("a_submit_retried_with_its_id_after_the_answer_was_lost_replays_the_task", func(t *testing.T) {
 		t.Parallel()
 		e, _ := newLossEnv(t, f)
@@ -266,179 +210,6 @@ func runLostSubmit(t *testing.T, f Factory) {
 			t.Fatalf("err = %v, want a *queue.ConflictError on id", err)
 		}
 		wantTasks(t, e, 1)
-		e.consistent()
-	})
-}
-
-func runLostDedup(t *testing.T, f Factory) {
-	for _, withID := range []bool{false, true} {
-		suffix := ""
-		if withID {
-			suffix = "_with_an_id"
-		}
-		t.Run("a_dedup_pointer_whose_answer_was_lost_is_held_by_its_own_task"+suffix, func(t *testing.T) {
-			e, fs := newLossEnv(t, f)
-			req := queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}
-			if withID {
-				req.ID = queue.NewID(t0)
-			}
-			lose(fs, storefault.OpPutIfAbsent, "q/default/dedup/")
-			first, err := e.q.Submit(ctx, req, t0)
-			if err != nil || first.Deduplicated {
-				t.Fatalf("submit: %+v, %v", first, err)
-			}
-			wantHits(t, fs, 1)
-			again, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(time.Second))
-			if err != nil || !again.Deduplicated || again.Task.ID != first.Task.ID {
-				t.Fatalf("second submit: %+v, %v", again, err)
-			}
-			wantTasks(t, e, 1)
-			e.consistent()
-		})
-	}
-
-	t.Run("a_dedup_takeover_whose_answer_was_lost_is_recognised", func(t *testing.T) {
-		t.Parallel()
-		e, fs := newLossEnv(t, f)
-		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
-		c := e.claimOne(t0)
-		if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, t0); err != nil {
-			t.Fatal(err)
-		}
-		lose(fs, storefault.OpPutIfMatch, "q/default/dedup/")
-		b, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(time.Second))
-		if err != nil || b.Deduplicated || b.Task.ID == a.ID {
-			t.Fatalf("takeover: %+v, %v", b, err)
-		}
-		wantHits(t, fs, 1)
-		again, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(2*time.Second))
-		if err != nil || !again.Deduplicated || again.Task.ID != b.Task.ID {
-			t.Fatalf("third submit: %+v, %v", again, err)
-		}
-		e.consistent()
-	})
-
-	t.Run("a_submit_that_cannot_create_its_record_releases_its_dedup_key", func(t *testing.T) {
-		t.Parallel()
-		e, fs := newLossEnv(t, f)
-		fs.FailMatching(storefault.OpPutIfAbsent, "q/default/tasks/", storefault.FailBefore, store.OwnAttempts)
-		_, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0)
-		if !errors.Is(err, store.ErrRetryable) {
-			t.Fatalf("err = %v, want a retryable store error", err)
-		}
-		wantHits(t, fs, store.OwnAttempts)
-		wantTasks(t, e, 0)
-		e.consistent()
-		// The key is free at once, not after StaleMarkerGrace.
-		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(time.Second))
-		if err != nil || res.Deduplicated {
-			t.Fatalf("next submit: %+v, %v", res, err)
-		}
-		wantTasks(t, e, 1)
-		e.consistent()
-	})
-
-	t.Run("a_submit_whose_record_create_fails_once_retries_it_and_keeps_its_key", func(t *testing.T) {
-		t.Parallel()
-		e, fs := newLossEnv(t, f)
-		fs.FailMatching(storefault.OpPutIfAbsent, "q/default/tasks/", storefault.FailBefore, 1)
-		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wantHits(t, fs, 1)
-		wantTasks(t, e, 1)
-		e.consistent()
-		again, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(time.Second))
-		if err != nil || !again.Deduplicated || again.Task.ID != res.Task.ID {
-			t.Fatalf("second submit: %+v, %v", again, err)
-		}
-	})
-
-	t.Run("a_dedup_keyed_submit_retried_with_its_id_after_its_task_finished_replays_it", func(t *testing.T) {
-		t.Parallel()
-		e, _ := newLossEnv(t, f)
-		req := queue.SubmitRequest{ID: queue.NewID(t0), TaskType: "email.send", DedupKey: "k"}
-		a, err := e.q.Submit(ctx, req, t0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := e.claimOne(t0)
-		if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, t0); err != nil {
-			t.Fatal(err)
-		}
-		// The key moves on to another task; then the first answer's
-		// retry arrives.
-		b := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0.Add(time.Second))
-		again, err := e.q.Submit(ctx, req, t0.Add(2*time.Second))
-		if err != nil || !again.Replayed || again.Task.ID != a.Task.ID || again.Task.Status != queue.StatusCompleted {
-			t.Fatalf("retry: %+v, %v", again, err)
-		}
-		wantTasks(t, e, 2)
-		if got := e.get(b.Ref()); got.Status != queue.StatusPending {
-			t.Fatalf("the key's holder is %s", got.Status)
-		}
-		e.consistent()
-	})
-
-	t.Run("a_pending_dedup_holder_past_its_deadline_is_expired_and_gives_up_the_key", func(t *testing.T) {
-		t.Parallel()
-		e, _ := newLossEnv(t, f)
-		a := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: check.Dur("1m")}, t0)
-		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(2*time.Minute))
-		if err != nil || res.Deduplicated || res.Task.ID == a.ID {
-			t.Fatalf("submit: %+v, %v", res, err)
-		}
-		old := e.get(a.Ref())
-		wantStatus(t, old, queue.StatusExpired)
-		if old.ExpiryReason != queue.ReasonTTL {
-			t.Fatalf("expiry reason %q", old.ExpiryReason)
-		}
-		e.consistent()
-		pub := &recorder{}
-		e.sweep(t0.Add(3*time.Minute), pub)
-		if ev, ok := byTask(t, pub.take())[a.ID]; !ok || ev.DetailType != "Task Expired" {
-			t.Fatalf("no Task Expired event for the old holder: %+v", ev)
-		}
-		if got := e.claimOne(t0.Add(3 * time.Minute)); got.Task.ID != res.Task.ID {
-			t.Fatalf("claimed %s, want %s", got.Task.ID, res.Task.ID)
-		}
-	})
-
-	t.Run("a_running_dedup_holder_whose_lease_lapsed_past_its_deadline_is_expired_and_gives_up_the_key", func(t *testing.T) {
-		t.Parallel()
-		e, _ := newLossEnv(t, f)
-		a := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: check.Dur("1m")}, t0)
-		e.claim(queue.ClaimRequest{LeaseFor: 90 * time.Second}, t0)
-		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(2*time.Minute))
-		if err != nil || res.Deduplicated || res.Task.ID == a.ID {
-			t.Fatalf("submit: %+v, %v", res, err)
-		}
-		wantStatus(t, e.get(a.Ref()), queue.StatusExpired)
-		e.consistent()
-	})
-
-	t.Run("a_running_dedup_holder_whose_lease_lapsed_with_attempts_left_keeps_the_key", func(t *testing.T) {
-		t.Parallel()
-		e, _ := newLossEnv(t, f)
-		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
-		e.claim(queue.ClaimRequest{LeaseFor: time.Minute}, t0)
-		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(2*time.Minute))
-		if err != nil || !res.Deduplicated || res.Task.ID != a.ID {
-			t.Fatalf("submit: %+v, %v", res, err)
-		}
-		e.consistent()
-	})
-
-	t.Run("a_running_dedup_holder_past_its_deadline_keeps_the_key", func(t *testing.T) {
-		t.Parallel()
-		e, _ := newLossEnv(t, f)
-		a := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: check.Dur("1m")}, t0)
-		e.claimOne(t0)
-		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(2*time.Minute))
-		if err != nil || !res.Deduplicated || res.Task.ID != a.ID {
-			t.Fatalf("submit: %+v, %v", res, err)
-		}
 		e.consistent()
 	})
 }
@@ -587,32 +358,6 @@ func runLostManage(t *testing.T, f Factory) {
 		wantHits(t, fs, 1)
 		if _, err := e.reopen().GetQueue(ctx, "a", t0.Add(2*time.Second)); !errors.Is(err, queue.ErrQueueNotFound) {
 			t.Fatalf("after the delete: %v", err)
-		}
-	})
-
-	t.Run("a_slot_takeover_whose_answer_was_lost_is_recognised", func(t *testing.T) {
-		e, fs := newLossEnv(t, f)
-		e.declare(queue.Declaration{Name: "one", MaxConcurrency: 1}, t0)
-		e.submit(queue.SubmitRequest{Queue: "one"}, t0)
-		e.submit(queue.SubmitRequest{Queue: "one"}, t0)
-		if cs := e.claim(queue.ClaimRequest{Queue: "one", LeaseFor: time.Minute}, t0); len(cs) != 1 {
-			t.Fatalf("claimed %d", len(cs))
-		}
-		// Its worker dies; after the lease the slot is taken over, and
-		// that write's answer is lost.
-		later := t0.Add(time.Minute + time.Second)
-		lose(fs, storefault.OpPutIfMatch, "q/one/slots/")
-		cs, err := e.reopen().Claim(ctx, queue.ClaimRequest{Queue: "one", LeaseFor: time.Minute}, later)
-		if err != nil || len(cs) != 1 {
-			t.Fatalf("claim: %d tasks, %v", len(cs), err)
-		}
-		wantHits(t, fs, 1)
-		if _, err := e.q.Complete(ctx, cs[0].Task.Ref(), cs[0].Lease.Token, nil, later); err != nil {
-			t.Fatal(err)
-		}
-		// The slot was freed by the complete: the next task runs at once.
-		if got := e.claim(queue.ClaimRequest{Queue: "one", LeaseFor: time.Minute}, later); len(got) != 1 {
-			t.Fatalf("claim after the complete: %d tasks", len(got))
 		}
 	})
 

@@ -41,6 +41,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("crash", func(t *testing.T) { runCrash(t, f) })
 	t.Run("sweep", func(t *testing.T) { runSweep(t, f); runSweepQueues(t, f) })
 	t.Run("lost_answer", func(t *testing.T) { runLost(t, f) })
+	t.Run("side_records", func(t *testing.T) { runSides(t, f) })
 	t.Run("queues", func(t *testing.T) { runQueues(t, f) })
 	t.Run("ops", func(t *testing.T) { runOps(t, f) })
 	t.Run("round_trips", func(t *testing.T) { runFast(t, f) })

@@ -1,0 +1,330 @@
+package queuetest
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/s3q/s3q/shared/internal/check"
+	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/store"
+	"github.com/s3q/s3q/shared/store/storefault"
+)
+
+// The dedup pointer (side_dedup.go).
+func runSideDedup(t *testing.T, f Factory) {
+	t.Run("a_dedup_pointer_names_its_task_while_it_lives_and_its_key_is_free_once_the_task_finishes_or_is_purged", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
+		if got := e.pointer("k"); got != a.ID {
+			t.Fatalf("the pointer names %q, want %s", got, a.ID)
+		}
+		dup, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0)
+		if err != nil || !dup.Deduplicated || dup.Task.ID != a.ID {
+			t.Fatalf("a second submit: %+v, %v", dup, err)
+		}
+		if _, err := e.q.Cancel(ctx, a.Ref(), t0); err != nil {
+			t.Fatal(err)
+		}
+		b := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0.Add(time.Second))
+		if b.ID == a.ID || e.pointer("k") != b.ID {
+			t.Fatalf("after the cancel the key went to %s, the pointer names %q", b.ID, e.pointer("k"))
+		}
+		if _, err := e.q.Purge(ctx, queue.BulkRequest{Queue: queue.DefaultQueue, Status: queue.StatusPending}, t0.Add(2*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.pointer("k"); got != "" {
+			t.Fatalf("after the purge the pointer names %q, want it free", got)
+		}
+		c := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0.Add(3*time.Second))
+		if c.ID == b.ID || e.pointer("k") != c.ID {
+			t.Fatalf("after the purge the key went to %s, the pointer names %q", c.ID, e.pointer("k"))
+		}
+		e.consistent()
+	})
+
+	t.Run("a_retry_whose_record_write_fails_leaves_a_reviving_pointer_that_holds_the_key_only_for_the_grace", func(t *testing.T) {
+		t.Parallel()
+		e, fs := newLossEnv(t, f)
+		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
+		if _, err := e.q.Cancel(ctx, a.Ref(), t0); err != nil {
+			t.Fatal(err)
+		}
+		recordWriteFails(t, e, fs, "default", a.Ref(), func() error {
+			_, err := e.q.Retry(ctx, a.Ref(), t0.Add(time.Second))
+			return err
+		})
+		wantStatus(t, e.get(a.Ref()), queue.StatusCancelled)
+		if got := e.pointer("k"); got != a.ID {
+			t.Fatalf("the pointer names %q, want the retried %s", got, a.ID)
+		}
+		// Within the grace the key is being retried...
+		if _, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(time.Minute)); !errors.Is(err, queue.ErrConflict) {
+			t.Fatalf("a submit during the grace: %v, want a conflict", err)
+		}
+		// ...then free: the stale pointer is taken over.
+		b, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(10*time.Minute))
+		if err != nil || b.Deduplicated || b.Task.ID == a.ID {
+			t.Fatalf("a submit after the grace: %+v, %v", b, err)
+		}
+		var se *queue.StateError
+		if _, err := e.q.Retry(ctx, a.Ref(), t0.Add(11*time.Minute)); !errors.As(err, &se) {
+			t.Fatalf("a retry while %s holds the key: %v, want a state error", b.Task.ID, err)
+		}
+		// The failed retry's marker is a stale hint, which a claim deletes.
+		if _, err := e.reopen().Claim(ctx, queue.ClaimRequest{MaxTasks: 10}, t0.Add(11*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		e.consistent()
+	})
+
+	t.Run("two_retries_of_tasks_sharing_a_dedup_key_leave_one_live_holder_named_by_its_pointer", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
+		if _, err := e.q.Cancel(ctx, a.Ref(), t0); err != nil {
+			t.Fatal(err)
+		}
+		b := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
+		if _, err := e.q.Cancel(ctx, b.Ref(), t0); err != nil {
+			t.Fatal(err)
+		}
+		p1, p2 := e.reopen(), e.reopen()
+		now := t0.Add(time.Second)
+		errs := race(
+			func() error { _, err := p1.Retry(ctx, a.Ref(), now); return err },
+			func() error { _, err := p2.Retry(ctx, b.Ref(), now); return err },
+		)
+		win := []queue.Task{a, b}[oneWinner(t, errs)]
+		wantStatus(t, e.get(win.Ref()), queue.StatusPending)
+		if got := e.pointer("k"); got != win.ID {
+			t.Fatalf("the pointer names %q, want the winner %s", got, win.ID)
+		}
+		e.consistent()
+	})
+
+	t.Run("a_retry_while_another_task_with_its_key_is_being_retried_is_refused_until_the_grace", func(t *testing.T) {
+		t.Parallel()
+		e, fs := newLossEnv(t, f)
+		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
+		if _, err := e.q.Cancel(ctx, a.Ref(), t0); err != nil {
+			t.Fatal(err)
+		}
+		b := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
+		if _, err := e.q.Cancel(ctx, b.Ref(), t0); err != nil {
+			t.Fatal(err)
+		}
+		// a's retry has taken the key back and not yet written its
+		// record (here: never will).
+		recordWriteFails(t, e, fs, "default", a.Ref(), func() error {
+			_, err := e.q.Retry(ctx, a.Ref(), t0.Add(time.Second))
+			return err
+		})
+		var se *queue.StateError
+		if _, err := e.q.Retry(ctx, b.Ref(), t0.Add(time.Minute)); !errors.As(err, &se) {
+			t.Fatalf("a retry of %s while %s is being retried: %v, want a state error", b.ID, a.ID, err)
+		}
+		if got, err := e.q.Retry(ctx, b.Ref(), t0.Add(10*time.Minute)); err != nil || got.Status != queue.StatusPending {
+			t.Fatalf("a retry of %s after the grace: %v, %v", b.ID, got.Status, err)
+		}
+		if got := e.pointer("k"); got != b.ID {
+			t.Fatalf("the pointer names %q, want %s", got, b.ID)
+		}
+	})
+
+	runLostDedup(t, f)
+}
+
+// pointer returns the task the dedup pointer of key names in the default
+// queue, "" when it is free, or fails when there is none.
+func (e *env) pointer(key string) string {
+	e.t.Helper()
+	obj, err := e.s.Get(ctx, queue.DedupKey(queue.DefaultQueue, key))
+	if err != nil {
+		e.t.Fatalf("get the pointer of %q: %v", key, err)
+	}
+	var p struct {
+		TaskID string `json:"task_id"`
+	}
+	if err := json.Unmarshal(obj.Body, &p); err != nil {
+		e.t.Fatalf("decode the pointer of %q: %v", key, err)
+	}
+	return p.TaskID
+}
+
+// runLostDedup: the lost answers of the dedup pointer's writes, and the
+// holders a submit ends in place.
+func runLostDedup(t *testing.T, f Factory) {
+	for _, withID := range []bool{false, true} {
+		suffix := ""
+		if withID {
+			suffix = "_with_an_id"
+		}
+		t.Run("a_dedup_pointer_whose_answer_was_lost_is_held_by_its_own_task"+suffix, func(t *testing.T) {
+			e, fs := newLossEnv(t, f)
+			req := queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}
+			if withID {
+				req.ID = queue.NewID(t0)
+			}
+			lose(fs, storefault.OpPutIfAbsent, "q/default/dedup/")
+			first, err := e.q.Submit(ctx, req, t0)
+			if err != nil || first.Deduplicated {
+				t.Fatalf("submit: %+v, %v", first, err)
+			}
+			wantHits(t, fs, 1)
+			again, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(time.Second))
+			if err != nil || !again.Deduplicated || again.Task.ID != first.Task.ID {
+				t.Fatalf("second submit: %+v, %v", again, err)
+			}
+			wantTasks(t, e, 1)
+			e.consistent()
+		})
+	}
+
+	t.Run("a_dedup_takeover_whose_answer_was_lost_is_recognised", func(t *testing.T) {
+		t.Parallel()
+		e, fs := newLossEnv(t, f)
+		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
+		c := e.claimOne(t0)
+		if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, t0); err != nil {
+			t.Fatal(err)
+		}
+		lose(fs, storefault.OpPutIfMatch, "q/default/dedup/")
+		b, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(time.Second))
+		if err != nil || b.Deduplicated || b.Task.ID == a.ID {
+			t.Fatalf("takeover: %+v, %v", b, err)
+		}
+		wantHits(t, fs, 1)
+		again, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(2*time.Second))
+		if err != nil || !again.Deduplicated || again.Task.ID != b.Task.ID {
+			t.Fatalf("third submit: %+v, %v", again, err)
+		}
+		e.consistent()
+	})
+
+	t.Run("a_submit_that_cannot_create_its_record_releases_its_dedup_key", func(t *testing.T) {
+		t.Parallel()
+		e, fs := newLossEnv(t, f)
+		fs.FailMatching(storefault.OpPutIfAbsent, "q/default/tasks/", storefault.FailBefore, store.OwnAttempts)
+		_, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0)
+		if !errors.Is(err, store.ErrRetryable) {
+			t.Fatalf("err = %v, want a retryable store error", err)
+		}
+		wantHits(t, fs, store.OwnAttempts)
+		wantTasks(t, e, 0)
+		e.consistent()
+		// The key is free at once, not after StaleMarkerGrace.
+		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(time.Second))
+		if err != nil || res.Deduplicated {
+			t.Fatalf("next submit: %+v, %v", res, err)
+		}
+		wantTasks(t, e, 1)
+		e.consistent()
+	})
+
+	t.Run("a_submit_whose_record_create_fails_once_retries_it_and_keeps_its_key", func(t *testing.T) {
+		t.Parallel()
+		e, fs := newLossEnv(t, f)
+		fs.FailMatching(storefault.OpPutIfAbsent, "q/default/tasks/", storefault.FailBefore, 1)
+		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantHits(t, fs, 1)
+		wantTasks(t, e, 1)
+		e.consistent()
+		again, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(time.Second))
+		if err != nil || !again.Deduplicated || again.Task.ID != res.Task.ID {
+			t.Fatalf("second submit: %+v, %v", again, err)
+		}
+	})
+
+	t.Run("a_dedup_keyed_submit_retried_with_its_id_after_its_task_finished_replays_it", func(t *testing.T) {
+		t.Parallel()
+		e, _ := newLossEnv(t, f)
+		req := queue.SubmitRequest{ID: queue.NewID(t0), TaskType: "email.send", DedupKey: "k"}
+		a, err := e.q.Submit(ctx, req, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := e.claimOne(t0)
+		if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, t0); err != nil {
+			t.Fatal(err)
+		}
+		// The key moves on to another task; then the first answer's
+		// retry arrives.
+		b := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0.Add(time.Second))
+		again, err := e.q.Submit(ctx, req, t0.Add(2*time.Second))
+		if err != nil || !again.Replayed || again.Task.ID != a.Task.ID || again.Task.Status != queue.StatusCompleted {
+			t.Fatalf("retry: %+v, %v", again, err)
+		}
+		wantTasks(t, e, 2)
+		if got := e.get(b.Ref()); got.Status != queue.StatusPending {
+			t.Fatalf("the key's holder is %s", got.Status)
+		}
+		e.consistent()
+	})
+
+	t.Run("a_pending_dedup_holder_past_its_deadline_is_expired_and_gives_up_the_key", func(t *testing.T) {
+		t.Parallel()
+		e, _ := newLossEnv(t, f)
+		a := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: check.Dur("1m")}, t0)
+		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(2*time.Minute))
+		if err != nil || res.Deduplicated || res.Task.ID == a.ID {
+			t.Fatalf("submit: %+v, %v", res, err)
+		}
+		old := e.get(a.Ref())
+		wantStatus(t, old, queue.StatusExpired)
+		if old.ExpiryReason != queue.ReasonTTL {
+			t.Fatalf("expiry reason %q", old.ExpiryReason)
+		}
+		e.consistent()
+		pub := &recorder{}
+		e.sweep(t0.Add(3*time.Minute), pub)
+		if ev, ok := byTask(t, pub.take())[a.ID]; !ok || ev.DetailType != "Task Expired" {
+			t.Fatalf("no Task Expired event for the old holder: %+v", ev)
+		}
+		if got := e.claimOne(t0.Add(3 * time.Minute)); got.Task.ID != res.Task.ID {
+			t.Fatalf("claimed %s, want %s", got.Task.ID, res.Task.ID)
+		}
+	})
+
+	t.Run("a_running_dedup_holder_whose_lease_lapsed_past_its_deadline_is_expired_and_gives_up_the_key", func(t *testing.T) {
+		t.Parallel()
+		e, _ := newLossEnv(t, f)
+		a := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: check.Dur("1m")}, t0)
+		e.claim(queue.ClaimRequest{LeaseFor: 90 * time.Second}, t0)
+		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(2*time.Minute))
+		if err != nil || res.Deduplicated || res.Task.ID == a.ID {
+			t.Fatalf("submit: %+v, %v", res, err)
+		}
+		wantStatus(t, e.get(a.Ref()), queue.StatusExpired)
+		e.consistent()
+	})
+
+	t.Run("a_running_dedup_holder_whose_lease_lapsed_with_attempts_left_keeps_the_key", func(t *testing.T) {
+		t.Parallel()
+		e, _ := newLossEnv(t, f)
+		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
+		e.claim(queue.ClaimRequest{LeaseFor: time.Minute}, t0)
+		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(2*time.Minute))
+		if err != nil || !res.Deduplicated || res.Task.ID != a.ID {
+			t.Fatalf("submit: %+v, %v", res, err)
+		}
+		e.consistent()
+	})
+
+	t.Run("a_running_dedup_holder_past_its_deadline_keeps_the_key", func(t *testing.T) {
+		t.Parallel()
+		e, _ := newLossEnv(t, f)
+		a := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: check.Dur("1m")}, t0)
+		e.claimOne(t0)
+		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(2*time.Minute))
+		if err != nil || !res.Deduplicated || res.Task.ID != a.ID {
+			t.Fatalf("submit: %+v, %v", res, err)
+		}
+		e.consistent()
+	})
+}

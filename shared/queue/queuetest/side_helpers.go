@@ -1,0 +1,125 @@
+package queuetest
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/store/storefault"
+)
+
+// The side record cases (cases_side_*.go): one file per kind of record
+// written beside a task record (shared/queue/side_*.go). Each proves the
+// protocol for its kind: the side record exists exactly while its record
+// needs it; written before the record's write, it is a harmless stale
+// hint when that write fails, and the reader that meets it repairs it; a
+// lost answer on its own write is recognised (nothing doubled); and of
+// two writers racing from one version, exactly one wins and its side
+// record is there.
+
+func runSides(t *testing.T, f Factory) {
+	t.Run("dedup_pointer", func(t *testing.T) { runSideDedup(t, f) })
+	t.Run("claim_marker", func(t *testing.T) { runSideMarker(t, f) })
+	t.Run("outbox_entry", func(t *testing.T) { runSideOutbox(t, f) })
+	t.Run("child_hints", func(t *testing.T) { runSideChild(t, f) })
+	t.Run("status_entry", func(t *testing.T) { runSideStatus(t, f) })
+	t.Run("concurrency_slot", func(t *testing.T) { runSideSlot(t, f) })
+	t.Run("artifacts_entry", func(t *testing.T) { runSideArtifacts(t, f) })
+}
+
+// recordWriteFails runs fn while every write of a task record of the
+// named queue fails unapplied (a store that refuses it, as after a crash
+// of the writer at that point): the side records written before it land.
+// It checks that fn failed, that the record of ref (when it existed) is
+// unchanged, and that the failure hit a record write.
+func recordWriteFails(t testing.TB, e *env, fs *storefault.Store, name, ref string, fn func() error) {
+	t.Helper()
+	var before []byte
+	if ref != "" {
+		before = e.raw(ref)
+	}
+	fs.FailMatching("", "q/"+name+"/tasks/", storefault.FailBefore, 1000)
+	err := fn()
+	fs.Disarm()
+	if fs.Hits() == 0 {
+		t.Fatalf("no record write was made (err %v)", err)
+	}
+	if err == nil {
+		t.Fatal("the transition succeeded though its record write failed")
+	}
+	if ref != "" && !bytes.Equal(e.raw(ref), before) {
+		t.Fatalf("the record changed though its write failed:\n%s\nwas\n%s", e.raw(ref), before)
+	}
+}
+
+// race runs fns at once, each on its own goroutine, and returns their
+// errors in order.
+func race(fns ...func() error) []error {
+	errs := make([]error, len(fns))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			errs[i] = fn()
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return errs
+}
+
+// oneWinner fails unless exactly one of errs is nil, and returns its
+// index.
+func oneWinner(t testing.TB, errs []error) int {
+	t.Helper()
+	win := -1
+	for i, err := range errs {
+		if err != nil {
+			continue
+		}
+		if win >= 0 {
+			t.Fatalf("writers %d and %d both won (errors %v)", win, i, errs)
+		}
+		win = i
+	}
+	if win < 0 {
+		t.Fatalf("no writer won: %v", errs)
+	}
+	return win
+}
+
+// cached returns a fresh process that has read ref, so that its next
+// transition of the task starts from the version read now (a live
+// record is cached; see shared/queue/recs.go).
+func (e *env) cached(ref string) *queue.Queue {
+	e.t.Helper()
+	q := e.reopen()
+	if _, err := q.Get(ctx, ref); err != nil {
+		e.t.Fatal(err)
+	}
+	return q
+}
+
+// outbox returns the outbox entries of the sweep index.
+func (e *env) outbox() []string {
+	var out []string
+	for _, k := range e.keys("sweep/") {
+		if strings.Contains(k, "_event_") {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// wantKeyCount fails unless there are n keys in keys.
+func wantKeyCount(t testing.TB, what string, keys []string, n int) {
+	t.Helper()
+	if len(keys) != n {
+		t.Fatalf("%d %s, want %d: %v", len(keys), what, n, keys)
+	}
+}
