@@ -3,7 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
-	"time"
+	"sync"
 
 	"github.com/s3q/s3q/shared/store"
 )
@@ -80,11 +80,11 @@ type sides struct {
 func newSides(q *Queue) sides {
 	s := sides{
 		dedup:     &dedupSide{q: q},
-		marker:    &markerSide{q: q, wakes: map[string]bool{}},
+		marker:    &markerSide{q: q},
 		outbox:    outboxSide{store: q.store},
-		child:     &childSide{store: q.store, parents: map[string]bool{}},
+		child:     &childSide{store: q.store},
 		status:    statusSide{store: q.store},
-		slot:      &slotSide{q: q, held: map[string]time.Time{}, lists: map[string]slotListing{}},
+		slot:      &slotSide{q: q, lists: map[string]slotListing{}},
 		artifacts: artifactsSide{store: q.store},
 	}
 	s.all = []sideRecord{s.dedup, s.marker, s.outbox, s.child, s.status, s.slot, s.artifacts}
@@ -106,6 +106,36 @@ func putHint(ctx context.Context, s store.Store, key string, opts ...store.PutOp
 // deleteHint returns the cleanup that deletes key.
 func deleteHint(s store.Store, key string) cleanup {
 	return func(ctx context.Context) error { return s.Delete(ctx, key) }
+}
+
+// memo is a bounded map that a side record keeps of what it has written
+// or read, under its own lock; it is cleared when it would pass maxSkip
+// keys. The zero value is ready to use.
+type memo[V any] struct {
+	mu sync.Mutex
+	m  map[string]V
+}
+
+func (m *memo[V]) get(key string) (V, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.m[key]
+	return v, ok
+}
+
+func (m *memo[V]) put(key string, v V) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil || len(m.m) >= maxSkip {
+		m.m = make(map[string]V)
+	}
+	m.m[key] = v
+}
+
+func (m *memo[V]) drop(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.m, key)
 }
 
 // exists reports whether t is a record (not the zero Task of a create,

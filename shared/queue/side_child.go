@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	"sync"
 
 	"github.com/s3q/s3q/shared/store"
 )
@@ -21,10 +20,8 @@ import (
 // and deletes it. The flag goes with the cascade.
 type childSide struct {
 	store store.Store
-
-	mu sync.Mutex
-	// parents are the parents' flags this Queue has written.
-	parents map[string]bool
+	// flags are the parents' flags this Queue has written.
+	flags memo[struct{}]
 }
 
 // live reports whether t is a child that needs its marker.
@@ -37,19 +34,11 @@ func (c *childSide) before(ctx context.Context, cur, next *Task) error {
 		return nil
 	}
 	flag := parentFlagKey(next.Queue, next.ParentID)
-	c.mu.Lock()
-	flagged := c.parents[flag]
-	c.mu.Unlock()
-	if !flagged {
+	if _, flagged := c.flags.get(flag); !flagged {
 		if err := putHint(ctx, c.store, flag); err != nil {
 			return err
 		}
-		c.mu.Lock()
-		if len(c.parents) >= maxSkip {
-			clear(c.parents)
-		}
-		c.parents[flag] = true
-		c.mu.Unlock()
+		c.flags.put(flag, struct{}{})
 	}
 	return putHint(ctx, c.store, childKey(next.Queue, next.ParentID, next.ID))
 }

@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/s3q/s3q/shared/store"
@@ -25,10 +24,8 @@ import (
 // deletes it once its time is Options.StaleMarkerGrace behind now.
 type markerSide struct {
 	q *Queue // the root view: its store and claim caches
-
-	mu sync.Mutex
 	// wakes are the wake-up keys this Queue has written (see wake).
-	wakes map[string]bool
+	wakes memo[struct{}]
 }
 
 func (m *markerSide) before(ctx context.Context, cur, next *Task) error {
@@ -86,20 +83,12 @@ func (m *markerSide) remove(ctx context.Context, key string) {
 // always seen by the sweep that deletes it (clocks a minute apart aside).
 func (m *markerSide) wake(ctx context.Context, queue string, at, now time.Time) error {
 	key := wakeKey(queue, at)
-	m.mu.Lock()
-	done := m.wakes[key]
-	m.mu.Unlock()
-	if done && !at.Truncate(time.Minute).Before(now.Add(-time.Minute)) {
+	if _, done := m.wakes.get(key); done && !at.Truncate(time.Minute).Before(now.Add(-time.Minute)) {
 		return nil
 	}
 	if err := putHint(ctx, m.q.store, key); err != nil {
 		return err
 	}
-	m.mu.Lock()
-	if len(m.wakes) >= maxSkip {
-		clear(m.wakes)
-	}
-	m.wakes[key] = true
-	m.mu.Unlock()
+	m.wakes.put(key, struct{}{})
 	return nil
 }

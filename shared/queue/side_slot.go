@@ -57,8 +57,9 @@ import (
 type slotSide struct {
 	q *Queue // the root view: its store, options and records
 
+	held memo[time.Time] // slot key -> known held until
+
 	mu    sync.Mutex
-	held  map[string]time.Time   // slot key -> known held until
 	lists map[string]slotListing // queue -> last LIST of its slots
 }
 
@@ -156,10 +157,7 @@ func (s *slotSide) take(ctx context.Context, d Declaration, t *Task, run *slotRu
 			break
 		}
 		key := slotKey(d.Name, k)
-		s.mu.Lock()
-		until, known := s.held[key]
-		s.mu.Unlock()
-		if known && now.Before(until) {
+		if until, known := s.held.get(key); known && now.Before(until) {
 			continue
 		}
 		checks++
@@ -294,7 +292,7 @@ func (s *slotSide) freed(key, etag string) {
 }
 
 // isFree reads a slot and reports whether it may be taken, with its
-// ETag. A held slot is remembered (s.held) until it may be free.
+// ETag. A held slot is remembered (held) until it may be free.
 func (s *slotSide) isFree(ctx context.Context, key string, now time.Time) (bool, string, error) {
 	obj, err := s.q.store.Get(ctx, key)
 	if errors.Is(err, store.ErrNotFound) {
@@ -311,7 +309,7 @@ func (s *slotSide) isFree(ctx context.Context, key string, now time.Time) (bool,
 		return true, obj.ETag, nil // not a slot we wrote: free
 	}
 	if !now.After(rec.LeaseExpiresAt) {
-		s.remember(key, rec.LeaseExpiresAt)
+		s.held.put(key, rec.LeaseExpiresAt)
 		return false, "", nil
 	}
 	t, _, err := s.q.load(ctx, queueOfKey(key), rec.TaskID)
@@ -322,20 +320,10 @@ func (s *slotSide) isFree(ctx context.Context, key string, now time.Time) (bool,
 		return false, "", err
 	}
 	if t.Status == StatusRunning && t.LeaseToken == rec.LeaseToken && t.SlotKey == key && t.leaseValid(now) {
-		s.remember(key, *t.LeaseExpiresAt) // extended by heartbeats
+		s.held.put(key, *t.LeaseExpiresAt) // extended by heartbeats
 		return false, "", nil
 	}
 	return true, obj.ETag, nil
-}
-
-// remember notes that the slot at key is held until until.
-func (s *slotSide) remember(key string, until time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.held) >= maxSkip {
-		clear(s.held)
-	}
-	s.held[key] = until
 }
 
 // free frees the slot t names, if it still holds what t's claim
@@ -346,9 +334,7 @@ func (s *slotSide) free(ctx context.Context, t *Task) error {
 		return nil
 	}
 	etag, err := s.q.store.PutIfMatch(ctx, t.SlotKey, freeSlot, t.SlotETag)
-	s.mu.Lock()
-	delete(s.held, t.SlotKey)
-	s.mu.Unlock()
+	s.held.drop(t.SlotKey)
 	if err == nil {
 		s.freed(t.SlotKey, etag)
 	}

@@ -96,27 +96,20 @@ func (e *env) consistent() {
 		live[k] = id
 	}
 	for _, k := range e.inQueues("/dedup/") {
-		obj, err := e.s.Get(ctx, k)
-		if err != nil {
-			e.t.Fatalf("get %s: %v", k, err)
-		}
-		var p struct {
-			TaskID string `json:"task_id"`
-		}
-		_ = json.Unmarshal(obj.Body, &p)
-		if p.TaskID == "" {
+		named := e.taskIDIn(k)
+		if named == "" {
 			continue // released
 		}
-		task, ok := recs[p.TaskID]
+		task, ok := recs[named]
 		if !ok {
-			e.t.Errorf("dedup pointer %s names task %s, which does not exist", k, p.TaskID)
+			e.t.Errorf("dedup pointer %s names task %s, which does not exist", k, named)
 			continue
 		}
 		if queue.DedupKey(task.Queue, task.DedupKey) != k {
-			e.t.Errorf("dedup pointer %s names task %s, which does not hold its key", k, p.TaskID)
+			e.t.Errorf("dedup pointer %s names task %s, which does not hold its key", k, named)
 		}
-		if id, ok := live[k]; ok && id != p.TaskID {
-			e.t.Errorf("dedup pointer %s names %s while live task %s holds the key", k, p.TaskID, id)
+		if id, ok := live[k]; ok && id != named {
+			e.t.Errorf("dedup pointer %s names %s while live task %s holds the key", k, named, id)
 		}
 	}
 }

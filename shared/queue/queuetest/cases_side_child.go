@@ -106,13 +106,7 @@ func runSideChild(t *testing.T, f Factory) {
 		if _, err := e.q.Cancel(ctx, child.Ref(), t0); err != nil {
 			t.Fatal(err)
 		}
-		p1, p2 := e.reopen(), e.reopen()
-		now := t0.Add(time.Second)
-		errs := race(
-			func() error { _, err := p1.Retry(ctx, child.Ref(), now); return err },
-			func() error { _, err := p2.Retry(ctx, child.Ref(), now); return err },
-		)
-		oneWinner(t, errs)
+		e.raceRetries(t0.Add(time.Second), child.Ref(), child.Ref())
 		wantStatus(t, e.get(child.Ref()), queue.StatusPending)
 		wantKeys(t, "child hints", e.inQueues("/children/"), childKey(parent.ID, child.ID), flagKey(parent.ID))
 		// The parent's expiry reaches the child through its marker.

@@ -1,8 +1,8 @@
 package queuetest
 
 import (
-	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -21,10 +21,7 @@ func runSideDedup(t *testing.T, f Factory) {
 		if got := e.pointer("k"); got != a.ID {
 			t.Fatalf("the pointer names %q, want %s", got, a.ID)
 		}
-		dup, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0)
-		if err != nil || !dup.Deduplicated || dup.Task.ID != a.ID {
-			t.Fatalf("a second submit: %+v, %v", dup, err)
-		}
+		e.dedupedTo(a.ID, t0)
 		if _, err := e.q.Cancel(ctx, a.Ref(), t0); err != nil {
 			t.Fatal(err)
 		}
@@ -48,10 +45,7 @@ func runSideDedup(t *testing.T, f Factory) {
 	t.Run("a_retry_whose_record_write_fails_leaves_a_reviving_pointer_that_holds_the_key_only_for_the_grace", func(t *testing.T) {
 		t.Parallel()
 		e, fs := newLossEnv(t, f)
-		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
-		if _, err := e.q.Cancel(ctx, a.Ref(), t0); err != nil {
-			t.Fatal(err)
-		}
+		a := e.cancelledHolder()
 		recordWriteFails(t, e, fs, "default", a.Ref(), func() error {
 			_, err := e.q.Retry(ctx, a.Ref(), t0.Add(time.Second))
 			return err
@@ -65,13 +59,10 @@ func runSideDedup(t *testing.T, f Factory) {
 			t.Fatalf("a submit during the grace: %v, want a conflict", err)
 		}
 		// ...then free: the stale pointer is taken over.
-		b, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(10*time.Minute))
-		if err != nil || b.Deduplicated || b.Task.ID == a.ID {
-			t.Fatalf("a submit after the grace: %+v, %v", b, err)
-		}
+		b := e.takesKey(t0.Add(10*time.Minute), a.ID)
 		var se *queue.StateError
 		if _, err := e.q.Retry(ctx, a.Ref(), t0.Add(11*time.Minute)); !errors.As(err, &se) {
-			t.Fatalf("a retry while %s holds the key: %v, want a state error", b.Task.ID, err)
+			t.Fatalf("a retry while %s holds the key: %v, want a state error", b.ID, err)
 		}
 		// The failed retry's marker is a stale hint, which a claim deletes.
 		if _, err := e.reopen().Claim(ctx, queue.ClaimRequest{MaxTasks: 10}, t0.Add(11*time.Minute)); err != nil {
@@ -83,21 +74,9 @@ func runSideDedup(t *testing.T, f Factory) {
 	t.Run("two_retries_of_tasks_sharing_a_dedup_key_leave_one_live_holder_named_by_its_pointer", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, f)
-		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
-		if _, err := e.q.Cancel(ctx, a.Ref(), t0); err != nil {
-			t.Fatal(err)
-		}
-		b := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
-		if _, err := e.q.Cancel(ctx, b.Ref(), t0); err != nil {
-			t.Fatal(err)
-		}
-		p1, p2 := e.reopen(), e.reopen()
-		now := t0.Add(time.Second)
-		errs := race(
-			func() error { _, err := p1.Retry(ctx, a.Ref(), now); return err },
-			func() error { _, err := p2.Retry(ctx, b.Ref(), now); return err },
-		)
-		win := []queue.Task{a, b}[oneWinner(t, errs)]
+		a := e.cancelledHolder()
+		b := e.cancelledHolder()
+		win := []queue.Task{a, b}[e.raceRetries(t0.Add(time.Second), a.Ref(), b.Ref())]
 		wantStatus(t, e.get(win.Ref()), queue.StatusPending)
 		if got := e.pointer("k"); got != win.ID {
 			t.Fatalf("the pointer names %q, want the winner %s", got, win.ID)
@@ -108,14 +87,8 @@ func runSideDedup(t *testing.T, f Factory) {
 	t.Run("a_retry_while_another_task_with_its_key_is_being_retried_is_refused_until_the_grace", func(t *testing.T) {
 		t.Parallel()
 		e, fs := newLossEnv(t, f)
-		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
-		if _, err := e.q.Cancel(ctx, a.Ref(), t0); err != nil {
-			t.Fatal(err)
-		}
-		b := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
-		if _, err := e.q.Cancel(ctx, b.Ref(), t0); err != nil {
-			t.Fatal(err)
-		}
+		a := e.cancelledHolder()
+		b := e.cancelledHolder()
 		// a's retry has taken the key back and not yet written its
 		// record (here: never will).
 		recordWriteFails(t, e, fs, "default", a.Ref(), func() error {
@@ -137,21 +110,42 @@ func runSideDedup(t *testing.T, f Factory) {
 	runLostDedup(t, f)
 }
 
+// cancelledHolder submits a task with dedup key "k" at t0 and cancels it.
+func (e *env) cancelledHolder() queue.Task {
+	e.t.Helper()
+	task := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
+	if _, err := e.q.Cancel(ctx, task.Ref(), t0); err != nil {
+		e.t.Fatal(err)
+	}
+	return task
+}
+
+// dedupedTo submits with dedup key "k" at now and fails unless the
+// answer is task id, deduplicated.
+func (e *env) dedupedTo(id string, now time.Time) {
+	e.t.Helper()
+	res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, now)
+	if err != nil || !res.Deduplicated || res.Task.ID != id {
+		e.t.Fatalf("a submit with key k at %s: %+v, %v; want task %s, deduplicated", now.Format(time.RFC3339), res, err, id)
+	}
+}
+
+// takesKey submits with dedup key "k" at now and fails unless it makes a
+// new task, none of not; it returns the task.
+func (e *env) takesKey(now time.Time, not ...string) queue.Task {
+	e.t.Helper()
+	res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, now)
+	if err != nil || res.Deduplicated || slices.Contains(not, res.Task.ID) {
+		e.t.Fatalf("a submit with key k at %s: %+v, %v; want a new task", now.Format(time.RFC3339), res, err)
+	}
+	return res.Task
+}
+
 // pointer returns the task the dedup pointer of key names in the default
-// queue, "" when it is free, or fails when there is none.
+// queue, or "" when it is free.
 func (e *env) pointer(key string) string {
 	e.t.Helper()
-	obj, err := e.s.Get(ctx, queue.DedupKey(queue.DefaultQueue, key))
-	if err != nil {
-		e.t.Fatalf("get the pointer of %q: %v", key, err)
-	}
-	var p struct {
-		TaskID string `json:"task_id"`
-	}
-	if err := json.Unmarshal(obj.Body, &p); err != nil {
-		e.t.Fatalf("decode the pointer of %q: %v", key, err)
-	}
-	return p.TaskID
+	return e.taskIDIn(queue.DedupKey(queue.DefaultQueue, key))
 }
 
 // runLostDedup: the lost answers of the dedup pointer's writes, and the
@@ -174,10 +168,7 @@ func runLostDedup(t *testing.T, f Factory) {
 				t.Fatalf("submit: %+v, %v", first, err)
 			}
 			wantHits(t, fs, 1)
-			again, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(time.Second))
-			if err != nil || !again.Deduplicated || again.Task.ID != first.Task.ID {
-				t.Fatalf("second submit: %+v, %v", again, err)
-			}
+			e.dedupedTo(first.Task.ID, t0.Add(time.Second))
 			wantTasks(t, e, 1)
 			e.consistent()
 		})
@@ -192,15 +183,9 @@ func runLostDedup(t *testing.T, f Factory) {
 			t.Fatal(err)
 		}
 		lose(fs, storefault.OpPutIfMatch, "q/default/dedup/")
-		b, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(time.Second))
-		if err != nil || b.Deduplicated || b.Task.ID == a.ID {
-			t.Fatalf("takeover: %+v, %v", b, err)
-		}
+		b := e.takesKey(t0.Add(time.Second), a.ID)
 		wantHits(t, fs, 1)
-		again, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(2*time.Second))
-		if err != nil || !again.Deduplicated || again.Task.ID != b.Task.ID {
-			t.Fatalf("third submit: %+v, %v", again, err)
-		}
+		e.dedupedTo(b.ID, t0.Add(2*time.Second))
 		e.consistent()
 	})
 
@@ -216,10 +201,7 @@ func runLostDedup(t *testing.T, f Factory) {
 		wantTasks(t, e, 0)
 		e.consistent()
 		// The key is free at once, not after StaleMarkerGrace.
-		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(time.Second))
-		if err != nil || res.Deduplicated {
-			t.Fatalf("next submit: %+v, %v", res, err)
-		}
+		e.takesKey(t0.Add(time.Second))
 		wantTasks(t, e, 1)
 		e.consistent()
 	})
@@ -235,10 +217,7 @@ func runLostDedup(t *testing.T, f Factory) {
 		wantHits(t, fs, 1)
 		wantTasks(t, e, 1)
 		e.consistent()
-		again, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(time.Second))
-		if err != nil || !again.Deduplicated || again.Task.ID != res.Task.ID {
-			t.Fatalf("second submit: %+v, %v", again, err)
-		}
+		e.dedupedTo(res.Task.ID, t0.Add(time.Second))
 	})
 
 	t.Run("a_dedup_keyed_submit_retried_with_its_id_after_its_task_finished_replays_it", func(t *testing.T) {
@@ -271,10 +250,7 @@ func runLostDedup(t *testing.T, f Factory) {
 		t.Parallel()
 		e, _ := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: check.Dur("1m")}, t0)
-		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(2*time.Minute))
-		if err != nil || res.Deduplicated || res.Task.ID == a.ID {
-			t.Fatalf("submit: %+v, %v", res, err)
-		}
+		res := e.takesKey(t0.Add(2*time.Minute), a.ID)
 		old := e.get(a.Ref())
 		wantStatus(t, old, queue.StatusExpired)
 		if old.ExpiryReason != queue.ReasonTTL {
@@ -286,8 +262,8 @@ func runLostDedup(t *testing.T, f Factory) {
 		if ev, ok := byTask(t, pub.take())[a.ID]; !ok || ev.DetailType != "Task Expired" {
 			t.Fatalf("no Task Expired event for the old holder: %+v", ev)
 		}
-		if got := e.claimOne(t0.Add(3 * time.Minute)); got.Task.ID != res.Task.ID {
-			t.Fatalf("claimed %s, want %s", got.Task.ID, res.Task.ID)
+		if got := e.claimOne(t0.Add(3 * time.Minute)); got.Task.ID != res.ID {
+			t.Fatalf("claimed %s, want %s", got.Task.ID, res.ID)
 		}
 	})
 
@@ -296,10 +272,7 @@ func runLostDedup(t *testing.T, f Factory) {
 		e, _ := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: check.Dur("1m")}, t0)
 		e.claim(queue.ClaimRequest{LeaseFor: 90 * time.Second}, t0)
-		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(2*time.Minute))
-		if err != nil || res.Deduplicated || res.Task.ID == a.ID {
-			t.Fatalf("submit: %+v, %v", res, err)
-		}
+		e.takesKey(t0.Add(2*time.Minute), a.ID)
 		wantStatus(t, e.get(a.Ref()), queue.StatusExpired)
 		e.consistent()
 	})
@@ -309,10 +282,7 @@ func runLostDedup(t *testing.T, f Factory) {
 		e, _ := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
 		e.claim(queue.ClaimRequest{LeaseFor: time.Minute}, t0)
-		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(2*time.Minute))
-		if err != nil || !res.Deduplicated || res.Task.ID != a.ID {
-			t.Fatalf("submit: %+v, %v", res, err)
-		}
+		e.dedupedTo(a.ID, t0.Add(2*time.Minute))
 		e.consistent()
 	})
 
@@ -321,10 +291,7 @@ func runLostDedup(t *testing.T, f Factory) {
 		e, _ := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: check.Dur("1m")}, t0)
 		e.claimOne(t0)
-		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(2*time.Minute))
-		if err != nil || !res.Deduplicated || res.Task.ID != a.ID {
-			t.Fatalf("submit: %+v, %v", res, err)
-		}
+		e.dedupedTo(a.ID, t0.Add(2*time.Minute))
 		e.consistent()
 	})
 }

@@ -16,6 +16,7 @@ func runSideMarker(t *testing.T, f Factory) {
 	t.Run("a_task_has_exactly_the_marker_its_record_names_while_it_is_pending_or_running_and_none_once_finished", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, f)
+		wantKeys(t, "markers before the submit", e.markers())
 		task := e.submit(queue.SubmitRequest{}, t0)
 		wantKeys(t, "markers after the submit", e.markers(), task.IndexKey)
 		c := e.claimOne(t0)

@@ -33,9 +33,7 @@ func runSideOutbox(t *testing.T, f Factory) {
 			t.Fatal(err)
 		}
 		wantKeyCount(t, "outbox entries after a complete", e.outbox(), 1)
-		pub := &recorder{}
-		e.sweep(t0.Add(time.Minute), pub)
-		if ev, ok := byTask(t, pub.take())[c.Task.ID]; !ok || ev.DetailType != queue.DetailTypeTaskDeadLettered {
+		if ev := e.wantEvents(t0.Add(time.Minute), 1)[c.Task.ID]; ev.DetailType != queue.DetailTypeTaskDeadLettered {
 			t.Fatalf("no Task Dead-Lettered event: %+v", ev)
 		}
 		wantKeys(t, "outbox entries after the sweep", e.outbox())
@@ -62,10 +60,7 @@ func runSideOutbox(t *testing.T, f Factory) {
 			t.Fatal(err)
 		}
 		wantStatus(t, e.get(c.Task.Ref()), queue.StatusFailed)
-		e.sweep(t0.Add(11*time.Minute), pub)
-		if evs := byTask(t, pub.take()); len(evs) != 1 {
-			t.Fatalf("%d events, want 1", len(evs))
-		}
+		e.wantEvents(t0.Add(11*time.Minute), 1)
 		wantKeys(t, "outbox entries", e.outbox())
 	})
 
@@ -79,11 +74,7 @@ func runSideOutbox(t *testing.T, f Factory) {
 		}
 		wantHits(t, fs, 1)
 		wantKeyCount(t, "outbox entries", e.outbox(), 1)
-		pub := &recorder{}
-		e.sweep(t0.Add(time.Minute), pub)
-		if evs := byTask(t, pub.take()); len(evs) != 1 {
-			t.Fatalf("%d events, want 1", len(evs))
-		}
+		e.wantEvents(t0.Add(time.Minute), 1)
 	})
 
 	t.Run("an_outbox_entry_whose_answer_was_lost_still_owes_the_expiry_event", func(t *testing.T) {
@@ -95,11 +86,7 @@ func runSideOutbox(t *testing.T, f Factory) {
 			t.Fatalf("submit: %+v, %v", res.Task, err)
 		}
 		wantHits(t, fs, 1)
-		pub := &recorder{}
-		e.sweep(t0.Add(time.Minute), pub)
-		if evs := byTask(t, pub.take()); len(evs) != 1 {
-			t.Fatalf("%d events, want 1", len(evs))
-		}
+		e.wantEvents(t0.Add(time.Minute), 1)
 	})
 
 	t.Run("a_dead_letter_and_a_complete_racing_from_one_version_owe_exactly_the_winners_event", func(t *testing.T) {
@@ -121,11 +108,7 @@ func runSideOutbox(t *testing.T, f Factory) {
 		if win == 1 && len(e.outbox()) != 1 {
 			t.Fatalf("the dead letter won without its outbox entry: %v", e.outbox())
 		}
-		pub := &recorder{}
-		e.sweep(t0.Add(10*time.Minute), pub)
-		if evs := byTask(t, pub.take()); len(evs) != win {
-			t.Fatalf("%d events, want %d", len(evs), win)
-		}
+		e.wantEvents(t0.Add(10*time.Minute), win)
 		wantKeys(t, "outbox entries after the sweep", e.outbox())
 	})
 }

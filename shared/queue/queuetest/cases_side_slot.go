@@ -1,7 +1,7 @@
 package queuetest
 
 import (
-	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -15,46 +15,34 @@ func runSideSlot(t *testing.T, f Factory) {
 	t.Run("a_slot_is_held_by_its_task_while_it_runs_and_free_once_its_lease_ends", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, f)
-		e.declare(queue.Declaration{Name: "one", MaxConcurrency: 1}, t0)
-		e.submit(queue.SubmitRequest{Queue: "one"}, t0)
-		e.submit(queue.SubmitRequest{Queue: "one"}, t0)
-		one := queue.ClaimRequest{Queue: "one", LeaseFor: time.Minute}
+		one, _ := e.oneSlotQueue(2)
 		c := e.claim(one, t0)[0]
-		if held := e.slotHolders("one"); len(held) != 1 || held[0] != c.Task.ID {
-			t.Fatalf("slots held by %v, want %s", held, c.Task.ID)
-		}
+		e.wantHolders("one", c.Task.ID)
 		if cs := e.claim(one, t0); len(cs) != 0 {
 			t.Fatalf("claimed %d tasks past max_concurrency", len(cs))
 		}
 		if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, t0); err != nil {
 			t.Fatal(err)
 		}
-		if held := e.slotHolders("one"); len(held) != 0 {
-			t.Fatalf("slots held by %v after the complete", held)
-		}
+		e.wantHolders("one")
 		next := e.claim(one, t0)
 		if len(next) != 1 || next[0].Task.ID == c.Task.ID {
 			t.Fatalf("claimed %d tasks after the complete, want the other one", len(next))
 		}
-		if held := e.slotHolders("one"); len(held) != 1 || held[0] != next[0].Task.ID {
-			t.Fatalf("slots held by %v, want %s", held, next[0].Task.ID)
-		}
+		e.wantHolders("one", next[0].Task.ID)
 	})
 
 	t.Run("a_claim_whose_record_write_fails_after_its_slot_landed_leaves_the_task_pending_and_the_slot_taken_over_after_its_lease", func(t *testing.T) {
 		t.Parallel()
 		e, fs := newLossEnv(t, f)
-		e.declare(queue.Declaration{Name: "one", MaxConcurrency: 1}, t0)
-		a := e.submit(queue.SubmitRequest{Queue: "one"}, t0)
-		one := queue.ClaimRequest{Queue: "one", LeaseFor: time.Minute}
+		one, tasks := e.oneSlotQueue(1)
+		a := tasks[0]
 		recordWriteFails(t, e, fs, "one", a.Ref(), func() error {
 			_, err := e.q.Claim(ctx, one, t0)
 			return err
 		})
 		wantStatus(t, e.get(a.Ref()), queue.StatusPending)
-		if held := e.slotHolders("one"); len(held) != 1 || held[0] != a.ID {
-			t.Fatalf("slots held by %v, want the failed claim's of %s", held, a.ID)
-		}
+		e.wantHolders("one", a.ID)
 		// Held as far as anyone can tell until the lease it names ends...
 		if cs, err := e.reopen().Claim(ctx, one, t0.Add(30*time.Second)); err != nil || len(cs) != 0 {
 			t.Fatalf("claim during the slot's lease: %d tasks, %v", len(cs), err)
@@ -64,28 +52,21 @@ func runSideSlot(t *testing.T, f Factory) {
 		if err != nil || len(cs) != 1 || cs[0].Task.ID != a.ID {
 			t.Fatalf("claim after the slot's lease: %d tasks, %v", len(cs), err)
 		}
-		if held := e.slotHolders("one"); len(held) != 1 || held[0] != a.ID {
-			t.Fatalf("slots held by %v, want %s", held, a.ID)
-		}
+		e.wantHolders("one", a.ID)
 		wantKeyCount(t, "slots", e.keys("q/one/slots/"), 1)
 	})
 
 	t.Run("a_claim_whose_slot_answer_was_lost_holds_one_slot_and_frees_it_on_complete", func(t *testing.T) {
 		t.Parallel()
 		e, fs := newLossEnv(t, f)
-		e.declare(queue.Declaration{Name: "one", MaxConcurrency: 1}, t0)
-		e.submit(queue.SubmitRequest{Queue: "one"}, t0)
-		e.submit(queue.SubmitRequest{Queue: "one"}, t0)
-		one := queue.ClaimRequest{Queue: "one", LeaseFor: time.Minute}
+		one, _ := e.oneSlotQueue(2)
 		lose(fs, storefault.OpPutIfAbsent, "q/one/slots/")
 		cs, err := e.q.Claim(ctx, one, t0)
 		if err != nil || len(cs) != 1 {
 			t.Fatalf("claim: %d tasks, %v", len(cs), err)
 		}
 		wantHits(t, fs, 1)
-		if held := e.slotHolders("one"); len(held) != 1 || held[0] != cs[0].Task.ID {
-			t.Fatalf("slots held by %v, want %s", held, cs[0].Task.ID)
-		}
+		e.wantHolders("one", cs[0].Task.ID)
 		if _, err := e.q.Complete(ctx, cs[0].Task.Ref(), cs[0].Lease.Token, nil, t0); err != nil {
 			t.Fatal(err)
 		}
@@ -140,35 +121,37 @@ func runSideSlot(t *testing.T, f Factory) {
 			t.Fatalf("%d claims won the task, want 1", n)
 		}
 		won := append(got[0], got[1]...)[0]
-		if held := e.slotHolders("two"); len(held) != 1 || held[0] != a.ID {
-			t.Fatalf("slots held by %v, want the winner's only", held)
-		}
+		e.wantHolders("two", a.ID)
 		if _, err := e.q.Complete(ctx, won.Task.Ref(), won.Lease.Token, nil, t0); err != nil {
 			t.Fatal(err)
 		}
-		if held := e.slotHolders("two"); len(held) != 0 {
-			t.Fatalf("slots held by %v after the complete", held)
-		}
+		e.wantHolders("two")
 	})
 }
 
-// slotHolders returns the tasks that hold a slot of the named queue, slot
-// by slot (a free slot holds none).
-func (e *env) slotHolders(name string) []string {
+// oneSlotQueue declares queue "one" with max_concurrency 1, submits n
+// tasks to it at t0, and returns a claim of it with a one-minute lease.
+func (e *env) oneSlotQueue(n int) (queue.ClaimRequest, []queue.Task) {
 	e.t.Helper()
-	var out []string
+	e.declare(queue.Declaration{Name: "one", MaxConcurrency: 1}, t0)
+	var tasks []queue.Task
+	for range n {
+		tasks = append(tasks, e.submit(queue.SubmitRequest{Queue: "one"}, t0))
+	}
+	return queue.ClaimRequest{Queue: "one", LeaseFor: time.Minute}, tasks
+}
+
+// wantHolders fails unless the tasks that hold a slot of the named
+// queue are ids, slot by slot (a free slot holds none).
+func (e *env) wantHolders(name string, ids ...string) {
+	e.t.Helper()
+	var held []string
 	for _, k := range e.keys("q/" + name + "/slots/") {
-		obj, err := e.s.Get(ctx, k)
-		if err != nil {
-			e.t.Fatalf("get %s: %v", k, err)
-		}
-		var s struct {
-			TaskID string `json:"task_id"`
-		}
-		_ = json.Unmarshal(obj.Body, &s)
-		if s.TaskID != "" {
-			out = append(out, s.TaskID)
+		if id := e.taskIDIn(k); id != "" {
+			held = append(held, id)
 		}
 	}
-	return out
+	if !slices.Equal(held, ids) {
+		e.t.Fatalf("slots of %s held by %v, want %v", name, held, ids)
+	}
 }

@@ -2,9 +2,11 @@ package queuetest
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/store/storefault"
@@ -20,13 +22,16 @@ import (
 // record is there.
 
 func runSides(t *testing.T, f Factory) {
-	t.Run("dedup_pointer", func(t *testing.T) { runSideDedup(t, f) })
-	t.Run("claim_marker", func(t *testing.T) { runSideMarker(t, f) })
-	t.Run("outbox_entry", func(t *testing.T) { runSideOutbox(t, f) })
-	t.Run("child_hints", func(t *testing.T) { runSideChild(t, f) })
-	t.Run("status_entry", func(t *testing.T) { runSideStatus(t, f) })
-	t.Run("concurrency_slot", func(t *testing.T) { runSideSlot(t, f) })
-	t.Run("artifacts_entry", func(t *testing.T) { runSideArtifacts(t, f) })
+	for _, kind := range []struct {
+		name string
+		run  func(*testing.T, Factory)
+	}{
+		{"dedup_pointer", runSideDedup}, {"claim_marker", runSideMarker}, {"outbox_entry", runSideOutbox},
+		{"child_hints", runSideChild}, {"status_entry", runSideStatus}, {"concurrency_slot", runSideSlot},
+		{"artifacts_entry", runSideArtifacts},
+	} {
+		t.Run(kind.name, func(t *testing.T) { kind.run(t, f) })
+	}
 }
 
 // recordWriteFails runs fn while every write of a task record of the
@@ -103,6 +108,46 @@ func (e *env) cached(ref string) *queue.Queue {
 		e.t.Fatal(err)
 	}
 	return q
+}
+
+// taskIDIn returns the task a side record at key names (a slot, a dedup
+// pointer), or "" when it names none (free).
+func (e *env) taskIDIn(key string) string {
+	e.t.Helper()
+	obj, err := e.s.Get(ctx, key)
+	if err != nil {
+		e.t.Fatalf("get %s: %v", key, err)
+	}
+	var v struct {
+		TaskID string `json:"task_id"`
+	}
+	_ = json.Unmarshal(obj.Body, &v)
+	return v.TaskID
+}
+
+// raceRetries retries the tasks refs at once, each from a process of its
+// own, and returns the index of the one retry that won.
+func (e *env) raceRetries(now time.Time, refs ...string) int {
+	e.t.Helper()
+	fns := make([]func() error, len(refs))
+	for i, ref := range refs {
+		q := e.reopen()
+		fns[i] = func() error { _, err := q.Retry(ctx, ref, now); return err }
+	}
+	return oneWinner(e.t, race(fns...))
+}
+
+// wantEvents sweeps at now and fails unless the sweep published n
+// events, one per task; it returns them by task.
+func (e *env) wantEvents(now time.Time, n int) map[string]queue.Event {
+	e.t.Helper()
+	pub := &recorder{}
+	e.sweep(now, pub)
+	evs := byTask(e.t, pub.take())
+	if len(evs) != n {
+		e.t.Fatalf("the sweep at %s published %d events, want %d", now.Format(time.RFC3339), len(evs), n)
+	}
+	return evs
 }
 
 // outbox returns the outbox entries of the sweep index.
