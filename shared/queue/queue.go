@@ -121,11 +121,12 @@ type Options struct {
 	// Defaults to DefaultDeclCacheFor (30s).
 	DeclCacheFor time.Duration
 
-	// BackgroundCleanup deletes the hints a transition leaves behind (the
-	// index marker of a task that completes, fails or is rescheduled, its
-	// status/ and children/ markers, its concurrency slot) after the
-	// transition returns, in the background, instead of before: a
-	// complete is then one round trip to S3, not two. Flush waits for
+	// BackgroundCleanup removes the side records a lease operation
+	// (complete, fail, reschedule, cancel-acknowledge) leaves unneeded
+	// (side.go: the index marker of a task that completes, fails or is
+	// rescheduled, its status entry and children/ marker, its concurrency
+	// slot) after the operation returns, in the background, instead of
+	// before: a complete is then one round trip to S3, not two. Flush waits for
 	// them. A process that stops first (a Lambda container frozen after
 	// its answer, then never thawed) leaves them behind as stale hints,
 	// which scans delete when they meet them, as after a crash. Defaults

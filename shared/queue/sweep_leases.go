@@ -10,7 +10,10 @@ import (
 // sweep index, and settled when that time comes), and claim.go, for a
 // claim that meets a lapsed lease (tryClaim, settleLapsed): either runs
 // the task again under a new lease or ends it (expired, cancelled or
-// dead-lettered), in one conditional write of the record.
+// dead-lettered), in one conditional write of the record. What that write
+// does beside the record (its new marker, its outbox entry, freeing its
+// concurrency slot) is the same for every transition: the commit's side
+// records (side.go).
 
 // leaseItem deals with a parked task whose lease expiry has come.
 func (r *sweepRun) leaseItem(ctx context.Context, e sweepEntry) {
