@@ -15,12 +15,12 @@ import (
 // Beside it live side records, each a hint that makes one question cheap
 // to answer without reading every record, each in its own file:
 //
-//	side_dedup.go   the dedup pointer: which live task holds a dedup key
-//	side_marker.go  the claim-index marker and its queue's wake-up: what is due
-//	side_outbox.go  the outbox entry: what follow-up work the sweep owes
-//	side_child.go   the child's marker and its parent's flag: a parent's live children
-//	side_status.go  the status entry: which tasks are failed, expired, cancelled
-//	side_slot.go    the concurrency slot: which tasks run under max_concurrency
+//	side_dedup.go      the dedup pointer: which live task holds a dedup key
+//	side_marker.go     the claim-index marker and its queue's wake-up: what is due
+//	side_outbox.go     the outbox entry: what follow-up work the sweep owes
+//	side_child.go      the child's marker and its parent's flag: a parent's live children
+//	side_status.go     the status entry: which tasks are failed, expired, cancelled
+//	side_slot.go       the concurrency slot: which tasks run under max_concurrency
 //	side_artifacts.go  the sweep's entry for a task's artifacts: when they go
 //
 // The protocol is the same for each: a side record that next needs and
@@ -31,10 +31,16 @@ import (
 // not removed after one that did) is a stale hint, which the reader that
 // meets it checks against the record and repairs (a claim, a listing, the
 // sweep). A commit that loses its race removes nothing it wrote: the
-// winner may name the same key.
+// winner may name the same key. (A claim that loses frees the slot it
+// took itself: a slot's ETag is its own, side_slot.go.)
 //
 // A create is a commit from the zero Task (no record, etag ""): every side
 // record the new task needs is written, then the record, create-only.
+// Submit takes the dedup pointer first, before the commit, as its answer
+// may be the task that holds the key (side_dedup.go). A purge is the
+// other way: once the record is a tombstone, every side record's cleanup
+// from the task to the zero Task runs, and the record goes last
+// (purge.go).
 //
 // A new kind of side record is a new file with a type that implements
 // sideRecord, and a line in newSides: commit does not change.
