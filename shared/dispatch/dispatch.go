@@ -20,7 +20,7 @@
 //     the next attempt.
 //   - At most max_concurrency deliveries of a queue run at once across
 //     every dispatcher and pull worker: every claim of a queue with
-//     max_concurrency takes one of the core's slots (queue/slots.go).
+//     max_concurrency takes one of the core's slots (queue/side_slot.go).
 //
 // Push queues are the declared queues with a target (Declared; PUT
 // /queues/{queue}), and a queue may name only the targets the
