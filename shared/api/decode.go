@@ -23,37 +23,48 @@ import (
 // 413 and is not read further.
 func readBody(r *http.Request, max int64) ([]byte, error) {
 	if r.ContentLength > max {
-		return nil, tooLarge("", "the body is %d bytes, over the limit of %d", r.ContentLength, max)
+		return nil, tooLarge(fieldBody, "the body is %d bytes, over the limit of %d bytes", r.ContentLength, max)
 	}
 	if r.Body == nil {
 		return nil, nil
 	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, max+1))
 	if err != nil {
-		return nil, badInput("", "cannot read the body: %v", err)
+		return nil, badInput(fieldBody, "the body could not be read: %v", err)
 	}
 	if int64(len(b)) > max {
-		return nil, tooLarge("", "the body is over the limit of %d bytes", max)
+		return nil, tooLarge(fieldBody, "the body is over the limit of %d bytes", max)
 	}
 	return b, nil
 }
+
+// fieldBody is the field of an error about the request body as a whole:
+// one that is not JSON, not an object, or too large.
+const fieldBody = "body"
 
 // decodeObject decodes a JSON object into the struct dst points to,
 // strictly: every key must be a field of dst (by its exact JSON name,
 // embedded structs included), and a value that does not fit its field is
 // an error naming that field. An empty body is the empty object. Field
-// names in errors are prefixed with prefix (for batch items: "tasks[3].").
+// names in errors are prefixed with prefix (for batch items: "tasks[3].");
+// an error about the whole document names prefix without its dot, or
+// "body" when prefix is "".
 func decodeObject(body []byte, dst any, prefix string) error {
+	whole := wholeField(prefix)
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
 		return nil
 	}
 	if body[0] != '{' {
-		return badInput(strings.TrimSuffix(prefix, "."), "want a JSON object")
+		if !json.Valid(body) {
+			var v any
+			return badInput(whole, "%s is not valid JSON: %s", wholeName(whole), jsonMessage(json.Unmarshal(body, &v)))
+		}
+		return badInput(whole, "%s must be a JSON object, not %s", wholeName(whole), jsonKind(body[0]))
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(body, &obj); err != nil {
-		return badInput(strings.TrimSuffix(prefix, "."), "malformed JSON: %s", jsonMessage(err))
+		return badInput(whole, "%s is not valid JSON: %s", wholeName(whole), jsonMessage(err))
 	}
 	v := reflect.ValueOf(dst).Elem()
 	fields := fieldsOf(v.Type())
@@ -89,20 +100,21 @@ func decodeObject(body []byte, dst any, prefix string) error {
 // rawItems names (an array of raw documents: a batch's tasks) are left
 // to the decodeObject of each item, so one bad item fails alone.
 func checkValues(body []byte, prefix string, rawItems func(key string) bool) error {
+	whole := wholeField(prefix)
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if _, err := dec.Token(); err != nil { // '{', as the caller checked
-		return badInput(strings.TrimSuffix(prefix, "."), "malformed JSON: %s", jsonMessage(err))
+		return badInput(whole, "%s is not valid JSON: %s", wholeName(whole), jsonMessage(err))
 	}
 	seen := map[string]bool{}
 	for dec.More() {
 		kt, err := dec.Token()
 		if err != nil {
-			return badInput(strings.TrimSuffix(prefix, "."), "malformed JSON: %s", jsonMessage(err))
+			return badInput(whole, "%s is not valid JSON: %s", wholeName(whole), jsonMessage(err))
 		}
 		k, _ := kt.(string)
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return badInput(prefix+clip(k), "malformed JSON: %s", jsonMessage(err))
+			return badInput(prefix+clip(k), "the value of %s is not valid JSON: %s", prefix+clip(k), jsonMessage(err))
 		}
 		if seen[k] {
 			return badInput(prefix+clip(k), "is given twice")
@@ -116,6 +128,38 @@ func checkValues(body []byte, prefix string, rawItems func(key string) bool) err
 		}
 	}
 	return nil
+}
+
+// wholeField is the field of an error about a whole document decoded
+// with prefix: "tasks[3]" for "tasks[3].", "body" for "".
+func wholeField(prefix string) string {
+	if prefix == "" {
+		return fieldBody
+	}
+	return strings.TrimSuffix(prefix, ".")
+}
+
+// wholeName names the document of field wholeField gave, in a message.
+func wholeName(field string) string {
+	if field == fieldBody {
+		return "the request body"
+	}
+	return field
+}
+
+// jsonKind names the kind of JSON value that starts with c.
+func jsonKind(c byte) string {
+	switch c {
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
 }
 
 // jsonMessage says what is wrong with a JSON value, for a person.

@@ -137,7 +137,7 @@ func (a *API) serve(ctx context.Context, r *http.Request, rl *requestLog) (reply
 	}
 	rawQuery, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		return reply{}, badInput("", "malformed query string: %v", err)
+		return reply{}, badInput("query", "the query string is malformed: %v", err)
 	}
 	query, err := queryParams(rawQuery, rt.query)
 	if err != nil {
