@@ -118,7 +118,12 @@ func apiErr(e *env, ae *client.Error) *cliError {
 	case ae.Status == http.StatusNotFound:
 		ce.exit = exitNotFound
 		if ae.Code == "not_found" && !e.queueSet {
-			ce.message += fmt.Sprintf(` (looked in queue %q: pass -q/--queue NAME, or set S3Q_QUEUE, for another queue)`, e.queue)
+			if strings.HasSuffix(ce.message, " in queue "+e.queue) {
+				// The API named the queue it looked in; say how to look elsewhere.
+				ce.message += " (pass -q/--queue NAME, or set S3Q_QUEUE, for another queue)"
+			} else {
+				ce.message += fmt.Sprintf(` (looked in queue %q: pass -q/--queue NAME, or set S3Q_QUEUE, for another queue)`, e.queue)
+			}
 		}
 		if ae.Code == "queue_not_found" {
 			// The API says how to declare one over HTTP; say it in CLI.

@@ -85,8 +85,9 @@ func decodeObject(body []byte, dst any, prefix string) error {
 		if !ok {
 			return badInput(prefix+clip(k), "unknown field %q; known fields: %s", clip(k), strings.Join(fieldNames(fields), ", "))
 		}
-		if err := json.Unmarshal(obj[k], v.FieldByIndex(idx).Addr().Interface()); err != nil {
-			return badInput(prefix+k, "%s", jsonMessage(err))
+		f := v.FieldByIndex(idx)
+		if err := json.Unmarshal(obj[k], f.Addr().Interface()); err != nil {
+			return badInput(prefix+k, "%s", valueMessage(prefix+k, f.Type(), obj[k], err))
 		}
 	}
 	return nil
@@ -160,6 +161,21 @@ func jsonKind(c byte) string {
 		return "null"
 	}
 	return "a number"
+}
+
+// valueMessage says, in one sentence naming field once, why raw does not
+// fit a field of type t: `ttl must be a duration like "90s" or a number
+// of seconds, not "soon"`.
+func valueMessage(field string, t reflect.Type, raw json.RawMessage, err error) string {
+	var te *json.UnmarshalTypeError
+	what := jsonKind(raw[0])
+	if what == "a number" && t == reflect.TypeFor[queue.Duration]() && !errors.As(err, &te) {
+		return field + " " + jsonMessage(err) // a number of seconds out of range: its own words say how far
+	}
+	if raw[0] == '"' || what == "a number" {
+		what = clip(string(raw))
+	}
+	return fmt.Sprintf("%s must be %s, not %s", field, kindName(t), what)
 }
 
 // jsonMessage says what is wrong with a JSON value, for a person.
