@@ -215,13 +215,32 @@ func errorResponse(status int, codes []string) obj {
 }
 
 func errorHeaders(status int) obj {
+	h := answerHeaders()
 	switch status {
 	case http.StatusServiceUnavailable:
-		return obj{"Retry-After": obj{"description": "seconds to wait before retrying", "schema": str()}}
+		h["Retry-After"] = obj{"description": "seconds to wait before retrying", "schema": str()}
 	case http.StatusMethodNotAllowed:
-		return obj{"Allow": obj{"description": "the methods the path is served with", "schema": str()}}
+		h["Allow"] = obj{"description": "the methods the path is served with", "schema": str()}
 	}
-	return obj{}
+	return h
+}
+
+// answerHeaders are the headers every answer may carry, success or error:
+// S3q-S3-Requests (HeaderS3Requests), from components.headers.
+func answerHeaders() obj {
+	return obj{HeaderS3Requests: obj{"$ref": "#/components/headers/" + HeaderS3Requests}}
+}
+
+// headers are the document's components.headers.
+func headers() obj {
+	return obj{HeaderS3Requests: obj{
+		"description": "How many S3 requests (GET, PUT, LIST, DELETE, HEAD, each retry counted) the API made to answer this call: " +
+			"what the call cost in S3 requests, the figure its log line gives as s3.requests. " +
+			"Every answer carries it, success or error, when the API runs over a counted store, as every Lambda function and s3q dev do; " +
+			"an answer from API Gateway itself (a 403 of IAM, a 429 of throttling) does not.",
+		"schema": obj{"type": "integer", "minimum": 0},
+		"example": 2,
+	}}
 }
 
 // errorResponseName is the name in components.responses of the error
@@ -251,7 +270,7 @@ func (rt *route) operation(shared obj) obj {
 	}
 	responses := obj{}
 	for _, a := range rt.answers {
-		r := obj{"description": http.StatusText(a.status)}
+		r := obj{"description": http.StatusText(a.status), "headers": answerHeaders()}
 		if a.schema != "" {
 			r["content"] = obj{"application/json": obj{"schema": ref(a.schema)}}
 		}
@@ -350,6 +369,7 @@ func buildDocument() []byte {
 		"components": obj{
 			"schemas":   schemas(),
 			"responses": responses,
+			"headers":   headers(),
 			"securitySchemes": obj{
 				"sigv4": obj{"type": "apiKey", "name": "Authorization", "in": "header", "x-amazon-apigateway-authtype": "awsSigv4",
 					"description": "API Gateway IAM authorization: requests signed with AWS SigV4 (execute-api:Invoke)"},
