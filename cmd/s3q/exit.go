@@ -32,7 +32,8 @@ const exitCodesHelp = `Exit codes:
   1    any other error (a 5xx after retries, an I/O error, refused lines of --file)
   2    usage: a bad flag or argument, or 400 invalid input from the API
   3    not found: no such task, schedule or queue (404)
-  4    conflict: the task's state does not allow it (409)
+  4    conflict: the task's state does not allow it (409), or queue create
+       of a queue that exists with other settings
   5    unavailable: the API cannot be reached, throttles (429, 503) or timed out
   130  interrupted (Ctrl-C)
 With -o json an error is {"error":{"code","message","field"}} on stdout,
