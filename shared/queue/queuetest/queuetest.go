@@ -43,6 +43,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("lost_answer", func(t *testing.T) { runLost(t, f) })
 	t.Run("queues", func(t *testing.T) { runQueues(t, f) })
 	t.Run("ops", func(t *testing.T) { runOps(t, f) })
+	t.Run("bulk_race", func(t *testing.T) { runBulkRace(t, f) })
 	t.Run("round_trips", func(t *testing.T) { runFast(t, f) })
 }
 
