@@ -238,7 +238,7 @@ func headers() obj {
 			"what the call cost in S3 requests, the figure its log line gives as s3.requests. " +
 			"Every answer carries it, success or error, when the API runs over a counted store, as every Lambda function and s3q dev do; " +
 			"an answer from API Gateway itself (a 403 of IAM, a 429 of throttling) does not.",
-		"schema": obj{"type": "integer", "minimum": 0},
+		"schema":  obj{"type": "integer", "minimum": 0},
 		"example": 2,
 	}}
 }
