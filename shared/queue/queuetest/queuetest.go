@@ -139,16 +139,31 @@ func (e *env) ref(ref string) string {
 	if strings.Contains(ref, "/") || queue.ValidateID(ref) != nil {
 		return ref
 	}
-	for dir, err := range store.AllDirs(ctx, e.s, queue.QueuesPrefix) {
+	found, err := FindTask(ctx, e.s, ref)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if found == "" {
+		return ref
+	}
+	return found
+}
+
+// FindTask returns the reference ("queue/id") of the one task of id in any
+// queue of s, or "" when there is none: a test's convenience, as ids are
+// unique per queue only. It lists the queues' folders and HEADs the task
+// record in each.
+func FindTask(ctx context.Context, s store.Store, id string) (string, error) {
+	for dir, err := range store.AllDirs(ctx, s, queue.QueuesPrefix) {
 		if err != nil {
-			e.t.Fatal(err)
+			return "", err
 		}
 		name := strings.TrimSuffix(strings.TrimPrefix(dir, queue.QueuesPrefix), "/")
-		if _, err := e.s.Head(ctx, queue.TaskKey(name, ref)); err == nil {
-			return queue.Ref(name, ref)
+		if _, err := s.Head(ctx, queue.TaskKey(name, id)); err == nil {
+			return queue.Ref(name, id), nil
 		}
 	}
-	return ref
+	return "", nil
 }
 
 // raw returns the stored bytes of a task record.
