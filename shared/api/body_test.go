@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/s3q/s3q/shared/api"
-	"github.com/s3q/s3q/shared/artifacts"
-	"github.com/s3q/s3q/shared/schedule"
 )
 
 // TestABodyThatIsNotAJSONObjectIs400NamingBody: every route that takes a
@@ -17,12 +15,7 @@ import (
 // the body is, and writes nothing. The body is read before the route
 // looks anything up, so one store (mem) covers it.
 func TestABodyThatIsNotAJSONObjectIs400NamingBody(t *testing.T) {
-	e := newEnv(t, nil, api.Options{})
-	e.api = api.New(e.q, api.Options{
-		Now: e.clock.Now, Logger: discard(),
-		Schedules: schedule.New(e.q.Store(), e.q, schedule.Options{}),
-		Artifacts: artifacts.New(e.q, presigner, "bucket", "", artifacts.Options{}),
-	})
+	e := newEnvEveryRoute(t)
 	id := e.submit(`{"task_type":"t"}`)
 	bodies := map[string]string{ // body -> what the message must say
 		`[]`:                  "not an array",

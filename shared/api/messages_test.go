@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/api"
-	"github.com/s3q/s3q/shared/schedule"
 )
 
 // TestErrorMessagesAreOneSentenceNamingTheThingOnce surveys the 4xx a
@@ -18,8 +17,7 @@ import (
 // at fault (an id, a queue, a value) exactly once. The codes are the
 // contract and stay as they are.
 func TestErrorMessagesAreOneSentenceNamingTheThingOnce(t *testing.T) {
-	e := newEnv(t, nil, api.Options{})
-	e.api = api.New(e.q, api.Options{Now: e.clock.Now, Logger: discard(), Schedules: schedule.New(e.q.Store(), e.q, schedule.Options{})})
+	e := newEnvEveryRoute(t)
 
 	// A pending task, a running one whose lease then expires, a cancelled
 	// one, and a schedule.
