@@ -83,7 +83,7 @@ func decodeObject(body []byte, dst any, prefix string) error {
 	for _, k := range keys {
 		idx, ok := fields[k]
 		if !ok {
-			return badInput(prefix+clip(k), "unknown field %q; known fields: %s", clip(k), strings.Join(fieldNames(fields), ", "))
+			return badInput(keyField(prefix, k), "unknown field %q; known fields: %s", clip(k), strings.Join(fieldNames(fields), ", "))
 		}
 		f := v.FieldByIndex(idx)
 		if err := json.Unmarshal(obj[k], f.Addr().Interface()); err != nil {
@@ -115,17 +115,17 @@ func checkValues(body []byte, prefix string, rawItems func(key string) bool) err
 		k, _ := kt.(string)
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return badInput(prefix+clip(k), "the value of %s is not valid JSON: %s", prefix+clip(k), jsonMessage(err))
+			return badInput(keyField(prefix, k), "the value of %q is not valid JSON: %s", prefix+clip(k), jsonMessage(err))
 		}
 		if seen[k] {
-			return badInput(prefix+clip(k), "is given twice")
+			return badInput(keyField(prefix, k), "the key %q is given twice", prefix+clip(k))
 		}
 		seen[k] = true
 		if rawItems(k) {
 			continue
 		}
 		if err := jsonval.Check(raw); err != nil {
-			return badInput(prefix+clip(k), "%s", strings.ToValidUTF8(err.Error(), "?"))
+			return badInput(keyField(prefix, k), "%s", strings.ToValidUTF8(err.Error(), "?"))
 		}
 	}
 	return nil
@@ -138,6 +138,20 @@ func wholeField(prefix string) string {
 		return fieldBody
 	}
 	return strings.TrimSuffix(prefix, ".")
+}
+
+// keyField is the field of an error about the key k of a document
+// decoded with prefix: prefix+k, or, for the empty key (which a field
+// could not name), the document itself: wholeField(prefix), or whole
+// when given ("query" for a query string).
+func keyField(prefix, k string, whole ...string) string {
+	if k != "" {
+		return prefix + clip(k)
+	}
+	if len(whole) > 0 {
+		return whole[0]
+	}
+	return wholeField(prefix)
 }
 
 // wholeName names the document of field wholeField gave, in a message.
@@ -276,12 +290,12 @@ func queryParams(q url.Values, accepted []string) (map[string]string, error) {
 	for _, k := range keys {
 		if !slices.Contains(accepted, k) {
 			if len(accepted) == 0 {
-				return nil, badInput(clip(k), "unknown query parameter %q; this route takes none", clip(k))
+				return nil, badInput(keyField("", k, "query"), "unknown query parameter %q; this route takes none", clip(k))
 			}
-			return nil, badInput(clip(k), "unknown query parameter %q; known: %s", clip(k), strings.Join(accepted, ", "))
+			return nil, badInput(keyField("", k, "query"), "unknown query parameter %q; known: %s", clip(k), strings.Join(accepted, ", "))
 		}
 		if len(q[k]) > 1 {
-			return nil, badInput(k, "query parameter %q is given %d times", k, len(q[k]))
+			return nil, badInput(keyField("", k, "query"), "query parameter %q is given %d times", clip(k), len(q[k]))
 		}
 		out[k] = q[k][0]
 	}
