@@ -6,6 +6,11 @@
 // Cases are named as sentences. Time is always a parameter: tests pass a
 // fixed microsecond-aligned UTC time and move it forward instead of
 // sleeping.
+//
+// The stores are the top-level tests (TestConformanceMem,
+// TestConformanceGoFakeS3, TestConformanceVersityGW) and the groups of
+// Run their subtests, so one group runs on every store with, for example,
+// go test ./shared/queue/queuetest/ -run 'TestConformance/bulk_race'.
 package queuetest
 
 import (
