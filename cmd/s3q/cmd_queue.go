@@ -13,6 +13,7 @@ import (
 
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 )
 
 // queueFlags are the settings of s3q queue create and update.
@@ -46,7 +47,7 @@ func (f *queueFlags) define(fs *flag.FlagSet) {
 }
 
 // overlay applies the flags that were set to d.
-func (f *queueFlags) overlay(d *queue.Declaration) {
+func (f *queueFlags) overlay(d *queues.Declaration) {
 	f.fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
 		case "ttl":
@@ -66,13 +67,13 @@ func (f *queueFlags) overlay(d *queue.Declaration) {
 		case "max-concurrency":
 			d.MaxConcurrency = f.maxConcurrency
 		case "target-lambda", "target-url", "target-secret":
-			t := queue.Target{}
+			t := queues.Target{}
 			if d.Target != nil {
 				t = *d.Target
 			}
 			switch fl.Name {
 			case "target-lambda":
-				t = queue.Target{Lambda: f.lambda} // a Lambda target has no secret
+				t = queues.Target{Lambda: f.lambda} // a Lambda target has no secret
 			case "target-url":
 				t.Lambda, t.URL = "", f.url
 			default:
@@ -199,7 +200,7 @@ func (r *queueCall) declare() error {
 	if err != nil {
 		return err
 	}
-	d := queue.Declaration{Name: name}
+	d := queues.Declaration{Name: name}
 	cur, err := r.c.GetQueue(r.ctx, name)
 	switch {
 	case err == nil && r.sub == "create":

@@ -18,6 +18,7 @@ import (
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/lambdafn"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local/s3localtest"
 )
 
@@ -42,11 +43,11 @@ func TestSubmitWakesDispatchAndTheSampleEventsDeliver(t *testing.T) {
 	}))
 	defer target.Close()
 	st := s3localtest.NewStore(t, servers.GoFakeS3)
-	q := queue.New(st, queue.Options{AllowInsecureTargets: true})
-	if _, _, err := q.Declare(context.Background(), queue.Declaration{Name: "orders", Target: &queue.Target{URL: target.URL, Secret: "k"}}, time.Now()); err != nil {
+	q, decls := queues.Open(st, queue.Options{}, queues.Options{AllowInsecureTargets: true})
+	if _, _, err := decls.Declare(context.Background(), queues.Declaration{Name: "orders", Target: &queues.Target{URL: target.URL, Secret: "k"}}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	targets := dispatch.NewDeclared(q, 0)
+	targets := dispatch.NewDeclared(decls, 0)
 	w := &wakes{}
 	d := lambdafn.Deps{
 		Queue: q, Logger: slog.New(slog.DiscardHandler), Waker: w,
@@ -113,10 +114,10 @@ func apiEvent(method, path, body string) []byte {
 // sleeps for a future task).
 func TestADispatchWakeForLaterWaitsUntilItsTimeOnlyWithinMaxWakeDelay(t *testing.T) {
 	st := s3localtest.NewStore(t, servers.GoFakeS3)
-	q := queue.New(st, queue.Options{})
+	q, decls := queues.Open(st, queue.Options{}, queues.Options{})
 	d := lambdafn.Deps{
 		Queue: q, Logger: slog.New(slog.DiscardHandler),
-		Dispatcher: dispatch.New(q, dispatch.NewDeclared(q, 0), dispatch.Options{Logger: slog.New(slog.DiscardHandler)}),
+		Dispatcher: dispatch.New(q, dispatch.NewDeclared(decls, 0), dispatch.Options{Logger: slog.New(slog.DiscardHandler)}),
 	}
 	h, err := lambdafn.New(lambdafn.Dispatch, d)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/s3q/s3q/shared/events"
 	"github.com/s3q/s3q/shared/metrics/catalog"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 )
 
 // Sweep is the work of sweep-expired at now: one queue.Queue.Sweep over
@@ -62,18 +63,22 @@ const maxStatsQueues = 100
 // maxStatsQueues by name) from Queue.Stats: queue_depth, its live tasks
 // (pending, delayed or running, from the index markers), and
 // oldest_pending_age_seconds, how long its oldest due pending task has
-// waited (0 when none is due). Stats' requests (a LIST per index prefix
-// and shard per 1,000 tasks, a GET of the declaration and of at most 10
-// records) every catalog.QueueStatsEveryMinutes minutes. A queue that
-// cannot be read is logged and left out.
+// waited (0 when none is due). The listing's requests (a LIST of the
+// queues and a GET of each declaration) and Stats' (a LIST per index
+// prefix per 1,000 tasks and a GET of at most 10 records) every
+// catalog.QueueStatsEveryMinutes minutes. A queue that cannot be read is
+// logged and left out.
 func (d Deps) queueStats(ctx context.Context, now time.Time, logger *slog.Logger) {
-	res, err := d.Queue.ListQueues(ctx, queue.ListQueuesRequest{Limit: maxStatsQueues})
+	if d.Queues == nil {
+		return
+	}
+	res, err := d.Queues.List(ctx, queues.ListRequest{Limit: maxStatsQueues})
 	if err != nil {
 		logger.WarnContext(ctx, "queue stats: list queues", "error", err)
 		return
 	}
 	for _, decl := range res.Queues {
-		st, err := d.Queue.Stats(ctx, decl.Name, now)
+		st, err := d.Queue.Stats(ctx, decl.Settings(), now)
 		if err != nil {
 			logger.WarnContext(ctx, "queue stats", "queue", decl.Name, "error", err)
 			continue

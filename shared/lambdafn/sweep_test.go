@@ -14,16 +14,17 @@ import (
 	"github.com/s3q/s3q/shared/metrics"
 	"github.com/s3q/s3q/shared/metrics/catalog"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store/memstore"
 )
 
 func TestASweepOutOfTimeSaysIncompleteInItsLogAndInSweepIncomplete(t *testing.T) {
-	q := queue.New(memstore.New(), queue.Options{})
+	q, decls := queues.Open(memstore.New(), queue.Options{}, queues.Options{})
 	if _, err := q.Submit(t.Context(), queue.SubmitRequest{TaskType: "a", TTL: ttl(time.Minute)}, eventTime); err != nil {
 		t.Fatal(err)
 	}
 	var logs, emf bytes.Buffer
-	d := lambdafn.Deps{Queue: q, Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Metrics: metrics.New(&emf, "")}
+	d := lambdafn.Deps{Queue: q, Queues: decls, Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Metrics: metrics.New(&emf, "")}
 	for _, c := range []struct {
 		name       string
 		incomplete bool
@@ -60,10 +61,10 @@ func TestASweepOutOfTimeSaysIncompleteInItsLogAndInSweepIncomplete(t *testing.T)
 // writes each declared queue's depth and the age of its head; the others
 // do not.
 func TestEveryFifthMinuteTheSweepWritesQueueDepthAndOldestPendingAge(t *testing.T) {
-	q := queue.New(memstore.New(), queue.Options{})
+	q, decls := queues.Open(memstore.New(), queue.Options{}, queues.Options{})
 	at := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC) // minute 0
 	for _, name := range []string{"empty", "orders"} {
-		if _, _, err := q.Declare(t.Context(), queue.Declaration{Name: name}, at.Add(-time.Hour)); err != nil {
+		if _, _, err := decls.Declare(t.Context(), queues.Declaration{Name: name}, at.Add(-time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -73,7 +74,7 @@ func TestEveryFifthMinuteTheSweepWritesQueueDepthAndOldestPendingAge(t *testing.
 		}
 	}
 	var emf bytes.Buffer
-	d := lambdafn.Deps{Queue: q, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: metrics.New(&emf, "")}
+	d := lambdafn.Deps{Queue: q, Queues: decls, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: metrics.New(&emf, "")}
 	gauges := func(now time.Time) map[string]map[string]any {
 		emf.Reset()
 		if _, err := d.Sweep(t.Context(), now); err != nil {

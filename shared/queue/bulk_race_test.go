@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/memstore"
 )
@@ -36,7 +37,7 @@ func (s *beforeWrite) PutIfMatch(ctx context.Context, key string, body []byte, e
 // returns the queue that submitted it (the "other process") and its id.
 func onePending(t *testing.T, mem store.Store) (*queue.Queue, string) {
 	t.Helper()
-	other := queue.New(mem, queue.Options{ListCacheFor: -1})
+	other := queues.NewQueue(mem, queue.Options{ListCacheFor: -1}, queues.Options{})
 	res, err := other.Submit(context.Background(), queue.SubmitRequest{TaskType: "t"}, t0Bulk)
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +63,7 @@ func TestPurgeSkipsATaskThatLeftItsStatusMeanwhile(t *testing.T) {
 			t.Errorf("complete meanwhile: %v", err)
 		}
 	}}
-	purger := queue.New(hooked, queue.Options{ListCacheFor: -1})
+	purger := queues.NewQueue(hooked, queue.Options{ListCacheFor: -1}, queues.Options{})
 	out, err := purger.Purge(ctx, queue.BulkRequest{Queue: queue.DefaultQueue, Status: queue.StatusPending}, t0.Add(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +88,7 @@ func TestBulkCancelOfPendingSkipsATaskClaimedMeanwhile(t *testing.T) {
 			t.Errorf("claim meanwhile: %d, %v", len(cs), err)
 		}
 	}}
-	out, err := queue.New(hooked, queue.Options{ListCacheFor: -1}).Bulk(ctx, queue.OpCancel,
+	out, err := queues.NewQueue(hooked, queue.Options{ListCacheFor: -1}, queues.Options{}).Bulk(ctx, queue.OpCancel,
 		queue.BulkRequest{Queue: queue.DefaultQueue, Status: queue.StatusPending}, t0.Add(2*time.Second))
 	if err != nil {
 		t.Fatal(err)

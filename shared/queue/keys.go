@@ -152,9 +152,9 @@ func QueueOfTargetKey(key string) string {
 	return name
 }
 
-// queueNameFromDir returns the queue of a q/{queue}/ folder (a common
-// prefix of a delimited LIST of q/), or "".
-func queueNameFromDir(dir string) string {
+// QueueOfDir returns the queue of a q/{queue}/ folder (a common prefix
+// of a delimited LIST of QueuesPrefix), or "".
+func QueueOfDir(dir string) string {
 	name, ok := strings.CutPrefix(dir, prefixQueues)
 	if !ok {
 		return ""

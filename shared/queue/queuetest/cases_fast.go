@@ -21,7 +21,7 @@ func runFast(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		id := e.submit(queue.SubmitRequest{}, t0).ID
 		c := store.NewCounting(e.s)
-		worker := queue.New(c, e.op)
+		worker := e.open(c)
 		cs, err := worker.Claim(ctx, queue.ClaimRequest{LeaseFor: time.Minute}, t0)
 		if err != nil || len(cs) != 1 {
 			t.Fatalf("claim: %v %d", err, len(cs))
@@ -44,7 +44,7 @@ func runFast(t *testing.T, f Factory) {
 		t.Parallel()
 		e := newEnv(t, f)
 		c := store.NewCounting(e.s)
-		q := queue.New(c, e.op)
+		q := e.open(c)
 		if cs, err := q.Claim(ctx, queue.ClaimRequest{}, t0); err != nil || len(cs) != 0 { // lists the empty queue
 			t.Fatalf("claim of an empty queue: %v %d", err, len(cs))
 		}
@@ -83,7 +83,7 @@ func runFast(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		id := e.submit(queue.SubmitRequest{}, t0).ID
 		c := store.NewCounting(e.s)
-		worker := queue.New(c, e.op)
+		worker := e.open(c)
 		cs, err := worker.Claim(ctx, queue.ClaimRequest{LeaseFor: time.Minute}, t0)
 		if err != nil || len(cs) != 1 {
 			t.Fatalf("claim: %v %d", err, len(cs))
@@ -112,7 +112,7 @@ func runFast(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		id := e.submit(queue.SubmitRequest{}, t0).ID
 		c := store.NewCounting(e.s)
-		worker := queue.New(c, e.op)
+		worker := e.open(c)
 		cs, err := worker.Claim(ctx, queue.ClaimRequest{LeaseFor: time.Minute}, t0)
 		if err != nil || len(cs) != 1 {
 			t.Fatalf("claim: %v %d", err, len(cs))
@@ -135,12 +135,12 @@ func runFast(t *testing.T, f Factory) {
 
 	t.Run("with_background_cleanup_a_complete_answers_before_its_marker_delete", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, f, func(o *queue.Options) { o.BackgroundCleanup = true })
+		e := newEnv(t, f, func(o *config) { o.BackgroundCleanup = true })
 		id := e.submit(queue.SubmitRequest{}, t0).ID
 		c := e.claimOne(t0)
 		answered := make(chan struct{})
 		gated := &deleteGate{Store: e.s, open: answered}
-		worker := queue.New(gated, e.op)
+		worker := e.open(gated)
 		// The worker's cache holds the claimed record, as e.q's does.
 		if _, err := worker.Heartbeat(ctx, id, c.Lease.Token, time.Minute, t0); err != nil {
 			t.Fatal(err)
@@ -168,10 +168,10 @@ func runFast(t *testing.T, f Factory) {
 
 	t.Run("with_background_cleanup_a_lost_marker_delete_is_repaired_by_the_next_scan", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, f, func(o *queue.Options) { o.BackgroundCleanup = true })
+		e := newEnv(t, f, func(o *config) { o.BackgroundCleanup = true })
 		id := e.submit(queue.SubmitRequest{}, t0).ID
 		fs := storefault.New(e.s)
-		worker := queue.New(fs, e.op)
+		worker := e.open(fs)
 		cs, err := worker.Claim(ctx, queue.ClaimRequest{LeaseFor: time.Minute}, t0)
 		if err != nil || len(cs) != 1 {
 			t.Fatalf("claim: %v %d", err, len(cs))
