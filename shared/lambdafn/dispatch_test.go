@@ -50,7 +50,7 @@ func TestSubmitWakesDispatchAndTheSampleEventsDeliver(t *testing.T) {
 	targets := dispatch.NewDeclared(decls, 0)
 	w := &wakes{}
 	d := lambdafn.Deps{
-		Queue: q, Logger: slog.New(slog.DiscardHandler), Waker: w,
+		Queue: q, Queues: decls, Logger: slog.New(slog.DiscardHandler), Waker: w,
 		Dispatcher: dispatch.New(q, targets, dispatch.Options{
 			Logger: slog.New(slog.DiscardHandler), HTTP: dispatch.NewHTTP(dispatch.StaticSecrets{"k": "v"}, true),
 		}),

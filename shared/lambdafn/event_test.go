@@ -89,8 +89,12 @@ func TestNew(t *testing.T) {
 	if _, err := lambdafn.New("claim", lambdafn.Deps{}); err == nil {
 		t.Errorf("an HTTP function without a queue: no error")
 	}
+	q, decls := queues.Open(memstore.New(), queue.Options{}, queues.Options{})
+	if _, err := lambdafn.New("claim", lambdafn.Deps{Queue: q}); err == nil {
+		t.Errorf("an HTTP function without the queue's declarations: no error")
+	}
 	for _, name := range lambdafn.Names() {
-		if _, err := lambdafn.New(name, lambdafn.Deps{Queue: queues.NewQueue(memstore.New(), queue.Options{}, queues.Options{})}); err != nil {
+		if _, err := lambdafn.New(name, lambdafn.Deps{Queue: q, Queues: decls}); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
