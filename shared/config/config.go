@@ -9,7 +9,7 @@
 //	                       S3 only, never EventBridge
 //	AWS_REGION             the bucket's region (else the SDK's default chain)
 //	S3Q_DEFAULT_TTL        global default time to live: "90s", "30m", "1h", "7d"; empty or 0 for none
-//	S3Q_SHARDS             index prefixes per queue, 1-256; every process must agree (default 1)
+//	S3Q_SHARDS             index prefixes per queue, 1-16; every process must agree (default 1)
 //	S3Q_LOG_LEVEL          debug, info, warn or error (default info)
 //	S3Q_EVENT_BUS          EventBridge bus for the sweep's Task Expired and Task Dead-Lettered
 //	                       events; none: the events go to the log

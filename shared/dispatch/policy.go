@@ -61,7 +61,7 @@ func ParseBindings(b []byte) (Bindings, error) {
 }
 
 // Policy decides which push targets a queue may use. It is checked when a
-// queue is declared (Check, the core's queue.Options.CheckTarget) and
+// queue is declared (Check, queues.Options.CheckTarget) and
 // again by the dispatcher before it delivers (Allows): a declaration made
 // before the bindings changed is not delivered.
 type Policy struct {
@@ -110,7 +110,7 @@ func (p *Policy) Allows(queueName string, t queues.Target) error {
 	return nil
 }
 
-// Check is the declaration's check (queue.Options.CheckTarget): Allows,
+// Check is the declaration's check (queues.Options.CheckTarget): Allows,
 // then that a URL target's secret exists and can be read (400 naming
 // target.secret), so that a wrong secret is refused at once instead of
 // failing every delivery until the task is dead-lettered.

@@ -46,12 +46,12 @@ type ClaimRequest struct {
 //
 // A task with ttl_from=first_attempt gets its expires_at on its first claim.
 //
-// The queue's declaration is read (once per Options.DeclCacheFor): an
-// undeclared queue is ErrQueueNotFound under Options.RequireDeclared, and
-// a queue with max_concurrency starts a task only when it takes one of its
-// slots (slots.go), so fewer tasks, or none, come back while the queue
-// runs max_concurrency tasks already. A paused queue (PauseQueue) gives
-// nothing, at the cost of the declaration's read alone.
+// The queue's declaration is read through Declarations (LookupRead: once
+// per its cache time): an undeclared queue is ErrQueueNotFound where
+// declarations are required, and a queue with max_concurrency starts a
+// task only when it takes one of its slots (slots.go), so fewer tasks, or
+// none, come back while the queue runs max_concurrency tasks already. A
+// paused queue gives nothing, at the cost of the declaration's read alone.
 func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]Claimed, error) {
 	now = norm(now)
 	var err error

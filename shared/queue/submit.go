@@ -88,9 +88,10 @@ type SubmitResult struct {
 }
 
 // Submit validates req, creates the task and returns it. The queue must be
-// declared (ErrQueueNotFound), unless Options.RequireDeclared is off, when
-// the first submit that makes a task declares it (ErrTooManyQueues past
-// Options.MaxQueues; a refused submit declares nothing). Writes, in
+// declared (ErrQueueNotFound) where declarations are required; elsewhere
+// (auto_declare) the first submit that makes a task declares it
+// (Declarations, LookupCreate: ErrTooManyQueues past the queue limit; a
+// refused submit declares nothing). Writes, in
 // order: the dedup pointer (if any), the queue's declaration
 // (auto_declare, once), the hints the task needs (for a child, its
 // parent's flag and its children/ marker; the outbox entry of a task
