@@ -141,7 +141,7 @@ type Config struct {
 	// Defaults to false: such a submit is 404 queue_not_found.
 	AutoDeclare bool
 	// MaxQueues is the most queues the deployment declares. Defaults to
-	// queues.DefaultMaxQueues (1,000).
+	// 1,000.
 	MaxQueues int
 	// AllowInsecureTargets accepts http:// push targets. Defaults to false.
 	AllowInsecureTargets bool

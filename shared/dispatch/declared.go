@@ -65,9 +65,9 @@ func NewDeclared(decls *queues.Registry, cacheFor time.Duration) *Declared {
 	return &Declared{decls: decls, cacheFor: cacheFor, one: map[string]declaredEntry{}}
 }
 
-// FromDeclaration returns the push queue of a declaration, and false when
+// fromDeclaration returns the push queue of a declaration, and false when
 // it has no target.
-func FromDeclaration(d queues.Declaration) (PushQueue, bool) {
+func fromDeclaration(d queues.Declaration) (PushQueue, bool) {
 	if d.Target == nil {
 		return PushQueue{}, false
 	}
@@ -131,7 +131,7 @@ func (s *Declared) readTarget(ctx context.Context, name, etag string, now time.T
 	if !current {
 		e.etag = "" // its write is in flight, or failed: read it again next time
 	}
-	e.p, e.ok = FromDeclaration(d)
+	e.p, e.ok = fromDeclaration(d)
 	return e, nil
 }
 
@@ -151,7 +151,7 @@ func (s *Declared) PushQueue(ctx context.Context, name string, now time.Time) (P
 		return PushQueue{}, false, err
 	default:
 		e = declaredEntry{at: now}
-		e.p, e.ok = FromDeclaration(d)
+		e.p, e.ok = fromDeclaration(d)
 	}
 	s.mu.Lock()
 	if len(s.one) > 10000 {

@@ -67,7 +67,7 @@ const (
 )
 
 // PushQueue is a queue whose tasks are pushed: a declared queue with a
-// target (FromDeclaration).
+// target (fromDeclaration).
 type PushQueue struct {
 	// Name is the queue's name.
 	Name string `json:"name"`

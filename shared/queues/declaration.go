@@ -13,13 +13,13 @@ import (
 
 // Limits of a declaration.
 const (
-	// DefaultMaxQueues is Options.MaxQueues when it is not set.
-	DefaultMaxQueues = 1000
+	// defaultMaxQueues is Options.MaxQueues when it is not set.
+	defaultMaxQueues = 1000
 	// MaxConcurrency is the most max_concurrency a queue may declare:
 	// its slots are read in one LIST page.
 	MaxConcurrency = 1000
-	// DefaultCacheFor is Options.CacheFor when it is not set.
-	DefaultCacheFor = 30 * time.Second
+	// defaultCacheFor is Options.CacheFor when it is not set.
+	defaultCacheFor = 30 * time.Second
 )
 
 // Target is a queue's push target: exactly one of Lambda and URL. The

@@ -44,7 +44,7 @@ type Options struct {
 	RequireDeclared bool
 
 	// MaxQueues is the most queues a deployment declares, by hand or on
-	// submit. Defaults to DefaultMaxQueues (1,000).
+	// submit. Defaults to 1,000.
 	MaxQueues int
 
 	// AllowInsecureTargets accepts http:// push targets (s3q dev).
@@ -63,7 +63,7 @@ type Options struct {
 	// process's submits and claims before it is read again: a changed
 	// declaration (defaults, max_concurrency, a pause) made by another
 	// process applies here within this time; one made through this
-	// Registry applies at once. Defaults to DefaultCacheFor (30s).
+	// Registry applies at once. Defaults to 30s.
 	CacheFor time.Duration
 }
 
@@ -98,10 +98,10 @@ func Open(s store.Store, qopts queue.Options, opts Options) (*queue.Queue, *Regi
 		opts.Shards = 1
 	}
 	if opts.MaxQueues <= 0 {
-		opts.MaxQueues = DefaultMaxQueues
+		opts.MaxQueues = defaultMaxQueues
 	}
 	if opts.CacheFor <= 0 {
-		opts.CacheFor = DefaultCacheFor
+		opts.CacheFor = defaultCacheFor
 	}
 	r := &Registry{store: s, opts: opts, cache: map[string]entry{}, loading: map[string]chan struct{}{}}
 	r.core = queue.New(s, r, qopts)
