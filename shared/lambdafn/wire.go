@@ -30,19 +30,20 @@ import (
 // (s3q invoke, s3q sweep) all go through both.
 //
 //	function        runs                                         on
-//	submit          api.API, its routes; wakes dispatch          Queue, Metrics (TTL at submit), Waker, Targets
-//	claim           api.API, its routes                          Queue
-//	waits           api.API, its routes (the held waits of       Queue, Metrics, Waker, Targets
+//	submit          api.API, its routes; wakes dispatch          Queue, Queues, Metrics (TTL at submit), Waker, Targets
+//	claim           api.API, its routes                          Queue, Queues
+//	waits           api.API, its routes (the held waits of       Queue, Queues, Metrics, Waker, Targets
 //	                submit and claim); wakes dispatch as submit
-//	tasks           api.API, its routes                          Queue, Artifacts
-//	schedules       api.API, its routes                          Queue, Scheduler
-//	sweep-expired   Deps.Sweep: queue.Queue.Sweep + events       Queue, Publisher, Metrics
+//	tasks           api.API, its routes                          Queue, Queues, Artifacts
+//	schedules       api.API, its routes                          Queue, Queues, Scheduler
+//	sweep-expired   Deps.Sweep: queue.Queue.Sweep + events       Queue, Queues (gauges), Publisher, Metrics
 //	schedule-tick   Deps.Tick: schedule.Scheduler.Tick           Scheduler
 //	dispatch        dispatch.Dispatcher.Run                      Dispatcher
 //
-// The queue, the scheduler and the task-type defaults share one
-// reqcount-wrapped store (Queue.Store()), so every request of an HTTP
-// request or a timer run is in its log line's s3_requests.
+// The queue, the registry of its declared queues (Queues), the scheduler
+// and the task-type defaults share one reqcount-wrapped store
+// (Queue.Store()), so every request of an HTTP request or a timer run is
+// in its log line's s3_requests.
 
 // Parts are what a process supplies that its configuration does not
 // describe. The zero value is a deployed function's: the bucket through
@@ -80,8 +81,9 @@ type Parts struct {
 }
 
 // Build returns the Deps the named functions run on (every function when
-// none is named), made from c and p: the counted store, the queue (c.Shards
-// and the other queue settings), the scheduler on the same counted store,
+// none is named), made from c and p: the counted store, the queue and the
+// registry of its declared queues (config.Config.Queue: c.Shards and the
+// other queue settings), the scheduler on the same counted store,
 // the event publisher (for sweep-expired only), the artifact service, the
 // EMF metrics, and, for dispatch and submit, the dispatcher and the wake
 // of push queues. It makes no request.
