@@ -7,6 +7,11 @@
 // Every time-dependent call takes now explicitly; the core never reads the
 // clock. now is truncated to microseconds and converted to UTC.
 //
+// What a queue's declaration says (its defaults, shards, max_concurrency,
+// whether it is paused) the core reads through one method,
+// Declarations.Settings (declarations.go); package queues owns the
+// declarations themselves and builds a Queue with them (queues.Open).
+//
 // The contract, operation by operation, is on the methods of Queue. Errors
 // are the sentinels and types in errors.go, wrapped; a failed call changes
 // nothing (a stale marker is the most it can leave behind, and the next

@@ -93,7 +93,7 @@ func runCancelRules(t *testing.T, f Factory) {
 		t.Parallel()
 		// The default backoff has jitter; a time off the microsecond would
 		// make the record and its index key disagree.
-		e := newEnv(t, f, func(o *config) { o.Backoff = nil })
+		e := newEnv(t, f, func(o *queue.Options) { o.Backoff = nil })
 		for i := 0; i < 20; i++ {
 			e.submit(queue.SubmitRequest{}, t0)
 		}

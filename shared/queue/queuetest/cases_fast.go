@@ -135,7 +135,7 @@ func runFast(t *testing.T, f Factory) {
 
 	t.Run("with_background_cleanup_a_complete_answers_before_its_marker_delete", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, f, func(o *config) { o.BackgroundCleanup = true })
+		e := newEnv(t, f, func(o *queue.Options) { o.BackgroundCleanup = true })
 		id := e.submit(queue.SubmitRequest{}, t0).ID
 		c := e.claimOne(t0)
 		answered := make(chan struct{})
@@ -168,7 +168,7 @@ func runFast(t *testing.T, f Factory) {
 
 	t.Run("with_background_cleanup_a_lost_marker_delete_is_repaired_by_the_next_scan", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, f, func(o *config) { o.BackgroundCleanup = true })
+		e := newEnv(t, f, func(o *queue.Options) { o.BackgroundCleanup = true })
 		id := e.submit(queue.SubmitRequest{}, t0).ID
 		fs := storefault.New(e.s)
 		worker := e.open(fs)

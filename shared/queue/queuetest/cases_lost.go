@@ -20,11 +20,11 @@ import (
 // and dedup pointers consistent, no key blocked.
 
 // newLossEnv returns an env whose store fails chosen writes on demand.
-func newLossEnv(t testing.TB, f Factory, opts ...func(*config)) (*env, *storefault.Store) {
+func newLossEnv(t testing.TB, f Factory, opts ...func(*queue.Options)) (*env, *storefault.Store) {
 	e := newEnv(t, f, opts...)
 	fs := storefault.New(e.s)
 	e.s = fs
-	e.q, e.decls = queues.Open(fs, e.cfg.Options, e.cfg.decl)
+	e.q, e.decls = queues.Open(fs, e.op, e.dop)
 	return e, fs
 }
 

@@ -23,8 +23,6 @@ func (d typeDefaults) TaskTypeDefaults(_ context.Context, taskType string, _ tim
 	return v, ok, nil
 }
 
-func requireDeclared(o *config) { o.decl.RequireDeclared = true }
-
 func (e *env) declare(d queues.Declaration, now time.Time) queues.Declaration {
 	e.t.Helper()
 	out, _, err := e.decls.Declare(ctx, d, now)
@@ -37,7 +35,7 @@ func (e *env) declare(d queues.Declaration, now time.Time) queues.Declaration {
 func runQueues(t *testing.T, f Factory) {
 	t.Run("a_queue_with_a_target_has_an_entry_in_the_push_queues_index_while_it_has_one", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, f, func(o *config) { o.decl.AllowInsecureTargets = true })
+		e := newDeclEnv(t, f, queues.Options{AllowInsecureTargets: true})
 		target := &queues.Target{URL: "http://127.0.0.1:1/", Secret: "s"}
 		e.declare(queues.Declaration{Name: "pull"}, t0)
 		e.declare(queues.Declaration{Name: "push", Target: target}, t0)
@@ -149,7 +147,7 @@ func runQueues(t *testing.T, f Factory) {
 			}
 		}
 		// http only where the deployment allows insecure targets.
-		dev := newEnv(t, f, func(o *config) { o.decl.AllowInsecureTargets = true })
+		dev := newDeclEnv(t, f, queues.Options{AllowInsecureTargets: true})
 		if _, _, err := dev.decls.Declare(ctx, queues.Declaration{Name: "local", Target: web("http://127.0.0.1:9000/", "/s")}, t0); err != nil {
 			t.Errorf("http target with insecure targets allowed: %v", err)
 		}
@@ -183,7 +181,7 @@ func runQueues(t *testing.T, f Factory) {
 
 	t.Run("an_undeclared_queue_is_queue_not_found_when_declarations_are_required", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, f, requireDeclared)
+		e := newDeclEnv(t, f, queues.Options{RequireDeclared: true})
 		_, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "t", Queue: "ghost"}, t0)
 		check.Err(t, err, queue.ErrQueueNotFound)
 		_, err = e.q.Claim(ctx, queue.ClaimRequest{Queue: "ghost"}, t0)
@@ -224,7 +222,7 @@ func runQueues(t *testing.T, f Factory) {
 
 	t.Run("max_queues_bounds_declarations_by_hand_and_on_submit", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, f, func(o *config) { o.decl.MaxQueues = 2 })
+		e := newDeclEnv(t, f, queues.Options{MaxQueues: 2})
 		e.declare(queues.Declaration{Name: "a"}, t0)
 		e.submit(queue.SubmitRequest{Queue: "b"}, t0)
 		_, _, err := e.decls.Declare(ctx, queues.Declaration{Name: "c"}, t0)
@@ -272,7 +270,7 @@ func runQueues(t *testing.T, f Factory) {
 
 	t.Run("defaults_resolve_request_then_task_type_then_queue_then_global", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, f, func(o *config) {
+		e := newEnv(t, f, func(o *queue.Options) {
 			o.DefaultTTL = 10 * time.Hour
 			o.TypeDefaults = typeDefaults{"typed": {MaxAttempts: 7, Timeout: 7 * time.Minute}}
 		})

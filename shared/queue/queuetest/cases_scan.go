@@ -60,8 +60,7 @@ func runScan(t *testing.T, f Factory) {
 
 	t.Run("with_shards_every_claim_visits_every_shard", func(t *testing.T) {
 		t.Parallel()
-		opts := func(o *config) { o.decl.Shards, o.ListCacheFor = 4, -1 }
-		e := newEnv(t, f, opts)
+		e := newDeclEnv(t, f, queues.Options{Shards: 4}, func(o *queue.Options) { o.ListCacheFor = -1 })
 		task := e.submit(queue.SubmitRequest{}, t0)
 		n := scale(400, 40)
 		for i := 0; i < n; i++ {

@@ -147,7 +147,7 @@ func runSubmit(t *testing.T, f Factory) {
 		t.Parallel()
 		ttl := 30 * time.Minute
 		src := staticDefaults{"report.build": {TTL: &ttl, MaxAttempts: 5}}
-		e := newEnv(t, f, func(o *config) { o.DefaultTTL = 2 * time.Hour; o.TypeDefaults = src })
+		e := newEnv(t, f, func(o *queue.Options) { o.DefaultTTL = 2 * time.Hour; o.TypeDefaults = src })
 		typed := e.submit(queue.SubmitRequest{TaskType: "report.build"}, t0)
 		wantTime(t, "type default expires_at", typed.ExpiresAt, t0.Add(30*time.Minute))
 		if typed.MaxAttempts != 5 {

@@ -59,26 +59,26 @@ type env struct {
 	s     store.Store
 	q     *queue.Queue
 	decls *queues.Registry
-	cfg   config
+	op    queue.Options  // the core's options of every process of the case
+	dop   queues.Options // and its declarations'
 }
 
-// config is what a case's processes are made with: the core's options
-// and its declarations'.
-type config struct {
-	queue.Options
-	decl queues.Options
-}
-
-func newEnv(t testing.TB, f Factory, opts ...func(*config)) *env {
+func newEnv(t testing.TB, f Factory, opts ...func(*queue.Options)) *env {
 	t.Helper()
-	var c config
+	return newDeclEnv(t, f, queues.Options{}, opts...)
+}
+
+// newDeclEnv is newEnv with the declarations' options d.
+func newDeclEnv(t testing.TB, f Factory, d queues.Options, opts ...func(*queue.Options)) *env {
+	t.Helper()
+	var o queue.Options
 	// Deterministic backoff: 10s for the first retry, doubling.
-	c.Backoff = func(attempt int) time.Duration { return 10 * time.Second << (attempt - 1) }
+	o.Backoff = func(attempt int) time.Duration { return 10 * time.Second << (attempt - 1) }
 	for _, fn := range opts {
-		fn(&c)
+		fn(&o)
 	}
-	e := &env{t: t, s: f.New(t), cfg: c}
-	e.q, e.decls = queues.Open(e.s, c.Options, c.decl)
+	e := &env{t: t, s: f.New(t), op: o, dop: d}
+	e.q, e.decls = queues.Open(e.s, o, d)
 	return e
 }
 
@@ -88,13 +88,13 @@ func (e *env) reopen() *queue.Queue { return e.open(e.s) }
 // reopenDecls returns the registry of a fresh process over the same
 // store, with nothing cached.
 func (e *env) reopenDecls() *queues.Registry {
-	_, r := queues.Open(e.s, e.cfg.Options, e.cfg.decl)
+	_, r := queues.Open(e.s, e.op, e.dop)
 	return r
 }
 
 // open returns a fresh process's Queue over s (a wrapper of the env's
 // store: counting, faulty, gated), its declarations read through s too.
-func (e *env) open(s store.Store) *queue.Queue { return queues.NewQueue(s, e.cfg.Options, e.cfg.decl) }
+func (e *env) open(s store.Store) *queue.Queue { return queues.NewQueue(s, e.op, e.dop) }
 
 // stats reads a queue's declaration and its stats, as GET
 // /queues/{queue}/stats does.
