@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -151,6 +152,44 @@ func runQueues(t *testing.T, f Factory) {
 		if _, _, err := dev.decls.Declare(ctx, queues.Declaration{Name: "local", Target: web("http://127.0.0.1:9000/", "/s")}, t0); err != nil {
 			t.Errorf("http target with insecure targets allowed: %v", err)
 		}
+	})
+
+	t.Run("a_process_that_never_read_the_declaration_fails_and_reschedules_without_reading_it", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f) // the deployment's shards: 1
+		e.declare(queues.Declaration{Name: "wide", Shards: 4}, t0)
+		task := e.submit(queue.SubmitRequest{Queue: "wide"}, t0)
+		now := t0
+		claim := func() queue.Lease {
+			t.Helper()
+			cs, err := e.reopen().Claim(ctx, queue.ClaimRequest{Queue: "wide", LeaseFor: time.Minute}, now)
+			if err != nil || len(cs) != 1 || cs[0].Task.ID != task.ID {
+				t.Fatalf("claim at %s: %d tasks, %v", now.Format(time.RFC3339), len(cs), err)
+			}
+			return cs[0].Lease
+		}
+		for i, op := range []func(q *queue.Queue, tok string) (queue.Task, error){
+			func(q *queue.Queue, tok string) (queue.Task, error) {
+				return q.Fail(ctx, task.Ref(), tok, queue.FailRequest{Error: "again"}, now)
+			},
+			func(q *queue.Queue, tok string) (queue.Task, error) {
+				return q.Reschedule(ctx, task.Ref(), tok, queue.RescheduleRequest{}, now)
+			},
+		} {
+			tok := claim()
+			c := store.NewCounting(e.s)
+			got, err := op(e.open(c), tok.Token) // another process: nothing cached
+			if err != nil || got.Status != queue.StatusPending {
+				t.Fatalf("op %d: %s, %v", i, got.Status, err)
+			}
+			// One GET, of the record: the marker goes to the deployment's
+			// shards, which claims of the queue read as well.
+			if n := c.Counts(); n.Get != 1 || !strings.HasPrefix(got.IndexKey, "q/wide/ready/0/") {
+				t.Fatalf("op %d made %v and put its marker at %s; want one GET (the record) and the deployment's shard 0", i, n, got.IndexKey)
+			}
+			now = got.AvailableAt
+		}
+		claim()
 	})
 
 	t.Run("shards_are_fixed_at_creation", func(t *testing.T) {
