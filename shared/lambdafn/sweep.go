@@ -12,6 +12,8 @@ import (
 	"github.com/s3q/s3q/shared/metrics/catalog"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
+	"github.com/s3q/s3q/shared/reqcount"
+	"github.com/s3q/s3q/shared/store"
 )
 
 // Sweep is the work of sweep-expired at now: one queue.Queue.Sweep over
@@ -23,7 +25,9 @@ import (
 // events it delivered). A metric that cannot be written is logged and
 // does not fail the sweep. The sweep stops 3s before ctx's deadline and
 // the next one carries on; such a sweep also logs a warning with
-// "incomplete": true.
+// "incomplete": true. The report's requests are every one the sweep made,
+// the registry's reads of declarations too, when d.Queue's store is
+// reqcount-wrapped and ctx counts (reqcount.Start), as in a function.
 func (d Deps) Sweep(ctx context.Context, now time.Time) (queue.SweepReport, error) {
 	logger := d.Logger
 	if logger == nil {
@@ -34,7 +38,18 @@ func (d Deps) Sweep(ctx context.Context, now time.Time) (queue.SweepReport, erro
 		pub = events.Log{Logger: logger}
 	}
 	dl := &deadLetters{pub: pub, byType: map[string]int{}}
+	run := reqcount.From(ctx)
+	var before store.Counts
+	if run != nil {
+		before = run.Counts()
+	}
 	rep, err := d.Queue.Sweep(ctx, now, queue.SweepOptions{Publisher: dl})
+	if run != nil && reqcount.Wrapped(d.Queue.Store()) {
+		// Every request of the sweep: the report's, and the reads of
+		// queues' declarations, which the registry makes (the report
+		// leaves them out).
+		rep.Requests = run.Counts().Sub(before)
+	}
 	if rep.Incomplete {
 		logger.WarnContext(ctx, "sweep incomplete: work left for the next sweep", "incomplete", true,
 			"queues_due", rep.QueuesDue, "queues", rep.Queues, "events_sent", rep.EventsSent, "errors", rep.Errors)

@@ -99,6 +99,12 @@ func Start(ctx context.Context) (context.Context, *Counter) {
 	return context.WithValue(ctx, counterKey{}, c), c
 }
 
+// From returns the Counter of ctx (Start), or nil when it has none.
+func From(ctx context.Context) *Counter {
+	c, _ := ctx.Value(counterKey{}).(*Counter)
+	return c
+}
+
 // Wrap returns s counting each call into the Counter of the call's
 // context, if it has one. Calls without one pass through uncounted.
 func Wrap(s store.Store) store.Store {
