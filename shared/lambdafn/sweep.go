@@ -13,7 +13,6 @@ import (
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/reqcount"
-	"github.com/s3q/s3q/shared/store"
 )
 
 // Sweep is the work of sweep-expired at now: one queue.Queue.Sweep over
@@ -27,7 +26,7 @@ import (
 // the next one carries on; such a sweep also logs a warning with
 // "incomplete": true. The report's requests are every one the sweep made,
 // the registry's reads of declarations too, when d.Queue's store is
-// reqcount-wrapped and ctx counts (reqcount.Start), as in a function.
+// reqcount-wrapped (as Build makes it).
 func (d Deps) Sweep(ctx context.Context, now time.Time) (queue.SweepReport, error) {
 	logger := d.Logger
 	if logger == nil {
@@ -39,12 +38,12 @@ func (d Deps) Sweep(ctx context.Context, now time.Time) (queue.SweepReport, erro
 	}
 	dl := &deadLetters{pub: pub, byType: map[string]int{}}
 	run := reqcount.From(ctx)
-	var before store.Counts
-	if run != nil {
-		before = run.Counts()
+	if run == nil {
+		ctx, run = reqcount.Start(ctx)
 	}
+	before := run.Counts()
 	rep, err := d.Queue.Sweep(ctx, now, queue.SweepOptions{Publisher: dl})
-	if run != nil && reqcount.Wrapped(d.Queue.Store()) {
+	if reqcount.Wrapped(d.Queue.Store()) {
 		// Every request of the sweep: the report's, and the reads of
 		// queues' declarations, which the registry makes (the report
 		// leaves them out).
