@@ -102,7 +102,10 @@ queue_not_found. Its defaults apply where a submit and its task type give
 none (request > task type > queue > global).
 
 Subcommands:
-  create NAME [flags]    declare a queue (fails if it exists)
+  create NAME [flags]    declare a queue; of one that exists with the same settings
+                         it changes nothing and shows it (exit 0, "exists"); with
+                         other settings it fails (exit 4) naming the differences
+                         and the 's3q queue update' that would make them
   update NAME [flags]    change the flags given, keep the rest (not --shards)
   list                   declared queues, with counts of live tasks
   show NAME              one queue, with its counts
@@ -194,7 +197,11 @@ func (r *queueCall) show(q client.QueueInfo, err error) error {
 	return nil
 }
 
-// declare is create (the queue must not exist) and update (it must).
+// declare is create and update (the queue must exist). create is
+// idempotent, as SQS's CreateQueue is: of a queue that exists with the
+// very settings it would declare, it changes nothing and shows the queue
+// (exit 0, "exists"); with other settings it is a conflict (exit 4) that
+// names each difference and the update that would make it.
 func (r *queueCall) declare() error {
 	name, err := r.name()
 	if err != nil {
@@ -204,7 +211,9 @@ func (r *queueCall) declare() error {
 	cur, err := r.c.GetQueue(r.ctx, name)
 	switch {
 	case err == nil && r.sub == "create":
-		return &cliError{exit: exitConflict, code: "already_exists", field: "queue", message: fmt.Sprintf("queue %s exists; change it with 's3q queue update %s'", name, name)}
+		want := queues.Declaration{Name: name}
+		r.qf.overlay(&want)
+		return r.exists(cur, want)
 	case err == nil:
 		d = cur.Declaration
 	case !errors.Is(err, queue.ErrQueueNotFound) || r.sub == "update":
@@ -212,7 +221,114 @@ func (r *queueCall) declare() error {
 	}
 	r.qf.overlay(&d)
 	q, _, err := r.c.DeclareQueue(r.ctx, d)
-	return r.show(q, err)
+	if err != nil || r.sub != "create" || r.e.output != "json" {
+		return r.show(q, err)
+	}
+	return printJSON(r.e.stdout, map[string]any{"queue": q, "exists": false})
+}
+
+// exists answers a create of queue cur, which exists, that would declare
+// want: cur itself when its settings are want's, else a conflict.
+func (r *queueCall) exists(cur client.QueueInfo, want queues.Declaration) error {
+	diffs, update := settingDiffs(cur.Declaration, want, r.qf.given("shards"))
+	if len(diffs) > 0 {
+		msg := fmt.Sprintf("queue %s exists with other settings (%s)", cur.Name, strings.Join(diffs, "; "))
+		if len(update) > 0 {
+			msg += "; to change them run 's3q queue update " + cur.Name + " " + strings.Join(update, " ") + "'"
+		} else {
+			msg += "; shards are fixed when a queue is first declared"
+		}
+		return &cliError{exit: exitConflict, code: "already_exists", field: "queue", message: msg}
+	}
+	if r.e.output == "json" {
+		return printJSON(r.e.stdout, map[string]any{"queue": cur, "exists": true})
+	}
+	fmt.Fprintf(r.e.stdout, "queue %s exists with these settings; nothing changed\n", cur.Name)
+	printQueue(r.e.stdout, cur)
+	return nil
+}
+
+// given reports whether the flag name was set on the command line.
+func (f *queueFlags) given(name string) bool {
+	set := false
+	f.fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == name })
+	return set
+}
+
+// settingDiffs compares the settings a create would declare (want) with
+// those of the queue that exists (have): one "ttl 1h, not 2h" per
+// difference, and the flags of 's3q queue update' that would make have
+// want. Shards are compared only when the create gave them (the server
+// picks them otherwise), and no update changes them.
+func settingDiffs(have, want queues.Declaration, shardsGiven bool) (diffs, update []string) {
+	differ := func(setting, h, w string, flags ...string) {
+		if h != w {
+			diffs = append(diffs, setting+" "+h+", not "+w)
+			update = append(update, flags...)
+		}
+	}
+	dur := func(d *queue.Duration) string {
+		if d == nil {
+			return "none"
+		}
+		return d.String()
+	}
+	num := func(n int) string {
+		if n == 0 {
+			return "none"
+		}
+		return strconv.Itoa(n)
+	}
+	or := func(s string) string {
+		if s == "" {
+			return "none"
+		}
+		return s
+	}
+	durFlag := func(flag string, d *queue.Duration) string {
+		if d == nil {
+			return "--no-" + flag
+		}
+		return "--" + flag + " " + d.String()
+	}
+	differ("ttl", dur(have.TTL), dur(want.TTL), durFlag("ttl", want.TTL))
+	differ("ttl_from", or(string(have.TTLFrom)), or(string(want.TTLFrom)), "--ttl-from "+shellWord(string(want.TTLFrom)))
+	differ("max_attempts", num(have.MaxAttempts), num(want.MaxAttempts), "--max-attempts "+strconv.Itoa(want.MaxAttempts))
+	differ("timeout", dur(have.Timeout), dur(want.Timeout), durFlag("timeout", want.Timeout))
+	differ("max_concurrency", num(have.MaxConcurrency), num(want.MaxConcurrency), "--max-concurrency "+strconv.Itoa(want.MaxConcurrency))
+	var targetFlags []string
+	switch t := want.Target; {
+	case t == nil:
+		targetFlags = []string{"--no-target"}
+	case t.Lambda != "":
+		targetFlags = []string{"--target-lambda " + shellWord(t.Lambda)}
+	default:
+		targetFlags = []string{"--target-url " + shellWord(t.URL), "--target-secret " + shellWord(t.Secret)}
+	}
+	differ("target", targetString(have.Target), targetString(want.Target), targetFlags...)
+	if shardsGiven && have.Shards != want.Shards {
+		diffs = append(diffs, fmt.Sprintf("shards %d, not %d", have.Shards, want.Shards))
+	}
+	return diffs, update
+}
+
+// targetString says what a push target is, as printQueue does.
+func targetString(t *queues.Target) string {
+	switch {
+	case t == nil:
+		return "none"
+	case t.Lambda != "":
+		return "lambda " + t.Lambda
+	}
+	return "url " + t.URL + " (secret " + t.Secret + ")"
+}
+
+// shellWord quotes s for a shell when it needs it.
+func shellWord(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func (r *queueCall) showOne() error {
@@ -281,12 +397,8 @@ func printQueue(w io.Writer, q client.QueueInfo) {
 	if q.MaxConcurrency > 0 {
 		row("max_concurrency", strconv.Itoa(q.MaxConcurrency))
 	}
-	if t := q.Target; t != nil {
-		if t.Lambda != "" {
-			row("target", "lambda "+t.Lambda)
-		} else {
-			row("target", "url "+t.URL+" (secret "+t.Secret+")")
-		}
+	if q.Target != nil {
+		row("target", targetString(q.Target))
 	}
 	if q.Counts != nil {
 		row("tasks", counts(q.Counts))

@@ -32,7 +32,8 @@ const exitCodesHelp = `Exit codes:
   1    any other error (a 5xx after retries, an I/O error, refused lines of --file)
   2    usage: a bad flag or argument, or 400 invalid input from the API
   3    not found: no such task, schedule or queue (404)
-  4    conflict: the task's state does not allow it (409)
+  4    conflict: the task's state does not allow it (409), or queue create
+       of a queue that exists with other settings
   5    unavailable: the API cannot be reached, throttles (429, 503) or timed out
   130  interrupted (Ctrl-C)
 With -o json an error is {"error":{"code","message","field"}} on stdout,
@@ -118,7 +119,12 @@ func apiErr(e *env, ae *client.Error) *cliError {
 	case ae.Status == http.StatusNotFound:
 		ce.exit = exitNotFound
 		if ae.Code == "not_found" && !e.queueSet {
-			ce.message += fmt.Sprintf(` (looked in queue %q: pass -q/--queue NAME, or set S3Q_QUEUE, for another queue)`, e.queue)
+			if strings.HasSuffix(ce.message, " in queue "+e.queue) {
+				// The API named the queue it looked in; say how to look elsewhere.
+				ce.message += " (pass -q/--queue NAME, or set S3Q_QUEUE, for another queue)"
+			} else {
+				ce.message += fmt.Sprintf(` (looked in queue %q: pass -q/--queue NAME, or set S3Q_QUEUE, for another queue)`, e.queue)
+			}
 		}
 		if ae.Code == "queue_not_found" {
 			// The API says how to declare one over HTTP; say it in CLI.

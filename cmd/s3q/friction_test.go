@@ -79,13 +79,19 @@ func TestExecHandlerCancelKillsTheWholeCommand(t *testing.T) {
 // mode too (-o json has it as "field").
 func TestAPIErrorsNameTheirField(t *testing.T) {
 	url := memAPI(t, queues.Options{}, nil)
-	_, errOut, code := cli(t, url, "submit", "-t", "a", "--wait", "30s")
-	if code != 2 || !strings.Contains(errOut, "must be between 0s and") || !strings.Contains(errOut, "(invalid_input, field wait)") {
-		t.Errorf("submit --wait 30s (%d): %s", code, errOut)
+	parent := queue.NewID(time.Now())
+	_, errOut, code := cli(t, url, "submit", "-t", "a", "--parent", parent)
+	if code != 2 || !strings.Contains(errOut, "no task "+parent) || !strings.Contains(errOut, "(invalid_input, field parent_id)") {
+		t.Errorf("submit --parent %s (%d): %s", parent, code, errOut)
 	}
 	// A message that names its field already is left as it is.
-	_, errOut, _ = cli(t, url, "list", "--status", "done")
-	if !strings.Contains(errOut, "invalid status") || strings.Contains(errOut, "field status") {
+	for _, args := range [][]string{{"list", "--status", "done"}, {"submit", "-t", "a", "--wait", "30s"}} {
+		_, errOut, code = cli(t, url, args...)
+		if code != 2 || !strings.Contains(errOut, "(invalid_input)") || strings.Contains(errOut, "field ") {
+			t.Errorf("%v (%d): %s", args, code, errOut)
+		}
+	}
+	if _, errOut, _ = cli(t, url, "list", "--status", "done"); !strings.Contains(errOut, `status "done" is not one of`) {
 		t.Errorf("list --status done: %s", errOut)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/s3q/s3q/shared/queues"
 )
 
 func TestQueueCommandsAndTheQueueFlag(t *testing.T) {
@@ -95,5 +97,67 @@ func TestQueueCommandsAndTheQueueFlag(t *testing.T) {
 	}
 	if _, _, code := cli(t, url, "queue"); code != 2 {
 		t.Errorf("queue without a subcommand: exit %d, want 2", code)
+	}
+}
+
+// s3q queue create is idempotent, as SQS's CreateQueue is: creating a
+// queue that exists with the same settings exits 0 and shows it, saying it
+// exists; with other settings it exits 4 (conflict) naming each difference
+// and the 's3q queue update' that would make it, and changes nothing.
+func TestQueueCreateOfAnExistingQueue(t *testing.T) {
+	url := memAPI(t, queues.Options{}, nil)
+	create := []string{"queue", "create", "emails", "--ttl", "1h", "--max-attempts", "5", "--target-url", "https://example.com/hook", "--target-secret", "/s3q/hook"}
+	if out, errOut, code := cli(t, url, create...); code != 0 || strings.Contains(out, "exists") {
+		t.Fatalf("create (%d): %s %s", code, out, errOut)
+	}
+	// The same settings, spelled otherwise (60m is 1h): exit 0, "exists".
+	again := []string{"queue", "create", "emails", "--max-attempts", "5", "--ttl", "60m", "--target-secret", "/s3q/hook", "--target-url", "https://example.com/hook"}
+	out, errOut, code := cli(t, url, again...)
+	if code != 0 || !strings.Contains(out, "queue emails exists with these settings") || !strings.Contains(out, "max_attempts:  5") {
+		t.Errorf("create again with the same settings (%d): %s %s", code, out, errOut)
+	}
+	out, errOut, code = cli(t, url, append(again, "-o", "json")...)
+	var got struct {
+		Queue  struct{ Name string } `json:"queue"`
+		Exists bool                  `json:"exists"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || got.Queue.Name != "emails" || !got.Exists {
+		t.Errorf("create again -o json (%d): %s %s", code, out, errOut)
+	}
+	out, _, code = cli(t, url, "queue", "create", "sms", "-o", "json")
+	if code != 0 || !strings.Contains(out, `"exists": false`) {
+		t.Errorf("create of a new queue -o json (%d): %s", code, out)
+	}
+
+	// Other settings: exit 4, each difference named, the update to run.
+	for _, c := range []struct {
+		args []string
+		says []string
+	}{
+		{[]string{"--ttl", "2h", "--max-attempts", "5", "--target-url", "https://example.com/hook", "--target-secret", "/s3q/hook"},
+			[]string{"ttl 1h, not 2h", "s3q queue update emails --ttl 2h"}},
+		{[]string{"--ttl", "1h", "--max-attempts", "5"}, // no target given: create means none
+			[]string{"target url https://example.com/hook (secret /s3q/hook), not none", "s3q queue update emails --no-target'"}},
+		{nil, []string{"ttl 1h, not none", "max_attempts 5, not none", "s3q queue update emails --no-ttl --max-attempts 0 --no-target'"}},
+		{[]string{"--ttl", "1h", "--max-attempts", "5", "--target-url", "https://example.com/hook", "--target-secret", "/s3q/hook", "--shards", "13"},
+			[]string{"shards ", ", not 13", "shards are fixed when a queue is first declared"}},
+	} {
+		_, errOut, code := cli(t, url, append([]string{"queue", "create", "emails"}, c.args...)...)
+		if code != 4 || !strings.Contains(errOut, "queue emails exists with other settings") {
+			t.Errorf("create %v (%d): %s", c.args, code, errOut)
+		}
+		for _, s := range c.says {
+			if !strings.Contains(errOut, s) {
+				t.Errorf("create %v: %q does not say %q", c.args, errOut, s)
+			}
+		}
+	}
+	out, _, code = cli(t, url, "queue", "create", "emails", "-o", "json")
+	if code != 4 || !strings.Contains(out, `"code": "already_exists"`) || !strings.Contains(out, `"field": "queue"`) {
+		t.Errorf("create with other settings -o json (%d): %s", code, out)
+	}
+	out, _, _ = cli(t, url, "queue", "show", "emails", "-o", "json")
+	if !strings.Contains(out, `"ttl": "1h"`) || !strings.Contains(out, `"max_attempts": 5`) || !strings.Contains(out, "https://example.com/hook") {
+		t.Errorf("a refused create changed the queue: %s", out)
 	}
 }

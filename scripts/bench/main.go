@@ -44,16 +44,14 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/s3q/s3q/scripts/internal/figures"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local"
-	"github.com/s3q/s3q/shared/s3local/faultproxy"
 	"github.com/s3q/s3q/shared/store"
 )
 
@@ -71,16 +69,10 @@ func main() {
 	pushDelayed := flag.Int("push-delayed", 50, "delayed tasks for the push lateness figure")
 	pushLatency := flag.String("push-latency", "none,typical", "latency profiles of the push figures (faultproxy: none, typical), comma-separated")
 	flag.Parse()
-	run := func(figure string) bool { return *only == "" || strings.Contains(","+*only+",", ","+figure+",") }
-	log.SetFlags(0)
-	log.SetPrefix("bench: ")
+	run := figures.Program("bench", *only)
 
 	ctx := context.Background()
-	fmt.Fprintln(os.Stderr, "bench: starting versitygw", s3local.VersityGWVersion)
-	srv, err := s3local.StartVersityGW(ctx, "")
-	if err != nil {
-		log.Fatal(err)
-	}
+	srv := figures.VersityGW(ctx)
 	defer srv.Close()
 
 	for _, v := range []struct {
@@ -103,13 +95,9 @@ func main() {
 		fmt.Printf("bench lifecycle ttl=%s%s requests=%.2f put=%.2f list=%.3f get=%.2f delete=%.2f usd_per_million=%.2f\n",
 			yes, mc, float64(c.Total())/n, float64(c.Put)/n, float64(c.List)/n, float64(c.Get+c.Head)/n, float64(c.Delete)/n, usd(c)/n*1e6)
 	}
-	for _, ws := range strings.Split(*workers, ",") {
+	for _, w := range figures.Counts(*workers) {
 		if !run("throughput") {
 			break
-		}
-		w, err := strconv.Atoi(strings.TrimSpace(ws))
-		if err != nil || w < 1 {
-			log.Fatalf("bad worker count %q", ws)
 		}
 		tps, rpt, err := throughput(ctx, srv, w, *throughputTasks)
 		if err != nil {
@@ -158,11 +146,7 @@ func main() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		for _, name := range strings.Split(*pushLatency, ",") {
-			profile, err := faultproxy.LatencyProfile(strings.TrimSpace(name))
-			if err != nil {
-				log.Fatal(err)
-			}
+		for _, profile := range figures.Profiles(*pushLatency) {
 			if err := benchPush(ctx, profile, runs, *pushDelayed); err != nil {
 				log.Fatal(err)
 			}

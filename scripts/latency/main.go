@@ -40,11 +40,11 @@ import (
 	"os"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/s3q/s3q/scripts/internal/figures"
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/devserver"
 	"github.com/s3q/s3q/shared/queue"
@@ -66,29 +66,19 @@ func main() {
 	split := flag.Int("split-lifecycles", 30, "lifecycles of the api figure with submit, claim and complete each through its own server (as the submit, claim and tasks functions of a deployment are), clients=1; 0 skips it")
 	only := flag.String("only", "", "run only these figures, comma-separated: api, pickup, throughput")
 	flag.Parse()
-	log.SetFlags(0)
-	log.SetPrefix("latency: ")
-	run := func(figure string) bool { return *only == "" || strings.Contains(","+*only+",", ","+figure+",") }
+	run := figures.Program("latency", *only)
 
 	ctx := context.Background()
-	fmt.Fprintln(os.Stderr, "latency: starting versitygw", s3local.VersityGWVersion)
-	srv, err := s3local.StartVersityGW(ctx, "")
-	if err != nil {
-		log.Fatal(err)
-	}
+	srv := figures.VersityGW(ctx)
 	defer srv.Close()
 
-	for _, name := range strings.Split(*profiles, ",") {
-		p, err := faultproxy.LatencyProfile(strings.TrimSpace(name))
-		if err != nil {
-			log.Fatal(err)
-		}
+	for _, p := range figures.Profiles(*profiles) {
 		b, err := start(ctx, srv, p, *seed, 1)
 		if err != nil {
 			log.Fatal(err)
 		}
 		if run("api") {
-			for _, n := range ints(*clients) {
+			for _, n := range figures.Counts(*clients) {
 				b.api(n, max(1, *lifecycles/n))
 			}
 		}
@@ -101,29 +91,17 @@ func main() {
 			sb.stop()
 		}
 		if run("pickup") {
-			for _, k := range ints(*pickupConc) {
+			for _, k := range figures.Counts(*pickupConc) {
 				b.pickup(k, *pickupTasks, *pickupRate)
 			}
 		}
 		if run("throughput") {
-			for _, k := range ints(*tpConc) {
+			for _, k := range figures.Counts(*tpConc) {
 				b.throughput(k, *tpTasks)
 			}
 		}
 		b.stop()
 	}
-}
-
-func ints(s string) []int {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			log.Fatalf("bad count %q", f)
-		}
-		out = append(out, n)
-	}
-	return out
 }
 
 // bench is one dev server over the proxy of one latency profile.

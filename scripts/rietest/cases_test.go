@@ -17,8 +17,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/s3q/s3q/shared/api/openapitest"
 	"github.com/s3q/s3q/shared/lambdafn"
+	"github.com/s3q/s3q/shared/lambdafn/eventtest"
 	"github.com/s3q/s3q/shared/metrics/catalog"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
@@ -259,7 +259,7 @@ func (w *world) runCase(t *testing.T, c eventCase) {
 		if ct := resp.Headers["Content-Type"]; c.status != 204 && ct != "application/json" {
 			t.Errorf("Content-Type = %q", ct)
 		}
-		checkOpenAPI(t, payload, resp)
+		eventtest.CheckAnswer(t, payload, resp)
 	}
 	for path, want := range c.want {
 		if s, ok := want.(string); ok && s == "{{task_id}}" {
@@ -289,29 +289,6 @@ func decodeAPI(t *testing.T, fn string, out []byte) (events.APIGatewayV2HTTPResp
 		}
 	}
 	return resp, body
-}
-
-// checkOpenAPI fails t when the OpenAPI document does not describe the
-// answer to an HTTP event.
-func checkOpenAPI(t *testing.T, payload []byte, resp events.APIGatewayV2HTTPResponse) {
-	t.Helper()
-	var ev events.APIGatewayV2HTTPRequest
-	if err := json.Unmarshal(payload, &ev); err != nil || ev.RawPath == "" {
-		return
-	}
-	req, err := lambdafn.RequestFromEvent(t.Context(), ev)
-	if err != nil {
-		return
-	}
-	header := http.Header{}
-	for k, v := range resp.Headers {
-		header.Set(k, v)
-	}
-	var reqBody []byte
-	if req.Body != nil {
-		reqBody, _ = io.ReadAll(req.Body)
-	}
-	openapitest.Check(t, req, reqBody, resp.StatusCode, header, []byte(resp.Body))
 }
 
 // match checks the value at a dotted path ("tasks.0.task.id"; "*" is any

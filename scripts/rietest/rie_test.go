@@ -50,6 +50,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3q/s3q/shared/lambdafn"
+	"github.com/s3q/s3q/shared/lambdafn/eventtest"
 	"github.com/s3q/s3q/shared/s3local"
 )
 
@@ -262,11 +263,7 @@ func msf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond
 // scheduled event now, as EventBridge sends it at the run.
 func readEvent(t *testing.T, file, id, token string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(eventsDir, file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = []byte(strings.NewReplacer("{{task_id}}", id, "{{lease_token}}", token).Replace(string(b)))
+	b := eventtest.Read(t, eventsDir, file, id, token)
 	var ev map[string]any
 	if err := json.Unmarshal(b, &ev); err != nil {
 		t.Fatalf("events/%s: %v", file, err)

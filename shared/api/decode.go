@@ -23,37 +23,48 @@ import (
 // 413 and is not read further.
 func readBody(r *http.Request, max int64) ([]byte, error) {
 	if r.ContentLength > max {
-		return nil, tooLarge("", "the body is %d bytes, over the limit of %d", r.ContentLength, max)
+		return nil, tooLarge(fieldBody, "the body is %d bytes, over the limit of %d bytes", r.ContentLength, max)
 	}
 	if r.Body == nil {
 		return nil, nil
 	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, max+1))
 	if err != nil {
-		return nil, badInput("", "cannot read the body: %v", err)
+		return nil, badInput(fieldBody, "the body could not be read: %v", err)
 	}
 	if int64(len(b)) > max {
-		return nil, tooLarge("", "the body is over the limit of %d bytes", max)
+		return nil, tooLarge(fieldBody, "the body is over the limit of %d bytes", max)
 	}
 	return b, nil
 }
+
+// fieldBody is the field of an error about the request body as a whole:
+// one that is not JSON, not an object, or too large.
+const fieldBody = "body"
 
 // decodeObject decodes a JSON object into the struct dst points to,
 // strictly: every key must be a field of dst (by its exact JSON name,
 // embedded structs included), and a value that does not fit its field is
 // an error naming that field. An empty body is the empty object. Field
-// names in errors are prefixed with prefix (for batch items: "tasks[3].").
+// names in errors are prefixed with prefix (for batch items: "tasks[3].");
+// an error about the whole document names prefix without its dot, or
+// "body" when prefix is "".
 func decodeObject(body []byte, dst any, prefix string) error {
+	whole := wholeField(prefix)
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
 		return nil
 	}
 	if body[0] != '{' {
-		return badInput(strings.TrimSuffix(prefix, "."), "want a JSON object")
+		if !json.Valid(body) {
+			var v any
+			return badInput(whole, "%s is not valid JSON: %s", wholeName(whole), jsonMessage(json.Unmarshal(body, &v)))
+		}
+		return badInput(whole, "%s must be a JSON object, not %s", wholeName(whole), jsonKind(body[0]))
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(body, &obj); err != nil {
-		return badInput(strings.TrimSuffix(prefix, "."), "malformed JSON: %s", jsonMessage(err))
+		return badInput(whole, "%s is not valid JSON: %s", wholeName(whole), jsonMessage(err))
 	}
 	v := reflect.ValueOf(dst).Elem()
 	fields := fieldsOf(v.Type())
@@ -72,10 +83,11 @@ func decodeObject(body []byte, dst any, prefix string) error {
 	for _, k := range keys {
 		idx, ok := fields[k]
 		if !ok {
-			return badInput(prefix+clip(k), "unknown field %q; known fields: %s", clip(k), strings.Join(fieldNames(fields), ", "))
+			return badInput(keyField(prefix, k), "unknown field %q; known fields: %s", clip(k), strings.Join(fieldNames(fields), ", "))
 		}
-		if err := json.Unmarshal(obj[k], v.FieldByIndex(idx).Addr().Interface()); err != nil {
-			return badInput(prefix+k, "%s", jsonMessage(err))
+		f := v.FieldByIndex(idx)
+		if err := json.Unmarshal(obj[k], f.Addr().Interface()); err != nil {
+			return badInput(prefix+k, "%s", valueMessage(prefix+k, f.Type(), obj[k], err))
 		}
 	}
 	return nil
@@ -89,33 +101,95 @@ func decodeObject(body []byte, dst any, prefix string) error {
 // rawItems names (an array of raw documents: a batch's tasks) are left
 // to the decodeObject of each item, so one bad item fails alone.
 func checkValues(body []byte, prefix string, rawItems func(key string) bool) error {
+	whole := wholeField(prefix)
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if _, err := dec.Token(); err != nil { // '{', as the caller checked
-		return badInput(strings.TrimSuffix(prefix, "."), "malformed JSON: %s", jsonMessage(err))
+		return badInput(whole, "%s is not valid JSON: %s", wholeName(whole), jsonMessage(err))
 	}
 	seen := map[string]bool{}
 	for dec.More() {
 		kt, err := dec.Token()
 		if err != nil {
-			return badInput(strings.TrimSuffix(prefix, "."), "malformed JSON: %s", jsonMessage(err))
+			return badInput(whole, "%s is not valid JSON: %s", wholeName(whole), jsonMessage(err))
 		}
 		k, _ := kt.(string)
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return badInput(prefix+clip(k), "malformed JSON: %s", jsonMessage(err))
+			return badInput(keyField(prefix, k), "the value of %q is not valid JSON: %s", prefix+clip(k), jsonMessage(err))
 		}
 		if seen[k] {
-			return badInput(prefix+clip(k), "is given twice")
+			return badInput(keyField(prefix, k), "the key %q is given twice", prefix+clip(k))
 		}
 		seen[k] = true
 		if rawItems(k) {
 			continue
 		}
 		if err := jsonval.Check(raw); err != nil {
-			return badInput(prefix+clip(k), "%s", strings.ToValidUTF8(err.Error(), "?"))
+			return badInput(keyField(prefix, k), "%s", strings.ToValidUTF8(err.Error(), "?"))
 		}
 	}
 	return nil
+}
+
+// wholeField is the field of an error about a whole document decoded
+// with prefix: "tasks[3]" for "tasks[3].", "body" for "".
+func wholeField(prefix string) string {
+	if prefix == "" {
+		return fieldBody
+	}
+	return strings.TrimSuffix(prefix, ".")
+}
+
+// keyField is the field of an error about the key k of a document
+// decoded with prefix: prefix+k, or, for the empty key (which a field
+// could not name), the document itself: wholeField(prefix), or whole
+// when given ("query" for a query string).
+func keyField(prefix, k string, whole ...string) string {
+	if k != "" {
+		return prefix + clip(k)
+	}
+	if len(whole) > 0 {
+		return whole[0]
+	}
+	return wholeField(prefix)
+}
+
+// wholeName names the document of field wholeField gave, in a message.
+func wholeName(field string) string {
+	if field == fieldBody {
+		return "the request body"
+	}
+	return field
+}
+
+// jsonKind names the kind of JSON value that starts with c.
+func jsonKind(c byte) string {
+	switch c {
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// valueMessage says, in one sentence naming field once, why raw does not
+// fit a field of type t: `ttl must be a duration like "90s" or a number
+// of seconds, not "soon"`.
+func valueMessage(field string, t reflect.Type, raw json.RawMessage, err error) string {
+	var te *json.UnmarshalTypeError
+	what := jsonKind(raw[0])
+	if what == "a number" && t == reflect.TypeFor[queue.Duration]() && !errors.As(err, &te) {
+		return field + " " + jsonMessage(err) // a number of seconds out of range: its own words say how far
+	}
+	if raw[0] == '"' || what == "a number" {
+		what = clip(string(raw))
+	}
+	return fmt.Sprintf("%s must be %s, not %s", field, kindName(t), what)
 }
 
 // jsonMessage says what is wrong with a JSON value, for a person.
@@ -216,12 +290,12 @@ func queryParams(q url.Values, accepted []string) (map[string]string, error) {
 	for _, k := range keys {
 		if !slices.Contains(accepted, k) {
 			if len(accepted) == 0 {
-				return nil, badInput(clip(k), "unknown query parameter %q; this route takes none", clip(k))
+				return nil, badInput(keyField("", k, "query"), "unknown query parameter %q; this route takes none", clip(k))
 			}
-			return nil, badInput(clip(k), "unknown query parameter %q; known: %s", clip(k), strings.Join(accepted, ", "))
+			return nil, badInput(keyField("", k, "query"), "unknown query parameter %q; known: %s", clip(k), strings.Join(accepted, ", "))
 		}
 		if len(q[k]) > 1 {
-			return nil, badInput(k, "query parameter %q is given %d times", k, len(q[k]))
+			return nil, badInput(keyField("", k, "query"), "query parameter %q is given %d times", clip(k), len(q[k]))
 		}
 		out[k] = q[k][0]
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
+	"strings"
 
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/schedule"
@@ -91,12 +93,16 @@ type errorBody struct {
 	Task  *taskView `json:"task,omitempty"`
 }
 
+// badInput is a 400 about field; its message is made one sentence
+// naming the field (see fieldSentence): badInput("limit", "must be at
+// least 1") says "limit must be at least 1".
 func badInput(field, format string, args ...any) *Error {
-	return apiError(CodeInvalidInput, field, fmt.Sprintf(format, args...))
+	return apiError(CodeInvalidInput, field, fieldSentence(field, fmt.Sprintf(format, args...)))
 }
 
+// tooLarge is a 413 about field, worded as badInput's.
 func tooLarge(field, format string, args ...any) *Error {
-	return apiError(CodeTooLarge, field, fmt.Sprintf(format, args...))
+	return apiError(CodeTooLarge, field, fieldSentence(field, fmt.Sprintf(format, args...)))
 }
 
 func notFound(format string, args ...any) *Error {
@@ -118,35 +124,36 @@ func toError(err error) *Error {
 	case errors.As(err, &e):
 		return e
 	case errors.As(err, &ve):
+		msg := fieldSentence(ve.Field, ve.Message)
 		if errors.Is(err, queue.ErrTooLarge) {
-			return apiError(CodeTooLarge, ve.Field, ve.Error())
+			return apiError(CodeTooLarge, ve.Field, msg)
 		}
-		return apiError(CodeInvalidInput, ve.Field, ve.Error())
+		return apiError(CodeInvalidInput, ve.Field, msg)
 	case errors.Is(err, queue.ErrInvalidLeaseDuration):
 		return apiError(CodeInvalidLeaseDuration, "lease_for",
 			"lease_for must be more than 0 and at most "+queue.FormatDuration(queue.MaxLease)+" (0 or absent means the task's timeout)")
 	case errors.Is(err, queue.ErrQueueNotFound):
-		return apiError(CodeQueueNotFound, "queue", err.Error()+": declare it with PUT /queues/{queue}")
+		return apiError(CodeQueueNotFound, "queue", subject(err)+" is not declared (declare it with PUT /queues/{queue})")
 	case errors.Is(err, queue.ErrQueueNotEmpty):
-		return apiError(CodeQueueNotEmpty, "", err.Error())
+		return apiError(CodeQueueNotEmpty, "", queueNotEmptyMessage(subject(err)))
 	case errors.Is(err, queue.ErrTooManyQueues):
-		return apiError(CodeTooManyQueues, "", err.Error()+" (max_queues)")
+		return apiError(CodeTooManyQueues, "", tooManyQueuesMessage(subject(err)))
 	case errors.Is(err, queue.ErrNotFound), errors.Is(err, schedule.ErrNotFound):
-		return apiError(CodeNotFound, "", err.Error())
+		return apiError(CodeNotFound, "", notFoundMessage(subject(err)))
 	case errors.Is(err, schedule.ErrExists):
-		return apiError(CodeAlreadyExists, "id", err.Error())
+		return apiError(CodeAlreadyExists, "id", subject(err)+" already exists")
 	case errors.Is(err, queue.ErrNotRunning):
-		return apiError(CodeNotRunning, "", err.Error())
+		return apiError(CodeNotRunning, "", subject(err)+", not running")
 	case errors.Is(err, queue.ErrLeaseMismatch):
-		return apiError(CodeLeaseMismatch, "", err.Error())
+		return apiError(CodeLeaseMismatch, "", "the lease token is not the current lease of "+subject(err))
 	case errors.Is(err, queue.ErrLeaseExpired):
-		return apiError(CodeLeaseExpired, "", err.Error())
+		return apiError(CodeLeaseExpired, "", leaseExpiredMessage(subject(err)))
 	case errors.As(err, &se):
 		return apiError(CodeInvalidState, "", se.Error())
 	case errors.As(err, &ce):
-		return apiError(CodeConflict, ce.Field, ce.Error())
+		return apiError(CodeConflict, ce.Field, ce.Message)
 	case errors.Is(err, queue.ErrConflict):
-		return apiError(CodeConflict, "", err.Error())
+		return apiError(CodeConflict, "", subject(err)+" met a concurrent change it could not settle; retrying is safe")
 	case errors.Is(err, store.ErrPrecondition):
 		// A compare-and-swap the core could not resolve: someone else
 		// wrote first. Never a bug, so never a 500.
@@ -160,4 +167,101 @@ func toError(err error) *Error {
 		return apiError(CodeThrottled, "", "the request was cancelled")
 	}
 	return apiError(CodeInternal, "", "internal error")
+}
+
+// subject is what the core said about err before the sentinel it wraps:
+// "task X" of "task X: queue: task not found". The sentinels' own words
+// (prefixed by their package, "queue: ", "schedule: ") are left out, so a
+// message built on it names the thing once, without the chain.
+func subject(err error) string {
+	msg := err.Error()
+	if isSentinelText(msg) {
+		return "" // the bare sentinel: nothing but its own words
+	}
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		text := e.Error()
+		if e != err && isSentinelText(text) {
+			return strings.TrimSuffix(strings.TrimSuffix(msg, text), ": ")
+		}
+	}
+	return msg
+}
+
+// isSentinelText reports whether text is the message of a package's
+// sentinel error: "queue: task not found", "schedule: not found".
+func isSentinelText(text string) bool {
+	for _, p := range []string{"queue: ", "schedule: ", "artifacts: ", "store: "} {
+		if strings.HasPrefix(text, p) {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	reTaskInQueue    = regexp.MustCompile(`^task (\S+) in queue (\S+)$`)
+	reScheduleRef    = regexp.MustCompile(`^schedule ([^/\s]+)/(\S+)$`)
+	reLeaseExpiredAt = regexp.MustCompile(`^task (\S+) lease expired at (\S+)$`)
+	reNotEmpty       = regexp.MustCompile(`^queue (\S+): (.+)$`)
+	reTooMany        = regexp.MustCompile(`^declare queue (\S+): (\d+) queues exist$`)
+)
+
+// notFoundMessage is the message of a 404 whose context (see subject) is
+// what, "task X", "task X in queue Q" or "schedule Q/ID": "task X not found
+// in queue Q".
+func notFoundMessage(what string) string {
+	if m := reTaskInQueue.FindStringSubmatch(what); m != nil {
+		return "task " + m[1] + " not found in queue " + m[2]
+	}
+	if m := reScheduleRef.FindStringSubmatch(what); m != nil {
+		return "schedule " + m[2] + " not found in queue " + m[1]
+	}
+	if head, detail, ok := strings.Cut(what, ": "); ok {
+		return head + " not found (" + detail + ")"
+	}
+	if what == "" {
+		return "not found"
+	}
+	return what + " not found"
+}
+
+func leaseExpiredMessage(what string) string {
+	if m := reLeaseExpiredAt.FindStringSubmatch(what); m != nil {
+		return "the lease of task " + m[1] + " expired at " + m[2]
+	}
+	return what
+}
+
+func queueNotEmptyMessage(what string) string {
+	if m := reNotEmpty.FindStringSubmatch(what); m != nil {
+		return "queue " + m[1] + " still holds live tasks (" + m[2] + ")"
+	}
+	return what
+}
+
+func tooManyQueuesMessage(what string) string {
+	if m := reTooMany.FindStringSubmatch(what); m != nil {
+		return "queue " + m[1] + " cannot be declared: " + m[2] + " queues exist, the most max_queues allows"
+	}
+	return what + " (max_queues)"
+}
+
+// fieldSentence makes the message of a bad field one sentence that names
+// the field once: "must not be negative" of ttl is "ttl must not be
+// negative"; one that starts with the value it refuses is prefixed with
+// the field unless it names the field itself (`"a.b" is not a queue
+// name` of queue stays as it is).
+func fieldSentence(field, msg string) string {
+	if field == "" || strings.HasPrefix(msg, field+" ") {
+		return msg
+	}
+	if strings.HasPrefix(msg, `"`) && !regexp.MustCompile(`\b`+regexp.QuoteMeta(field)+`\b`).MatchString(msg) {
+		return field + " " + msg // `"nope" is not one of ...` of status
+	}
+	for _, verb := range []string{"is ", "must ", "may ", "has ", "cannot ", "contains ", "needs ", "takes ", "was ", "are "} {
+		if strings.HasPrefix(msg, verb) {
+			return field + " " + msg
+		}
+	}
+	return msg
 }

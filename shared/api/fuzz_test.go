@@ -34,7 +34,7 @@ import (
 // validation. Every answer must be a success or a 4xx (or the 504 of a
 // sync wait whose task's deadline passed: a contract answer, not a
 // failure), never a 5xx or a panic; a 4xx must write nothing; every answer
-// but a 204 is JSON, and an error names its code.
+// but a 204 is JSON, an error names its code, and a 400 its field.
 //
 // Run it briefly with: go test -run '^$' -fuzz FuzzAPI -fuzztime 10s ./shared/api
 func FuzzAPI(f *testing.F) {
@@ -101,6 +101,7 @@ func FuzzAPI(f *testing.F) {
 			Error *struct {
 				Code    string `json:"code"`
 				Message string `json:"message"`
+				Field   string `json:"field"`
 			} `json:"error"`
 		}
 		if rec.Code == http.StatusNoContent {
@@ -117,6 +118,9 @@ func FuzzAPI(f *testing.F) {
 		case rec.Code >= 400:
 			if out.Error == nil || out.Error.Code == "" || out.Error.Message == "" {
 				t.Fatalf("a %d without an error code and message: %s", rec.Code, rec.Body)
+			}
+			if rec.Code == http.StatusBadRequest && out.Error.Field == "" {
+				t.Fatalf("%s %s %q: a 400 without a field: %s", method, target, body, rec.Body)
 			}
 			if after := keys(t, s); !maps.Equal(before, after) {
 				t.Fatalf("%s %s %q: a %d wrote to the store:\nbefore %v\nafter  %v", method, target, body, rec.Code, before, after)

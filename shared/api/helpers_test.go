@@ -14,10 +14,13 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/api"
+	"github.com/s3q/s3q/shared/artifacts"
+	"github.com/s3q/s3q/shared/internal/jsonpath"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/reqcount"
 	"github.com/s3q/s3q/shared/s3local/s3localtest"
+	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/memstore"
 )
@@ -91,6 +94,20 @@ func newEnv(t *testing.T, s store.Store, opts api.Options) *env {
 		opts.Logger = slog.New(slog.NewJSONHandler(&lockedWriter{w: e.logs}, nil))
 	}
 	e.api = api.New(e.q, e.decls, opts)
+	return e
+}
+
+// newEnvEveryRoute is newEnv on the mem store with every route served:
+// schedules, and artifacts (presigned for a server that is never sent a
+// request).
+func newEnvEveryRoute(t *testing.T) *env {
+	t.Helper()
+	e := newEnv(t, nil, api.Options{})
+	e.api = api.New(e.q, e.decls, api.Options{
+		Now: e.clock.Now, Logger: discard(),
+		Schedules: schedule.New(e.q.Store(), e.q, schedule.Options{}),
+		Artifacts: artifacts.New(e.q, presigner, "bucket", "", artifacts.Options{}),
+	})
 	return e
 }
 
@@ -175,26 +192,7 @@ func keys(t *testing.T, s store.Store) map[string]string {
 }
 
 // get walks a decoded JSON value by a dotted path ("tasks.0.task.id").
-func get(v any, path string) any {
-	for _, p := range strings.Split(path, ".") {
-		switch x := v.(type) {
-		case map[string]any:
-			v = x[p]
-		case []any:
-			i := 0
-			for _, c := range p {
-				i = i*10 + int(c-'0')
-			}
-			if i >= len(x) {
-				return nil
-			}
-			v = x[i]
-		default:
-			return nil
-		}
-	}
-	return v
-}
+func get(v any, path string) any { return jsonpath.Get(v, path) }
 
 func str(v any, path string) string {
 	s, _ := get(v, path).(string)

@@ -151,7 +151,7 @@ func schemas() obj {
 		"Task":     object(taskProps, []string{"id", "queue", "task_type", "status", "created_at", "updated_at", "available_at", "expires_at", "attempt", "max_attempts", "timeout"}, true),
 		"Lease":    object(obj{"task_id": str(), "token": str(), "expires_at": dateTime()}, []string{"task_id", "token", "expires_at"}, true),
 		"Claimed":  object(obj{"task": ref("Task"), "lease": ref("Lease")}, []string{"task", "lease"}, true),
-		"Error":    object(obj{"code": str(), "message": str(), "field": obj{"type": "string", "description": "the request field at fault, in its JSON spelling"}}, []string{"code", "message"}, true),
+		"Error":    object(obj{"code": str(), "message": str(), "field": obj{"type": "string", "description": "the request field at fault, in its JSON spelling (tasks[3].ttl for a batch item's); body for the body as a whole (not JSON, not an object, too large), query for the query string; always present on a 400"}}, []string{"code", "message"}, true),
 		"Target":   object(obj{"lambda": str(), "url": str(), "secret": str()}, nil, false),
 		"Queue":    object(queueProps, []string{"name", "created_at", "updated_at"}, false),
 		"Counts":   counts,
@@ -181,8 +181,8 @@ func schemas() obj {
 
 		"Empty":         object(obj{}, nil, true),
 		"SubmitRequest": submit,
-		"BatchRequest": object(obj{"tasks": obj{"type": "array", "minItems": 1, "maxItems": 500, "items": obj{"type": "object",
-			"description": "a task as POST /queues/{queue}/tasks takes it (SubmitRequest, without wait); an invalid one gets an error in its result, the others are still submitted"}}},
+		"BatchRequest": object(obj{"tasks": obj{"type": "array", "minItems": 1, "maxItems": 500, "items": obj{
+			"description": "a task as POST /queues/{queue}/tasks takes it (a SubmitRequest object, without wait); an invalid one, even one that is not an object, gets an error in its result (field tasks[i]), the others are still submitted"}}},
 			[]string{"tasks"}, true),
 		"ClaimRequest":      object(obj{"queue": str(), "task_types": arrayOf(str()), "lease_for": durationOrSeconds(), "worker_id": str(), "max_tasks": integer(), "wait": obj{"type": []string{"string", "number"}, "description": "a duration or a number of seconds to long-poll for; only POST /queues/{queue}/claim/wait waits, the plain route refuses a wait over 0 (400 naming wait)"}}, nil, true),
 		"CancelAckRequest":  withLease(obj{}),
@@ -197,26 +197,50 @@ func schemas() obj {
 }
 
 // errorResponse is the answer of a route with status: an error body whose
-// code is one of codes.
+// code is one of codes. A 400 always names its field ("body" for the
+// body as a whole, "query" for the query string).
 func errorResponse(status int, codes []string) obj {
+	e := obj{"allOf": []obj{ref("Error")}, "properties": obj{"code": obj{"enum": codes}}}
+	if status == http.StatusBadRequest {
+		e["required"] = []string{"field"}
+	}
 	return obj{
 		"description": http.StatusText(status) + ": " + strings.Join(codes, ", "),
 		"headers":     errorHeaders(status),
 		"content": obj{"application/json": obj{"schema": object(obj{
-			"error": obj{"allOf": []obj{ref("Error")}, "properties": obj{"code": obj{"enum": codes}}},
+			"error": e,
 			"task":  ref("Task"),
 		}, []string{"error"}, true)}},
 	}
 }
 
 func errorHeaders(status int) obj {
+	h := answerHeaders()
 	switch status {
 	case http.StatusServiceUnavailable:
-		return obj{"Retry-After": obj{"description": "seconds to wait before retrying", "schema": str()}}
+		h["Retry-After"] = obj{"description": "seconds to wait before retrying", "schema": str()}
 	case http.StatusMethodNotAllowed:
-		return obj{"Allow": obj{"description": "the methods the path is served with", "schema": str()}}
+		h["Allow"] = obj{"description": "the methods the path is served with", "schema": str()}
 	}
-	return obj{}
+	return h
+}
+
+// answerHeaders are the headers every answer may carry, success or error:
+// S3q-S3-Requests (HeaderS3Requests), from components.headers.
+func answerHeaders() obj {
+	return obj{HeaderS3Requests: obj{"$ref": "#/components/headers/" + HeaderS3Requests}}
+}
+
+// headers are the document's components.headers.
+func headers() obj {
+	return obj{HeaderS3Requests: obj{
+		"description": "How many S3 requests (GET, PUT, LIST, DELETE, HEAD, each retry counted) the API made to answer this call: " +
+			"what the call cost in S3 requests, the figure its log line gives as s3.requests. " +
+			"Every answer carries it, success or error, when the API runs over a counted store, as every Lambda function and s3q dev do; " +
+			"an answer from API Gateway itself (a 403 of IAM, a 429 of throttling) does not.",
+		"schema":  obj{"type": "integer", "minimum": 0},
+		"example": 2,
+	}}
 }
 
 // errorResponseName is the name in components.responses of the error
@@ -246,7 +270,7 @@ func (rt *route) operation(shared obj) obj {
 	}
 	responses := obj{}
 	for _, a := range rt.answers {
-		r := obj{"description": http.StatusText(a.status)}
+		r := obj{"description": http.StatusText(a.status), "headers": answerHeaders()}
 		if a.schema != "" {
 			r["content"] = obj{"application/json": obj{"schema": ref(a.schema)}}
 		}
@@ -345,6 +369,7 @@ func buildDocument() []byte {
 		"components": obj{
 			"schemas":   schemas(),
 			"responses": responses,
+			"headers":   headers(),
 			"securitySchemes": obj{
 				"sigv4": obj{"type": "apiKey", "name": "Authorization", "in": "header", "x-amazon-apigateway-authtype": "awsSigv4",
 					"description": "API Gateway IAM authorization: requests signed with AWS SigV4 (execute-api:Invoke)"},

@@ -52,6 +52,49 @@ func TestOpenAPIDocumentDescribesEveryRoute(t *testing.T) {
 	}
 }
 
+// Every answer the document describes, success or error, routed or not,
+// names the S3q-S3-Requests header the API sets (api.HeaderS3Requests),
+// and an answer whose count is not a whole number is caught.
+func TestOpenAPIDocumentDescribesTheS3RequestsHeader(t *testing.T) {
+	doc := openAPI(t)
+	h := doc.Components.Headers[api.HeaderS3Requests]
+	if h == nil || h.Value == nil || h.Value.Description == "" || !h.Value.Schema.Value.Type.Is("integer") {
+		t.Fatalf("components.headers has no integer %s", api.HeaderS3Requests)
+	}
+	answers := 0
+	for pattern, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for status, r := range op.Responses.Map() {
+				answers++
+				if r.Value == nil || r.Value.Headers[api.HeaderS3Requests] == nil {
+					t.Errorf("%s %s: its %s answer does not name %s", method, pattern, status, api.HeaderS3Requests)
+				}
+			}
+		}
+	}
+	for name, r := range doc.Components.Responses {
+		if r.Value.Headers[api.HeaderS3Requests] == nil {
+			t.Errorf("components.responses.%s does not name %s", name, api.HeaderS3Requests)
+		}
+	}
+	if answers < 100 {
+		t.Fatalf("only %d answers: is the document complete?", answers)
+	}
+
+	// The API's own answers carry it; the document checks its value.
+	e := newEnv(t, nil, api.Options{})
+	for _, path := range []string{"/queues", "/nope"} {
+		if r := e.do("GET", path, ""); r.header.Get(api.HeaderS3Requests) == "" {
+			t.Errorf("GET %s: %d without %s", path, r.status, api.HeaderS3Requests)
+		}
+	}
+	get := httptest.NewRequest("GET", "/queues/q/tasks/"+unknownID, nil)
+	bad := http.Header{"Content-Type": {"application/json"}, api.HeaderS3Requests: {"two"}}
+	if openapitest.Describe(doc, get, 404, bad, []byte(`{"error":{"code":"not_found","message":"m"}}`)) == nil {
+		t.Errorf("an answer with %s: two passed", api.HeaderS3Requests)
+	}
+}
+
 // openAPI loads and validates the document.
 func openAPI(t *testing.T) *openapi3.T { return openapitest.Document(t) }
 
@@ -85,6 +128,7 @@ func TestAnswersTheDocumentDoesNotDescribeAreCaught(t *testing.T) {
 		{"a_task_with_its_lease_token", get, 200, `{"task":` + strings.Replace(task, `{`, `{"lease_token":"x",`, 1) + `}`},
 		{"a_task_without_expires_at", get, 200, `{"task":` + strings.Replace(task, `"expires_at":null,`, ``, 1) + `}`},
 		{"no_route_with_another_code", httptest.NewRequest("GET", "/nope", nil), 404, `{"error":{"code":"invalid_input","message":"m"}}`},
+		{"a_400_without_its_field", httptest.NewRequest("POST", "/queues/q/tasks", nil), 400, `{"error":{"code":"invalid_input","message":"m"}}`},
 	} {
 		if openapitest.Describe(doc, c.req, c.status, jsonHeader, []byte(c.body)) == nil {
 			t.Errorf("%s: passed", c.name)

@@ -132,6 +132,9 @@ func (a *API) scheduleDelete(rq *request) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
+	if err := decodeObject(rq.body, &struct{}{}, ""); err != nil { // none, or {}, as DELETE /queues/{queue} takes
+		return reply{}, err
+	}
 	if err := sc.Delete(rq.ctx, rq.id, rq.now(a)); err != nil {
 		return reply{}, err
 	}

@@ -137,7 +137,7 @@ func (a *API) serve(ctx context.Context, r *http.Request, rl *requestLog) (reply
 	}
 	rawQuery, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		return reply{}, badInput("", "malformed query string: %v", err)
+		return reply{}, badInput("query", "the query string is malformed: %v", err)
 	}
 	query, err := queryParams(rawQuery, rt.query)
 	if err != nil {
@@ -149,7 +149,17 @@ func (a *API) serve(ctx context.Context, r *http.Request, rl *requestLog) (reply
 			return reply{}, err
 		}
 	}
-	return rt.serve(a, &request{ctx: ctx, route: rt, q: q, queue: ps.queue, id: ps.id, name: ps.name, query: query, body: body, log: rl})
+	rp, err := rt.serve(a, &request{ctx: ctx, route: rt, q: q, queue: ps.queue, id: ps.id, name: ps.name, query: query, body: body, log: rl})
+	if err != nil && ps.queue != "" {
+		if e := toError(err); e.Code == CodeNotFound && strings.HasPrefix(e.Message, "task ") && strings.HasSuffix(e.Message, " not found") {
+			// Say which queue, when the core did not: a task addressed
+			// under the wrong queue is a 404 too.
+			c := *e
+			c.Message += " in queue " + ps.queue
+			return rp, &c
+		}
+	}
+	return rp, err
 }
 
 // writeReply writes a reply: JSON, or no body at all when it has none.

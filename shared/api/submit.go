@@ -89,7 +89,7 @@ func (a *API) submitBatch(rq *request) (reply, error) {
 		return reply{}, badInput("tasks", "is required: give at least one task")
 	}
 	if len(body.Tasks) > queue.MaxBatch {
-		return reply{}, tooLarge("tasks", "has %d tasks, over the limit of %d", len(body.Tasks), queue.MaxBatch)
+		return reply{}, tooLarge("tasks", "has %d items, over the limit of %d", len(body.Tasks), queue.MaxBatch)
 	}
 	results := make([]batchItem, len(body.Tasks))
 	var reqs []queue.SubmitRequest

@@ -109,7 +109,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ev, err := lambdafn.EventFromRequest(r, api.DefaultMaxBodyBytes)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_input", err.Error())
+		writeErrorField(w, http.StatusBadRequest, "invalid_input", "body", "the body could not be read: "+err.Error())
 		return
 	}
 	name := lambdafn.FunctionForRequest(r.Method, r.URL.Path)

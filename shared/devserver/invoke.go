@@ -31,7 +31,7 @@ func (g *gateway) serveInvoke(w http.ResponseWriter, r *http.Request) {
 	}
 	payload, err := io.ReadAll(io.LimitReader(r.Body, 6<<20))
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_input", "read event: "+err.Error())
+		writeErrorField(w, http.StatusBadRequest, "invalid_input", "body", "the event could not be read: "+err.Error())
 		return
 	}
 	out, err := f.invoke(r.Context(), payload)

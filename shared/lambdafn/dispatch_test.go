@@ -13,10 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/lambdafn"
+	"github.com/s3q/s3q/shared/lambdafn/lambdafntest"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local/s3localtest"
@@ -56,7 +55,7 @@ func TestSubmitWakesDispatchAndTheSampleEventsDeliver(t *testing.T) {
 		}),
 	}
 	for _, c := range []struct{ queue, body string }{{"orders", `{"task_type":"a"}`}, {"default", `{"task_type":"a"}`}, {"orders", `{"task_type":"a","delay":"1h"}`}} {
-		resp, _ := invoke(t, lambdafn.Submit, d, apiEvent("POST", "/queues/"+c.queue+"/tasks", c.body))
+		resp, _ := invoke(t, lambdafn.Submit, d, lambdafntest.APIEvent("POST", "/queues/"+c.queue+"/tasks", c.body))
 		if resp.StatusCode != 201 {
 			t.Fatalf("submit: %d %s", resp.StatusCode, resp.Body)
 		}
@@ -95,18 +94,6 @@ func TestSubmitWakesDispatchAndTheSampleEventsDeliver(t *testing.T) {
 	if _, err := h.Invoke(context.Background(), []byte(`{}`)); err != nil {
 		t.Error(err)
 	}
-}
-
-func apiEvent(method, path, body string) []byte {
-	ev := events.APIGatewayV2HTTPRequest{
-		Version: "2.0", RouteKey: "$default", RawPath: path, Body: body,
-		Headers: map[string]string{"content-type": "application/json"},
-		RequestContext: events.APIGatewayV2HTTPRequestContext{
-			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: method, Path: path},
-		},
-	}
-	b, _ := json.Marshal(ev)
-	return b
 }
 
 // A wake held back to the next second waits in the function until then;

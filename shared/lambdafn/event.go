@@ -19,12 +19,21 @@ import (
 	"github.com/s3q/s3q/shared/api"
 )
 
+// EventError is why no request can be made from an event: Field names the
+// event's field at fault, in its JSON spelling ("body", "rawPath").
+type EventError struct {
+	Field   string
+	Message string
+}
+
+func (e *EventError) Error() string { return e.Message }
+
 // RequestFromEvent makes the http.Request an API Gateway HTTP API event
 // (payload format 2.0) stands for: method from requestContext.http.method
 // (else from routeKey), path from rawPath (else requestContext.http.path),
 // query from rawQueryString (else queryStringParameters), headers and
 // cookies, and the body, base64-decoded when isBase64Encoded. An event
-// from which no request can be made is an error.
+// from which no request can be made is an *EventError.
 func RequestFromEvent(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (*http.Request, error) {
 	method := ev.RequestContext.HTTP.Method
 	if method == "" {
@@ -35,7 +44,7 @@ func RequestFromEvent(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (*
 		path = ev.RequestContext.HTTP.Path
 	}
 	if method == "" || path == "" {
-		return nil, fmt.Errorf("the event names no method or path (requestContext.http.method, rawPath)")
+		return nil, &EventError{Field: "rawPath", Message: "the event names no method or path (requestContext.http.method, rawPath)"}
 	}
 	target := path
 	switch {
@@ -50,17 +59,17 @@ func RequestFromEvent(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (*
 	}
 	u, err := url.ParseRequestURI(target)
 	if err != nil {
-		return nil, fmt.Errorf("the event's path is not a URL path: %v", err)
+		return nil, &EventError{Field: "rawPath", Message: fmt.Sprintf("the event's path is not a URL path: %v", err)}
 	}
 	body := []byte(ev.Body)
 	if ev.IsBase64Encoded {
 		if body, err = base64.StdEncoding.DecodeString(ev.Body); err != nil {
-			return nil, fmt.Errorf("the event's body is not base64 though isBase64Encoded is set")
+			return nil, &EventError{Field: "body", Message: "the event's body is not base64 though isBase64Encoded is set"}
 		}
 	}
 	r, err := http.NewRequestWithContext(ctx, method, "http://lambda/", bytes.NewReader(body))
 	if err != nil {
-		return nil, fmt.Errorf("the event's method %q is not an HTTP method", method)
+		return nil, &EventError{Field: "requestContext.http.method", Message: fmt.Sprintf("the event's method %q is not an HTTP method", method)}
 	}
 	r.URL, r.RequestURI = u, u.RequestURI()
 	r.Host = ev.RequestContext.DomainName
@@ -85,7 +94,7 @@ func EventFromRequest(r *http.Request, maxBody int64) (events.APIGatewayV2HTTPRe
 	if r.Body != nil {
 		var err error
 		if body, err = io.ReadAll(io.LimitReader(r.Body, maxBody+1)); err != nil {
-			return events.APIGatewayV2HTTPRequest{}, fmt.Errorf("read body: %w", err)
+			return events.APIGatewayV2HTTPRequest{}, err
 		}
 	}
 	routeKey, ok := api.Match(r.Method, r.URL.Path)

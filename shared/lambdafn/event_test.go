@@ -39,15 +39,20 @@ func TestEventConversion(t *testing.T) {
 			t.Errorf("%d %s", resp.StatusCode, resp.Body)
 		}
 	})
-	for name, ev := range map[string]events.APIGatewayV2HTTPRequest{
-		"an_event_without_method_or_path_is_400": {},
-		"a_body_that_is_not_base64_is_400":       {RouteKey: "POST /tasks", RawPath: "/tasks", Body: "%%%", IsBase64Encoded: true},
-		"a_path_that_is_not_a_url_path_is_400":   {RouteKey: "GET /tasks", RawPath: "tasks"},
-		"a_method_that_is_not_a_token_is_400":    {RawPath: "/tasks", RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GE T"}}},
+	for name, c := range map[string]struct {
+		ev    events.APIGatewayV2HTTPRequest
+		field string
+	}{
+		"an_event_without_method_or_path_is_400_naming_rawPath": {events.APIGatewayV2HTTPRequest{}, "rawPath"},
+		"a_body_that_is_not_base64_is_400_naming_body":          {events.APIGatewayV2HTTPRequest{RouteKey: "POST /tasks", RawPath: "/tasks", Body: "%%%", IsBase64Encoded: true}, "body"},
+		"a_path_that_is_not_a_url_path_is_400_naming_rawPath":   {events.APIGatewayV2HTTPRequest{RouteKey: "GET /tasks", RawPath: "tasks"}, "rawPath"},
+		"a_method_that_is_not_a_token_is_400_naming_it": {events.APIGatewayV2HTTPRequest{RawPath: "/tasks", RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GE T"}}},
+			"requestContext.http.method"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if resp, body := invoke(t, "tasks", deps(q, decls), mustJSON(t, ev)); resp.StatusCode != 400 || dig(body, "error.code") != "invalid_input" {
-				t.Errorf("%d %s", resp.StatusCode, resp.Body)
+			resp, body := invoke(t, "tasks", deps(q, decls), mustJSON(t, c.ev))
+			if resp.StatusCode != 400 || dig(body, "error.code") != "invalid_input" || dig(body, "error.field") != c.field || dig(body, "error.message") == "" {
+				t.Errorf("%d %s, want 400 invalid_input naming %s", resp.StatusCode, resp.Body, c.field)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -82,7 +83,13 @@ func (f *httpFunction) handle(ctx context.Context, ev events.APIGatewayV2HTTPReq
 	ctx = withCaller(ctx, ev)
 	r, err := RequestFromEvent(ctx, ev)
 	if err != nil {
-		body := `{"error":{"code":"invalid_input","message":` + quote(err.Error()) + `}}`
+		// A 400 names its field, as the API's do: the event's.
+		field := "event"
+		var ee *EventError
+		if errors.As(err, &ee) {
+			field = ee.Field
+		}
+		body := `{"error":{"code":"invalid_input","message":` + quote(err.Error()) + `,"field":` + quote(field) + `}}`
 		return events.APIGatewayV2HTTPResponse{
 			StatusCode: http.StatusBadRequest,
 			Headers:    map[string]string{"Content-Type": "application/json"},

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,9 +14,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/s3q/s3q/shared/api/openapitest"
 	"github.com/s3q/s3q/shared/artifacts"
+	"github.com/s3q/s3q/shared/internal/jsonpath"
 	"github.com/s3q/s3q/shared/lambdafn"
+	"github.com/s3q/s3q/shared/lambdafn/eventtest"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/reqcount"
@@ -175,14 +175,10 @@ func uploadedArtifact(t *testing.T, q *queue.Queue, decls *queues.Registry) (str
 	return id, ""
 }
 
-// readEvent reads a sample event and fills in its placeholders.
+// readEvent reads a sample event of events/ with its placeholders filled in.
 func readEvent(t *testing.T, file, id, token string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(eventsDir, file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return []byte(strings.NewReplacer("{{task_id}}", id, "{{lease_token}}", token).Replace(string(b)))
+	return eventtest.Read(t, eventsDir, file, id, token)
 }
 
 // invoke runs a function's handler on a payload as Lambda would and
@@ -207,31 +203,8 @@ func invoke(t *testing.T, name string, d lambdafn.Deps, payload []byte) (events.
 			t.Fatalf("%s body is not JSON: %s", name, resp.Body)
 		}
 	}
-	checkAnswer(t, payload, resp)
+	eventtest.CheckAnswer(t, payload, resp)
 	return resp, body
-}
-
-// checkAnswer fails t when the OpenAPI document does not describe the
-// answer of the API to an HTTP event.
-func checkAnswer(t *testing.T, payload []byte, resp events.APIGatewayV2HTTPResponse) {
-	t.Helper()
-	var ev events.APIGatewayV2HTTPRequest
-	if err := json.Unmarshal(payload, &ev); err != nil || ev.RawPath == "" {
-		return // not an HTTP event
-	}
-	req, err := lambdafn.RequestFromEvent(t.Context(), ev)
-	if err != nil {
-		return // answered by the function itself (400), never by the API
-	}
-	header := http.Header{}
-	for k, v := range resp.Headers {
-		header.Set(k, v)
-	}
-	var reqBody []byte
-	if req.Body != nil {
-		reqBody, _ = io.ReadAll(req.Body)
-	}
-	openapitest.Check(t, req, reqBody, resp.StatusCode, header, []byte(resp.Body))
 }
 
 func deps(q *queue.Queue, decls *queues.Registry) lambdafn.Deps {
@@ -306,23 +279,4 @@ func TestEveryEventFileIsTested(t *testing.T) {
 }
 
 // dig walks a decoded JSON value by a dotted path ("tasks.0.task.id").
-func dig(v any, path string) any {
-	for _, p := range strings.Split(path, ".") {
-		switch x := v.(type) {
-		case map[string]any:
-			v = x[p]
-		case []any:
-			i := 0
-			for _, c := range p {
-				i = i*10 + int(c-'0')
-			}
-			if i >= len(x) {
-				return nil
-			}
-			v = x[i]
-		default:
-			return nil
-		}
-	}
-	return v
-}
+func dig(v any, path string) any { return jsonpath.Get(v, path) }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/s3q/s3q/shared/lambdafn"
+	"github.com/s3q/s3q/shared/lambdafn/lambdafntest"
 )
 
 // fakeSSM answers GetParameter (the JSON protocol) for the parameters it
@@ -68,7 +69,7 @@ func TestTheTasksFunctionChecksPushTargetsAsTheStackConfiguresIt(t *testing.T) {
 		{"orders", `{"target":{"url":"https://hooks.example.com/","secret":"/s3q/gone"}}`, 400, "target.secret"},
 		{"billing", `{"target":{"url":"https://hooks.example.com/","secret":"/s3q/orders"}}`, 400, "target"},
 	} {
-		resp, body := invoke(t, lambdafn.Tasks, d, apiEvent("PUT", "/queues/"+tc.queue, tc.body))
+		resp, body := invoke(t, lambdafn.Tasks, d, lambdafntest.APIEvent("PUT", "/queues/"+tc.queue, tc.body))
 		if resp.StatusCode != tc.status {
 			t.Errorf("%s %s: %d %s, want %d", tc.queue, tc.body, resp.StatusCode, resp.Body, tc.status)
 			continue

@@ -80,7 +80,10 @@ func ParseSpec(expr, tz string) (*Spec, error) {
 	}
 	s, err := parse(expr)
 	if err != nil {
-		return nil, invalid("cron", "%q: %v (want 5 fields: minute hour day-of-month month day-of-week, or @hourly, @daily, @weekly, @monthly, @yearly, @every 15m)", clip.Input(expr), err)
+		// robfig/cron's words end with the fields it read (": [a b]"): the
+		// expression is named once, first.
+		why, _, _ := strings.Cut(err.Error(), ": [")
+		return nil, invalid("cron", "%q is not a cron expression (%s); use 5 fields, minute hour day-of-month month day-of-week, or @hourly, @daily, @weekly, @monthly, @yearly, @every 15m", clip.Input(expr), why)
 	}
 	ss, ok := s.(*cron.SpecSchedule)
 	if !ok {

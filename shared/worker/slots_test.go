@@ -89,17 +89,60 @@ func (f *fakeAPI) AckCancel(context.Context, client.Lease) (client.Task, error) 
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
+// newFakeAPI is a fakeAPI whose completes return at once (release
+// closed) unless held is true.
+func newFakeAPI(held bool) *fakeAPI {
+	f := &fakeAPI{completes: make(chan string, 8), release: make(chan struct{}), polled: make(chan struct{}, 1)}
+	if !held {
+		close(f.release)
+	}
+	return f
+}
+
+// waitFor waits until cond holds of the claims' waits so far (a minute at
+// most: no machine is that slow).
+func (f *fakeAPI) waitFor(t *testing.T, cond func(waits []time.Duration) bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		f.mu.Lock()
+		ok := cond(f.waits)
+		f.mu.Unlock()
+		if ok {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("condition not met")
+}
+
+// waitClaims waits until the worker has sent at least n claims.
+func (f *fakeAPI) waitClaims(t *testing.T, n int) {
+	t.Helper()
+	f.waitFor(t, func(ws []time.Duration) bool { return len(ws) >= n })
+}
+
+// startWorker runs w until the returned stop is called; stop returns what Run did.
+func startWorker(w *worker.Worker) (stop func() error) {
+	ctx, cancel := context.WithCancel(bg)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	return func() error {
+		cancel()
+		return <-done
+	}
+}
+
 func TestASlotStartsItsNextTaskWhileItsLastCompleteIsInFlight(t *testing.T) {
-	api := &fakeAPI{backlog: []string{"a", "b"}, completes: make(chan string, 2), release: make(chan struct{}), polled: make(chan struct{}, 1)}
+	api := newFakeAPI(true)
+	api.backlog = []string{"a", "b"}
 	w := worker.New(api, worker.Options{Concurrency: 1, Logger: quiet()})
 	started := make(chan string, 2)
 	w.Handle("t", func(_ context.Context, task *worker.Task) (json.RawMessage, error) {
 		started <- task.ID
 		return nil, nil
 	})
-	ctx, cancel := context.WithCancel(bg)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
+	stop := startWorker(w)
 	if id := <-started; id != "a" {
 		t.Fatalf("first task %s", id)
 	}
@@ -117,35 +160,22 @@ func TestASlotStartsItsNextTaskWhileItsLastCompleteIsInFlight(t *testing.T) {
 	}
 	close(api.release)
 	<-api.completes // b's complete went out after a's returned
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestAnIdleWorkerLongPollsFromOneSlotAtATime(t *testing.T) {
-	api := &fakeAPI{completes: make(chan string, 8), release: make(chan struct{}), polled: make(chan struct{}, 1)}
-	close(api.release)
+	api := newFakeAPI(false)
 	w := worker.New(api, worker.Options{Concurrency: 4, Logger: quiet()})
 	w.Handle("t", func(context.Context, *worker.Task) (json.RawMessage, error) { return nil, nil })
-	ctx, cancel := context.WithCancel(bg)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
+	stop := startWorker(w)
 	<-api.polled
 	// Every slot has had its chance to claim: each made one claim
 	// without waiting first, and only then looks for the turn to poll.
-	for {
-		api.mu.Lock()
-		n := len(api.waits)
-		api.mu.Unlock()
-		if n >= 5 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	api.waitClaims(t, 5)
 	time.Sleep(100 * time.Millisecond) // room for a second long-poll, were there one
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	api.mu.Lock()
@@ -167,31 +197,15 @@ func TestAnIdleWorkerLongPollsFromOneSlotAtATime(t *testing.T) {
 }
 
 func TestAWorkerIdleForIdleAfterStopsLongPollingUntilWorkComes(t *testing.T) {
-	api := &fakeAPI{shortPolls: true, completes: make(chan string, 8), release: make(chan struct{}), polled: make(chan struct{}, 1)}
-	close(api.release)
+	api := newFakeAPI(false)
+	api.shortPolls = true
 	w := worker.New(api, worker.Options{Concurrency: 1, IdleAfter: 50 * time.Millisecond,
 		IdleBackoff: 5 * time.Millisecond, MaxIdleBackoff: 10 * time.Millisecond, Logger: quiet()})
 	var ran atomic.Int32
 	w.Handle("t", func(context.Context, *worker.Task) (json.RawMessage, error) { ran.Add(1); return nil, nil })
-	ctx, cancel := context.WithCancel(bg)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	waitFor := func(cond func(waits []time.Duration) bool) {
-		t.Helper()
-		deadline := time.Now().Add(time.Minute)
-		for time.Now().Before(deadline) {
-			api.mu.Lock()
-			ok := cond(api.waits)
-			api.mu.Unlock()
-			if ok {
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		t.Fatal("condition not met")
-	}
+	stop := startWorker(w)
 	// Long-polls, then, once idle, only claims that do not wait.
-	waitFor(func(ws []time.Duration) bool {
+	api.waitFor(t, func(ws []time.Duration) bool {
 		n := len(ws)
 		return n >= 4 && ws[n-1] == 0 && ws[n-2] == 0 && ws[n-3] == 0
 	})
@@ -204,7 +218,7 @@ func TestAWorkerIdleForIdleAfterStopsLongPollingUntilWorkComes(t *testing.T) {
 		t.Fatalf("the first poll waited %s, want %s", first, worker.DefaultWait)
 	}
 	// Work comes: the worker long-polls again.
-	waitFor(func(ws []time.Duration) bool {
+	api.waitFor(t, func(ws []time.Duration) bool {
 		for _, wt := range ws[mark:] {
 			if wt == worker.DefaultWait {
 				return true
@@ -212,8 +226,7 @@ func TestAWorkerIdleForIdleAfterStopsLongPollingUntilWorkComes(t *testing.T) {
 		}
 		return false
 	})
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	if ran.Load() != 1 {
@@ -222,24 +235,12 @@ func TestAWorkerIdleForIdleAfterStopsLongPollingUntilWorkComes(t *testing.T) {
 }
 
 func TestANegativeWaitNeverLongPolls(t *testing.T) {
-	api := &fakeAPI{completes: make(chan string, 8), release: make(chan struct{}), polled: make(chan struct{}, 1)}
-	close(api.release)
+	api := newFakeAPI(false)
 	w := worker.New(api, worker.Options{Wait: -1, Concurrency: 2, IdleBackoff: 5 * time.Millisecond, MaxIdleBackoff: 10 * time.Millisecond, Logger: quiet()})
 	w.Handle("t", func(context.Context, *worker.Task) (json.RawMessage, error) { return nil, nil })
-	ctx, cancel := context.WithCancel(bg)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	for {
-		api.mu.Lock()
-		n := len(api.waits)
-		api.mu.Unlock()
-		if n >= 6 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	cancel()
-	<-done
+	stop := startWorker(w)
+	api.waitClaims(t, 6)
+	_ = stop()
 	api.mu.Lock()
 	defer api.mu.Unlock()
 	for _, wt := range api.waits {
@@ -250,24 +251,13 @@ func TestANegativeWaitNeverLongPolls(t *testing.T) {
 }
 
 func TestAWorkerWhoseWaitTheAPIRefusesClaimsWithoutWaiting(t *testing.T) {
-	api := &fakeAPI{refuseWait: true, completes: make(chan string, 8), release: make(chan struct{}), polled: make(chan struct{}, 1)}
-	close(api.release)
+	api := newFakeAPI(false)
+	api.refuseWait = true
 	w := worker.New(api, worker.Options{IdleBackoff: 5 * time.Millisecond, MaxIdleBackoff: 10 * time.Millisecond, Logger: quiet()})
 	w.Handle("t", func(context.Context, *worker.Task) (json.RawMessage, error) { return nil, nil })
-	ctx, cancel := context.WithCancel(bg)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	for {
-		api.mu.Lock()
-		n := len(api.waits)
-		api.mu.Unlock()
-		if n >= 8 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
+	stop := startWorker(w)
+	api.waitClaims(t, 8)
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	api.mu.Lock()

@@ -236,7 +236,7 @@ func DispatchStorm(ctx context.Context, o StormOptions) (StormResult, error) {
 			batch.Tasks = append(batch.Tasks, req{TaskType: "storm", ScheduleAt: now.Add(o.Spread * time.Duration(i) / time.Duration(o.BatchSize))})
 		}
 		body, _ := json.Marshal(batch)
-		out, err := submit.Invoke(ctx, apiEvent("POST", "/queues/storm/tasks/batch", string(body)))
+		out, err := submit.Invoke(ctx, APIEvent("POST", "/queues/storm/tasks/batch", string(body)))
 		if err != nil {
 			return StormResult{}, err
 		}
@@ -267,16 +267,4 @@ func DispatchStorm(ctx context.Context, o StormOptions) (StormResult, error) {
 		res.LatenessP50, res.LatenessP99 = late[len(late)/2], late[min(len(late)-1, len(late)*99/100)]
 	}
 	return res, nil
-}
-
-func apiEvent(method, path, body string) []byte {
-	ev := events.APIGatewayV2HTTPRequest{
-		Version: "2.0", RouteKey: "$default", RawPath: path, Body: body,
-		Headers: map[string]string{"content-type": "application/json"},
-		RequestContext: events.APIGatewayV2HTTPRequestContext{
-			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: method, Path: path},
-		},
-	}
-	b, _ := json.Marshal(ev)
-	return b
 }

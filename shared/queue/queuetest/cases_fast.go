@@ -21,13 +21,9 @@ func runFast(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		id := e.submit(queue.SubmitRequest{}, t0).ID
 		c := store.NewCounting(e.s)
-		worker := e.open(c)
-		cs, err := worker.Claim(ctx, queue.ClaimRequest{LeaseFor: time.Minute}, t0)
-		if err != nil || len(cs) != 1 {
-			t.Fatalf("claim: %v %d", err, len(cs))
-		}
+		worker, cl := e.claimedOver(c)
 		c.Reset()
-		done, err := worker.Complete(ctx, id, cs[0].Lease.Token, []byte(`1`), t0.Add(time.Second))
+		done, err := worker.Complete(ctx, id, cl.Lease.Token, []byte(`1`), t0.Add(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,19 +79,15 @@ func runFast(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		id := e.submit(queue.SubmitRequest{}, t0).ID
 		c := store.NewCounting(e.s)
-		worker := e.open(c)
-		cs, err := worker.Claim(ctx, queue.ClaimRequest{LeaseFor: time.Minute}, t0)
-		if err != nil || len(cs) != 1 {
-			t.Fatalf("claim: %v %d", err, len(cs))
-		}
+		worker, cl := e.claimedOver(c)
 		// Another process (another Lambda container) heartbeats: the
 		// worker's cached version is stale, and its lease looks lapsed
 		// by then while it is not.
-		if _, err := e.reopen().Heartbeat(ctx, id, cs[0].Lease.Token, time.Minute, t0.Add(50*time.Second)); err != nil {
+		if _, err := e.reopen().Heartbeat(ctx, id, cl.Lease.Token, time.Minute, t0.Add(50*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		c.Reset()
-		done, err := worker.Complete(ctx, id, cs[0].Lease.Token, []byte(`{"ok":true}`), t0.Add(90*time.Second))
+		done, err := worker.Complete(ctx, id, cl.Lease.Token, []byte(`{"ok":true}`), t0.Add(90*time.Second))
 		if err != nil {
 			t.Fatalf("complete under the extended lease: %v", err)
 		}
@@ -112,16 +104,12 @@ func runFast(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		id := e.submit(queue.SubmitRequest{}, t0).ID
 		c := store.NewCounting(e.s)
-		worker := e.open(c)
-		cs, err := worker.Claim(ctx, queue.ClaimRequest{LeaseFor: time.Minute}, t0)
-		if err != nil || len(cs) != 1 {
-			t.Fatalf("claim: %v %d", err, len(cs))
-		}
+		worker, cl := e.claimedOver(c)
 		if _, err := e.reopen().Cancel(ctx, id, t0.Add(time.Second)); err != nil { // a cancel request
 			t.Fatal(err)
 		}
 		c.Reset()
-		hb, err := worker.Heartbeat(ctx, id, cs[0].Lease.Token, time.Minute, t0.Add(2*time.Second))
+		hb, err := worker.Heartbeat(ctx, id, cl.Lease.Token, time.Minute, t0.Add(2*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,13 +159,9 @@ func runFast(t *testing.T, f Factory) {
 		e := newEnv(t, f, func(o *queue.Options) { o.BackgroundCleanup = true })
 		id := e.submit(queue.SubmitRequest{}, t0).ID
 		fs := storefault.New(e.s)
-		worker := e.open(fs)
-		cs, err := worker.Claim(ctx, queue.ClaimRequest{LeaseFor: time.Minute}, t0)
-		if err != nil || len(cs) != 1 {
-			t.Fatalf("claim: %v %d", err, len(cs))
-		}
+		worker, cl := e.claimedOver(fs)
 		fs.FailMatching(storefault.OpDelete, "q/default/ready/", storefault.FailBefore, 1)
-		if _, err := worker.Complete(ctx, id, cs[0].Lease.Token, nil, t0.Add(time.Second)); err != nil {
+		if _, err := worker.Complete(ctx, id, cl.Lease.Token, nil, t0.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		worker.Flush()
@@ -239,6 +223,19 @@ func runFast(t *testing.T, f Factory) {
 			seen[c.Task.ID] = true
 		}
 	})
+}
+
+// claimedOver claims the one task of e's store at t0 for a minute through
+// a new Queue over s (e's store, wrapped): a worker process whose cache
+// holds the claimed record.
+func (e *env) claimedOver(s store.Store) (*queue.Queue, queue.Claimed) {
+	e.t.Helper()
+	worker := e.open(s)
+	cs, err := worker.Claim(ctx, queue.ClaimRequest{LeaseFor: time.Minute}, t0)
+	if err != nil || len(cs) != 1 {
+		e.t.Fatalf("claim: %v %d", err, len(cs))
+	}
+	return worker, cs[0]
 }
 
 // deleteGate holds every Delete until open is closed.

@@ -6,6 +6,11 @@
 // Cases are named as sentences. Time is always a parameter: tests pass a
 // fixed microsecond-aligned UTC time and move it forward instead of
 // sleeping.
+//
+// The stores are the top-level tests (TestConformanceMem,
+// TestConformanceGoFakeS3, TestConformanceVersityGW) and the groups of
+// Run their subtests, so one group runs on every store with, for example,
+// go test ./shared/queue/queuetest/ -run 'TestConformance/bulk_race'.
 package queuetest
 
 import (
@@ -44,6 +49,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("lost_answer", func(t *testing.T) { runLost(t, f) })
 	t.Run("queues", func(t *testing.T) { runQueues(t, f) })
 	t.Run("ops", func(t *testing.T) { runOps(t, f) })
+	t.Run("bulk_race", func(t *testing.T) { runBulkRace(t, f) })
 	t.Run("round_trips", func(t *testing.T) { runFast(t, f) })
 }
 
@@ -170,16 +176,31 @@ func (e *env) ref(ref string) string {
 	if strings.Contains(ref, "/") || queue.ValidateID(ref) != nil {
 		return ref
 	}
-	for dir, err := range store.AllDirs(ctx, e.s, queue.QueuesPrefix) {
+	found, err := FindTask(ctx, e.s, ref)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if found == "" {
+		return ref
+	}
+	return found
+}
+
+// FindTask returns the reference ("queue/id") of the one task of id in any
+// queue of s, or "" when there is none: a test's convenience, as ids are
+// unique per queue only. It lists the queues' folders and HEADs the task
+// record in each.
+func FindTask(ctx context.Context, s store.Store, id string) (string, error) {
+	for dir, err := range store.AllDirs(ctx, s, queue.QueuesPrefix) {
 		if err != nil {
-			e.t.Fatal(err)
+			return "", err
 		}
 		name := strings.TrimSuffix(strings.TrimPrefix(dir, queue.QueuesPrefix), "/")
-		if _, err := e.s.Head(ctx, queue.TaskKey(name, ref)); err == nil {
-			return queue.Ref(name, ref)
+		if _, err := s.Head(ctx, queue.TaskKey(name, id)); err == nil {
+			return queue.Ref(name, id), nil
 		}
 	}
-	return ref
+	return "", nil
 }
 
 // raw returns the stored bytes of a task record.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queue/queuetest"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store"
@@ -273,16 +274,14 @@ func (e *env) taskRef(id string) string {
 	if strings.Contains(id, "/") {
 		return id
 	}
-	for dir, err := range store.AllDirs(ctx, e.s, queue.QueuesPrefix) {
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		name := strings.TrimSuffix(strings.TrimPrefix(dir, queue.QueuesPrefix), "/")
-		if _, err := e.s.Head(ctx, queue.TaskKey(name, id)); err == nil {
-			return queue.Ref(name, id)
-		}
+	ref, err := queuetest.FindTask(ctx, e.s, id)
+	if err != nil {
+		e.t.Fatal(err)
 	}
-	return id
+	if ref == "" {
+		return id
+	}
+	return ref
 }
 
 // taskIDsFor returns the task ids of schedule id's fires at times.
