@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store/storefault"
 )
 
@@ -78,7 +79,7 @@ func runSideSlot(t *testing.T, f Factory) {
 	t.Run("a_slot_takeover_whose_answer_was_lost_is_recognised", func(t *testing.T) {
 		t.Parallel()
 		e, fs := newLossEnv(t, f)
-		e.declare(queue.Declaration{Name: "one", MaxConcurrency: 1}, t0)
+		e.declare(queues.Declaration{Name: "one", MaxConcurrency: 1}, t0)
 		e.submit(queue.SubmitRequest{Queue: "one"}, t0)
 		e.submit(queue.SubmitRequest{Queue: "one"}, t0)
 		if cs := e.claim(queue.ClaimRequest{Queue: "one", LeaseFor: time.Minute}, t0); len(cs) != 1 {
@@ -105,7 +106,7 @@ func runSideSlot(t *testing.T, f Factory) {
 	t.Run("two_claimers_racing_for_one_task_under_max_concurrency_leave_one_winner_holding_one_slot", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, f)
-		e.declare(queue.Declaration{Name: "two", MaxConcurrency: 2}, t0)
+		e.declare(queues.Declaration{Name: "two", MaxConcurrency: 2}, t0)
 		a := e.submit(queue.SubmitRequest{Queue: "two"}, t0)
 		p1, p2 := e.cached(a.Ref()), e.cached(a.Ref())
 		req := queue.ClaimRequest{Queue: "two", LeaseFor: time.Minute}
@@ -133,7 +134,7 @@ func runSideSlot(t *testing.T, f Factory) {
 // tasks to it at t0, and returns a claim of it with a one-minute lease.
 func (e *env) oneSlotQueue(n int) (queue.ClaimRequest, []queue.Task) {
 	e.t.Helper()
-	e.declare(queue.Declaration{Name: "one", MaxConcurrency: 1}, t0)
+	e.declare(queues.Declaration{Name: "one", MaxConcurrency: 1}, t0)
 	var tasks []queue.Task
 	for range n {
 		tasks = append(tasks, e.submit(queue.SubmitRequest{Queue: "one"}, t0))
