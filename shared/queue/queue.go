@@ -150,6 +150,7 @@ type state struct {
 	// listing holds, per index prefix, the channel a LIST in flight
 	// closes when it is done.
 	listing map[string]chan struct{}
+	wrote   map[string]uint64 // index root -> this Queue's writes to it (scan.go: wroteLocked)
 	// wakes are the wake-up keys this Queue has written (see wake).
 	wakes map[string]bool
 	// parents are the tasks this Queue has flagged as parents.

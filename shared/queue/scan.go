@@ -23,6 +23,20 @@ type scanBuf struct {
 	// nothing later in that shard is due, and the next page starts past it.
 	ended map[string]bool
 	valid bool
+	// overtaken says this Queue wrote to the index (noteMarker,
+	// invalidate) while the LIST was in flight: the listing may lack that
+	// write, so it serves the look that made it and no later one.
+	overtaken bool
+}
+
+// fresh reports whether b may serve a look at now without a LIST: it is
+// younger than cacheFor (negative: never) and no write of this Queue
+// overtook its LIST. (A submit made while a dispatcher of this Queue
+// listed the queue would otherwise go unseen by the dispatch its own wake
+// starts, until the listing is cacheFor old: this Queue's own writes are
+// to be seen at once.)
+func (b *scanBuf) fresh(now time.Time, cacheFor time.Duration) bool {
+	return b != nil && b.valid && !b.overtaken && cacheFor >= 0 && !now.Before(b.listedAt) && now.Sub(b.listedAt) < cacheFor
 }
 
 // maxSkip bounds the skip cache; it is cleared when it grows past this.
@@ -41,8 +55,19 @@ func (q *Queue) invalidate(key string) {
 		return
 	}
 	q.mu.Lock()
+	q.wroteLocked(root)
 	delete(q.bufs, root)
 	q.mu.Unlock()
+}
+
+// wroteLocked counts a write of this Queue to an index root, so that a
+// LIST of it in flight meanwhile is known to be overtaken (keepLocked).
+// Callers hold q.mu.
+func (q *Queue) wroteLocked(root string) {
+	if q.wrote == nil {
+		q.wrote = map[string]uint64{}
+	}
+	q.wrote[root]++
 }
 
 // noteMarker makes a marker this Queue has just written a candidate of
@@ -59,6 +84,7 @@ func (q *Queue) noteMarker(key string) {
 	root := indexRootOf(key) // claims list each index from its root
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.wroteLocked(root)
 	b := q.bufs[root]
 	if b == nil || !b.valid || b.truncated && key > b.lastKey {
 		return
@@ -109,9 +135,9 @@ func (q *Queue) next(ctx context.Context, prefix string, shards int, now time.Ti
 		q.mu.Lock()
 		b := q.bufs[prefix]
 		// A listing is fresh when this claim made it, or when it is younger
-		// than ListCacheFor (negative: never).
-		fresh := b != nil && b.valid && (*pages > 0 ||
-			q.opts.ListCacheFor >= 0 && !now.Before(b.listedAt) && now.Sub(b.listedAt) < q.opts.ListCacheFor)
+		// than ListCacheFor (negative: never) and no write of this Queue
+		// overtook its LIST.
+		fresh := b != nil && b.valid && (*pages > 0 || b.fresh(now, q.opts.ListCacheFor))
 		if b != nil && fresh {
 			if m, ok := q.popLocked(b, now, filter); ok {
 				q.mu.Unlock()
@@ -164,13 +190,27 @@ func (q *Queue) next(ctx context.Context, prefix string, shards int, now time.Ti
 // listing, then closes done, which the caller has registered in
 // q.listing (the claims waiting on it find the new listing).
 func (q *Queue) fetch(ctx context.Context, prefix, startAfter string, now time.Time, done chan struct{}) error {
+	nb, wrote, err := q.list(ctx, prefix, startAfter, now)
+	q.mu.Lock()
+	if err == nil {
+		q.keepLocked(prefix, nb, wrote)
+	}
+	delete(q.listing, prefix)
+	close(done)
+	q.mu.Unlock()
+	return err
+}
+
+// list sends one LIST of prefix from startAfter and returns it as a
+// listing made at now, with the count of this Queue's writes to the
+// prefix from before the LIST was sent (for keepLocked).
+func (q *Queue) list(ctx context.Context, prefix, startAfter string, now time.Time) (*scanBuf, uint64, error) {
+	q.mu.Lock()
+	wrote := q.wrote[prefix]
+	q.mu.Unlock()
 	page, err := q.store.List(ctx, prefix, startAfter, 0)
 	if err != nil {
-		q.mu.Lock()
-		delete(q.listing, prefix)
-		close(done)
-		q.mu.Unlock()
-		return fmt.Errorf("list %s: %w", prefix, err)
+		return nil, 0, fmt.Errorf("list %s: %w", prefix, err)
 	}
 	nb := &scanBuf{listedAt: now, truncated: page.Truncated && len(page.Items) > 0, valid: true, ended: map[string]bool{}}
 	for _, it := range page.Items {
@@ -179,12 +219,16 @@ func (q *Queue) fetch(ctx context.Context, prefix, startAfter string, now time.T
 			nb.entries = append(nb.entries, m)
 		}
 	}
-	q.mu.Lock()
+	return nb, wrote, nil
+}
+
+// keepLocked makes nb, which list returned with wrote, the cached listing
+// of prefix: overtaken when this Queue wrote to the prefix since (a
+// marker noted while the LIST was in flight, which the answer may lack).
+// Callers hold q.mu.
+func (q *Queue) keepLocked(prefix string, nb *scanBuf, wrote uint64) {
+	nb.overtaken = q.wrote[prefix] != wrote
 	q.bufs[prefix] = nb
-	delete(q.listing, prefix)
-	close(done)
-	q.mu.Unlock()
-	return nil
 }
 
 // prefetch lists, all at once, the prefixes a claim is about to visit
@@ -196,7 +240,7 @@ func (q *Queue) prefetch(ctx context.Context, prefixes []string, pages []int, no
 	for i, prefix := range prefixes {
 		q.mu.Lock()
 		b := q.bufs[prefix]
-		fresh := b != nil && b.valid && q.opts.ListCacheFor >= 0 && !now.Before(b.listedAt) && now.Sub(b.listedAt) < q.opts.ListCacheFor
+		fresh := b.fresh(now, q.opts.ListCacheFor)
 		_, busy := q.listing[prefix]
 		if fresh || busy {
 			q.mu.Unlock()
