@@ -147,10 +147,10 @@ type state struct {
 	bufs  map[string]*scanBuf  // index prefix -> last listing
 	skip  map[string]time.Time // marker key -> skip until
 	types map[string]string    // task id -> task type (immutable)
+	wrote map[string]uint64    // index root -> this Queue's writes to it (scan.go: wroteLocked)
 	// listing holds, per index prefix, the channel a LIST in flight
 	// closes when it is done.
 	listing map[string]chan struct{}
-	wrote   map[string]uint64 // index root -> this Queue's writes to it (scan.go: wroteLocked)
 	// wakes are the wake-up keys this Queue has written (see wake).
 	wakes map[string]bool
 	// parents are the tasks this Queue has flagged as parents.
