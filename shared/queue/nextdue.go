@@ -51,12 +51,12 @@ func (q *Queue) firstDue(ctx context.Context, prefix string, now time.Time) (tim
 	fresh := b.fresh(now, q.opts.ListCacheFor)
 	q.mu.Unlock()
 	if !fresh {
-		nb, wrote, err := q.list(ctx, prefix, "", now)
+		nb, notes, err := q.list(ctx, prefix, "", now)
 		if err != nil {
 			return time.Time{}, false, err
 		}
 		q.mu.Lock()
-		q.keepLocked(prefix, nb, wrote)
+		q.keepLocked(prefix, nb, notes)
 		b = nb
 		q.mu.Unlock()
 	}
