@@ -17,6 +17,7 @@ import (
 	"github.com/s3q/s3q/shared/devserver"
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 )
 
 // devSecretName is the name of the --push-secret, which URL targets given
@@ -27,7 +28,7 @@ const devSecretName = "dev"
 // at start: a URL target is signed with the --push-secret (its name is
 // devSecretName), anything else names a Lambda function. S3Q_PUSH_QUEUES
 // is no longer read: declare such queues with PUT /queues/{queue}.
-func devPushQueues(env string, flags map[string]string) ([]queue.Declaration, error) {
+func devPushQueues(env string, flags map[string]string) ([]queues.Declaration, error) {
 	if env != "" {
 		return nil, fmt.Errorf("%s is no longer read: use --push queue=target, or declare the queue with its target (PUT /queues/{queue}, s3q queue create)", config.EnvPushQueues)
 	}
@@ -36,12 +37,12 @@ func devPushQueues(env string, flags map[string]string) ([]queue.Declaration, er
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	var out []queue.Declaration
+	var out []queues.Declaration
 	for _, name := range names {
 		target := flags[name]
-		t := queue.Target{Lambda: target}
+		t := queues.Target{Lambda: target}
 		if strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://") {
-			t = queue.Target{URL: target, Secret: devSecretName}
+			t = queues.Target{URL: target, Secret: devSecretName}
 		}
 		if err := queue.ValidateQueueName(name); err != nil {
 			return nil, fmt.Errorf("--push %s=%s: %w", name, target, err)
@@ -49,7 +50,7 @@ func devPushQueues(env string, flags map[string]string) ([]queue.Declaration, er
 		if err := t.Validate(true); err != nil {
 			return nil, fmt.Errorf("--push %s=%s: %w", name, target, err)
 		}
-		out = append(out, queue.Declaration{Name: name, Target: &t})
+		out = append(out, queues.Declaration{Name: name, Target: &t})
 	}
 	return out, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 )
 
 // queueFlags are the settings of s3q queue create and update.
@@ -46,7 +47,7 @@ func (f *queueFlags) define(fs *flag.FlagSet) {
 }
 
 // overlay applies the flags that were set to d.
-func (f *queueFlags) overlay(d *queue.Declaration) {
+func (f *queueFlags) overlay(d *queues.Declaration) {
 	f.fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
 		case "ttl":
@@ -66,13 +67,13 @@ func (f *queueFlags) overlay(d *queue.Declaration) {
 		case "max-concurrency":
 			d.MaxConcurrency = f.maxConcurrency
 		case "target-lambda", "target-url", "target-secret":
-			t := queue.Target{}
+			t := queues.Target{}
 			if d.Target != nil {
 				t = *d.Target
 			}
 			switch fl.Name {
 			case "target-lambda":
-				t = queue.Target{Lambda: f.lambda} // a Lambda target has no secret
+				t = queues.Target{Lambda: f.lambda} // a Lambda target has no secret
 			case "target-url":
 				t.Lambda, t.URL = "", f.url
 			default:
@@ -206,11 +207,11 @@ func (r *queueCall) declare() error {
 	if err != nil {
 		return err
 	}
-	d := queue.Declaration{Name: name}
+	d := queues.Declaration{Name: name}
 	cur, err := r.c.GetQueue(r.ctx, name)
 	switch {
 	case err == nil && r.sub == "create":
-		want := queue.Declaration{Name: name}
+		want := queues.Declaration{Name: name}
 		r.qf.overlay(&want)
 		return r.exists(cur, want)
 	case err == nil:
@@ -228,7 +229,7 @@ func (r *queueCall) declare() error {
 
 // exists answers a create of queue cur, which exists, that would declare
 // want: cur itself when its settings are want's, else a conflict.
-func (r *queueCall) exists(cur client.QueueInfo, want queue.Declaration) error {
+func (r *queueCall) exists(cur client.QueueInfo, want queues.Declaration) error {
 	diffs, update := settingDiffs(cur.Declaration, want, r.qf.given("shards"))
 	if len(diffs) > 0 {
 		msg := fmt.Sprintf("queue %s exists with other settings (%s)", cur.Name, strings.Join(diffs, "; "))
@@ -259,7 +260,7 @@ func (f *queueFlags) given(name string) bool {
 // difference, and the flags of 's3q queue update' that would make have
 // want. Shards are compared only when the create gave them (the server
 // picks them otherwise), and no update changes them.
-func settingDiffs(have, want queue.Declaration, shardsGiven bool) (diffs, update []string) {
+func settingDiffs(have, want queues.Declaration, shardsGiven bool) (diffs, update []string) {
 	differ := func(setting, h, w string, flags ...string) {
 		if h != w {
 			diffs = append(diffs, setting+" "+h+", not "+w)
@@ -312,7 +313,7 @@ func settingDiffs(have, want queue.Declaration, shardsGiven bool) (diffs, update
 }
 
 // targetString says what a push target is, as printQueue does.
-func targetString(t *queue.Target) string {
+func targetString(t *queues.Target) string {
 	switch {
 	case t == nil:
 		return "none"

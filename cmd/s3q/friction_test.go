@@ -17,6 +17,7 @@ import (
 
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/worker"
 )
 
@@ -77,7 +78,7 @@ func TestExecHandlerCancelKillsTheWholeCommand(t *testing.T) {
 // An API 400 whose message does not name its field says the field in text
 // mode too (-o json has it as "field").
 func TestAPIErrorsNameTheirField(t *testing.T) {
-	url := memAPI(t, queue.Options{}, nil)
+	url := memAPI(t, queues.Options{}, nil)
 	parent := queue.NewID(time.Now())
 	_, errOut, code := cli(t, url, "submit", "-t", "a", "--parent", parent)
 	if code != 2 || !strings.Contains(errOut, "no task "+parent) || !strings.Contains(errOut, "(invalid_input, field parent_id)") {
@@ -168,7 +169,7 @@ func TestDevOnAPortInUseSaysHowToPickAnother(t *testing.T) {
 // so it can be looked at.
 func TestSubmitInterruptedNamesTheTask(t *testing.T) {
 	landed := make(chan struct{}, 1)
-	url := memAPI(t, queue.Options{}, func(next http.Handler) http.Handler {
+	url := memAPI(t, queues.Options{}, func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method != http.MethodPost {
 				next.ServeHTTP(w, r)
@@ -210,7 +211,7 @@ func TestSubmitInputOverTheInlineLimitIsRefusedFirst(t *testing.T) {
 	if err := os.WriteFile(spaced, []byte("{\n"+strings.Repeat(" ", queue.MaxInputBytes)+`"x": 1}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	url := memAPI(t, queue.Options{}, nil)
+	url := memAPI(t, queues.Options{}, nil)
 	if out, errOut, code := cli(t, url, "submit", "-t", "a", "-i", "@"+spaced, "-o", "id"); code != 0 || out == "" {
 		t.Errorf("submit of an input within the limit once compacted: exit %d, %s", code, errOut)
 	}
@@ -218,7 +219,7 @@ func TestSubmitInputOverTheInlineLimitIsRefusedFirst(t *testing.T) {
 
 // A queue's ttl reads "1h", or "1h from first_attempt", with no stray space.
 func TestQueueShowsItsTTLPlainly(t *testing.T) {
-	url := memAPI(t, queue.Options{}, nil)
+	url := memAPI(t, queues.Options{}, nil)
 	out, errOut, code := cli(t, url, "queue", "create", "emails", "--ttl", "1h")
 	if code != 0 || !strings.Contains(out, "1h\n") || strings.Contains(out, "1h \n") {
 		t.Errorf("queue create --ttl 1h (%d): %q %s", code, out, errOut)
@@ -232,7 +233,7 @@ func TestQueueShowsItsTTLPlainly(t *testing.T) {
 // A command on an undeclared queue says, in CLI terms, how to find or
 // declare one (the API's message speaks of PUT /queues/{queue}).
 func TestQueueNotFoundSaysHowToDeclareIt(t *testing.T) {
-	url := memAPI(t, queue.Options{}, nil)
+	url := memAPI(t, queues.Options{}, nil)
 	_, errOut, code := cli(t, url, "stats", "-q", "nosuch")
 	if code != 3 || !strings.Contains(errOut, "queue_not_found") || !strings.Contains(errOut, "s3q queue create NAME") || !strings.Contains(errOut, "s3q queue list") {
 		t.Errorf("stats -q nosuch: exit %d\n%s", code, errOut)
@@ -242,7 +243,7 @@ func TestQueueNotFoundSaysHowToDeclareIt(t *testing.T) {
 // submit --file draws its bar with carriage returns on a terminal only; to
 // a pipe or a log it writes the bar once, at the end.
 func TestSubmitFileProgressOnceWhenNotATerminal(t *testing.T) {
-	url := memAPI(t, queue.Options{}, nil)
+	url := memAPI(t, queues.Options{}, nil)
 	var lines strings.Builder
 	for i := range 1200 {
 		lines.WriteString(`{"task_type":"a","input":{"i":` + strconv.Itoa(i) + `}}` + "\n")
@@ -269,7 +270,7 @@ func TestBadDurationIsWordedOnce(t *testing.T) {
 // An empty list of an undeclared queue says the queue is not declared; an
 // empty list of a declared one says nothing more.
 func TestListOfAnUndeclaredQueueSaysSo(t *testing.T) {
-	url := memAPI(t, queue.Options{}, nil)
+	url := memAPI(t, queues.Options{}, nil)
 	out, errOut, code := cli(t, url, "list", "-q", "emials")
 	if code != 0 || !strings.Contains(out, "ID") || !strings.Contains(errOut, `queue "emials" is not declared`) {
 		t.Errorf("list -q emials: exit %d, %q %q", code, out, errOut)

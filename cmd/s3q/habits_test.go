@@ -18,14 +18,15 @@ import (
 	"github.com/s3q/s3q/shared/api"
 	"github.com/s3q/s3q/shared/devserver"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store/memstore"
 )
 
 // memAPI serves the API over an in-memory store, through wrap when given.
-func memAPI(t *testing.T, opts queue.Options, wrap func(http.Handler) http.Handler) string {
+func memAPI(t *testing.T, qo queues.Options, wrap func(http.Handler) http.Handler) string {
 	t.Helper()
-	opts.ListCacheFor = -1
-	var h http.Handler = api.New(queue.New(memstore.New(), opts), api.Options{Logger: slog.New(slog.DiscardHandler)})
+	q, decls := queues.Open(memstore.New(), queue.Options{ListCacheFor: -1}, qo)
+	var h http.Handler = api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)})
 	if wrap != nil {
 		h = wrap(h)
 	}
@@ -47,7 +48,7 @@ func jsonError(t *testing.T, out string) (code, message, field string) {
 }
 
 func TestExitCodesTellErrorsApartInTextAndJSON(t *testing.T) {
-	url := memAPI(t, queue.Options{}, nil)
+	url := memAPI(t, queues.Options{}, nil)
 	id := queue.NewID(time.Now())
 	out, _, code := cli(t, url, "submit", "--id", id, "-t", "a", "-i", `{"n":1}`, "-o", "id")
 	if code != 0 || strings.TrimSpace(out) != id {
@@ -158,7 +159,7 @@ func TestHelpDocumentsExitCodesVersionAndSubcommands(t *testing.T) {
 }
 
 func TestOutputFormatsYAMLAndID(t *testing.T) {
-	url := memAPI(t, queue.Options{}, nil)
+	url := memAPI(t, queues.Options{}, nil)
 	var ids []string
 	for i := 0; i < 3; i++ {
 		out, errOut, code := cli(t, url, "submit", "-t", "fmt", "-i", fmt.Sprintf(`{"i":%d,"s":"a: b"}`, i), "-o", "id")
@@ -218,7 +219,7 @@ func TestSubmitFileIsIdempotentAndResumesAfterCtrlC(t *testing.T) {
 	ctx, interrupt := context.WithCancel(context.Background())
 	defer interrupt()
 	var once sync.Once
-	url := memAPI(t, queue.Options{}, func(h http.Handler) http.Handler {
+	url := memAPI(t, queues.Options{}, func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if strings.HasSuffix(r.URL.Path, "/tasks/batch") {
 				once.Do(interrupt)
@@ -261,7 +262,7 @@ func TestSubmitFileIsIdempotentAndResumesAfterCtrlC(t *testing.T) {
 func (s fileSummary) fileSummaryCounts() string { return s.String() }
 
 func TestSubmitFileRefusedLinesExitOneInTextAndJSON(t *testing.T) {
-	url := memAPI(t, queue.Options{}, nil)
+	url := memAPI(t, queues.Options{}, nil)
 	path := writeLines(t, 3, `{"task_type":"bad/type"}`)
 	out, errOut, code := cli(t, url, "submit", "--file", path)
 	if code != 1 || out != "landed 3, replayed 0, refused 1\n" || !strings.Contains(errOut, "line 4: refused: invalid_input") {
@@ -305,7 +306,7 @@ func TestFileLineIDsAreUUIDv7sOfContentQueueAndLine(t *testing.T) {
 }
 
 func TestSubmitWaitSaysTheTasksState(t *testing.T) {
-	url := memAPI(t, queue.Options{}, nil)
+	url := memAPI(t, queues.Options{}, nil)
 	out, _, code := cli(t, url, "submit", "-t", "nobody.works", "--wait", "1s")
 	if code != 0 || !strings.Contains(out, "the wait ran out: the task is pending and no worker has claimed it yet") || strings.Contains(out, "still running") {
 		t.Errorf("wait with no worker (%d):\n%s", code, out)
@@ -314,7 +315,7 @@ func TestSubmitWaitSaysTheTasksState(t *testing.T) {
 
 // A wait the task's deadline ends is not "unavailable": the task expired.
 func TestSubmitWaitPastTheDeadlineExitsOne(t *testing.T) {
-	url := memAPI(t, queue.Options{}, nil)
+	url := memAPI(t, queues.Options{}, nil)
 	_, errOut, code := cli(t, url, "submit", "-t", "nobody.works", "--ttl", "1s", "--wait", "5s")
 	if code != 1 || !strings.Contains(errOut, "deadline_exceeded") {
 		t.Errorf("wait past the deadline (%d): %s", code, errOut)
@@ -322,7 +323,7 @@ func TestSubmitWaitPastTheDeadlineExitsOne(t *testing.T) {
 }
 
 func TestWorkerOnAnUndeclaredQueueSpeaksUp(t *testing.T) {
-	strict := memAPI(t, queue.Options{RequireDeclared: true}, nil)
+	strict := memAPI(t, queues.Options{RequireDeclared: true}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var out, errOut bytes.Buffer
@@ -331,7 +332,7 @@ func TestWorkerOnAnUndeclaredQueueSpeaksUp(t *testing.T) {
 	if code != 3 || !strings.Contains(errOut.String(), `queue "emials" is not declared`) || time.Since(start) > 10*time.Second {
 		t.Errorf("strict deployment: exit %d after %v: %s", code, time.Since(start), errOut.String())
 	}
-	auto := memAPI(t, queue.Options{}, nil)
+	auto := memAPI(t, queues.Options{}, nil)
 	ctx, cancel = context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	errOut.Reset()

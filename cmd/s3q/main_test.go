@@ -14,6 +14,7 @@ import (
 
 	"github.com/s3q/s3q/shared/api"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local/s3localtest"
 )
 
@@ -35,8 +36,8 @@ func cli(t *testing.T, url string, args ...string) (string, string, int) {
 
 func apiURL(t *testing.T) string {
 	t.Helper()
-	q := queue.New(s3localtest.NewStore(t, servers.GoFakeS3), queue.Options{ListCacheFor: -1})
-	ts := httptest.NewServer(api.New(q, api.Options{Logger: slog.New(slog.DiscardHandler)}))
+	q, decls := queues.Open(s3localtest.NewStore(t, servers.GoFakeS3), queue.Options{ListCacheFor: -1}, queues.Options{})
+	ts := httptest.NewServer(api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)}))
 	t.Cleanup(ts.Close)
 	return ts.URL
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 )
 
 func TestQueueCommandsAndTheQueueFlag(t *testing.T) {
@@ -105,7 +105,7 @@ func TestQueueCommandsAndTheQueueFlag(t *testing.T) {
 // exists; with other settings it exits 4 (conflict) naming each difference
 // and the 's3q queue update' that would make it, and changes nothing.
 func TestQueueCreateOfAnExistingQueue(t *testing.T) {
-	url := memAPI(t, queue.Options{}, nil)
+	url := memAPI(t, queues.Options{}, nil)
 	create := []string{"queue", "create", "emails", "--ttl", "1h", "--max-attempts", "5", "--target-url", "https://example.com/hook", "--target-secret", "/s3q/hook"}
 	if out, errOut, code := cli(t, url, create...); code != 0 || strings.Contains(out, "exists") {
 		t.Fatalf("create (%d): %s %s", code, out, errOut)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/s3q/s3q/shared/api"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local/s3localtest"
 	"github.com/s3q/s3q/shared/schedule"
 )
@@ -15,8 +16,8 @@ import (
 func scheduleAPIURL(t *testing.T) string {
 	t.Helper()
 	s := s3localtest.NewStore(t, servers.VersityGW)
-	q := queue.New(s, queue.Options{ListCacheFor: -1})
-	ts := httptest.NewServer(api.New(q, api.Options{Logger: slog.New(slog.DiscardHandler), Schedules: schedule.New(s, q, schedule.Options{})}))
+	q, decls := queues.Open(s, queue.Options{ListCacheFor: -1}, queues.Options{})
+	ts := httptest.NewServer(api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler), Schedules: schedule.New(s, q, schedule.Options{})}))
 	t.Cleanup(ts.Close)
 	return ts.URL
 }

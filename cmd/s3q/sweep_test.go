@@ -12,6 +12,7 @@ import (
 
 	"github.com/s3q/s3q/shared/api"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 )
 
 func TestSweepRunsOneSweepNowAndTheCommandsShowTheExpiry(t *testing.T) {
@@ -24,8 +25,8 @@ func TestSweepRunsOneSweepNowAndTheCommandsShowTheExpiry(t *testing.T) {
 	} {
 		t.Setenv(k, v)
 	}
-	q := queue.New(srv.Store(prefix), queue.Options{ListCacheFor: -1})
-	ts := httptest.NewServer(api.New(q, api.Options{Logger: slog.New(slog.DiscardHandler)}))
+	q, decls := queues.Open(srv.Store(prefix), queue.Options{ListCacheFor: -1}, queues.Options{})
+	ts := httptest.NewServer(api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)}))
 	defer ts.Close()
 
 	// Submitted two hours ago with a one-hour TTL: overdue now, without waiting.

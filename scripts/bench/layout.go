@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/memstore"
 )
@@ -98,9 +99,9 @@ func rangeOf(key string) string {
 // the writes per task in the busiest key range.
 func keyspace(ctx context.Context, shards, n int) (float64, int, error) {
 	w := &writeRanges{Store: memstore.New(), n: map[string]int{}}
-	q := queue.New(w, queue.Options{ListCacheFor: -1})
+	q, decls := queues.Open(w, queue.Options{ListCacheFor: -1}, queues.Options{})
 	now := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
-	if _, _, err := q.Declare(ctx, queue.Declaration{Name: "bench", Shards: shards}, now); err != nil {
+	if _, _, err := decls.Declare(ctx, queues.Declaration{Name: "bench", Shards: shards}, now); err != nil {
 		return 0, 0, err
 	}
 	for k := range w.n {
@@ -137,9 +138,9 @@ func keyspace(ctx context.Context, shards, n int) (float64, int, error) {
 // queue of the given shards holding delayed tasks in every shard.
 func emptyClaim(ctx context.Context, shards int) (int64, error) {
 	s := memstore.New()
-	q := queue.New(s, queue.Options{})
+	q, decls := queues.Open(s, queue.Options{}, queues.Options{})
 	now := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
-	if _, _, err := q.Declare(ctx, queue.Declaration{Name: "bench", Shards: shards}, now); err != nil {
+	if _, _, err := decls.Declare(ctx, queues.Declaration{Name: "bench", Shards: shards}, now); err != nil {
 		return 0, err
 	}
 	later := now.Add(time.Hour)
@@ -149,7 +150,7 @@ func emptyClaim(ctx context.Context, shards int) (int64, error) {
 		}
 	}
 	c := store.NewCounting(s)
-	cs, err := queue.New(c, queue.Options{}).Claim(ctx, queue.ClaimRequest{Queue: "bench"}, now.Add(time.Minute))
+	cs, err := queues.NewQueue(c, queue.Options{}, queues.Options{}).Claim(ctx, queue.ClaimRequest{Queue: "bench"}, now.Add(time.Minute))
 	if err != nil || len(cs) != 0 {
 		return 0, fmt.Errorf("empty claim: %d tasks, %v", len(cs), err)
 	}
@@ -192,7 +193,7 @@ func (k *keyCounter) List(ctx context.Context, prefix, startAfter string, limit 
 // of each submitted first) and lists the completed tasks of q3, one.
 func listOneQueue(ctx context.Context) error {
 	s := memstore.New()
-	q := queue.New(s, queue.Options{})
+	q := queues.NewQueue(s, queue.Options{}, queues.Options{})
 	now := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
 	for i := 0; i < 10; i++ {
 		name := fmt.Sprintf("q%d", i)
@@ -210,7 +211,7 @@ func listOneQueue(ctx context.Context) error {
 		}
 	}
 	k := &keyCounter{Store: s, folder: queue.QueuePrefix("q3")}
-	res, err := queue.New(k, queue.Options{}).In("q3").List(ctx, queue.ListRequest{Status: queue.StatusCompleted, Limit: 1})
+	res, err := queues.NewQueue(k, queue.Options{}, queues.Options{}).In("q3").List(ctx, queue.ListRequest{Status: queue.StatusCompleted, Limit: 1})
 	if err != nil {
 		return err
 	}

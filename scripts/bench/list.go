@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local"
 	"github.com/s3q/s3q/shared/store"
 )
@@ -20,7 +21,7 @@ import (
 // of a task with 400 heartbeats.
 func benchList(ctx context.Context, srv *s3local.Server, n int) error {
 	s := srv.Store(prefix())
-	q := queue.New(s, queue.Options{})
+	q := queues.NewQueue(s, queue.Options{}, queues.Options{})
 	now := time.Now().UTC()
 	for i := 0; i < n; i++ {
 		if _, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "bench", Queue: "bulk"}, now); err != nil {
@@ -64,7 +65,7 @@ func benchList(ctx context.Context, srv *s3local.Server, n int) error {
 		{Status: queue.StatusPending, Limit: 1},
 	} {
 		c := store.NewCounting(s)
-		res, err := queue.New(c, queue.Options{}).List(ctx, req)
+		res, err := queues.NewQueue(c, queue.Options{}, queues.Options{}).List(ctx, req)
 		if err != nil {
 			return err
 		}
@@ -73,7 +74,7 @@ func benchList(ctx context.Context, srv *s3local.Server, n int) error {
 			n+2, req.Status, or(req.Queue, "any"), len(res.Tasks), k.Total(), k.List, k.Get+k.Head)
 	}
 	c := store.NewCounting(s)
-	h, err := queue.New(c, queue.Options{}).HistoryPage(ctx, done, queue.HistoryRequest{})
+	h, err := queues.NewQueue(c, queue.Options{}, queues.Options{}).HistoryPage(ctx, done, queue.HistoryRequest{})
 	if err != nil {
 		return err
 	}

@@ -50,6 +50,7 @@ import (
 
 	"github.com/s3q/s3q/scripts/internal/figures"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local"
 	"github.com/s3q/s3q/shared/store"
 )
@@ -172,9 +173,9 @@ func prefix() string {
 // the queue is declared first with that max_concurrency.
 func lifecycle(ctx context.Context, srv *s3local.Server, n int, ttl bool, mc int) (store.Counts, error) {
 	counting := store.NewCounting(srv.Store(prefix()))
-	submitter := queue.New(counting, queue.Options{})
+	submitter, decls := queues.Open(counting, queue.Options{}, queues.Options{})
 	if mc > 0 {
-		if _, _, err := submitter.Declare(ctx, queue.Declaration{Name: queue.DefaultQueue, MaxConcurrency: mc}, time.Now()); err != nil {
+		if _, _, err := decls.Declare(ctx, queues.Declaration{Name: queue.DefaultQueue, MaxConcurrency: mc}, time.Now()); err != nil {
 			return store.Counts{}, err
 		}
 		counting.Reset()
@@ -191,7 +192,7 @@ func lifecycle(ctx context.Context, srv *s3local.Server, n int, ttl bool, mc int
 			return store.Counts{}, err
 		}
 	}
-	worker := queue.New(counting, queue.Options{})
+	worker := queues.NewQueue(counting, queue.Options{}, queues.Options{})
 	for done := 0; done < n; {
 		cs, err := worker.Claim(ctx, queue.ClaimRequest{LeaseFor: time.Minute}, time.Now())
 		if err != nil {
@@ -214,7 +215,7 @@ func lifecycle(ctx context.Context, srv *s3local.Server, n int, ttl bool, mc int
 // Queue and returns tasks per second and requests per task of the drain.
 func throughput(ctx context.Context, srv *s3local.Server, w, n int) (float64, float64, error) {
 	counting := store.NewCounting(srv.Store(prefix()))
-	q := queue.New(counting, queue.Options{})
+	q := queues.NewQueue(counting, queue.Options{}, queues.Options{})
 	reqs := make([]queue.SubmitRequest, n)
 	for i := range reqs {
 		reqs[i] = queue.SubmitRequest{TaskType: "bench"}
@@ -230,7 +231,7 @@ func throughput(ctx context.Context, srv *s3local.Server, w, n int) (float64, fl
 			}
 		}
 	}
-	worker := queue.New(counting, queue.Options{})
+	worker := queues.NewQueue(counting, queue.Options{}, queues.Options{})
 	before := counting.Counts()
 	var done atomic.Int64
 	var firstErr error

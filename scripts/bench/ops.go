@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local"
 	"github.com/s3q/s3q/shared/store"
 )
@@ -32,12 +33,12 @@ func benchOps(ctx context.Context, srv *s3local.Server) error {
 	} {
 		fmt.Fprintf(os.Stderr, "bench: ops %s status=%s: %d tasks\n", c.op, c.status, stored)
 		counting := store.NewCounting(srv.Store(prefix()))
-		q := queue.New(counting, queue.Options{})
+		q := queues.NewQueue(counting, queue.Options{}, queues.Options{})
 		if err := opsBacklog(ctx, q, stored, c.status); err != nil {
 			return err
 		}
 		counting.Reset()
-		res, err := queue.New(counting, queue.Options{}).Bulk(ctx, c.op, queue.BulkRequest{Queue: queue.DefaultQueue, Status: c.status, Limit: limit}, time.Now())
+		res, err := queues.NewQueue(counting, queue.Options{}, queues.Options{}).Bulk(ctx, c.op, queue.BulkRequest{Queue: queue.DefaultQueue, Status: c.status, Limit: limit}, time.Now())
 		if err != nil {
 			return err
 		}
@@ -47,7 +48,12 @@ func benchOps(ctx context.Context, srv *s3local.Server) error {
 		if c.op == queue.OpCancel {
 			// The same queue, for the stats: 200 pending, 100 cancelled.
 			counting.Reset()
-			if _, err := queue.New(counting, queue.Options{}).Stats(ctx, queue.DefaultQueue, time.Now()); err != nil {
+			q, decls := queues.Open(counting, queue.Options{}, queues.Options{})
+			d, err := decls.Get(ctx, queue.DefaultQueue, time.Now())
+			if err != nil {
+				return err
+			}
+			if _, err := q.Stats(ctx, d.Settings(), time.Now()); err != nil {
 				return err
 			}
 			n := counting.Counts()

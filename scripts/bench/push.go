@@ -20,6 +20,7 @@ import (
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/lambdafn/lambdafntest"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local"
 	"github.com/s3q/s3q/shared/s3local/faultproxy"
 	"github.com/s3q/s3q/shared/store"
@@ -104,9 +105,9 @@ func benchPush(ctx context.Context, latency faultproxy.Profile, runs []pushRun, 
 	defer target.Close()
 	targetURL = target.URL
 
-	decls := []queue.Declaration{{Name: "bench-delayed", MaxConcurrency: 64, Target: &queue.Target{URL: target.URL, Secret: "dev"}}}
+	decls := []queues.Declaration{{Name: "bench-delayed", MaxConcurrency: 64, Target: &queues.Target{URL: target.URL, Secret: "dev"}}}
 	for _, r := range runs {
-		decls = append(decls, queue.Declaration{Name: fmt.Sprintf("bench-%d", r.rate), MaxConcurrency: 64, Target: &queue.Target{URL: target.URL, Secret: "dev"}})
+		decls = append(decls, queues.Declaration{Name: fmt.Sprintf("bench-%d", r.rate), MaxConcurrency: 64, Target: &queues.Target{URL: target.URL, Secret: "dev"}})
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	started := make(chan string, 1)
@@ -297,8 +298,8 @@ func benchPushInProcess(ctx context.Context, latency faultproxy.Profile, runs []
 	defer target.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	q := queue.New(st, queue.Options{AllowInsecureTargets: true})
-	d := dispatch.New(q, dispatch.NewDeclared(q, time.Second), dispatch.Options{
+	q, decls := queues.Open(st, queue.Options{}, queues.Options{AllowInsecureTargets: true})
+	d := dispatch.New(q, dispatch.NewDeclared(decls, time.Second), dispatch.Options{
 		Logger: slog.New(slog.DiscardHandler), HTTP: dispatch.NewHTTP(dispatch.StaticSecrets{"dev": "bench-secret"}, true),
 	})
 	local := dispatch.NewLocal(ctx, d)
@@ -307,7 +308,7 @@ func benchPushInProcess(ctx context.Context, latency faultproxy.Profile, runs []
 	defer cancel()
 	for _, run := range runs {
 		name := fmt.Sprintf("bench-%d", run.rate)
-		if _, _, err := q.Declare(ctx, queue.Declaration{Name: name, MaxConcurrency: 64, Target: &queue.Target{URL: target.URL, Secret: "dev"}}, time.Now()); err != nil {
+		if _, _, err := decls.Declare(ctx, queues.Declaration{Name: name, MaxConcurrency: 64, Target: &queues.Target{URL: target.URL, Secret: "dev"}}, time.Now()); err != nil {
 			return err
 		}
 		before := st.Counts().Total()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local"
 	"github.com/s3q/s3q/shared/store"
 )
@@ -83,7 +84,7 @@ func benchSweep(ctx context.Context, srv *s3local.Server) error {
 // and returns the LISTs and requests per minute.
 func idleSweep(ctx context.Context, srv *s3local.Server, nq int) (float64, float64, error) {
 	s := srv.Store(prefix())
-	q := queue.New(s, queue.Options{})
+	q := queues.NewQueue(s, queue.Options{}, queues.Options{})
 	now := time.Now().UTC()
 	for i := 0; i < nq; i++ {
 		name := fmt.Sprintf("q%04d", i)
@@ -101,11 +102,11 @@ func idleSweep(ctx context.Context, srv *s3local.Server, nq int) (float64, float
 	const minutes = 5
 	var total store.Counts
 	for i := 1; i <= minutes; i++ {
-		rep, err := queue.New(s, queue.Options{}).Sweep(ctx, now.Add(time.Duration(i)*time.Minute), queue.SweepOptions{})
-		if err != nil {
+		counting := store.NewCounting(s)
+		if _, err := queues.NewQueue(counting, queue.Options{}, queues.Options{}).Sweep(ctx, now.Add(time.Duration(i)*time.Minute), queue.SweepOptions{}); err != nil {
 			return 0, 0, err
 		}
-		total = total.Add(rep.Requests)
+		total = total.Add(counting.Counts())
 	}
 	return float64(total.List) / minutes, float64(total.Total()) / minutes, nil
 }
@@ -113,11 +114,11 @@ func idleSweep(ctx context.Context, srv *s3local.Server, nq int) (float64, float
 // sweepOnce writes a backlog of n future deadline markers and expiring
 // overdue tasks in a fresh prefix of srv, and a task due in an hour in
 // each of queues-1 other queues, and sweeps once.
-func sweepOnce(ctx context.Context, srv *s3local.Server, n, expiring, queues int) (queue.SweepReport, error) {
+func sweepOnce(ctx context.Context, srv *s3local.Server, n, expiring, nq int) (queue.SweepReport, error) {
 	s := srv.Store(prefix())
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	q := queue.New(s, queue.Options{})
-	for i := 1; i < queues; i++ {
+	q := queues.NewQueue(s, queue.Options{}, queues.Options{})
+	for i := 1; i < nq; i++ {
 		req := queue.SubmitRequest{Queue: fmt.Sprintf("q%04d", i), TaskType: "bench", TTL: durp(time.Hour)}
 		if _, err := q.Submit(ctx, req, now); err != nil {
 			return queue.SweepReport{}, err
@@ -156,7 +157,11 @@ func sweepOnce(ctx context.Context, srv *s3local.Server, n, expiring, queues int
 		return queue.SweepReport{}, fmt.Errorf("write backlog: %w", err)
 	default:
 	}
-	rep, err := queue.New(s, queue.Options{}).Sweep(ctx, now.Add(2*time.Minute), queue.SweepOptions{})
+	// Every request of the sweeping process is counted, its reads of
+	// declarations too (SweepReport.Requests leaves them out).
+	counting := store.NewCounting(s)
+	rep, err := queues.NewQueue(counting, queue.Options{}, queues.Options{}).Sweep(ctx, now.Add(2*time.Minute), queue.SweepOptions{})
+	rep.Requests = counting.Counts()
 	if err != nil {
 		return rep, err
 	}

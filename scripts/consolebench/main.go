@@ -34,6 +34,7 @@ import (
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/devserver"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local"
 	"github.com/s3q/s3q/shared/s3local/faultproxy"
 	"github.com/s3q/s3q/shared/schedule"
@@ -122,10 +123,10 @@ type seeded struct{ pending, failed string }
 // the expired tasks through the API.
 func fill(ctx context.Context, api *client.Client, s3 *s3local.Server, n int) seeded {
 	for _, name := range []string{"bulk", "small"} {
-		_, _, err := api.DeclareQueue(ctx, queue.Declaration{Name: name})
+		_, _, err := api.DeclareQueue(ctx, queues.Declaration{Name: name})
 		check(err)
 	}
-	q := queue.New(s3.Store(""), queue.Options{})
+	q := queues.NewQueue(s3.Store(""), queue.Options{}, queues.Options{})
 	now := time.Now()
 	var out seeded
 	var mu sync.Mutex

@@ -21,6 +21,7 @@ import (
 	"github.com/s3q/s3q/shared/lambdafn/eventtest"
 	"github.com/s3q/s3q/shared/metrics/catalog"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store/s3store"
 )
@@ -524,7 +525,7 @@ func expiredTask(t *testing.T, w *world) (string, string) {
 func (w *world) library() *queue.Queue {
 	env := w.specs[lambdafn.SweepExpired].Env
 	shards, _ := strconv.Atoi(env["S3Q_SHARDS"])
-	return queue.New(s3store.New(setup.vgw.Client(), w.bucket, env["S3Q_PREFIX"]), queue.Options{Shards: shards})
+	return queues.NewQueue(s3store.New(setup.vgw.Client(), w.bucket, env["S3Q_PREFIX"]), queue.Options{}, queues.Options{Shards: shards})
 }
 
 // sweptAndPublished: the task expired, and its Task Expired event went to

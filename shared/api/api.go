@@ -36,6 +36,7 @@ import (
 
 	"github.com/s3q/s3q/shared/artifacts"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/reqcount"
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store"
@@ -117,6 +118,7 @@ var _ Artifacts = (*artifacts.Service)(nil)
 // API serves the task routes over one queue. It is safe for concurrent use.
 type API struct {
 	q      *queue.Queue
+	decls  *queues.Registry
 	opts   Options
 	now    func() time.Time
 	log    *slog.Logger
@@ -128,8 +130,9 @@ type API struct {
 
 var _ http.Handler = (*API)(nil)
 
-// New returns the API over q.
-func New(q *queue.Queue, opts Options) *API {
+// New returns the API over q and the registry of its declared queues,
+// made together (queues.Open; config.Config.Queue in a deployment).
+func New(q *queue.Queue, decls *queues.Registry, opts Options) *API {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -142,7 +145,7 @@ func New(q *queue.Queue, opts Options) *API {
 	if opts.MaxWait <= 0 {
 		opts.MaxWait = DefaultMaxWait
 	}
-	a := &API{q: q, opts: opts, now: opts.Now, log: opts.Logger, routes: table}
+	a := &API{q: q, decls: decls, opts: opts, now: opts.Now, log: opts.Logger, routes: table}
 	if len(opts.Routes) > 0 {
 		a.routes = selectRoutes(opts.Routes)
 	}

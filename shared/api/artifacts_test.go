@@ -27,7 +27,7 @@ func artifactEnv(t *testing.T, srv *s3local.Server) *env {
 	e := newEnv(t, srv.Store(prefix), api.Options{})
 	e.clock.Set(time.Now().UTC().Truncate(time.Second))
 	svc := artifacts.New(e.q, srv.Client(), srv.Bucket, prefix, artifacts.Options{TTL: time.Hour, MaxBytes: 1 << 20})
-	e.api = api.New(e.q, api.Options{Now: e.clock.Now, Logger: discard(), Artifacts: svc})
+	e.api = api.New(e.q, e.decls, api.Options{Now: e.clock.Now, Logger: discard(), Artifacts: svc})
 	return e
 }
 
@@ -200,7 +200,7 @@ func TestArtifactRoutesWithoutAServiceAre404(t *testing.T) {
 func TestOnSubmitSeesTheTasksASubmitCreated(t *testing.T) {
 	var got [][]queue.Task
 	e := newEnv(t, memstore.New(), api.Options{})
-	e.api = api.New(e.q, api.Options{Now: e.clock.Now, Logger: discard(), OnSubmit: func(tasks []queue.Task, now time.Time) {
+	e.api = api.New(e.q, e.decls, api.Options{Now: e.clock.Now, Logger: discard(), OnSubmit: func(tasks []queue.Task, now time.Time) {
 		if !now.Equal(t0) {
 			t.Errorf("OnSubmit at %s, want %s", now, t0)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/s3q/s3q/shared/api"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/reqcount"
 	"github.com/s3q/s3q/shared/store/memstore"
 )
@@ -17,8 +18,8 @@ import (
 // The API over a queue, served by net/http. On AWS the Lambda functions
 // of package lambdafn serve the same API from API Gateway events.
 func ExampleNew() {
-	q := queue.New(reqcount.Wrap(memstore.New()), queue.Options{})
-	srv := httptest.NewServer(api.New(q, api.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	q, decls := queues.Open(reqcount.Wrap(memstore.New()), queue.Options{}, queues.Options{})
+	srv := httptest.NewServer(api.New(q, decls, api.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	defer srv.Close()
 
 	resp, _ := http.Post(srv.URL+"/queues/default/tasks", "application/json", strings.NewReader(`{"task_type":"email.send","ttl":"1h"}`))

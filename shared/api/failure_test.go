@@ -104,7 +104,8 @@ func logLines(t *testing.T, b *bytes.Buffer) []map[string]any {
 
 // The zero Options serve, as the client's tests use them.
 func TestZeroOptions(t *testing.T) {
-	h := api.New(newEnv(t, memstore.New(), api.Options{}).q, api.Options{})
+	e := newEnv(t, memstore.New(), api.Options{})
+	h := api.New(e.q, e.decls, api.Options{})
 	var _ http.Handler = h
 	if got := api.Routes(); len(got) != 40 || got[0] != "GET /queues" || got[4] != "POST /queues/{queue}/tasks" {
 		t.Errorf("Routes() = %v", got)

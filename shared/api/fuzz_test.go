@@ -22,6 +22,7 @@ import (
 	"github.com/s3q/s3q/shared/api"
 	"github.com/s3q/s3q/shared/artifacts"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/reqcount"
 	"github.com/s3q/s3q/shared/store/memstore"
 )
@@ -51,7 +52,7 @@ func FuzzAPI(f *testing.F) {
 	f.Add("POST", "/queues/default/claim/wait", []byte(`{"wait":0.05,"max_tasks":2}`), "")
 	f.Fuzz(func(t *testing.T, method, target string, body []byte, header string) {
 		s := memstore.New()
-		q := queue.New(reqcount.Wrap(s), queue.Options{ListCacheFor: -1})
+		q, decls := queues.Open(reqcount.Wrap(s), queue.Options{ListCacheFor: -1}, queues.Options{})
 		ctx := context.Background()
 		pend, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "t", TTL: ptr(queue.Duration(time.Hour))}, t0)
 		if err != nil {
@@ -83,7 +84,7 @@ func FuzzAPI(f *testing.F) {
 			req.ContentLength = n
 		}
 
-		h := api.New(q, api.Options{
+		h := api.New(q, decls, api.Options{
 			Now:          func() time.Time { return t0 },
 			Logger:       slog.New(slog.NewJSONHandler(io.Discard, nil)),
 			MaxBodyBytes: 64 << 10,

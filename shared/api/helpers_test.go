@@ -17,6 +17,7 @@ import (
 	"github.com/s3q/s3q/shared/artifacts"
 	"github.com/s3q/s3q/shared/internal/jsonpath"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/reqcount"
 	"github.com/s3q/s3q/shared/s3local/s3localtest"
 	"github.com/s3q/s3q/shared/schedule"
@@ -73,6 +74,7 @@ type env struct {
 	t     *testing.T
 	store store.Store
 	q     *queue.Queue
+	decls *queues.Registry
 	api   *api.API
 	clock *clock
 	logs  *bytes.Buffer
@@ -84,14 +86,14 @@ func newEnv(t *testing.T, s store.Store, opts api.Options) *env {
 		s = memstore.New()
 	}
 	e := &env{t: t, store: s, clock: &clock{now: t0}, logs: &bytes.Buffer{}}
-	e.q = queue.New(reqcount.Wrap(s), queue.Options{ListCacheFor: -1})
+	e.q, e.decls = queues.Open(reqcount.Wrap(s), queue.Options{ListCacheFor: -1}, queues.Options{})
 	if opts.Now == nil {
 		opts.Now = e.clock.Now
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewJSONHandler(&lockedWriter{w: e.logs}, nil))
 	}
-	e.api = api.New(e.q, opts)
+	e.api = api.New(e.q, e.decls, opts)
 	return e
 }
 
@@ -101,7 +103,7 @@ func newEnv(t *testing.T, s store.Store, opts api.Options) *env {
 func newEnvEveryRoute(t *testing.T) *env {
 	t.Helper()
 	e := newEnv(t, nil, api.Options{})
-	e.api = api.New(e.q, api.Options{
+	e.api = api.New(e.q, e.decls, api.Options{
 		Now: e.clock.Now, Logger: discard(),
 		Schedules: schedule.New(e.q.Store(), e.q, schedule.Options{}),
 		Artifacts: artifacts.New(e.q, presigner, "bucket", "", artifacts.Options{}),

@@ -13,6 +13,7 @@ import (
 
 	"github.com/s3q/s3q/shared/api"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/memstore"
@@ -108,10 +109,10 @@ func (r *keyRecorder) GetVersion(ctx context.Context, key, versionID string) (st
 func TestOneQueuesRoutesTouchOnlyItsFolder(t *testing.T) {
 	rec := &keyRecorder{Store: memstore.New()}
 	clk := &clock{now: t0}
-	q := queue.New(rec, queue.Options{ListCacheFor: -1})
+	q, decls := queues.Open(rec, queue.Options{ListCacheFor: -1}, queues.Options{})
 	sc := schedule.New(rec, q, schedule.Options{})
 	e := &env{t: t, store: rec, q: q, clock: clk, logs: &bytes.Buffer{},
-		api: api.New(q, api.Options{Now: clk.Now, Schedules: sc, Logger: slog.New(slog.DiscardHandler)})}
+		api: api.New(q, decls, api.Options{Now: clk.Now, Schedules: sc, Logger: slog.New(slog.DiscardHandler)})}
 	ids := map[string][]string{}
 	for i := 0; i < 10; i++ {
 		name := fmt.Sprintf("q%d", i)

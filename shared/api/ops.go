@@ -27,9 +27,9 @@ func (a *API) setPaused(rq *request, paused bool) (reply, error) {
 	if err := decodeObject(rq.body, &struct{}{}, ""); err != nil {
 		return reply{}, err
 	}
-	op := a.q.ResumeQueue
+	op := a.decls.Resume
 	if paused {
-		op = a.q.PauseQueue
+		op = a.decls.Pause
 	}
 	d, err := op(rq.ctx, rq.queue, rq.now(a))
 	if err != nil {
@@ -45,7 +45,11 @@ type statsReply struct {
 // queueStats serves GET /queues/{queue}/stats: counts by status, the
 // oldest due pending task, the rare ends of the last hour.
 func (a *API) queueStats(rq *request) (reply, error) {
-	st, err := a.q.Stats(rq.ctx, rq.queue, rq.now(a))
+	d, err := a.decls.Get(rq.ctx, rq.queue, rq.now(a))
+	if err != nil {
+		return reply{}, err
+	}
+	st, err := a.q.Stats(rq.ctx, d.Settings(), rq.now(a))
 	if err != nil {
 		return reply{}, err
 	}

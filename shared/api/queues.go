@@ -7,13 +7,14 @@ import (
 	"sync"
 
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 )
 
 // The queue routes: PUT|GET|DELETE /queues/{queue} and
 // GET /queues.
 
 // queueBody is the body of PUT /queues/{queue}: the settable fields of a
-// queue.Declaration (its name is the path's).
+// queues.Declaration (its name is the path's).
 type queueBody struct {
 	TTL            *queue.Duration `json:"ttl"`
 	TTLFrom        queue.TTLFrom   `json:"ttl_from"`
@@ -28,7 +29,7 @@ type queueBody struct {
 
 // queueView is a declaration with its counts, when asked for.
 type queueView struct {
-	queue.Declaration
+	queues.Declaration
 	Counts *queue.QueueCounts `json:"counts,omitempty"`
 }
 
@@ -48,14 +49,14 @@ func (a *API) queueDeclare(rq *request) (reply, error) {
 	if err := decodeObject(rq.body, &body, ""); err != nil {
 		return reply{}, err
 	}
-	var target *queue.Target
+	var target *queues.Target
 	if len(body.Target) > 0 && string(body.Target) != "null" {
-		target = &queue.Target{}
+		target = &queues.Target{}
 		if err := decodeObject(body.Target, target, "target."); err != nil {
 			return reply{}, err
 		}
 	}
-	d, created, err := a.q.Declare(rq.ctx, queue.Declaration{
+	d, created, err := a.decls.Declare(rq.ctx, queues.Declaration{
 		Name: rq.queue, TTL: body.TTL, TTLFrom: body.TTLFrom, MaxAttempts: body.MaxAttempts,
 		Timeout: body.Timeout, Shards: body.Shards, MaxConcurrency: body.MaxConcurrency, Target: target,
 	}, rq.now(a))
@@ -71,11 +72,11 @@ func (a *API) queueDeclare(rq *request) (reply, error) {
 
 // queueGet serves GET /queues/{queue}: the declaration with its counts.
 func (a *API) queueGet(rq *request) (reply, error) {
-	d, err := a.q.GetQueue(rq.ctx, rq.queue, rq.now(a))
+	d, err := a.decls.Get(rq.ctx, rq.queue, rq.now(a))
 	if err != nil {
 		return reply{}, err
 	}
-	c, err := a.q.CountQueue(rq.ctx, d, rq.now(a))
+	c, err := a.q.CountQueue(rq.ctx, d.Settings(), rq.now(a))
 	if err != nil {
 		return reply{}, err
 	}
@@ -88,7 +89,7 @@ func (a *API) queueDelete(rq *request) (reply, error) {
 	if err := decodeObject(rq.body, &struct{}{}, ""); err != nil {
 		return reply{}, err
 	}
-	if err := a.q.DeleteQueue(rq.ctx, rq.queue, rq.now(a)); err != nil {
+	if err := a.decls.Delete(rq.ctx, rq.queue, rq.now(a)); err != nil {
 		return reply{}, err
 	}
 	return reply{status: http.StatusNoContent}, nil
@@ -102,7 +103,7 @@ const maxCountedQueues = 100
 // name, each with its counts unless counts=false (they cost LISTs: see
 // queue.Queue.CountQueue; at most maxCountedQueues a page with counts).
 func (a *API) queueList(rq *request) (reply, error) {
-	req := queue.ListQueuesRequest{Cursor: rq.query["cursor"]}
+	req := queues.ListRequest{Cursor: rq.query["cursor"]}
 	var err error
 	if req.Limit, err = queryLimit(rq); err != nil {
 		return reply{}, err
@@ -116,7 +117,7 @@ func (a *API) queueList(rq *request) (reply, error) {
 	if counts && req.Limit > maxCountedQueues {
 		return reply{}, badInput("limit", "is at most %d with counts (each costs LISTs); add counts=false for up to 1000", maxCountedQueues)
 	}
-	res, err := a.q.ListQueues(rq.ctx, req)
+	res, err := a.decls.List(rq.ctx, req)
 	if err != nil {
 		return reply{}, err
 	}
@@ -138,7 +139,7 @@ func (a *API) queueList(rq *request) (reply, error) {
 			sem <- struct{}{}
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				c, err := a.q.CountQueue(rq.ctx, out.Queues[i].Declaration, now)
+				c, err := a.q.CountQueue(rq.ctx, out.Queues[i].Declaration.Settings(), now)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/s3q/s3q/shared/api"
 	"github.com/s3q/s3q/shared/artifacts"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/reqcount"
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store/memstore"
@@ -107,8 +108,8 @@ func withArtifacts(o *api.Options) { o.Artifacts = noSign{} }
 
 func TestUndeclaredQueueIs404UnlessAutoDeclared(t *testing.T) {
 	s := memstore.New()
-	q := queue.New(reqcount.Wrap(s), queue.Options{RequireDeclared: true})
-	h := api.New(q, api.Options{Schedules: schedule.New(s, q, schedule.Options{})})
+	q, decls := queues.Open(reqcount.Wrap(s), queue.Options{}, queues.Options{RequireDeclared: true})
+	h := api.New(q, decls, api.Options{Schedules: schedule.New(s, q, schedule.Options{})})
 	do := func(method, path, body string) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
@@ -151,9 +152,9 @@ func TestUndeclaredQueueIs404UnlessAutoDeclared(t *testing.T) {
 // 404 and unchanged.
 func TestScheduleUnderAnotherQueueIs404(t *testing.T) {
 	s := memstore.New()
-	q := queue.New(s, queue.Options{})
+	q, decls := queues.Open(s, queue.Options{}, queues.Options{})
 	sc := schedule.New(s, q, schedule.Options{})
-	h := api.New(q, api.Options{Schedules: sc})
+	h := api.New(q, decls, api.Options{Schedules: sc})
 	do := func(method, path, body string) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
 		req := httptest.NewRequest(method, path, strings.NewReader(body))

@@ -56,7 +56,7 @@ func (a *API) inQueue(rq *request, req *schedule.Request) error {
 	default:
 		return badInput("queue", "is %q, but the request is addressed to queue %q", clip(req.Queue), rq.queue)
 	}
-	return a.q.CheckQueue(rq.ctx, rq.queue, rq.now(a))
+	return a.decls.Check(rq.ctx, rq.queue, rq.now(a))
 }
 
 // notInQueue is the 404 of a schedule s addressed under another queue than

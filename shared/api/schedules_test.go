@@ -15,7 +15,7 @@ import (
 func scheduleEnv(t *testing.T) *env {
 	t.Helper()
 	e := newEnv(t, gofakes3Store(t), api.Options{})
-	e.api = api.New(e.q, api.Options{
+	e.api = api.New(e.q, e.decls, api.Options{
 		Now: e.clock.Now, Logger: slog.New(slog.NewJSONHandler(&lockedWriter{w: e.logs}, nil)),
 		Schedules: schedule.New(e.q.Store(), e.q, schedule.Options{}),
 	})

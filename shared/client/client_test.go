@@ -17,6 +17,7 @@ import (
 	"github.com/s3q/s3q/shared/api"
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local"
 	"github.com/s3q/s3q/shared/s3local/s3localtest"
 )
@@ -31,8 +32,8 @@ var ctx = context.Background()
 // the queue behind it.
 func newAPI(t *testing.T, srv *s3local.Server) (*client.Client, *queue.Queue) {
 	t.Helper()
-	q := queue.New(s3localtest.NewStore(t, srv), queue.Options{})
-	ts := httptest.NewServer(api.New(q, api.Options{Logger: slog.New(slog.DiscardHandler)}))
+	q, decls := queues.Open(s3localtest.NewStore(t, srv), queue.Options{}, queues.Options{})
+	ts := httptest.NewServer(api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)}))
 	t.Cleanup(ts.Close)
 	c, err := client.New(ctx, ts.URL, client.Options{})
 	if err != nil {
@@ -170,11 +171,11 @@ func TestClientAgainstTheAPI(t *testing.T) {
 					t.Errorf("get under qa: %v", err)
 				}
 				ttl := queue.Duration(time.Hour)
-				info, created, err := c.DeclareQueue(ctx, queue.Declaration{Name: "qc", TTL: &ttl, MaxConcurrency: 2})
+				info, created, err := c.DeclareQueue(ctx, queues.Declaration{Name: "qc", TTL: &ttl, MaxConcurrency: 2})
 				if err != nil || !created || info.MaxConcurrency != 2 {
 					t.Fatalf("declare: %+v %v %v", info, created, err)
 				}
-				if _, created, err := c.DeclareQueue(ctx, queue.Declaration{Name: "qc", MaxConcurrency: 3}); err != nil || created {
+				if _, created, err := c.DeclareQueue(ctx, queues.Declaration{Name: "qc", MaxConcurrency: 3}); err != nil || created {
 					t.Fatalf("redeclare: %v %v", created, err)
 				}
 				if got, err := c.GetQueue(ctx, "qa"); err != nil || got.Counts == nil || got.Counts.Live != 1 {

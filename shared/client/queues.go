@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 )
 
 // Queue routes of the API: PUT|GET|DELETE /queues/{queue},
@@ -13,7 +14,7 @@ import (
 // QueueInfo is a declared queue as the API returns it: the declaration
 // and, when asked for, its counts.
 type QueueInfo struct {
-	queue.Declaration
+	queues.Declaration
 	Counts *queue.QueueCounts `json:"counts,omitempty"`
 }
 
@@ -25,13 +26,13 @@ type queueBody struct {
 	Timeout        *queue.Duration `json:"timeout,omitempty"`
 	Shards         int             `json:"shards,omitempty"`
 	MaxConcurrency int             `json:"max_concurrency,omitempty"`
-	Target         *queue.Target   `json:"target,omitempty"`
+	Target         *queues.Target  `json:"target,omitempty"`
 }
 
 // DeclareQueue creates the queue d.Name, or replaces its settings (the
 // fields of d a caller may set; shards cannot change). It returns the
 // stored declaration and whether it was created.
-func (c *Client) DeclareQueue(ctx context.Context, d queue.Declaration) (QueueInfo, bool, error) {
+func (c *Client) DeclareQueue(ctx context.Context, d queues.Declaration) (QueueInfo, bool, error) {
 	var res struct {
 		Queue QueueInfo `json:"queue"`
 	}

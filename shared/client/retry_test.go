@@ -17,6 +17,7 @@ import (
 	"github.com/s3q/s3q/shared/api"
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store/memstore"
 )
 
@@ -33,8 +34,8 @@ type flaky struct {
 
 func newFlaky(t *testing.T, plan ...string) (*flaky, *client.Client) {
 	t.Helper()
-	q := queue.New(memstore.New(), queue.Options{ListCacheFor: -1})
-	f := &flaky{t: t, q: q, api: api.New(q, api.Options{Logger: slog.New(slog.DiscardHandler)}), plan: plan}
+	q, decls := queues.Open(memstore.New(), queue.Options{ListCacheFor: -1}, queues.Options{})
+	f := &flaky{t: t, q: q, api: api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)}), plan: plan}
 	ts := httptest.NewServer(f)
 	t.Cleanup(ts.Close)
 	c, err := client.New(ctx, ts.URL, client.Options{RetryBackoff: time.Millisecond})
@@ -163,8 +164,8 @@ func TestClientRetriesSubmitsWithTheSameID(t *testing.T) {
 	})
 
 	t.Run("retries_give_up_after_max_retries", func(t *testing.T) {
-		q := queue.New(memstore.New(), queue.Options{})
-		f := &flaky{t: t, q: q, api: api.New(q, api.Options{Logger: slog.New(slog.DiscardHandler)}), plan: []string{"503", "503", "503"}}
+		q, decls := queues.Open(memstore.New(), queue.Options{}, queues.Options{})
+		f := &flaky{t: t, q: q, api: api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)}), plan: []string{"503", "503", "503"}}
 		ts := httptest.NewServer(f)
 		defer ts.Close()
 		c, _ := client.New(ctx, ts.URL, client.Options{MaxRetries: 2, RetryBackoff: time.Millisecond})

@@ -9,7 +9,7 @@
 //	                       S3 only, never EventBridge
 //	AWS_REGION             the bucket's region (else the SDK's default chain)
 //	S3Q_DEFAULT_TTL        global default time to live: "90s", "30m", "1h", "7d"; empty or 0 for none
-//	S3Q_SHARDS             index prefixes per queue, 1-256; every process must agree (default 1)
+//	S3Q_SHARDS             index prefixes per queue, 1-16; every process must agree (default 1)
 //	S3Q_LOG_LEVEL          debug, info, warn or error (default info)
 //	S3Q_EVENT_BUS          EventBridge bus for the sweep's Task Expired and Task Dead-Lettered
 //	                       events; none: the events go to the log
@@ -59,6 +59,7 @@ import (
 	"github.com/s3q/s3q/shared/artifacts"
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 )
 
 // The environment variables FromEnv reads.
@@ -140,7 +141,7 @@ type Config struct {
 	// Defaults to false: such a submit is 404 queue_not_found.
 	AutoDeclare bool
 	// MaxQueues is the most queues the deployment declares. Defaults to
-	// queue.DefaultMaxQueues (1,000).
+	// 1,000.
 	MaxQueues int
 	// AllowInsecureTargets accepts http:// push targets. Defaults to false.
 	AllowInsecureTargets bool
@@ -156,9 +157,9 @@ type Config struct {
 	// one makes up to that many). Defaults to 0: dispatch.DefaultMaxInFlight (64).
 	DispatchMaxInFlight int
 	// CheckTarget is the declaration's check of a push target
-	// (queue.Options.CheckTarget). Not read from the environment: the
+	// (queues.Options.CheckTarget). Not read from the environment: the
 	// process sets it (lambdafn.Build, from PushPolicy). Defaults to none.
-	CheckTarget func(ctx context.Context, queue string, target queue.Target) error
+	CheckTarget func(ctx context.Context, queue string, target queues.Target) error
 	// DispatchFunction is the dispatch function the submit function wakes
 	// (asynchronous Invoke) for a task due now. Defaults to none.
 	DispatchFunction string
@@ -355,8 +356,8 @@ func (r *envReader) readLimits(c *Config) {
 	}
 	if s := r.get(EnvPushConcurrency); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > queue.MaxConcurrencyCap {
-			r.bad(EnvPushConcurrency, "%q is not a number of deliveries from 1 to %d", s, queue.MaxConcurrencyCap)
+		if err != nil || n < 1 || n > queues.MaxConcurrency {
+			r.bad(EnvPushConcurrency, "%q is not a number of deliveries from 1 to %d", s, queues.MaxConcurrency)
 		} else {
 			c.DispatchMaxInFlight = n
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/s3q/s3q/shared/artifacts"
 	"github.com/s3q/s3q/shared/events"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/reqcount"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/s3store"
@@ -42,35 +43,49 @@ func (c Config) Store(ctx context.Context) (store.Store, error) {
 	return s3store.New(client, c.Bucket, c.Prefix), nil
 }
 
-// Queue returns the queue over s with the configuration's shards and
-// default TTL, and the per-task-type defaults of config/task_types.json in
-// the bucket (tasktypes.Source, read at most every 30s). The store is
-// wrapped by reqcount.Wrap, so each HTTP request and timer run can log the
-// S3 requests it made (the defaults' reads included); Queue.Store()
-// returns the wrapper.
-func (c Config) Queue(s store.Store) *queue.Queue {
+// Queue returns the queue over s and the registry of its declared queues
+// (package queues), wired together (queues.Open): the configuration's
+// shards, whether queues must be declared, the queue limit and the push
+// target checks for the declarations; its default TTL and the
+// per-task-type defaults of config/task_types.json in the bucket
+// (tasktypes.Source, read at most every 30s) for the tasks. Every s3q
+// process builds its queue here, so none skips the declarations. The
+// store is wrapped by reqcount.Wrap, so each HTTP request and timer run
+// can log the S3 requests it made (the declarations' and defaults' reads
+// included); Queue.Store() returns the wrapper.
+//
+// tune, when given, changes the queue's options after the
+// configuration's (a dispatcher's shorter listing cache).
+func (c Config) Queue(s store.Store, tune ...func(*queue.Options)) (*queue.Queue, *queues.Registry) {
 	w := reqcount.Wrap(s)
-	return queue.New(w, queue.Options{
+	opts := queue.Options{
+		DefaultTTL:   c.DefaultTTL,
+		TypeDefaults: tasktypes.NewSource(w, 0),
+		// A complete answers after its one write; the marker it no longer
+		// needs goes after the answer (a hint: one left behind is repaired).
+		BackgroundCleanup: true,
+	}
+	for _, fn := range tune {
+		fn(&opts)
+	}
+	return queues.Open(w, opts, queues.Options{
 		Shards:               c.Shards,
-		DefaultTTL:           c.DefaultTTL,
-		TypeDefaults:         tasktypes.NewSource(w, 0),
 		RequireDeclared:      !c.AutoDeclare,
 		MaxQueues:            c.MaxQueues,
 		AllowInsecureTargets: c.AllowInsecureTargets,
 		CheckTarget:          c.CheckTarget,
-		// A complete answers after its one write; the marker it no longer
-		// needs goes after the answer (a hint: one left behind is repaired).
-		BackgroundCleanup: true,
 	})
 }
 
-// Open returns the store and the queue over it.
-func (c Config) Open(ctx context.Context) (store.Store, *queue.Queue, error) {
+// Open returns the store, the queue over it and the registry of its
+// declared queues (Queue).
+func (c Config) Open(ctx context.Context) (store.Store, *queue.Queue, *queues.Registry, error) {
 	s, err := c.Store(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return s, c.Queue(s), nil
+	q, reg := c.Queue(s)
+	return s, q, reg, nil
 }
 
 // Artifacts returns the service that hands out presigned artifact URLs

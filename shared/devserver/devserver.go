@@ -30,6 +30,7 @@ import (
 	"github.com/s3q/s3q/shared/events"
 	"github.com/s3q/s3q/shared/lambdafn"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/ui"
 )
 
@@ -88,7 +89,7 @@ type Options struct {
 	// woken at once by a submit of a task due now, staying with a queue
 	// whose next task is due within a minute, and every TickInterval. URL
 	// targets may be http:// here. Defaults to none.
-	PushQueues []queue.Declaration
+	PushQueues []queues.Declaration
 	// PushBindings, when not nil, are the only targets each queue may
 	// declare (S3Q_PUSH_BINDINGS). Defaults to nil: any target.
 	PushBindings dispatch.Bindings
@@ -175,11 +176,11 @@ func Run(ctx context.Context, opts Options) error {
 	local := deps.Waker.(*dispatch.Local) // what Parts.Local wakes dispatch with
 	defer local.Wait()
 	for _, d := range opts.PushQueues {
-		if cur, err := deps.Queue.GetQueue(ctx, d.Name, time.Now()); err == nil && d.Target != nil {
+		if cur, err := deps.Queues.Get(ctx, d.Name, time.Now()); err == nil && d.Target != nil {
 			cur.Target = d.Target // a queue kept in --data-dir keeps its other settings
 			d = cur
 		}
-		if _, _, err := deps.Queue.Declare(ctx, d, time.Now()); err != nil {
+		if _, _, err := deps.Queues.Declare(ctx, d, time.Now()); err != nil {
 			return fmt.Errorf("devserver: declare push queue %s: %w", d.Name, err)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/s3q/s3q/shared/devserver"
 	"github.com/s3q/s3q/shared/dispatch"
-	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/worker"
 )
 
@@ -38,7 +38,7 @@ func TestDevServerPushesTasksToTheirTarget(t *testing.T) {
 	targetURL = target.URL
 	d := start(t, devserver.Options{
 		TickInterval: time.Hour,
-		PushQueues:   []queue.Declaration{{Name: "orders", Target: &queue.Target{URL: target.URL, Secret: "dev"}}},
+		PushQueues:   []queues.Declaration{{Name: "orders", Target: &queues.Target{URL: target.URL, Secret: "dev"}}},
 		PushSecrets:  map[string]string{"dev": "sekrit"},
 	})
 	// A declared queue with a target is a push queue too.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/memstore"
 	"github.com/s3q/s3q/shared/store/storefault"
@@ -48,7 +49,7 @@ func TestALambdaInvokeThatBreaksAfterReachingTheFunctionIsNotSentAgain(t *testin
 				}
 			}))
 			defer srv.Close()
-			e := newEnv(memstore.New(), dispatch.PushQueue{Name: "fn", Target: queue.Target{Lambda: "target"}})
+			e := newEnv(memstore.New(), dispatch.PushQueue{Name: "fn", Target: queues.Target{Lambda: "target"}})
 			task := e.submit(t, queue.SubmitRequest{MaxAttempts: 5})
 			run(t, e.dispatcher(e.st, &dispatch.Lambda{Client: lambdaClient(srv.URL)}), "")
 			mu.Lock()
@@ -87,7 +88,7 @@ func TestAnOutcomeWriteThatFailsOnceIsRetriedAndTheTaskIsNotDeliveredAgain(t *te
 						}
 						fmt.Fprint(w, `{"ok":true}`)
 					})
-					e.pq.Target = queue.Target{URL: tg.srv.URL, Secret: "s3q/secret"}
+					e.pq.Target = queues.Target{URL: tg.srv.URL, Secret: "s3q/secret"}
 					e.pq.Timeout = queue.Duration(10 * time.Second)
 					task := e.submit(t, queue.SubmitRequest{MaxAttempts: 5})
 					before := e.clk.Now()
@@ -156,7 +157,7 @@ func TestAURLTargetOnLoopbackOrLinkLocalIsRefusedOutsideDev(t *testing.T) {
 		"https://[64:ff9b::7f00:1]:1/", "https://[64:ff9b::a9fe:a9fe]/latest/meta-data/", "https://[64:ff9b:1::a9fe:a9fe]/",
 		"https://[2002:7f00:1::1]:1/", "https://[2002:a9fe:a9fe::1]/latest/meta-data/"} {
 		t.Run(url, func(t *testing.T) {
-			e := newEnv(memstore.New(), dispatch.PushQueue{Name: "push", Target: queue.Target{URL: url, Secret: "s3q/secret"}})
+			e := newEnv(memstore.New(), dispatch.PushQueue{Name: "push", Target: queues.Target{URL: url, Secret: "s3q/secret"}})
 			task := e.submit(t, queue.SubmitRequest{MaxAttempts: 5})
 			h := dispatch.NewHTTP(dispatch.StaticSecrets{"s3q/secret": secret}, false)
 			tr, _ := h.Client.Transport.(*http.Transport)
@@ -207,11 +208,11 @@ func TestTheMinuteRulesRunOverAnIdleDeploymentMakesTheREADMEsRequests(t *testing
 	e := newEnv(st, dispatch.PushQueue{Name: "push"})
 	e.pq = httpQueue("http://127.0.0.1:1/", 10*time.Second)
 	e.declare()
-	if _, _, err := e.q.Declare(context.Background(), queue.Declaration{Name: "pull"}, e.clk.Now()); err != nil {
+	if _, _, err := e.decls.Declare(context.Background(), queues.Declaration{Name: "pull"}, e.clk.Now()); err != nil {
 		t.Fatal(err)
 	}
-	q := queue.New(st, queue.Options{ListCacheFor: 100 * time.Millisecond})
-	d := dispatch.New(q, dispatch.NewDeclared(q, 0), dispatch.Options{
+	q, decls := queues.Open(st, queue.Options{ListCacheFor: 100 * time.Millisecond}, queues.Options{})
+	d := dispatch.New(q, dispatch.NewDeclared(decls, 0), dispatch.Options{
 		Now: e.clk.Now, Soon: -1, Logger: slog.New(slog.DiscardHandler), RecheckAfter: 150 * time.Millisecond,
 	})
 	per := idleRuns(t, e, st, d)
@@ -240,7 +241,7 @@ func TestALambdaHandlersPlainTextOutputCompletesTheTaskOnce(t *testing.T) {
 			},
 		})),
 	})
-	e := newEnv(memstore.New(), dispatch.PushQueue{Name: "fn", Target: queue.Target{Lambda: "target"}})
+	e := newEnv(memstore.New(), dispatch.PushQueue{Name: "fn", Target: queues.Target{Lambda: "target"}})
 	task := e.submit(t, queue.SubmitRequest{TaskType: "text", MaxAttempts: 3})
 	d := e.dispatcher(e.st, &dispatch.Lambda{Client: lambdaClient(le.srv.URL)})
 	for range 3 {
@@ -561,7 +562,7 @@ func TestADeliveryCarriesNoTokenButItsLeasesAndNoRecordInternals(t *testing.T) {
 			r.Body = io.NopCloser(strings.NewReader(string(b)))
 			seen.ServeHTTP(w, r)
 		})
-		e.pq.Target = queue.Target{URL: tg.srv.URL, Secret: "s3q/secret"}
+		e.pq.Target = queues.Target{URL: tg.srv.URL, Secret: "s3q/secret"}
 		e.pq.Timeout = queue.Duration(10 * time.Second)
 		e.pq.MaxConcurrency = 1
 		e.declare()
@@ -588,8 +589,8 @@ func TestADeliveryCarriesNoTokenButItsLeasesAndNoRecordInternals(t *testing.T) {
 // nothing and costs one GET, then none while the answer is cached.
 func TestAWakeForAnUndeclaredQueueCostsOneGetThenNone(t *testing.T) {
 	st := store.NewCounting(memstore.New())
-	q := queue.New(st, queue.Options{})
-	d := dispatch.New(q, dispatch.NewDeclared(q, 0), dispatch.Options{Logger: slog.New(slog.DiscardHandler), RecheckAfter: 150 * time.Millisecond})
+	q, decls := queues.Open(st, queue.Options{}, queues.Options{})
+	d := dispatch.New(q, dispatch.NewDeclared(decls, 0), dispatch.Options{Logger: slog.New(slog.DiscardHandler), RecheckAfter: 150 * time.Millisecond})
 	for i := range 3 {
 		rep, err := d.Run(context.Background(), "nope", time.Time{})
 		if err != nil || rep.Queues != 0 {
@@ -614,12 +615,12 @@ func TestTheMinuteRulesIdleCostDoesNotGrowWithPullQueues(t *testing.T) {
 		e.pq = httpQueue("http://127.0.0.1:1/", 10*time.Second)
 		e.declare()
 		for i := range 20 {
-			if _, _, err := e.q.Declare(context.Background(), queue.Declaration{Name: fmt.Sprintf("pull-%02d", i)}, e.clk.Now()); err != nil {
+			if _, _, err := e.decls.Declare(context.Background(), queues.Declaration{Name: fmt.Sprintf("pull-%02d", i)}, e.clk.Now()); err != nil {
 				t.Fatal(err)
 			}
 		}
-		q := queue.New(st, queue.Options{ListCacheFor: 100 * time.Millisecond})
-		targets := dispatch.NewDeclared(q, 0)
+		q, decls := queues.Open(st, queue.Options{ListCacheFor: 100 * time.Millisecond}, queues.Options{})
+		targets := dispatch.NewDeclared(decls, 0)
 		d := dispatch.New(q, targets, dispatch.Options{Now: e.clk.Now, Soon: -1, Logger: slog.New(slog.DiscardHandler)})
 		per := idleRuns(t, e, st, d)
 		if per[1] > 4 || per[2] > 4 {
@@ -627,8 +628,8 @@ func TestTheMinuteRulesIdleCostDoesNotGrowWithPullQueues(t *testing.T) {
 		}
 		// A new push queue, and a changed target, are found by the next run.
 		timeout := queue.Duration(10 * time.Second)
-		if _, _, err := e.q.Declare(context.Background(), queue.Declaration{Name: "pull-00", Timeout: &timeout,
-			Target: &queue.Target{URL: "http://127.0.0.1:2/", Secret: "s3q/secret"}}, e.clk.Now()); err != nil {
+		if _, _, err := e.decls.Declare(context.Background(), queues.Declaration{Name: "pull-00", Timeout: &timeout,
+			Target: &queues.Target{URL: "http://127.0.0.1:2/", Secret: "s3q/secret"}}, e.clk.Now()); err != nil {
 			t.Fatal(err)
 		}
 		e.clk.Advance(time.Minute)

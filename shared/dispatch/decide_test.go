@@ -10,6 +10,7 @@ import (
 
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 )
 
 func TestHTTPAnswersDecideTheOutcome(t *testing.T) {
@@ -48,22 +49,22 @@ func TestOutputKeepsJSONAndQuotesText(t *testing.T) {
 
 func TestTargetsAreValidatedNamingTheField(t *testing.T) {
 	for _, c := range []struct {
-		t     queue.Target
+		t     queues.Target
 		http  bool
 		field string
 	}{
-		{queue.Target{}, false, "target"},
-		{queue.Target{Lambda: "f", URL: "https://x"}, false, "target.url"},
-		{queue.Target{URL: "http://x/", Secret: "s"}, false, "target.url"},
-		{queue.Target{URL: "https://x/"}, false, "target.secret"},
-		{queue.Target{Lambda: "f", Secret: "s"}, false, "target.secret"},
+		{queues.Target{}, false, "target"},
+		{queues.Target{Lambda: "f", URL: "https://x"}, false, "target.url"},
+		{queues.Target{URL: "http://x/", Secret: "s"}, false, "target.url"},
+		{queues.Target{URL: "https://x/"}, false, "target.secret"},
+		{queues.Target{Lambda: "f", Secret: "s"}, false, "target.secret"},
 	} {
 		err := c.t.Validate(c.http)
 		if err == nil || !strings.Contains(err.Error(), c.field) {
 			t.Errorf("%+v: %v, want it to name %s", c.t, err, c.field)
 		}
 	}
-	if err := (queue.Target{URL: "http://127.0.0.1:9000/", Secret: "s"}).Validate(true); err != nil {
+	if err := (queues.Target{URL: "http://127.0.0.1:9000/", Secret: "s"}).Validate(true); err != nil {
 		t.Errorf("http in dev: %v", err)
 	}
 }
@@ -104,7 +105,7 @@ func TestSubmitWakesAtMostOncePerQueueAndSecond(t *testing.T) {
 	clock := now
 	rec := &recorder{}
 	w := &dispatch.Limited{Next: rec, Now: func() time.Time { return clock }}
-	targets := fixed{"push": {Name: "push", Target: queue.Target{Lambda: "f"}}}
+	targets := fixed{"push": {Name: "push", Target: queues.Target{Lambda: "f"}}}
 	task := func(q string, avail time.Time, st queue.Status) queue.Task {
 		return queue.Task{Queue: q, AvailableAt: avail, Status: st}
 	}

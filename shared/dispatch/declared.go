@@ -2,14 +2,12 @@ package dispatch
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
-	"github.com/s3q/s3q/shared/store"
+	"github.com/s3q/s3q/shared/queues"
 )
 
 // DefaultDeclaredCacheFor is how long Declared keeps what it read.
@@ -22,14 +20,14 @@ const DefaultDeclaredCacheFor = 30 * time.Second
 // that many deliveries of the queue at once.
 //
 // The list is read at most once per CacheFor: one LIST of the push
-// queues' index (targets/, written with every declaration that has a
-// target) per 1,000 push queues, and a GET of the entry and of the
+// queues' index (queues.Registry.PushTargets: targets/, written with
+// every declaration that has a target) per 1,000 push queues, and a GET of the entry and of the
 // declaration (q/{queue}/queue.json) of each that is new or whose ETag
 // changed since the last listing (so a warm dispatcher's idle cost does
 // not grow with the queues, pull or push); one queue's declaration at
 // most once per CacheFor too.
 type Declared struct {
-	q        *queue.Queue
+	decls    *queues.Registry
 	cacheFor time.Duration
 
 	mu     sync.Mutex
@@ -58,18 +56,18 @@ type declaredEntry struct {
 
 var _ Targets = (*Declared)(nil)
 
-// NewDeclared returns the push queues declared in q's store; cacheFor <= 0
+// NewDeclared returns the push queues declared in decls; cacheFor <= 0
 // means DefaultDeclaredCacheFor.
-func NewDeclared(q *queue.Queue, cacheFor time.Duration) *Declared {
+func NewDeclared(decls *queues.Registry, cacheFor time.Duration) *Declared {
 	if cacheFor <= 0 {
 		cacheFor = DefaultDeclaredCacheFor
 	}
-	return &Declared{q: q, cacheFor: cacheFor, one: map[string]declaredEntry{}}
+	return &Declared{decls: decls, cacheFor: cacheFor, one: map[string]declaredEntry{}}
 }
 
-// FromDeclaration returns the push queue of a declaration, and false when
+// fromDeclaration returns the push queue of a declaration, and false when
 // it has no target.
-func FromDeclaration(d queue.Declaration) (PushQueue, bool) {
+func fromDeclaration(d queues.Declaration) (PushQueue, bool) {
 	if d.Target == nil {
 		return PushQueue{}, false
 	}
@@ -91,15 +89,11 @@ func (s *Declared) PushQueues(ctx context.Context, now time.Time) ([]PushQueue, 
 	s.mu.Unlock()
 	var out []PushQueue
 	byETag := map[string]etagEntry{}
-	st := s.q.Store()
-	for it, err := range store.All(ctx, st, queue.PrefixTargets) {
+	for it, err := range s.decls.PushTargets(ctx) {
 		if err != nil {
-			return nil, fmt.Errorf("list push queues: %w", err)
+			return nil, err
 		}
-		name := queue.QueueOfTargetKey(it.Key)
-		if name == "" {
-			continue
-		}
+		name := it.Queue
 		e, ok := prev[name]
 		if !ok || it.ETag == "" || e.etag != it.ETag {
 			// New or changed since the last listing: read it.
@@ -120,32 +114,24 @@ func (s *Declared) PushQueues(ctx context.Context, now time.Time) ([]PushQueue, 
 	return append([]PushQueue(nil), out...), nil
 }
 
-// readTarget reads a push queue's entry in the index (queue.TargetKey)
-// and its declaration. The entry is written before the declaration: a
-// declaration older than its entry is not written yet, and is kept under
-// no ETag, so that the next listing reads it again.
+// readTarget reads a push queue's entry in the index and its
+// declaration (queues.Registry.PushTarget). The entry is written before
+// the declaration: a declaration older than its entry is not written
+// yet, and is kept under no ETag, so that the next listing reads it
+// again.
 func (s *Declared) readTarget(ctx context.Context, name, etag string, now time.Time) (etagEntry, error) {
 	e := etagEntry{etag: etag}
-	obj, err := s.q.Store().Get(ctx, queue.TargetKey(name))
-	if errors.Is(err, store.ErrNotFound) {
-		return etagEntry{}, nil // deleted since the LIST
-	}
-	if err != nil {
-		return etagEntry{}, fmt.Errorf("read push queue %s: %w", name, err)
-	}
-	var note queue.TargetNote
-	_ = json.Unmarshal(obj.Body, &note)
-	d, err := s.q.GetQueue(ctx, name, now)
+	d, current, err := s.decls.PushTarget(ctx, name, now)
 	switch {
 	case errors.Is(err, queue.ErrQueueNotFound):
-		return e, nil
+		return e, nil // deleted since the LIST
 	case err != nil:
 		return etagEntry{}, err
 	}
-	if d.UpdatedAt.Before(note.UpdatedAt) {
+	if !current {
 		e.etag = "" // its write is in flight, or failed: read it again next time
 	}
-	e.p, e.ok = FromDeclaration(d)
+	e.p, e.ok = fromDeclaration(d)
 	return e, nil
 }
 
@@ -157,7 +143,7 @@ func (s *Declared) PushQueue(ctx context.Context, name string, now time.Time) (P
 	if ok && now.Sub(e.at) < s.cacheFor && !now.Before(e.at) {
 		return e.p, e.ok, nil
 	}
-	d, err := s.q.GetQueue(ctx, name, now)
+	d, err := s.decls.Get(ctx, name, now)
 	switch {
 	case errors.Is(err, queue.ErrQueueNotFound):
 		e = declaredEntry{at: now}
@@ -165,7 +151,7 @@ func (s *Declared) PushQueue(ctx context.Context, name string, now time.Time) (P
 		return PushQueue{}, false, err
 	default:
 		e = declaredEntry{at: now}
-		e.p, e.ok = FromDeclaration(d)
+		e.p, e.ok = fromDeclaration(d)
 	}
 	s.mu.Lock()
 	if len(s.one) > 10000 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/s3q/s3q/shared/internal/clip"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store"
 )
 
@@ -84,7 +85,7 @@ type Result struct {
 // return by ctx's deadline (the delivery's deadline): a delivery cut by
 // it is a Lapse.
 type Deliverer interface {
-	Deliver(ctx context.Context, target queue.Target, d Delivery) Result
+	Deliver(ctx context.Context, target queues.Target, d Delivery) Result
 }
 
 // inflight are the deliveries of one queue a drain has started.

@@ -49,6 +49,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store"
 )
 
@@ -66,12 +67,12 @@ const (
 )
 
 // PushQueue is a queue whose tasks are pushed: a declared queue with a
-// target (FromDeclaration).
+// target (fromDeclaration).
 type PushQueue struct {
 	// Name is the queue's name.
 	Name string `json:"name"`
 	// Target is where its tasks are delivered.
-	Target queue.Target `json:"target"`
+	Target queues.Target `json:"target"`
 	// MaxConcurrency is the queue's max_concurrency: the most of its tasks
 	// running at once, pull or push, kept by the claim itself (each
 	// running task holds one of the queue's slots). A dispatcher runs at

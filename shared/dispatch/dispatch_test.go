@@ -18,6 +18,7 @@ import (
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/pushsig"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local/s3localtest"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/memstore"
@@ -103,10 +104,11 @@ func (tg *target) deliveries() []dispatch.Payload {
 }
 
 type env struct {
-	st  store.Store
-	q   *queue.Queue
-	clk *clock
-	pq  dispatch.PushQueue
+	st    store.Store
+	q     *queue.Queue
+	decls *queues.Registry
+	clk   *clock
+	pq    dispatch.PushQueue
 	// declared is the push queue last declared (declare).
 	declared dispatch.PushQueue
 }
@@ -114,15 +116,15 @@ type env struct {
 // declare declares e.pq with its target, max_concurrency and timeout
 // (when it changed since the last time), where dispatchers find it.
 func (e *env) declare() {
-	if e.declared == e.pq || e.pq.Target == (queue.Target{}) {
+	if e.declared == e.pq || e.pq.Target == (queues.Target{}) {
 		return
 	}
-	d := queue.Declaration{Name: e.pq.Name, MaxConcurrency: e.pq.MaxConcurrency, Target: &e.pq.Target}
+	d := queues.Declaration{Name: e.pq.Name, MaxConcurrency: e.pq.MaxConcurrency, Target: &e.pq.Target}
 	if e.pq.Timeout > 0 {
 		timeout := e.pq.Timeout
 		d.Timeout = &timeout
 	}
-	if _, _, err := e.q.Declare(context.Background(), d, e.clk.Now()); err != nil {
+	if _, _, err := e.decls.Declare(context.Background(), d, e.clk.Now()); err != nil {
 		panic(err)
 	}
 	e.declared = e.pq
@@ -131,19 +133,20 @@ func (e *env) declare() {
 // targets declares e.pq and returns the declared push queues of e.q.
 func (e *env) targets() dispatch.Targets {
 	e.declare()
-	return dispatch.NewDeclared(e.q, 0)
+	return dispatch.NewDeclared(e.decls, 0)
 }
 
 func newEnv(st store.Store, pq dispatch.PushQueue) *env {
-	return &env{st: st, q: queue.New(st, queue.Options{AllowInsecureTargets: true}), clk: &clock{}, pq: pq}
+	q, decls := queues.Open(st, queue.Options{}, queues.Options{AllowInsecureTargets: true})
+	return &env{st: st, q: q, decls: decls, clk: &clock{}, pq: pq}
 }
 
 // dispatcher returns a fresh dispatcher (a new process) over st, for the
 // push queue e.pq, declared.
 func (e *env) dispatcher(st store.Store, lambda dispatch.Deliverer) *dispatch.Dispatcher {
 	e.declare()
-	q := queue.New(st, queue.Options{ListCacheFor: -1})
-	return dispatch.New(q, dispatch.NewDeclared(q, 0), dispatch.Options{
+	q, decls := queues.Open(st, queue.Options{ListCacheFor: -1}, queues.Options{})
+	return dispatch.New(q, dispatch.NewDeclared(decls, 0), dispatch.Options{
 		Now:    e.clk.Now,
 		Soon:   -1, // a run ends when nothing is due now (runner_test.go stays)
 		Logger: slog.New(slog.DiscardHandler),
@@ -225,7 +228,7 @@ func idleRuns(t *testing.T, e *env, st *store.Counting, d *dispatch.Dispatcher) 
 }
 
 func httpQueue(url string, timeout time.Duration) dispatch.PushQueue {
-	return dispatch.PushQueue{Name: "push", Target: queue.Target{URL: url, Secret: "s3q/secret"}, Timeout: queue.Duration(timeout)}
+	return dispatch.PushQueue{Name: "push", Target: queues.Target{URL: url, Secret: "s3q/secret"}, Timeout: queue.Duration(timeout)}
 }
 
 func TestHTTPTargetReceivesASignedDeliveryAndItsAnswerCompletesTheTask(t *testing.T) {
@@ -426,7 +429,7 @@ func TestEachAttemptIsDeliveredAtMostOnceUnderCrashes(t *testing.T) {
 					t.Run(fmt.Sprintf("declared_%v_mode%d_write%d", declared, mode, n), func(t *testing.T) {
 						e := newEnv(st, dispatch.PushQueue{Name: fmt.Sprintf("crash-%v-%d-%d", declared, mode, n)})
 						tg := newTarget(t, e.clk, nil)
-						e.pq.Target = queue.Target{URL: tg.srv.URL, Secret: "s3q/secret"}
+						e.pq.Target = queues.Target{URL: tg.srv.URL, Secret: "s3q/secret"}
 						e.pq.Timeout = queue.Duration(2 * time.Second)
 						e.pq.MaxConcurrency = 1
 						if declared {
@@ -463,15 +466,15 @@ func TestEachAttemptIsDeliveredAtMostOnceUnderCrashes(t *testing.T) {
 func TestDeclaredPushQueueIsDeliveredWithinItsMaxConcurrency(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		e := newEnv(st, dispatch.PushQueue{Name: "declared"})
-		e.q = queue.New(st, queue.Options{AllowInsecureTargets: true})
+		e.q, e.decls = queues.Open(st, queue.Options{}, queues.Options{AllowInsecureTargets: true})
 		tg := newTarget(t, e.clk, func(_ dispatch.Payload, w http.ResponseWriter, _ *http.Request) {
 			time.Sleep(20 * time.Millisecond)
 			fmt.Fprint(w, `{}`)
 		})
 		timeout := queue.Duration(10 * time.Second)
-		if _, _, err := e.q.Declare(context.Background(), queue.Declaration{
+		if _, _, err := e.decls.Declare(context.Background(), queues.Declaration{
 			Name: "declared", MaxConcurrency: 2, Timeout: &timeout,
-			Target: &queue.Target{URL: tg.srv.URL, Secret: "s3q/secret"},
+			Target: &queues.Target{URL: tg.srv.URL, Secret: "s3q/secret"},
 		}, e.clk.Now()); err != nil {
 			t.Fatal(err)
 		}
@@ -485,8 +488,8 @@ func TestDeclaredPushQueueIsDeliveredWithinItsMaxConcurrency(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				q := queue.New(st, queue.Options{ListCacheFor: -1})
-				d := dispatch.New(q, dispatch.NewDeclared(q, 0), dispatch.Options{
+				q, decls := queues.Open(st, queue.Options{ListCacheFor: -1}, queues.Options{})
+				d := dispatch.New(q, dispatch.NewDeclared(decls, 0), dispatch.Options{
 					Now: e.clk.Now, Logger: slog.New(slog.DiscardHandler),
 					HTTP: dispatch.NewHTTP(dispatch.StaticSecrets{"s3q/secret": secret}, true),
 				})

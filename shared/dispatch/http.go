@@ -16,6 +16,7 @@ import (
 
 	"github.com/s3q/s3q/shared/pushsig"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 )
 
 // MaxAnswerBytes is the most of a target's answer that is read: the
@@ -92,7 +93,7 @@ func refuseLocal(_, address string, _ syscall.RawConn) error {
 }
 
 // Deliver posts one delivery.
-func (h *HTTP) Deliver(ctx context.Context, target queue.Target, d Delivery) Result {
+func (h *HTTP) Deliver(ctx context.Context, target queues.Target, d Delivery) Result {
 	if err := target.Validate(h.AllowHTTP); err != nil {
 		return Result{Outcome: Fail, Error: err.Error()}
 	}

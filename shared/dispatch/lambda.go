@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
-	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 )
 
 // PermanentErrorType is the errorType of a Lambda function error that
@@ -43,7 +43,7 @@ type Lambda struct {
 var _ Deliverer = (*Lambda)(nil)
 
 // Deliver invokes the target function with one delivery.
-func (l *Lambda) Deliver(ctx context.Context, target queue.Target, d Delivery) Result {
+func (l *Lambda) Deliver(ctx context.Context, target queues.Target, d Delivery) Result {
 	out, err := l.Client.Invoke(ctx, &lambda.InvokeInput{
 		FunctionName:   aws.String(target.Lambda),
 		InvocationType: types.InvocationTypeRequestResponse,

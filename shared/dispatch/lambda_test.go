@@ -21,6 +21,7 @@ import (
 
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/memstore"
 	"github.com/s3q/s3q/shared/worker"
@@ -109,7 +110,7 @@ func TestLambdaTargetOverTheInvokeProtocol(t *testing.T) {
 		"target": lambda.NewHandler(worker.LambdaHandler(handlers)),
 	})
 	forEachStore(t, func(t *testing.T, st store.Store) {
-		e := newEnv(st, dispatch.PushQueue{Name: "fn", Target: queue.Target{Lambda: "target"}, Timeout: queue.Duration(10 * time.Second)})
+		e := newEnv(st, dispatch.PushQueue{Name: "fn", Target: queues.Target{Lambda: "target"}, Timeout: queue.Duration(10 * time.Second)})
 		ok := e.submit(t, queue.SubmitRequest{TaskType: "ok", Input: json.RawMessage(`{"n":7}`)})
 		flaky := e.submit(t, queue.SubmitRequest{TaskType: "flaky"})
 		broken := e.submit(t, queue.SubmitRequest{TaskType: "broken", MaxAttempts: 5})
@@ -162,7 +163,7 @@ func TestLambdaErrorPayloadsDecideRetry(t *testing.T) {
 
 func TestLambdaTargetNotFoundIsARetryableFailure(t *testing.T) {
 	le := newLambdaEndpoint(t, nil)
-	e := newEnv(memstore.New(), dispatch.PushQueue{Name: "fn", Target: queue.Target{Lambda: "missing"}})
+	e := newEnv(memstore.New(), dispatch.PushQueue{Name: "fn", Target: queues.Target{Lambda: "missing"}})
 	task := e.submit(t, queue.SubmitRequest{})
 	run(t, e.dispatcher(e.st, &dispatch.Lambda{Client: lambdaClient(le.srv.URL)}), "")
 	if got := e.get(t, task.ID); got.Status != queue.StatusPending || !strings.Contains(got.LastError, "ResourceNotFound") {
@@ -176,7 +177,7 @@ func TestALambdaTargetThatOutlivesTheLeaseLetsItLapse(t *testing.T) {
 	le := newLambdaEndpoint(t, map[string]lambda.Handler{
 		"slow": lambda.NewHandler(func() (string, error) { <-release; return "late", nil }),
 	})
-	e := newEnv(memstore.New(), dispatch.PushQueue{Name: "fn", Target: queue.Target{Lambda: "slow"}, Timeout: queue.Duration(time.Second)})
+	e := newEnv(memstore.New(), dispatch.PushQueue{Name: "fn", Target: queues.Target{Lambda: "slow"}, Timeout: queue.Duration(time.Second)})
 	task := e.submit(t, queue.SubmitRequest{})
 	rep := run(t, e.dispatcher(e.st, &dispatch.Lambda{Client: lambdaClient(le.srv.URL)}), "")
 	if rep.Lapsed != 1 {
@@ -224,7 +225,7 @@ func TestAThrottledLambdaTargetIsRetriedAfterLambdasRetryAfter(t *testing.T) {
 		Credentials:      credentials.NewStaticCredentialsProvider("test", "test", ""),
 		RetryMaxAttempts: 1,
 	})
-	e := newEnv(memstore.New(), dispatch.PushQueue{Name: "fn", Target: queue.Target{Lambda: "busy"}})
+	e := newEnv(memstore.New(), dispatch.PushQueue{Name: "fn", Target: queues.Target{Lambda: "busy"}})
 	task := e.submit(t, queue.SubmitRequest{})
 	before := e.clk.Now()
 	run(t, e.dispatcher(e.st, &dispatch.Lambda{Client: client}), "")

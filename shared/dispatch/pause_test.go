@@ -17,7 +17,7 @@ func TestAPausedPushQueueIsDeliveredNothingUntilResumed(t *testing.T) {
 		tg := newTarget(t, e.clk, nil)
 		e.pq = httpQueue(tg.srv.URL, 10*time.Second)
 		e.declare()
-		if _, err := e.q.PauseQueue(context.Background(), e.pq.Name, e.clk.Now()); err != nil {
+		if _, err := e.decls.Pause(context.Background(), e.pq.Name, e.clk.Now()); err != nil {
 			t.Fatal(err)
 		}
 		task := e.submit(t, queue.SubmitRequest{})
@@ -27,7 +27,7 @@ func TestAPausedPushQueueIsDeliveredNothingUntilResumed(t *testing.T) {
 		if got := e.get(t, task.ID); got.Status != queue.StatusPending {
 			t.Fatalf("task of a paused queue is %s, want pending", got.Status)
 		}
-		if _, err := e.q.ResumeQueue(context.Background(), e.pq.Name, e.clk.Now()); err != nil {
+		if _, err := e.decls.Resume(context.Background(), e.pq.Name, e.clk.Now()); err != nil {
 			t.Fatal(err)
 		}
 		if rep := run(t, e.dispatcher(st, nil), ""); rep.Delivered != 1 || rep.Completed != 1 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/s3q/s3q/shared/internal/clip"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 )
 
 // Binding is what one queue may name as its push target: the Lambda
@@ -46,12 +47,12 @@ func ParseBindings(b []byte) (Bindings, error) {
 			return nil, fmt.Errorf("push bindings: %w", err)
 		}
 		for _, fn := range bd.Lambda {
-			if err := (queue.Target{Lambda: fn}).Validate(false); err != nil {
+			if err := (queues.Target{Lambda: fn}).Validate(false); err != nil {
 				return nil, fmt.Errorf("push bindings: queue %s: %w", name, err)
 			}
 		}
 		for _, s := range bd.Secrets {
-			if err := (queue.Target{URL: "https://x/", Secret: s}).Validate(false); err != nil {
+			if err := (queues.Target{URL: "https://x/", Secret: s}).Validate(false); err != nil {
 				return nil, fmt.Errorf("push bindings: queue %s: %w", name, err)
 			}
 		}
@@ -60,7 +61,7 @@ func ParseBindings(b []byte) (Bindings, error) {
 }
 
 // Policy decides which push targets a queue may use. It is checked when a
-// queue is declared (Check, the core's queue.Options.CheckTarget) and
+// queue is declared (Check, queues.Options.CheckTarget) and
 // again by the dispatcher before it delivers (Allows): a declaration made
 // before the bindings changed is not delivered.
 type Policy struct {
@@ -87,7 +88,7 @@ type SecretChecker interface {
 // Allows says whether queue may use target under the bindings and the
 // own functions (a nil Policy allows everything); a refusal is a
 // *queue.ValidationError naming target.
-func (p *Policy) Allows(queueName string, t queue.Target) error {
+func (p *Policy) Allows(queueName string, t queues.Target) error {
 	if p == nil {
 		return nil
 	}
@@ -109,11 +110,11 @@ func (p *Policy) Allows(queueName string, t queue.Target) error {
 	return nil
 }
 
-// Check is the declaration's check (queue.Options.CheckTarget): Allows,
+// Check is the declaration's check (queues.Options.CheckTarget): Allows,
 // then that a URL target's secret exists and can be read (400 naming
 // target.secret), so that a wrong secret is refused at once instead of
 // failing every delivery until the task is dead-lettered.
-func (p *Policy) Check(ctx context.Context, queueName string, t queue.Target) error {
+func (p *Policy) Check(ctx context.Context, queueName string, t queues.Target) error {
 	if err := p.Allows(queueName, t); err != nil {
 		return err
 	}

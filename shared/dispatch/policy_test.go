@@ -12,6 +12,7 @@ import (
 
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store/memstore"
 )
 
@@ -44,25 +45,25 @@ func TestTargetsAreBoundToQueues(t *testing.T) {
 		Own:     []string{"s3q-prod-dispatch", "s3q-prod-tasks"},
 		Secrets: dispatch.SSMCheck{Client: metaSSM{"/s3q/orders": true, "/s3q/reports": true}},
 	}
-	q := queue.New(memstore.New(), queue.Options{CheckTarget: p.Check})
+	_, decls := queues.Open(memstore.New(), queue.Options{}, queues.Options{CheckTarget: p.Check})
 	for _, c := range []struct {
 		queue  string
-		target queue.Target
+		target queues.Target
 		field  string // "" when accepted
 	}{
-		{"orders", queue.Target{Lambda: "orders-fn"}, ""},
-		{"orders", queue.Target{Lambda: "arn:aws:lambda:eu-west-1:123456789012:function:billing:live"}, ""},
-		{"orders", queue.Target{URL: "https://hooks.example.com/orders", Secret: "/s3q/orders"}, ""},
-		{"orders", queue.Target{Lambda: "billing"}, "target"},                                 // bound by ARN with a qualifier only
-		{"orders", queue.Target{Lambda: "orders-fn:live"}, "target"},                          // bound without one
-		{"orders", queue.Target{URL: "https://x.example/", Secret: "/s3q/reports"}, "target"}, // another queue's secret
-		{"reports", queue.Target{Lambda: "orders-fn"}, "target"},
-		{"reports", queue.Target{URL: "https://x.example/", Secret: "/s3q/missing"}, "target.secret"},
-		{"unbound", queue.Target{URL: "https://x.example/", Secret: "/s3q/orders"}, "target"},
-		{"self", queue.Target{Lambda: "s3q-prod-dispatch"}, "target"}, // bound, but s3q's own
-		{"self", queue.Target{Lambda: "arn:aws:lambda:eu-west-1:123456789012:function:s3q-prod-tasks:1"}, "target"},
+		{"orders", queues.Target{Lambda: "orders-fn"}, ""},
+		{"orders", queues.Target{Lambda: "arn:aws:lambda:eu-west-1:123456789012:function:billing:live"}, ""},
+		{"orders", queues.Target{URL: "https://hooks.example.com/orders", Secret: "/s3q/orders"}, ""},
+		{"orders", queues.Target{Lambda: "billing"}, "target"},                                 // bound by ARN with a qualifier only
+		{"orders", queues.Target{Lambda: "orders-fn:live"}, "target"},                          // bound without one
+		{"orders", queues.Target{URL: "https://x.example/", Secret: "/s3q/reports"}, "target"}, // another queue's secret
+		{"reports", queues.Target{Lambda: "orders-fn"}, "target"},
+		{"reports", queues.Target{URL: "https://x.example/", Secret: "/s3q/missing"}, "target.secret"},
+		{"unbound", queues.Target{URL: "https://x.example/", Secret: "/s3q/orders"}, "target"},
+		{"self", queues.Target{Lambda: "s3q-prod-dispatch"}, "target"}, // bound, but s3q's own
+		{"self", queues.Target{Lambda: "arn:aws:lambda:eu-west-1:123456789012:function:s3q-prod-tasks:1"}, "target"},
 	} {
-		_, _, err := q.Declare(ctx, queue.Declaration{Name: c.queue, Target: &c.target}, time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC))
+		_, _, err := decls.Declare(ctx, queues.Declaration{Name: c.queue, Target: &c.target}, time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC))
 		switch {
 		case c.field == "" && err != nil:
 			t.Errorf("%s %+v: %v", c.queue, c.target, err)
@@ -72,14 +73,14 @@ func TestTargetsAreBoundToQueues(t *testing.T) {
 	}
 	// Without bindings any target goes, but still none of s3q's own.
 	open := &dispatch.Policy{Own: []string{"s3q-prod-dispatch"}}
-	if err := open.Allows("any", queue.Target{Lambda: "whatever"}); err != nil {
+	if err := open.Allows("any", queues.Target{Lambda: "whatever"}); err != nil {
 		t.Error(err)
 	}
-	if err := open.Allows("any", queue.Target{Lambda: "123456789012:function:s3q-prod-dispatch"}); !isField(err, "target") {
+	if err := open.Allows("any", queues.Target{Lambda: "123456789012:function:s3q-prod-dispatch"}); !isField(err, "target") {
 		t.Errorf("dispatch as a target: %v", err)
 	}
 	var none *dispatch.Policy
-	if err := none.Check(ctx, "any", queue.Target{Lambda: "s3q-prod-dispatch"}); err != nil {
+	if err := none.Check(ctx, "any", queues.Target{Lambda: "s3q-prod-dispatch"}); err != nil {
 		t.Errorf("a nil policy: %v", err)
 	}
 }
@@ -87,7 +88,7 @@ func TestTargetsAreBoundToQueues(t *testing.T) {
 // A queue declared with a target before the bindings changed is not
 // delivered: the run reports an error and its tasks stay pending.
 func TestADeclarationTheBindingsNoLongerAllowIsNotDelivered(t *testing.T) {
-	e := newEnv(memstore.New(), dispatch.PushQueue{Name: "fn", Target: queue.Target{Lambda: "old-fn"}})
+	e := newEnv(memstore.New(), dispatch.PushQueue{Name: "fn", Target: queues.Target{Lambda: "old-fn"}})
 	task := e.submit(t, queue.SubmitRequest{})
 	d := dispatch.New(e.q, e.targets(), dispatch.Options{
 		Now: e.clk.Now, Soon: -1, Lambda: &dispatch.Lambda{Client: nil},

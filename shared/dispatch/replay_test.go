@@ -15,6 +15,7 @@ import (
 
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/worker"
 )
@@ -55,13 +56,13 @@ func TestADeliveryCapturedWithAnotherQueuesSecretIsRefusedByThatQueuesTarget(t *
 		defer mine.Close()
 
 		ctx := context.Background()
-		q := queue.New(st, queue.Options{AllowInsecureTargets: true})
+		q, decls := queues.Open(st, queue.Options{}, queues.Options{AllowInsecureTargets: true})
 		for name, url := range map[string]string{"orders": orders.URL, "mine": mine.URL} {
-			if _, _, err := q.Declare(ctx, queue.Declaration{Name: name, Target: &queue.Target{URL: url, Secret: "s3q/secret"}}, time.Now()); err != nil {
+			if _, _, err := decls.Declare(ctx, queues.Declaration{Name: name, Target: &queues.Target{URL: url, Secret: "s3q/secret"}}, time.Now()); err != nil {
 				t.Fatal(err)
 			}
 		}
-		d := dispatch.New(q, dispatch.NewDeclared(q, 0), dispatch.Options{
+		d := dispatch.New(q, dispatch.NewDeclared(decls, 0), dispatch.Options{
 			Logger: slog.New(slog.DiscardHandler), Soon: -1,
 			HTTP: dispatch.NewHTTP(dispatch.StaticSecrets{"s3q/secret": secret}, true),
 		})
@@ -89,10 +90,10 @@ func TestADeliveryCapturedWithAnotherQueuesSecretIsRefusedByThatQueuesTarget(t *
 		}
 
 		// Under bindings, the secret of orders is not the caller's to name.
-		bound := queue.New(st, queue.Options{AllowInsecureTargets: true, CheckTarget: (&dispatch.Policy{
+		_, bound := queues.Open(st, queue.Options{}, queues.Options{AllowInsecureTargets: true, CheckTarget: (&dispatch.Policy{
 			Bindings: dispatch.Bindings{"orders": {Secrets: []string{"s3q/secret"}}, "mine": {Secrets: []string{"s3q/mine"}}},
 		}).Check})
-		_, _, err = bound.Declare(ctx, queue.Declaration{Name: "mine", Target: &queue.Target{URL: mine.URL, Secret: "s3q/secret"}}, time.Now())
+		_, _, err = bound.Declare(ctx, queues.Declaration{Name: "mine", Target: &queues.Target{URL: mine.URL, Secret: "s3q/secret"}}, time.Now())
 		if !isField(err, "target") {
 			t.Fatalf("declaring mine with orders' secret: %v, want a 400 naming target", err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store"
 )
 
@@ -17,8 +18,8 @@ import (
 // queue whose next task is due within soon.
 func (e *env) stayingDispatcher(st store.Store, soon time.Duration, w dispatch.Waker) *dispatch.Dispatcher {
 	e.declare()
-	q := queue.New(st, queue.Options{ListCacheFor: 50 * time.Millisecond})
-	return dispatch.New(q, dispatch.NewDeclared(q, 0), dispatch.Options{
+	q, decls := queues.Open(st, queue.Options{ListCacheFor: 50 * time.Millisecond}, queues.Options{})
+	return dispatch.New(q, dispatch.NewDeclared(decls, 0), dispatch.Options{
 		Now: e.clk.Now, Logger: slog.New(slog.DiscardHandler),
 		HTTP: dispatch.NewHTTP(dispatch.StaticSecrets{"s3q/secret": secret}, true),
 		Soon: soon, MaxNap: 100 * time.Millisecond, Waker: w,
@@ -154,7 +155,7 @@ func TestARunDoesNotStayWithAPausedQueue(t *testing.T) {
 		e.pq = httpQueue(tg.srv.URL, 10*time.Second)
 		e.pq.Name = "paused"
 		e.submit(t, queue.SubmitRequest{})
-		if _, err := e.q.PauseQueue(context.Background(), "paused", e.clk.Now()); err != nil {
+		if _, err := e.decls.Pause(context.Background(), "paused", e.clk.Now()); err != nil {
 			t.Fatal(err)
 		}
 		rep := run(t, e.stayingDispatcher(st, time.Minute, nil), "paused")

@@ -16,6 +16,7 @@ import (
 	"github.com/s3q/s3q/shared/api"
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local"
 	"github.com/s3q/s3q/shared/s3local/faultproxy"
 )
@@ -45,8 +46,8 @@ func newAPIEnv(t *testing.T, srv *s3local.Server) *apiEnv {
 	}
 	t.Cleanup(func() { p.Close() })
 	e := &apiEnv{p: p, now: t0}
-	q := queue.New(st, queue.Options{Backoff: func(attempt int) time.Duration { return 10 * time.Second << (attempt - 1) }})
-	h := api.New(q, api.Options{
+	q, decls := queues.Open(st, queue.Options{Backoff: func(attempt int) time.Duration { return 10 * time.Second << (attempt - 1) }}, queues.Options{})
+	h := api.New(q, decls, api.Options{
 		Now:    func() time.Time { e.mu.Lock(); defer e.mu.Unlock(); return e.now },
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

@@ -38,7 +38,7 @@ func init() {
 			return bulked(e.q.Bulk(ctx, queue.OpCancel, queue.BulkRequest{Queue: queue.DefaultQueue}, t0.Add(time.Second)))
 		}},
 		lostCase{name: "pause_queue", replay: true, setup: submitA, op: func(ctx context.Context, e *lenv) (string, error) {
-			d, err := e.q.PauseQueue(ctx, queue.DefaultQueue, t0.Add(time.Second))
+			d, err := e.decls.Pause(ctx, queue.DefaultQueue, t0.Add(time.Second))
 			return fmt.Sprintf("queue %s paused=%v", d.Name, d.Paused), err
 		}},
 	)

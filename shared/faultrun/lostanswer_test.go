@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local"
 	"github.com/s3q/s3q/shared/s3local/faultproxy"
 	"github.com/s3q/s3q/shared/s3local/s3localtest"
@@ -42,6 +43,7 @@ type lenv struct {
 	p     *faultproxy.Proxy
 	st    store.Store
 	q     *queue.Queue
+	decls *queues.Registry
 	sched *schedule.Scheduler
 	lease queue.Lease // the lease a setup's claim took
 }
@@ -53,8 +55,8 @@ func newLenv(t *testing.T, srv *s3local.Server) *lenv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	q := queue.New(st, queue.Options{Backoff: func(attempt int) time.Duration { return 10 * time.Second << (attempt - 1) }})
-	return &lenv{p: p, st: st, q: q, sched: schedule.New(st, q, schedule.Options{})}
+	q, decls := queues.Open(st, queue.Options{Backoff: func(attempt int) time.Duration { return 10 * time.Second << (attempt - 1) }}, queues.Options{})
+	return &lenv{p: p, st: st, q: q, decls: decls, sched: schedule.New(st, q, schedule.Options{})}
 }
 
 func (e *lenv) submit(ctx context.Context, req queue.SubmitRequest) error {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local"
 	"github.com/s3q/s3q/shared/s3local/faultproxy"
 	"github.com/s3q/s3q/shared/store"
@@ -57,7 +58,7 @@ func TestLostCreateClaimedBeforeItsReread(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		worker := queue.New(e.st, queue.Options{})
+		worker := queues.NewQueue(e.st, queue.Options{}, queues.Options{})
 		var claimed []queue.Claimed
 		hook := &getHook{Store: e.st, key: queue.TaskKey(queue.DefaultQueue, id), armed: shot.Fired, before: func() {
 			var err error
@@ -70,7 +71,7 @@ func TestLostCreateClaimedBeforeItsReread(t *testing.T) {
 			// The core makes the id: this one, so the shot can name its key.
 			opts.NewID = func(time.Time) string { return id }
 		}
-		res, err := queue.New(hook, opts).Submit(ctx, req, now)
+		res, err := queues.NewQueue(hook, opts, queues.Options{}).Submit(ctx, req, now)
 		if !shot.Fired() {
 			t.Fatal("the create's answer was not lost")
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/s3q/s3q/shared/metrics"
 	"github.com/s3q/s3q/shared/metrics/catalog"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/reqcount"
 	"github.com/s3q/s3q/shared/store/memstore"
 )
@@ -16,9 +17,9 @@ import (
 // The HTTP functions write what each request did: tasks submitted,
 // completed and failed, and its S3 requests; the dashboard sums them.
 func TestHTTPFunctionsWriteTheirActivity(t *testing.T) {
-	q := queue.New(reqcount.Wrap(memstore.New()), queue.Options{})
+	q, decls := queues.Open(reqcount.Wrap(memstore.New()), queue.Options{}, queues.Options{})
 	var emf bytes.Buffer
-	d := deps(q)
+	d := deps(q, decls)
 	d.Metrics = metrics.New(&emf, "")
 	sums := func() map[string]float64 {
 		out := map[string]float64{}
@@ -45,7 +46,7 @@ func TestHTTPFunctionsWriteTheirActivity(t *testing.T) {
 		{"tasks", "tasks-complete.json", runningTask, catalog.TasksCompletedTotal},
 		{"tasks", "tasks-fail.json", runningTask, catalog.TasksFailedTotal},
 	} {
-		id, token := c.setup(t, q)
+		id, token := c.setup(t, q, decls)
 		emf.Reset()
 		resp, _ := invoke(t, c.fn, d, readEvent(t, c.file, id, token))
 		if resp.StatusCode >= 300 {

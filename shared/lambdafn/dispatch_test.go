@@ -17,6 +17,7 @@ import (
 	"github.com/s3q/s3q/shared/lambdafn"
 	"github.com/s3q/s3q/shared/lambdafn/lambdafntest"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local/s3localtest"
 )
 
@@ -41,14 +42,14 @@ func TestSubmitWakesDispatchAndTheSampleEventsDeliver(t *testing.T) {
 	}))
 	defer target.Close()
 	st := s3localtest.NewStore(t, servers.GoFakeS3)
-	q := queue.New(st, queue.Options{AllowInsecureTargets: true})
-	if _, _, err := q.Declare(context.Background(), queue.Declaration{Name: "orders", Target: &queue.Target{URL: target.URL, Secret: "k"}}, time.Now()); err != nil {
+	q, decls := queues.Open(st, queue.Options{}, queues.Options{AllowInsecureTargets: true})
+	if _, _, err := decls.Declare(context.Background(), queues.Declaration{Name: "orders", Target: &queues.Target{URL: target.URL, Secret: "k"}}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	targets := dispatch.NewDeclared(q, 0)
+	targets := dispatch.NewDeclared(decls, 0)
 	w := &wakes{}
 	d := lambdafn.Deps{
-		Queue: q, Logger: slog.New(slog.DiscardHandler), Waker: w,
+		Queue: q, Queues: decls, Logger: slog.New(slog.DiscardHandler), Waker: w,
 		Dispatcher: dispatch.New(q, targets, dispatch.Options{
 			Logger: slog.New(slog.DiscardHandler), HTTP: dispatch.NewHTTP(dispatch.StaticSecrets{"k": "v"}, true),
 		}),
@@ -100,10 +101,10 @@ func TestSubmitWakesDispatchAndTheSampleEventsDeliver(t *testing.T) {
 // sleeps for a future task).
 func TestADispatchWakeForLaterWaitsUntilItsTimeOnlyWithinMaxWakeDelay(t *testing.T) {
 	st := s3localtest.NewStore(t, servers.GoFakeS3)
-	q := queue.New(st, queue.Options{})
+	q, decls := queues.Open(st, queue.Options{}, queues.Options{})
 	d := lambdafn.Deps{
 		Queue: q, Logger: slog.New(slog.DiscardHandler),
-		Dispatcher: dispatch.New(q, dispatch.NewDeclared(q, 0), dispatch.Options{Logger: slog.New(slog.DiscardHandler)}),
+		Dispatcher: dispatch.New(q, dispatch.NewDeclared(decls, 0), dispatch.Options{Logger: slog.New(slog.DiscardHandler)}),
 	}
 	h, err := lambdafn.New(lambdafn.Dispatch, d)
 	if err != nil {

@@ -12,29 +12,30 @@ import (
 	"github.com/s3q/s3q/shared/api"
 	"github.com/s3q/s3q/shared/lambdafn"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store/memstore"
 )
 
 func TestEventConversion(t *testing.T) {
-	q := queue.New(memstore.New(), queue.Options{})
+	q, decls := queues.Open(memstore.New(), queue.Options{}, queues.Options{})
 	t.Run("a_base64_body_is_decoded", func(t *testing.T) {
 		ev := events.APIGatewayV2HTTPRequest{
 			RawPath: "/queues/default/tasks", Body: base64.StdEncoding.EncodeToString([]byte(`{"task_type":"t"}`)), IsBase64Encoded: true,
 			RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST"}},
 		}
-		if resp, _ := invoke(t, "submit", deps(q), mustJSON(t, ev)); resp.StatusCode != 201 {
+		if resp, _ := invoke(t, "submit", deps(q, decls), mustJSON(t, ev)); resp.StatusCode != 201 {
 			t.Errorf("%d %s", resp.StatusCode, resp.Body)
 		}
 	})
 	t.Run("the_method_comes_from_the_route_key_when_the_context_has_none", func(t *testing.T) {
 		ev := events.APIGatewayV2HTTPRequest{RouteKey: "GET /tasks", RawPath: "/tasks", RawQueryString: "limit=5"}
-		if resp, _ := invoke(t, "tasks", deps(q), mustJSON(t, ev)); resp.StatusCode != 200 {
+		if resp, _ := invoke(t, "tasks", deps(q, decls), mustJSON(t, ev)); resp.StatusCode != 200 {
 			t.Errorf("%d %s", resp.StatusCode, resp.Body)
 		}
 	})
 	t.Run("query_parameters_are_read_when_there_is_no_raw_query", func(t *testing.T) {
 		ev := events.APIGatewayV2HTTPRequest{RouteKey: "GET /tasks", RawPath: "/tasks", QueryStringParameters: map[string]string{"limit": "x"}}
-		if resp, body := invoke(t, "tasks", deps(q), mustJSON(t, ev)); resp.StatusCode != 400 || dig(body, "error.field") != "limit" {
+		if resp, body := invoke(t, "tasks", deps(q, decls), mustJSON(t, ev)); resp.StatusCode != 400 || dig(body, "error.field") != "limit" {
 			t.Errorf("%d %s", resp.StatusCode, resp.Body)
 		}
 	})
@@ -49,14 +50,14 @@ func TestEventConversion(t *testing.T) {
 			"requestContext.http.method"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			resp, body := invoke(t, "tasks", deps(q), mustJSON(t, c.ev))
+			resp, body := invoke(t, "tasks", deps(q, decls), mustJSON(t, c.ev))
 			if resp.StatusCode != 400 || dig(body, "error.code") != "invalid_input" || dig(body, "error.field") != c.field || dig(body, "error.message") == "" {
 				t.Errorf("%d %s, want 400 invalid_input naming %s", resp.StatusCode, resp.Body, c.field)
 			}
 		})
 	}
 	t.Run("a_payload_that_is_not_an_event_is_an_invoke_error", func(t *testing.T) {
-		h, _ := lambdafn.New("tasks", deps(q))
+		h, _ := lambdafn.New("tasks", deps(q, decls))
 		if _, err := h.Invoke(t.Context(), []byte(`[1,2]`)); err == nil {
 			t.Error("no error")
 		}
@@ -72,7 +73,7 @@ func TestEventConversion(t *testing.T) {
 			t.Errorf("event %+v", ev)
 		}
 		// The unknown query parameter x comes back as a 400 naming it.
-		if resp, body := invoke(t, "submit", deps(q), mustJSON(t, ev)); resp.StatusCode != 400 || dig(body, "error.field") != "x" {
+		if resp, body := invoke(t, "submit", deps(q, decls), mustJSON(t, ev)); resp.StatusCode != 400 || dig(body, "error.field") != "x" {
 			t.Errorf("%d %s", resp.StatusCode, resp.Body)
 		}
 	})
@@ -93,8 +94,12 @@ func TestNew(t *testing.T) {
 	if _, err := lambdafn.New("claim", lambdafn.Deps{}); err == nil {
 		t.Errorf("an HTTP function without a queue: no error")
 	}
+	q, decls := queues.Open(memstore.New(), queue.Options{}, queues.Options{})
+	if _, err := lambdafn.New("claim", lambdafn.Deps{Queue: q}); err == nil {
+		t.Errorf("an HTTP function without the queue's declarations: no error")
+	}
 	for _, name := range lambdafn.Names() {
-		if _, err := lambdafn.New(name, lambdafn.Deps{Queue: queue.New(memstore.New(), queue.Options{})}); err != nil {
+		if _, err := lambdafn.New(name, lambdafn.Deps{Queue: q, Queues: decls}); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

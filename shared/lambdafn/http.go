@@ -72,7 +72,7 @@ func newHTTP(name string, d Deps) *httpFunction {
 			}
 		}
 	}
-	return &httpFunction{api: api.New(d.Queue, opts)}
+	return &httpFunction{api: api.New(d.Queue, d.Queues, opts)}
 }
 
 // handle serves one API Gateway HTTP API event. It never returns an error:

@@ -27,6 +27,7 @@ import (
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/metrics"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/schedule"
 )
 
@@ -97,6 +98,11 @@ type Deps struct {
 	// the HTTP functions; sweep-expired sweeps it. Defaults to none: the
 	// sweep logs that it has nothing to do.
 	Queue *queue.Queue
+	// Queues is the registry of Queue's declared queues, made with it
+	// (config.Config.Queue, queues.Open). Required with Queue by the HTTP
+	// functions; the sweep writes each declared queue's gauges from it.
+	// Defaults to none.
+	Queues *queues.Registry
 	// Logger receives one JSON line per invocation. Defaults to
 	// slog.Default().
 	Logger *slog.Logger

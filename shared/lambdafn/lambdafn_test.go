@@ -19,6 +19,7 @@ import (
 	"github.com/s3q/s3q/shared/lambdafn"
 	"github.com/s3q/s3q/shared/lambdafn/eventtest"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/reqcount"
 	"github.com/s3q/s3q/shared/s3local"
 	"github.com/s3q/s3q/shared/s3local/s3localtest"
@@ -34,11 +35,11 @@ func TestMain(m *testing.M) { os.Exit(s3localtest.Main(m, &servers)) }
 const eventsDir = "../../events"
 
 // fixture is the state an event needs: a task in some status.
-type fixture func(t *testing.T, q *queue.Queue) (id, token string)
+type fixture func(t *testing.T, q *queue.Queue, decls *queues.Registry) (id, token string)
 
-func none(*testing.T, *queue.Queue) (string, string) { return "", "" }
+func none(*testing.T, *queue.Queue, *queues.Registry) (string, string) { return "", "" }
 
-func pendingTask(t *testing.T, q *queue.Queue) (string, string) {
+func pendingTask(t *testing.T, q *queue.Queue, decls *queues.Registry) (string, string) {
 	t.Helper()
 	ttl := queue.Duration(time.Hour)
 	res, err := q.Submit(t.Context(), queue.SubmitRequest{TaskType: "email.send", TTL: &ttl}, time.Now())
@@ -48,9 +49,9 @@ func pendingTask(t *testing.T, q *queue.Queue) (string, string) {
 	return res.Task.ID, ""
 }
 
-func runningTask(t *testing.T, q *queue.Queue) (string, string) {
+func runningTask(t *testing.T, q *queue.Queue, decls *queues.Registry) (string, string) {
 	t.Helper()
-	pendingTask(t, q)
+	pendingTask(t, q, decls)
 	c, err := q.Claim(t.Context(), queue.ClaimRequest{LeaseFor: time.Minute}, time.Now())
 	if err != nil || len(c) != 1 {
 		t.Fatalf("claim: %v %v", c, err)
@@ -58,9 +59,9 @@ func runningTask(t *testing.T, q *queue.Queue) (string, string) {
 	return c[0].Task.ID, c[0].Lease.Token
 }
 
-func cancelledTask(t *testing.T, q *queue.Queue) (string, string) {
+func cancelledTask(t *testing.T, q *queue.Queue, decls *queues.Registry) (string, string) {
 	t.Helper()
-	id, _ := pendingTask(t, q)
+	id, _ := pendingTask(t, q, decls)
 	if _, err := q.Cancel(t.Context(), id, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -121,26 +122,26 @@ var eventCases = []eventCase{
 }
 
 // pausedQueue is a pending task in queue default, paused.
-func pausedQueue(t *testing.T, q *queue.Queue) (string, string) {
+func pausedQueue(t *testing.T, q *queue.Queue, decls *queues.Registry) (string, string) {
 	t.Helper()
-	id, _ := pendingTask(t, q)
-	if _, err := q.PauseQueue(t.Context(), "default", time.Now()); err != nil {
+	id, _ := pendingTask(t, q, decls)
+	if _, err := decls.Pause(t.Context(), "default", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	return id, ""
 }
 
 // reportsQueue declares the queue the queue events name.
-func reportsQueue(t *testing.T, q *queue.Queue) (string, string) {
+func reportsQueue(t *testing.T, q *queue.Queue, decls *queues.Registry) (string, string) {
 	t.Helper()
-	if _, _, err := q.Declare(t.Context(), queue.Declaration{Name: "reports"}, time.Now()); err != nil {
+	if _, _, err := decls.Declare(t.Context(), queues.Declaration{Name: "reports"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	return "", ""
 }
 
 // nightlySchedule is the schedule the schedule events name.
-func nightlySchedule(t *testing.T, q *queue.Queue) (string, string) {
+func nightlySchedule(t *testing.T, q *queue.Queue, decls *queues.Registry) (string, string) {
 	t.Helper()
 	ttl := queue.Duration(time.Hour)
 	if _, err := schedule.New(q.Store(), q, schedule.Options{}).Create(t.Context(), schedule.Request{
@@ -152,9 +153,9 @@ func nightlySchedule(t *testing.T, q *queue.Queue) (string, string) {
 }
 
 // triggeredSchedule is nightlySchedule fired once.
-func triggeredSchedule(t *testing.T, q *queue.Queue) (string, string) {
+func triggeredSchedule(t *testing.T, q *queue.Queue, decls *queues.Registry) (string, string) {
 	t.Helper()
-	nightlySchedule(t, q)
+	nightlySchedule(t, q, decls)
 	if _, err := schedule.New(q.Store(), q, schedule.Options{}).Trigger(t.Context(), "nightly-report", time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -162,9 +163,9 @@ func triggeredSchedule(t *testing.T, q *queue.Queue) (string, string) {
 }
 
 // uploadedArtifact is a pending task with an artifact report.pdf.
-func uploadedArtifact(t *testing.T, q *queue.Queue) (string, string) {
+func uploadedArtifact(t *testing.T, q *queue.Queue, decls *queues.Registry) (string, string) {
 	t.Helper()
-	id, _ := pendingTask(t, q)
+	id, _ := pendingTask(t, q, decls)
 	if _, _, err := q.ReserveArtifacts(t.Context(), id, time.Hour, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -206,8 +207,8 @@ func invoke(t *testing.T, name string, d lambdafn.Deps, payload []byte) (events.
 	return resp, body
 }
 
-func deps(q *queue.Queue) lambdafn.Deps {
-	return lambdafn.Deps{Queue: q, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+func deps(q *queue.Queue, decls *queues.Registry) lambdafn.Deps {
+	return lambdafn.Deps{Queue: q, Queues: decls, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
 }
 
 func TestSampleEvents(t *testing.T) {
@@ -218,11 +219,11 @@ func TestSampleEvents(t *testing.T) {
 				t.Run(strings.TrimSuffix(c.file, ".json")+"_answers_"+strconv.Itoa(c.status), func(t *testing.T) {
 					t.Parallel()
 					prefix := "test-" + rand.Text() + "/"
-					q := queue.New(reqcount.Wrap(srv.Store(prefix)), queue.Options{})
-					d := deps(q)
+					q, decls := queues.Open(reqcount.Wrap(srv.Store(prefix)), queue.Options{}, queues.Options{})
+					d := deps(q, decls)
 					d.Scheduler = schedule.New(q.Store(), q, schedule.Options{})
 					d.Artifacts = artifacts.New(q, srv.Client(), srv.Bucket, prefix, artifacts.Options{})
-					id, token := c.setup(t, q)
+					id, token := c.setup(t, q, decls)
 					resp, body := invoke(t, c.function, d, readEvent(t, c.file, id, token))
 					if resp.StatusCode != c.status {
 						t.Fatalf("status %d, want %d: %s", resp.StatusCode, c.status, resp.Body)
@@ -246,13 +247,13 @@ func TestSampleEvents(t *testing.T) {
 
 // Every HTTP event sent to a function that does not own its route is a 404.
 func TestEventsToTheWrongFunctionAre404(t *testing.T) {
-	q := queue.New(s3localtest.NewStore(t, servers.GoFakeS3), queue.Options{})
+	q, decls := queues.Open(s3localtest.NewStore(t, servers.GoFakeS3), queue.Options{}, queues.Options{})
 	for _, c := range eventCases {
 		for _, fn := range []string{"submit", "claim", "tasks", "schedules"} {
 			if fn == c.function {
 				continue
 			}
-			resp, body := invoke(t, fn, deps(q), readEvent(t, c.file, "01900000-0000-7000-8000-000000000000", "x"))
+			resp, body := invoke(t, fn, deps(q, decls), readEvent(t, c.file, "01900000-0000-7000-8000-000000000000", "x"))
 			if resp.StatusCode != 404 || dig(body, "error.code") != "not_found" {
 				t.Errorf("%s sent to %s: %d %s, want 404 not_found", c.file, fn, resp.StatusCode, resp.Body)
 			}

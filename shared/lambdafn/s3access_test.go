@@ -29,6 +29,7 @@ import (
 	"github.com/s3q/s3q/shared/lambdafn"
 	"github.com/s3q/s3q/shared/metrics"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/memstore"
@@ -259,6 +260,7 @@ type accessEnv struct {
 	faults  *storefault.Store
 	retried *retried
 	setup   *queue.Queue
+	decls   *queues.Registry // setup's
 	d       lambdafn.Deps
 }
 
@@ -270,12 +272,13 @@ func newAccessEnv(t *testing.T) *accessEnv {
 	rec := newRecorder(faults)
 	// AutoDeclare: the grants cover a deployment that turns it on.
 	c := config.Config{Bucket: "s3q-test", Shards: 1, ArtifactTTL: artifacts.DefaultTTL, AutoDeclare: true, AllowInsecureTargets: true}
-	q := c.Queue(rec)
+	q, decls := c.Queue(rec)
 	// Presigning makes no request; the client only needs credentials.
 	client := s3.New(s3.Options{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""),
 		BaseEndpoint: aws.String("http://127.0.0.1:1"), UsePathStyle: true})
 	d := lambdafn.Deps{
 		Queue:     q,
+		Queues:    decls,
 		Logger:    slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		Artifacts: signingArtifacts{c.Artifacts(q, client), rec},
 		Scheduler: schedule.New(q.Store(), q, schedule.Options{}),
@@ -285,11 +288,12 @@ func newAccessEnv(t *testing.T) *accessEnv {
 	}
 	// Dispatch as Build builds it: the declared push queues
 	// (queue "pushed" of world), delivered to a local URL target.
-	dq := queue.New(rec, queue.Options{Shards: 1})
-	d.Dispatcher = dispatch.New(dq, dispatch.NewDeclared(dq, 0), dispatch.Options{
+	dq, ddecls := c.Queue(rec, func(o *queue.Options) { o.BackgroundCleanup = false })
+	d.Dispatcher = dispatch.New(dq, dispatch.NewDeclared(ddecls, 0), dispatch.Options{
 		Logger: slog.New(slog.DiscardHandler), HTTP: dispatch.NewHTTP(dispatch.StaticSecrets{"k": "v"}, true),
 	})
-	return &accessEnv{rec: rec, faults: faults, retried: rt, setup: c.Queue(bucket), d: d}
+	setup, setupDecls := c.Queue(bucket)
+	return &accessEnv{rec: rec, faults: faults, retried: rt, setup: setup, decls: setupDecls, d: d}
 }
 
 // world fills the bucket with every kind of state a function may meet at
@@ -298,7 +302,7 @@ func newAccessEnv(t *testing.T) *accessEnv {
 // with a deadline (parked by the sweep), a dead-lettered task whose event
 // is owed, artifacts past their lifetime, task-type defaults, and cron
 // schedules due now (one with overlap=skip and a pending last task).
-func world(t *testing.T, q *queue.Queue, now time.Time) {
+func world(t *testing.T, q *queue.Queue, decls *queues.Registry, now time.Time) {
 	t.Helper()
 	ctx := t.Context()
 	past := now.Add(-2 * time.Hour)
@@ -314,7 +318,7 @@ func world(t *testing.T, q *queue.Queue, now time.Time) {
 	// Queues with max_concurrency: their claims take slots, and what ends
 	// a lease (complete, fail, the sweep) frees one.
 	for _, name := range []string{"leases", "plain", "expiring"} {
-		if _, _, err := q.Declare(ctx, queue.Declaration{Name: name, MaxConcurrency: 5}, past.Add(-2*time.Hour)); err != nil && !errors.Is(err, queue.ErrConflict) {
+		if _, _, err := decls.Declare(ctx, queues.Declaration{Name: name, MaxConcurrency: 5}, past.Add(-2*time.Hour)); err != nil && !errors.Is(err, queue.ErrConflict) {
 			t.Fatal(err)
 		}
 	}
@@ -322,8 +326,8 @@ func world(t *testing.T, q *queue.Queue, now time.Time) {
 	// completes them, one that refuses them (400: failed, dead-lettered)
 	// and one that answers 503 (retried later).
 	for name, path := range map[string]string{"pushed": "/ok", "pushed-refused": "/refuse", "pushed-busy": "/busy"} {
-		if _, _, err := q.Declare(ctx, queue.Declaration{Name: name, MaxConcurrency: 2,
-			Target: &queue.Target{URL: pushTarget() + path, Secret: "k"}}, past.Add(-2*time.Hour)); err != nil && !errors.Is(err, queue.ErrConflict) {
+		if _, _, err := decls.Declare(ctx, queues.Declaration{Name: name, MaxConcurrency: 2,
+			Target: &queues.Target{URL: pushTarget() + path, Secret: "k"}}, past.Add(-2*time.Hour)); err != nil && !errors.Is(err, queue.ErrConflict) {
 			t.Fatal(err)
 		}
 	}
@@ -425,7 +429,7 @@ func world(t *testing.T, q *queue.Queue, now time.Time) {
 
 	// A parent without a deadline expired by hand: its pending child (in
 	// ready/) is the sweep's to expire.
-	family, _ := parentWithPlainChild(t, q)
+	family, _ := parentWithPlainChild(t, q, decls)
 	_, err = q.Expire(ctx, queue.Ref("family", family), past)
 	must(err)
 }
@@ -538,9 +542,9 @@ func accessCases() []accessCase {
 }
 
 // pushReportsQueue declares queue reports with a push target.
-func pushReportsQueue(t *testing.T, q *queue.Queue) (string, string) {
+func pushReportsQueue(t *testing.T, q *queue.Queue, decls *queues.Registry) (string, string) {
 	t.Helper()
-	if _, _, err := q.Declare(t.Context(), queue.Declaration{Name: "reports", Target: &queue.Target{URL: "https://example.com/hook", Secret: "s3q/hook"}}, time.Now()); err != nil {
+	if _, _, err := decls.Declare(t.Context(), queues.Declaration{Name: "reports", Target: &queues.Target{URL: "https://example.com/hook", Secret: "s3q/hook"}}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	return "", ""
@@ -549,11 +553,11 @@ func pushReportsQueue(t *testing.T, q *queue.Queue) (string, string) {
 // taskIn returns a fixture: a task without a deadline, or a child of a
 // pending parent, that is pending, running or cancelled.
 func taskIn(state string, child bool) fixture {
-	return func(t *testing.T, q *queue.Queue) (string, string) {
+	return func(t *testing.T, q *queue.Queue, decls *queues.Registry) (string, string) {
 		t.Helper()
 		req := queue.SubmitRequest{TaskType: "email.send", Queue: "plain"}
 		if child {
-			parent, _ := pendingTask(t, q)
+			parent, _ := pendingTask(t, q, decls)
 			// A child is in its parent's queue; its type tells it apart.
 			req.ParentID, req.Queue, req.TaskType = parent, queue.DefaultQueue, "email.child"
 		}
@@ -579,7 +583,7 @@ func taskIn(state string, child bool) fixture {
 
 // parkedTask is a running task past its deadline, parked by a sweep until
 // its lease ends (its marker moved to sweep/).
-func parkedTask(t *testing.T, q *queue.Queue) (string, string) {
+func parkedTask(t *testing.T, q *queue.Queue, decls *queues.Registry) (string, string) {
 	t.Helper()
 	now := time.Now()
 	minute := queue.Duration(time.Minute)
@@ -599,7 +603,7 @@ func parkedTask(t *testing.T, q *queue.Queue) (string, string) {
 	return c[0].Task.ID, c[0].Lease.Token
 }
 
-func lastAttempt(t *testing.T, q *queue.Queue) (string, string) {
+func lastAttempt(t *testing.T, q *queue.Queue, decls *queues.Registry) (string, string) {
 	t.Helper()
 	hour := queue.Duration(time.Hour)
 	if _, err := q.Submit(t.Context(), queue.SubmitRequest{TaskType: "email.send", Queue: "last", TTL: &hour, MaxAttempts: 1}, time.Now()); err != nil {
@@ -612,9 +616,9 @@ func lastAttempt(t *testing.T, q *queue.Queue) (string, string) {
 	return c[0].Task.ID, c[0].Lease.Token
 }
 
-func parentWithChild(t *testing.T, q *queue.Queue) (string, string) {
+func parentWithChild(t *testing.T, q *queue.Queue, decls *queues.Registry) (string, string) {
 	t.Helper()
-	id, _ := pendingTask(t, q)
+	id, _ := pendingTask(t, q, decls)
 	if _, err := q.Submit(t.Context(), queue.SubmitRequest{TaskType: "email.send", ParentID: id}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -623,7 +627,7 @@ func parentWithChild(t *testing.T, q *queue.Queue) (string, string) {
 
 // parentWithPlainChild is a pending parent without a deadline and its
 // pending child, also without one.
-func parentWithPlainChild(t *testing.T, q *queue.Queue) (string, string) {
+func parentWithPlainChild(t *testing.T, q *queue.Queue, decls *queues.Registry) (string, string) {
 	t.Helper()
 	res, err := q.Submit(t.Context(), queue.SubmitRequest{TaskType: "email.send", Queue: "family"}, time.Now())
 	if err != nil {
@@ -635,7 +639,7 @@ func parentWithPlainChild(t *testing.T, q *queue.Queue) (string, string) {
 	return res.Task.ID, ""
 }
 
-func cancelledDedupTask(t *testing.T, q *queue.Queue) (string, string) {
+func cancelledDedupTask(t *testing.T, q *queue.Queue, decls *queues.Registry) (string, string) {
 	t.Helper()
 	hour := queue.Duration(time.Hour)
 	res, err := q.Submit(t.Context(), queue.SubmitRequest{TaskType: "email.send", TTL: &hour, DedupKey: "again"}, time.Now())
@@ -658,8 +662,8 @@ func runAccessCase(t *testing.T, c accessCase, e *accessEnv, mode string, n int)
 	if c.function == lambdafn.SweepExpired || c.function == lambdafn.ScheduleTick {
 		now = eventTime // the timers run at their event's time
 	}
-	world(t, e.setup, now)
-	id, token := c.setup(t, e.setup)
+	world(t, e.setup, e.decls, now)
+	id, token := c.setup(t, e.setup, e.decls)
 	payload := readEvent(t, c.file, id, token)
 	for from, to := range c.replace {
 		payload = bytes.ReplaceAll(payload, []byte(from), []byte(to))

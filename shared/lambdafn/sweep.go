@@ -11,6 +11,8 @@ import (
 	"github.com/s3q/s3q/shared/events"
 	"github.com/s3q/s3q/shared/metrics/catalog"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
+	"github.com/s3q/s3q/shared/reqcount"
 )
 
 // Sweep is the work of sweep-expired at now: one queue.Queue.Sweep over
@@ -22,7 +24,9 @@ import (
 // events it delivered). A metric that cannot be written is logged and
 // does not fail the sweep. The sweep stops 3s before ctx's deadline and
 // the next one carries on; such a sweep also logs a warning with
-// "incomplete": true.
+// "incomplete": true. The report's requests are every one the sweep made,
+// the registry's reads of declarations too, when d.Queue's store is
+// reqcount-wrapped (as Build makes it).
 func (d Deps) Sweep(ctx context.Context, now time.Time) (queue.SweepReport, error) {
 	logger := d.Logger
 	if logger == nil {
@@ -33,7 +37,18 @@ func (d Deps) Sweep(ctx context.Context, now time.Time) (queue.SweepReport, erro
 		pub = events.Log{Logger: logger}
 	}
 	dl := &deadLetters{pub: pub, byType: map[string]int{}}
+	run := reqcount.From(ctx)
+	if run == nil {
+		ctx, run = reqcount.Start(ctx)
+	}
+	before := run.Counts()
 	rep, err := d.Queue.Sweep(ctx, now, queue.SweepOptions{Publisher: dl})
+	if reqcount.Wrapped(d.Queue.Store()) {
+		// Every request of the sweep: the report's, and the reads of
+		// queues' declarations, which the registry makes (the report
+		// leaves them out).
+		rep.Requests = run.Counts().Sub(before)
+	}
 	if rep.Incomplete {
 		logger.WarnContext(ctx, "sweep incomplete: work left for the next sweep", "incomplete", true,
 			"queues_due", rep.QueuesDue, "queues", rep.Queues, "events_sent", rep.EventsSent, "errors", rep.Errors)
@@ -62,18 +77,22 @@ const maxStatsQueues = 100
 // maxStatsQueues by name) from Queue.Stats: queue_depth, its live tasks
 // (pending, delayed or running, from the index markers), and
 // oldest_pending_age_seconds, how long its oldest due pending task has
-// waited (0 when none is due). Stats' requests (a LIST per index prefix
-// and shard per 1,000 tasks, a GET of the declaration and of at most 10
-// records) every catalog.QueueStatsEveryMinutes minutes. A queue that
-// cannot be read is logged and left out.
+// waited (0 when none is due). The listing's requests (a LIST of the
+// queues and a GET of each declaration) and Stats' (a LIST per index
+// prefix per 1,000 tasks and a GET of at most 10 records) every
+// catalog.QueueStatsEveryMinutes minutes. A queue that cannot be read is
+// logged and left out.
 func (d Deps) queueStats(ctx context.Context, now time.Time, logger *slog.Logger) {
-	res, err := d.Queue.ListQueues(ctx, queue.ListQueuesRequest{Limit: maxStatsQueues})
+	if d.Queues == nil {
+		return
+	}
+	res, err := d.Queues.List(ctx, queues.ListRequest{Limit: maxStatsQueues})
 	if err != nil {
 		logger.WarnContext(ctx, "queue stats: list queues", "error", err)
 		return
 	}
 	for _, decl := range res.Queues {
-		st, err := d.Queue.Stats(ctx, decl.Name, now)
+		st, err := d.Queue.Stats(ctx, decl.Settings(), now)
 		if err != nil {
 			logger.WarnContext(ctx, "queue stats", "queue", decl.Name, "error", err)
 			continue

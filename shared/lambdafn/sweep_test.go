@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -14,16 +15,18 @@ import (
 	"github.com/s3q/s3q/shared/metrics"
 	"github.com/s3q/s3q/shared/metrics/catalog"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
+	"github.com/s3q/s3q/shared/reqcount"
 	"github.com/s3q/s3q/shared/store/memstore"
 )
 
 func TestASweepOutOfTimeSaysIncompleteInItsLogAndInSweepIncomplete(t *testing.T) {
-	q := queue.New(memstore.New(), queue.Options{})
+	q, decls := queues.Open(memstore.New(), queue.Options{}, queues.Options{})
 	if _, err := q.Submit(t.Context(), queue.SubmitRequest{TaskType: "a", TTL: ttl(time.Minute)}, eventTime); err != nil {
 		t.Fatal(err)
 	}
 	var logs, emf bytes.Buffer
-	d := lambdafn.Deps{Queue: q, Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Metrics: metrics.New(&emf, "")}
+	d := lambdafn.Deps{Queue: q, Queues: decls, Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Metrics: metrics.New(&emf, "")}
 	for _, c := range []struct {
 		name       string
 		incomplete bool
@@ -60,10 +63,10 @@ func TestASweepOutOfTimeSaysIncompleteInItsLogAndInSweepIncomplete(t *testing.T)
 // writes each declared queue's depth and the age of its head; the others
 // do not.
 func TestEveryFifthMinuteTheSweepWritesQueueDepthAndOldestPendingAge(t *testing.T) {
-	q := queue.New(memstore.New(), queue.Options{})
+	q, decls := queues.Open(memstore.New(), queue.Options{}, queues.Options{})
 	at := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC) // minute 0
 	for _, name := range []string{"empty", "orders"} {
-		if _, _, err := q.Declare(t.Context(), queue.Declaration{Name: name}, at.Add(-time.Hour)); err != nil {
+		if _, _, err := decls.Declare(t.Context(), queues.Declaration{Name: name}, at.Add(-time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -73,7 +76,7 @@ func TestEveryFifthMinuteTheSweepWritesQueueDepthAndOldestPendingAge(t *testing.
 		}
 	}
 	var emf bytes.Buffer
-	d := lambdafn.Deps{Queue: q, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: metrics.New(&emf, "")}
+	d := lambdafn.Deps{Queue: q, Queues: decls, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: metrics.New(&emf, "")}
 	gauges := func(now time.Time) map[string]map[string]any {
 		emf.Reset()
 		if _, err := d.Sweep(t.Context(), now); err != nil {
@@ -103,5 +106,29 @@ func TestEveryFifthMinuteTheSweepWritesQueueDepthAndOldestPendingAge(t *testing.
 	}
 	if got := gauges(at.Add(time.Minute)); len(got) != 0 {
 		t.Errorf("minute 1 wrote queue gauges: %v", got)
+	}
+}
+
+// The sweep's requests in its metrics are all it made: the reads of the
+// declarations of the queues whose heads it read too, which the queue's
+// registry makes (the core's report leaves them out).
+func TestTheSweepsRequestsCountTheDeclarationsItRead(t *testing.T) {
+	q, decls := queues.Open(reqcount.Wrap(memstore.New()), queue.Options{}, queues.Options{})
+	if _, err := q.Submit(t.Context(), queue.SubmitRequest{TaskType: "a", TTL: ttl(time.Minute)}, eventTime); err != nil {
+		t.Fatal(err)
+	}
+	// Another process sweeps: its registry has read no declaration.
+	q, decls = queues.Open(q.Store(), queue.Options{}, queues.Options{})
+	d := lambdafn.Deps{Queue: q, Queues: decls, Logger: slog.New(slog.DiscardHandler)}
+	ctx, run := reqcount.Start(t.Context())
+	rep, err := d.Sweep(ctx, eventTime.Add(time.Minute+time.Second)) // not a stats minute
+	if err != nil || rep.Expired != 1 {
+		t.Fatalf("sweep: %+v, %v", rep, err)
+	}
+	if rep.Requests != run.Counts() {
+		t.Fatalf("report counts %v, the run made %v", rep.Requests, run.Counts())
+	}
+	if got := run.Requests(); !strings.Contains(fmt.Sprint(got), "GET "+queue.QueueKey(queue.DefaultQueue)) {
+		t.Fatalf("the sweep read no declaration: %v", got)
 	}
 }

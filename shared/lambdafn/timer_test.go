@@ -9,6 +9,7 @@ import (
 
 	"github.com/s3q/s3q/shared/lambdafn"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/reqcount"
 	"github.com/s3q/s3q/shared/s3local/s3localtest"
 	"github.com/s3q/s3q/shared/schedule"
@@ -20,14 +21,14 @@ func TestTimerFunctions(t *testing.T) {
 	eventTime := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
 	for _, name := range []string{"sweep-expired", "schedule-tick"} {
 		t.Run(name+"_without_work_wired_reports_that_it_did_nothing", func(t *testing.T) {
-			rep := invokeTimer(t, name, deps(nil))
+			rep := invokeTimer(t, name, deps(nil, nil))
 			if rep.Wired || rep.Message == "" || !rep.Now.Equal(eventTime) {
 				t.Errorf("report %+v", rep)
 			}
 		})
 		t.Run(name+"_runs_its_work_at_the_event_time", func(t *testing.T) {
-			q := newQueue(t)
-			d := deps(q)
+			q, decls := newQueue(t)
+			d := deps(q, decls)
 			d.Scheduler = schedule.New(q.Store(), q, schedule.Options{})
 			// Due at the event's time and not a minute before it.
 			if _, err := q.Submit(t.Context(), queue.SubmitRequest{TaskType: "a", TTL: ttl(time.Hour)}, eventTime.Add(-time.Hour)); err != nil {
@@ -43,8 +44,8 @@ func TestTimerFunctions(t *testing.T) {
 			}
 		})
 		t.Run(name+"_returns_the_error_of_its_work", func(t *testing.T) {
-			q := queue.New(reqcount.Wrap(down{memstore.New()}), queue.Options{})
-			d := deps(q)
+			q, decls := queues.Open(reqcount.Wrap(down{memstore.New()}), queue.Options{}, queues.Options{})
+			d := deps(q, decls)
 			d.Scheduler = schedule.New(q.Store(), q, schedule.Options{})
 			h, _ := lambdafn.New(name, d)
 			if _, err := h.Invoke(t.Context(), readEvent(t, name+".json", "", "")); err == nil {
@@ -52,7 +53,7 @@ func TestTimerFunctions(t *testing.T) {
 			}
 		})
 		t.Run(name+"_uses_the_clock_when_the_event_time_is_ahead_of_it", func(t *testing.T) {
-			d := deps(nil)
+			d := deps(nil, nil)
 			d.Now = func() time.Time { return eventTime.Add(-time.Hour) }
 			if rep := invokeTimer(t, name, d); !rep.Now.Equal(eventTime.Add(-time.Hour)) {
 				t.Errorf("now = %s", rep.Now)
@@ -94,6 +95,6 @@ func invokeTimer(t *testing.T, name string, d lambdafn.Deps) lambdafn.Report {
 	return rep.Report
 }
 
-func newQueue(t *testing.T) *queue.Queue {
-	return queue.New(reqcount.Wrap(s3localtest.NewStore(t, servers.GoFakeS3)), queue.Options{})
+func newQueue(t *testing.T) (*queue.Queue, *queues.Registry) {
+	return queues.Open(reqcount.Wrap(s3localtest.NewStore(t, servers.GoFakeS3)), queue.Options{}, queues.Options{})
 }

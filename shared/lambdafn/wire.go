@@ -19,7 +19,6 @@ import (
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/metrics"
 	"github.com/s3q/s3q/shared/queue"
-	"github.com/s3q/s3q/shared/reqcount"
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/s3store"
@@ -31,19 +30,20 @@ import (
 // (s3q invoke, s3q sweep) all go through both.
 //
 //	function        runs                                         on
-//	submit          api.API, its routes; wakes dispatch          Queue, Metrics (TTL at submit), Waker, Targets
-//	claim           api.API, its routes                          Queue
-//	waits           api.API, its routes (the held waits of       Queue, Metrics, Waker, Targets
+//	submit          api.API, its routes; wakes dispatch          Queue, Queues, Metrics (TTL at submit), Waker, Targets
+//	claim           api.API, its routes                          Queue, Queues
+//	waits           api.API, its routes (the held waits of       Queue, Queues, Metrics, Waker, Targets
 //	                submit and claim); wakes dispatch as submit
-//	tasks           api.API, its routes                          Queue, Artifacts
-//	schedules       api.API, its routes                          Queue, Scheduler
-//	sweep-expired   Deps.Sweep: queue.Queue.Sweep + events       Queue, Publisher, Metrics
+//	tasks           api.API, its routes                          Queue, Queues, Artifacts
+//	schedules       api.API, its routes                          Queue, Queues, Scheduler
+//	sweep-expired   Deps.Sweep: queue.Queue.Sweep + events       Queue, Queues (gauges), Publisher, Metrics
 //	schedule-tick   Deps.Tick: schedule.Scheduler.Tick           Scheduler
 //	dispatch        dispatch.Dispatcher.Run                      Dispatcher
 //
-// The queue, the scheduler and the task-type defaults share one
-// reqcount-wrapped store (Queue.Store()), so every request of an HTTP
-// request or a timer run is in its log line's s3_requests.
+// The queue, the registry of its declared queues (Queues), the scheduler
+// and the task-type defaults share one reqcount-wrapped store
+// (Queue.Store()), so every request of an HTTP request or a timer run is
+// in its log line's s3_requests.
 
 // Parts are what a process supplies that its configuration does not
 // describe. The zero value is a deployed function's: the bucket through
@@ -81,8 +81,9 @@ type Parts struct {
 }
 
 // Build returns the Deps the named functions run on (every function when
-// none is named), made from c and p: the counted store, the queue (c.Shards
-// and the other queue settings), the scheduler on the same counted store,
+// none is named), made from c and p: the counted store, the queue and the
+// registry of its declared queues (config.Config.Queue: c.Shards and the
+// other queue settings), the scheduler on the same counted store,
 // the event publisher (for sweep-expired only), the artifact service, the
 // EMF metrics, and, for dispatch and submit, the dispatcher and the wake
 // of push queues. It makes no request.
@@ -127,9 +128,10 @@ func Build(ctx context.Context, c config.Config, p Parts, functions ...string) (
 		}
 		c.CheckTarget = c.PushPolicy(dispatch.SSMCheck{Client: c.SSMClient(awsCfg)}).Check
 	}
-	q := c.Queue(p.Store)
+	q, decls := c.Queue(p.Store)
 	d := Deps{
 		Queue:     q,
+		Queues:    decls,
 		Logger:    p.Logger,
 		Publisher: p.Publisher,
 		Artifacts: c.Artifacts(q, p.S3),
@@ -151,7 +153,7 @@ func Build(ctx context.Context, c config.Config, p Parts, functions ...string) (
 	}
 	if !p.Local && (slices.Contains(functions, Submit) || slices.Contains(functions, Waits)) {
 		// Tasks due now in a push queue wake the dispatch function.
-		d.Targets = dispatch.NewDeclared(q, 0)
+		d.Targets = dispatch.NewDeclared(decls, 0)
 		if d.Waker, err = newWaker(ctx, c, p.Logger); err != nil {
 			return Deps{}, err
 		}
@@ -179,8 +181,8 @@ func New(name string, d Deps) (lambda.Handler, error) {
 	d.Logger = d.Logger.With("function", name)
 	switch name {
 	case Submit, Claim, Waits, Tasks, Schedules:
-		if d.Queue == nil {
-			return nil, fmt.Errorf("lambdafn: function %s needs Deps.Queue", name)
+		if d.Queue == nil || d.Queues == nil {
+			return nil, fmt.Errorf("lambdafn: function %s needs Deps.Queue and Deps.Queues", name)
 		}
 		return lambda.NewHandler(newHTTP(name, d).handle), nil
 	case SweepExpired:
@@ -259,8 +261,11 @@ func newDispatcher(ctx context.Context, c config.Config, s store.Store, logger *
 		opts.Waker = &dispatch.Limited{Now: time.Now, Next: &dispatch.LambdaWaker{Client: lc, Function: self, Logger: logger}}
 	}
 	// Claims only, of declared push queues.
-	q := queue.New(reqcount.Wrap(s), queue.Options{Shards: c.Shards, ListCacheFor: dispatchListCache})
-	return dispatch.New(q, dispatch.NewDeclared(q, 0), opts), nil
+	q, decls := c.Queue(s, func(o *queue.Options) {
+		o.ListCacheFor = dispatchListCache
+		o.BackgroundCleanup = false // a run's cleanups are done before it ends
+	})
+	return dispatch.New(q, dispatch.NewDeclared(decls, 0), opts), nil
 }
 
 // newWaker returns the submit function's wake of the dispatch function
@@ -297,7 +302,7 @@ func (d *Deps) wireLocalDispatch(ctx context.Context, c config.Config, secrets d
 	if secrets == nil {
 		secrets = dispatch.StaticSecrets{}
 	}
-	dp := dispatch.New(d.Queue, dispatch.NewDeclared(d.Queue, time.Second), dispatch.Options{
+	dp := dispatch.New(d.Queue, dispatch.NewDeclared(d.Queues, time.Second), dispatch.Options{
 		Logger:      d.Logger,
 		Lambda:      &dispatch.Lambda{Client: lc},
 		HTTP:        dispatch.NewHTTP(secrets, true),

@@ -66,7 +66,7 @@ func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Ta
 	if err != nil {
 		return Task{}, err
 	}
-	decl, err := q.declared(ctx, req.Queue, false, now)
+	decl, err := q.decls.Settings(ctx, req.Queue, LookupRead, now)
 	if err != nil {
 		return Task{}, err
 	}
@@ -246,7 +246,7 @@ func (q *Queue) inheritParent(ctx context.Context, req *SubmitRequest, t *Task, 
 // applyDefaults fills in what the request leaves out, most specific
 // first: request > parent > task type > queue > deployment. It returns
 // the time to live and ttl_from that make the deadline.
-func (q *Queue) applyDefaults(ctx context.Context, req *SubmitRequest, decl Declaration, t *Task, ttl *time.Duration, now time.Time) (*time.Duration, TTLFrom, error) {
+func (q *Queue) applyDefaults(ctx context.Context, req *SubmitRequest, decl Settings, t *Task, ttl *time.Duration, now time.Time) (*time.Duration, TTLFrom, error) {
 	ttlFrom := req.TTLFrom
 	timeoutSet := req.Timeout != nil
 	if q.opts.TypeDefaults != nil {

@@ -154,7 +154,10 @@ func (q *Queue) Bulk(ctx context.Context, op BulkOp, req BulkRequest, now time.T
 	case req.Limit < 0 || req.Limit > MaxBulk:
 		return BulkResult{}, invalid("limit", "must be between 1 and %d", MaxBulk)
 	}
-	if _, _, err := q.loadQueue(ctx, req.Queue); err != nil {
+	if d, err := q.decls.Settings(ctx, req.Queue, LookupRead, now); err != nil || !d.Declared {
+		if err == nil {
+			err = fmt.Errorf("queue %s: %w", req.Queue, ErrQueueNotFound)
+		}
 		return BulkResult{}, err // undeclared: a misspelt name, most likely
 	}
 	list := ListRequest{Status: req.Status, Queue: req.Queue, TaskType: req.TaskType, Limit: req.Limit, Cursor: req.Cursor}

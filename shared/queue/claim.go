@@ -46,12 +46,12 @@ type ClaimRequest struct {
 //
 // A task with ttl_from=first_attempt gets its expires_at on its first claim.
 //
-// The queue's declaration is read (once per Options.DeclCacheFor): an
-// undeclared queue is ErrQueueNotFound under Options.RequireDeclared, and
-// a queue with max_concurrency starts a task only when it takes one of its
-// slots (slots.go), so fewer tasks, or none, come back while the queue
-// runs max_concurrency tasks already. A paused queue (PauseQueue) gives
-// nothing, at the cost of the declaration's read alone.
+// The queue's declaration is read through Declarations (LookupRead: once
+// per its cache time): an undeclared queue is ErrQueueNotFound where
+// declarations are required, and a queue with max_concurrency starts a
+// task only when it takes one of its slots (slots.go), so fewer tasks, or
+// none, come back while the queue runs max_concurrency tasks already. A
+// paused queue gives nothing, at the cost of the declaration's read alone.
 func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]Claimed, error) {
 	now = norm(now)
 	var err error
@@ -84,7 +84,7 @@ func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]C
 		return nil, invalid("max_tasks", "must be between 1 and %d", MaxClaim)
 	}
 
-	d, err := q.declared(ctx, req.Queue, false, now)
+	d, err := q.decls.Settings(ctx, req.Queue, LookupRead, now)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +97,7 @@ func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]C
 	// two at once, one round trip): an empty claim costs two LISTs
 	// whatever the queue's shards, and a task due in any shard is in the
 	// listing (see next).
-	shards := max(d.Shards, q.opts.Shards)
+	shards := d.ReadShards
 	{
 		prefixes := []string{deadlineRoot(req.Queue), readyRoot(req.Queue)}
 		pages := make([]int, len(prefixes))
@@ -181,8 +181,8 @@ func (q *Queue) tryClaimAll(ctx context.Context, ms []marker, run *claimRun, now
 type claimRun struct {
 	req    ClaimRequest
 	filter typeFilter
-	decl   Declaration // the queue's declaration
-	slots  slotRun     // its concurrency slots, with max_concurrency
+	decl   Settings // the queue's declaration
+	slots  slotRun  // its concurrency slots, with max_concurrency
 }
 
 // tryClaim examines one candidate marker and claims its task if it can.

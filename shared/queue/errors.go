@@ -35,13 +35,13 @@ var (
 	// does not allow the operation.
 	ErrInvalidState = errors.New("queue: invalid state")
 	// ErrQueueNotFound means the queue is not declared (and the Queue does
-	// not declare queues on submit; see Options.RequireDeclared).
+	// not declare queues on submit; see queues.Options.RequireDeclared).
 	ErrQueueNotFound = errors.New("queue: queue not found")
 	// ErrQueueNotEmpty means a queue still holds live tasks and cannot be
 	// deleted.
 	ErrQueueNotEmpty = errors.New("queue: queue not empty")
 	// ErrTooManyQueues means declaring one more queue would pass
-	// Options.MaxQueues.
+	// queues.Options.MaxQueues.
 	ErrTooManyQueues = errors.New("queue: too many queues")
 	// ErrQueueBusy means the queue runs max_concurrency tasks already: a
 	// claim found no free slot. Claim itself returns no error for it (just

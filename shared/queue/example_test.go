@@ -2,11 +2,11 @@ package queue_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store/memstore"
 )
 
@@ -14,7 +14,7 @@ import (
 // s3store.New(client, bucket, "") instead of the in-memory one.
 func ExampleQueue_Submit() {
 	ctx := context.Background()
-	q := queue.New(memstore.New(), queue.Options{})
+	q := queues.NewQueue(memstore.New(), queue.Options{}, queues.Options{})
 	now := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
 
 	ttl := queue.Duration(time.Hour)
@@ -35,37 +35,4 @@ func ExampleQueue_Submit() {
 	// pending expires 2026-01-28T10:00:00Z
 	// running attempt 1 time left 59m59s
 	// completed {"sent":true}
-}
-
-// A declared queue: its defaults apply to the tasks
-// submitted to it, at most max_concurrency of them run at once, and a view
-// of another queue does not see them.
-func ExampleQueue_Declare() {
-	ctx := context.Background()
-	q := queue.New(memstore.New(), queue.Options{RequireDeclared: true})
-	now := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
-
-	_, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", Queue: "emails"}, now)
-	fmt.Println(err)
-
-	ttl := queue.Duration(time.Hour)
-	d, created, _ := q.Declare(ctx, queue.Declaration{Name: "emails", TTL: &ttl, MaxAttempts: 5, MaxConcurrency: 1}, now)
-	fmt.Println(d.Name, "created", created)
-
-	for i := 0; i < 2; i++ {
-		res, _ := q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", Queue: "emails"}, now)
-		fmt.Println(res.Task.Status, "expires", res.Task.ExpiresAt.Format(time.RFC3339), "max_attempts", res.Task.MaxAttempts)
-	}
-	claimed, _ := q.Claim(ctx, queue.ClaimRequest{Queue: "emails", MaxTasks: 2}, now)
-	fmt.Println("claimed", len(claimed), "of 2: max_concurrency 1")
-
-	_, err = q.In("other").Get(ctx, claimed[0].Task.ID)
-	fmt.Println(errors.Is(err, queue.ErrNotFound))
-	// Output:
-	// queue emails: queue: queue not found
-	// emails created true
-	// pending expires 2026-01-28T10:00:00Z max_attempts 5
-	// pending expires 2026-01-28T10:00:00Z max_attempts 5
-	// claimed 1 of 2: max_concurrency 1
-	// true
 }

@@ -50,9 +50,9 @@ func (q *Queue) Fail(ctx context.Context, id, token string, req FailRequest, now
 		case !retryable || t.Attempt >= t.MaxAttempts:
 			deadLetter(t, req.Error, now)
 		case req.RetryAfter > 0:
-			backToPending(t, now.Add(req.RetryAfter), now, q.opts.Shards)
+			backToPending(t, now.Add(req.RetryAfter), now, q.shardsOf(ctx, t.Queue, now))
 		default:
-			backToPending(t, now.Add(q.opts.Backoff(t.Attempt)), now, q.shardsOf(t.Queue))
+			backToPending(t, now.Add(q.opts.Backoff(t.Attempt)), now, q.shardsOf(ctx, t.Queue, now))
 		}
 		return nil
 	})

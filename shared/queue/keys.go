@@ -44,7 +44,7 @@ import (
 //	  sweep/{gc_at}_artifacts_{queue}.{id}        the task's artifacts fall due for deletion
 //	sweep/wake/{minute}_{queue}                   wake-up: the queue may hold a deadline marker due from {minute}
 //	due/{t}_{queue}.{schedule_id}_{rev}           the tick's due index
-//	targets/{queue}                               the push queues' index (queues.go, noteTarget)
+//	targets/{queue}                               the push queues' index (package queues, targets.go)
 //	config/task_types.json                        per-task-type defaults
 //
 // Every index key sorts by time: a fixed-width UTC timestamp comes first,
@@ -152,9 +152,9 @@ func QueueOfTargetKey(key string) string {
 	return name
 }
 
-// queueNameFromDir returns the queue of a q/{queue}/ folder (a common
-// prefix of a delimited LIST of q/), or "".
-func queueNameFromDir(dir string) string {
+// QueueOfDir returns the queue of a q/{queue}/ folder (a common prefix
+// of a delimited LIST of QueuesPrefix), or "".
+func QueueOfDir(dir string) string {
 	name, ok := strings.CutPrefix(dir, prefixQueues)
 	if !ok {
 		return ""

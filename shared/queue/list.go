@@ -154,7 +154,7 @@ func (q *Queue) listAcross(ctx context.Context, req ListRequest) (ListResult, er
 		names = append(names, name)
 	}
 	for _, d := range dirs {
-		if n := queueNameFromDir(d); n != "" {
+		if n := QueueOfDir(d); n != "" {
 			names = append(names, n)
 		}
 	}

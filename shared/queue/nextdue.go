@@ -21,7 +21,7 @@ func (q *Queue) NextDue(ctx context.Context, queue string, now time.Time) (time.
 	if err := ValidateQueueName(queue); err != nil {
 		return time.Time{}, false, err
 	}
-	if _, err := q.declared(ctx, queue, false, now); err != nil {
+	if _, err := q.decls.Settings(ctx, queue, LookupRead, now); err != nil {
 		return time.Time{}, false, err
 	}
 	var (

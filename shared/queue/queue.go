@@ -7,6 +7,11 @@
 // Every time-dependent call takes now explicitly; the core never reads the
 // clock. now is truncated to microseconds and converted to UTC.
 //
+// What a queue's declaration says (its defaults, shards, max_concurrency,
+// whether it is paused) the core reads through one method,
+// Declarations.Settings (declarations.go); package queues owns the
+// declarations themselves and builds a Queue with them (queues.Open).
+//
 // The contract, operation by operation, is on the methods of Queue. Errors
 // are the sentinels and types in errors.go, wrapped; a failed call changes
 // nothing (a stale marker is the most it can leave behind, and the next
@@ -22,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/clip"
 	"github.com/s3q/s3q/shared/store"
 )
 
@@ -47,14 +53,11 @@ type DefaultsSource interface {
 	TaskTypeDefaults(ctx context.Context, taskType string, now time.Time) (TypeDefaults, bool, error)
 }
 
-// Options tune a Queue. The zero value is ready to use.
+// Options tune a Queue. The zero value is ready to use. What a queue's
+// declaration says (its defaults, shards, max_concurrency, whether it is
+// paused), and whether queues must be declared, is not here: the core
+// reads it through Declarations (package queues, with its own options).
 type Options struct {
-	// Shards is the claim-index shards of a queue declared without its
-	// own (1 to MaxShards): its markers spread over this many key ranges,
-	// to pass S3's per-range write limit. A queue's shards are fixed when
-	// it is first declared. Defaults to 1.
-	Shards int
-
 	// DefaultTTL applies to submits that give no ttl and whose task type
 	// has no default. Defaults to none (tasks never expire).
 	DefaultTTL time.Duration
@@ -87,35 +90,6 @@ type Options struct {
 	// NewID makes task ids. Defaults to NewID (UUIDv7 from now).
 	NewID func(now time.Time) string
 
-	// RequireDeclared makes a submit to a queue without a declaration
-	// (queues/{name}.json) fail with ErrQueueNotFound, and a claim from
-	// one too. When false (auto_declare), the first submit to a queue
-	// declares it with no settings of its own. Defaults to false; a
-	// deployment's configuration sets it unless S3Q_AUTO_DECLARE is on.
-	RequireDeclared bool
-
-	// MaxQueues is the most queues a deployment declares, by hand or on
-	// submit. Defaults to DefaultMaxQueues (1,000).
-	MaxQueues int
-
-	// AllowInsecureTargets accepts http:// push targets (s3q dev).
-	// Defaults to false: https only.
-	AllowInsecureTargets bool
-
-	// CheckTarget, when set, decides whether queue may use target, after
-	// its form passed Target.Validate: the deployment's push bindings and
-	// a check that the signing secret exists (package dispatch,
-	// Policy.Check). A refusal is a *ValidationError naming the field
-	// (target, target.lambda, target.secret); nothing is written. Defaults
-	// to none: every well-formed target is accepted.
-	CheckTarget func(ctx context.Context, queue string, target Target) error
-
-	// DeclCacheFor is how long a queue's declaration, once read, serves
-	// this Queue's submits and claims before it is read again: a changed
-	// declaration (defaults, max_concurrency) applies within this time.
-	// Defaults to DefaultDeclCacheFor (30s).
-	DeclCacheFor time.Duration
-
 	// BackgroundCleanup deletes the hints a transition leaves behind (the
 	// index marker of a task that completes, fails or is rescheduled, its
 	// status/ and children/ markers, its concurrency slot) after the
@@ -142,6 +116,8 @@ type Queue struct {
 type state struct {
 	store store.Store
 	opts  Options
+	// decls is where the queues' declarations are read from.
+	decls Declarations
 
 	mu    sync.Mutex
 	bufs  map[string]*scanBuf  // index prefix -> last listing
@@ -157,10 +133,6 @@ type state struct {
 	wakes map[string]bool
 	// parents are the tasks this Queue has flagged as parents.
 	parents map[string]bool
-	// decls caches queue declarations (Options.DeclCacheFor);
-	// declLoading holds, per queue, the channel a read in flight closes.
-	decls       map[string]declEntry
-	declLoading map[string]chan struct{}
 	// slots caches, per slot key, until when it is known to be held.
 	slots map[string]time.Time
 	// slotLists caches the last LIST of each queue's slots.
@@ -178,10 +150,13 @@ type state struct {
 	arrivals map[string]chan struct{}
 }
 
-// New returns a Queue over s.
-func New(s store.Store, opts Options) *Queue {
-	if opts.Shards <= 0 {
-		opts.Shards = 1
+// New returns a Queue over s that reads the queues' declarations from
+// decls. It panics when decls is nil: a Queue without declarations would
+// skip them silently. queues.Open builds a Queue with its declarations;
+// that is the usual way to make one.
+func New(s store.Store, decls Declarations, opts Options) *Queue {
+	if decls == nil {
+		panic("queue: New needs the queues' Declarations (queues.Open builds both)")
 	}
 	if opts.Backoff == nil {
 		opts.Backoff = ExponentialBackoff(2*time.Second, time.Hour)
@@ -198,18 +173,12 @@ func New(s store.Store, opts Options) *Queue {
 	if opts.NewID == nil {
 		opts.NewID = NewID
 	}
-	if opts.MaxQueues <= 0 {
-		opts.MaxQueues = DefaultMaxQueues
-	}
-	if opts.DeclCacheFor <= 0 {
-		opts.DeclCacheFor = DefaultDeclCacheFor
-	}
 	return &Queue{state: &state{
-		store: s, opts: opts,
+		store: s, opts: opts, decls: decls,
 		bufs: make(map[string]*scanBuf), skip: make(map[string]time.Time), types: make(map[string]string),
 		listing: make(map[string]chan struct{}),
 		wakes:   make(map[string]bool), parents: make(map[string]bool),
-		decls: make(map[string]declEntry), declLoading: make(map[string]chan struct{}), slots: make(map[string]time.Time), slotLists: make(map[string]slotListing),
+		slots: make(map[string]time.Time), slotLists: make(map[string]slotListing),
 		recs: make(map[string]cachedRec), arrivals: make(map[string]chan struct{}),
 	}}
 }
@@ -220,6 +189,18 @@ func New(s store.Store, opts Options) *Queue {
 // of another queue, as if it did not exist, and writes nothing. The view
 // shares q's caches; the name must be valid (ValidateQueueName).
 func (q *Queue) In(name string) *Queue { return &Queue{state: q.state, scope: name} }
+
+// scoped applies a view's scope (In) to the queue a request names: empty
+// becomes the scope, another name is a *ValidationError of field.
+func (q *Queue) scoped(field, name string) (string, error) {
+	if q.scope == "" || name == q.scope {
+		return name, nil
+	}
+	if name == "" {
+		return q.scope, nil
+	}
+	return "", invalid(field, "is %q, but the request is addressed to queue %q", clip.Input(name), q.scope)
+}
 
 // Store returns the store the queue works on.
 func (q *Queue) Store() store.Store { return q.store }

@@ -44,7 +44,7 @@ func (q *Queue) Reschedule(ctx context.Context, id, token string, req Reschedule
 		if t.Attempt > 0 {
 			t.Attempt--
 		}
-		backToPending(t, avail, now, q.shardsOf(t.Queue))
+		backToPending(t, avail, now, q.shardsOf(ctx, t.Queue, now))
 		return nil
 	})
 }

@@ -59,7 +59,7 @@ func (q *Queue) Retry(ctx context.Context, id string, now time.Time) (Task, erro
 		}
 		t.Attempt = 0
 		t.CancelledAt = nil
-		backToPending(t, now, now, q.shardsOf(t.Queue))
+		backToPending(t, now, now, q.shardsOf(ctx, t.Queue, now))
 		return nil
 	})
 	return t, err

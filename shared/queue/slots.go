@@ -80,7 +80,7 @@ type slotRun struct {
 // updated by each take and free), and a slot one of them is writing is
 // not tried by another, so concurrent claims of one process do not spend
 // conditional writes racing each other for the same slot.
-func (q *Queue) takeSlot(ctx context.Context, d Declaration, t *Task, run *slotRun, now time.Time) (string, string, error) {
+func (q *Queue) takeSlot(ctx context.Context, d Settings, t *Task, run *slotRun, now time.Time) (string, string, error) {
 	if run.busy {
 		return "", "", nil
 	}

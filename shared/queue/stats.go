@@ -48,8 +48,9 @@ const MaxCountPages = 10
 // max_concurrency (and one per 1,000 records where the layout gives the
 // queue's records a prefix: see QueueCounts.Completed). It reads no task
 // record, so pending and running are not told apart (Running does it for
-// a queue with slots).
-func (q *Queue) CountQueue(ctx context.Context, d Declaration, now time.Time) (QueueCounts, error) {
+// a queue with slots). d is the queue's declaration (queues.Declaration's
+// Settings): its name, shards and max_concurrency.
+func (q *Queue) CountQueue(ctx context.Context, d Settings, now time.Time) (QueueCounts, error) {
 	c, _, err := q.count(ctx, d, norm(now), nil)
 	return c, err
 }
@@ -62,7 +63,7 @@ type countDetail struct {
 }
 
 // count is CountQueue, keeping what detail asks for (nil: nothing).
-func (q *Queue) count(ctx context.Context, d Declaration, now time.Time, detail *countDetail) (QueueCounts, *countDetail, error) {
+func (q *Queue) count(ctx context.Context, d Settings, now time.Time, detail *countDetail) (QueueCounts, *countDetail, error) {
 	var c QueueCounts
 	each := func(prefix string, fn func(store.Info)) error {
 		after := ""
@@ -84,7 +85,7 @@ func (q *Queue) count(ctx context.Context, d Declaration, now time.Time, detail 
 			after = page.Items[len(page.Items)-1].Key
 		}
 	}
-	shards := max(d.Shards, q.opts.Shards)
+	shards := d.ReadShards
 	for _, prefix := range claimIndexPrefixes(d.Name, shards) {
 		err := each(prefix, func(o store.Info) {
 			m, ok := parseMarker(o.Key)
@@ -188,16 +189,14 @@ type RecentCounts struct {
 	Expired       int   `json:"expired"`
 }
 
-// Stats reads a queue's declaration and counts (CountQueue's LISTs, the
-// same requests), the oldest due pending task (a GET per due marker, the
-// oldest first, at most 10) and the rare ends of the last hour (from the
-// same LISTs, no request more).
-func (q *Queue) Stats(ctx context.Context, name string, now time.Time) (QueueStats, error) {
+// Stats reads a queue's counts (CountQueue's LISTs, the same requests),
+// the oldest due pending task (a GET per due marker, the oldest first, at
+// most 10) and the rare ends of the last hour (from the same LISTs, no
+// request more). d is the queue's declaration, read by the caller
+// (package queues: Registry.Get, then Declaration.Settings), which also
+// says whether it is paused.
+func (q *Queue) Stats(ctx context.Context, d Settings, now time.Time) (QueueStats, error) {
 	now = norm(now)
-	d, err := q.GetQueue(ctx, name, now)
-	if err != nil {
-		return QueueStats{}, err
-	}
 	c, detail, err := q.count(ctx, d, now, &countDetail{})
 	if err != nil {
 		return QueueStats{}, err

@@ -88,9 +88,10 @@ type SubmitResult struct {
 }
 
 // Submit validates req, creates the task and returns it. The queue must be
-// declared (ErrQueueNotFound), unless Options.RequireDeclared is off, when
-// the first submit that makes a task declares it (ErrTooManyQueues past
-// Options.MaxQueues; a refused submit declares nothing). Writes, in
+// declared (ErrQueueNotFound) where declarations are required; elsewhere
+// (auto_declare) the first submit that makes a task declares it
+// (Declarations, LookupCreate: ErrTooManyQueues past the queue limit; a
+// refused submit declares nothing). Writes, in
 // order: the dedup pointer (if any), the queue's declaration
 // (auto_declare, once), the hints the task needs (for a child, its
 // parent's flag and its children/ marker; the outbox entry of a task
@@ -138,15 +139,13 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 			return SubmitResult{Task: existing, Deduplicated: true}, nil
 		}
 	}
-	if !q.opts.RequireDeclared {
-		// auto_declare: the first submit to a queue that makes a task
-		// declares it; a refused one does not (see autoDeclare).
-		if res, ok, err := q.autoDeclare(ctx, &t, req, now); ok || err != nil {
-			if err != nil {
-				q.abandon(ctx, &t)
-			}
-			return res, err
+	// auto_declare: the first submit to a queue that makes a task
+	// declares it; a refused one does not (see autoDeclare).
+	if res, ok, err := q.autoDeclare(ctx, &t, req, now); ok || err != nil {
+		if err != nil {
+			q.abandon(ctx, &t)
 		}
+		return res, err
 	}
 	if err := q.create(ctx, &t); err != nil {
 		if req.ID != "" && errors.Is(err, store.ErrPrecondition) {
@@ -188,10 +187,12 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 // behind: a bad field, a parent or a dedup key that refuses it all come
 // before. A submit with an id to a queue not yet declared first looks
 // for a task with that id (one GET, once per new queue): a replay or a
-// conflict answers without declaring anything; ok is then true.
+// conflict answers without declaring anything; ok is then true. Where
+// declarations are required the queue is declared already (build read
+// its declaration, now cached): this costs no request.
 func (q *Queue) autoDeclare(ctx context.Context, t *Task, req SubmitRequest, now time.Time) (res SubmitResult, ok bool, err error) {
-	d, err := q.declared(ctx, t.Queue, false, now) // cached once declared
-	if err != nil || !d.CreatedAt.IsZero() {
+	d, err := q.decls.Settings(ctx, t.Queue, LookupRead, now) // cached once declared
+	if err != nil || d.Declared {
 		return SubmitResult{}, false, err
 	}
 	if req.ID != "" {
@@ -199,7 +200,7 @@ func (q *Queue) autoDeclare(ctx context.Context, t *Task, req SubmitRequest, now
 			return res, true, err
 		}
 	}
-	_, err = q.declared(ctx, t.Queue, true, now)
+	_, err = q.decls.Settings(ctx, t.Queue, LookupCreate, now)
 	return SubmitResult{}, false, err
 }
 

@@ -81,7 +81,9 @@ type SweepReport struct {
 	// and noting it. It is the source of tasks_expired_total.
 	ExpiredByType map[string]int `json:"expired_by_type,omitempty"`
 
-	// Requests are the store requests the sweep made.
+	// Requests are the store requests the sweep made, but for the reads
+	// of queues' declarations, which go through the Queue's Declarations
+	// (and its cache, which the process shares).
 	Requests store.Counts `json:"requests"`
 	// Duration is the wall-clock time the sweep took.
 	Duration time.Duration `json:"duration_ns"`
@@ -170,7 +172,7 @@ func (q *Queue) Sweep(ctx context.Context, now time.Time, opts SweepOptions) (Sw
 	started := opts.Clock()
 	counting := store.NewCounting(q.store)
 	r := &sweepRun{
-		q:      New(counting, q.opts), // a fresh Queue whose requests are counted
+		q:      New(counting, q.decls, q.opts), // a fresh Queue whose requests are counted
 		now:    now,
 		opts:   opts,
 		follow: make(map[string]*followUp),

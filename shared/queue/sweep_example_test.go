@@ -7,6 +7,7 @@ import (
 
 	"github.com/s3q/s3q/shared/events"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store/memstore"
 )
 
@@ -15,7 +16,7 @@ import (
 // an in-memory ring; on AWS to EventBridge with events.NewEventBridge).
 func ExampleQueue_Sweep() {
 	ctx := context.Background()
-	q := queue.New(memstore.New(), queue.Options{})
+	q := queues.NewQueue(memstore.New(), queue.Options{}, queues.Options{})
 	now := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
 
 	ttl := queue.Duration(time.Minute)

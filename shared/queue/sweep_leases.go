@@ -33,7 +33,7 @@ func (r *sweepRun) leaseItem(ctx context.Context, e sweepEntry) {
 		r.running(ctx, &cur, etag)
 	case cur.Status == StatusPending:
 		// Cannot happen through the core; give it the marker it needs.
-		next.IndexKey = indexKeyFor(&next, r.q.shardsOf(next.Queue))
+		next.IndexKey = indexKeyFor(&next, r.q.shardsOf(ctx, next.Queue, r.now))
 		r.transition(ctx, &cur, etag, &next, &r.rep.Repaired)
 	default:
 		next.IndexKey = ""
@@ -65,6 +65,6 @@ func (r *sweepRun) running(ctx context.Context, cur *Task, etag string) {
 		r.transition(ctx, cur, etag, &next, n)
 		return
 	}
-	backToPending(&next, r.now, r.now, r.q.shardsOf(next.Queue))
+	backToPending(&next, r.now, r.now, r.q.shardsOf(ctx, next.Queue, r.now))
 	r.transition(ctx, cur, etag, &next, &r.rep.Reclaimed)
 }

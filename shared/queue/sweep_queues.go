@@ -115,12 +115,16 @@ func (r *sweepRun) sweepQueues(ctx context.Context, head sweepHead) {
 // LIST while they are sparse.
 func (r *sweepRun) readQueue(ctx context.Context, w *queueWork) {
 	w.clean = true
-	d, err := r.q.declared(ctx, w.name, false, r.now)
+	d, err := r.q.decls.Settings(ctx, w.name, LookupRead, r.now)
 	if err != nil && !errors.Is(err, ErrQueueNotFound) {
 		r.fail(err)
 		w.clean = false
 	}
-	due, next, done, err := r.readDeadlineHead(ctx, deadlineRoot(w.name), max(d.Shards, r.q.opts.Shards))
+	shards := d.ReadShards
+	if err != nil {
+		shards = MaxShards // undeclared: read every shard a marker may be in
+	}
+	due, next, done, err := r.readDeadlineHead(ctx, deadlineRoot(w.name), shards)
 	w.due = append(w.due, due...)
 	if err != nil {
 		r.fail(err)

@@ -3,7 +3,7 @@
 // shared queue.Queue: the counter travels in the context, and a store
 // wrapper counts every call made with that context into it.
 //
-//	q := queue.New(reqcount.Wrap(s), queue.Options{})
+//	q, _ := queues.Open(reqcount.Wrap(s), queue.Options{}, queues.Options{})
 //	ctx, c := reqcount.Start(ctx)
 //	q.Submit(ctx, req, now)
 //	log.Print(c.Counts()) // requests=2 put=2 ...
@@ -97,6 +97,12 @@ type counterKey struct{}
 func Start(ctx context.Context) (context.Context, *Counter) {
 	c := &Counter{}
 	return context.WithValue(ctx, counterKey{}, c), c
+}
+
+// From returns the Counter of ctx (Start), or nil when it has none.
+func From(ctx context.Context) *Counter {
+	c, _ := ctx.Value(counterKey{}).(*Counter)
+	return c
 }
 
 // Wrap returns s counting each call into the Counter of the call's

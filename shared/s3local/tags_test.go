@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local"
 )
 
@@ -21,7 +22,7 @@ func TestTerminalTaskRecordsCarryTheLifecycleTag(t *testing.T) {
 		t.Run(srv.Name, func(t *testing.T) {
 			ctx := context.Background()
 			prefix := "tags-" + queue.NewID(t0())[:8] + "/"
-			q := queue.New(srv.Store(prefix), queue.Options{})
+			q := queues.NewQueue(srv.Store(prefix), queue.Options{}, queues.Options{})
 			res, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "x"}, t0())
 			if err != nil {
 				t.Fatal(err)

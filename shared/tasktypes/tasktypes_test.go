@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/memstore"
 	"github.com/s3q/s3q/shared/tasktypes"
@@ -116,7 +117,7 @@ func TestRequestValuesWinOverTaskTypeDefaults(t *testing.T) {
 	if _, err := mem.Put(ctx, tasktypes.Key, []byte(`{"task_types": {"mail": {"ttl": "1h", "ttl_from": "first_attempt", "max_attempts": 7, "timeout": "1m"}}}`)); err != nil {
 		t.Fatal(err)
 	}
-	q := queue.New(mem, queue.Options{TypeDefaults: tasktypes.NewSource(mem, 0), DefaultTTL: 24 * time.Hour})
+	q := queues.NewQueue(mem, queue.Options{TypeDefaults: tasktypes.NewSource(mem, 0), DefaultTTL: 24 * time.Hour}, queues.Options{})
 	res, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "mail"}, t0)
 	if err != nil {
 		t.Fatal(err)

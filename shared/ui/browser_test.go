@@ -22,6 +22,7 @@ import (
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/devserver"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local"
 	"github.com/s3q/s3q/shared/s3local/faultproxy"
 	"github.com/s3q/s3q/shared/schedule"
@@ -389,7 +390,7 @@ func TestConsoleInABrowser(t *testing.T) {
 func seed(t *testing.T, api *client.Client, d *dev) {
 	t.Helper()
 	ctx := context.Background()
-	if _, _, err := api.DeclareQueue(ctx, queue.Declaration{Name: "work", MaxConcurrency: 4, TTL: ptr(queue.Duration(24 * time.Hour))}); err != nil {
+	if _, _, err := api.DeclareQueue(ctx, queues.Declaration{Name: "work", MaxConcurrency: 4, TTL: ptr(queue.Duration(24 * time.Hour))}); err != nil {
 		t.Fatal(err)
 	}
 	var batch []queue.SubmitRequest
@@ -439,7 +440,7 @@ func seed(t *testing.T, api *client.Client, d *dev) {
 	}
 	// The sweep publishes their Task Dead-Lettered events (a task can be
 	// retried once its event is out): one sweep, straight on the bucket.
-	if _, err := queue.New(d.s3.Store(""), queue.Options{}).Sweep(ctx, time.Now(), queue.SweepOptions{}); err != nil {
+	if _, err := queues.NewQueue(d.s3.Store(""), queue.Options{}, queues.Options{}).Sweep(ctx, time.Now(), queue.SweepOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := work.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "late"}})

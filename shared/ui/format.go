@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 )
 
 // funcs are the template functions.
@@ -130,7 +131,7 @@ func prettyJSON(raw json.RawMessage) *jsonBlock {
 }
 
 // describeDefaults says a queue's defaults in one line.
-func describeDefaults(d queue.Declaration) string {
+func describeDefaults(d queues.Declaration) string {
 	var parts []string
 	if d.TTL != nil {
 		s := "ttl " + queue.FormatDuration(d.TTL.Std())
@@ -152,7 +153,7 @@ func describeDefaults(d queue.Declaration) string {
 }
 
 // describeTarget says where a push queue delivers, "" for a pull queue.
-func describeTarget(t *queue.Target) string {
+func describeTarget(t *queues.Target) string {
 	switch {
 	case t == nil:
 		return ""

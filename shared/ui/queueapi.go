@@ -10,6 +10,7 @@ import (
 
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 )
 
 // The queue routes, read loosely: an API with the queue operations
@@ -20,7 +21,7 @@ import (
 // queueJSON is a declared queue as GET /queues and GET /queues/{queue}
 // answer it.
 type queueJSON struct {
-	queue.Declaration
+	queues.Declaration
 	Paused bool        `json:"paused"`
 	Counts *countsJSON `json:"counts,omitempty"`
 }

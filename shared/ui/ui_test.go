@@ -18,6 +18,7 @@ import (
 	"github.com/s3q/s3q/shared/api"
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/reqcount"
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store/memstore"
@@ -27,9 +28,9 @@ import (
 // it, both on loopback. wrap, when given, stands between them.
 func newTestConsole(t *testing.T, wrap ...func(http.Handler) http.Handler) (console *httptest.Server, apiURL string) {
 	t.Helper()
-	q := queue.New(reqcount.Wrap(memstore.New()), queue.Options{})
+	q, decls := queues.Open(reqcount.Wrap(memstore.New()), queue.Options{}, queues.Options{})
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	var h http.Handler = api.New(q, api.Options{Logger: quiet, Schedules: schedule.New(q.Store(), q, schedule.Options{})})
+	var h http.Handler = api.New(q, decls, api.Options{Logger: quiet, Schedules: schedule.New(q.Store(), q, schedule.Options{})})
 	for _, w := range wrap {
 		h = w(h)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/s3q/s3q/shared/api"
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store/memstore"
 	"github.com/s3q/s3q/shared/worker"
 )
@@ -58,8 +59,8 @@ func runWorker(ctx context.Context, url string) error {
 // Example submits a task and works it, against the API served over an
 // in-memory store.
 func Example() {
-	q := queue.New(memstore.New(), queue.Options{})
-	ts := httptest.NewServer(api.New(q, api.Options{Logger: slog.New(slog.DiscardHandler)}))
+	q, decls := queues.Open(memstore.New(), queue.Options{}, queues.Options{})
+	ts := httptest.NewServer(api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)}))
 	defer ts.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -16,6 +16,7 @@ import (
 	"github.com/s3q/s3q/shared/api"
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local/s3localtest"
 	"github.com/s3q/s3q/shared/worker"
 )
@@ -25,8 +26,8 @@ import (
 // retries with the same token and gets 200, so the task is completed once
 // and its handler ran once.
 func TestACompleteWhoseAnswerWasLostIsRetriedAndLandsOnce(t *testing.T) {
-	q := queue.New(s3localtest.NewStore(t, servers.VersityGW), queue.Options{ListCacheFor: -1})
-	h := api.New(q, api.Options{Logger: slog.New(slog.DiscardHandler)})
+	q, decls := queues.Open(s3localtest.NewStore(t, servers.VersityGW), queue.Options{ListCacheFor: -1}, queues.Options{})
+	h := api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)})
 	var lost, completes atomic.Int32
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/complete") {

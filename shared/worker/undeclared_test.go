@@ -13,6 +13,7 @@ import (
 	"github.com/s3q/s3q/shared/api"
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store/memstore"
 	"github.com/s3q/s3q/shared/worker"
 )
@@ -21,8 +22,8 @@ import (
 // declarations, stops at its first claim naming the queue, instead of
 // idling forever.
 func TestRunStopsOnAnUndeclaredQueue(t *testing.T) {
-	q := queue.New(memstore.New(), queue.Options{RequireDeclared: true})
-	ts := httptest.NewServer(api.New(q, api.Options{Logger: slog.New(slog.DiscardHandler)}))
+	q, decls := queues.Open(memstore.New(), queue.Options{}, queues.Options{RequireDeclared: true})
+	ts := httptest.NewServer(api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)}))
 	defer ts.Close()
 	c, err := client.New(bg, ts.URL, client.Options{})
 	if err != nil {

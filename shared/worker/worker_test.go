@@ -14,6 +14,7 @@ import (
 	"github.com/s3q/s3q/shared/api"
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local/s3localtest"
 	"github.com/s3q/s3q/shared/worker"
 )
@@ -28,10 +29,8 @@ var bg = context.Background()
 // returns a client and the queue behind it.
 func setup(t *testing.T) (*client.Client, *queue.Queue) {
 	t.Helper()
-	q := queue.New(s3localtest.NewStore(t, servers.VersityGW), queue.Options{
-		Backoff: func(int) time.Duration { return 0 }, ListCacheFor: -1,
-	})
-	ts := httptest.NewServer(api.New(q, api.Options{Logger: slog.New(slog.DiscardHandler)}))
+	q, decls := queues.Open(s3localtest.NewStore(t, servers.VersityGW), queue.Options{Backoff: func(int) time.Duration { return 0 }, ListCacheFor: -1}, queues.Options{})
+	ts := httptest.NewServer(api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)}))
 	t.Cleanup(ts.Close)
 	c, err := client.New(bg, ts.URL, client.Options{})
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/lambdafn"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/memstore"
 )
@@ -142,7 +143,7 @@ type target struct {
 	dups      int
 }
 
-func (t *target) Deliver(_ context.Context, _ queue.Target, d dispatch.Delivery) dispatch.Result {
+func (t *target) Deliver(_ context.Context, _ queues.Target, d dispatch.Delivery) dispatch.Result {
 	late := t.now().Sub(d.Task.AvailableAt)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -189,8 +190,8 @@ func DispatchStorm(ctx context.Context, o StormOptions) (StormResult, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	clk := scaled{start: time.Now(), scale: o.Scale}
-	q := queue.New(o.Store, queue.Options{})
-	if _, _, err := q.Declare(ctx, queue.Declaration{Name: "storm", Target: &queue.Target{Lambda: "storm-target"}}, clk.Now()); err != nil {
+	q, decls := queues.Open(o.Store, queue.Options{}, queues.Options{})
+	if _, _, err := decls.Declare(ctx, queues.Declaration{Name: "storm", Target: &queues.Target{Lambda: "storm-target"}}, clk.Now()); err != nil {
 		return StormResult{}, err
 	}
 	tg := &target{now: clk.Now, delivered: map[string]time.Duration{}}
@@ -199,8 +200,8 @@ func DispatchStorm(ctx context.Context, o StormOptions) (StormResult, error) {
 		return &dispatch.Limited{Now: clk.Now, Next: &dispatch.LambdaWaker{Client: inv, Function: DispatchFunctionName, Logger: o.Logger}}
 	}
 	inv.handler = func() (func(ctx context.Context, payload []byte) error, error) {
-		dq := queue.New(o.Store, queue.Options{ListCacheFor: 100 * time.Millisecond})
-		dp := dispatch.New(dq, dispatch.NewDeclared(dq, 0), dispatch.Options{
+		dq, ddecls := queues.Open(o.Store, queue.Options{ListCacheFor: 100 * time.Millisecond}, queues.Options{})
+		dp := dispatch.New(dq, dispatch.NewDeclared(ddecls, 0), dispatch.Options{
 			Now: clk.Now, After: clk.After, Logger: o.Logger, Lambda: tg, Waker: wake(),
 			RecheckAfter: 150 * time.Millisecond,
 		})
@@ -214,7 +215,7 @@ func DispatchStorm(ctx context.Context, o StormOptions) (StormResult, error) {
 		}, nil
 	}
 	submit, err := lambdafn.New(lambdafn.Submit, lambdafn.Deps{
-		Queue: q, Now: clk.Now, Logger: o.Logger, Waker: wake(), Targets: dispatch.NewDeclared(q, 0),
+		Queue: q, Queues: decls, Now: clk.Now, Logger: o.Logger, Waker: wake(), Targets: dispatch.NewDeclared(decls, 0),
 	})
 	if err != nil {
 		return StormResult{}, err

@@ -26,7 +26,7 @@ func runBulkRace(t *testing.T, f Factory) {
 		e = newEnv(t, f, func(o *queue.Options) { o.ListCacheFor = -1 })
 		id = e.submit(queue.SubmitRequest{TaskType: "t"}, t0).ID
 		hooked := &beforeCAS{Store: e.s, mark: []byte(mark), hook: func() { hook(e, id) }}
-		return e, queue.New(hooked, e.op), id
+		return e, e.open(hooked), id
 	}
 
 	t.Run("a_purge_skips_a_task_completed_between_its_listing_and_its_write", func(t *testing.T) {

@@ -140,7 +140,7 @@ func countWrites(t *testing.T, f Factory, cc crashCase) int {
 	e := newEnv(t, f)
 	id, tok := cc.setup(e)
 	counting := store.NewCounting(e.s)
-	if err := cc.run(queue.New(counting, e.op), id, tok, t0.Add(time.Second)); err != nil {
+	if err := cc.run(e.open(counting), id, tok, t0.Add(time.Second)); err != nil {
 		t.Fatalf("%s without a crash: %v", cc.name, err)
 	}
 	c := counting.Counts()
@@ -153,7 +153,7 @@ func crashOnce(t *testing.T, f Factory, cc crashCase, n int, mode storefault.Fau
 	e := newEnv(t, f)
 	id, tok := cc.setup(e)
 	faulty := storefault.New(e.s)
-	crashing := queue.New(faulty, e.op)
+	crashing := e.open(faulty)
 	crashAt := t0.Add(time.Second)
 	faulty.Fail(n, mode)
 	err := cc.run(crashing, id, tok, crashAt)

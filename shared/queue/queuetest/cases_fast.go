@@ -40,7 +40,7 @@ func runFast(t *testing.T, f Factory) {
 		t.Parallel()
 		e := newEnv(t, f)
 		c := store.NewCounting(e.s)
-		q := queue.New(c, e.op)
+		q := e.open(c)
 		if cs, err := q.Claim(ctx, queue.ClaimRequest{}, t0); err != nil || len(cs) != 0 { // lists the empty queue
 			t.Fatalf("claim of an empty queue: %v %d", err, len(cs))
 		}
@@ -128,7 +128,7 @@ func runFast(t *testing.T, f Factory) {
 		c := e.claimOne(t0)
 		answered := make(chan struct{})
 		gated := &deleteGate{Store: e.s, open: answered}
-		worker := queue.New(gated, e.op)
+		worker := e.open(gated)
 		// The worker's cache holds the claimed record, as e.q's does.
 		if _, err := worker.Heartbeat(ctx, id, c.Lease.Token, time.Minute, t0); err != nil {
 			t.Fatal(err)
@@ -230,7 +230,7 @@ func runFast(t *testing.T, f Factory) {
 // holds the claimed record.
 func (e *env) claimedOver(s store.Store) (*queue.Queue, queue.Claimed) {
 	e.t.Helper()
-	worker := queue.New(s, e.op)
+	worker := e.open(s)
 	cs, err := worker.Claim(ctx, queue.ClaimRequest{LeaseFor: time.Minute}, t0)
 	if err != nil || len(cs) != 1 {
 		e.t.Fatalf("claim: %v %d", err, len(cs))

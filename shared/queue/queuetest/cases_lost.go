@@ -9,6 +9,7 @@ import (
 
 	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/storefault"
 )
@@ -22,7 +23,8 @@ import (
 func newLossEnv(t testing.TB, f Factory, opts ...func(*queue.Options)) (*env, *storefault.Store) {
 	e := newEnv(t, f, opts...)
 	fs := storefault.New(e.s)
-	e.s, e.q = fs, queue.New(fs, e.op)
+	e.s = fs
+	e.q, e.decls = queues.Open(fs, e.op, e.dop)
 	return e, fs
 }
 
@@ -570,29 +572,29 @@ func runLostLease(t *testing.T, f Factory) {
 func runLostManage(t *testing.T, f Factory) {
 	t.Run("a_queue_update_and_delete_whose_answers_were_lost_are_recognised", func(t *testing.T) {
 		e, fs := newLossEnv(t, f)
-		e.declare(queue.Declaration{Name: "a"}, t0)
+		e.declare(queues.Declaration{Name: "a"}, t0)
 		lose(fs, storefault.OpPutIfMatch, "q/a/queue.json")
-		d, created, err := e.q.Declare(ctx, queue.Declaration{Name: "a", MaxConcurrency: 5}, t0.Add(time.Second))
+		d, created, err := e.decls.Declare(ctx, queues.Declaration{Name: "a", MaxConcurrency: 5}, t0.Add(time.Second))
 		if err != nil || created || d.MaxConcurrency != 5 {
 			t.Fatalf("update: %+v created=%v %v", d, created, err)
 		}
 		wantHits(t, fs, 1)
-		if got, err := e.reopen().GetQueue(ctx, "a", t0.Add(time.Second)); err != nil || got.MaxConcurrency != 5 {
+		if got, err := e.reopenDecls().Get(ctx, "a", t0.Add(time.Second)); err != nil || got.MaxConcurrency != 5 {
 			t.Fatalf("stored: %+v %v", got, err)
 		}
 		lose(fs, storefault.OpPutIfMatch, "q/a/queue.json")
-		if err := e.q.DeleteQueue(ctx, "a", t0.Add(2*time.Second)); err != nil {
+		if err := e.decls.Delete(ctx, "a", t0.Add(2*time.Second)); err != nil {
 			t.Fatalf("delete: %v", err)
 		}
 		wantHits(t, fs, 1)
-		if _, err := e.reopen().GetQueue(ctx, "a", t0.Add(2*time.Second)); !errors.Is(err, queue.ErrQueueNotFound) {
+		if _, err := e.reopenDecls().Get(ctx, "a", t0.Add(2*time.Second)); !errors.Is(err, queue.ErrQueueNotFound) {
 			t.Fatalf("after the delete: %v", err)
 		}
 	})
 
 	t.Run("a_slot_takeover_whose_answer_was_lost_is_recognised", func(t *testing.T) {
 		e, fs := newLossEnv(t, f)
-		e.declare(queue.Declaration{Name: "one", MaxConcurrency: 1}, t0)
+		e.declare(queues.Declaration{Name: "one", MaxConcurrency: 1}, t0)
 		e.submit(queue.SubmitRequest{Queue: "one"}, t0)
 		e.submit(queue.SubmitRequest{Queue: "one"}, t0)
 		if cs := e.claim(queue.ClaimRequest{Queue: "one", LeaseFor: time.Minute}, t0); len(cs) != 1 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/storefault"
 )
@@ -23,7 +24,7 @@ func runOps(t *testing.T, f Factory) {
 		t.Parallel()
 		e := newEnv(t, f)
 		e.submit(queue.SubmitRequest{}, t0)
-		d, err := e.q.PauseQueue(ctx, queue.DefaultQueue, t0)
+		d, err := e.decls.Pause(ctx, queue.DefaultQueue, t0)
 		if err != nil || !d.Paused || d.PausedAt == nil || !d.PausedAt.Equal(t0) {
 			t.Fatalf("pause: %+v, %v", d, err)
 		}
@@ -34,21 +35,21 @@ func runOps(t *testing.T, f Factory) {
 			t.Fatalf("another process claimed %d tasks of a paused queue (%v)", len(cs), err)
 		}
 		// Changing its settings keeps it paused.
-		if d, _, err := e.q.Declare(ctx, queue.Declaration{Name: queue.DefaultQueue, MaxAttempts: 5}, t0.Add(time.Minute)); err != nil || !d.Paused {
+		if d, _, err := e.decls.Declare(ctx, queues.Declaration{Name: queue.DefaultQueue, MaxAttempts: 5}, t0.Add(time.Minute)); err != nil || !d.Paused {
 			t.Fatalf("declare over a paused queue: paused=%v, %v", d.Paused, err)
 		}
 		e.sweep(t0.Add(3*time.Minute), nil)
 		wantStatus(t, e.get(late.ID), queue.StatusExpired)
-		if again, err := e.q.PauseQueue(ctx, queue.DefaultQueue, t0.Add(4*time.Minute)); err != nil || !again.PausedAt.Equal(t0) {
+		if again, err := e.decls.Pause(ctx, queue.DefaultQueue, t0.Add(4*time.Minute)); err != nil || !again.PausedAt.Equal(t0) {
 			t.Fatalf("pausing a paused queue: %+v, %v; want it unchanged", again, err)
 		}
-		d, err = e.q.ResumeQueue(ctx, queue.DefaultQueue, t0.Add(5*time.Minute))
+		d, err = e.decls.Resume(ctx, queue.DefaultQueue, t0.Add(5*time.Minute))
 		if err != nil || d.Paused || d.PausedAt != nil {
 			t.Fatalf("resume: %+v, %v", d, err)
 		}
 		got := e.claimOne(t0.Add(5 * time.Minute))
 		wantStatus(t, got.Task, queue.StatusRunning)
-		_, err = e.q.PauseQueue(ctx, "nope", t0)
+		_, err = e.decls.Pause(ctx, "nope", t0)
 		check.Err(t, err, queue.ErrQueueNotFound)
 	})
 
@@ -249,7 +250,7 @@ func runOps(t *testing.T, f Factory) {
 		}
 		e.submit(queue.SubmitRequest{TTL: check.Dur("0s")}, t0.Add(time.Minute))
 		now := t0.Add(10 * time.Minute)
-		st, err := e.q.Stats(ctx, queue.DefaultQueue, now)
+		st, err := e.stats(queue.DefaultQueue, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -265,11 +266,11 @@ func runOps(t *testing.T, f Factory) {
 		}
 		// Claimed, the oldest is running: the next one is the oldest pending.
 		e.claimOne(now)
-		st, err = e.q.Stats(ctx, queue.DefaultQueue, now)
+		st, err = e.stats(queue.DefaultQueue, now)
 		if err != nil || st.OldestPendingAt == nil || !st.OldestPendingAt.Equal(t0.Add(time.Minute)) {
 			t.Fatalf("oldest pending after a claim: %v, %v; want %s", st.OldestPendingAt, err, t0.Add(time.Minute))
 		}
-		_, err = e.q.Stats(ctx, "nope", now)
+		_, err = e.stats("nope", now)
 		check.Err(t, err, queue.ErrQueueNotFound)
 	})
 
@@ -321,7 +322,7 @@ func runPurgeCrash(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		pc.setup(e)
 		counting := store.NewCounting(e.s)
-		if _, err := queue.New(counting, e.op).Purge(ctx, queue.BulkRequest{Queue: queue.DefaultQueue, Status: pc.status}, t0.Add(time.Second)); err != nil {
+		if _, err := e.open(counting).Purge(ctx, queue.BulkRequest{Queue: queue.DefaultQueue, Status: pc.status}, t0.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		c := counting.Counts()
@@ -345,7 +346,7 @@ func purgeCrashOnce(t *testing.T, f Factory, status queue.Status, setup func(*en
 	faulty := storefault.New(e.s)
 	faulty.Fail(n, mode)
 	req := queue.BulkRequest{Queue: queue.DefaultQueue, Status: status}
-	_, err := queue.New(faulty, e.op).Purge(ctx, req, t0.Add(time.Second))
+	_, err := e.open(faulty).Purge(ctx, req, t0.Add(time.Second))
 	if !faulty.Fired() {
 		t.Fatalf("write %d never happened (err %v)", n, err)
 	}

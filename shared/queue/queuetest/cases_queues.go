@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store"
 )
 
@@ -22,11 +24,9 @@ func (d typeDefaults) TaskTypeDefaults(_ context.Context, taskType string, _ tim
 	return v, ok, nil
 }
 
-func requireDeclared(o *queue.Options) { o.RequireDeclared = true }
-
-func (e *env) declare(d queue.Declaration, now time.Time) queue.Declaration {
+func (e *env) declare(d queues.Declaration, now time.Time) queues.Declaration {
 	e.t.Helper()
-	out, _, err := e.q.Declare(ctx, d, now)
+	out, _, err := e.decls.Declare(ctx, d, now)
 	if err != nil {
 		e.t.Fatalf("declare %s: %v", d.Name, err)
 	}
@@ -36,15 +36,15 @@ func (e *env) declare(d queue.Declaration, now time.Time) queue.Declaration {
 func runQueues(t *testing.T, f Factory) {
 	t.Run("a_queue_with_a_target_has_an_entry_in_the_push_queues_index_while_it_has_one", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, f, func(o *queue.Options) { o.AllowInsecureTargets = true })
-		target := &queue.Target{URL: "http://127.0.0.1:1/", Secret: "s"}
-		e.declare(queue.Declaration{Name: "pull"}, t0)
-		e.declare(queue.Declaration{Name: "push", Target: target}, t0)
+		e := newDeclEnv(t, f, queues.Options{AllowInsecureTargets: true})
+		target := &queues.Target{URL: "http://127.0.0.1:1/", Secret: "s"}
+		e.declare(queues.Declaration{Name: "pull"}, t0)
+		e.declare(queues.Declaration{Name: "push", Target: target}, t0)
 		wantKeys(t, "push index", e.keys(queue.PrefixTargets), queue.TargetKey("push"))
-		e.declare(queue.Declaration{Name: "pull", Target: target}, t0.Add(time.Second))
-		e.declare(queue.Declaration{Name: "push"}, t0.Add(time.Second)) // target removed
+		e.declare(queues.Declaration{Name: "pull", Target: target}, t0.Add(time.Second))
+		e.declare(queues.Declaration{Name: "push"}, t0.Add(time.Second)) // target removed
 		wantKeys(t, "push index", e.keys(queue.PrefixTargets), queue.TargetKey("pull"))
-		if err := e.q.DeleteQueue(ctx, "pull", t0.Add(2*time.Second)); err != nil {
+		if err := e.decls.Delete(ctx, "pull", t0.Add(2*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		wantKeys(t, "push index", e.keys(queue.PrefixTargets))
@@ -53,48 +53,48 @@ func runQueues(t *testing.T, f Factory) {
 	t.Run("a_queue_is_declared_read_changed_listed_and_deleted", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, f)
-		d, created, err := e.q.Declare(ctx, queue.Declaration{Name: "emails", TTL: check.Dur("1h"), MaxAttempts: 5, Timeout: check.Dur("2m"), MaxConcurrency: 4,
-			Target: &queue.Target{URL: "https://example.com/hook", Secret: "/s3q/hook"}}, t0)
+		d, created, err := e.decls.Declare(ctx, queues.Declaration{Name: "emails", TTL: check.Dur("1h"), MaxAttempts: 5, Timeout: check.Dur("2m"), MaxConcurrency: 4,
+			Target: &queues.Target{URL: "https://example.com/hook", Secret: "/s3q/hook"}}, t0)
 		if err != nil || !created || d.Shards != 1 || !d.CreatedAt.Equal(t0) {
 			t.Fatalf("declare: %+v %v %v", d, created, err)
 		}
-		got, err := e.q.GetQueue(ctx, "emails", t0)
+		got, err := e.decls.Get(ctx, "emails", t0)
 		if err != nil || got.MaxConcurrency != 4 || got.Target == nil || got.Target.Secret != "/s3q/hook" || got.TTL.Std() != time.Hour {
 			t.Fatalf("get: %+v %v", got, err)
 		}
-		d2, created, err := e.q.Declare(ctx, queue.Declaration{Name: "emails", MaxAttempts: 2}, t0.Add(time.Minute))
+		d2, created, err := e.decls.Declare(ctx, queues.Declaration{Name: "emails", MaxAttempts: 2}, t0.Add(time.Minute))
 		if err != nil || created || d2.TTL != nil || d2.Target != nil || d2.MaxAttempts != 2 || !d2.CreatedAt.Equal(t0) || !d2.UpdatedAt.Equal(t0.Add(time.Minute)) {
 			t.Fatalf("replace: %+v %v %v", d2, created, err)
 		}
-		e.declare(queue.Declaration{Name: "a-first"}, t0)
-		list, err := e.q.ListQueues(ctx, queue.ListQueuesRequest{Limit: 1})
+		e.declare(queues.Declaration{Name: "a-first"}, t0)
+		list, err := e.decls.List(ctx, queues.ListRequest{Limit: 1})
 		if err != nil || len(list.Queues) != 1 || list.Queues[0].Name != "a-first" || list.NextCursor != "a-first" {
 			t.Fatalf("list page 1: %+v %v", list, err)
 		}
-		list, err = e.q.ListQueues(ctx, queue.ListQueuesRequest{Limit: 1, Cursor: list.NextCursor})
+		list, err = e.decls.List(ctx, queues.ListRequest{Limit: 1, Cursor: list.NextCursor})
 		if err != nil || len(list.Queues) != 1 || list.Queues[0].Name != "emails" {
 			t.Fatalf("list page 2: %+v %v", list, err)
 		}
-		if err := e.q.DeleteQueue(ctx, "emails", t0); err != nil {
+		if err := e.decls.Delete(ctx, "emails", t0); err != nil {
 			t.Fatal(err)
 		}
-		_, err = e.q.GetQueue(ctx, "emails", t0)
+		_, err = e.decls.Get(ctx, "emails", t0)
 		check.Err(t, err, queue.ErrQueueNotFound)
-		check.Err(t, e.q.DeleteQueue(ctx, "emails", t0), queue.ErrQueueNotFound)
-		list, err = e.q.ListQueues(ctx, queue.ListQueuesRequest{})
+		check.Err(t, e.decls.Delete(ctx, "emails", t0), queue.ErrQueueNotFound)
+		list, err = e.decls.List(ctx, queues.ListRequest{})
 		if err != nil || len(list.Queues) != 1 || list.Queues[0].Name != "a-first" {
 			t.Fatalf("list after the delete: %+v %v", list, err)
 		}
 		// Declared again, by hand and by a submit (the key is never
 		// deleted: versitygw refuses If-None-Match over a delete marker).
-		if d, created, err := e.q.Declare(ctx, queue.Declaration{Name: "emails", MaxAttempts: 4}, t0.Add(time.Hour)); err != nil || !created || !d.CreatedAt.Equal(t0.Add(time.Hour)) {
+		if d, created, err := e.decls.Declare(ctx, queues.Declaration{Name: "emails", MaxAttempts: 4}, t0.Add(time.Hour)); err != nil || !created || !d.CreatedAt.Equal(t0.Add(time.Hour)) {
 			t.Fatalf("declare again: %+v %v %v", d, created, err)
 		}
-		if err := e.q.DeleteQueue(ctx, "a-first", t0); err != nil {
+		if err := e.decls.Delete(ctx, "a-first", t0); err != nil {
 			t.Fatal(err)
 		}
 		e.reopen().Submit(ctx, queue.SubmitRequest{TaskType: "t", Queue: "a-first"}, t0)
-		if d, err := e.q.GetQueue(ctx, "a-first", t0); err != nil || !d.AutoDeclared {
+		if d, err := e.decls.Get(ctx, "a-first", t0); err != nil || !d.AutoDeclared {
 			t.Fatalf("auto-declared again: %+v %v", d, err)
 		}
 	})
@@ -102,35 +102,35 @@ func runQueues(t *testing.T, f Factory) {
 	t.Run("a_bad_declaration_names_its_field_and_writes_nothing", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, f)
-		web := func(url, secret string) *queue.Target { return &queue.Target{URL: url, Secret: secret} }
+		web := func(url, secret string) *queues.Target { return &queues.Target{URL: url, Secret: secret} }
 		for _, c := range []struct {
-			d     queue.Declaration
+			d     queues.Declaration
 			field string
 		}{
-			{queue.Declaration{Name: "a/b"}, "queue"},
-			{queue.Declaration{Name: ".."}, "queue"},
-			{queue.Declaration{Name: "q", TTL: check.Dur("0s")}, "ttl"},
-			{queue.Declaration{Name: "q", TTLFrom: "later"}, "ttl_from"},
-			{queue.Declaration{Name: "q", MaxAttempts: -1}, "max_attempts"},
-			{queue.Declaration{Name: "q", MaxAttempts: 1001}, "max_attempts"},
-			{queue.Declaration{Name: "q", Timeout: check.Dur("13h")}, "timeout"},
-			{queue.Declaration{Name: "q", Shards: 257}, "shards"},
-			{queue.Declaration{Name: "q", Shards: queue.MaxShards + 1}, "shards"},
-			{queue.Declaration{Name: "q", MaxConcurrency: -2}, "max_concurrency"},
-			{queue.Declaration{Name: "q", MaxConcurrency: 1001}, "max_concurrency"},
-			{queue.Declaration{Name: "q", Target: &queue.Target{}}, "target"},
-			{queue.Declaration{Name: "q", Target: &queue.Target{Lambda: "f", URL: "https://x.example", Secret: "s"}}, "target.url"},
-			{queue.Declaration{Name: "q", Target: &queue.Target{Lambda: "not a function"}}, "target.lambda"},
-			{queue.Declaration{Name: "q", Target: &queue.Target{Lambda: "arn:aws:s3:::bucket"}}, "target.lambda"},
-			{queue.Declaration{Name: "q", Target: &queue.Target{Lambda: "f", Secret: "/s"}}, "target.secret"},
-			{queue.Declaration{Name: "q", Target: web("http://x.example/hook", "/s")}, "target.url"},
-			{queue.Declaration{Name: "q", Target: web("ftp://x.example/hook", "/s")}, "target.url"},
-			{queue.Declaration{Name: "q", Target: web("/relative", "/s")}, "target.url"},
-			{queue.Declaration{Name: "q", Target: web("https://user:pw@x.example/", "/s")}, "target.url"},
-			{queue.Declaration{Name: "q", Target: web("https://x.example/hook", "")}, "target.secret"},
-			{queue.Declaration{Name: "q", Target: web("https://x.example/hook", "a secret")}, "target.secret"},
+			{queues.Declaration{Name: "a/b"}, "queue"},
+			{queues.Declaration{Name: ".."}, "queue"},
+			{queues.Declaration{Name: "q", TTL: check.Dur("0s")}, "ttl"},
+			{queues.Declaration{Name: "q", TTLFrom: "later"}, "ttl_from"},
+			{queues.Declaration{Name: "q", MaxAttempts: -1}, "max_attempts"},
+			{queues.Declaration{Name: "q", MaxAttempts: 1001}, "max_attempts"},
+			{queues.Declaration{Name: "q", Timeout: check.Dur("13h")}, "timeout"},
+			{queues.Declaration{Name: "q", Shards: 257}, "shards"},
+			{queues.Declaration{Name: "q", Shards: queue.MaxShards + 1}, "shards"},
+			{queues.Declaration{Name: "q", MaxConcurrency: -2}, "max_concurrency"},
+			{queues.Declaration{Name: "q", MaxConcurrency: 1001}, "max_concurrency"},
+			{queues.Declaration{Name: "q", Target: &queues.Target{}}, "target"},
+			{queues.Declaration{Name: "q", Target: &queues.Target{Lambda: "f", URL: "https://x.example", Secret: "s"}}, "target.url"},
+			{queues.Declaration{Name: "q", Target: &queues.Target{Lambda: "not a function"}}, "target.lambda"},
+			{queues.Declaration{Name: "q", Target: &queues.Target{Lambda: "arn:aws:s3:::bucket"}}, "target.lambda"},
+			{queues.Declaration{Name: "q", Target: &queues.Target{Lambda: "f", Secret: "/s"}}, "target.secret"},
+			{queues.Declaration{Name: "q", Target: web("http://x.example/hook", "/s")}, "target.url"},
+			{queues.Declaration{Name: "q", Target: web("ftp://x.example/hook", "/s")}, "target.url"},
+			{queues.Declaration{Name: "q", Target: web("/relative", "/s")}, "target.url"},
+			{queues.Declaration{Name: "q", Target: web("https://user:pw@x.example/", "/s")}, "target.url"},
+			{queues.Declaration{Name: "q", Target: web("https://x.example/hook", "")}, "target.secret"},
+			{queues.Declaration{Name: "q", Target: web("https://x.example/hook", "a secret")}, "target.secret"},
 		} {
-			_, _, err := e.q.Declare(ctx, c.d, t0)
+			_, _, err := e.decls.Declare(ctx, c.d, t0)
 			check.Field(t, err, c.field)
 			check.Err(t, err, queue.ErrInvalidInput)
 		}
@@ -138,29 +138,67 @@ func runQueues(t *testing.T, f Factory) {
 			t.Fatalf("bad declarations wrote %v", keys)
 		}
 		// The good targets pass: a name, an ARN with an alias, https.
-		for i, tg := range []*queue.Target{
+		for i, tg := range []*queues.Target{
 			{Lambda: "thumbs"},
 			{Lambda: "arn:aws:lambda:eu-west-1:123456789012:function:thumbs:live"},
 			web("https://x.example/hook?a=1", "/s3q/hook-secret"),
 		} {
-			if _, _, err := e.q.Declare(ctx, queue.Declaration{Name: "ok" + string(rune('a'+i)), Target: tg}, t0); err != nil {
+			if _, _, err := e.decls.Declare(ctx, queues.Declaration{Name: "ok" + string(rune('a'+i)), Target: tg}, t0); err != nil {
 				t.Errorf("target %+v: %v", tg, err)
 			}
 		}
 		// http only where the deployment allows insecure targets.
-		dev := newEnv(t, f, func(o *queue.Options) { o.AllowInsecureTargets = true })
-		if _, _, err := dev.q.Declare(ctx, queue.Declaration{Name: "local", Target: web("http://127.0.0.1:9000/", "/s")}, t0); err != nil {
+		dev := newDeclEnv(t, f, queues.Options{AllowInsecureTargets: true})
+		if _, _, err := dev.decls.Declare(ctx, queues.Declaration{Name: "local", Target: web("http://127.0.0.1:9000/", "/s")}, t0); err != nil {
 			t.Errorf("http target with insecure targets allowed: %v", err)
 		}
+	})
+
+	t.Run("a_process_that_never_read_the_declaration_fails_and_reschedules_without_reading_it", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f) // the deployment's shards: 1
+		e.declare(queues.Declaration{Name: "wide", Shards: 4}, t0)
+		task := e.submit(queue.SubmitRequest{Queue: "wide"}, t0)
+		now := t0
+		claim := func() queue.Lease {
+			t.Helper()
+			cs, err := e.reopen().Claim(ctx, queue.ClaimRequest{Queue: "wide", LeaseFor: time.Minute}, now)
+			if err != nil || len(cs) != 1 || cs[0].Task.ID != task.ID {
+				t.Fatalf("claim at %s: %d tasks, %v", now.Format(time.RFC3339), len(cs), err)
+			}
+			return cs[0].Lease
+		}
+		for i, op := range []func(q *queue.Queue, tok string) (queue.Task, error){
+			func(q *queue.Queue, tok string) (queue.Task, error) {
+				return q.Fail(ctx, task.Ref(), tok, queue.FailRequest{Error: "again"}, now)
+			},
+			func(q *queue.Queue, tok string) (queue.Task, error) {
+				return q.Reschedule(ctx, task.Ref(), tok, queue.RescheduleRequest{}, now)
+			},
+		} {
+			tok := claim()
+			c := store.NewCounting(e.s)
+			got, err := op(e.open(c), tok.Token) // another process: nothing cached
+			if err != nil || got.Status != queue.StatusPending {
+				t.Fatalf("op %d: %s, %v", i, got.Status, err)
+			}
+			// One GET, of the record: the marker goes to the deployment's
+			// shards, which claims of the queue read as well.
+			if n := c.Counts(); n.Get != 1 || !strings.HasPrefix(got.IndexKey, "q/wide/ready/0/") {
+				t.Fatalf("op %d made %v and put its marker at %s; want one GET (the record) and the deployment's shard 0", i, n, got.IndexKey)
+			}
+			now = got.AvailableAt
+		}
+		claim()
 	})
 
 	t.Run("shards_are_fixed_at_creation", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, f)
-		e.declare(queue.Declaration{Name: "wide", Shards: 4}, t0)
-		_, _, err := e.q.Declare(ctx, queue.Declaration{Name: "wide", Shards: 2}, t0)
+		e.declare(queues.Declaration{Name: "wide", Shards: 4}, t0)
+		_, _, err := e.decls.Declare(ctx, queues.Declaration{Name: "wide", Shards: 2}, t0)
 		check.Field(t, err, "shards")
-		if d := e.declare(queue.Declaration{Name: "wide", MaxAttempts: 2}, t0); d.Shards != 4 {
+		if d := e.declare(queues.Declaration{Name: "wide", MaxAttempts: 2}, t0); d.Shards != 4 {
 			t.Fatalf("shards = %d after an update that gave none, want 4", d.Shards)
 		}
 		// Its tasks spread over its 4 shards and are all claimed.
@@ -182,7 +220,7 @@ func runQueues(t *testing.T, f Factory) {
 
 	t.Run("an_undeclared_queue_is_queue_not_found_when_declarations_are_required", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, f, requireDeclared)
+		e := newDeclEnv(t, f, queues.Options{RequireDeclared: true})
 		_, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "t", Queue: "ghost"}, t0)
 		check.Err(t, err, queue.ErrQueueNotFound)
 		_, err = e.q.Claim(ctx, queue.ClaimRequest{Queue: "ghost"}, t0)
@@ -192,7 +230,7 @@ func runQueues(t *testing.T, f Factory) {
 		if keys := e.allKeys(); len(keys) != 0 {
 			t.Fatalf("a submit to an undeclared queue wrote %v", keys)
 		}
-		e.declare(queue.Declaration{Name: "ghost"}, t0)
+		e.declare(queues.Declaration{Name: "ghost"}, t0)
 		task := e.submit(queue.SubmitRequest{Queue: "ghost"}, t0)
 		if cs := e.claim(queue.ClaimRequest{Queue: "ghost"}, t0); len(cs) != 1 || cs[0].Task.ID != task.ID {
 			t.Fatalf("claim after declaring: %+v", cs)
@@ -208,7 +246,7 @@ func runQueues(t *testing.T, f Factory) {
 			t.Fatalf("a bad submit declared %v", keys)
 		}
 		e.submit(queue.SubmitRequest{Queue: "fresh"}, t0)
-		d, err := e.q.GetQueue(ctx, "fresh", t0)
+		d, err := e.decls.Get(ctx, "fresh", t0)
 		if err != nil || !d.AutoDeclared || d.Shards != 1 {
 			t.Fatalf("auto-declared queue: %+v %v", d, err)
 		}
@@ -216,21 +254,21 @@ func runQueues(t *testing.T, f Factory) {
 		if cs := e.claim(queue.ClaimRequest{Queue: "never"}, t0); len(cs) != 0 {
 			t.Fatal("claimed from an empty queue")
 		}
-		if _, err := e.q.GetQueue(ctx, "never", t0); err == nil {
+		if _, err := e.decls.Get(ctx, "never", t0); err == nil {
 			t.Fatal("a claim declared a queue")
 		}
 	})
 
 	t.Run("max_queues_bounds_declarations_by_hand_and_on_submit", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, f, func(o *queue.Options) { o.MaxQueues = 2 })
-		e.declare(queue.Declaration{Name: "a"}, t0)
+		e := newDeclEnv(t, f, queues.Options{MaxQueues: 2})
+		e.declare(queues.Declaration{Name: "a"}, t0)
 		e.submit(queue.SubmitRequest{Queue: "b"}, t0)
-		_, _, err := e.q.Declare(ctx, queue.Declaration{Name: "c"}, t0)
+		_, _, err := e.decls.Declare(ctx, queues.Declaration{Name: "c"}, t0)
 		check.Err(t, err, queue.ErrTooManyQueues)
 		_, err = e.q.Submit(ctx, queue.SubmitRequest{TaskType: "t", Queue: "d"}, t0)
 		check.Err(t, err, queue.ErrTooManyQueues)
-		e.declare(queue.Declaration{Name: "a", MaxAttempts: 9}, t0) // changing one still works
+		e.declare(queues.Declaration{Name: "a", MaxAttempts: 9}, t0) // changing one still works
 		if n := len(e.inQueues("/queue.json")); n != 2 {
 			t.Fatalf("%d queues, want 2", n)
 		}
@@ -238,24 +276,24 @@ func runQueues(t *testing.T, f Factory) {
 			t.Fatalf("%d tasks, want only b's", n)
 		}
 		// A deleted queue makes room.
-		if err := e.q.DeleteQueue(ctx, "a", t0); err != nil {
+		if err := e.decls.Delete(ctx, "a", t0); err != nil {
 			t.Fatal(err)
 		}
-		e.declare(queue.Declaration{Name: "c"}, t0)
+		e.declare(queues.Declaration{Name: "c"}, t0)
 	})
 
 	t.Run("a_queue_with_live_tasks_is_not_deleted", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, f)
-		e.declare(queue.Declaration{Name: "busy"}, t0)
+		e.declare(queues.Declaration{Name: "busy"}, t0)
 		e.submit(queue.SubmitRequest{Queue: "busy", Delay: check.Dur("1h")}, t0)
-		check.Err(t, e.q.DeleteQueue(ctx, "busy", t0), queue.ErrQueueNotEmpty)
+		check.Err(t, e.decls.Delete(ctx, "busy", t0), queue.ErrQueueNotEmpty)
 		task := e.submit(queue.SubmitRequest{Queue: "busy", TTL: check.Dur("1d")}, t0)
 		c := e.claim(queue.ClaimRequest{Queue: "busy"}, t0)
 		if len(c) != 1 || c[0].Task.ID != task.ID {
 			t.Fatalf("claim: %+v", c)
 		}
-		check.Err(t, e.q.DeleteQueue(ctx, "busy", t0), queue.ErrQueueNotEmpty)
+		check.Err(t, e.decls.Delete(ctx, "busy", t0), queue.ErrQueueNotEmpty)
 		if _, err := e.q.Complete(ctx, task.Ref(), c[0].Lease.Token, nil, t0); err != nil {
 			t.Fatal(err)
 		}
@@ -264,7 +302,7 @@ func runQueues(t *testing.T, f Factory) {
 				t.Fatal(err)
 			}
 		}
-		if err := e.q.DeleteQueue(ctx, "busy", t0); err != nil {
+		if err := e.decls.Delete(ctx, "busy", t0); err != nil {
 			t.Fatalf("delete once its tasks are done: %v", err)
 		}
 	})
@@ -275,8 +313,8 @@ func runQueues(t *testing.T, f Factory) {
 			o.DefaultTTL = 10 * time.Hour
 			o.TypeDefaults = typeDefaults{"typed": {MaxAttempts: 7, Timeout: 7 * time.Minute}}
 		})
-		e.declare(queue.Declaration{Name: "q", TTL: check.Dur("2h"), MaxAttempts: 5, Timeout: check.Dur("3m")}, t0)
-		e.declare(queue.Declaration{Name: "firsts", TTL: check.Dur("30m"), TTLFrom: queue.TTLFromFirstAttempt}, t0)
+		e.declare(queues.Declaration{Name: "q", TTL: check.Dur("2h"), MaxAttempts: 5, Timeout: check.Dur("3m")}, t0)
+		e.declare(queues.Declaration{Name: "firsts", TTL: check.Dur("30m"), TTLFrom: queue.TTLFromFirstAttempt}, t0)
 		wantDefaults := func(name string, task queue.Task, ttl time.Duration, attempts int, timeout time.Duration) {
 			t.Helper()
 			if task.ExpiresAt == nil || task.ExpiresAt.Sub(task.CreatedAt) != ttl || task.MaxAttempts != attempts || task.Timeout.Std() != timeout {
@@ -343,12 +381,12 @@ func runQueues(t *testing.T, f Factory) {
 	t.Run("counts_come_from_the_index_markers", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, f)
-		d := e.declare(queue.Declaration{Name: "c", MaxConcurrency: 2}, t0)
+		d := e.declare(queues.Declaration{Name: "c", MaxConcurrency: 2}, t0)
 		e.submit(queue.SubmitRequest{Queue: "c"}, t0)
 		e.submit(queue.SubmitRequest{Queue: "c", TTL: check.Dur("1h")}, t0)
 		e.submit(queue.SubmitRequest{Queue: "c", Delay: check.Dur("1h")}, t0)
 		e.claim(queue.ClaimRequest{Queue: "c"}, t0)
-		got, err := e.q.CountQueue(ctx, d, t0)
+		got, err := e.q.CountQueue(ctx, d.Settings(), t0)
 		if err != nil || got.Live != 3 || got.Delayed != 1 || got.Running == nil || *got.Running != 1 {
 			t.Fatalf("counts: %+v %v", got, err)
 		}
@@ -364,7 +402,7 @@ func runConcurrency(t *testing.T, f Factory) {
 		t.Parallel()
 		e := newEnv(t, f)
 		const limit = 3
-		e.declare(queue.Declaration{Name: "mc", MaxConcurrency: limit}, t0)
+		e.declare(queues.Declaration{Name: "mc", MaxConcurrency: limit}, t0)
 		for i := 0; i < 10; i++ {
 			e.submit(queue.SubmitRequest{Queue: "mc"}, t0)
 		}
@@ -402,8 +440,8 @@ func runConcurrency(t *testing.T, f Factory) {
 			if len(won) == 0 {
 				t.Fatalf("round %d: nothing claimed with %d tasks left and every slot free", round, remaining)
 			}
-			d, _ := e.q.GetQueue(ctx, "mc", now)
-			if c, err := e.q.CountQueue(ctx, d, now); err != nil || *c.Running != len(won) {
+			d, _ := e.decls.Get(ctx, "mc", now)
+			if c, err := e.q.CountQueue(ctx, d.Settings(), now); err != nil || *c.Running != len(won) {
 				t.Fatalf("round %d: %v slots held for %d running tasks (%v)", round, c.Running, len(won), err)
 			}
 			for _, c := range won {
@@ -416,8 +454,8 @@ func runConcurrency(t *testing.T, f Factory) {
 				t.Fatal("the queue does not drain")
 			}
 		}
-		d, _ := e.q.GetQueue(ctx, "mc", t0)
-		if c, _ := e.q.CountQueue(ctx, d, t0); *c.Running != 0 {
+		d, _ := e.decls.Get(ctx, "mc", t0)
+		if c, _ := e.q.CountQueue(ctx, d.Settings(), t0); *c.Running != 0 {
 			t.Fatalf("%d slots held after every task completed", *c.Running)
 		}
 	})
@@ -426,7 +464,7 @@ func runConcurrency(t *testing.T, f Factory) {
 		t.Parallel()
 		e := newEnv(t, f)
 		const limit, tasks = 2, 24
-		e.declare(queue.Declaration{Name: "steady", MaxConcurrency: limit}, t0)
+		e.declare(queues.Declaration{Name: "steady", MaxConcurrency: limit}, t0)
 		for i := 0; i < tasks; i++ {
 			e.submit(queue.SubmitRequest{Queue: "steady"}, t0)
 		}
@@ -479,7 +517,7 @@ func runConcurrency(t *testing.T, f Factory) {
 	t.Run("every_way_out_of_running_gives_the_slot_back", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, f)
-		e.declare(queue.Declaration{Name: "one", MaxConcurrency: 1}, t0)
+		e.declare(queues.Declaration{Name: "one", MaxConcurrency: 1}, t0)
 		for i := 0; i < 5; i++ {
 			e.submit(queue.SubmitRequest{Queue: "one", MaxAttempts: 5}, t0)
 		}
@@ -519,7 +557,7 @@ func runConcurrency(t *testing.T, f Factory) {
 	t.Run("a_slot_of_a_dead_worker_is_taken_over_once_its_lease_lapses", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, f)
-		e.declare(queue.Declaration{Name: "dead", MaxConcurrency: 2}, t0)
+		e.declare(queues.Declaration{Name: "dead", MaxConcurrency: 2}, t0)
 		for i := 0; i < 4; i++ {
 			e.submit(queue.SubmitRequest{Queue: "dead"}, t0)
 		}
@@ -558,9 +596,9 @@ func runConcurrency(t *testing.T, f Factory) {
 		perTask := func(mc int) store.Counts {
 			t.Helper()
 			c := store.NewCounting(f.New(t))
-			q := queue.New(c, queue.Options{})
+			q, decls := queues.Open(c, queue.Options{}, queues.Options{})
 			name := "cost"
-			if _, _, err := q.Declare(ctx, queue.Declaration{Name: name, MaxConcurrency: mc}, t0); err != nil {
+			if _, _, err := decls.Declare(ctx, queues.Declaration{Name: name, MaxConcurrency: mc}, t0); err != nil {
 				t.Fatal(err)
 			}
 			const n = 50

@@ -296,13 +296,13 @@ func runReplay(t *testing.T, f Factory) {
 				t.Fatalf("%+v was accepted", req)
 			}
 		}
-		if _, err := e.q.GetQueue(ctx, "fresh", t0.Add(time.Second)); !errors.Is(err, queue.ErrQueueNotFound) {
+		if _, err := e.decls.Get(ctx, "fresh", t0.Add(time.Second)); !errors.Is(err, queue.ErrQueueNotFound) {
 			t.Fatalf("queue fresh after refused submits: %v, want not declared", err)
 		}
 		if _, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "x", Queue: "fresh"}, t0.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.q.GetQueue(ctx, "fresh", t0.Add(time.Second)); err != nil {
+		if _, err := e.decls.Get(ctx, "fresh", t0.Add(time.Second)); err != nil {
 			t.Fatalf("queue fresh after an accepted submit: %v", err)
 		}
 	})
@@ -329,7 +329,7 @@ func runReplay(t *testing.T, f Factory) {
 			if withID {
 				req.ID = queue.NewID(t0)
 			}
-			res, err := queue.New(hs, e.op).Submit(ctx, req, t0)
+			res, err := e.open(hs).Submit(ctx, req, t0)
 			if !hs.fired {
 				t.Fatal("the create was not intercepted")
 			}

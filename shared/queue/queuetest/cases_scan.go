@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store"
 )
 
@@ -18,7 +19,7 @@ func runScan(t *testing.T, f Factory) {
 	t.Run("a_task_in_any_of_16_shards_is_taken_by_the_next_claim_at_two_lists_and_an_empty_claim_costs_two", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, f)
-		e.declare(queue.Declaration{Name: "wide", Shards: queue.MaxShards}, t0)
+		e.declare(queues.Declaration{Name: "wide", Shards: queue.MaxShards}, t0)
 		later := t0.Add(24 * time.Hour)
 		for i := 0; i < 100; i++ { // not due: in every shard's head
 			e.submit(queue.SubmitRequest{Queue: "wide", ScheduleAt: &later}, t0)
@@ -29,7 +30,7 @@ func runScan(t *testing.T, f Factory) {
 			task := e.submit(queue.SubmitRequest{Queue: "wide"}, now)
 			shards[task.IndexKey[:strings.LastIndexByte(task.IndexKey, '/')]] = true
 			c := store.NewCounting(e.s)
-			cs, err := queue.New(c, e.op).Claim(ctx, queue.ClaimRequest{Queue: "wide", LeaseFor: 12 * time.Hour}, now)
+			cs, err := e.open(c).Claim(ctx, queue.ClaimRequest{Queue: "wide", LeaseFor: 12 * time.Hour}, now)
 			if err != nil || len(cs) != 1 || cs[0].Task.ID != task.ID {
 				t.Fatalf("claim %d: %+v %v", i, cs, err)
 			}
@@ -37,7 +38,7 @@ func runScan(t *testing.T, f Factory) {
 				t.Fatalf("claim %d (%s) made %d LISTs, want at most 2", i, task.IndexKey, n)
 			}
 			c = store.NewCounting(e.s)
-			if cs, err := queue.New(c, e.op).Claim(ctx, queue.ClaimRequest{Queue: "wide", LeaseFor: 12 * time.Hour}, now); err != nil || len(cs) != 0 {
+			if cs, err := e.open(c).Claim(ctx, queue.ClaimRequest{Queue: "wide", LeaseFor: 12 * time.Hour}, now); err != nil || len(cs) != 0 {
 				t.Fatalf("empty claim %d: %+v %v", i, cs, err)
 			}
 			if n := c.Counts().List; n > 2 {
@@ -59,8 +60,7 @@ func runScan(t *testing.T, f Factory) {
 
 	t.Run("with_shards_every_claim_visits_every_shard", func(t *testing.T) {
 		t.Parallel()
-		opts := func(o *queue.Options) { o.Shards, o.ListCacheFor = 4, -1 }
-		e := newEnv(t, f, opts)
+		e := newDeclEnv(t, f, queues.Options{Shards: 4}, func(o *queue.Options) { o.ListCacheFor = -1 })
 		task := e.submit(queue.SubmitRequest{}, t0)
 		n := scale(400, 40)
 		for i := 0; i < n; i++ {
@@ -149,7 +149,7 @@ func runScan(t *testing.T, f Factory) {
 			e.submit(queue.SubmitRequest{ScheduleAt: &when}, t0)
 		}
 		c := store.NewCounting(e.s)
-		if cs, err := queue.New(c, e.op).Claim(ctx, queue.ClaimRequest{}, t0.Add(time.Minute)); err != nil || len(cs) != 0 {
+		if cs, err := e.open(c).Claim(ctx, queue.ClaimRequest{}, t0.Add(time.Minute)); err != nil || len(cs) != 0 {
 			t.Fatalf("claimed %d tasks (%v), want none", len(cs), err)
 		}
 		if n := c.Counts().List; n > 2 {

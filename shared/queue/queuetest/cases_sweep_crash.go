@@ -39,7 +39,7 @@ func runSweepCrash(t *testing.T, f Factory) {
 				faulty := storefault.New(e.s)
 				pub := &recorder{}
 				faulty.Fail(n, mode)
-				_, _ = queue.New(faulty, e.op).Sweep(ctx, now, crashSweepOptions(pub))
+				_, _ = e.open(faulty).Sweep(ctx, now, crashSweepOptions(pub))
 				if !faulty.Fired() {
 					t.Fatalf("write %d never happened", n)
 				}
@@ -118,7 +118,7 @@ func runSweepCrashPaths(t *testing.T, f Factory) {
 				faulty := storefault.New(e.s)
 				faulty.Fail(n, mode)
 				pub := &recorder{}
-				_, _ = queue.New(faulty, e.op).Sweep(ctx, now, crashSweepOptions(pub))
+				_, _ = e.open(faulty).Sweep(ctx, now, crashSweepOptions(pub))
 				if !faulty.Fired() {
 					t.Fatalf("write %d never happened", n)
 				}
@@ -160,7 +160,7 @@ func crashSweepOptions(pub queue.EventPublisher) queue.SweepOptions {
 func sweepWrites(t *testing.T, e *env, now time.Time) int {
 	t.Helper()
 	counting := store.NewCounting(e.s)
-	if _, err := queue.New(counting, e.op).Sweep(ctx, now, crashSweepOptions(&recorder{})); err != nil {
+	if _, err := e.open(counting).Sweep(ctx, now, crashSweepOptions(&recorder{})); err != nil {
 		t.Fatal(err)
 	}
 	return int(counting.Counts().Put + counting.Counts().Delete)

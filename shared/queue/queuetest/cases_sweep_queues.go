@@ -10,6 +10,7 @@ import (
 
 	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store"
 )
 
@@ -32,7 +33,7 @@ func (d *deadlineLists) List(ctx context.Context, prefix, after string, limit in
 func runSweepQueues(t *testing.T, f Factory) {
 	t.Run("a_queue_declared_with_more_shards_than_the_deployment_is_swept_in_every_shard", func(t *testing.T) {
 		e := newEnv(t, f)
-		if _, _, err := e.q.Declare(ctx, queue.Declaration{Name: "wide", Shards: 4}, t0); err != nil {
+		if _, _, err := e.decls.Declare(ctx, queues.Declaration{Name: "wide", Shards: 4}, t0); err != nil {
 			t.Fatal(err)
 		}
 		var ids []string
@@ -112,7 +113,7 @@ func sweepOutOfTime(t *testing.T, e *env, lists int64) (queue.SweepReport, *reco
 		return wall.Add(-time.Second)
 	}
 	pub := &recorder{}
-	rep, err := queue.New(gate, e.op).Sweep(ctx, t0.Add(time.Minute), queue.SweepOptions{Publisher: pub, Deadline: wall, Clock: clock})
+	rep, err := e.open(gate).Sweep(ctx, t0.Add(time.Minute), queue.SweepOptions{Publisher: pub, Deadline: wall, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}

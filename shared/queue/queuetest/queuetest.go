@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store"
 )
 
@@ -57,15 +58,24 @@ var t0 = time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
 
 var ctx = context.Background()
 
-// env is one case's queue over a fresh store.
+// env is one case's queue, and the registry of its declared queues,
+// over a fresh store.
 type env struct {
-	t  testing.TB
-	s  store.Store
-	q  *queue.Queue
-	op queue.Options
+	t     testing.TB
+	s     store.Store
+	q     *queue.Queue
+	decls *queues.Registry
+	op    queue.Options  // the core's options of every process of the case
+	dop   queues.Options // and its declarations'
 }
 
 func newEnv(t testing.TB, f Factory, opts ...func(*queue.Options)) *env {
+	t.Helper()
+	return newDeclEnv(t, f, queues.Options{}, opts...)
+}
+
+// newDeclEnv is newEnv with the declarations' options d.
+func newDeclEnv(t testing.TB, f Factory, d queues.Options, opts ...func(*queue.Options)) *env {
 	t.Helper()
 	var o queue.Options
 	// Deterministic backoff: 10s for the first retry, doubling.
@@ -73,12 +83,34 @@ func newEnv(t testing.TB, f Factory, opts ...func(*queue.Options)) *env {
 	for _, fn := range opts {
 		fn(&o)
 	}
-	s := f.New(t)
-	return &env{t: t, s: s, q: queue.New(s, o), op: o}
+	e := &env{t: t, s: f.New(t), op: o, dop: d}
+	e.q, e.decls = queues.Open(e.s, o, d)
+	return e
 }
 
 // reopen returns a new Queue over the same store: a fresh process.
-func (e *env) reopen() *queue.Queue { return queue.New(e.s, e.op) }
+func (e *env) reopen() *queue.Queue { return e.open(e.s) }
+
+// reopenDecls returns the registry of a fresh process over the same
+// store, with nothing cached.
+func (e *env) reopenDecls() *queues.Registry {
+	_, r := queues.Open(e.s, e.op, e.dop)
+	return r
+}
+
+// open returns a fresh process's Queue over s (a wrapper of the env's
+// store: counting, faulty, gated), its declarations read through s too.
+func (e *env) open(s store.Store) *queue.Queue { return queues.NewQueue(s, e.op, e.dop) }
+
+// stats reads a queue's declaration and its stats, as GET
+// /queues/{queue}/stats does.
+func (e *env) stats(name string, now time.Time) (queue.QueueStats, error) {
+	d, err := e.decls.Get(ctx, name, now)
+	if err != nil {
+		return queue.QueueStats{}, err
+	}
+	return e.q.Stats(ctx, d.Settings(), now)
+}
 
 func (e *env) submit(req queue.SubmitRequest, now time.Time) queue.Task {
 	e.t.Helper()

@@ -148,7 +148,7 @@ func keyTime(t time.Time) string { return t.UTC().Format("20060102T150405.000000
 // counted returns a Queue over a counting view of the env's store.
 func (e *env) counted() (*queue.Queue, *store.Counting) {
 	c := store.NewCounting(e.s)
-	return queue.New(c, e.op), c
+	return e.open(c), c
 }
 
 // count returns how many events of detail type dt were delivered for

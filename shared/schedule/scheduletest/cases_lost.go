@@ -6,6 +6,7 @@ import (
 
 	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store/storefault"
 )
@@ -21,7 +22,7 @@ func newLossEnv(t testing.TB, f Factory) (*env, *storefault.Store) {
 	e := newEnv(t, f)
 	fs := storefault.New(e.s)
 	e.s = fs
-	e.q = queue.New(fs, queue.Options{})
+	e.q = queues.NewQueue(fs, queue.Options{}, queues.Options{})
 	e.sc = schedule.New(fs, e.q, e.opts)
 	return e, fs
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store"
 )
@@ -78,17 +79,17 @@ func runTick(t *testing.T, f Factory) {
 
 	t.Run("a_schedule_whose_queue_was_deleted_skips_its_fires_and_fails_no_tick", func(t *testing.T) {
 		e := newEnv(t, f)
-		q := queue.New(e.s, queue.Options{RequireDeclared: true})
+		q, decls := queues.Open(e.s, queue.Options{}, queues.Options{RequireDeclared: true})
 		e.q, e.sc = q, schedule.New(e.s, q, e.opts)
-		if _, _, err := q.Declare(ctx, queue.Declaration{Name: "a"}, t0); err != nil {
+		if _, _, err := decls.Declare(ctx, queues.Declaration{Name: "a"}, t0); err != nil {
 			t.Fatal(err)
 		}
 		e.create(schedule.Request{ID: "s", Cron: "*/15 * * * *", Queue: "a"}, t0)
 		e.create(schedule.Request{ID: "other", Cron: "*/15 * * * *"}, t0)
-		if _, _, err := q.Declare(ctx, queue.Declaration{Name: queue.DefaultQueue}, t0); err != nil {
+		if _, _, err := decls.Declare(ctx, queues.Declaration{Name: queue.DefaultQueue}, t0); err != nil {
 			t.Fatal(err)
 		}
-		if err := q.DeleteQueue(ctx, "a", t0); err != nil {
+		if err := decls.Delete(ctx, "a", t0); err != nil {
 			t.Fatal(err)
 		}
 		e.tickEvery(t0, utc("2026-05-01T09:31:00Z"), time.Minute) // fails the test on a tick error

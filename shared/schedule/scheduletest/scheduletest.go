@@ -17,6 +17,7 @@ import (
 
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queue/queuetest"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store"
 )
@@ -69,13 +70,13 @@ func newEnv(t testing.TB, f Factory, opts ...func(*schedule.Options)) *env {
 		fn(&o)
 	}
 	s := f.New(t)
-	q := queue.New(s, queue.Options{})
+	q := queues.NewQueue(s, queue.Options{}, queues.Options{})
 	return &env{t: t, s: s, q: q, sc: schedule.New(s, q, o), opts: o}
 }
 
 // process returns a fresh Scheduler (a new process) over s.
 func (e *env) process(s store.Store) *schedule.Scheduler {
-	return schedule.New(s, queue.New(s, queue.Options{}), e.opts)
+	return schedule.New(s, queues.NewQueue(s, queue.Options{}, queues.Options{}), e.opts)
 }
 
 func (e *env) create(req schedule.Request, now time.Time) schedule.Schedule {
