@@ -9,6 +9,7 @@ import (
 
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store"
 )
 
@@ -49,8 +50,8 @@ func TestATaskSubmittedWhileARunListsItsQueueIsDeliveredAtItsTime(t *testing.T) 
 			started: make(chan struct{}), release: make(chan struct{})}
 		// One Queue for submits and dispatch; its listings serve for a
 		// minute, so that only this Queue's own writes can be seen sooner.
-		e.q = queue.New(slow, queue.Options{AllowInsecureTargets: true, ListCacheFor: time.Minute})
-		d := dispatch.New(e.q, dispatch.NewDeclared(e.q, 0), dispatch.Options{
+		e.q, e.decls = queues.Open(slow, queue.Options{ListCacheFor: time.Minute}, queues.Options{AllowInsecureTargets: true})
+		d := dispatch.New(e.q, dispatch.NewDeclared(e.decls, 0), dispatch.Options{
 			Now: e.clk.Now, Logger: slog.New(slog.DiscardHandler),
 			HTTP:   dispatch.NewHTTP(dispatch.StaticSecrets{"s3q/secret": secret}, true),
 			MaxNap: 100 * time.Millisecond,
