@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -49,22 +48,15 @@ func (q *Queue) NextDue(ctx context.Context, queue string, now time.Time) (time.
 func (q *Queue) firstDue(ctx context.Context, prefix string, now time.Time) (time.Time, bool, error) {
 	q.mu.Lock()
 	b := q.bufs[prefix]
-	fresh := b != nil && b.valid && q.opts.ListCacheFor >= 0 && !now.Before(b.listedAt) && now.Sub(b.listedAt) < q.opts.ListCacheFor
+	fresh := b.fresh(now, q.opts.ListCacheFor)
 	q.mu.Unlock()
 	if !fresh {
-		page, err := q.store.List(ctx, prefix, "", 0)
+		nb, notes, err := q.list(ctx, prefix, "", now)
 		if err != nil {
-			return time.Time{}, false, fmt.Errorf("list %s: %w", prefix, err)
-		}
-		nb := &scanBuf{listedAt: now, truncated: page.Truncated && len(page.Items) > 0, valid: true, ended: map[string]bool{}}
-		for _, it := range page.Items {
-			nb.lastKey = it.Key
-			if m, ok := parseMarker(it.Key); ok {
-				nb.entries = append(nb.entries, m)
-			}
+			return time.Time{}, false, err
 		}
 		q.mu.Lock()
-		q.bufs[prefix] = nb
+		q.keepLocked(prefix, nb, notes)
 		b = nb
 		q.mu.Unlock()
 	}

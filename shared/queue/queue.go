@@ -135,6 +135,9 @@ type state struct {
 	bufs  map[string]*scanBuf  // index prefix -> last listing
 	skip  map[string]time.Time // marker key -> skip until
 	types map[string]string    // task id -> task type (immutable)
+	// notes holds, per index root, the LISTs of it in flight, each noting
+	// this Queue's writes to it meanwhile (scan.go).
+	notes map[string][]*listNotes
 	// listing holds, per index prefix, the channel a LIST in flight
 	// closes when it is done.
 	listing map[string]chan struct{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -23,6 +24,43 @@ type scanBuf struct {
 	// nothing later in that shard is due, and the next page starts past it.
 	ended map[string]bool
 	valid bool
+	// dropped says this Queue dropped the index's listing (invalidate)
+	// while this one's LIST was in flight: it serves the look that made
+	// it and no later one.
+	dropped bool
+}
+
+// fresh reports whether b may serve a look at now without a LIST: it is
+// younger than cacheFor (negative: never) and was not dropped while it
+// was listed.
+func (b *scanBuf) fresh(now time.Time, cacheFor time.Duration) bool {
+	return b != nil && b.valid && !b.dropped && cacheFor >= 0 && !now.Before(b.listedAt) && now.Sub(b.listedAt) < cacheFor
+}
+
+// add makes m a candidate of b when b covers its key (a listing cut short
+// before the key reaches it on its next page).
+func (b *scanBuf) add(m marker) {
+	if b.truncated && m.key > b.lastKey {
+		return
+	}
+	i := sort.Search(len(b.entries), func(i int) bool { return b.entries[i].key >= m.key })
+	if i < len(b.entries) && b.entries[i].key == m.key {
+		return
+	}
+	b.entries = append(b.entries, marker{})
+	copy(b.entries[i+1:], b.entries[i:])
+	b.entries[i] = m
+}
+
+// listNotes collects this Queue's writes to an index root while one LIST
+// of it is in flight (list): its answer may lack them, as it may have
+// been made before them, and the listing kept from it must not (a submit
+// made while a dispatcher of this Queue lists the queue would go unseen
+// by the dispatch its own wake starts until the listing is ListCacheFor
+// old, though this Queue's own writes are to be seen at once).
+type listNotes struct {
+	markers []marker // noted (noteMarker): they join the listing
+	dropped bool     // the listing was dropped (invalidate): so is this one, after its look
 }
 
 // maxSkip bounds the skip cache; it is cleared when it grows past this.
@@ -41,6 +79,9 @@ func (q *Queue) invalidate(key string) {
 		return
 	}
 	q.mu.Lock()
+	for _, n := range q.notes[root] {
+		n.dropped = true
+	}
 	delete(q.bufs, root)
 	q.mu.Unlock()
 }
@@ -48,8 +89,8 @@ func (q *Queue) invalidate(key string) {
 // noteMarker makes a marker this Queue has just written a candidate of
 // its next claim at once, without listing again: it joins the cached
 // listing of its prefix when that listing covers its key (a listing cut
-// short before the key reaches it on its next page). Without a listing,
-// the next claim lists anyway.
+// short before the key reaches it on its next page), and the listings
+// whose LIST is in flight. Without a listing, the next claim lists anyway.
 func (q *Queue) noteMarker(key string) {
 	m, ok := parseMarker(key)
 	if !ok {
@@ -59,17 +100,12 @@ func (q *Queue) noteMarker(key string) {
 	root := indexRootOf(key) // claims list each index from its root
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	b := q.bufs[root]
-	if b == nil || !b.valid || b.truncated && key > b.lastKey {
-		return
+	for _, n := range q.notes[root] {
+		n.markers = append(n.markers, m)
 	}
-	i := sort.Search(len(b.entries), func(i int) bool { return b.entries[i].key >= key })
-	if i < len(b.entries) && b.entries[i].key == key {
-		return
+	if b := q.bufs[root]; b != nil && b.valid {
+		b.add(m)
 	}
-	b.entries = append(b.entries, marker{})
-	copy(b.entries[i+1:], b.entries[i:])
-	b.entries[i] = m
 }
 
 // skipUntil records that a marker is not worth a GET before until.
@@ -109,9 +145,8 @@ func (q *Queue) next(ctx context.Context, prefix string, shards int, now time.Ti
 		q.mu.Lock()
 		b := q.bufs[prefix]
 		// A listing is fresh when this claim made it, or when it is younger
-		// than ListCacheFor (negative: never).
-		fresh := b != nil && b.valid && (*pages > 0 ||
-			q.opts.ListCacheFor >= 0 && !now.Before(b.listedAt) && now.Sub(b.listedAt) < q.opts.ListCacheFor)
+		// than ListCacheFor (negative: never) and was not dropped.
+		fresh := b != nil && b.valid && (*pages > 0 || b.fresh(now, q.opts.ListCacheFor))
 		if b != nil && fresh {
 			if m, ok := q.popLocked(b, now, filter); ok {
 				q.mu.Unlock()
@@ -164,13 +199,34 @@ func (q *Queue) next(ctx context.Context, prefix string, shards int, now time.Ti
 // listing, then closes done, which the caller has registered in
 // q.listing (the claims waiting on it find the new listing).
 func (q *Queue) fetch(ctx context.Context, prefix, startAfter string, now time.Time, done chan struct{}) error {
+	nb, notes, err := q.list(ctx, prefix, startAfter, now)
+	q.mu.Lock()
+	if err == nil {
+		q.keepLocked(prefix, nb, notes)
+	}
+	delete(q.listing, prefix)
+	close(done)
+	q.mu.Unlock()
+	return err
+}
+
+// list sends one LIST of prefix from startAfter and returns it as a
+// listing made at now, with the notes of this Queue's writes to the prefix
+// while it was in flight, to pass to keepLocked.
+func (q *Queue) list(ctx context.Context, prefix, startAfter string, now time.Time) (*scanBuf, *listNotes, error) {
+	notes := &listNotes{}
+	q.mu.Lock()
+	if q.notes == nil {
+		q.notes = map[string][]*listNotes{}
+	}
+	q.notes[prefix] = append(q.notes[prefix], notes)
+	q.mu.Unlock()
 	page, err := q.store.List(ctx, prefix, startAfter, 0)
 	if err != nil {
 		q.mu.Lock()
-		delete(q.listing, prefix)
-		close(done)
+		q.unnoteLocked(prefix, notes)
 		q.mu.Unlock()
-		return fmt.Errorf("list %s: %w", prefix, err)
+		return nil, nil, fmt.Errorf("list %s: %w", prefix, err)
 	}
 	nb := &scanBuf{listedAt: now, truncated: page.Truncated && len(page.Items) > 0, valid: true, ended: map[string]bool{}}
 	for _, it := range page.Items {
@@ -179,12 +235,29 @@ func (q *Queue) fetch(ctx context.Context, prefix, startAfter string, now time.T
 			nb.entries = append(nb.entries, m)
 		}
 	}
-	q.mu.Lock()
+	return nb, notes, nil
+}
+
+// keepLocked makes nb, which list returned with notes, the cached listing
+// of prefix, with the markers noted while its LIST was in flight. Callers
+// hold q.mu.
+func (q *Queue) keepLocked(prefix string, nb *scanBuf, notes *listNotes) {
+	q.unnoteLocked(prefix, notes)
+	for _, m := range notes.markers {
+		nb.add(m)
+	}
+	nb.dropped = notes.dropped
 	q.bufs[prefix] = nb
-	delete(q.listing, prefix)
-	close(done)
-	q.mu.Unlock()
-	return nil
+}
+
+// unnoteLocked ends the notes of a LIST. Callers hold q.mu.
+func (q *Queue) unnoteLocked(prefix string, notes *listNotes) {
+	rest := slices.DeleteFunc(q.notes[prefix], func(n *listNotes) bool { return n == notes })
+	if len(rest) == 0 {
+		delete(q.notes, prefix)
+		return
+	}
+	q.notes[prefix] = rest
 }
 
 // prefetch lists, all at once, the prefixes a claim is about to visit
@@ -196,7 +269,7 @@ func (q *Queue) prefetch(ctx context.Context, prefixes []string, pages []int, no
 	for i, prefix := range prefixes {
 		q.mu.Lock()
 		b := q.bufs[prefix]
-		fresh := b != nil && b.valid && q.opts.ListCacheFor >= 0 && !now.Before(b.listedAt) && now.Sub(b.listedAt) < q.opts.ListCacheFor
+		fresh := b.fresh(now, q.opts.ListCacheFor)
 		_, busy := q.listing[prefix]
 		if fresh || busy {
 			q.mu.Unlock()
