@@ -415,13 +415,13 @@ func TestStack(t *testing.T) {
 			want            bool
 		}{
 			{"submit", "s3:PutObject", "q/default/tasks/0/x.json", true},
-			{"submit", "s3:PutObject", "q/default/ready/0/t_x", true},
+			{"submit", "s3:PutObject", "q/default/index/ready/0/t_x", true},
 			{"submit", "s3:GetObject", "config/task_types.json", true},
 			{"submit", "s3:PutObject", "config/task_types.json", false},
 			{"submit", "s3:PutObject", "q/default/schedules/s.json", false},
 			{"submit", "s3:DeleteObject", "q/default/tasks/0/x.json", false},
 			{"claim", "s3:PutObject", "q/default/tasks/0/x.json", true},
-			{"claim", "s3:DeleteObject", "q/default/deadline/0/x", true},
+			{"claim", "s3:DeleteObject", "q/default/index/deadline/0/x", true},
 			{"claim", "s3:PutObject", "sweep/20260101T000000.000000Z_event_default.x", true},
 			{"submit", "s3:PutObject", "q/default/children/p/c", true},
 			{"submit", "s3:GetObject", "q/default/artifacts/x/out.bin", false},

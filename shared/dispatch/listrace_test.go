@@ -46,7 +46,7 @@ func TestATaskSubmittedWhileARunListsItsQueueIsDeliveredAtItsTime(t *testing.T) 
 		tg := newTarget(t, e.clk, nil)
 		e.pq = httpQueue(tg.srv.URL, 10*time.Second)
 		e.pq.Name = "racing"
-		slow := &slowList{Store: st, prefix: queue.QueuePrefix("racing") + "ready/",
+		slow := &slowList{Store: st, prefix: queue.QueuePrefix("racing") + "index/",
 			started: make(chan struct{}), release: make(chan struct{})}
 		// One Queue for submits and dispatch; its listings serve for a
 		// minute, so that only this Queue's own writes can be seen sooner.

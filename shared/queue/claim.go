@@ -93,16 +93,16 @@ func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]C
 	}
 	run := &claimRun{req: req, filter: filter, decl: d}
 	out := []Claimed{}
-	// Each claim index is listed from its root, every shard at once (the
-	// two at once, one round trip): an empty claim costs two LISTs
-	// whatever the queue's shards, and a task due in any shard is in the
-	// listing (see next).
+	// The two claim indexes are listed with one LIST of their parent,
+	// every shard of each at once: an empty claim costs one LIST whatever
+	// the queue's shards, and a task due in any shard is in the listing
+	// (see prefetch and next). Each index then has its own page budget.
 	shards := d.ReadShards
 	{
-		prefixes := []string{deadlineRoot(req.Queue), readyRoot(req.Queue)}
-		pages := make([]int, len(prefixes))
-		q.prefetch(ctx, prefixes, pages, now)
-		for j, prefix := range prefixes {
+		roots := indexRoots(req.Queue)
+		pages := make([]int, len(roots))
+		q.prefetch(ctx, req.Queue, pages, now)
+		for j, prefix := range roots {
 			for len(out) < req.MaxTasks && !run.slots.busy {
 				// Up to as many candidates as tasks wanted, tried at once
 				// (one at a time under max_concurrency: each takes a slot).

@@ -114,7 +114,9 @@ func (q *Queue) CheckEmpty(ctx context.Context, name string, now time.Time) erro
 		return err
 	}
 	checked := 0
-	for _, prefix := range []string{deadlineRoot(name), readyRoot(name)} {
+	// Both claim indexes, every shard, with one LIST of their parent.
+	{
+		prefix := indexesPrefix(name)
 		page, err := q.store.List(ctx, prefix, "", maxEmptyChecks+1)
 		if err != nil {
 			return fmt.Errorf("list %s: %w", prefix, err)

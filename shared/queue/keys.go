@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// The bucket layout, layout version 2 (docs/layout.md). This file is the
+// The bucket layout, layout version 3 (docs/layout.md). This file is the
 // one place where keys are built: every package that reads or writes the
 // bucket (the core, schedules, artifacts, dispatch, the CLI) asks it.
 //
@@ -22,8 +22,9 @@ import (
 //	s3q.json                                      the layout version (layout.go)
 //	q/{queue}/queue.json                          the declaration; {"shards":N} once deleted
 //	q/{queue}/tasks/{r}/{id}.json                 the record; r = hash(id) mod 16, one hex digit
-//	q/{queue}/ready/{s}/{avail}_{id}              pending, no deadline; s = hash(id) mod shards
-//	q/{queue}/deadline/{s}/{exp}_{avail}_{id}     pending with a deadline (the marker stays while it runs)
+//	q/{queue}/index/                              the claim indexes, one folder: a LIST of it reads both
+//	q/{queue}/index/deadline/{s}/{exp}_{avail}_{id}  pending with a deadline (the marker stays while it runs)
+//	q/{queue}/index/ready/{s}/{avail}_{id}        pending, no deadline; s = hash(id) mod shards
 //	q/{queue}/dedup/{sha256(key)}                 dedup pointer
 //	q/{queue}/status/{status}/{id}                a task in a rare status (failed, expired, cancelled)
 //	q/{queue}/children/{parent_id}.flag           the task has (had) children
@@ -78,9 +79,13 @@ const (
 
 // The folders of a queue, below q/{queue}/.
 const (
-	dirTasks     = "tasks/"
-	dirReady     = "ready/"
-	dirDeadline  = "deadline/"
+	dirTasks = "tasks/"
+	// dirIndex holds the two claim indexes, dirDeadline then dirReady (in
+	// this order of keys), so that one LIST of it reads both while they
+	// are empty or sparse: an empty claim costs one LIST.
+	dirIndex     = "index/"
+	dirReady     = "ready/"    // below dirIndex
+	dirDeadline  = "deadline/" // below dirIndex
 	dirDedup     = "dedup/"
 	dirStatus    = "status/"
 	dirChildren  = "children/"
@@ -229,11 +234,20 @@ func taskIDFromKey(queue, key string) string {
 	return id
 }
 
-// readyRoot and deadlineRoot are a queue's claim indexes, every shard:
-// one LIST of the root reads the heads of all shards while they are
-// sparse.
-func readyRoot(queue string) string    { return QueuePrefix(queue) + dirReady }
-func deadlineRoot(queue string) string { return QueuePrefix(queue) + dirDeadline }
+// indexesPrefix is the folder of a queue's two claim indexes,
+// q/{queue}/index/: one LIST of it reads the head of deadline/ and then
+// of ready/, every shard of each, while they are empty or sparse.
+func indexesPrefix(queue string) string { return QueuePrefix(queue) + dirIndex }
+
+// deadlineRoot and readyRoot are a queue's claim indexes, every shard:
+// one LIST of a root reads the heads of all its shards while they are
+// sparse. deadlineRoot sorts first in indexesPrefix.
+func deadlineRoot(queue string) string { return indexesPrefix(queue) + dirDeadline }
+func readyRoot(queue string) string    { return indexesPrefix(queue) + dirReady }
+
+// indexRoots returns a queue's claim index roots in claim order, which
+// is their order of keys under indexesPrefix.
+func indexRoots(queue string) [2]string { return [2]string{deadlineRoot(queue), readyRoot(queue)} }
 
 func readyPrefix(queue string, shard int) string {
 	return readyRoot(queue) + shardName(shard) + "/"
@@ -244,7 +258,7 @@ func deadlinePrefix(queue string, shard int) string {
 }
 
 // indexKeyFor returns the marker key a pending task belongs under: under
-// deadline/ when it has a deadline, else under ready/.
+// index/deadline/ when it has a deadline, else under index/ready/.
 func indexKeyFor(t *Task, shards int) string {
 	shard := shardOf(t.ID, shards)
 	if t.ExpiresAt != nil {
@@ -253,7 +267,7 @@ func indexKeyFor(t *Task, shards int) string {
 	return readyPrefix(t.Queue, shard) + keyTime(t.AvailableAt) + "_" + t.ID
 }
 
-// indexRootOf returns the claim index root (readyRoot, deadlineRoot) a
+// indexRootOf returns the claim index root (deadlineRoot, readyRoot) a
 // marker key is under, or "".
 func indexRootOf(key string) string {
 	rest, ok := strings.CutPrefix(key, prefixQueues)
@@ -264,9 +278,13 @@ func indexRootOf(key string) string {
 	if !ok {
 		return ""
 	}
-	for _, dir := range []string{dirReady, dirDeadline} {
+	rest, ok = strings.CutPrefix(rest, dirIndex)
+	if !ok {
+		return ""
+	}
+	for _, dir := range []string{dirDeadline, dirReady} {
 		if strings.HasPrefix(rest, dir) {
-			return QueuePrefix(name) + dir
+			return indexesPrefix(name) + dir
 		}
 	}
 	return ""
@@ -285,7 +303,8 @@ func lastShard(dir string, shards int) bool {
 }
 
 // afterDir is a start-after key past every key in dir: the names in a
-// folder start with a digit, which sorts below '~'.
+// shard's folder start with a digit, and the shards' folders of an index
+// root are hex digits, which all sort below '~'.
 func afterDir(dir string) string { return dir + "~" }
 
 // leaseKeyFor returns the marker key of a running task parked by the sweep
@@ -509,7 +528,7 @@ func (m marker) due(now time.Time) bool { return !m.available.After(now) }
 // expired reports whether the marker's deadline has passed at now.
 func (m marker) expired(now time.Time) bool { return !m.expires.IsZero() && !now.Before(m.expires) }
 
-// parseMarker parses a ready/, deadline/ or sweep/ lease key. It returns false
+// parseMarker parses an index/ready/, index/deadline/ or sweep/ lease key. It returns false
 // for anything else, which callers skip: keys are hints, never trusted.
 func parseMarker(key string) (marker, bool) {
 	m := marker{key: key}
@@ -548,14 +567,6 @@ func parseMarker(key string) (marker, bool) {
 		return marker{}, false
 	}
 	return m, true
-}
-
-// claimIndexPrefixes returns the prefixes of a queue's claim indexes that
-// hold its live tasks' markers, for counting them with LISTs: deadline/
-// then ready/, each from its root (every shard), so a count costs the
-// same whatever the queue's shards.
-func claimIndexPrefixes(queue string, shards int) []string {
-	return []string{deadlineRoot(queue), readyRoot(queue)}
 }
 
 // recordPrefixes returns the prefixes that hold the records of one queue

@@ -29,7 +29,7 @@ func TestParseMarkerReadsWhatIndexKeyForWrites(t *testing.T) {
 	exp := kt0.Add(time.Hour)
 	task := &Task{ID: NewID(kt0), Queue: "q", AvailableAt: kt0.Add(time.Microsecond), ExpiresAt: &exp}
 	key := indexKeyFor(task, 4)
-	if !strings.HasPrefix(key, "q/q/deadline/") {
+	if !strings.HasPrefix(key, "q/q/index/deadline/") {
 		t.Fatalf("key %s", key)
 	}
 	m, ok := parseMarker(key)
@@ -40,8 +40,9 @@ func TestParseMarkerReadsWhatIndexKeyForWrites(t *testing.T) {
 	if m, ok := parseMarker(lk); !ok || !m.lease.Equal(kt0) || m.id != task.ID || m.queue != "q" {
 		t.Fatalf("parseMarker(%s) = %+v, %v", lk, m, ok)
 	}
-	for _, bad := range []string{"q/q/ready/0/x", "q/q/ready/0/20260128T090000.000000Z_../../x", "other/a_b", "q/q/deadline/0/20260128T090000.000000Z_" + task.ID,
-		"q/q/ready/10/20260128T090000.000000Z_" + task.ID, "q/q/ready/20260128T090000.000000Z_" + task.ID, "q/a.b/ready/0/20260128T090000.000000Z_" + task.ID} {
+	for _, bad := range []string{"q/q/index/ready/0/x", "q/q/index/ready/0/20260128T090000.000000Z_../../x", "other/a_b", "q/q/index/deadline/0/20260128T090000.000000Z_" + task.ID,
+		"q/q/index/ready/10/20260128T090000.000000Z_" + task.ID, "q/q/index/ready/20260128T090000.000000Z_" + task.ID, "q/a.b/index/ready/0/20260128T090000.000000Z_" + task.ID,
+		"q/q/ready/0/20260128T090000.000000Z_" + task.ID, "q/q/index/0/20260128T090000.000000Z_" + task.ID} { // layout 2, no index
 		if _, ok := parseMarker(bad); ok {
 			t.Errorf("parseMarker(%q) accepted", bad)
 		}
@@ -83,7 +84,7 @@ func TestRecordsAndMarkersSpreadOverShards(t *testing.T) {
 		ranges[k[:strings.LastIndexByte(k, '/')+1]] = true
 		m := indexKeyFor(&Task{ID: id, Queue: "q", AvailableAt: kt0}, 16)
 		markers[shardDirOf(m)] = true
-		if one := indexKeyFor(&Task{ID: id, Queue: "q", AvailableAt: kt0}, 1); shardDirOf(one) != "q/q/ready/0/" {
+		if one := indexKeyFor(&Task{ID: id, Queue: "q", AvailableAt: kt0}, 1); shardDirOf(one) != "q/q/index/ready/0/" {
 			t.Fatalf("one shard: %s", one)
 		}
 	}

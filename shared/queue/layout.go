@@ -12,11 +12,14 @@ import (
 
 // LayoutVersion is the bucket layout this build reads and writes
 // (keys.go). Layout 1 kept every task of every queue under one tasks/
-// prefix; layout 2 puts everything of a queue under q/{queue}/.
-const LayoutVersion = 2
+// prefix; layout 2 puts everything of a queue under q/{queue}/; layout 3
+// puts a queue's two claim indexes under one folder, q/{queue}/index/
+// (deadline/ and ready/), so that one LIST reads both: an empty claim
+// costs one LIST, not two.
+const LayoutVersion = 3
 
 // LayoutKey is the layout version object at the bucket's root (under the
-// deployment's prefix): {"layout": 2}.
+// deployment's prefix): {"layout": 3}.
 const LayoutKey = "s3q.json"
 
 // ErrLayout is a bucket written by a build of another layout. Nothing is

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -279,37 +278,31 @@ func (q *Queue) listIndexed(ctx context.Context, req ListRequest) (ListResult, e
 	return res, err
 }
 
-// listPending lists the pending tasks of one queue from its deadline/ and
-// ready/ markers, every shard; the cursor is the last marker examined,
-// below the queue's folder ({index}/{shard}/{name}).
+// listPending lists the pending tasks of one queue from its claim-index
+// markers, index/deadline/ then index/ready/, every shard, with LISTs of
+// their parent (one while they are sparse); the cursor is the last marker
+// examined, below the queue's folder (index/{index}/{shard}/{name}).
 func (q *Queue) listPending(ctx context.Context, req ListRequest) (ListResult, error) {
-	prefixes := []string{deadlineRoot(req.Queue), readyRoot(req.Queue)}
-	first, after := 0, ""
+	prefix := indexesPrefix(req.Queue)
+	after := ""
 	if req.Cursor != "" {
 		key := QueuePrefix(req.Queue) + req.Cursor
-		m, ok := parseMarker(key)
-		first = slices.Index(prefixes, indexRootOf(key))
-		if !ok || m.queue != req.Queue || first < 0 {
+		if m, ok := parseMarker(key); !ok || m.queue != req.Queue || !strings.HasPrefix(key, prefix) {
 			return ListResult{}, invalid("cursor", "is not a cursor from a previous listing of queue %s", req.Queue)
 		}
 		after = key
 	}
-	var cands []listCandidate
-	more := false
-	for i := first; i < len(prefixes) && !more; i++ {
-		page, err := q.store.List(ctx, prefixes[i], after, MaxExamined-len(cands))
-		if err != nil {
-			return ListResult{}, fmt.Errorf("list %s: %w", prefixes[i], err)
-		}
-		for _, it := range page.Items {
-			if m, ok := parseMarker(it.Key); ok {
-				cands = append(cands, listCandidate{id: m.id, cursor: strings.TrimPrefix(it.Key, QueuePrefix(req.Queue)), info: it, marker: true})
-			}
-		}
-		after = ""
-		more = page.Truncated || (len(cands) >= MaxExamined && i < len(prefixes)-1)
+	page, err := q.store.List(ctx, prefix, after, MaxExamined)
+	if err != nil {
+		return ListResult{}, fmt.Errorf("list %s: %w", prefix, err)
 	}
-	return q.collect(ctx, req, cands, more, nil)
+	var cands []listCandidate
+	for _, it := range page.Items {
+		if m, ok := parseMarker(it.Key); ok {
+			cands = append(cands, listCandidate{id: m.id, cursor: strings.TrimPrefix(it.Key, QueuePrefix(req.Queue)), info: it, marker: true})
+		}
+	}
+	return q.collect(ctx, req, cands, page.Truncated, nil)
 }
 
 // loadMany reads records in parallel; a record deleted meanwhile is nil.

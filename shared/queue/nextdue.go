@@ -9,13 +9,15 @@ import (
 // as its markers say (available_at; for a task whose lease this Queue saw
 // held, the lease's end), and false when the queue has none. A time at or
 // before now means something is due now. It reads this Queue's listings
-// of the queue's ready/ and deadline/ prefixes (every shard), listing a
-// prefix again only when its listing is older than Options.ListCacheFor,
-// so right after a claim it costs nothing.
+// of the queue's claim indexes (index/deadline/ and index/ready/, every
+// shard), listing them again only when a listing is older than
+// Options.ListCacheFor, so right after a claim it costs nothing, and
+// otherwise one LIST of their parent while they are sparse (as a claim
+// does, see prefetch), or one LIST of each when deadline/ fills a page.
 //
 // The answer is a hint, as markers are: the dispatcher uses it to decide
 // whether to stay with a queue whose next task is due soon (package
-// dispatch). Only the first page of each prefix is read.
+// dispatch). Only the first page of each index is read.
 func (q *Queue) NextDue(ctx context.Context, queue string, now time.Time) (time.Time, bool, error) {
 	now = norm(now)
 	if err := ValidateQueueName(queue); err != nil {
@@ -28,11 +30,13 @@ func (q *Queue) NextDue(ctx context.Context, queue string, now time.Time) (time.
 		next  time.Time
 		found bool
 	)
-	// Each claim index from its root, every shard at once (the listing a
-	// claim reuses): the first page of a busy queue may not reach its
-	// last shards, whose due times are then found by the claims.
-	for _, prefix := range []string{deadlineRoot(queue), readyRoot(queue)} {
-		at, ok, err := q.firstDue(ctx, prefix, now)
+	// The listing a claim reuses: the first page of a busy queue may not
+	// reach its last shards, whose due times are then found by the claims.
+	roots := indexRoots(queue)
+	pages := make([]int, len(roots))
+	q.prefetch(ctx, queue, pages, now)
+	for i, root := range roots {
+		at, ok, err := q.firstDue(ctx, root, pages[i] > 0, now)
 		if err != nil {
 			return time.Time{}, false, err
 		}
@@ -43,12 +47,13 @@ func (q *Queue) NextDue(ctx context.Context, queue string, now time.Time) (time.
 	return next, found, nil
 }
 
-// firstDue returns the earliest due time among the markers of one prefix's
-// listing, listing it when the cached one is stale.
-func (q *Queue) firstDue(ctx context.Context, prefix string, now time.Time) (time.Time, bool, error) {
+// firstDue returns the earliest due time among the markers of one index
+// root's listing, listing the root when the cached listing is stale and
+// was not listed for this look (listed).
+func (q *Queue) firstDue(ctx context.Context, prefix string, listed bool, now time.Time) (time.Time, bool, error) {
 	q.mu.Lock()
 	b := q.bufs[prefix]
-	fresh := b.fresh(now, q.opts.ListCacheFor)
+	fresh := b != nil && b.valid && (listed || b.fresh(now, q.opts.ListCacheFor))
 	q.mu.Unlock()
 	if !fresh {
 		nb, notes, err := q.list(ctx, prefix, "", now)

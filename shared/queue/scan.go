@@ -6,13 +6,14 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
-	"sync"
+	"strings"
 	"time"
 )
 
 // scanBuf is the last listing of one claim index (its root: every
-// shard), kept so that one LIST serves many claims (LIST pages
-// amortised). Entries are hints: every one is checked against its record
+// shard), made by a LIST of the root or, for both roots at once, of
+// their parent (prefetch), kept so that one LIST serves many claims (LIST
+// pages amortised). Entries are hints: every one is checked against its record
 // before anything acts.
 type scanBuf struct {
 	entries   []marker
@@ -178,7 +179,11 @@ func (q *Queue) next(ctx context.Context, prefix string, shards int, now time.Ti
 			case <-ctx.Done():
 				return marker{}, false, ctx.Err()
 			}
-			*pages++ // the listing was made for this claim too
+			q.mu.Lock()
+			if q.bufs[prefix] != nil {
+				*pages++ // the listing was made for this claim too
+			}
+			q.mu.Unlock()
 			continue
 		}
 		if *pages >= q.opts.MaxScanPages {
@@ -260,34 +265,126 @@ func (q *Queue) unnoteLocked(prefix string, notes *listNotes) {
 	q.notes[prefix] = rest
 }
 
-// prefetch lists, all at once, the prefixes a claim is about to visit
-// whose cached listing is stale (and that no other claim is listing), so
-// that a claim's LISTs cost one round trip, not one per prefix. pages[i]
-// counts prefixes[i]'s listing for the claim, as next does.
-func (q *Queue) prefetch(ctx context.Context, prefixes []string, pages []int, now time.Time) {
-	var wg sync.WaitGroup
-	for i, prefix := range prefixes {
-		q.mu.Lock()
-		b := q.bufs[prefix]
-		fresh := b.fresh(now, q.opts.ListCacheFor)
-		_, busy := q.listing[prefix]
-		if fresh || busy {
-			q.mu.Unlock()
+// prefetch lists the claim indexes of queue that a claim is about to
+// visit and whose cached listing is stale (and that no other claim is
+// listing). With both stale it sends ONE LIST, of their parent
+// (indexesPrefix), which reads deadline/ and then ready/, every shard of
+// each: an empty or sparse queue costs one LIST a claim whatever its
+// shards. With one stale it lists that root. pages[i] counts the listing
+// of indexRoots(queue)[i] for the claim, as next does.
+//
+// A combined listing cut short inside deadline/ has not reached ready/:
+// that root stays unlisted (pages 0), and next lists it from its own
+// root with its own page budget (Options.MaxScanPages), so a backlog of
+// deadline markers not yet due (delayed tasks with a TTL: deadline/ sorts
+// by expiry, not availability) never keeps a due ready/ task from a
+// claim. That second LIST is what an empty claim cost before layout 3.
+func (q *Queue) prefetch(ctx context.Context, queue string, pages []int, now time.Time) {
+	roots := indexRoots(queue)
+	q.mu.Lock()
+	var stale []int
+	for i, root := range roots {
+		_, busy := q.listing[root]
+		if !busy && !q.bufs[root].fresh(now, q.opts.ListCacheFor) {
+			stale = append(stale, i)
+		}
+	}
+	done := make(chan struct{})
+	for _, i := range stale {
+		q.listing[roots[i]] = done
+	}
+	q.mu.Unlock()
+	switch len(stale) {
+	case 0:
+	case 1:
+		i := stale[0]
+		pages[i]++
+		if err := q.fetch(ctx, roots[i], "", now, done); err != nil {
+			pages[i]-- // next lists again, and reports the error
+		}
+	default:
+		covered, err := q.fetchIndexes(ctx, queue, now, done)
+		if err != nil {
+			return // next lists each root again, and reports the error
+		}
+		for i := range roots {
+			if covered[i] {
+				pages[i]++
+			}
+		}
+	}
+}
+
+// fetchIndexes lists the parent of queue's claim indexes from its start
+// into the cached listing of each root it reaches, then closes done,
+// which the caller has registered in q.listing for both roots. covered
+// says which roots the page reached: a root it was cut short before has
+// no listing from it (its stale one is dropped), and is listed on its
+// own.
+func (q *Queue) fetchIndexes(ctx context.Context, queue string, now time.Time, done chan struct{}) (covered [2]bool, err error) {
+	roots := indexRoots(queue)
+	var notes [2]*listNotes
+	q.mu.Lock()
+	if q.notes == nil {
+		q.notes = map[string][]*listNotes{}
+	}
+	for i, root := range roots {
+		notes[i] = &listNotes{}
+		q.notes[root] = append(q.notes[root], notes[i])
+	}
+	q.mu.Unlock()
+	prefix := indexesPrefix(queue)
+	page, err := q.store.List(ctx, prefix, "", 0)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	defer close(done)
+	for i, root := range roots {
+		delete(q.listing, root)
+		if err != nil {
+			q.unnoteLocked(root, notes[i])
+		}
+	}
+	if err != nil {
+		return covered, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	truncated := page.Truncated && len(page.Items) > 0
+	last := ""
+	if len(page.Items) > 0 {
+		last = page.Items[len(page.Items)-1].Key
+	}
+	var nbs [2]*scanBuf
+	for i := range roots {
+		nbs[i] = &scanBuf{listedAt: now, valid: true, ended: map[string]bool{}}
+	}
+	for _, it := range page.Items {
+		m, ok := parseMarker(it.Key)
+		if !ok {
 			continue
 		}
-		done := make(chan struct{})
-		q.listing[prefix] = done
-		q.mu.Unlock()
-		pages[i]++
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := q.fetch(ctx, prefix, "", now, done); err != nil {
-				pages[i]-- // next lists again, and reports the error
+		for i, root := range roots {
+			if strings.HasPrefix(it.Key, root) {
+				nbs[i].entries = append(nbs[i].entries, m)
 			}
-		}()
+		}
 	}
-	wg.Wait()
+	for i, root := range roots {
+		switch {
+		case !truncated || (last > root && !strings.HasPrefix(last, root)):
+			// The page read the whole root: every key of it sorts before last.
+		case strings.HasPrefix(last, root):
+			nbs[i].truncated, nbs[i].lastKey = true, last
+		default:
+			// Cut short before the root: nothing of it was read.
+			q.unnoteLocked(root, notes[i])
+			if !q.bufs[root].fresh(now, q.opts.ListCacheFor) {
+				delete(q.bufs, root) // the claims waiting on done list it themselves
+			}
+			continue
+		}
+		covered[i] = true
+		q.keepLocked(root, nbs[i], notes[i])
+	}
+	return covered, nil
 }
 
 // popLocked removes and returns one candidate from b. Callers hold q.mu.

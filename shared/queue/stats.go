@@ -38,11 +38,13 @@ type QueueCounts struct {
 	AtLeast bool `json:"at_least,omitempty"`
 }
 
-// MaxCountPages bounds the LIST pages a count reads per prefix.
+// MaxCountPages bounds the LIST pages a count reads per prefix (per
+// claim index for the live tasks).
 const MaxCountPages = 10
 
-// CountQueue counts a queue's tasks from its indexes: one LIST per shard
-// and claim-index prefix per 1,000 live tasks, one per rare status
+// CountQueue counts a queue's tasks from its indexes: one LIST per 1,000
+// live tasks (of their parent, index/: every shard of both claim
+// indexes at once; at most MaxCountPages of each), one per rare status
 // (failed, cancelled, expired) per 1,000 such tasks, at most
 // MaxCountPages each, plus one LIST of its slots when it has
 // max_concurrency (and one per 1,000 records where the layout gives the
@@ -86,11 +88,19 @@ func (q *Queue) count(ctx context.Context, d Settings, now time.Time, detail *co
 		}
 	}
 	shards := d.ReadShards
-	for _, prefix := range claimIndexPrefixes(d.Name, shards) {
-		err := each(prefix, func(o store.Info) {
+	// The claim indexes: one LIST of their parent reads both while they
+	// are small, at most MaxCountPages pages of each; a deadline/ that
+	// uses up its pages is jumped over (StartAfter), so ready/ is counted
+	// too.
+	for after, pages := "", map[string]int{}; ; {
+		page, err := q.store.List(ctx, indexesPrefix(d.Name), after, store.MaxListLimit)
+		if err != nil {
+			return QueueCounts{}, nil, fmt.Errorf("count queue %s: %w", d.Name, err)
+		}
+		for _, o := range page.Items {
 			m, ok := parseMarker(o.Key)
-			if !ok {
-				return
+			if !ok || m.queue != d.Name {
+				continue
 			}
 			c.Live++
 			if !m.due(now) {
@@ -98,10 +108,20 @@ func (q *Queue) count(ctx context.Context, d Settings, now time.Time, detail *co
 			} else if detail != nil {
 				detail.due = append(detail.due, m)
 			}
-		})
-		if err != nil {
-			return QueueCounts{}, nil, err
 		}
+		if !page.Truncated || len(page.Items) == 0 {
+			break
+		}
+		after = page.Items[len(page.Items)-1].Key
+		root := indexRootOf(after)
+		if pages[root]++; pages[root] < MaxCountPages {
+			continue
+		}
+		c.AtLeast = true
+		if root != deadlineRoot(d.Name) {
+			break
+		}
+		after = afterDir(root)
 	}
 	for _, st := range []struct {
 		status Status

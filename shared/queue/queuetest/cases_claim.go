@@ -223,7 +223,7 @@ func runClaim(t *testing.T, f Factory) {
 		t.Parallel()
 		e := newEnv(t, f)
 		ghost := queue.NewID(t0)
-		key := "q/default/ready/0/20260128T090000.000000Z_" + ghost
+		key := "q/default/index/ready/0/20260128T090000.000000Z_" + ghost
 		if _, err := e.s.Put(ctx, key, nil); err != nil {
 			t.Fatal(err)
 		}

@@ -160,7 +160,7 @@ func runFast(t *testing.T, f Factory) {
 		id := e.submit(queue.SubmitRequest{}, t0).ID
 		fs := storefault.New(e.s)
 		worker, cl := e.claimedOver(fs)
-		fs.FailMatching(storefault.OpDelete, "q/default/ready/", storefault.FailBefore, 1)
+		fs.FailMatching(storefault.OpDelete, "q/default/index/ready/", storefault.FailBefore, 1)
 		if _, err := worker.Complete(ctx, id, cl.Lease.Token, nil, t0.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}

@@ -136,7 +136,7 @@ func runLostSubmit(t *testing.T, f Factory) {
 		name, op, prefix string
 	}{
 		{"a_submit_whose_record_create_answer_was_lost_returns_its_one_task", storefault.OpPutIfAbsent, "q/default/tasks/"},
-		{"a_submit_whose_index_marker_answer_was_lost_returns_its_one_task", storefault.OpPut, "q/default/ready/"},
+		{"a_submit_whose_index_marker_answer_was_lost_returns_its_one_task", storefault.OpPut, "q/default/index/ready/"},
 		{"a_submit_whose_wake_up_answer_was_lost_returns_its_one_task", storefault.OpPut, "sweep/wake/"},
 	} {
 		for _, withID := range []bool{false, true} {
@@ -410,7 +410,7 @@ func runLostManage(t *testing.T, f Factory) {
 	for _, c := range []struct{ name, op, prefix string }{
 		{"record", storefault.OpPutIfMatch, "q/default/tasks/"},
 		{"dedup_pointer", storefault.OpPutIfMatch, "q/default/dedup/"},
-		{"marker", storefault.OpPut, "q/default/ready/"},
+		{"marker", storefault.OpPut, "q/default/index/ready/"},
 	} {
 		t.Run("a_retry_whose_"+c.name+"_answer_was_lost_is_recognised", func(t *testing.T) {
 			e, fs := newLossEnv(t, f)

@@ -184,7 +184,7 @@ func runQueues(t *testing.T, f Factory) {
 			}
 			// One GET, of the record: the marker goes to the deployment's
 			// shards, which claims of the queue read as well.
-			if n := c.Counts(); n.Get != 1 || !strings.HasPrefix(got.IndexKey, "q/wide/ready/0/") {
+			if n := c.Counts(); n.Get != 1 || !strings.HasPrefix(got.IndexKey, "q/wide/index/ready/0/") {
 				t.Fatalf("op %d made %v and put its marker at %s; want one GET (the record) and the deployment's shard 0", i, n, got.IndexKey)
 			}
 			now = got.AvailableAt
@@ -206,8 +206,8 @@ func runQueues(t *testing.T, f Factory) {
 			e.submit(queue.SubmitRequest{Queue: "wide"}, t0)
 		}
 		shards := map[string]bool{}
-		for _, k := range e.keys("q/wide/ready/") {
-			shards[k[:len("q/wide/ready/0/")]] = true
+		for _, k := range e.keys("q/wide/index/ready/") {
+			shards[k[:len("q/wide/index/ready/0/")]] = true
 		}
 		if len(shards) < 2 {
 			t.Errorf("12 tasks used shards %v, want several of 4", shards)

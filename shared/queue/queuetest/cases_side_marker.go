@@ -41,7 +41,7 @@ func runSideMarker(t *testing.T, f Factory) {
 		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0)
-		if !strings.Contains(task.IndexKey, "/deadline/") {
+		if !strings.Contains(task.IndexKey, "/index/deadline/") {
 			t.Fatalf("marker %s, want one under deadline/", task.IndexKey)
 		}
 		wantKeys(t, "markers", e.markers(), task.IndexKey)
@@ -79,7 +79,7 @@ func runSideMarker(t *testing.T, f Factory) {
 		e, fs := newLossEnv(t, f)
 		task := e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
-		lose(fs, storefault.OpPut, "q/default/ready/")
+		lose(fs, storefault.OpPut, "q/default/index/ready/")
 		got, err := e.q.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0)
 		if err != nil {
 			t.Fatal(err)
@@ -97,7 +97,7 @@ func runSideMarker(t *testing.T, f Factory) {
 	t.Run("a_deadline_marker_whose_answer_was_lost_still_lets_the_sweep_find_the_task", func(t *testing.T) {
 		t.Parallel()
 		e, fs := newLossEnv(t, f)
-		lose(fs, storefault.OpPut, "q/default/deadline/")
+		lose(fs, storefault.OpPut, "q/default/index/deadline/")
 		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", TTL: check.Dur("1m")}, t0)
 		if err != nil {
 			t.Fatal(err)

@@ -33,7 +33,7 @@ func runSubmit(t *testing.T, f Factory) {
 		if string(got.Input) != `{"to":"a@b.c"}` {
 			t.Fatalf("input = %s", got.Input)
 		}
-		if m := e.markers(); len(m) != 1 || !strings.HasPrefix(m[0], "q/default/ready/0/") || m[0] != got.IndexKey {
+		if m := e.markers(); len(m) != 1 || !strings.HasPrefix(m[0], "q/default/index/ready/0/") || m[0] != got.IndexKey {
 			t.Fatalf("markers = %v, index_key = %s", m, got.IndexKey)
 		}
 	})
@@ -43,7 +43,7 @@ func runSubmit(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0)
 		wantTime(t, "expires_at", task.ExpiresAt, t0.Add(time.Hour))
-		if m := e.markers(); len(m) != 1 || !strings.HasPrefix(m[0], "q/default/deadline/0/") {
+		if m := e.markers(); len(m) != 1 || !strings.HasPrefix(m[0], "q/default/index/deadline/0/") {
 			t.Fatalf("markers = %v", m)
 		}
 		secs := int64(90)

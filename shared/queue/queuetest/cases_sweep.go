@@ -111,7 +111,7 @@ func runSweep(t *testing.T, f Factory) {
 			keys := make([]string, n)
 			for i := range keys {
 				exp := t0.Add(time.Hour + time.Duration(i)*time.Second)
-				keys[i] = "q/default/deadline/0/" + keyTime(exp) + "_" + keyTime(t0) + "_" + queue.NewID(t0)
+				keys[i] = "q/default/index/deadline/0/" + keyTime(exp) + "_" + keyTime(t0) + "_" + queue.NewID(t0)
 			}
 			e.putMany(keys)
 			// Every request of the sweeping process, its registry's read
@@ -242,7 +242,7 @@ func runSweep(t *testing.T, f Factory) {
 		// A retry of a task past its deadline goes back under deadline/,
 		// where the next sweep expires it.
 		got, err := e.q.Fail(ctx, b.Ref(), tok[b.ID], queue.FailRequest{Error: "x"}, t0.Add(20*time.Minute))
-		if err != nil || got.Status != queue.StatusPending || !strings.Contains(got.IndexKey, "/deadline/") {
+		if err != nil || got.Status != queue.StatusPending || !strings.Contains(got.IndexKey, "/index/deadline/") {
 			t.Fatalf("fail: %v %s %s", err, got.Status, got.IndexKey)
 		}
 		wantKeys(t, "markers", e.markers(), got.IndexKey)
@@ -280,7 +280,7 @@ func runSweep(t *testing.T, f Factory) {
 		}
 		got := e.get(again.Ref())
 		wantStatus(t, got, queue.StatusPending)
-		if !got.AvailableAt.Equal(now) || got.Attempt != 1 || !strings.Contains(got.IndexKey, "/deadline/") {
+		if !got.AvailableAt.Equal(now) || got.Attempt != 1 || !strings.Contains(got.IndexKey, "/index/deadline/") {
 			t.Fatalf("reclaimed: available_at %s attempt %d index_key %s", got.AvailableAt, got.Attempt, got.IndexKey)
 		}
 		if c := e.claimOne(now); c.Task.ID != again.ID || c.Task.Attempt != 2 {
@@ -529,7 +529,7 @@ func runSweep(t *testing.T, f Factory) {
 		ghost := queue.NewID(t0)
 		e.put("sweep/wake/" + keyTime(t0) + "_default") // as a crashed submit leaves it
 		stale := []string{
-			"q/default/deadline/0/" + keyTime(t0) + "_" + keyTime(t0) + "_" + ghost,
+			"q/default/index/deadline/0/" + keyTime(t0) + "_" + keyTime(t0) + "_" + ghost,
 			"sweep/" + keyTime(t0) + "_event_default." + ghost,
 			"sweep/" + keyTime(t0) + "_lease_default." + ghost,
 		}
@@ -539,13 +539,13 @@ func runSweep(t *testing.T, f Factory) {
 		if rep := e.sweep(t0.Add(time.Minute), nil); rep.StaleMarkers != 0 {
 			t.Fatalf("young: %+v", rep)
 		}
-		if n := len(e.keys("sweep/")) + len(e.inQueues("/deadline/")); n != 4 {
+		if n := len(e.keys("sweep/")) + len(e.inQueues("/index/deadline/")); n != 4 {
 			t.Fatalf("%d keys, want the 3 young ones and the wake-up", n)
 		}
 		if rep := e.sweep(t0.Add(3*time.Minute), nil); rep.StaleMarkers != 3 {
 			t.Fatalf("old: %+v", rep)
 		}
-		wantKeys(t, "markers", e.markers(), e.inQueues("/ready/")...)
+		wantKeys(t, "markers", e.markers(), e.inQueues("/index/ready/")...)
 		wantKeys(t, "hints", e.hints())
 	})
 
@@ -694,7 +694,7 @@ func runSweep(t *testing.T, f Factory) {
 			t.Fatalf("report: %+v", rep)
 		}
 		// A queue without a wake-up is swept when named.
-		ghost := "q/legacy/deadline/0/" + keyTime(t0) + "_" + keyTime(t0) + "_" + queue.NewID(t0)
+		ghost := "q/legacy/index/deadline/0/" + keyTime(t0) + "_" + keyTime(t0) + "_" + queue.NewID(t0)
 		e.put(ghost)
 		rep, err := e.reopen().Sweep(ctx, t0.Add(time.Hour), queue.SweepOptions{Queues: []string{"legacy"}})
 		if err != nil || rep.Queues != 3 || rep.StaleMarkers != 1 {

@@ -139,7 +139,7 @@ func runSweepCrashPaths(t *testing.T, f Factory) {
 						t.Fatalf("left: %s", k)
 					}
 				}
-				for _, dir := range []string{"/ready/", "/deadline/", "/children/"} {
+				for _, dir := range []string{"/index/ready/", "/index/deadline/", "/children/"} {
 					if left := e.inQueues(dir); len(left) != 0 {
 						t.Fatalf("left: %v", left)
 					}

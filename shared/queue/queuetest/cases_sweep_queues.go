@@ -21,7 +21,7 @@ type deadlineLists struct {
 }
 
 func (d *deadlineLists) List(ctx context.Context, prefix, after string, limit int) (store.Page, error) {
-	if strings.HasPrefix(prefix, "q/") && strings.HasSuffix(prefix, "/deadline/") {
+	if strings.HasPrefix(prefix, "q/") && strings.HasSuffix(prefix, "/index/deadline/") {
 		d.n.Add(1)
 	}
 	return d.Store.List(ctx, prefix, after, limit)

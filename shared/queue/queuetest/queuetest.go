@@ -232,7 +232,7 @@ func (e *env) keys(prefix string) []string {
 // leases of the sweep index (sweep/{time}_lease_{id}).
 func (e *env) markers() []string {
 	var out []string
-	for _, p := range []string{"/ready/", "/deadline/"} {
+	for _, p := range []string{"/index/ready/", "/index/deadline/"} {
 		out = append(out, e.inQueues(p)...)
 	}
 	for _, k := range e.keys("sweep/") {
@@ -257,7 +257,7 @@ func (e *env) hints() []string {
 }
 
 // inQueues returns the keys of every queue's folder whose folder below
-// the queue is dir ("/ready/", "/children/", ...), queue by queue.
+// the queue is dir ("/index/ready/", "/children/", ...), queue by queue.
 func (e *env) inQueues(dir string) []string {
 	var out []string
 	for _, k := range e.keys("q/") {

@@ -71,7 +71,7 @@ func runLost(t *testing.T, f Factory) {
 
 	for _, c := range []struct{ name, op, prefix string }{
 		{"task_record", storefault.OpPutIfAbsent, "q/default/tasks/"},
-		{"task_marker", storefault.OpPut, "q/default/ready/"},
+		{"task_marker", storefault.OpPut, "q/default/index/ready/"},
 		{"history_entry", storefault.OpPut, schedule.HistoryPrefix("a")},
 		{"next_due_marker", storefault.OpPut, schedule.DuePrefix},
 		{"state", storefault.OpPutIfMatch, schedule.StateKey(schedRef("a"))},
