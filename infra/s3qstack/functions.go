@@ -62,7 +62,7 @@ type Function struct {
 	PutEvents bool
 }
 
-// Key prefixes of the bucket layout (layout 2, shared/queue/keys.go).
+// Key prefixes of the bucket layout (layout 3, shared/queue/keys.go).
 // Everything of a queue is under q/{queue}/; IAM sees the queue as a
 // wildcard, so a grant on q/*/tasks/ is a grant on every queue's records.
 // sweep/ (parked leases, the outbox, artifact deletion times, wake-ups)
@@ -74,8 +74,9 @@ const (
 	pQueues    = "q/"             // the queues' folders: ListBucket on exactly q/ (a delimited LIST)
 	pDecl      = "q/*/queue.json" // a queue's declaration; {"shards":N} once deleted
 	pTasks     = "q/*/tasks/"
-	pReady     = "q/*/ready/"
-	pDeadline  = "q/*/deadline/"
+	pIndex     = "q/*/index/" // the claim indexes' folder: ListBucket of it lists both at once, or either (s3:prefix q/*/index/*)
+	pReady     = "q/*/index/ready/"
+	pDeadline  = "q/*/index/deadline/"
 	pDedup     = "q/*/dedup/"
 	pChildren  = "q/*/children/"
 	pSchedules = "q/*/schedules/"
@@ -153,8 +154,9 @@ func Functions() []Function {
 				on(pQueues, ListBucket),           // the queues' folders
 				on(pDecl, GetObject, PutObject),   // declared, paused, replaced by If-Match, deleted as a tombstone
 				on(pSlots, PutObject, ListBucket), // freed (If-Match) when a lease holder finishes
-				on(pReady, GetObject, PutObject, DeleteObject, ListBucket),
-				on(pDeadline, GetObject, PutObject, DeleteObject, ListBucket),
+				on(pIndex, ListBucket),
+				on(pReady, GetObject, PutObject, DeleteObject),
+				on(pDeadline, GetObject, PutObject, DeleteObject),
 				on(pDedup, GetObject, PutObject), // a retry takes its dedup key again
 				on(pSweep, GetObject, PutObject, DeleteObject),
 				on(pChildren, GetObject, PutObject, DeleteObject),
@@ -204,8 +206,9 @@ func Functions() []Function {
 				on(pQueues, ListBucket), // the queue gauges (every 5 minutes): the queues' folders
 				on(pDecl, GetObject),
 				on(pSlots, PutObject, ListBucket), // the slot of a lapsed lease it settles (If-Match); a gauge counts them
-				on(pReady, GetObject, PutObject, DeleteObject, ListBucket),
-				on(pDeadline, GetObject, PutObject, DeleteObject, ListBucket),
+				on(pIndex, ListBucket),            // the gauges count both claim indexes
+				on(pReady, GetObject, PutObject, DeleteObject),
+				on(pDeadline, GetObject, PutObject, DeleteObject, ListBucket), // the deadline heads
 				on(pSweep, GetObject, PutObject, DeleteObject, ListBucket),
 				on(pChildren, GetObject, DeleteObject, ListBucket),
 				on(pStatus, GetObject, PutObject, PutObjectTagging, ListBucket), // tagged as its terminal record; the gauges' counts
@@ -241,8 +244,9 @@ func Functions() []Function {
 				on(pTargets, GetObject, ListBucket), // the push queues
 				on(pDecl, GetObject),
 				on(pSlots, GetObject, PutObject, ListBucket),
-				on(pReady, DeleteObject, ListBucket),
-				on(pDeadline, DeleteObject, ListBucket),
+				on(pIndex, ListBucket),
+				on(pReady, DeleteObject),
+				on(pDeadline, DeleteObject),
 				on(pSweep, GetObject, PutObject),
 				on(pStatus, GetObject, PutObject, PutObjectTagging), // tagged as its terminal record
 				on(pRunner, GetObject, PutObject),                   // a queue's runner lease: taken, renewed, freed by If-Match
@@ -279,8 +283,9 @@ func claimAccess() []Access {
 		on(pTasks, GetObject, PutObject, PutObjectTagging),
 		on(pDecl, GetObject),
 		on(pSlots, GetObject, PutObject, ListBucket), // max_concurrency: listed, taken by If-None-Match/If-Match
-		on(pReady, DeleteObject, ListBucket),
-		on(pDeadline, GetObject, PutObject, DeleteObject, ListBucket),
+		on(pIndex, ListBucket),
+		on(pReady, DeleteObject),
+		on(pDeadline, GetObject, PutObject, DeleteObject),
 		on(pSweep, GetObject, PutObject),                    // the outbox of what it expires or dead-letters
 		on(pChildren, DeleteObject),                         // a finished child leaves its parent's index
 		on(pStatus, GetObject, PutObject, PutObjectTagging), // tagged as its terminal record

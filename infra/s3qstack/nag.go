@@ -34,7 +34,7 @@ func suppressFindings(b *builder) {
 		}
 		cdknag.NagSuppressions_AddResourceSuppressions(role, &[]*cdknag.NagPackSuppression{{
 			Id: jsii.String("AwsSolutions-IAM5"),
-			Reason: jsii.String("Object actions are scoped to the key prefixes the function uses (q/*/tasks/*, q/*/ready/*, sweep/*, ...): " +
+			Reason: jsii.String("Object actions are scoped to the key prefixes the function uses (q/*/tasks/*, q/*/index/ready/*, sweep/*, ...): " +
 				"the wildcards stand for queue names, task ids and times, which are data, not a broader grant."),
 			AppliesTo: &applies,
 		}}, jsii.Bool(true))

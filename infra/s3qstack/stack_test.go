@@ -501,7 +501,7 @@ func TestStack(t *testing.T) {
 				prefixes = list(cond["s3:prefix"])
 			}
 		}
-		for _, want := range []string{"q/*/artifacts/*", "sweep/*", "q/*/deadline/*", "q/*/children/*"} {
+		for _, want := range []string{"q/*/artifacts/*", "sweep/*", "q/*/index/deadline/*", "q/*/children/*"} {
 			if !contains(prefixes, want) {
 				t.Errorf("sweep-expired cannot list %s: its ListBucket prefixes are %v", want, prefixes)
 			}

@@ -59,7 +59,8 @@ type grant struct {
 
 // accessPrefix is the key pattern IAM scopes a key by: under a queue's
 // folder the folder's kind with the queue as a wildcard ("q/*/tasks/",
-// "q/*/queue.json"), "q/" itself for the LIST of the queues' folders,
+// "q/*/queue.json"; a claim index, "q/*/index/ready/", under the folder
+// of both), "q/" itself for the LIST of the queues' folders,
 // else its first path segment ("sweep/"), or the whole key for the exact
 // keys granted (config/task_types.json, s3q.json).
 func accessPrefix(key string) string {
@@ -71,9 +72,12 @@ func accessPrefix(key string) string {
 			return queue.QueuesPrefix
 		}
 		_, sub, _ := strings.Cut(rest, "/")
-		dir, _, inDir := strings.Cut(sub, "/")
+		dir, below, inDir := strings.Cut(sub, "/")
 		if !inDir {
 			return "q/*/" + sub // a key of the queue's own: queue.json, runner.json
+		}
+		if index, _, ok := strings.Cut(below, "/"); dir == "index" && ok {
+			return "q/*/index/" + index + "/" // a claim index (the LIST of both is q/*/index/)
 		}
 		return "q/*/" + dir + "/"
 	}
