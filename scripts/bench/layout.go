@@ -2,15 +2,19 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/memstore"
+	"github.com/s3q/s3q/shared/worker"
 )
 
 // benchLayout prints what the bucket layout costs and spreads (on the
@@ -18,6 +22,7 @@ import (
 //
 //	bench keyspace shards=S tasks=N hottest_range_writes_per_task=W projected_tasks_per_s=P
 //	bench claim empty shards=16 lists=L
+//	bench idle worker shards=16 lists_per_30s=X claims=C
 //	bench list queues=10 stored_per_queue=1000 status=completed queue=q3 limit=1 requests=R other_queue_requests=0
 //
 // keyspace runs N lifecycles (submit, claim, complete) in a queue
@@ -40,7 +45,107 @@ func benchLayout(ctx context.Context) error {
 		return err
 	}
 	fmt.Printf("bench claim empty shards=16 lists=%d\n", lists)
+	perWindow, claims, err := idleWorker(ctx, 16)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("bench idle worker shards=16 lists_per_30s=%.2f claims=%d\n", perWindow, claims)
 	return listOneQueue(ctx)
+}
+
+// idleWorker runs a worker (package worker) with long-polling off, so that
+// its claims back off from 1 s to 30 s as a long idle worker's do, against
+// a queue of the given shards holding delayed tasks in every shard, through
+// a counting store. The worker's backoff is scaled 1:1000 (1 ms to 30 ms)
+// and the claims see a test clock that runs 1,000 times faster than the
+// real one, so ten idle minutes take 0.6 s. It returns the LISTs per 30 s
+// of test time over the ten minutes after the backoff reached 30 s (a
+// claim's own time lengthens the period a little, so a figure just under
+// one is one LIST a claim), and the claims made in them.
+func idleWorker(ctx context.Context, shards int) (float64, int, error) {
+	s := memstore.New()
+	at := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
+	q, decls := queues.Open(s, queue.Options{}, queues.Options{})
+	if _, _, err := decls.Declare(ctx, queues.Declaration{Name: "bench", Shards: shards}, at); err != nil {
+		return 0, 0, err
+	}
+	later := at.Add(24 * time.Hour)
+	for i := 0; i < 200; i++ {
+		if _, err := q.Submit(ctx, queue.SubmitRequest{Queue: "bench", TaskType: "t", ScheduleAt: &later}, at); err != nil {
+			return 0, 0, err
+		}
+	}
+	c := store.NewCounting(s)
+	api := &idleAPI{q: queues.NewQueue(c, queue.Options{}, queues.Options{}), lists: c, start: time.Now(), at: at}
+	const scale = 1000
+	w := worker.New(api, worker.Options{
+		Queue: "bench", Wait: -1, // no long-poll: the backoff of a worker idle past IdleAfter
+		IdleBackoff: time.Second / scale, MaxIdleBackoff: 30 * time.Second / scale,
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	w.Handle("t", func(context.Context, *worker.Task) (json.RawMessage, error) { return nil, nil })
+	ramp := at.Add(time.Minute) // 1+2+4+8+16 s, then every 30 s
+	end := ramp.Add(10 * time.Minute)
+	runCtx, stop := context.WithCancel(ctx)
+	api.until, api.stop = end, stop
+	if err := w.Run(runCtx); err != nil {
+		return 0, 0, err
+	}
+	if api.err != nil {
+		return 0, 0, api.err
+	}
+	lists, claims := int64(0), 0
+	for _, cl := range api.claims {
+		if cl.at.After(ramp) && !cl.at.After(end) {
+			lists += cl.lists
+			claims++
+		}
+	}
+	return float64(lists) / float64(end.Sub(ramp)/(30*time.Second)), claims, nil
+}
+
+// idleAPI serves an idle worker's claims from a Queue at a test clock
+// 1,000 times faster than the real one, and notes each claim's LISTs. It
+// stops the worker once the clock passes until. An idle worker makes no
+// other call (the embedded API is nil).
+type idleAPI struct {
+	worker.API
+	q      *queue.Queue
+	lists  *store.Counting
+	start  time.Time // real
+	at     time.Time // test clock at start
+	until  time.Time
+	stop   func()
+	mu     sync.Mutex
+	claims []idleClaim
+	err    error
+}
+
+type idleClaim struct {
+	at    time.Time
+	lists int64
+}
+
+func (a *idleAPI) Claim(ctx context.Context, req client.ClaimRequest) ([]client.Claimed, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := a.at.Add(time.Since(a.start) * 1000)
+	if now.After(a.until) {
+		a.stop()
+		return nil, nil
+	}
+	before := a.lists.Counts().List
+	cs, err := a.q.Claim(ctx, queue.ClaimRequest{Queue: req.Queue, TaskTypes: req.TaskTypes, MaxTasks: req.MaxTasks}, now)
+	if err == nil && len(cs) > 0 {
+		err = fmt.Errorf("idle worker: claimed %d tasks", len(cs))
+	}
+	if err != nil {
+		a.err = err
+		a.stop()
+		return nil, nil
+	}
+	a.claims = append(a.claims, idleClaim{at: now, lists: a.lists.Counts().List - before})
+	return nil, nil
 }
 
 // writeRanges is a store that counts writes (PUTs and DELETEs) per key
@@ -78,18 +183,23 @@ func (w *writeRanges) Delete(ctx context.Context, key string) error {
 }
 
 // rangeOf is the key range a write lands in: under a queue's folder, the
-// key up to and including its shard folder (tasks/, ready/, deadline/),
-// else its subfolder (dedup/, status/, ...) or the declaration; a global
-// index (sweep/, due/, targets/) as a whole.
+// key up to and including its shard folder (tasks/{r}/,
+// index/ready/{s}/, index/deadline/{s}/), else its subfolder (dedup/,
+// status/, ...) or the declaration; a global index (sweep/, due/,
+// targets/) as a whole.
 func rangeOf(key string) string {
 	parts := strings.Split(key, "/")
 	if parts[0] != "q" || len(parts) < 3 {
 		return parts[0] + "/"
 	}
 	switch parts[2] {
-	case "tasks", "ready", "deadline":
+	case "tasks":
 		if len(parts) >= 5 {
 			return strings.Join(parts[:4], "/") + "/"
+		}
+	case "index":
+		if len(parts) >= 6 {
+			return strings.Join(parts[:5], "/") + "/"
 		}
 	}
 	return strings.Join(parts[:3], "/")

@@ -9,9 +9,9 @@ import (
 
 // Long-poll of a claim: after an empty claim it claims again after
 // claimPollMin, doubling up to claimPollMax, so an idle 20s long-poll
-// makes about 7 claims (each a LIST of the queue's deadline/ and ready/
-// prefixes, one LIST page serving claims within the queue's
-// ListCacheFor); and at once when a submit through the same process (the
+// makes about 7 claims (each one LIST of the queue's index/ folder, which
+// reads both claim indexes, one LIST page serving claims within the
+// queue's ListCacheFor); and at once when a submit through the same process (the
 // dev server, one Lambda container) writes a task of the queue
 // (queue.Queue.Arrivals).
 const (

@@ -96,7 +96,7 @@ func (a *API) queueDelete(rq *request) (reply, error) {
 }
 
 // maxCountedQueues bounds a page of GET /queues with counts: each count is
-// two LISTs or more, so a page of 100 is about 200.
+// a few LISTs (queue.Queue.CountQueue), so a page of 100 is a few hundred.
 const maxCountedQueues = 100
 
 // queueList serves GET /queues?limit=&cursor=&counts=: declared queues by

@@ -74,8 +74,9 @@ type Options struct {
 	// first retry). Defaults to ExponentialBackoff(2s, 1h) with jitter.
 	Backoff func(attempt int) time.Duration
 
-	// ListCacheFor is how long one LIST of an index prefix serves later
-	// claims by this Queue before it is listed again. A task submitted
+	// ListCacheFor is how long one listing of a claim index serves later
+	// claims by this Queue before it is listed again (one LIST of the
+	// queue's index/ folder lists both indexes while they are sparse). A task submitted
 	// through another process becomes visible to this one within this
 	// time; this Queue's own writes are visible at once. Defaults to 1s;
 	// a negative value lists on every claim.
@@ -87,9 +88,11 @@ type Options struct {
 	// scans from deleting such a marker in that moment. Defaults to 2m.
 	StaleMarkerGrace time.Duration
 
-	// MaxScanPages bounds the LIST pages one claim reads per index prefix
-	// when the pages before hold nothing it can take (running tasks,
-	// other task types, deadlines not yet available). Defaults to 20.
+	// MaxScanPages bounds the LIST pages one claim reads per claim index
+	// (index/deadline/, index/ready/) when the pages before hold nothing
+	// it can take (running tasks, other task types, deadlines not yet
+	// available). Each index has its own budget, so a backlog in
+	// deadline/ never uses up the pages of ready/. Defaults to 20.
 	MaxScanPages int
 
 	// NewID makes task ids. Defaults to NewID (UUIDv7 from now).

@@ -8,8 +8,9 @@
 // It long-polls by default (Options.Wait, 20s): a task submitted while it
 // waits starts within about a second, while it has had work within
 // Options.IdleAfter (1m); after that it claims every 1s doubling to 30s
-// until work comes again, which keeps a long idle worker at two LISTs
-// per 30s.
+// until work comes again, which keeps a long idle worker at one LIST per
+// 30s (a claim lists the queue's two claim indexes with one LIST of their
+// folder).
 package worker
 
 import (
@@ -102,16 +103,15 @@ type Options struct {
 	// IdleAfter is how long the worker long-polls without getting a task
 	// before it stops: then it claims without waiting, backing off from
 	// IdleBackoff to MaxIdleBackoff, until a claim gets a task again. A
-	// long-poll costs the API a claim (a LIST of each of the queue's two
-	// index prefixes) about every 3s, a claim every 30s costs two LISTs
-	// per 30s: this bounds what a long idle worker costs. Defaults to
+	// long-poll costs the API a claim (one LIST, of the folder of the
+	// queue's two claim indexes) about every 3s; a claim every 30s costs
+	// one LIST per 30s: this bounds what a long idle worker costs. Defaults to
 	// DefaultIdleAfter (1m); negative long-polls for ever.
 	IdleAfter time.Duration
 	// IdleBackoff is the first wait after a claim finds nothing once the
 	// worker is idle (IdleAfter, or with long-polling off); it doubles up
 	// to MaxIdleBackoff. Defaults to 1s and 30s: an idle worker makes one
-	// claim (one LIST per index prefix) every 30s and sees new work within
-	// 30s.
+	// claim (one LIST) every 30s and sees new work within 30s.
 	IdleBackoff, MaxIdleBackoff time.Duration
 	// ShutdownGrace is how long running handlers may finish after the Run
 	// context is cancelled; then they are cancelled and their tasks handed

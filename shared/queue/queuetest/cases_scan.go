@@ -216,6 +216,37 @@ func runScan(t *testing.T, f Factory) {
 			}
 		}
 	})
+
+	t.Run("counts_read_both_claim_indexes_with_one_list_and_a_full_deadline_index_does_not_hide_ready", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		d := e.declare(queues.Declaration{Name: queue.DefaultQueue, Shards: 4}, t0)
+		c := store.NewCounting(e.s)
+		got, err := e.open(c).CountQueue(ctx, d.Settings(), t0)
+		// The claim indexes' folder, the three status indexes, the records.
+		if err != nil || got.Live != 0 || c.Counts().List != 5 {
+			t.Fatalf("empty: %+v %v, %d LISTs, want 5", got, err, c.Counts().List)
+		}
+		// Pages of 10 keys: deadline/ holds 15 pages, past the 10 a count
+		// reads of each index; ready/ is counted all the same.
+		delayedN := 15 * 10
+		keys := make([]string, delayedN)
+		for i := range keys {
+			keys[i] = queue.DeadlineMarkerKey(queue.DefaultQueue, i%4, t0.Add(2*time.Hour+time.Duration(i)*time.Second), t0.Add(time.Hour), queue.NewID(t0))
+		}
+		e.putMany(keys)
+		for i := 0; i < 3; i++ {
+			e.submit(queue.SubmitRequest{}, t0)
+		}
+		got, err = e.q.CountQueue(ctx, d.Settings(), t0)
+		if err != nil || got.Live != delayedN+3 || got.Delayed != delayedN || got.AtLeast {
+			t.Fatalf("counts: %+v %v, want %d live, %d delayed", got, err, delayedN+3, delayedN)
+		}
+		got, err = e.open(smallPages{e.s, 10}).CountQueue(ctx, d.Settings(), t0)
+		if err != nil || got.Live != queue.MaxCountPages*10+3 || !got.AtLeast {
+			t.Fatalf("counts in pages of 10: %+v %v, want %d deadline markers (at least) and the 3 ready ones", got, err, queue.MaxCountPages*10)
+		}
+	})
 }
 
 // smallPages is a store whose LIST pages hold at most n keys, as a
