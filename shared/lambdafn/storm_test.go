@@ -61,3 +61,21 @@ func TestADispatchStormOnVersityGWIsBounded(t *testing.T) {
 		t.Errorf("storm on versitygw: %+v", res)
 	}
 }
+
+// Throttled to one dispatch invocation at a time (a reserved concurrency
+// of 1), a smaller storm still delivers every task once: the wakes that
+// wait for the one running invocation find the queue served when they
+// run, and nothing is left to the minute rule.
+func TestADispatchStormThrottledToOneInvocationDeliversEveryTaskOnce(t *testing.T) {
+	res, err := lambdafntest.DispatchStorm(t.Context(), lambdafntest.StormOptions{
+		Batches: 10, BatchSize: 20, Spread: 10 * time.Second, Scale: 5, Reserved: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("storm throttled to 1: invokes=%d peak_concurrent=%d throttled=%d delivered=%d duplicates=%d lateness_p99_ms=%d",
+		res.Invokes, res.PeakConcurrent, res.Throttled, res.Delivered, res.Duplicates, res.LatenessP99.Milliseconds())
+	if res.PeakConcurrent > 1 || res.Delivered != res.Tasks || res.Duplicates != 0 {
+		t.Errorf("storm throttled to 1: %+v", res)
+	}
+}
