@@ -3,6 +3,7 @@ package queuetest
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -247,6 +248,45 @@ func runScan(t *testing.T, f Factory) {
 			t.Fatalf("counts in pages of 10: %+v %v, want %d deadline markers (at least) and the 3 ready ones", got, err, queue.MaxCountPages*10)
 		}
 	})
+
+	t.Run("the_sweep_reads_only_the_deadline_index", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		delayed(e, "ready")
+		gone := e.submit(queue.SubmitRequest{TTL: check.Dur("1m")}, t0)
+		l := &listed{Store: e.s}
+		rep, err := e.open(l).Sweep(ctx, t0.Add(2*time.Minute), queue.SweepOptions{Publisher: &recorder{}})
+		if err != nil || rep.Expired != 1 {
+			t.Fatalf("sweep: %+v %v", rep, err)
+		}
+		head := false
+		for _, p := range l.prefixes {
+			head = head || p == "q/default/index/deadline/"
+			if strings.HasPrefix(p, "q/") && p != "q/default/index/deadline/" {
+				t.Errorf("the sweep listed %s", p)
+			}
+		}
+		if !head {
+			t.Errorf("the sweep did not read the deadline head: it listed %v", l.prefixes)
+		}
+		if got := e.get(gone.ID); got.Status != queue.StatusExpired {
+			t.Fatalf("task %s: %s", gone.ID, got.Status)
+		}
+	})
+}
+
+// listed is a store that notes the prefix of each LIST.
+type listed struct {
+	store.Store
+	mu       sync.Mutex
+	prefixes []string
+}
+
+func (l *listed) List(ctx context.Context, prefix, startAfter string, limit int) (store.Page, error) {
+	l.mu.Lock()
+	l.prefixes = append(l.prefixes, prefix)
+	l.mu.Unlock()
+	return l.Store.List(ctx, prefix, startAfter, limit)
 }
 
 // smallPages is a store whose LIST pages hold at most n keys, as a
