@@ -56,7 +56,7 @@ type Settings struct {
 	TerminalRetentionDays int `json:"terminalRetentionDays"`
 
 	// ArtifactDays was the lifecycle backstop for artifacts of layout 1
-	// (one artifacts/ prefix). In layout 2 artifacts are under each
+	// (one artifacts/ prefix). Since layout 2 artifacts are under each
 	// queue's folder, which a lifecycle filter cannot wildcard: the sweep
 	// deletes them (docs/layout.md). Kept so that settings files stay
 	// valid; it has no effect. Defaults to 1.
