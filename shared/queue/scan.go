@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -20,6 +21,11 @@ type scanBuf struct {
 	listedAt  time.Time
 	truncated bool   // more keys follow the page
 	lastKey   string // the page's last key, where the next page starts
+	after     string // the key the page was listed after ("": the index's head)
+	// headFull says the index's head page, the last listed from its
+	// start, was full (more keys followed it): kept through the pages
+	// listed after it (prefetch).
+	headFull bool
 	// ended holds the shards (their folders) of ready/ in which a key not
 	// yet due was seen: ready/ sorts by available_at within a shard, so
 	// nothing later in that shard is due, and the next page starts past it.
@@ -233,7 +239,7 @@ func (q *Queue) list(ctx context.Context, prefix, startAfter string, now time.Ti
 		q.mu.Unlock()
 		return nil, nil, fmt.Errorf("list %s: %w", prefix, err)
 	}
-	nb := &scanBuf{listedAt: now, truncated: page.Truncated && len(page.Items) > 0, valid: true, ended: map[string]bool{}}
+	nb := &scanBuf{listedAt: now, truncated: page.Truncated && len(page.Items) > 0, after: startAfter, valid: true, ended: map[string]bool{}}
 	for _, it := range page.Items {
 		nb.lastKey = it.Key
 		if m, ok := parseMarker(it.Key); ok {
@@ -252,6 +258,10 @@ func (q *Queue) keepLocked(prefix string, nb *scanBuf, notes *listNotes) {
 		nb.add(m)
 	}
 	nb.dropped = notes.dropped
+	nb.headFull = nb.truncated
+	if old := q.bufs[prefix]; nb.after != "" {
+		nb.headFull = old != nil && old.headFull
+	}
 	q.bufs[prefix] = nb
 }
 
@@ -278,7 +288,10 @@ func (q *Queue) unnoteLocked(prefix string, notes *listNotes) {
 // root with its own page budget (Options.MaxScanPages), so a backlog of
 // deadline markers not yet due (delayed tasks with a TTL: deadline/ sorts
 // by expiry, not availability) never keeps a due ready/ task from a
-// claim. That second LIST is what an empty claim cost before layout 3.
+// claim. While this Queue's last listing of deadline/ was such a full
+// page, prefetch lists the two roots at the same time instead, one round
+// trip as before layout 3, so that a due ready/ task of a busy queue
+// waits for no extra LIST.
 func (q *Queue) prefetch(ctx context.Context, queue string, pages []int, now time.Time) {
 	roots := indexRoots(queue)
 	q.mu.Lock()
@@ -289,21 +302,20 @@ func (q *Queue) prefetch(ctx context.Context, queue string, pages []int, now tim
 			stale = append(stale, i)
 		}
 	}
-	done := make(chan struct{})
+	full := q.bufs[roots[0]] != nil && q.bufs[roots[0]].headFull
+	combined := len(stale) == len(roots) && !full
+	var dones [2]chan struct{}
+	shared := make(chan struct{})
 	for _, i := range stale {
-		q.listing[roots[i]] = done
+		dones[i] = shared
+		if !combined {
+			dones[i] = make(chan struct{})
+		}
+		q.listing[roots[i]] = dones[i]
 	}
 	q.mu.Unlock()
-	switch len(stale) {
-	case 0:
-	case 1:
-		i := stale[0]
-		pages[i]++
-		if err := q.fetch(ctx, roots[i], "", now, done); err != nil {
-			pages[i]-- // next lists again, and reports the error
-		}
-	default:
-		covered, err := q.fetchIndexes(ctx, queue, now, done)
+	if combined {
+		covered, err := q.fetchIndexes(ctx, queue, now, shared)
 		if err != nil {
 			return // next lists each root again, and reports the error
 		}
@@ -312,7 +324,20 @@ func (q *Queue) prefetch(ctx context.Context, queue string, pages []int, now tim
 				pages[i]++
 			}
 		}
+		return
 	}
+	var wg sync.WaitGroup
+	for _, i := range stale {
+		pages[i]++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := q.fetch(ctx, roots[i], "", now, dones[i]); err != nil {
+				pages[i]-- // next lists again, and reports the error
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // fetchIndexes lists the parent of queue's claim indexes from its start

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -198,6 +199,25 @@ func runScan(t *testing.T, f Factory) {
 				t.Errorf("claim %d made %d LISTs, want at most %d", i, n, most)
 			}
 		}
+		// A process that saw deadline/'s head page full lists the two
+		// indexes at the same time on its next claim, one round trip as
+		// with a LIST of the folder: a due ready/ task waits for no extra
+		// LIST.
+		g := &pairedLists{Store: smallPages{e.s, page}, first: "q/default/index/deadline/", second: "q/default/index/ready/", started: make(chan struct{})}
+		warm := e.open(g)
+		for k, now := range []time.Time{t0.Add(10 * time.Minute), t0.Add(11 * time.Minute)} {
+			if k == 1 {
+				g.armed.Store(true)
+			}
+			due := e.submit(queue.SubmitRequest{}, now)
+			cs, err := warm.Claim(ctx, queue.ClaimRequest{LeaseFor: 12 * time.Hour}, now)
+			if err != nil || len(cs) != 1 || cs[0].Task.ID != due.ID {
+				t.Fatalf("warm claim %d: %+v %v, want the ready task %s", k, cs, err, due.ID)
+			}
+		}
+		if !g.paired.Load() {
+			t.Errorf("the warm claim did not list deadline/ and ready/ at the same time")
+		}
 	})
 
 	t.Run("a_backlog_of_ready_markers_not_yet_due_does_not_hide_a_due_deadline_task", func(t *testing.T) {
@@ -273,6 +293,37 @@ func runScan(t *testing.T, f Factory) {
 			t.Fatalf("task %s: %s", gone.ID, got.Status)
 		}
 	})
+}
+
+// pairedLists holds, once armed, the first LIST of prefix first from its
+// start until a LIST of prefix second from its start has begun, and
+// notes whether it did (paired): the two were in flight at the same time.
+// Listed one after the other, the first gives up after 30s (a failure,
+// never a wait of the passing case).
+type pairedLists struct {
+	store.Store
+	first, second string
+	armed         atomic.Bool
+	paired        atomic.Bool
+	once          sync.Once
+	started       chan struct{}
+}
+
+func (p *pairedLists) List(ctx context.Context, prefix, startAfter string, limit int) (store.Page, error) {
+	if p.armed.Load() && startAfter == "" {
+		switch prefix {
+		case p.second:
+			p.once.Do(func() { close(p.started) })
+		case p.first:
+			p.armed.Store(false)
+			select {
+			case <-p.started:
+				p.paired.Store(true)
+			case <-time.After(30 * time.Second):
+			}
+		}
+	}
+	return p.Store.List(ctx, prefix, startAfter, limit)
 }
 
 // listed is a store that notes the prefix of each LIST.
