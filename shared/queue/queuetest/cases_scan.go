@@ -315,12 +315,12 @@ func (p *pairedLists) List(ctx context.Context, prefix, startAfter string, limit
 		case p.second:
 			p.once.Do(func() { close(p.started) })
 		case p.first:
-			p.armed.Store(false)
 			select {
 			case <-p.started:
 				p.paired.Store(true)
 			case <-time.After(30 * time.Second):
 			}
+			p.armed.Store(false)
 		}
 	}
 	return p.Store.List(ctx, prefix, startAfter, limit)
