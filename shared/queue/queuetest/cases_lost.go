@@ -68,6 +68,11 @@ func (e *env) records() map[string]queue.Task {
 func (e *env) consistent() {
 	e.t.Helper()
 	recs := e.records()
+	for id, task := range recs {
+		if task.PurgedAt != nil {
+			delete(recs, id) // a purge's tombstone: the task is gone
+		}
+	}
 	named := map[string]string{}
 	for id, task := range recs {
 		if task.IndexKey != "" {

@@ -1,0 +1,10 @@
+package queuetest
+
+import "testing"
+
+// The attack cases (cases_attack_*.go): a hostile or careless caller and
+// a crashing, racing deployment against the side records, the declared
+// queues and the listing. Each case failed on a defect, or guards one.
+func runAttack(t *testing.T, f Factory) {
+	t.Run("fault", func(t *testing.T) { runAttackFault(t, f) })
+}
