@@ -7,4 +7,5 @@ import "testing"
 // queues and the listing. Each case failed on a defect, or guards one.
 func runAttack(t *testing.T, f Factory) {
 	t.Run("fault", func(t *testing.T) { runAttackFault(t, f) })
+	t.Run("race", func(t *testing.T) { runAttackRace(t, f) })
 }

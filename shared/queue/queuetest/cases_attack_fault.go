@@ -88,14 +88,6 @@ func attackTxs() []attackTx {
 			return st
 		}
 	}
-	dead := func(e *env) attackState {
-		st := running(1, "2h")(e)
-		if err := failTask(e.q, st.id, st.token, t0); err != nil {
-			e.t.Fatal(err)
-		}
-		e.sweep(t0, nil) // its Task Dead-Lettered event; only then may it be retried
-		return attackState{id: st.id}
-	}
 	return []attackTx{
 		{name: "submit_with_dedup_parent_and_ttl", setup: parented,
 			run: func(q *queue.Queue, st attackState, now time.Time) error {
@@ -142,12 +134,12 @@ func attackTxs() []attackTx {
 				_, err := q.Sweep(ctx, now.Add(150*time.Minute), queue.SweepOptions{})
 				return err
 			}},
-		{name: "retry_of_a_dedup_holder", setup: dead,
+		{name: "retry_of_a_dedup_holder", setup: deadHolder,
 			run: func(q *queue.Queue, st attackState, now time.Time) error {
 				_, err := q.Retry(ctx, st.id, now)
 				return err
 			}},
-		{name: "purge_of_a_dedup_holder", setup: dead,
+		{name: "purge_of_a_dedup_holder", setup: deadHolder,
 			run: func(q *queue.Queue, _ attackState, now time.Time) error {
 				_, err := q.Purge(ctx, queue.BulkRequest{Queue: attackQueue, Status: queue.StatusFailed}, now)
 				return err
@@ -264,7 +256,7 @@ func (e *env) noDoubleRun(now time.Time) {
 // and grace, it claims and completes what is there and sweeps, and then
 // every task must be finished, every hint gone, every slot and dedup key
 // free and no event owed.
-func attackRecover(t *testing.T, e *env, from time.Time) {
+func attackRecover(t testing.TB, e *env, from time.Time) {
 	t.Helper()
 	q := e.reopen()
 	now := from.Add(time.Hour)
