@@ -160,33 +160,47 @@ var attackModes = []struct {
 }
 
 func runAttackFault(t *testing.T, f Factory) {
+	background := func(o *queue.Options) { o.BackgroundCleanup = true }
 	for _, tx := range attackTxs() {
-		writes := attackWrites(t, f, tx)
-		for _, m := range attackModes {
-			for n := 1; n <= writes; n++ {
-				name := fmt.Sprintf("a_%s_that_%s_write_%d_of_%d_loses_nothing_and_doubles_nothing", tx.name, m.name, n, writes)
-				t.Run(name, func(t *testing.T) { attackFaultOnce(t, f, tx, n, m.mode) })
+		for _, bg := range []bool{false, true} {
+			var opts []func(*queue.Options)
+			suffix := ""
+			if bg {
+				// The lease operations' cleanups run after they return.
+				if !strings.HasPrefix(tx.name, "complete") && !strings.HasPrefix(tx.name, "fail") {
+					continue
+				}
+				opts, suffix = append(opts, background), "_under_background_cleanup"
+			}
+			writes := attackWrites(t, f, tx, opts...)
+			for _, m := range attackModes {
+				for n := 1; n <= writes; n++ {
+					name := fmt.Sprintf("a_%s%s_that_%s_write_%d_of_%d_loses_nothing_and_doubles_nothing", tx.name, suffix, m.name, n, writes)
+					t.Run(name, func(t *testing.T) { attackFaultOnce(t, f, tx, n, m.mode, opts...) })
+				}
 			}
 		}
 	}
 }
 
 // newAttackEnv is an env with the one-slot queue declared.
-func newAttackEnv(t testing.TB, f Factory) *env {
-	e := newEnv(t, f)
+func newAttackEnv(t testing.TB, f Factory, opts ...func(*queue.Options)) *env {
+	e := newEnv(t, f, opts...)
 	e.declare(queues.Declaration{Name: attackQueue, MaxConcurrency: 1}, t0)
 	return e
 }
 
 // attackWrites runs tx once without a fault and counts its writes.
-func attackWrites(t *testing.T, f Factory, tx attackTx) int {
+func attackWrites(t *testing.T, f Factory, tx attackTx, opts ...func(*queue.Options)) int {
 	t.Helper()
-	e := newAttackEnv(t, f)
+	e := newAttackEnv(t, f, opts...)
 	st := tx.setup(e)
 	counting := store.NewCounting(e.s)
-	if err := tx.run(e.open(counting), st, t0.Add(time.Second)); err != nil {
+	q := e.open(counting)
+	if err := tx.run(q, st, t0.Add(time.Second)); err != nil {
 		t.Fatalf("%s without a fault: %v", tx.name, err)
 	}
+	q.Flush()
 	c := counting.Counts()
 	if c.Put+c.Delete == 0 {
 		t.Fatalf("%s makes no write", tx.name)
@@ -194,14 +208,15 @@ func attackWrites(t *testing.T, f Factory, tx attackTx) int {
 	return int(c.Put + c.Delete)
 }
 
-func attackFaultOnce(t *testing.T, f Factory, tx attackTx, n int, mode storefault.FaultMode) {
-	e := newAttackEnv(t, f)
+func attackFaultOnce(t *testing.T, f Factory, tx attackTx, n int, mode storefault.FaultMode, opts ...func(*queue.Options)) {
+	e := newAttackEnv(t, f, opts...)
 	st := tx.setup(e)
 	faulty := storefault.New(e.s)
 	q := e.open(faulty)
 	at := t0.Add(time.Second)
 	faulty.Fail(n, mode)
 	err := tx.run(q, st, at)
+	q.Flush() // background cleanups meet the fault too
 	if !faulty.Fired() {
 		t.Fatalf("write %d never happened (err %v)", n, err)
 	}
@@ -211,6 +226,7 @@ func attackFaultOnce(t *testing.T, f Factory, tx attackTx, n int, mode storefaul
 		if err := tx.run(q, st, at); err != nil && !isRefusal(err) {
 			t.Fatalf("%s called again after its answer was lost: %v", tx.name, err)
 		}
+		q.Flush()
 	}
 	xs := 0
 	for _, task := range e.records() {
@@ -222,7 +238,30 @@ func attackFaultOnce(t *testing.T, f Factory, tx attackTx, n int, mode storefaul
 		t.Fatalf("%d tasks of type x after one transition, want at most 1: one was made twice", xs)
 	}
 	e.noDoubleRun(at)
+	e.submitMeetsNoGhost(at)
 	attackRecover(t, e, at)
+}
+
+// submitMeetsNoGhost submits with the fault cases' dedup key at now from
+// a fresh process, as a client would right after the fault: it may be
+// refused as a conflict to retry (the key is being taken), but a task it
+// answers with exists, lives and holds the key.
+func (e *env) submitMeetsNoGhost(now time.Time) {
+	e.t.Helper()
+	res, err := e.reopen().Submit(ctx, attackSubmit(""), now)
+	if errors.Is(err, queue.ErrConflict) {
+		return
+	}
+	if err != nil {
+		e.t.Fatalf("submit with the key after the fault: %v", err)
+	}
+	got, err := e.reopen().Get(ctx, res.Task.Ref())
+	if err != nil {
+		e.t.Fatalf("submit with the key after the fault answered task %s (deduplicated %v), which cannot be read: %v", res.Task.ID, res.Deduplicated, err)
+	}
+	if got.Status.Terminal() || got.DedupKey != "k" {
+		e.t.Fatalf("submit with the key after the fault answered task %s, which is %s with key %q", got.ID, got.Status, got.DedupKey)
+	}
 }
 
 // isRefusal reports whether err is a refusal a repeated call may meet
@@ -281,6 +320,7 @@ func attackRecover(t testing.TB, e *env, from time.Time) {
 				t.Fatalf("recovery complete: %v", err)
 			}
 		}
+		q.Flush()
 		now = now.Add(time.Hour)
 	}
 	if _, err := q.Sweep(ctx, now, queue.SweepOptions{}); err != nil {
@@ -319,6 +359,7 @@ func attackRecover(t testing.TB, e *env, from time.Time) {
 	if err := completeTask(q, cs[0].Task.Ref(), cs[0].Lease.Token, now); err != nil {
 		t.Fatal(err)
 	}
+	q.Flush()
 	e.wantHolders(attackQueue)
 	e.consistent()
 }
