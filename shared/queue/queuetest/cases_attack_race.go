@@ -230,6 +230,39 @@ func runAttackRace(t *testing.T, f Factory) {
 		attackRecover(t, e, late)
 	})
 
+	// A submit of the key, a purge and a retry of its failed holder race
+	// freely: one live holder at most, and recovery settles everything.
+	t.Run("a_dedup_submit_a_purge_and_a_retry_of_the_holder_racing_leave_one_live_holder", func(t *testing.T) {
+		rounds := 4
+		if f.Real {
+			rounds = 2
+		}
+		for i := 0; i < rounds; i++ {
+			e := newAttackEnv(t, f)
+			st := deadHolder(e)
+			now := t0.Add(time.Minute)
+			q1, q2, q3 := e.reopen(), e.reopen(), e.reopen()
+			race(
+				func() error { _, err := q1.Submit(ctx, attackSubmit(""), now); return err },
+				func() error {
+					_, err := q2.Purge(ctx, queue.BulkRequest{Queue: attackQueue, Status: queue.StatusFailed}, now)
+					return err
+				},
+				func() error { _, err := q3.Retry(ctx, st.id, now); return err },
+			)
+			live := 0
+			for _, task := range e.records() {
+				if task.PurgedAt == nil && task.DedupKey == "k" && !task.Status.Terminal() {
+					live++
+				}
+			}
+			if live > 1 {
+				t.Fatalf("%d live tasks hold the key", live)
+			}
+			attackRecover(t, e, now)
+		}
+	})
+
 	// Complete and the sweep of a lapsed lease past the task's deadline
 	// race freely: one of them decides, and it is recorded once.
 	t.Run("a_complete_racing_the_sweep_of_its_lapsed_lease_is_decided_once", func(t *testing.T) {
