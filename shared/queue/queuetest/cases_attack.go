@@ -9,4 +9,5 @@ func runAttack(t *testing.T, f Factory) {
 	t.Run("fault", func(t *testing.T) { runAttackFault(t, f) })
 	t.Run("race", func(t *testing.T) { runAttackRace(t, f) })
 	t.Run("scan", func(t *testing.T) { runAttackScan(t, f) })
+	t.Run("queues", func(t *testing.T) { runAttackQueues(t, f) })
 }
