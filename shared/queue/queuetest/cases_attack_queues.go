@@ -160,3 +160,93 @@ func isField(err error, field string) bool {
 	var ve *queue.ValidationError
 	return errors.As(err, &ve) && ve.Field == field
 }
+
+// runAttackTargets races the declarations of one push queue: one that
+// removes its target (or deletes the queue) against one that sets it,
+// the setter running whole between the remover's write and its removal
+// of the index entry. Whichever lands last, a queue whose declaration
+// has a target is in the push queues' index (a dispatcher finds push
+// queues there only).
+func runAttackTargets(t *testing.T, f Factory) {
+	target := &queues.Target{Lambda: "deliver"}
+	for _, remover := range []struct {
+		name string
+		run  func(r *queues.Registry, now time.Time) error
+	}{
+		{"a_declaration_without_its_target", func(r *queues.Registry, now time.Time) error {
+			_, _, err := r.Declare(ctx, queues.Declaration{Name: "push"}, now)
+			return err
+		}},
+		{"its_delete", func(r *queues.Registry, now time.Time) error { return r.Delete(ctx, "push", now) }},
+	} {
+		t.Run("a_target_set_while_"+remover.name+"_removes_its_index_entry_stays_in_the_index", func(t *testing.T) {
+			e := newEnv(t, f)
+			e.declare(queues.Declaration{Name: "push", Target: target}, t0)
+			now := t0.Add(time.Minute)
+			h := &writeHook{Store: e.s, match: queue.TargetKey("push"), op: "delete", hook: func() {
+				if _, _, err := e.reopenDecls().Declare(ctx, queues.Declaration{Name: "push", Target: target}, now.Add(time.Second)); err != nil {
+					t.Errorf("declare with a target: %v", err)
+				}
+			}}
+			_, r := queues.Open(h, e.op, e.dop)
+			if err := remover.run(r, now); err != nil {
+				t.Fatal(err)
+			}
+			wantFired(t, h)
+			e.wantPushQueue(now)
+		})
+		t.Run("a_target_whose_declaration_lands_after_"+remover.name+"_removed_its_index_entry_stays_in_the_index", func(t *testing.T) {
+			// The setter writes its entry, then waits before its
+			// declaration's write until the remover has deleted the entry
+			// and looked at the declaration again.
+			e := newEnv(t, f)
+			e.declare(queues.Declaration{Name: "push", Target: target}, t0)
+			now := t0.Add(time.Minute)
+			atWrite, removed, setterDone := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+			setter := &writeHook{Store: e.s, match: queue.QueueKey("push"), op: "put", hook: func() {
+				close(atWrite)
+				<-removed
+			}}
+			rh := &writeHook{Store: e.s, match: queue.TargetKey("push"), op: "delete", hook: func() {
+				go func() {
+					_, r := queues.Open(setter, e.op, e.dop)
+					_, _, err := r.Declare(ctx, queues.Declaration{Name: "push", Target: target}, now.Add(time.Second))
+					setterDone <- err
+				}()
+				<-atWrite
+			}}
+			_, r := queues.Open(rh, e.op, e.dop)
+			err := remover.run(r, now)
+			close(removed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := <-setterDone; err != nil {
+				t.Fatalf("declare with a target: %v", err)
+			}
+			wantFired(t, rh)
+			e.wantPushQueue(now)
+		})
+	}
+}
+
+// wantPushQueue fails unless queue "push" has a target and is the one
+// entry of the push queues' index.
+func (e *env) wantPushQueue(now time.Time) {
+	t := e.t
+	t.Helper()
+	d, err := e.reopenDecls().Get(ctx, "push", now.Add(time.Minute))
+	if err != nil || d.Target == nil {
+		t.Fatalf("the queue's declaration: %+v, %v: want the target set last", d, err)
+	}
+	var listed []string
+	for te, err := range e.reopenDecls().PushTargets(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed = append(listed, te.Queue)
+	}
+	if len(listed) != 1 || listed[0] != "push" {
+		t.Fatalf("push queues' index lists %v, want [push]: a dispatcher never finds the queue", listed)
+	}
+}
