@@ -272,3 +272,47 @@ func TestAttackPauseResumeSpam(t *testing.T) {
 		t.Fatalf("claim after resume: %d %s, want 5 tasks (max_concurrency 5)", r.status, r.raw)
 	}
 }
+
+// A batch that repeats one dedup key, or one id, makes one task: the
+// repeats answer it (deduplicated, or replayed), and a repeat of the id
+// with another request is a conflict on id; never two tasks.
+func TestAttackABatchRepeatingAKeyOrAnIdMakesOneTask(t *testing.T) {
+	e := newAttackEnv(t, queues.Options{})
+	id := "019c03d4-be80-7000-8000-000000000001"
+	r := e.do("POST", "/queues/a/tasks/batch", `{"tasks":[
+		{"task_type":"t","dedup_key":"k"},{"task_type":"t","dedup_key":"k"},{"task_type":"u","dedup_key":"k"},
+		{"task_type":"t","id":"`+id+`"},{"task_type":"t","id":"`+id+`"},{"task_type":"other","id":"`+id+`"}]}`)
+	if r.status != http.StatusOK {
+		t.Fatalf("batch: %d %s", r.status, r.raw)
+	}
+	results := get(r.body, "results").([]any)
+	if len(results) != 6 {
+		t.Fatalf("%d results, want 6: %s", len(results), r.raw)
+	}
+	keyed := map[string]bool{}
+	for i := 0; i < 3; i++ {
+		if tid := str(results[i], "task.id"); tid != "" {
+			keyed[tid] = true
+		}
+	}
+	if len(keyed) != 1 {
+		t.Fatalf("three submits of one dedup key answered tasks %v, want one: %s", keyed, r.raw)
+	}
+	for i := 3; i < 5; i++ {
+		if got := str(results[i], "task.id"); got != id {
+			t.Fatalf("result %d: %s, want task %s", i, r.raw, id)
+		}
+	}
+	if code := str(results[5], "error.code"); code == "" || str(results[5], "task.id") != "" {
+		t.Fatalf("the id again with another request: %v, want a conflict", results[5])
+	}
+	tasks := 0
+	for k := range keys(t, e.store) {
+		if strings.HasPrefix(k, "q/a/tasks/") {
+			tasks++
+		}
+	}
+	if tasks != 2 {
+		t.Fatalf("%d task records, want 2", tasks)
+	}
+}
