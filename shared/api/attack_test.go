@@ -316,3 +316,36 @@ func TestAttackABatchRepeatingAKeyOrAnIdMakesOneTask(t *testing.T) {
 		t.Fatalf("%d task records, want 2", tasks)
 	}
 }
+
+// A schedule's id and a task's artifacts addressed through another queue
+// are not found: 404, never 409, nothing changed.
+func TestAttackSchedulesAndArtifactsOfAnotherQueueAreNotFound(t *testing.T) {
+	e := newEnvEveryRoute(t)
+	e.do("PUT", "/queues/a", `{}`)
+	if r := e.do("POST", "/queues/b/schedules", `{"id":"nightly","task_type":"t","cron":"0 2 * * *"}`); r.status != http.StatusCreated {
+		t.Fatalf("create schedule: %d %s", r.status, r.raw)
+	}
+	id := str(e.do("POST", "/queues/b/tasks", `{"task_type":"t"}`).body, "task.id")
+	e.do("POST", "/queues/b/claim", `{"lease_for":"10m"}`)
+	before := keys(t, e.store)
+	for _, rt := range []struct{ method, path, body string }{
+		{"GET", "/queues/a/schedules/nightly", ""},
+		{"DELETE", "/queues/a/schedules/nightly", ""},
+		{"POST", "/queues/a/schedules/nightly/pause", ""},
+		{"POST", "/queues/a/schedules/nightly/resume", ""},
+		{"POST", "/queues/a/schedules/nightly/trigger", ""},
+		{"GET", "/queues/a/schedules/nightly/history", ""},
+		{"POST", "/queues/a/tasks/" + id + "/artifacts", `{"name":"f","size":1}`},
+		{"GET", "/queues/a/tasks/" + id + "/artifacts/f", ""},
+	} {
+		if r := e.do(rt.method, rt.path, rt.body); r.status != http.StatusNotFound {
+			t.Errorf("%s %s: %d %s, want 404", rt.method, rt.path, r.status, r.raw)
+		}
+	}
+	after := keys(t, e.store)
+	for k, etag := range before {
+		if strings.HasPrefix(k, "q/b/") && after[k] != etag {
+			t.Errorf("%s changed by requests addressed to queue a", k)
+		}
+	}
+}
