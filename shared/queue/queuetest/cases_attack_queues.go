@@ -1,13 +1,16 @@
 package queuetest
 
 import (
+	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
+	"github.com/s3q/s3q/shared/store"
 )
 
 // The attack cases of declared queues: a queue deleted while a process
@@ -249,4 +252,66 @@ func (e *env) wantPushQueue(now time.Time) {
 	if len(listed) != 1 || listed[0] != "push" {
 		t.Fatalf("push queues' index lists %v, want [push]: a dispatcher never finds the queue", listed)
 	}
+}
+
+// keyReads is a store that counts the reads of one key.
+type keyReads struct {
+	store.Store
+	key string
+	n   atomic.Int64
+}
+
+func (k *keyReads) Get(ctx context.Context, key string) (store.Object, error) {
+	if key == k.key {
+		k.n.Add(1)
+	}
+	return k.Store.Get(ctx, key)
+}
+
+func (k *keyReads) Head(ctx context.Context, key string) (store.Info, error) {
+	if key == k.key {
+		k.n.Add(1)
+	}
+	return k.Store.Head(ctx, key)
+}
+
+// runAttackCachedLookups: the lease operations and a retry of a process
+// that never read a queue's declaration do not read it (they write
+// markers with the shards they know: LookupCached).
+func runAttackCachedLookups(t *testing.T, f Factory) {
+	t.Run("lease_operations_and_a_retry_never_read_the_queues_declaration", func(t *testing.T) {
+		e := newEnv(t, f)
+		e.declare(queues.Declaration{Name: "c", Shards: 4, MaxConcurrency: 5}, t0)
+		for i := 0; i < 4; i++ {
+			e.submit(queue.SubmitRequest{TaskType: "x", Queue: "c", MaxAttempts: 1, TTL: check.Dur("1h")}, t0)
+		}
+		cs := e.claim(queue.ClaimRequest{Queue: "c", LeaseFor: 10 * time.Minute, MaxTasks: 4}, t0)
+		if len(cs) != 4 {
+			t.Fatalf("claimed %d, want 4", len(cs))
+		}
+		kr := &keyReads{Store: e.s, key: queue.QueueKey("c")}
+		q := e.open(kr)
+		now := t0.Add(time.Second)
+		if _, err := q.Reschedule(ctx, cs[0].Task.Ref(), cs[0].Lease.Token, queue.RescheduleRequest{}, now); err != nil {
+			t.Fatal(err)
+		}
+		if err := failTask(q, cs[1].Task.Ref(), cs[1].Lease.Token, now); err != nil {
+			t.Fatal(err)
+		}
+		if err := completeTask(q, cs[2].Task.Ref(), cs[2].Lease.Token, now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.reopen().Sweep(ctx, now, queue.SweepOptions{}); err != nil { // publishes the dead letter
+			t.Fatal(err)
+		}
+		if _, err := q.Retry(ctx, cs[1].Task.Ref(), now); err != nil {
+			t.Fatal(err)
+		}
+		if n := kr.n.Load(); n != 0 {
+			t.Fatalf("a process that never read queue c's declaration read it %d times in lease operations and a retry", n)
+		}
+		for _, c := range cs[:2] {
+			wantStatus(t, e.get(c.Task.Ref()), queue.StatusPending)
+		}
+	})
 }
