@@ -223,7 +223,7 @@ func TestAttackManyQueueNamesStopAtMaxQueues(t *testing.T) {
 
 	req := newAttackEnv(t, queues.Options{RequireDeclared: true})
 	for i := 0; i < 5; i++ {
-		r := req.do("POST", fmt.Sprintf("/queues/u%d/tasks", i), `{"task_type":"t"}`)
+		r := req.do("POST", fmt.Sprintf("/queues/u%d/tasks", i), `{"task_type":"t","dedup_key":"k"}`)
 		if r.status != http.StatusNotFound {
 			t.Fatalf("submit to an undeclared queue: %d %s, want 404", r.status, r.raw)
 		}
