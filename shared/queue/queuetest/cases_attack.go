@@ -10,5 +10,5 @@ func runAttack(t *testing.T, f Factory) {
 	t.Run("race", func(t *testing.T) { runAttackRace(t, f) })
 	t.Run("scan", func(t *testing.T) { runAttackScan(t, f) })
 	t.Run("queues", func(t *testing.T) { runAttackQueues(t, f); runAttackTargets(t, f); runAttackCachedLookups(t, f) })
-	t.Run("child", func(t *testing.T) { runAttackChild(t, f) })
+	t.Run("child", func(t *testing.T) { runAttackChild(t, f); runAttackBackgroundChild(t, f) })
 }
