@@ -402,7 +402,7 @@ func (d *Dispatcher) deliver(ctx context.Context, p PushQueue, c queue.Claimed, 
 // or sweep expires it.
 func (d *Dispatcher) handBack(ctx context.Context, t queue.Task, l queue.Lease, now time.Time, log *slog.Logger) Report {
 	var rep Report
-	if _, err := d.q.Reschedule(ctx, t.Ref(), l.Token, queue.RescheduleRequest{}, now); err != nil {
+	if _, err := d.q.Reschedule(ctx, queue.RescheduleRequest{ID: t.Ref(), LeaseToken: l.Token}, now); err != nil {
 		log.Warn("hand back an expired task", "error", err)
 		rep.Errors++
 	}
@@ -447,7 +447,7 @@ func (d *Dispatcher) apply(ctx context.Context, t queue.Task, l queue.Lease, res
 	case Complete:
 		out := Output(res.Output)
 		err := d.retryWrite(ctx, l, func(now time.Time) (err error) {
-			_, err = d.q.Complete(ctx, t.Ref(), l.Token, out, now)
+			_, err = d.q.Complete(ctx, queue.CompleteRequest{ID: t.Ref(), LeaseToken: l.Token, Output: out}, now)
 			return err
 		})
 		var verr *queue.ValidationError
@@ -474,7 +474,8 @@ func (d *Dispatcher) apply(ctx context.Context, t queue.Task, l queue.Lease, res
 	retryable := res.Retryable
 	var next queue.Task
 	err := d.retryWrite(ctx, l, func(now time.Time) (err error) {
-		next, err = d.q.Fail(ctx, t.Ref(), l.Token, queue.FailRequest{
+		next, err = d.q.Fail(ctx, queue.FailRequest{
+			ID: t.Ref(), LeaseToken: l.Token,
 			Error: clip.String(res.Error, maxErrorBytes), Retryable: &retryable, RetryAfter: res.RetryAfter,
 		}, now)
 		return err

@@ -51,11 +51,11 @@ func runCancel(t *testing.T, f Factory) {
 		if !got.CancelRequested {
 			t.Fatal("cancel_requested not set")
 		}
-		hb, err := e.q.Heartbeat(ctx, task.Ref(), c.Lease.Token, 0, t0.Add(2*time.Second))
+		hb, err := e.q.Heartbeat(ctx, queue.HeartbeatRequest{ID: task.Ref(), LeaseToken: c.Lease.Token}, t0.Add(2*time.Second))
 		if err != nil || !hb.Task.CancelRequested {
 			t.Fatalf("heartbeat does not show the cancel request: %v %v", hb.Task.CancelRequested, err)
 		}
-		acked, err := e.q.AckCancel(ctx, task.Ref(), c.Lease.Token, t0.Add(3*time.Second))
+		acked, err := e.q.AckCancel(ctx, queue.AckCancelRequest{ID: task.Ref(), LeaseToken: c.Lease.Token}, t0.Add(3*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +70,7 @@ func runCancel(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
-		if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, t0); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, t0); err != nil {
 			t.Fatal(err)
 		}
 		before := e.raw(c.Task.Ref())
@@ -88,7 +88,7 @@ func runCancel(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{MaxAttempts: 1}, t0)
 		c := e.claimOne(t0)
-		if _, err := e.q.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
+		if _, err := e.q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Error: "x"}, t0); err != nil {
 			t.Fatal(err)
 		}
 		_, err := e.q.Retry(ctx, task.Ref(), t0.Add(time.Second))
@@ -150,7 +150,7 @@ func runCancel(t *testing.T, f Factory) {
 		// Nor a failed one whose deadline has passed.
 		late := e.submit(queue.SubmitRequest{TTL: check.Dur("1m"), MaxAttempts: 1}, t0)
 		c := e.claimOne(t0)
-		if _, err := e.q.Fail(ctx, late.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
+		if _, err := e.q.Fail(ctx, queue.FailRequest{ID: late.Ref(), LeaseToken: c.Lease.Token, Error: "x"}, t0); err != nil {
 			t.Fatal(err)
 		}
 		_, err = e.q.Retry(ctx, late.Ref(), t0.Add(time.Minute))
