@@ -149,7 +149,7 @@ func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time, wa
 			d.release(context.WithoutCancel(ctx), runner)
 		}
 	}()
-	poke := d.poke(p.Name)
+	poke := d.pokeChan(p.Name)
 	var (
 		lastClaim time.Time
 		stuck     uint // looks in a row that found a task due now and claimed nothing
@@ -445,7 +445,7 @@ func (d *Dispatcher) apply(ctx context.Context, t queue.Task, l queue.Lease, res
 	now := d.opts.Now()
 	switch res.Outcome {
 	case Complete:
-		out := Output(res.Output)
+		out := asOutput(res.Output)
 		err := d.retryWrite(ctx, l, func(now time.Time) (err error) {
 			_, err = d.q.Complete(ctx, queue.CompleteRequest{ID: t.Ref(), LeaseToken: l.Token, Output: out}, now)
 			return err
@@ -495,10 +495,10 @@ func (d *Dispatcher) apply(ctx context.Context, t queue.Task, l queue.Lease, res
 	return rep
 }
 
-// Output turns a target's answer into a task output: nothing for an empty
+// asOutput turns a target's answer into a task output: nothing for an empty
 // answer or JSON null, the answer itself when it is JSON, else the answer
 // as a JSON string.
-func Output(b []byte) json.RawMessage {
+func asOutput(b []byte) json.RawMessage {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 || bytes.Equal(b, []byte("null")) {
 		return nil

@@ -178,15 +178,27 @@ func runCancel(t *testing.T, f Factory) {
 		wantState(t, err, queue.StatusRunning)
 	})
 
-	t.Run("mark_expired_for_ttl_refuses_a_task_whose_deadline_has_not_passed", func(t *testing.T) {
+	t.Run("a_wait_holding_a_stale_deadline_does_not_expire_a_task_whose_deadline_moved", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, f)
-		task := e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0)
-		_, err := e.q.MarkExpired(ctx, task.Ref(), queue.ReasonTTL, t0.Add(time.Minute))
-		wantState(t, err, queue.StatusPending)
-		got, err := e.q.MarkExpired(ctx, task.Ref(), queue.ReasonTTL, t0.Add(time.Hour))
-		if err != nil || got.Status != queue.StatusExpired {
-			t.Fatalf("mark expired at the deadline: %v %v", got.Status, err)
+		stale := e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0)
+		c := e.claimOne(t0)
+		if _, err := e.q.Reschedule(ctx, queue.RescheduleRequest{
+			ID: stale.Ref(), LeaseToken: c.Lease.Token, ExtendExpiration: queue.Duration(time.Hour),
+		}, t0.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		// The waiter read the task before its deadline moved an hour later.
+		got, state, err := e.q.CheckWait(ctx, stale, t0.Add(90*time.Minute))
+		if err != nil || state != queue.WaitOn || got.Status != queue.StatusPending {
+			t.Fatalf("wait past the old deadline: %v %v %v, want pending and the wait on", got.Status, state, err)
+		}
+		if got := e.get(stale.ID); got.Status != queue.StatusPending || !got.ExpiresAt.Equal(t0.Add(2*time.Hour)) {
+			t.Fatalf("record %s expires %v", got.Status, got.ExpiresAt)
+		}
+		got, state, err = e.q.CheckWait(ctx, stale, t0.Add(2*time.Hour))
+		if err != nil || state != queue.WaitDeadline || got.Status != queue.StatusExpired || got.ExpiryReason != queue.ReasonTTL {
+			t.Fatalf("wait at the new deadline: %v %v %v", got.Status, state, err)
 		}
 	})
 }
