@@ -456,7 +456,7 @@ func TestACancelDuringADeliveryThatTimesOutIsNotDeliveredAgain(t *testing.T) {
 		cancelled := make(chan struct{})
 		var once sync.Once
 		tg := newTarget(t, e.clk, func(p dispatch.Payload, w http.ResponseWriter, r *http.Request) {
-			if _, err := e.q.Cancel(context.Background(), p.Task.Ref(), e.clk.Now()); err != nil {
+			if _, err := e.q.Cancel(context.Background(), queue.Ref(p.Task.Queue, p.Task.ID), e.clk.Now()); err != nil {
 				t.Error(err)
 			}
 			once.Do(func() { close(cancelled) })

@@ -14,14 +14,16 @@ import (
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store"
+	"github.com/s3q/s3q/shared/wire"
 )
 
-// Payload is what a target receives: the task (as the API shows it:
-// without its lease tokens, request hash, index marker or slot),
+// Payload is what a target receives: the task as the API shows it
+// (wire.Task: without its lease tokens, request hashes, index marker or
+// slot),
 // the lease (task_id, token, expires_at) and the deadline by which the
 // target must answer, a little before the lease ends.
 type Payload struct {
-	Task     queue.Task  `json:"task"`
+	Task     wire.Task   `json:"task"`
 	Lease    queue.Lease `json:"lease"`
 	Deadline time.Time   `json:"deadline"`
 }
@@ -367,10 +369,7 @@ func (d *Dispatcher) deliver(ctx context.Context, p PushQueue, c queue.Claimed, 
 		return d.handBack(ctx, t, l, now, log)
 	}
 	deadline := l.ExpiresAt.Add(-margin)
-	shown := t // as the API shows it: the lease's token only, no internals
-	shown.LeaseToken, shown.EndedLeaseToken, shown.RequestHash = "", "", ""
-	shown.IndexKey, shown.SlotKey, shown.SlotETag = "", "", ""
-	body, err := json.Marshal(Payload{Task: shown, Lease: l, Deadline: deadline})
+	body, err := json.Marshal(Payload{Task: wire.TaskOf(t), Lease: l, Deadline: deadline})
 	if err != nil {
 		rep.Errors++
 		return rep
