@@ -49,6 +49,12 @@ type StormOptions struct {
 	Within time.Duration
 	// Logger receives the functions' logs. Defaults to discarding them.
 	Logger *slog.Logger
+	// Reserved is the dispatch function's reserved concurrency: an Invoke
+	// that finds this many invocations running is throttled, as Lambda
+	// throttles it, and runs when one of them ends (Lambda retries a
+	// throttled asynchronous event; here the retry comes as soon as it
+	// can succeed). Defaults to 10, the stack's default.
+	Reserved int
 }
 
 // StormResult is what a storm did.
@@ -56,8 +62,12 @@ type StormResult struct {
 	// Invokes are the asynchronous Invokes of the dispatch function
 	// (submit's wakes and dispatch's own hand-offs and retries).
 	Invokes int
-	// PeakConcurrent is the most dispatch invocations running at once.
-	PeakConcurrent int
+	// PeakConcurrent is the most dispatch invocations running at once
+	// (at most Reserved); Throttled counts the Invokes that found
+	// Reserved running and waited for one to end. Both depend on how long
+	// an invocation takes, so on the machine's speed: figures to print,
+	// not to assert.
+	PeakConcurrent, Throttled int
 	// Tasks were submitted; Delivered of them reached the target, and
 	// Duplicates deliveries were of a task already delivered.
 	Tasks, Delivered, Duplicates int
@@ -91,37 +101,50 @@ func (c scaled) sleepUntil(t time.Time) {
 }
 
 // invoker is a Lambda client whose asynchronous Invoke of the dispatch
-// function runs the function's handler at once, in a goroutine, as a new
-// invocation; it counts the Invokes and the invocations running at once.
+// function runs the function's handler in a goroutine, as a new
+// invocation: at once while fewer than reserved run, else when one of
+// them ends (throttled). It counts the Invokes, the throttled ones and
+// the invocations running at once.
 type invoker struct {
-	handler func() (func(ctx context.Context, payload []byte) error, error)
-	log     *slog.Logger
+	handler  func() (func(ctx context.Context, payload []byte) error, error)
+	log      *slog.Logger
+	reserved int
 
-	mu      sync.Mutex
-	invokes int
-	running int
-	peak    int
-	wg      sync.WaitGroup
+	mu        sync.Mutex
+	invokes   int
+	throttled int
+	running   int
+	peak      int
+	waiting   [][]byte // throttled payloads, in order
+	wg        sync.WaitGroup
 }
 
 func (l *invoker) Invoke(ctx context.Context, in *lambda.InvokeInput, _ ...func(*lambda.Options)) (*lambda.InvokeOutput, error) {
 	if aws.ToString(in.FunctionName) != DispatchFunctionName || in.InvocationType != types.InvocationTypeEvent {
 		return nil, fmt.Errorf("storm: unexpected invoke of %s (%s)", aws.ToString(in.FunctionName), in.InvocationType)
 	}
+	payload := append([]byte(nil), in.Payload...)
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.invokes++
+	l.wg.Add(1)
+	if l.running >= l.reserved {
+		l.throttled++
+		l.waiting = append(l.waiting, payload)
+		return &lambda.InvokeOutput{StatusCode: 202}, nil
+	}
+	l.startLocked(payload)
+	return &lambda.InvokeOutput{StatusCode: 202}, nil
+}
+
+// startLocked runs one invocation of payload; when it ends, the first
+// throttled payload runs in its place. Callers hold l.mu and have added
+// the invocation to l.wg.
+func (l *invoker) startLocked(payload []byte) {
 	l.running++
 	l.peak = max(l.peak, l.running)
-	l.mu.Unlock()
-	payload := append([]byte(nil), in.Payload...)
-	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		defer func() {
-			l.mu.Lock()
-			l.running--
-			l.mu.Unlock()
-		}()
 		h, err := l.handler()
 		if err == nil {
 			err = h(context.Background(), payload)
@@ -129,8 +152,15 @@ func (l *invoker) Invoke(ctx context.Context, in *lambda.InvokeInput, _ ...func(
 		if err != nil {
 			l.log.Warn("storm: dispatch invocation", "error", err)
 		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.running--
+		if len(l.waiting) > 0 {
+			next := l.waiting[0]
+			l.waiting = l.waiting[1:]
+			l.startLocked(next)
+		}
 	}()
-	return &lambda.InvokeOutput{StatusCode: 202}, nil
 }
 
 // target is the push queue's Lambda target: it records when each task
@@ -189,13 +219,16 @@ func DispatchStorm(ctx context.Context, o StormOptions) (StormResult, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Reserved <= 0 {
+		o.Reserved = 10
+	}
 	clk := scaled{start: time.Now(), scale: o.Scale}
 	q, decls := queues.Open(o.Store, queue.Options{}, queues.Options{})
 	if _, _, err := decls.Declare(ctx, queues.Declaration{Name: "storm", Target: &queues.Target{Lambda: "storm-target"}}, clk.Now()); err != nil {
 		return StormResult{}, err
 	}
 	tg := &target{now: clk.Now, delivered: map[string]time.Duration{}}
-	inv := &invoker{log: o.Logger}
+	inv := &invoker{log: o.Logger, reserved: o.Reserved}
 	wake := func() dispatch.Waker {
 		return &dispatch.Limited{Now: clk.Now, Next: &dispatch.LambdaWaker{Client: inv, Function: DispatchFunctionName, Logger: o.Logger}}
 	}
@@ -257,7 +290,7 @@ func DispatchStorm(ctx context.Context, o StormOptions) (StormResult, error) {
 	defer tg.mu.Unlock()
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
-	res := StormResult{Invokes: inv.invokes, PeakConcurrent: inv.peak, Tasks: tasks, Delivered: len(tg.delivered), Duplicates: tg.dups}
+	res := StormResult{Invokes: inv.invokes, PeakConcurrent: inv.peak, Throttled: inv.throttled, Tasks: tasks, Delivered: len(tg.delivered), Duplicates: tg.dups}
 	var late []time.Duration
 	for _, d := range tg.delivered {
 		late = append(late, d)
