@@ -11,6 +11,15 @@
 // Every time-dependent call takes now explicitly; the core never reads the
 // clock. now is truncated to microseconds and converted to UTC.
 //
+// A call that says more than which task it acts on takes (ctx, a request
+// struct, now): Submit, Claim, List and the lease operations Heartbeat,
+// Complete, Fail, Reschedule and AckCancel, whose HeartbeatRequest,
+// CompleteRequest, ... each name the task (ID) and the lease (LeaseToken)
+// beside what they ask. Fields left zero take the default their doc
+// names, a request reads the same at every call site, and a field added
+// later breaks no caller. A call that names only a task (Get, Cancel,
+// Retry, Expire) takes its reference, as a map lookup takes its key.
+//
 // What a queue's declaration says (its defaults, shards, max_concurrency,
 // whether it is paused) the core reads through one method,
 // Declarations.Settings (declarations.go); package queues owns the

@@ -181,7 +181,7 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 		// cascade may have listed its children before this one's marker
 		// existed. Best effort: the window is that of one request.
 		if parent, _, err := q.load(ctx, t.Queue, t.ParentID); err == nil && parent.Status == StatusExpired {
-			if exp, err := q.MarkExpired(ctx, t.Ref(), ReasonParentExpired, now); err == nil {
+			if exp, err := q.markExpired(ctx, t.Ref(), ReasonParentExpired, now); err == nil {
 				t = exp
 			}
 		}
