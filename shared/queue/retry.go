@@ -62,7 +62,7 @@ func (q *Queue) Retry(ctx context.Context, id string, now time.Time) (Task, erro
 		// existed (or met the marker before this record was pending, and
 		// deleted it): as a submit does, look again, and expire the child.
 		if parent, _, perr := q.load(ctx, t.Queue, t.ParentID); perr == nil && parent.Status == StatusExpired {
-			if exp, xerr := q.MarkExpired(ctx, t.Ref(), ReasonParentExpired, now); xerr == nil {
+			if exp, xerr := q.markExpired(ctx, t.Ref(), ReasonParentExpired, now); xerr == nil {
 				t = exp
 			}
 		}

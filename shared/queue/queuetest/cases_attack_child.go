@@ -26,7 +26,7 @@ func runAttackChild(t *testing.T, f Factory) {
 		}
 		now := t0.Add(time.Hour)
 		for _, c := range e.claim(queue.ClaimRequest{MaxTasks: 10}, now) {
-			if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, now); err != nil {
+			if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, now); err != nil {
 				t.Fatal(err)
 			}
 		}

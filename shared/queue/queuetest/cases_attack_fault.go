@@ -57,12 +57,12 @@ func bareID(ref string) string {
 // completeTask and failTask are the lease operations the cases call (one
 // place to adapt when their signatures change).
 func completeTask(q *queue.Queue, id, token string, now time.Time) error {
-	_, err := q.Complete(ctx, id, token, []byte(`1`), now)
+	_, err := q.Complete(ctx, queue.CompleteRequest{ID: id, LeaseToken: token, Output: []byte(`1`)}, now)
 	return err
 }
 
 func failTask(q *queue.Queue, id, token string, now time.Time) error {
-	_, err := q.Fail(ctx, id, token, queue.FailRequest{Error: "x"}, now)
+	_, err := q.Fail(ctx, queue.FailRequest{ID: id, LeaseToken: token, Error: "x"}, now)
 	return err
 }
 

@@ -292,7 +292,7 @@ func runAttackCachedLookups(t *testing.T, f Factory) {
 		kr := &keyReads{Store: e.s, key: queue.QueueKey("c")}
 		q := e.open(kr)
 		now := t0.Add(time.Second)
-		if _, err := q.Reschedule(ctx, cs[0].Task.Ref(), cs[0].Lease.Token, queue.RescheduleRequest{}, now); err != nil {
+		if _, err := q.Reschedule(ctx, queue.RescheduleRequest{ID: cs[0].Task.Ref(), LeaseToken: cs[0].Lease.Token}, now); err != nil {
 			t.Fatal(err)
 		}
 		if err := failTask(q, cs[1].Task.Ref(), cs[1].Lease.Token, now); err != nil {
