@@ -232,7 +232,7 @@ func keyspace(ctx context.Context, shards, n int) (float64, int, error) {
 			return 0, 0, fmt.Errorf("keyspace: %d of %d tasks claimed", done, n)
 		}
 		for _, c := range cs {
-			if _, err := q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, now.Add(2*time.Second)); err != nil {
+			if _, err := q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, now.Add(2*time.Second)); err != nil {
 				return 0, 0, err
 			}
 		}
@@ -317,7 +317,7 @@ func listOneQueue(ctx context.Context) error {
 		if err != nil || len(cs) != 1 {
 			return fmt.Errorf("list: claim in %s: %d, %v", name, len(cs), err)
 		}
-		if _, err := q.Complete(ctx, cs[0].Task.Ref(), cs[0].Lease.Token, nil, now); err != nil {
+		if _, err := q.Complete(ctx, queue.CompleteRequest{ID: cs[0].Task.Ref(), LeaseToken: cs[0].Lease.Token}, now); err != nil {
 			return err
 		}
 	}

@@ -40,18 +40,18 @@ func benchList(ctx context.Context, srv *s3local.Server, n int) error {
 	}
 	no := false
 	if err := one("f", func(c queue.Claimed) error {
-		_, err := q.Fail(ctx, c.Task.Ref(), c.Lease.Token, queue.FailRequest{Error: "x", Retryable: &no}, now)
+		_, err := q.Fail(ctx, queue.FailRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, Error: "x", Retryable: &no}, now)
 		return err
 	}); err != nil {
 		return err
 	}
 	hb := func(c queue.Claimed) error {
 		for i := 0; i < 400; i++ {
-			if _, err := q.Heartbeat(ctx, c.Task.Ref(), c.Lease.Token, time.Hour, now.Add(time.Duration(i)*time.Millisecond)); err != nil {
+			if _, err := q.Heartbeat(ctx, queue.HeartbeatRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, LeaseFor: time.Hour}, now.Add(time.Duration(i)*time.Millisecond)); err != nil {
 				return err
 			}
 		}
-		_, err := q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, now.Add(time.Second))
+		_, err := q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, now.Add(time.Second))
 		return err
 	}
 	var done string

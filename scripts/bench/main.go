@@ -202,7 +202,7 @@ func lifecycle(ctx context.Context, srv *s3local.Server, n int, ttl bool, mc int
 			return store.Counts{}, fmt.Errorf("lifecycle: nothing to claim after %d of %d", done, n)
 		}
 		for _, c := range cs {
-			if _, err := worker.Complete(ctx, c.Task.Ref(), c.Lease.Token, []byte(`{"ok":true}`), time.Now()); err != nil {
+			if _, err := worker.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, Output: []byte(`{"ok":true}`)}, time.Now()); err != nil {
 				return store.Counts{}, err
 			}
 			done++
@@ -256,7 +256,7 @@ func throughput(ctx context.Context, srv *s3local.Server, w, n int) (float64, fl
 				}
 				idle = 0
 				for _, c := range cs {
-					if _, err := worker.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, time.Now()); err != nil {
+					if _, err := worker.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, time.Now()); err != nil {
 						once.Do(func() { firstErr = err })
 						return
 					}

@@ -101,7 +101,7 @@ func opsBacklog(ctx context.Context, q *queue.Queue, n int, status queue.Status)
 				return fmt.Errorf("ops backlog: nothing to claim after %d of %d", done, n)
 			}
 			for _, c := range cs {
-				if _, err := q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, time.Now()); err != nil {
+				if _, err := q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, time.Now()); err != nil {
 					return err
 				}
 				done++

@@ -95,7 +95,7 @@ func idleSweep(ctx context.Context, srv *s3local.Server, nq int) (float64, float
 		if err != nil || len(cs) != 1 {
 			return 0, 0, fmt.Errorf("idle: claim %s: %d tasks, %v", name, len(cs), err)
 		}
-		if _, err := q.Complete(ctx, cs[0].Task.Ref(), cs[0].Lease.Token, nil, now); err != nil {
+		if _, err := q.Complete(ctx, queue.CompleteRequest{ID: cs[0].Task.Ref(), LeaseToken: cs[0].Lease.Token}, now); err != nil {
 			return 0, 0, err
 		}
 	}

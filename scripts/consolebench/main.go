@@ -171,7 +171,7 @@ func fill(ctx context.Context, api *client.Client, s3 *s3local.Server, n int) se
 			log.Fatalf("claimed only %d of the 100 flaky tasks", failed)
 		}
 		for _, c := range claimed {
-			_, err = bulk.Fail(ctx, c.Lease, "upstream answered 502", true)
+			_, err = bulk.Fail(ctx, client.FailRequest{Lease: c.Lease, Error: "upstream answered 502"})
 			check(err)
 			out.failed = c.Task.ID
 			failed++

@@ -247,7 +247,7 @@ func (b *bench) api(n, per int) {
 	}
 	if cs, err := cc.Claim(ctx, client.ClaimRequest{LeaseFor: time.Minute, Wait: 5 * time.Second}); err != nil || len(cs) != 1 {
 		log.Fatalf("warm-up claim: %v %v", cs, err)
-	} else if _, err := tc.Complete(ctx, cs[0].Lease, nil); err != nil {
+	} else if _, err := tc.Complete(ctx, client.CompleteRequest{Lease: cs[0].Lease}); err != nil {
 		log.Fatal(err)
 	}
 	b.forget()
@@ -277,7 +277,7 @@ func (b *bench) api(n, per int) {
 					}
 					record("claim", time.Since(t1))
 					t2 := time.Now()
-					if _, err := tc.Complete(ctx, cs[0].Lease, []byte(`{"ok":true}`)); err != nil {
+					if _, err := tc.Complete(ctx, client.CompleteRequest{Lease: cs[0].Lease, Output: []byte(`{"ok":true}`)}); err != nil {
 						log.Fatal(err)
 					}
 					record("complete", time.Since(t2))
@@ -345,7 +345,7 @@ func (b *bench) pickup(k, n int, rate float64) {
 		log.Fatal(err)
 	}
 	if cs, err := c.Claim(ctx, client.ClaimRequest{LeaseFor: time.Minute}); err == nil && len(cs) == 1 {
-		_, _ = c.Complete(ctx, cs[0].Lease, nil)
+		_, _ = c.Complete(ctx, client.CompleteRequest{Lease: cs[0].Lease})
 	}
 	runDone := make(chan error, 1)
 	go func() { runDone <- w.Run(ctx) }()

@@ -37,7 +37,7 @@ func (a *API) heartbeat(rq *request) (reply, error) {
 	if body.LeaseFor != nil {
 		d = *body.LeaseFor
 	}
-	c, err := rq.q.Heartbeat(rq.ctx, rq.id, body.LeaseToken, d.Std(), rq.now(a))
+	c, err := rq.q.Heartbeat(rq.ctx, queue.HeartbeatRequest{ID: rq.id, LeaseToken: body.LeaseToken, LeaseFor: d.Std()}, rq.now(a))
 	if err != nil {
 		return reply{}, err
 	}
@@ -56,14 +56,17 @@ func (a *API) complete(rq *request) (reply, error) {
 	if err := decodeLease(rq, &body, &body.LeaseToken); err != nil {
 		return reply{}, err
 	}
-	t, err := rq.q.Complete(rq.ctx, rq.id, body.LeaseToken, body.Output, rq.now(a))
+	t, err := rq.q.Complete(rq.ctx, queue.CompleteRequest{ID: rq.id, LeaseToken: body.LeaseToken, Output: body.Output}, rq.now(a))
 	return a.taskOrError(rq, t, err)
 }
 
 // failBody is the body of POST /tasks/{id}/fail.
 type failBody struct {
 	LeaseToken string `json:"lease_token"`
-	queue.FailRequest
+	// Error is the failure message, kept as last_error.
+	Error string `json:"error"`
+	// Retryable says whether another attempt may succeed. Defaults to true.
+	Retryable *bool `json:"retryable,omitempty"`
 }
 
 // fail serves POST /queues/{queue}/tasks/{id}/fail: the core retries the task with
@@ -73,14 +76,19 @@ func (a *API) fail(rq *request) (reply, error) {
 	if err := decodeLease(rq, &body, &body.LeaseToken); err != nil {
 		return reply{}, err
 	}
-	t, err := rq.q.Fail(rq.ctx, rq.id, body.LeaseToken, body.FailRequest, rq.now(a))
+	t, err := rq.q.Fail(rq.ctx, queue.FailRequest{
+		ID: rq.id, LeaseToken: body.LeaseToken, Error: body.Error, Retryable: body.Retryable,
+	}, rq.now(a))
 	return a.taskOrError(rq, t, err)
 }
 
 // rescheduleBody is the body of POST /tasks/{id}/reschedule.
 type rescheduleBody struct {
 	LeaseToken string `json:"lease_token"`
-	queue.RescheduleRequest
+	// Delay until the task is available again. Defaults to 0 (now).
+	Delay queue.Duration `json:"delay,omitempty"`
+	// ExtendExpiration moves the task's deadline later. Defaults to 0.
+	ExtendExpiration queue.Duration `json:"extend_expiration,omitempty"`
 }
 
 // reschedule serves POST /queues/{queue}/tasks/{id}/reschedule: the task goes back to
@@ -90,6 +98,8 @@ func (a *API) reschedule(rq *request) (reply, error) {
 	if err := decodeLease(rq, &body, &body.LeaseToken); err != nil {
 		return reply{}, err
 	}
-	t, err := rq.q.Reschedule(rq.ctx, rq.id, body.LeaseToken, body.RescheduleRequest, rq.now(a))
+	t, err := rq.q.Reschedule(rq.ctx, queue.RescheduleRequest{
+		ID: rq.id, LeaseToken: body.LeaseToken, Delay: body.Delay, ExtendExpiration: body.ExtendExpiration,
+	}, rq.now(a))
 	return a.taskOrError(rq, t, err)
 }

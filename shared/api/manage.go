@@ -42,7 +42,7 @@ func (a *API) cancelAck(rq *request) (reply, error) {
 	if err := decodeLease(rq, &body, &body.LeaseToken); err != nil {
 		return reply{}, err
 	}
-	t, err := rq.q.AckCancel(rq.ctx, rq.id, body.LeaseToken, rq.now(a))
+	t, err := rq.q.AckCancel(rq.ctx, queue.AckCancelRequest{ID: rq.id, LeaseToken: body.LeaseToken}, rq.now(a))
 	return a.taskOrError(rq, t, err)
 }
 

@@ -5,30 +5,21 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/wire"
 )
 
-// taskView is a task as the API shows it: the record without its lease
-// tokens (a token only appears in a lease object, handed to the claimer)
-// and without its internal index key and request hashes, plus
-// expires_in_seconds.
-//
-// The shadowing fields are always empty: being shallower than the
-// embedded record's fields of the same JSON name, they hide them.
+// taskView is a task as the API shows it: wire.Task (the record without
+// its lease tokens, request hashes and side-record keys, a type of its
+// own so that no field of the record reaches the wire unless listed
+// there), plus expires_in_seconds.
 type taskView struct {
-	queue.Task
-	LeaseToken       string `json:"lease_token,omitempty"`
-	EndedLeaseToken  string `json:"ended_lease_token,omitempty"`
-	EndedRequest     string `json:"ended_request,omitempty"`
-	RequestHash      string `json:"request_hash,omitempty"`
-	IndexKey         string `json:"index_key,omitempty"`
-	SlotKey          string `json:"slot_key,omitempty"`
-	SlotETag         string `json:"slot_etag,omitempty"`
+	wire.Task
 	ExpiresInSeconds *int64 `json:"expires_in_seconds,omitempty"`
 }
 
 // view returns t as the API shows it at now.
 func view(t queue.Task, now time.Time) taskView {
-	v := taskView{Task: t}
+	v := taskView{Task: wire.TaskOf(t)}
 	if left, ok := t.Remaining(now); ok {
 		secs := int64(left / time.Second)
 		if left < 0 && left%time.Second != 0 {

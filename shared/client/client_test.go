@@ -61,11 +61,11 @@ func TestClientAgainstTheAPI(t *testing.T) {
 				if err != nil || len(cs) != 1 || cs[0].Task.ID != res.Task.ID || cs[0].Lease.Token == "" {
 					t.Fatalf("claim: %+v %v", cs, err)
 				}
-				hb, err := c.Heartbeat(ctx, cs[0].Lease, 2*time.Minute)
+				hb, err := c.Heartbeat(ctx, client.HeartbeatRequest{Lease: cs[0].Lease, LeaseFor: 2 * time.Minute})
 				if err != nil || !hb.Lease.ExpiresAt.After(cs[0].Lease.ExpiresAt) {
 					t.Fatalf("heartbeat: %+v %v", hb, err)
 				}
-				done, err := c.Complete(ctx, hb.Lease, []byte(`{"ok":true}`))
+				done, err := c.Complete(ctx, client.CompleteRequest{Lease: hb.Lease, Output: []byte(`{"ok":true}`)})
 				if err != nil || done.Status != queue.StatusCompleted || string(done.Output) != `{"ok":true}` {
 					t.Fatalf("complete: %+v %v", done, err)
 				}
@@ -115,18 +115,18 @@ func TestClientAgainstTheAPI(t *testing.T) {
 				}
 				bad := cs[0].Lease
 				bad.Token = "nope"
-				if _, err := c.Complete(ctx, bad, nil); !errors.Is(err, queue.ErrLeaseMismatch) {
+				if _, err := c.Complete(ctx, client.CompleteRequest{Lease: bad}); !errors.Is(err, queue.ErrLeaseMismatch) {
 					t.Fatalf("wrong token: %v", err)
 				}
-				if _, err := c.Fail(ctx, cs[0].Lease, "boom", false); err != nil {
+				if _, err := c.Fail(ctx, client.FailRequest{Lease: cs[0].Lease, Error: "boom", Permanent: true}); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := c.Complete(ctx, bad, nil); !errors.Is(err, queue.ErrNotRunning) {
+				if _, err := c.Complete(ctx, client.CompleteRequest{Lease: bad}); !errors.Is(err, queue.ErrNotRunning) {
 					t.Fatalf("complete a failed task: %v", err)
 				}
 				// The token that failed it cannot complete it: a conflict
 				// naming the token, not a replay.
-				if _, err := c.Complete(ctx, cs[0].Lease, nil); !errors.As(err, &apiErr) || apiErr.Code != "conflict" || apiErr.Field != "lease_token" {
+				if _, err := c.Complete(ctx, client.CompleteRequest{Lease: cs[0].Lease}); !errors.As(err, &apiErr) || apiErr.Code != "conflict" || apiErr.Field != "lease_token" {
 					t.Fatalf("complete with the token that failed the task: %v", err)
 				}
 				if _, err := c.Retry(ctx, res.Task.ID); !errors.As(err, &apiErr) || apiErr.Code != "invalid_state" {
@@ -206,11 +206,11 @@ func TestClientAgainstTheAPI(t *testing.T) {
 				if tk, err := c.Cancel(ctx, res.Task.ID); err != nil || !tk.CancelRequested {
 					t.Fatalf("cancel: %+v %v", tk, err)
 				}
-				hb, err := c.Heartbeat(ctx, cs[0].Lease, 0)
+				hb, err := c.Heartbeat(ctx, client.HeartbeatRequest{Lease: cs[0].Lease})
 				if err != nil || !hb.Task.CancelRequested {
 					t.Fatalf("heartbeat: %v %v", hb.Task.CancelRequested, err)
 				}
-				if tk, err := c.AckCancel(ctx, cs[0].Lease); err != nil || tk.Status != queue.StatusCancelled {
+				if tk, err := c.AckCancel(ctx, client.AckCancelRequest{Lease: cs[0].Lease}); err != nil || tk.Status != queue.StatusCancelled {
 					t.Fatalf("ack: %v %v", tk.Status, err)
 				}
 			})

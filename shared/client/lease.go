@@ -57,48 +57,98 @@ func (c *Client) Claim(ctx context.Context, req ClaimRequest) ([]Claimed, error)
 	return res.Tasks, nil
 }
 
-// The lease operations below are retried on a 503, another 5xx or a
-// network error (Options.MaxRetries): the same operation with the same
-// token whose first attempt landed answers as that attempt did.
+// The lease operations below each take a request struct naming the lease
+// the claim returned, as the core's do. They are retried on a 503,
+// another 5xx or a network error (Options.MaxRetries): the same
+// operation with the same token whose first attempt landed answers as
+// that attempt did.
 
-// Heartbeat extends a lease (0: the task's timeout) and returns the task,
-// whose CancelRequested asks the worker to stop.
-func (c *Client) Heartbeat(ctx context.Context, l Lease, leaseFor time.Duration) (Claimed, error) {
-	body := map[string]any{"lease_token": l.Token}
-	if leaseFor > 0 {
-		body["lease_for"] = queue.FormatDuration(leaseFor)
+// HeartbeatRequest extends a lease.
+type HeartbeatRequest struct {
+	// Lease is the lease the claim returned. Required.
+	Lease Lease
+	// LeaseFor is the new lease length from now. Defaults to the task's
+	// timeout.
+	LeaseFor time.Duration
+}
+
+// Heartbeat extends a lease and returns the task, whose CancelRequested
+// asks the worker to stop.
+func (c *Client) Heartbeat(ctx context.Context, req HeartbeatRequest) (Claimed, error) {
+	body := map[string]any{"lease_token": req.Lease.Token}
+	if req.LeaseFor > 0 {
+		body["lease_for"] = queue.FormatDuration(req.LeaseFor)
 	}
 	var res Claimed
-	_, err := c.doRetry(ctx, http.MethodPost, c.taskPath(l.TaskID, "/heartbeat"), nil, body, &res)
+	_, err := c.doRetry(ctx, http.MethodPost, c.taskPath(req.Lease.TaskID, "/heartbeat"), nil, body, &res)
 	return res, err
 }
 
-// Complete finishes a task with an output (JSON; nil for none).
-func (c *Client) Complete(ctx context.Context, l Lease, output json.RawMessage) (Task, error) {
-	body := map[string]any{"lease_token": l.Token}
-	if len(output) > 0 {
-		body["output"] = output
-	}
-	return c.taskOp(ctx, l.TaskID, "complete", body, true)
+// CompleteRequest finishes a task.
+type CompleteRequest struct {
+	// Lease is the lease the claim returned. Required.
+	Lease Lease
+	// Output is the task's result (JSON). Defaults to none.
+	Output json.RawMessage
 }
 
-// Fail records a failed attempt; the server retries it with backoff while
-// attempts remain and retryable is true, else dead-letters it.
-func (c *Client) Fail(ctx context.Context, l Lease, msg string, retryable bool) (Task, error) {
-	return c.taskOp(ctx, l.TaskID, "fail", map[string]any{"lease_token": l.Token, "error": msg, "retryable": retryable}, true)
+// Complete finishes a task with its output.
+func (c *Client) Complete(ctx context.Context, req CompleteRequest) (Task, error) {
+	body := map[string]any{"lease_token": req.Lease.Token}
+	if len(req.Output) > 0 {
+		body["output"] = req.Output
+	}
+	return c.taskOp(ctx, req.Lease.TaskID, "complete", body, true)
 }
 
-// Reschedule puts a running task back, available after delay, optionally
-// moving its deadline later by extend.
-func (c *Client) Reschedule(ctx context.Context, l Lease, delay, extend time.Duration) (Task, error) {
-	body := map[string]any{"lease_token": l.Token, "delay": queue.FormatDuration(delay)}
-	if extend > 0 {
-		body["extend_expiration"] = queue.FormatDuration(extend)
+// FailRequest reports a failed attempt.
+type FailRequest struct {
+	// Lease is the lease the claim returned. Required.
+	Lease Lease
+	// Error is the failure message, kept as the task's last_error.
+	// Defaults to "".
+	Error string
+	// Permanent says that no attempt can succeed: the task fails at once
+	// instead of being retried. Defaults to false (retried with backoff
+	// while attempts remain).
+	Permanent bool
+}
+
+// Fail records a failed attempt; the server retries the task with backoff
+// while attempts remain and the failure is not permanent, else
+// dead-letters it.
+func (c *Client) Fail(ctx context.Context, req FailRequest) (Task, error) {
+	return c.taskOp(ctx, req.Lease.TaskID, "fail", map[string]any{"lease_token": req.Lease.Token, "error": req.Error, "retryable": !req.Permanent}, true)
+}
+
+// RescheduleRequest puts a running task back for later.
+type RescheduleRequest struct {
+	// Lease is the lease the claim returned. Required.
+	Lease Lease
+	// Delay until the task is available again. Defaults to 0 (now).
+	Delay time.Duration
+	// ExtendExpiration moves the task's deadline later by this much.
+	// Defaults to 0 (the deadline stays).
+	ExtendExpiration time.Duration
+}
+
+// Reschedule puts a running task back, available after Delay, and gives
+// back the attempt its claim used.
+func (c *Client) Reschedule(ctx context.Context, req RescheduleRequest) (Task, error) {
+	body := map[string]any{"lease_token": req.Lease.Token, "delay": queue.FormatDuration(req.Delay)}
+	if req.ExtendExpiration > 0 {
+		body["extend_expiration"] = queue.FormatDuration(req.ExtendExpiration)
 	}
-	return c.taskOp(ctx, l.TaskID, "reschedule", body, true)
+	return c.taskOp(ctx, req.Lease.TaskID, "reschedule", body, true)
+}
+
+// AckCancelRequest acknowledges a cancel request (or gives up the task).
+type AckCancelRequest struct {
+	// Lease is the lease the claim returned. Required.
+	Lease Lease
 }
 
 // AckCancel acknowledges a cancel request: the running task is cancelled.
-func (c *Client) AckCancel(ctx context.Context, l Lease) (Task, error) {
-	return c.taskOp(ctx, l.TaskID, "cancel-ack", map[string]any{"lease_token": l.Token}, true)
+func (c *Client) AckCancel(ctx context.Context, req AckCancelRequest) (Task, error) {
+	return c.taskOp(ctx, req.Lease.TaskID, "cancel-ack", map[string]any{"lease_token": req.Lease.Token}, true)
 }

@@ -254,23 +254,23 @@ func TestClientRetriesLeaseOperations(t *testing.T) {
 			var status queue.Status
 			switch op {
 			case "complete":
-				task, err := c.Complete(ctx, cs[0].Lease, []byte(`{"ok":true}`))
+				task, err := c.Complete(ctx, client.CompleteRequest{Lease: cs[0].Lease, Output: []byte(`{"ok":true}`)})
 				status = task.Status
 				if err != nil || status != queue.StatusCompleted {
 					t.Fatalf("%s: %s %v", op, status, err)
 				}
 			case "fail":
-				task, err := c.Fail(ctx, cs[0].Lease, "boom", true)
+				task, err := c.Fail(ctx, client.FailRequest{Lease: cs[0].Lease, Error: "boom"})
 				if err != nil || task.Status != queue.StatusPending || task.Attempt != 1 {
 					t.Fatalf("%s: %s attempt %d %v", op, task.Status, task.Attempt, err)
 				}
 			case "heartbeat":
-				hb, err := c.Heartbeat(ctx, cs[0].Lease, 5*time.Minute)
+				hb, err := c.Heartbeat(ctx, client.HeartbeatRequest{Lease: cs[0].Lease, LeaseFor: 5 * time.Minute})
 				if err != nil || hb.Lease.Token != cs[0].Lease.Token {
 					t.Fatalf("%s: %+v %v", op, hb, err)
 				}
 			case "reschedule":
-				task, err := c.Reschedule(ctx, cs[0].Lease, time.Minute, 0)
+				task, err := c.Reschedule(ctx, client.RescheduleRequest{Lease: cs[0].Lease, Delay: time.Minute})
 				if err != nil || task.Status != queue.StatusPending {
 					t.Fatalf("%s: %s %v", op, task.Status, err)
 				}

@@ -25,7 +25,7 @@ func runTimers(ctx context.Context, interval time.Duration, functions map[string
 		case now := <-t.C:
 			dispatchAll() // the dispatch rule: every push queue, in the background
 			for _, name := range []string{lambdafn.SweepExpired, lambdafn.ScheduleTick} {
-				payload, _ := json.Marshal(ScheduledEvent(name, now))
+				payload, _ := json.Marshal(scheduledEvent(name, now))
 				if _, err := functions[name].invoke(ctx, payload); err != nil && ctx.Err() == nil {
 					log.Debug("timer function failed", "function", name, "error", err)
 				}
@@ -34,9 +34,9 @@ func runTimers(ctx context.Context, interval time.Duration, functions map[string
 	}
 }
 
-// ScheduledEvent is the EventBridge "Scheduled Event" the rule of a timer
+// scheduledEvent is the EventBridge "Scheduled Event" the rule of a timer
 // function sends at now.
-func ScheduledEvent(function string, now time.Time) events.EventBridgeEvent {
+func scheduledEvent(function string, now time.Time) events.EventBridgeEvent {
 	return events.EventBridgeEvent{
 		Version:    "0",
 		ID:         rand.Text(),

@@ -405,28 +405,6 @@ func lapsedRace(t *testing.T, st store.Store, declared bool) {
 	}
 }
 
-// Retry-After is honoured within bounds whatever its form: a number too
-// large for int64 is the cap, not "absent"; negative, fractional, past
-// dates and garbage are absent (the queue's backoff).
-func TestRetryAfterIsBoundedWhateverItsForm(t *testing.T) {
-	now := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
-	for v, want := range map[string]time.Duration{
-		"99999999999999999999999":  dispatch.MaxRetryAfter,
-		"43201":                    dispatch.MaxRetryAfter,
-		"-5":                       0,
-		"-99999999999999999999999": 0,
-		"1.5":                      0,
-		"0":                        0,
-		now.Add(-time.Hour).Format(http.TimeFormat):     0,
-		now.Add(48 * time.Hour).Format(http.TimeFormat): dispatch.MaxRetryAfter,
-		"Wed, 28 Jan 2026 09:00:30 GMT":                 30 * time.Second,
-	} {
-		if got := dispatch.ParseRetryAfter(v, now); got != want {
-			t.Errorf("Retry-After %q: %s, want %s", v, got, want)
-		}
-	}
-}
-
 // A target that trickles its answer is cut off at the delivery's deadline
 // (the lease lapses, the run does not hang past the lease), and one whose
 // answer is larger than an output may be fails the task without reading
@@ -478,7 +456,7 @@ func TestACancelDuringADeliveryThatTimesOutIsNotDeliveredAgain(t *testing.T) {
 		cancelled := make(chan struct{})
 		var once sync.Once
 		tg := newTarget(t, e.clk, func(p dispatch.Payload, w http.ResponseWriter, r *http.Request) {
-			if _, err := e.q.Cancel(context.Background(), p.Task.Ref(), e.clk.Now()); err != nil {
+			if _, err := e.q.Cancel(context.Background(), queue.Ref(p.Task.Queue, p.Task.ID), e.clk.Now()); err != nil {
 				t.Error(err)
 			}
 			once.Do(func() { close(cancelled) })

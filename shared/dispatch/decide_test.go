@@ -2,7 +2,6 @@ package dispatch_test
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -12,40 +11,6 @@ import (
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 )
-
-func TestHTTPAnswersDecideTheOutcome(t *testing.T) {
-	now := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
-	for _, c := range []struct {
-		status     int
-		retryAfter string
-		outcome    dispatch.Outcome
-		retryable  bool
-		after      time.Duration
-	}{
-		{200, "", dispatch.Complete, false, 0},
-		{204, "", dispatch.Complete, false, 0},
-		{503, "7", dispatch.Fail, true, 7 * time.Second},
-		{429, now.Add(90 * time.Second).Format(http.TimeFormat), dispatch.Fail, true, 90 * time.Second},
-		{500, "soon", dispatch.Fail, true, 0},
-		{503, "999999999", dispatch.Fail, true, dispatch.MaxRetryAfter},
-		{302, "", dispatch.Fail, false, 0},
-		{400, "", dispatch.Fail, false, 0},
-		{404, "5", dispatch.Fail, false, 0},
-	} {
-		r := dispatch.DecideHTTP(c.status, c.retryAfter, []byte("x"), now)
-		if r.Outcome != c.outcome || r.Retryable != c.retryable || (c.outcome == dispatch.Fail && c.retryable && r.RetryAfter != c.after) {
-			t.Errorf("%d Retry-After %q: %+v", c.status, c.retryAfter, r)
-		}
-	}
-}
-
-func TestOutputKeepsJSONAndQuotesText(t *testing.T) {
-	for in, want := range map[string]string{``: ``, `null`: ``, ` {"a":1} `: `{"a":1}`, `ok`: `"ok"`} {
-		if got := string(dispatch.Output([]byte(in))); got != want {
-			t.Errorf("Output(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
 
 func TestTargetsAreValidatedNamingTheField(t *testing.T) {
 	for _, c := range []struct {

@@ -14,14 +14,16 @@ import (
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store"
+	"github.com/s3q/s3q/shared/wire"
 )
 
-// Payload is what a target receives: the task (as the API shows it:
-// without its lease tokens, request hash, index marker or slot),
+// Payload is what a target receives: the task as the API shows it
+// (wire.Task: without its lease tokens, request hashes, index marker or
+// slot),
 // the lease (task_id, token, expires_at) and the deadline by which the
 // target must answer, a little before the lease ends.
 type Payload struct {
-	Task     queue.Task  `json:"task"`
+	Task     wire.Task   `json:"task"`
 	Lease    queue.Lease `json:"lease"`
 	Deadline time.Time   `json:"deadline"`
 }
@@ -149,7 +151,7 @@ func (d *Dispatcher) drain(ctx context.Context, p PushQueue, until time.Time, wa
 			d.release(context.WithoutCancel(ctx), runner)
 		}
 	}()
-	poke := d.poke(p.Name)
+	poke := d.pokeChan(p.Name)
 	var (
 		lastClaim time.Time
 		stuck     uint // looks in a row that found a task due now and claimed nothing
@@ -367,10 +369,7 @@ func (d *Dispatcher) deliver(ctx context.Context, p PushQueue, c queue.Claimed, 
 		return d.handBack(ctx, t, l, now, log)
 	}
 	deadline := l.ExpiresAt.Add(-margin)
-	shown := t // as the API shows it: the lease's token only, no internals
-	shown.LeaseToken, shown.EndedLeaseToken, shown.RequestHash = "", "", ""
-	shown.IndexKey, shown.SlotKey, shown.SlotETag = "", "", ""
-	body, err := json.Marshal(Payload{Task: shown, Lease: l, Deadline: deadline})
+	body, err := json.Marshal(Payload{Task: wire.TaskOf(t), Lease: l, Deadline: deadline})
 	if err != nil {
 		rep.Errors++
 		return rep
@@ -402,7 +401,7 @@ func (d *Dispatcher) deliver(ctx context.Context, p PushQueue, c queue.Claimed, 
 // or sweep expires it.
 func (d *Dispatcher) handBack(ctx context.Context, t queue.Task, l queue.Lease, now time.Time, log *slog.Logger) Report {
 	var rep Report
-	if _, err := d.q.Reschedule(ctx, t.Ref(), l.Token, queue.RescheduleRequest{}, now); err != nil {
+	if _, err := d.q.Reschedule(ctx, queue.RescheduleRequest{ID: t.Ref(), LeaseToken: l.Token}, now); err != nil {
 		log.Warn("hand back an expired task", "error", err)
 		rep.Errors++
 	}
@@ -445,9 +444,9 @@ func (d *Dispatcher) apply(ctx context.Context, t queue.Task, l queue.Lease, res
 	now := d.opts.Now()
 	switch res.Outcome {
 	case Complete:
-		out := Output(res.Output)
+		out := asOutput(res.Output)
 		err := d.retryWrite(ctx, l, func(now time.Time) (err error) {
-			_, err = d.q.Complete(ctx, t.Ref(), l.Token, out, now)
+			_, err = d.q.Complete(ctx, queue.CompleteRequest{ID: t.Ref(), LeaseToken: l.Token, Output: out}, now)
 			return err
 		})
 		var verr *queue.ValidationError
@@ -474,7 +473,8 @@ func (d *Dispatcher) apply(ctx context.Context, t queue.Task, l queue.Lease, res
 	retryable := res.Retryable
 	var next queue.Task
 	err := d.retryWrite(ctx, l, func(now time.Time) (err error) {
-		next, err = d.q.Fail(ctx, t.Ref(), l.Token, queue.FailRequest{
+		next, err = d.q.Fail(ctx, queue.FailRequest{
+			ID: t.Ref(), LeaseToken: l.Token,
 			Error: clip.String(res.Error, maxErrorBytes), Retryable: &retryable, RetryAfter: res.RetryAfter,
 		}, now)
 		return err
@@ -494,10 +494,10 @@ func (d *Dispatcher) apply(ctx context.Context, t queue.Task, l queue.Lease, res
 	return rep
 }
 
-// Output turns a target's answer into a task output: nothing for an empty
+// asOutput turns a target's answer into a task output: nothing for an empty
 // answer or JSON null, the answer itself when it is JSON, else the answer
 // as a JSON string.
-func Output(b []byte) json.RawMessage {
+func asOutput(b []byte) json.RawMessage {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 || bytes.Equal(b, []byte("null")) {
 		return nil

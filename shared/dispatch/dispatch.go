@@ -233,16 +233,17 @@ func (d *Dispatcher) Targets() Targets { return d.targets }
 // After waits d on the dispatcher's clock (Options.After).
 func (d *Dispatcher) After(dur time.Duration) <-chan time.Time { return d.opts.After(dur) }
 
-// Poke makes a run of this dispatcher that stays with the queue look
+// poke makes a run of this dispatcher that stays with the queue look
 // again now, as a wake in the same process (Local) does.
-func (d *Dispatcher) Poke(name string) {
+func (d *Dispatcher) poke(name string) {
 	select {
-	case d.poke(name) <- struct{}{}:
+	case d.pokeChan(name) <- struct{}{}:
 	default:
 	}
 }
 
-func (d *Dispatcher) poke(name string) chan struct{} {
+// pokeChan is the channel by which a run staying with queue name is poked.
+func (d *Dispatcher) pokeChan(name string) chan struct{} {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	c := d.pokes[name]
@@ -295,7 +296,7 @@ func (d *Dispatcher) Run(ctx context.Context, queueName string, until time.Time)
 		first error
 	)
 	for _, p := range pqs {
-		if err := d.opts.Policy.Allows(p.Name, p.Target); err != nil {
+		if err := d.opts.Policy.allows(p.Name, p.Target); err != nil {
 			d.log.Error("not delivering a queue whose target the push bindings do not allow", "queue", p.Name, "error", err)
 			rep.Errors++
 			continue

@@ -19,24 +19,24 @@ import (
 	"github.com/s3q/s3q/shared/queues"
 )
 
-// MaxAnswerBytes is the most of a target's answer that is read: the
+// maxAnswerBytes is the most of a target's answer that is read: the
 // core's output limit; a longer answer fails the task.
-const MaxAnswerBytes = queue.MaxInputBytes
+const maxAnswerBytes = queue.MaxInputBytes
 
-// MaxRetryAfter caps a target's Retry-After.
-const MaxRetryAfter = 12 * time.Hour
+// maxRetryAfter caps a target's Retry-After: a later one waits 12 hours.
+const maxRetryAfter = 12 * time.Hour
 
 // HTTP delivers to URL targets: a POST of the payload, signed (package
 // pushsig) with the secret named by the target, the signature binding the
-// target URL, the queue, the task id and the attempt. 2xx completes with the
-// body as output. 429 and 5xx are a retryable failure, available again
-// after Retry-After (seconds or an HTTP date) when given, else after the
-// queue's backoff; a time-out lets the lease lapse (the next attempt
-// follows it); a connection error, or an answer whose body is cut off,
-// is a retryable failure. Any other
-// status (3xx: redirects are not followed; other 4xx) fails the task
-// without retry. A task whose expires_at passes while the signing key is
-// read is not sent (HandBack).
+// target URL, the queue, the task id and the attempt. 2xx completes with
+// the body as output. 429 and 5xx are a retryable failure, available
+// again after Retry-After (seconds or an HTTP date, at most 12 hours) when
+// given, else after the queue's backoff; a time-out lets the lease lapse
+// (the next attempt follows it); a connection error, or an answer whose
+// body is cut off, is a retryable failure. Any other status (3xx:
+// redirects are not followed; other 4xx) fails the task without retry. A
+// task whose expires_at passes while the signing key is read is not sent
+// (HandBack).
 type HTTP struct {
 	// Client sends the requests; NewHTTP's refuses local addresses (see
 	// NewHTTP). A nil one is http.DefaultClient, which does not. Redirects
@@ -132,7 +132,7 @@ func (h *HTTP) Deliver(ctx context.Context, target queues.Target, d Delivery) Re
 		return Result{Outcome: Fail, Error: "post: " + err.Error(), Retryable: true}
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes+1))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
 	if err != nil && ctx.Err() != nil {
 		return Result{Outcome: Lapse, Status: resp.StatusCode}
 	}
@@ -140,27 +140,27 @@ func (h *HTTP) Deliver(ctx context.Context, target queues.Target, d Delivery) Re
 		// The answer was cut off: half a body is no output.
 		return Result{Outcome: Fail, Error: fmt.Sprintf("read the answer (%d): %v", resp.StatusCode, err), Retryable: true, Status: resp.StatusCode}
 	}
-	return DecideHTTP(resp.StatusCode, resp.Header.Get("Retry-After"), body, d.Now)
+	return decideHTTP(resp.StatusCode, resp.Header.Get("Retry-After"), body, d.Now)
 }
 
-// DecideHTTP maps an HTTP answer to a Result (see HTTP).
-func DecideHTTP(status int, retryAfter string, body []byte, now time.Time) Result {
+// decideHTTP maps an HTTP answer to a Result (see HTTP).
+func decideHTTP(status int, retryAfter string, body []byte, now time.Time) Result {
 	switch {
 	case status >= 200 && status < 300:
 		return Result{Outcome: Complete, Output: body, Status: status}
 	case status == http.StatusTooManyRequests || status >= 500:
 		return Result{Outcome: Fail, Status: status, Retryable: true,
 			Error:      fmt.Sprintf("target answered %d: %s", status, snippet(body)),
-			RetryAfter: ParseRetryAfter(retryAfter, now)}
+			RetryAfter: parseRetryAfter(retryAfter, now)}
 	default:
 		return Result{Outcome: Fail, Status: status,
 			Error: fmt.Sprintf("target answered %d: %s", status, snippet(body))}
 	}
 }
 
-// ParseRetryAfter reads a Retry-After header (delay-seconds or an HTTP
-// date) at now, capped at MaxRetryAfter; 0 when absent or unreadable.
-func ParseRetryAfter(v string, now time.Time) time.Duration {
+// parseRetryAfter reads a Retry-After header (delay-seconds or an HTTP
+// date) at now, capped at maxRetryAfter; 0 when absent or unreadable.
+func parseRetryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
 		return 0
 	}
@@ -173,14 +173,14 @@ func ParseRetryAfter(v string, now time.Time) time.Duration {
 		if n <= 0 {
 			return 0
 		}
-		d = time.Duration(min(n, int64(MaxRetryAfter/time.Second))) * time.Second
+		d = time.Duration(min(n, int64(maxRetryAfter/time.Second))) * time.Second
 	} else if t, err := http.ParseTime(v); err == nil {
 		d = t.Sub(now)
 	}
 	if d <= 0 {
 		return 0
 	}
-	return min(d, MaxRetryAfter)
+	return min(d, maxRetryAfter)
 }
 
 func (h *HTTP) client() *http.Client {

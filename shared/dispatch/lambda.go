@@ -57,11 +57,11 @@ func (l *Lambda) Deliver(ctx context.Context, target queues.Target, d Delivery) 
 		var throttled *types.TooManyRequestsException
 		if errors.As(err, &throttled) {
 			// Lambda's own Retry-After: the function is at its concurrency.
-			res.RetryAfter = ParseRetryAfter(aws.ToString(throttled.RetryAfterSeconds), d.Now)
+			res.RetryAfter = parseRetryAfter(aws.ToString(throttled.RetryAfterSeconds), d.Now)
 		}
 		return res
 	}
-	return DecideLambda(out.StatusCode, aws.ToString(out.FunctionError), out.Payload)
+	return decideLambda(out.StatusCode, aws.ToString(out.FunctionError), out.Payload)
 }
 
 // noRetry turns off the SDK's retries of a delivery's Invoke: a
@@ -77,8 +77,8 @@ type FunctionError struct {
 	Retryable *bool  `json:"retryable,omitempty"`
 }
 
-// DecideLambda maps an Invoke answer to a Result (see Lambda).
-func DecideLambda(status int32, functionError string, payload []byte) Result {
+// decideLambda maps an Invoke answer to a Result (see Lambda).
+func decideLambda(status int32, functionError string, payload []byte) Result {
 	if functionError == "" {
 		return Result{Outcome: Complete, Output: payload, Status: int(status)}
 	}

@@ -141,26 +141,6 @@ func TestLambdaTargetOverTheInvokeProtocol(t *testing.T) {
 	})
 }
 
-func TestLambdaErrorPayloadsDecideRetry(t *testing.T) {
-	for _, c := range []struct {
-		payload   string
-		retryable bool
-	}{
-		{`{"errorMessage":"x","errorType":"Error"}`, true},
-		{`{"errorMessage":"x","errorType":"s3q.Permanent"}`, false},
-		{`{"errorMessage":"x","errorType":"Error","retryable":false}`, false},
-		{`not json`, true},
-	} {
-		r := dispatch.DecideLambda(200, "Unhandled", []byte(c.payload))
-		if r.Outcome != dispatch.Fail || r.Retryable != c.retryable {
-			t.Errorf("%s: %+v", c.payload, r)
-		}
-	}
-	if r := dispatch.DecideLambda(200, "", []byte(`{"a":1}`)); r.Outcome != dispatch.Complete || string(r.Output) != `{"a":1}` {
-		t.Errorf("success: %+v", r)
-	}
-}
-
 func TestLambdaTargetNotFoundIsARetryableFailure(t *testing.T) {
 	le := newLambdaEndpoint(t, nil)
 	e := newEnv(memstore.New(), dispatch.PushQueue{Name: "fn", Target: queues.Target{Lambda: "missing"}})

@@ -62,7 +62,8 @@ func ParseBindings(b []byte) (Bindings, error) {
 
 // Policy decides which push targets a queue may use. It is checked when a
 // queue is declared (Check, queues.Options.CheckTarget) and
-// again by the dispatcher before it delivers (Allows): a declaration made
+// again by the dispatcher before it delivers (the bindings and own
+// functions alone): a declaration made
 // before the bindings changed is not delivered.
 type Policy struct {
 	// Bindings, when not nil, are the only targets a queue may use: a
@@ -85,10 +86,10 @@ type SecretChecker interface {
 	CheckSecret(ctx context.Context, name string) error
 }
 
-// Allows says whether queue may use target under the bindings and the
+// allows says whether queue may use target under the bindings and the
 // own functions (a nil Policy allows everything); a refusal is a
 // *queue.ValidationError naming target.
-func (p *Policy) Allows(queueName string, t queues.Target) error {
+func (p *Policy) allows(queueName string, t queues.Target) error {
 	if p == nil {
 		return nil
 	}
@@ -110,12 +111,12 @@ func (p *Policy) Allows(queueName string, t queues.Target) error {
 	return nil
 }
 
-// Check is the declaration's check (queues.Options.CheckTarget): Allows,
-// then that a URL target's secret exists and can be read (400 naming
+// Check is the declaration's check (queues.Options.CheckTarget): the
+// bindings and the own functions, as the dispatcher checks them, then that a URL target's secret exists and can be read (400 naming
 // target.secret), so that a wrong secret is refused at once instead of
 // failing every delivery until the task is dead-lettered.
 func (p *Policy) Check(ctx context.Context, queueName string, t queues.Target) error {
-	if err := p.Allows(queueName, t); err != nil {
+	if err := p.allows(queueName, t); err != nil {
 		return err
 	}
 	if p == nil || p.Secrets == nil || t.URL == "" {

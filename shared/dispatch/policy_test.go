@@ -73,10 +73,10 @@ func TestTargetsAreBoundToQueues(t *testing.T) {
 	}
 	// Without bindings any target goes, but still none of s3q's own.
 	open := &dispatch.Policy{Own: []string{"s3q-prod-dispatch"}}
-	if err := open.Allows("any", queues.Target{Lambda: "whatever"}); err != nil {
+	if err := open.Check(ctx, "any", queues.Target{Lambda: "whatever"}); err != nil {
 		t.Error(err)
 	}
-	if err := open.Allows("any", queues.Target{Lambda: "123456789012:function:s3q-prod-dispatch"}); !isField(err, "target") {
+	if err := open.Check(ctx, "any", queues.Target{Lambda: "123456789012:function:s3q-prod-dispatch"}); !isField(err, "target") {
 		t.Errorf("dispatch as a target: %v", err)
 	}
 	var none *dispatch.Policy

@@ -135,7 +135,7 @@ func (l *LambdaWaker) Wake(ctx context.Context, w Wake) {
 
 // Local runs a Dispatcher in this process (s3q dev): a wake runs it for
 // the queue at once, or at the wake's time; a wake that comes while a run
-// of the queue is going makes it look again at once (Poke) and run once
+// of the queue is going makes it look again at once and run once
 // more when it ends.
 type Local struct {
 	d   *Dispatcher
@@ -179,7 +179,7 @@ func (l *Local) kick(name string) {
 	}
 	if s.running {
 		s.again = true
-		l.d.Poke(name) // a run staying with the queue looks again now
+		l.d.poke(name) // a run staying with the queue looks again now
 		return
 	}
 	s.running = true

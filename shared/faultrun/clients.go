@@ -178,14 +178,14 @@ func (r *run) runTask(ctx context.Context, rng *mrand.Rand, c client.Claimed) {
 	}
 	if rng.IntN(4) == 0 {
 		_ = r.retry(ctx, func() error {
-			_, err := r.cl.Heartbeat(ctx, c.Lease, r.cfg.LeaseFor)
+			_, err := r.cl.Heartbeat(ctx, client.HeartbeatRequest{Lease: c.Lease, LeaseFor: r.cfg.LeaseFor})
 			return err
 		})
 	}
 	var err error
 	if u < r.cfg.CrashRate+r.cfg.FailRate {
 		err = r.retry(ctx, func() error {
-			_, err := r.cl.Fail(ctx, c.Lease, "faultrun: failed on purpose", true)
+			_, err := r.cl.Fail(ctx, client.FailRequest{Lease: c.Lease, Error: "faultrun: failed on purpose"})
 			return err
 		})
 		if err == nil {
@@ -193,7 +193,7 @@ func (r *run) runTask(ctx context.Context, rng *mrand.Rand, c client.Claimed) {
 		}
 	} else {
 		err = r.retry(ctx, func() error {
-			_, err := r.cl.Complete(ctx, c.Lease, json.RawMessage(`{"done":true}`))
+			_, err := r.cl.Complete(ctx, client.CompleteRequest{Lease: c.Lease, Output: json.RawMessage(`{"done":true}`)})
 			return err
 		})
 		if err == nil {

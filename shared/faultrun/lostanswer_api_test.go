@@ -117,15 +117,15 @@ var apiCases = []apiCase{
 		return answered(200, c[0].Task, nil)
 	}},
 	{name: "heartbeat", setup: apiSubmitAndClaim, op: func(ctx context.Context, e *apiEnv) (string, error) {
-		c, err := e.cl.Heartbeat(ctx, e.lease, 20*time.Minute)
+		c, err := e.cl.Heartbeat(ctx, client.HeartbeatRequest{Lease: e.lease, LeaseFor: 20 * time.Minute})
 		return answered(200, c.Task, err)
 	}},
 	{name: "complete", setup: apiSubmitAndClaim, op: func(ctx context.Context, e *apiEnv) (string, error) {
-		t, err := e.cl.Complete(ctx, e.lease, json.RawMessage(`{"ok":true}`))
+		t, err := e.cl.Complete(ctx, client.CompleteRequest{Lease: e.lease, Output: json.RawMessage(`{"ok":true}`)})
 		return answered(200, t, err)
 	}},
 	{name: "fail", setup: apiSubmitAndClaim, op: func(ctx context.Context, e *apiEnv) (string, error) {
-		t, err := e.cl.Fail(ctx, e.lease, "boom", true)
+		t, err := e.cl.Fail(ctx, client.FailRequest{Lease: e.lease, Error: "boom"})
 		return answered(200, t, err)
 	}},
 	{name: "cancel", setup: apiSubmitA, op: func(ctx context.Context, e *apiEnv) (string, error) {

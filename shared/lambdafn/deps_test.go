@@ -145,7 +145,7 @@ func TestSweepExpiredWiredFromConfig(t *testing.T) {
 		if err != nil || len(cl) != 1 || cl[0].Task.TaskType != "report.build" {
 			t.Fatalf("claim: %v %v", cl, err)
 		}
-		if f, err := d.Queue.Fail(t.Context(), cl[0].Task.Ref(), cl[0].Lease.Token, queue.FailRequest{Error: "boom"}, eventTime.Add(-time.Hour)); err != nil || f.Status != queue.StatusFailed {
+		if f, err := d.Queue.Fail(t.Context(), queue.FailRequest{ID: cl[0].Task.Ref(), LeaseToken: cl[0].Lease.Token, Error: "boom"}, eventTime.Add(-time.Hour)); err != nil || f.Status != queue.StatusFailed {
 			t.Fatalf("fail: %+v %v", f, err)
 		}
 

@@ -387,7 +387,7 @@ func world(t *testing.T, q *queue.Queue, decls *queues.Registry, now time.Time) 
 		t.Fatalf("claimed %d", len(cl))
 	}
 	no := false
-	_, err = q.Fail(ctx, cl[0].Task.Ref(), cl[0].Lease.Token, queue.FailRequest{Error: "boom", Retryable: &no}, past)
+	_, err = q.Fail(ctx, queue.FailRequest{ID: cl[0].Task.Ref(), LeaseToken: cl[0].Lease.Token, Error: "boom", Retryable: &no}, past)
 	must(err)
 
 	// Artifacts whose lifetime has passed.

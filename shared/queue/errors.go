@@ -43,10 +43,6 @@ var (
 	// ErrTooManyQueues means declaring one more queue would pass
 	// queues.Options.MaxQueues.
 	ErrTooManyQueues = errors.New("queue: too many queues")
-	// ErrQueueBusy means the queue runs max_concurrency tasks already: a
-	// claim found no free slot. Claim itself returns no error for it (just
-	// fewer tasks); it is for callers that need to tell.
-	ErrQueueBusy = errors.New("queue: queue at max_concurrency")
 )
 
 // ConflictError reports a request that conflicts with what is stored

@@ -10,14 +10,14 @@ import (
 // task is never interrupted by its deadline, so expiring one is a
 // *StateError, as is expiring a terminal task.
 func (q *Queue) Expire(ctx context.Context, id string, now time.Time) (Task, error) {
-	return q.MarkExpired(ctx, id, ReasonManual, now)
+	return q.markExpired(ctx, id, ReasonManual, now)
 }
 
-// MarkExpired marks a pending task expired with expired_at = now and drops
+// markExpired marks a pending task expired with expired_at = now and drops
 // its index marker. reason is ReasonTTL (the sweep, for a task whose
 // expires_at <= now), ReasonParentExpired or ReasonManual. With ReasonTTL
 // a task whose deadline has not passed at now is a *StateError.
-func (q *Queue) MarkExpired(ctx context.Context, id, reason string, now time.Time) (Task, error) {
+func (q *Queue) markExpired(ctx context.Context, id, reason string, now time.Time) (Task, error) {
 	now = norm(now)
 	queue, id, err := q.locate(id)
 	if err != nil {

@@ -5,17 +5,22 @@ import (
 	"time"
 )
 
-// FailRequest describes a failed attempt.
+// FailRequest reports a failed attempt of a running task.
 type FailRequest struct {
+	// ID is the task's id or its queue/id reference.
+	ID string
+	// LeaseToken is the token of the lease the claim handed out.
+	LeaseToken string
 	// Error is the failure message, kept as last_error (at most 8 KiB).
-	Error string `json:"error"`
+	// Defaults to "".
+	Error string
 	// Retryable says whether another attempt may succeed. Defaults to true.
-	Retryable *bool `json:"retryable,omitempty"`
+	Retryable *bool
 	// RetryAfter, when positive, replaces the backoff of a retry:
 	// available_at = now + RetryAfter (a push target's Retry-After). It
 	// still uses up an attempt, and a retry past the deadline still
 	// expires. Defaults to 0: the queue's backoff.
-	RetryAfter time.Duration `json:"-"`
+	RetryAfter time.Duration
 }
 
 // Fail records a failed attempt of a running task. The core decides what
@@ -25,7 +30,7 @@ type FailRequest struct {
 // the deadline means the task expires instead of running; otherwise it
 // goes to failed, the dead-letter state (listable, retryable by hand). A
 // task whose cancel was requested is cancelled instead of retried.
-func (q *Queue) Fail(ctx context.Context, id, token string, req FailRequest, now time.Time) (Task, error) {
+func (q *Queue) Fail(ctx context.Context, req FailRequest, now time.Time) (Task, error) {
 	now = norm(now)
 	if err := validText("error", req.Error, MaxErrorBytes); err != nil {
 		return Task{}, err
@@ -41,7 +46,7 @@ func (q *Queue) Fail(ctx context.Context, id, token string, req FailRequest, now
 		Retryable  bool
 		RetryAfter time.Duration
 	}{req.Error, retryable, max(req.RetryAfter, 0)}
-	return q.leaseOp(ctx, id, token, leaseRequest{op: opFail, body: same}, now, func(t *Task) error {
+	return q.leaseOp(ctx, req.ID, req.LeaseToken, leaseRequest{op: opFail, body: same}, now, func(t *Task) error {
 		t.LastError = req.Error
 		t.FailedAt = ptr(now)
 		switch {

@@ -153,17 +153,28 @@ func (t *Task) leaseLength(d time.Duration) time.Duration {
 // than that must be renewed by rescheduling.
 const MaxHeartbeats = 1000
 
-// Heartbeat extends the lease on a running task to now + leaseFor (0 means
-// the task's timeout) and returns the task, whose CancelRequested tells
-// the worker to stop. The token stays the same. Past MaxHeartbeats in one
-// attempt it is a *StateError and changes nothing.
-func (q *Queue) Heartbeat(ctx context.Context, id, token string, leaseFor time.Duration, now time.Time) (Claimed, error) {
+// HeartbeatRequest extends the lease on a running task.
+type HeartbeatRequest struct {
+	// ID is the task's id or its queue/id reference.
+	ID string
+	// LeaseToken is the token of the lease the claim handed out.
+	LeaseToken string
+	// LeaseFor is the new lease length from now, at most MaxLease.
+	// Defaults to the task's timeout.
+	LeaseFor time.Duration
+}
+
+// Heartbeat extends the lease on a running task to now + req.LeaseFor and
+// returns the task, whose CancelRequested tells the worker to stop. The
+// token stays the same. Past MaxHeartbeats in one attempt it is a
+// *StateError and changes nothing.
+func (q *Queue) Heartbeat(ctx context.Context, req HeartbeatRequest, now time.Time) (Claimed, error) {
 	now = norm(now)
-	if err := checkLeaseFor(leaseFor); err != nil {
+	if err := checkLeaseFor(req.LeaseFor); err != nil {
 		return Claimed{}, err
 	}
-	t, err := q.leaseOp(ctx, id, token, leaseRequest{op: opHeartbeat, body: leaseFor}, now, func(t *Task) error {
-		exp := norm(now.Add(t.leaseLength(leaseFor)))
+	t, err := q.leaseOp(ctx, req.ID, req.LeaseToken, leaseRequest{op: opHeartbeat, body: req.LeaseFor}, now, func(t *Task) error {
+		exp := norm(now.Add(t.leaseLength(req.LeaseFor)))
 		if t.LeaseExpiresAt != nil && t.LeaseExpiresAt.Equal(exp) {
 			// The same heartbeat again (its answer was lost): no write, no
 			// count.
@@ -189,21 +200,32 @@ func (q *Queue) Heartbeat(ctx context.Context, id, token string, leaseFor time.D
 	return Claimed{Task: t, Lease: Lease{TaskID: t.ID, Token: t.LeaseToken, ExpiresAt: *t.LeaseExpiresAt}}, nil
 }
 
-// Complete finishes a running task with an output (JSON, at most 256 KiB)
-// and drops its index marker.
-func (q *Queue) Complete(ctx context.Context, id, token string, output []byte, now time.Time) (Task, error) {
+// CompleteRequest finishes a running task.
+type CompleteRequest struct {
+	// ID is the task's id or its queue/id reference.
+	ID string
+	// LeaseToken is the token of the lease the claim handed out.
+	LeaseToken string
+	// Output is the task's result, JSON of at most 256 KiB. Defaults to
+	// none.
+	Output []byte
+}
+
+// Complete finishes a running task with req.Output and drops its index
+// marker.
+func (q *Queue) Complete(ctx context.Context, req CompleteRequest, now time.Time) (Task, error) {
 	now = norm(now)
-	if err := validJSON("output", output); err != nil {
+	if err := validJSON("output", req.Output); err != nil {
 		return Task{}, err
 	}
 	var same []byte // the output by value: its spelling may change in a retry
-	if len(output) > 0 {
-		same, _ = jsonval.Canonical(output)
+	if len(req.Output) > 0 {
+		same, _ = jsonval.Canonical(req.Output)
 	}
-	return q.leaseOp(ctx, id, token, leaseRequest{op: opComplete, body: string(same)}, now, func(t *Task) error {
+	return q.leaseOp(ctx, req.ID, req.LeaseToken, leaseRequest{op: opComplete, body: string(same)}, now, func(t *Task) error {
 		t.Status = StatusCompleted
-		if len(output) > 0 {
-			t.Output = append([]byte(nil), output...)
+		if len(req.Output) > 0 {
+			t.Output = append([]byte(nil), req.Output...)
 		}
 		t.CompletedAt = ptr(now)
 		t.UpdatedAt = now
@@ -213,11 +235,20 @@ func (q *Queue) Complete(ctx context.Context, id, token string, output []byte, n
 	})
 }
 
+// AckCancelRequest gives up a running task: the lease holder's
+// acknowledgement of a cancel request, or its own decision.
+type AckCancelRequest struct {
+	// ID is the task's id or its queue/id reference.
+	ID string
+	// LeaseToken is the token of the lease the claim handed out.
+	LeaseToken string
+}
+
 // AckCancel is the lease holder's acknowledgement of a cancel request (or
 // its own decision to give up): the running task becomes cancelled.
-func (q *Queue) AckCancel(ctx context.Context, id, token string, now time.Time) (Task, error) {
+func (q *Queue) AckCancel(ctx context.Context, req AckCancelRequest, now time.Time) (Task, error) {
 	now = norm(now)
-	return q.leaseOp(ctx, id, token, leaseRequest{op: opAckCancel}, now, func(t *Task) error {
+	return q.leaseOp(ctx, req.ID, req.LeaseToken, leaseRequest{op: opAckCancel}, now, func(t *Task) error {
 		cancel(t, now)
 		return nil
 	})

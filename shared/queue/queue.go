@@ -11,6 +11,15 @@
 // Every time-dependent call takes now explicitly; the core never reads the
 // clock. now is truncated to microseconds and converted to UTC.
 //
+// A call that says more than which task it acts on takes (ctx, a request
+// struct, now): Submit, Claim, List and the lease operations Heartbeat,
+// Complete, Fail, Reschedule and AckCancel, whose HeartbeatRequest,
+// CompleteRequest, ... each name the task (ID) and the lease (LeaseToken)
+// beside what they ask. Fields left zero take the default their doc
+// names, a request reads the same at every call site, and a field added
+// later breaks no caller. A call that names only a task (Get, Cancel,
+// Retry, Expire) takes its reference, as a map lookup takes its key.
+//
 // What a queue's declaration says (its defaults, shards, max_concurrency,
 // whether it is paused) the core reads through one method,
 // Declarations.Settings (declarations.go); package queues owns the
@@ -101,8 +110,9 @@ type Options struct {
 	// BackgroundCleanup removes the side records a lease operation
 	// (complete, fail, reschedule, cancel-acknowledge) leaves unneeded
 	// (side.go: the index marker of a task that completes, fails or is
-	// rescheduled, its status entry and children/ marker, its concurrency
-	// slot) after the operation returns, in the background, instead of
+	// rescheduled, its status entry, its concurrency slot; not a child's
+	// children/ marker, whose key a retry writes again) after the
+	// operation returns, in the background, instead of
 	// before: a complete is then one round trip to S3, not two. Flush waits for
 	// them. A process that stops first (a Lambda container frozen after
 	// its answer, then never thawed) leaves them behind as stale hints,
@@ -316,15 +326,28 @@ func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) 
 	if err != nil {
 		return "", err
 	}
-	var cleanups []cleanup
+	var cleanups, inline []cleanup
 	for _, s := range q.sides.all {
 		if fn := s.after(cur, next); fn != nil {
-			cleanups = append(cleanups, fn)
+			if _, ok := s.(reusedKey); ok {
+				inline = append(inline, fn)
+			} else {
+				cleanups = append(cleanups, fn)
+			}
 		}
 	}
+	q.clean(context.WithValue(ctx, backgroundKey{}, false), inline)
 	q.clean(ctx, cleanups)
 	return newETag, nil
 }
+
+// reusedKey marks a side record whose key a later transition of the same
+// task writes again (a child's marker, when the child is retried): its
+// cleanup runs in line even under Options.BackgroundCleanup, since a
+// delete delayed past that write (a Lambda container frozen with the
+// cleanup in flight, and thawed later) would remove the hint the revived
+// task needs.
+type reusedKey interface{ reusesKey() }
 
 // writeRecord writes next, the successor of cur read with etag: by
 // compare-and-swap, or, when cur is the zero Task, create-only. A write

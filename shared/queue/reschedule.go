@@ -7,17 +7,29 @@ import (
 
 // RescheduleRequest asks to run a running task again later.
 type RescheduleRequest struct {
+	// ID is the task's id or its queue/id reference.
+	ID string
+	// LeaseToken is the token of the lease the claim handed out.
+	LeaseToken string
 	// Delay until the task is available again. Defaults to 0 (now).
-	Delay Duration `json:"delay,omitempty"`
+	Delay Duration
 	// ExtendExpiration moves the task's expires_at later by this much: the
 	// only way a deadline ever moves. Ignored for a task without one.
+	// Defaults to 0 (the deadline stays).
+	ExtendExpiration Duration
+}
+
+// rescheduleAsked is what a reschedule asks, as its replay compares it
+// (leaseRequest): the spelling its hash has always had.
+type rescheduleAsked struct {
+	Delay            Duration `json:"delay,omitempty"`
 	ExtendExpiration Duration `json:"extend_expiration,omitempty"`
 }
 
 // Reschedule puts a running task back to pending, available at now +
 // Delay, and gives back the attempt its claim used (a reschedule is not a
 // failure). With ExtendExpiration its deadline moves that much later.
-func (q *Queue) Reschedule(ctx context.Context, id, token string, req RescheduleRequest, now time.Time) (Task, error) {
+func (q *Queue) Reschedule(ctx context.Context, req RescheduleRequest, now time.Time) (Task, error) {
 	now = norm(now)
 	if req.Delay < 0 {
 		return Task{}, invalid("delay", "must not be negative")
@@ -29,7 +41,7 @@ func (q *Queue) Reschedule(ctx context.Context, id, token string, req Reschedule
 	if err := validTime("delay", avail); err != nil {
 		return Task{}, err
 	}
-	return q.leaseOp(ctx, id, token, leaseRequest{op: opReschedule, body: req}, now, func(t *Task) error {
+	return q.leaseOp(ctx, req.ID, req.LeaseToken, leaseRequest{op: opReschedule, body: rescheduleAsked{req.Delay, req.ExtendExpiration}}, now, func(t *Task) error {
 		if t.ExpiresAt != nil && req.ExtendExpiration > 0 {
 			exp := norm(t.ExpiresAt.Add(req.ExtendExpiration.Std()))
 			if err := validTime("extend_expiration", exp); err != nil {

@@ -17,7 +17,9 @@ var errUnchanged = errors.New("queue: unchanged")
 // takes its key back before its record is written (side_dedup.go: a
 // holder that can never run again is ended in place, as a submit would
 // end it); when another live task holds it now, the retry is a
-// *StateError, so one key never has two live tasks.
+// *StateError, so one key never has two live tasks. A child whose parent
+// expires while it is retried is expired (reason parent_expired), as a
+// child submitted then is: one more GET of its parent.
 func (q *Queue) Retry(ctx context.Context, id string, now time.Time) (Task, error) {
 	now = norm(now)
 	queue, id, err := q.locate(id)
@@ -54,5 +56,16 @@ func (q *Queue) Retry(ctx context.Context, id string, now time.Time) (Task, erro
 		backToPending(t, now, now, q.shardsOf(ctx, t.Queue, now))
 		return nil
 	})
+	if err == nil && t.ParentID != "" {
+		// The parent may have expired since it was read above, and its
+		// cascade may have listed its children before this one's marker
+		// existed (or met the marker before this record was pending, and
+		// deleted it): as a submit does, look again, and expire the child.
+		if parent, _, perr := q.load(ctx, t.Queue, t.ParentID); perr == nil && parent.Status == StatusExpired {
+			if exp, xerr := q.markExpired(ctx, t.Ref(), ReasonParentExpired, now); xerr == nil {
+				t = exp
+			}
+		}
+	}
 	return t, err
 }

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 
 	"github.com/s3q/s3q/shared/store"
 )
@@ -17,12 +18,18 @@ import (
 // or revives by a retry), its parent's flag (once per Queue and parent)
 // and its own marker. After: the marker of a child that finishes is
 // deleted. A marker whose child is terminal is stale: the cascade skips
-// and deletes it. The flag goes with the cascade.
+// and deletes it. The flag goes with the cascade, or with the parent's
+// purge, which deletes its children's markers too (a parent that never
+// expires is never cascaded).
 type childSide struct {
 	store store.Store
 	// flags are the parents' flags this Queue has written.
 	flags memo[struct{}]
 }
+
+// reusesKey: a child retried writes its marker's key again, so the
+// marker's delete is never left to the background (commit).
+func (*childSide) reusesKey() {}
 
 // live reports whether t is a child that needs its marker.
 func (*childSide) live(t *Task) bool {
@@ -44,8 +51,44 @@ func (c *childSide) before(ctx context.Context, cur, next *Task) error {
 }
 
 func (c *childSide) after(cur, next *Task) cleanup {
+	if cur.exists() && !next.exists() {
+		// A purge: the task's own marker, and, when it is a parent, its
+		// children's markers and its flag, which no cascade will ever
+		// read now (one HEAD; a LIST and DELETEs for a parent).
+		return func(ctx context.Context) error {
+			var err error
+			if c.live(cur) {
+				err = c.store.Delete(ctx, childKey(cur.Queue, cur.ParentID, cur.ID))
+			}
+			return errors.Join(err, c.clearParent(ctx, cur))
+		}
+	}
 	if !c.live(cur) || c.live(next) {
 		return nil
 	}
 	return deleteHint(c.store, childKey(cur.Queue, cur.ParentID, cur.ID))
+}
+
+// clearParent deletes the hints of purged task t as a parent: its
+// children's markers, then its flag. A parent that does not expire is
+// never cascaded, so without this they would stay for good (a child's
+// marker whose record was never written, after a crashed submit; the
+// flag always).
+func (c *childSide) clearParent(ctx context.Context, t *Task) error {
+	flag := parentFlagKey(t.Queue, t.ID)
+	if _, err := c.store.Head(ctx, flag); errors.Is(err, store.ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	for it, err := range store.All(ctx, c.store, childrenPrefix(t.Queue, t.ID)) {
+		if err != nil {
+			return err
+		}
+		if err := c.store.Delete(ctx, it.Key); err != nil {
+			return err
+		}
+	}
+	c.flags.drop(flag)
+	return c.store.Delete(ctx, flag)
 }

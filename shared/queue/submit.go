@@ -91,7 +91,9 @@ type SubmitResult struct {
 // (Declarations, LookupCreate: ErrTooManyQueues past the queue limit; a
 // refused submit declares nothing). Writes, in
 // order: the dedup pointer (if any), the queue's declaration
-// (auto_declare, once), then the task's create, a commit from the zero
+// (auto_declare, once; before the dedup pointer, which is never deleted,
+// so that a submit refused past the queue limit leaves nothing under the
+// queue's name), then the task's create, a commit from the zero
 // Task (side.go): the side records it needs (for a deadline its queue's
 // wake-up, once per process, queue and minute, and the index marker; the
 // outbox entry and status entry of a task expired on arrival; for a
@@ -123,6 +125,12 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 		t.RequestHash = requestHash(req)
 	}
 	if t.DedupKey != "" {
+		// A new queue is declared first: a dedup pointer is never
+		// deleted, and one taken for a submit refused past the queue
+		// limit would leave a folder under any name a caller sends.
+		if res, ok, err := q.autoDeclare(ctx, &t, req, now); ok || err != nil {
+			return res, err
+		}
 		existing, dup, err := q.sides.dedup.take(ctx, &t, now)
 		if req.ID != "" && (dup || errors.Is(err, ErrConflict)) {
 			// A retry of a submit whose task exists, and whose key has
@@ -173,7 +181,7 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 		// cascade may have listed its children before this one's marker
 		// existed. Best effort: the window is that of one request.
 		if parent, _, err := q.load(ctx, t.Queue, t.ParentID); err == nil && parent.Status == StatusExpired {
-			if exp, err := q.MarkExpired(ctx, t.Ref(), ReasonParentExpired, now); err == nil {
+			if exp, err := q.markExpired(ctx, t.Ref(), ReasonParentExpired, now); err == nil {
 				t = exp
 			}
 		}
@@ -183,8 +191,10 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 
 // autoDeclare declares t's queue under auto_declare, just before t's
 // record is created, so that no refused submit leaves a declaration
-// behind: a bad field, a parent or a dedup key that refuses it all come
-// before. A submit with an id to a queue not yet declared first looks
+// behind: a bad field or a parent that refuses it come before, and so
+// does a dedup key that refuses it where the queue is declared already (a
+// dedup-keyed submit to a new queue declares it before it takes the key:
+// a live task holding the key means the queue was declared). A submit with an id to a queue not yet declared first looks
 // for a task with that id (one GET, once per new queue): a replay or a
 // conflict answers without declaring anything; ok is then true. Where
 // declarations are required the queue is declared already (build read

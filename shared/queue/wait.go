@@ -62,7 +62,7 @@ func (q *Queue) stopAtDeadline(ctx context.Context, t Task, now time.Time) (Task
 	)
 	switch t.Status {
 	case StatusPending:
-		next, err = q.MarkExpired(ctx, t.Ref(), ReasonTTL, now)
+		next, err = q.markExpired(ctx, t.Ref(), ReasonTTL, now)
 	case StatusRunning:
 		next, err = q.Cancel(ctx, t.Ref(), now)
 	default:

@@ -51,6 +51,7 @@ func (r *Registry) Declare(ctx context.Context, d Declaration, now time.Time) (D
 			if err != nil {
 				return Declaration{}, false, err
 			}
+			r.keepTarget(ctx, d)
 			r.remember(d, now)
 			return d, true, nil
 		}
@@ -76,8 +77,9 @@ func (r *Registry) Declare(ctx context.Context, d Declaration, now time.Time) (D
 			continue
 		}
 		if cur.Target != nil && d.Target == nil {
-			_ = r.store.Delete(ctx, queue.TargetKey(d.Name)) // best effort: a stale entry costs the dispatcher one GET
+			r.dropTarget(ctx, d.Name)
 		}
+		r.keepTarget(ctx, d)
 		r.remember(d, now)
 		return d, false, nil
 	}

@@ -43,7 +43,7 @@ func (r *Registry) Delete(ctx context.Context, name string, now time.Time) error
 		return fmt.Errorf("delete queue %s: %w", name, err)
 	}
 	if d.Target != nil {
-		_ = r.store.Delete(ctx, queue.TargetKey(name)) // best effort, as in Declare
+		r.dropTarget(ctx, name) // best effort, as in Declare
 	}
 	r.forget(name)
 	return nil

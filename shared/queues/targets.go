@@ -39,6 +39,32 @@ func (r *Registry) noteTarget(ctx context.Context, d Declaration) error {
 	return nil
 }
 
+// keepTarget runs once d, which has a target, is written: its index
+// entry, written before, must still be there. A declaration that removed
+// the target just before d (dropTarget) may have deleted the entry after
+// d's was written; without it no dispatcher finds the queue. One HEAD.
+func (r *Registry) keepTarget(ctx context.Context, d Declaration) {
+	if d.Target == nil {
+		return
+	}
+	if _, err := r.store.Head(ctx, queue.TargetKey(d.Name)); errors.Is(err, store.ErrNotFound) {
+		_ = r.noteTarget(ctx, d) // best effort, as the entry's removal
+	}
+}
+
+// dropTarget removes queue name's index entry once its declaration has
+// no target any more (replaced without one, or deleted), then reads the
+// declaration again: one with a target written meanwhile, whose entry
+// this may just have deleted, gets it back. keepTarget covers a
+// declaration written after this read. Best effort: a stale entry costs
+// a dispatcher one GET.
+func (r *Registry) dropTarget(ctx context.Context, name string) {
+	_ = r.store.Delete(ctx, queue.TargetKey(name))
+	if d, _, err := r.load(ctx, name); err == nil && d.Target != nil {
+		_ = r.noteTarget(ctx, d)
+	}
+}
+
 // TargetEntry is one entry of the push queues' index.
 type TargetEntry struct {
 	// Queue is the push queue's name.

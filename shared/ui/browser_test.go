@@ -418,7 +418,7 @@ func seed(t *testing.T, api *client.Client, d *dev) {
 		t.Fatalf("claim: %d, %v", len(claimed), err)
 	}
 	for i, c := range claimed {
-		if _, err := work.Fail(ctx, c.Lease, fmt.Sprintf("upstream answered 502 (try %d)", i), true); err != nil {
+		if _, err := work.Fail(ctx, client.FailRequest{Lease: c.Lease, Error: fmt.Sprintf("upstream answered 502 (try %d)", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -434,7 +434,7 @@ func seed(t *testing.T, api *client.Client, d *dev) {
 		t.Fatalf("claim: %d, %v", len(claimed), err)
 	}
 	for _, c := range claimed {
-		if _, err := flaky.Fail(ctx, c.Lease, "timeout", false); err != nil {
+		if _, err := flaky.Fail(ctx, client.FailRequest{Lease: c.Lease, Error: "timeout", Permanent: true}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -65,25 +65,25 @@ func (f *fakeAPI) Claim(ctx context.Context, req client.ClaimRequest) ([]client.
 	return nil, ctx.Err()
 }
 
-func (f *fakeAPI) Heartbeat(_ context.Context, l client.Lease, _ time.Duration) (client.Claimed, error) {
-	return client.Claimed{Lease: l}, nil
+func (f *fakeAPI) Heartbeat(_ context.Context, req client.HeartbeatRequest) (client.Claimed, error) {
+	return client.Claimed{Lease: req.Lease}, nil
 }
 
-func (f *fakeAPI) Complete(_ context.Context, l client.Lease, _ json.RawMessage) (client.Task, error) {
-	f.completes <- l.TaskID
+func (f *fakeAPI) Complete(_ context.Context, req client.CompleteRequest) (client.Task, error) {
+	f.completes <- req.Lease.TaskID
 	<-f.release
 	return client.Task{}, nil
 }
 
-func (f *fakeAPI) Fail(context.Context, client.Lease, string, bool) (client.Task, error) {
+func (f *fakeAPI) Fail(context.Context, client.FailRequest) (client.Task, error) {
 	return client.Task{}, nil
 }
 
-func (f *fakeAPI) Reschedule(context.Context, client.Lease, time.Duration, time.Duration) (client.Task, error) {
+func (f *fakeAPI) Reschedule(context.Context, client.RescheduleRequest) (client.Task, error) {
 	return client.Task{}, nil
 }
 
-func (f *fakeAPI) AckCancel(context.Context, client.Lease) (client.Task, error) {
+func (f *fakeAPI) AckCancel(context.Context, client.AckCancelRequest) (client.Task, error) {
 	return client.Task{}, nil
 }
 

@@ -32,11 +32,11 @@ import (
 // API is what a worker needs from the queue: *client.Client implements it.
 type API interface {
 	Claim(ctx context.Context, req client.ClaimRequest) ([]client.Claimed, error)
-	Heartbeat(ctx context.Context, l client.Lease, leaseFor time.Duration) (client.Claimed, error)
-	Complete(ctx context.Context, l client.Lease, output json.RawMessage) (client.Task, error)
-	Fail(ctx context.Context, l client.Lease, msg string, retryable bool) (client.Task, error)
-	Reschedule(ctx context.Context, l client.Lease, delay, extend time.Duration) (client.Task, error)
-	AckCancel(ctx context.Context, l client.Lease) (client.Task, error)
+	Heartbeat(ctx context.Context, req client.HeartbeatRequest) (client.Claimed, error)
+	Complete(ctx context.Context, req client.CompleteRequest) (client.Task, error)
+	Fail(ctx context.Context, req client.FailRequest) (client.Task, error)
+	Reschedule(ctx context.Context, req client.RescheduleRequest) (client.Task, error)
+	AckCancel(ctx context.Context, req client.AckCancelRequest) (client.Task, error)
 }
 
 var _ API = (*client.Client)(nil)
@@ -400,7 +400,9 @@ func (w *Worker) run(parent context.Context, c client.Claimed) (finish func()) {
 	// Lease operations outlive a cancelled handler context.
 	opCtx := context.WithoutCancel(parent)
 	if h == nil { // the claim filters by type; this is a safety net
-		return func() { _, _ = w.api.Fail(opCtx, c.Lease, "no handler for task type "+c.Task.TaskType, true) }
+		return func() {
+			_, _ = w.api.Fail(opCtx, client.FailRequest{Lease: c.Lease, Error: "no handler for task type " + c.Task.TaskType})
+		}
 	}
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
@@ -424,14 +426,14 @@ func (w *Worker) run(parent context.Context, c client.Claimed) (finish func()) {
 		return func() {}
 	case errors.Is(cause, ErrCancelRequested):
 		return func() {
-			if _, aerr := w.api.AckCancel(opCtx, task.Lease); aerr != nil {
+			if _, aerr := w.api.AckCancel(opCtx, client.AckCancelRequest{Lease: task.Lease}); aerr != nil {
 				log.Warn("cancel acknowledgement failed", "error", aerr)
 			}
 			log.Info("task cancelled on request")
 		}
 	case errors.Is(cause, ErrShutdown):
 		return func() {
-			if _, rerr := w.api.Reschedule(opCtx, task.Lease, 0, 0); rerr != nil {
+			if _, rerr := w.api.Reschedule(opCtx, client.RescheduleRequest{Lease: task.Lease}); rerr != nil {
 				log.Warn("handing back on shutdown failed; the lease will run out", "error", rerr)
 			} else {
 				log.Info("task handed back on shutdown")
@@ -443,7 +445,7 @@ func (w *Worker) run(parent context.Context, c client.Claimed) (finish func()) {
 	switch {
 	case err == nil:
 		return func() {
-			if _, err := w.api.Complete(opCtx, task.Lease, out); err != nil {
+			if _, err := w.api.Complete(opCtx, client.CompleteRequest{Lease: task.Lease, Output: out}); err != nil {
 				log.Warn("complete failed", "error", err)
 				return
 			}
@@ -451,18 +453,18 @@ func (w *Worker) run(parent context.Context, c client.Claimed) (finish func()) {
 		}
 	case errors.As(err, &res):
 		return func() {
-			if _, rerr := w.api.Reschedule(opCtx, task.Lease, res.delay, res.extend); rerr != nil {
+			if _, rerr := w.api.Reschedule(opCtx, client.RescheduleRequest{Lease: task.Lease, Delay: res.delay, ExtendExpiration: res.extend}); rerr != nil {
 				log.Warn("reschedule failed", "error", rerr)
 			}
 		}
 	default:
-		retryable := !IsPermanent(err)
+		permanent := IsPermanent(err)
 		return func() {
-			if _, ferr := w.api.Fail(opCtx, task.Lease, err.Error(), retryable); ferr != nil {
+			if _, ferr := w.api.Fail(opCtx, client.FailRequest{Lease: task.Lease, Error: err.Error(), Permanent: permanent}); ferr != nil {
 				log.Warn("fail failed", "error", ferr)
 				return
 			}
-			log.Info("task failed", "error", err.Error(), "retryable", retryable)
+			log.Info("task failed", "error", err.Error(), "retryable", !permanent)
 		}
 	}
 }
@@ -481,7 +483,7 @@ func (w *Worker) heartbeat(ctx context.Context, t *Task, stop <-chan struct{}, c
 			return
 		case <-time.After(interval):
 		}
-		hb, err := w.api.Heartbeat(ctx, t.Lease, w.opts.LeaseFor)
+		hb, err := w.api.Heartbeat(ctx, client.HeartbeatRequest{Lease: t.Lease, LeaseFor: w.opts.LeaseFor})
 		switch {
 		case errors.Is(err, queue.ErrLeaseExpired), errors.Is(err, queue.ErrLeaseMismatch), errors.Is(err, queue.ErrNotRunning), errors.Is(err, queue.ErrNotFound),
 			errors.Is(err, queue.ErrInvalidState), // past queue.MaxHeartbeats: the lease will lapse

@@ -33,7 +33,7 @@ func runBulkRace(t *testing.T, f Factory) {
 		t.Parallel()
 		e, purger, id := onePending(t, `"purged_at"`, func(e *env, id string) {
 			c := e.claimOne(t0.Add(time.Second))
-			if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, []byte(`{"done":true}`), t0.Add(time.Second)); err != nil {
+			if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, Output: []byte(`{"done":true}`)}, t0.Add(time.Second)); err != nil {
 				t.Errorf("complete meanwhile: %v", err)
 			}
 		})

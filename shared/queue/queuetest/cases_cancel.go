@@ -51,11 +51,11 @@ func runCancel(t *testing.T, f Factory) {
 		if !got.CancelRequested {
 			t.Fatal("cancel_requested not set")
 		}
-		hb, err := e.q.Heartbeat(ctx, task.Ref(), c.Lease.Token, 0, t0.Add(2*time.Second))
+		hb, err := e.q.Heartbeat(ctx, queue.HeartbeatRequest{ID: task.Ref(), LeaseToken: c.Lease.Token}, t0.Add(2*time.Second))
 		if err != nil || !hb.Task.CancelRequested {
 			t.Fatalf("heartbeat does not show the cancel request: %v %v", hb.Task.CancelRequested, err)
 		}
-		acked, err := e.q.AckCancel(ctx, task.Ref(), c.Lease.Token, t0.Add(3*time.Second))
+		acked, err := e.q.AckCancel(ctx, queue.AckCancelRequest{ID: task.Ref(), LeaseToken: c.Lease.Token}, t0.Add(3*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +70,7 @@ func runCancel(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
-		if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, t0); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, t0); err != nil {
 			t.Fatal(err)
 		}
 		before := e.raw(c.Task.Ref())
@@ -88,7 +88,7 @@ func runCancel(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{MaxAttempts: 1}, t0)
 		c := e.claimOne(t0)
-		if _, err := e.q.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
+		if _, err := e.q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Error: "x"}, t0); err != nil {
 			t.Fatal(err)
 		}
 		_, err := e.q.Retry(ctx, task.Ref(), t0.Add(time.Second))
@@ -150,7 +150,7 @@ func runCancel(t *testing.T, f Factory) {
 		// Nor a failed one whose deadline has passed.
 		late := e.submit(queue.SubmitRequest{TTL: check.Dur("1m"), MaxAttempts: 1}, t0)
 		c := e.claimOne(t0)
-		if _, err := e.q.Fail(ctx, late.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
+		if _, err := e.q.Fail(ctx, queue.FailRequest{ID: late.Ref(), LeaseToken: c.Lease.Token, Error: "x"}, t0); err != nil {
 			t.Fatal(err)
 		}
 		_, err = e.q.Retry(ctx, late.Ref(), t0.Add(time.Minute))
@@ -178,15 +178,27 @@ func runCancel(t *testing.T, f Factory) {
 		wantState(t, err, queue.StatusRunning)
 	})
 
-	t.Run("mark_expired_for_ttl_refuses_a_task_whose_deadline_has_not_passed", func(t *testing.T) {
+	t.Run("a_wait_holding_a_stale_deadline_does_not_expire_a_task_whose_deadline_moved", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, f)
-		task := e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0)
-		_, err := e.q.MarkExpired(ctx, task.Ref(), queue.ReasonTTL, t0.Add(time.Minute))
-		wantState(t, err, queue.StatusPending)
-		got, err := e.q.MarkExpired(ctx, task.Ref(), queue.ReasonTTL, t0.Add(time.Hour))
-		if err != nil || got.Status != queue.StatusExpired {
-			t.Fatalf("mark expired at the deadline: %v %v", got.Status, err)
+		stale := e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0)
+		c := e.claimOne(t0)
+		if _, err := e.q.Reschedule(ctx, queue.RescheduleRequest{
+			ID: stale.Ref(), LeaseToken: c.Lease.Token, ExtendExpiration: queue.Duration(time.Hour),
+		}, t0.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		// The waiter read the task before its deadline moved an hour later.
+		got, state, err := e.q.CheckWait(ctx, stale, t0.Add(90*time.Minute))
+		if err != nil || state != queue.WaitOn || got.Status != queue.StatusPending {
+			t.Fatalf("wait past the old deadline: %v %v %v, want pending and the wait on", got.Status, state, err)
+		}
+		if got := e.get(stale.ID); got.Status != queue.StatusPending || !got.ExpiresAt.Equal(t0.Add(2*time.Hour)) {
+			t.Fatalf("record %s expires %v", got.Status, got.ExpiresAt)
+		}
+		got, state, err = e.q.CheckWait(ctx, stale, t0.Add(2*time.Hour))
+		if err != nil || state != queue.WaitDeadline || got.Status != queue.StatusExpired || got.ExpiryReason != queue.ReasonTTL {
+			t.Fatalf("wait at the new deadline: %v %v %v", got.Status, state, err)
 		}
 	})
 }

@@ -38,7 +38,7 @@ func runCancelRules(t *testing.T, f Factory) {
 		if _, err := e.q.Cancel(ctx, task.Ref(), t0.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		got, err := e.q.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "interrupted"}, t0.Add(2*time.Second))
+		got, err := e.q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Error: "interrupted"}, t0.Add(2*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +52,7 @@ func runCancelRules(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		a := e.submit(queue.SubmitRequest{DedupKey: "k", MaxAttempts: 1}, t0)
 		ca := e.claimOne(t0)
-		if _, err := e.q.Fail(ctx, a.Ref(), ca.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
+		if _, err := e.q.Fail(ctx, queue.FailRequest{ID: a.Ref(), LeaseToken: ca.Lease.Token, Error: "x"}, t0); err != nil {
 			t.Fatal(err)
 		}
 		b, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "x", DedupKey: "k"}, t0.Add(time.Second))
@@ -70,7 +70,7 @@ func runCancelRules(t *testing.T, f Factory) {
 		if cb.Task.ID != b.Task.ID {
 			t.Fatalf("claimed %s, want b %s", cb.Task.ID, b.Task.ID)
 		}
-		if _, err := e.q.Complete(ctx, b.Task.Ref(), cb.Lease.Token, nil, t0.Add(3*time.Second)); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: b.Task.Ref(), LeaseToken: cb.Lease.Token}, t0.Add(3*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := e.q.Sweep(ctx, t0.Add(4*time.Second), queue.SweepOptions{}); err != nil { // publishes a's Task Dead-Lettered event
@@ -98,7 +98,7 @@ func runCancelRules(t *testing.T, f Factory) {
 			e.submit(queue.SubmitRequest{}, t0)
 		}
 		for _, c := range e.claim(queue.ClaimRequest{MaxTasks: 20}, t0) {
-			got, err := e.q.Fail(ctx, c.Task.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0)
+			got, err := e.q.Fail(ctx, queue.FailRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, Error: "x"}, t0)
 			if err != nil {
 				t.Fatal(err)
 			}

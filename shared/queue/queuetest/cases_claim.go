@@ -168,7 +168,7 @@ func runClaim(t *testing.T, f Factory) {
 			t.Fatalf("reclaimed: attempt %d, same token %v", cs[0].Task.Attempt, cs[0].Lease.Token == first.Lease.Token)
 		}
 		// The old holder has lost it.
-		_, err = e.q.Complete(ctx, task.Ref(), first.Lease.Token, nil, t0.Add(time.Minute+time.Second))
+		_, err = e.q.Complete(ctx, queue.CompleteRequest{ID: task.Ref(), LeaseToken: first.Lease.Token}, t0.Add(time.Minute+time.Second))
 		check.Err(t, err, queue.ErrLeaseMismatch)
 	})
 
@@ -194,7 +194,7 @@ func runClaim(t *testing.T, f Factory) {
 		task := e.submit(queue.SubmitRequest{TTL: check.Dur("10m")}, t0)
 		e.claim(queue.ClaimRequest{LeaseFor: 15 * time.Minute}, t0)
 		// The deadline passes while it runs: it is not interrupted.
-		if _, err := e.q.Heartbeat(ctx, task.Ref(), e.get(task.Ref()).LeaseToken, 0, t0.Add(11*time.Minute)); err != nil {
+		if _, err := e.q.Heartbeat(ctx, queue.HeartbeatRequest{ID: task.Ref(), LeaseToken: e.get(task.Ref()).LeaseToken}, t0.Add(11*time.Minute)); err != nil {
 			t.Fatalf("heartbeat after the deadline on a running task: %v", err)
 		}
 		// Its worker dies; the lease runs out; it is not started again.

@@ -41,7 +41,7 @@ func crashCases() []crashCase {
 	}
 	failed := func(e *env) (string, string) {
 		id, tok := running(queue.SubmitRequest{MaxAttempts: 1})(e)
-		if _, err := e.q.Fail(ctx, id, tok, queue.FailRequest{Error: "x"}, t0); err != nil {
+		if _, err := e.q.Fail(ctx, queue.FailRequest{ID: id, LeaseToken: tok, Error: "x"}, t0); err != nil {
 			e.t.Fatal(err)
 		}
 		// The sweep publishes its Task Dead-Lettered event; only then may it be retried.
@@ -73,27 +73,27 @@ func crashCases() []crashCase {
 			}},
 		{name: "heartbeat", setup: running(queue.SubmitRequest{}),
 			run: func(q *queue.Queue, id, tok string, now time.Time) error {
-				_, err := q.Heartbeat(ctx, id, tok, crashLease, now)
+				_, err := q.Heartbeat(ctx, queue.HeartbeatRequest{ID: id, LeaseToken: tok, LeaseFor: crashLease}, now)
 				return err
 			}},
 		{name: "complete", setup: running(queue.SubmitRequest{TTL: check.Dur("1h")}),
 			run: func(q *queue.Queue, id, tok string, now time.Time) error {
-				_, err := q.Complete(ctx, id, tok, []byte(`1`), now)
+				_, err := q.Complete(ctx, queue.CompleteRequest{ID: id, LeaseToken: tok, Output: []byte(`1`)}, now)
 				return err
 			}},
 		{name: "fail_with_retry", setup: running(queue.SubmitRequest{TTL: check.Dur("1h")}),
 			run: func(q *queue.Queue, id, tok string, now time.Time) error {
-				_, err := q.Fail(ctx, id, tok, queue.FailRequest{Error: "x"}, now)
+				_, err := q.Fail(ctx, queue.FailRequest{ID: id, LeaseToken: tok, Error: "x"}, now)
 				return err
 			}},
 		{name: "fail_to_dead_letter", setup: running(queue.SubmitRequest{MaxAttempts: 1}),
 			run: func(q *queue.Queue, id, tok string, now time.Time) error {
-				_, err := q.Fail(ctx, id, tok, queue.FailRequest{Error: "x"}, now)
+				_, err := q.Fail(ctx, queue.FailRequest{ID: id, LeaseToken: tok, Error: "x"}, now)
 				return err
 			}},
 		{name: "reschedule", setup: running(queue.SubmitRequest{}),
 			run: func(q *queue.Queue, id, tok string, now time.Time) error {
-				_, err := q.Reschedule(ctx, id, tok, queue.RescheduleRequest{Delay: queue.Duration(time.Minute)}, now)
+				_, err := q.Reschedule(ctx, queue.RescheduleRequest{ID: id, LeaseToken: tok, Delay: queue.Duration(time.Minute)}, now)
 				return err
 			}},
 		{name: "cancel_pending", setup: pending(queue.SubmitRequest{}),
@@ -103,7 +103,7 @@ func crashCases() []crashCase {
 			}},
 		{name: "ack_cancel", setup: running(queue.SubmitRequest{}),
 			run: func(q *queue.Queue, id, tok string, now time.Time) error {
-				_, err := q.AckCancel(ctx, id, tok, now)
+				_, err := q.AckCancel(ctx, queue.AckCancelRequest{ID: id, LeaseToken: tok}, now)
 				return err
 			}},
 		{name: "expire_by_hand", setup: pending(queue.SubmitRequest{}),
@@ -234,7 +234,7 @@ func recoverAll(t *testing.T, e *env, from time.Time) {
 			t.Fatalf("recovery claim: %v", err)
 		}
 		for _, c := range cs {
-			if _, err := q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, now); err != nil && !errors.Is(err, queue.ErrNotRunning) {
+			if _, err := q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, now); err != nil && !errors.Is(err, queue.ErrNotRunning) {
 				t.Fatalf("recovery complete: %v", err)
 			}
 		}

@@ -23,7 +23,7 @@ func runFast(t *testing.T, f Factory) {
 		c := store.NewCounting(e.s)
 		worker, cl := e.claimedOver(c)
 		c.Reset()
-		done, err := worker.Complete(ctx, id, cl.Lease.Token, []byte(`1`), t0.Add(time.Second))
+		done, err := worker.Complete(ctx, queue.CompleteRequest{ID: id, LeaseToken: cl.Lease.Token, Output: []byte(`1`)}, t0.Add(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,11 +83,11 @@ func runFast(t *testing.T, f Factory) {
 		// Another process (another Lambda container) heartbeats: the
 		// worker's cached version is stale, and its lease looks lapsed
 		// by then while it is not.
-		if _, err := e.reopen().Heartbeat(ctx, id, cl.Lease.Token, time.Minute, t0.Add(50*time.Second)); err != nil {
+		if _, err := e.reopen().Heartbeat(ctx, queue.HeartbeatRequest{ID: id, LeaseToken: cl.Lease.Token, LeaseFor: time.Minute}, t0.Add(50*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		c.Reset()
-		done, err := worker.Complete(ctx, id, cl.Lease.Token, []byte(`{"ok":true}`), t0.Add(90*time.Second))
+		done, err := worker.Complete(ctx, queue.CompleteRequest{ID: id, LeaseToken: cl.Lease.Token, Output: []byte(`{"ok":true}`)}, t0.Add(90*time.Second))
 		if err != nil {
 			t.Fatalf("complete under the extended lease: %v", err)
 		}
@@ -109,7 +109,7 @@ func runFast(t *testing.T, f Factory) {
 			t.Fatal(err)
 		}
 		c.Reset()
-		hb, err := worker.Heartbeat(ctx, id, cl.Lease.Token, time.Minute, t0.Add(2*time.Second))
+		hb, err := worker.Heartbeat(ctx, queue.HeartbeatRequest{ID: id, LeaseToken: cl.Lease.Token, LeaseFor: time.Minute}, t0.Add(2*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,12 +130,12 @@ func runFast(t *testing.T, f Factory) {
 		gated := &deleteGate{Store: e.s, open: answered}
 		worker := e.open(gated)
 		// The worker's cache holds the claimed record, as e.q's does.
-		if _, err := worker.Heartbeat(ctx, id, c.Lease.Token, time.Minute, t0); err != nil {
+		if _, err := worker.Heartbeat(ctx, queue.HeartbeatRequest{ID: id, LeaseToken: c.Lease.Token, LeaseFor: time.Minute}, t0); err != nil {
 			t.Fatal(err)
 		}
 		returned := make(chan error, 1)
 		go func() {
-			_, err := worker.Complete(ctx, id, c.Lease.Token, nil, t0.Add(time.Second))
+			_, err := worker.Complete(ctx, queue.CompleteRequest{ID: id, LeaseToken: c.Lease.Token}, t0.Add(time.Second))
 			returned <- err
 		}()
 		select {
@@ -161,7 +161,7 @@ func runFast(t *testing.T, f Factory) {
 		fs := storefault.New(e.s)
 		worker, cl := e.claimedOver(fs)
 		fs.FailMatching(storefault.OpDelete, "q/default/index/ready/", storefault.FailBefore, 1)
-		if _, err := worker.Complete(ctx, id, cl.Lease.Token, nil, t0.Add(time.Second)); err != nil {
+		if _, err := worker.Complete(ctx, queue.CompleteRequest{ID: id, LeaseToken: cl.Lease.Token}, t0.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		worker.Flush()

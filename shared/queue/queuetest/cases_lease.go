@@ -16,7 +16,7 @@ func runLease(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		e.submit(queue.SubmitRequest{}, t0)
 		c := e.claim(queue.ClaimRequest{LeaseFor: time.Minute}, t0)[0]
-		hb, err := e.q.Heartbeat(ctx, c.Task.Ref(), c.Lease.Token, 2*time.Minute, t0.Add(50*time.Second))
+		hb, err := e.q.Heartbeat(ctx, queue.HeartbeatRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, LeaseFor: 2 * time.Minute}, t0.Add(50*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -28,7 +28,7 @@ func runLease(t *testing.T, f Factory) {
 		if cs, _ := other.Claim(ctx, queue.ClaimRequest{}, t0.Add(2*time.Minute)); len(cs) != 0 {
 			t.Fatal("claimed a task whose lease was extended")
 		}
-		if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, t0.Add(2*time.Minute)); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, t0.Add(2*time.Minute)); err != nil {
 			t.Fatalf("complete under the extended lease: %v", err)
 		}
 	})
@@ -38,7 +38,7 @@ func runLease(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0)
 		c := e.claimOne(t0)
-		done, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, []byte(`{"sent":true}`), t0.Add(time.Second))
+		done, err := e.q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, Output: []byte(`{"sent":true}`)}, t0.Add(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,23 +72,23 @@ func runLease(t *testing.T, f Factory) {
 		}
 		ops := []op{
 			{"heartbeat", func(id, tok string, now time.Time) error {
-				_, err := e.q.Heartbeat(ctx, id, tok, time.Minute, now)
+				_, err := e.q.Heartbeat(ctx, queue.HeartbeatRequest{ID: id, LeaseToken: tok, LeaseFor: time.Minute}, now)
 				return err
 			}},
 			{"complete", func(id, tok string, now time.Time) error {
-				_, err := e.q.Complete(ctx, id, tok, []byte(`1`), now)
+				_, err := e.q.Complete(ctx, queue.CompleteRequest{ID: id, LeaseToken: tok, Output: []byte(`1`)}, now)
 				return err
 			}},
 			{"fail", func(id, tok string, now time.Time) error {
-				_, err := e.q.Fail(ctx, id, tok, queue.FailRequest{Error: "x"}, now)
+				_, err := e.q.Fail(ctx, queue.FailRequest{ID: id, LeaseToken: tok, Error: "x"}, now)
 				return err
 			}},
 			{"reschedule", func(id, tok string, now time.Time) error {
-				_, err := e.q.Reschedule(ctx, id, tok, queue.RescheduleRequest{Delay: queue.Duration(time.Minute)}, now)
+				_, err := e.q.Reschedule(ctx, queue.RescheduleRequest{ID: id, LeaseToken: tok, Delay: queue.Duration(time.Minute)}, now)
 				return err
 			}},
 			{"ack_cancel", func(id, tok string, now time.Time) error {
-				_, err := e.q.AckCancel(ctx, id, tok, now)
+				_, err := e.q.AckCancel(ctx, queue.AckCancelRequest{ID: id, LeaseToken: tok}, now)
 				return err
 			}},
 		}
@@ -124,11 +124,11 @@ func runLease(t *testing.T, f Factory) {
 				}
 			}
 		}
-		_, err := e.q.Heartbeat(ctx, runID, c.Lease.Token, -time.Second, t0)
+		_, err := e.q.Heartbeat(ctx, queue.HeartbeatRequest{ID: runID, LeaseToken: c.Lease.Token, LeaseFor: -time.Second}, t0)
 		check.Err(t, err, queue.ErrInvalidLeaseDuration)
-		_, err = e.q.Heartbeat(ctx, "../../etc/passwd", c.Lease.Token, time.Second, t0)
+		_, err = e.q.Heartbeat(ctx, queue.HeartbeatRequest{ID: "../../etc/passwd", LeaseToken: c.Lease.Token, LeaseFor: time.Second}, t0)
 		check.Field(t, err, "id")
-		_, err = e.q.Complete(ctx, queue.NewID(t0), "tok", nil, t0)
+		_, err = e.q.Complete(ctx, queue.CompleteRequest{ID: queue.NewID(t0), LeaseToken: "tok"}, t0)
 		check.Err(t, err, queue.ErrNotFound)
 	})
 
@@ -138,7 +138,7 @@ func runLease(t *testing.T, f Factory) {
 		task := e.submit(queue.SubmitRequest{TTL: check.Dur("1h"), MaxAttempts: 3}, t0)
 		c := e.claimOne(t0)
 		failedAt := t0.Add(time.Second)
-		got, err := e.q.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "smtp 451"}, failedAt)
+		got, err := e.q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Error: "smtp 451"}, failedAt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +149,7 @@ func runLease(t *testing.T, f Factory) {
 		wantTime(t, "expires_at", got.ExpiresAt, t0.Add(time.Hour))
 		e.claimNone(failedAt.Add(10*time.Second - time.Microsecond))
 		c2 := e.claimOne(failedAt.Add(10 * time.Second))
-		got, err = e.q.Fail(ctx, task.Ref(), c2.Lease.Token, queue.FailRequest{Error: "again"}, failedAt.Add(11*time.Second))
+		got, err = e.q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c2.Lease.Token, Error: "again"}, failedAt.Add(11*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +168,7 @@ func runLease(t *testing.T, f Factory) {
 		now := t0
 		for i := 1; i <= 2; i++ {
 			c := e.claimOne(now)
-			got, err := e.q.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "boom"}, now)
+			got, err := e.q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Error: "boom"}, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -193,7 +193,7 @@ func runLease(t *testing.T, f Factory) {
 		task := e.submit(queue.SubmitRequest{MaxAttempts: 5}, t0)
 		c := e.claimOne(t0)
 		no := false
-		got, err := e.q.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "bad address", Retryable: &no}, t0)
+		got, err := e.q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Error: "bad address", Retryable: &no}, t0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -208,7 +208,7 @@ func runLease(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{TTL: check.Dur("5s")}, t0)
 		c := e.claimOne(t0)
-		if _, err := e.q.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0.Add(time.Second)); err != nil {
+		if _, err := e.q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Error: "x"}, t0.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		e.claimNone(t0.Add(11 * time.Second)) // available again, but past expires_at
@@ -224,7 +224,8 @@ func runLease(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{TTL: check.Dur("10m"), MaxAttempts: 1}, t0)
 		c := e.claimOne(t0)
-		got, err := e.q.Reschedule(ctx, task.Ref(), c.Lease.Token, queue.RescheduleRequest{
+		got, err := e.q.Reschedule(ctx, queue.RescheduleRequest{
+			ID: task.Ref(), LeaseToken: c.Lease.Token,
 			Delay: queue.Duration(15 * time.Minute), ExtendExpiration: queue.Duration(20 * time.Minute),
 		}, t0.Add(time.Minute))
 		if err != nil {

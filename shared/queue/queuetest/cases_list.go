@@ -43,7 +43,7 @@ func runList(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0)
 		c := e.claimOne(t0.Add(time.Second))
-		if _, err := e.q.Complete(ctx, task.Ref(), c.Lease.Token, []byte(`"ok"`), t0.Add(2*time.Second)); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Output: []byte(`"ok"`)}, t0.Add(2*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		h, err := e.q.History(ctx, task.Ref())

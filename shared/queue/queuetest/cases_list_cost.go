@@ -24,7 +24,7 @@ func runListCost(t *testing.T, f Factory) {
 		failed = e.submit(queue.SubmitRequest{TaskType: "a", MaxAttempts: 1}, t0)
 		c := e.claimOne(t0)
 		no := false
-		if _, err := e.q.Fail(ctx, failed.Ref(), c.Lease.Token, queue.FailRequest{Error: "boom", Retryable: &no}, t0); err != nil {
+		if _, err := e.q.Fail(ctx, queue.FailRequest{ID: failed.Ref(), LeaseToken: c.Lease.Token, Error: "boom", Retryable: &no}, t0); err != nil {
 			e.t.Fatal(err)
 		}
 		cancelled = e.submit(queue.SubmitRequest{TaskType: "a", Queue: "other"}, t0)
@@ -35,7 +35,7 @@ func runListCost(t *testing.T, f Factory) {
 		t1 := t0.Add(time.Second) // an id after every other
 		done = e.submit(queue.SubmitRequest{TaskType: "a"}, t1)
 		c = e.claimOne(t1)
-		if _, err := e.q.Complete(ctx, done.Ref(), c.Lease.Token, nil, t1); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: done.Ref(), LeaseToken: c.Lease.Token}, t1); err != nil {
 			e.t.Fatal(err)
 		}
 		return failed, cancelled, expired, done
@@ -190,11 +190,11 @@ func runListCost(t *testing.T, f Factory) {
 		task := e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
 		for i := 1; i <= 5; i++ {
-			if _, err := e.q.Heartbeat(ctx, task.Ref(), c.Lease.Token, time.Minute, t0.Add(time.Duration(i)*time.Second)); err != nil {
+			if _, err := e.q.Heartbeat(ctx, queue.HeartbeatRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, LeaseFor: time.Minute}, t0.Add(time.Duration(i)*time.Second)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if _, err := e.q.Complete(ctx, task.Ref(), c.Lease.Token, nil, t0.Add(time.Minute)); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: task.Ref(), LeaseToken: c.Lease.Token}, t0.Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		all, err := e.q.History(ctx, task.Ref())

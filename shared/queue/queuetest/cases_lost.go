@@ -68,6 +68,11 @@ func (e *env) records() map[string]queue.Task {
 func (e *env) consistent() {
 	e.t.Helper()
 	recs := e.records()
+	for id, task := range recs {
+		if task.PurgedAt != nil {
+			delete(recs, id) // a purge's tombstone: the task is gone
+		}
+	}
 	named := map[string]string{}
 	for id, task := range recs {
 		if task.IndexKey != "" {
@@ -231,13 +236,13 @@ func runLostLease(t *testing.T, f Factory) {
 		e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
 		lose(fs, storefault.OpPutIfMatch, "q/default/tasks/")
-		hb, err := e.q.Heartbeat(ctx, c.Task.Ref(), c.Lease.Token, 10*time.Minute, t0.Add(time.Minute))
+		hb, err := e.q.Heartbeat(ctx, queue.HeartbeatRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, LeaseFor: 10 * time.Minute}, t0.Add(time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
 		wantHits(t, fs, 1)
 		wantTime(t, "lease expiry", &hb.Lease.ExpiresAt, t0.Add(11*time.Minute))
-		again, err := e.q.Heartbeat(ctx, c.Task.Ref(), c.Lease.Token, 10*time.Minute, t0.Add(time.Minute))
+		again, err := e.q.Heartbeat(ctx, queue.HeartbeatRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, LeaseFor: 10 * time.Minute}, t0.Add(time.Minute))
 		if err != nil || again.Lease.Token != c.Lease.Token || !again.Lease.ExpiresAt.Equal(hb.Lease.ExpiresAt) {
 			t.Fatalf("retry: %+v, %v", again.Lease, err)
 		}
@@ -251,20 +256,20 @@ func runLostLease(t *testing.T, f Factory) {
 	}
 	ops := []op{
 		{"complete", func(q *queue.Queue, c queue.Claimed, now time.Time) (queue.Task, error) {
-			return q.Complete(ctx, c.Task.Ref(), c.Lease.Token, []byte(`{"ok":true}`), now)
+			return q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, Output: []byte(`{"ok":true}`)}, now)
 		}, queue.StatusCompleted},
 		{"fail", func(q *queue.Queue, c queue.Claimed, now time.Time) (queue.Task, error) {
-			return q.Fail(ctx, c.Task.Ref(), c.Lease.Token, queue.FailRequest{Error: "boom"}, now)
+			return q.Fail(ctx, queue.FailRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, Error: "boom"}, now)
 		}, queue.StatusPending},
 		{"fail_for_good", func(q *queue.Queue, c queue.Claimed, now time.Time) (queue.Task, error) {
 			no := false
-			return q.Fail(ctx, c.Task.Ref(), c.Lease.Token, queue.FailRequest{Error: "boom", Retryable: &no}, now)
+			return q.Fail(ctx, queue.FailRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, Error: "boom", Retryable: &no}, now)
 		}, queue.StatusFailed},
 		{"reschedule", func(q *queue.Queue, c queue.Claimed, now time.Time) (queue.Task, error) {
-			return q.Reschedule(ctx, c.Task.Ref(), c.Lease.Token, queue.RescheduleRequest{Delay: queue.Duration(time.Minute)}, now)
+			return q.Reschedule(ctx, queue.RescheduleRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, Delay: queue.Duration(time.Minute)}, now)
 		}, queue.StatusPending},
 		{"cancel_acknowledgement", func(q *queue.Queue, c queue.Claimed, now time.Time) (queue.Task, error) {
-			return q.AckCancel(ctx, c.Task.Ref(), c.Lease.Token, now)
+			return q.AckCancel(ctx, queue.AckCancelRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, now)
 		}, queue.StatusCancelled},
 	}
 	for _, o := range ops {
@@ -300,14 +305,14 @@ func runLostLease(t *testing.T, f Factory) {
 		e, _ := newLossEnv(t, f)
 		e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
-		if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, t0); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, t0); err != nil {
 			t.Fatal(err)
 		}
 		// Another operation with the ended token did not happen: a
 		// conflict naming the token, never a replay of the completion.
-		_, err := e.q.Fail(ctx, c.Task.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0)
+		_, err := e.q.Fail(ctx, queue.FailRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, Error: "x"}, t0)
 		wantLeaseConflict(t, "a fail with the token a completion ended", err)
-		_, err = e.q.Complete(ctx, c.Task.Ref(), "not-the-token", nil, t0)
+		_, err = e.q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: "not-the-token"}, t0)
 		check.Err(t, err, queue.ErrNotRunning)
 	})
 
@@ -316,18 +321,18 @@ func runLostLease(t *testing.T, f Factory) {
 		e, _ := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
-		if _, err := e.q.Fail(ctx, a.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
+		if _, err := e.q.Fail(ctx, queue.FailRequest{ID: a.Ref(), LeaseToken: c.Lease.Token, Error: "x"}, t0); err != nil {
 			t.Fatal(err)
 		}
 		c2 := e.claimOne(t0.Add(time.Hour))
 		// The first worker's token is older than the task's latest claim:
 		// a mismatch, never a 200 showing the new attempt running.
-		_, err := e.q.Fail(ctx, a.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0.Add(time.Hour))
+		_, err := e.q.Fail(ctx, queue.FailRequest{ID: a.Ref(), LeaseToken: c.Lease.Token, Error: "x"}, t0.Add(time.Hour))
 		check.Err(t, err, queue.ErrLeaseMismatch)
 		if got := e.get(a.ID); got.Status != queue.StatusRunning || got.LeaseToken != c2.Lease.Token {
 			t.Fatalf("after the retried fail: %s", got.Status)
 		}
-		if _, err := e.q.Complete(ctx, a.Ref(), c2.Lease.Token, nil, t0.Add(time.Hour)); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: a.Ref(), LeaseToken: c2.Lease.Token}, t0.Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -96,7 +96,7 @@ func runOps(t *testing.T, f Factory) {
 		done := func(req queue.SubmitRequest, at time.Time) queue.Task {
 			task := e.submit(req, at)
 			c := e.claim(queue.ClaimRequest{}, at)[0]
-			if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, at); err != nil {
+			if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, at); err != nil {
 				t.Fatal(err)
 			}
 			return task
@@ -114,7 +114,7 @@ func runOps(t *testing.T, f Factory) {
 		// A dead-lettered task is purged only once its event is sent.
 		dead := e.submit(queue.SubmitRequest{MaxAttempts: 1}, t0)
 		c := e.claim(queue.ClaimRequest{}, t0.Add(2*time.Hour))[0]
-		if _, err := e.q.Fail(ctx, dead.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0.Add(2*time.Hour)); err != nil {
+		if _, err := e.q.Fail(ctx, queue.FailRequest{ID: dead.Ref(), LeaseToken: c.Lease.Token, Error: "x"}, t0.Add(2*time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 		req := queue.BulkRequest{Queue: queue.DefaultQueue, Status: queue.StatusFailed}
@@ -200,7 +200,7 @@ func runOps(t *testing.T, f Factory) {
 		for i := 0; i < 3; i++ {
 			task := e.submit(queue.SubmitRequest{MaxAttempts: 1}, t0)
 			c := e.claim(queue.ClaimRequest{}, t0)[0]
-			if _, err := e.q.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
+			if _, err := e.q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Error: "x"}, t0); err != nil {
 				t.Fatal(err)
 			}
 			failed = append(failed, task.ID)
@@ -305,7 +305,7 @@ var purgeCrashCases = []struct {
 	{"dead_lettered_with_dedup_key", queue.StatusFailed, func(e *env) string {
 		id := e.submit(queue.SubmitRequest{DedupKey: "k", MaxAttempts: 1}, t0).ID
 		c := e.claim(queue.ClaimRequest{}, t0)[0]
-		if _, err := e.q.Fail(ctx, id, c.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
+		if _, err := e.q.Fail(ctx, queue.FailRequest{ID: id, LeaseToken: c.Lease.Token, Error: "x"}, t0); err != nil {
 			e.t.Fatal(err)
 		}
 		e.sweep(t0, nil)

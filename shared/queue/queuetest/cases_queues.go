@@ -170,10 +170,10 @@ func runQueues(t *testing.T, f Factory) {
 		}
 		for i, op := range []func(q *queue.Queue, tok string) (queue.Task, error){
 			func(q *queue.Queue, tok string) (queue.Task, error) {
-				return q.Fail(ctx, task.Ref(), tok, queue.FailRequest{Error: "again"}, now)
+				return q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: tok, Error: "again"}, now)
 			},
 			func(q *queue.Queue, tok string) (queue.Task, error) {
-				return q.Reschedule(ctx, task.Ref(), tok, queue.RescheduleRequest{}, now)
+				return q.Reschedule(ctx, queue.RescheduleRequest{ID: task.Ref(), LeaseToken: tok}, now)
 			},
 		} {
 			tok := claim()
@@ -294,7 +294,7 @@ func runQueues(t *testing.T, f Factory) {
 			t.Fatalf("claim: %+v", c)
 		}
 		check.Err(t, e.decls.Delete(ctx, "busy", t0), queue.ErrQueueNotEmpty)
-		if _, err := e.q.Complete(ctx, task.Ref(), c[0].Lease.Token, nil, t0); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: task.Ref(), LeaseToken: c[0].Lease.Token}, t0); err != nil {
 			t.Fatal(err)
 		}
 		for _, tk := range e.list(queue.ListRequest{Queue: "busy", Status: queue.StatusPending}) {
@@ -351,15 +351,15 @@ func runQueues(t *testing.T, f Factory) {
 			_, err = other.HistoryPage(ctx, task.Ref(), queue.HistoryRequest{Cursor: h.Versions[len(h.Versions)-1].VersionID})
 			check.Err(t, err, queue.ErrNotFound)
 		}
-		_, err = other.Heartbeat(ctx, task.Ref(), c.Lease.Token, 0, t0)
+		_, err = other.Heartbeat(ctx, queue.HeartbeatRequest{ID: task.Ref(), LeaseToken: c.Lease.Token}, t0)
 		check.Err(t, err, queue.ErrNotFound)
-		_, err = other.Complete(ctx, task.Ref(), c.Lease.Token, nil, t0)
+		_, err = other.Complete(ctx, queue.CompleteRequest{ID: task.Ref(), LeaseToken: c.Lease.Token}, t0)
 		check.Err(t, err, queue.ErrNotFound)
-		_, err = other.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0)
+		_, err = other.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Error: "x"}, t0)
 		check.Err(t, err, queue.ErrNotFound)
-		_, err = other.Reschedule(ctx, task.Ref(), c.Lease.Token, queue.RescheduleRequest{}, t0)
+		_, err = other.Reschedule(ctx, queue.RescheduleRequest{ID: task.Ref(), LeaseToken: c.Lease.Token}, t0)
 		check.Err(t, err, queue.ErrNotFound)
-		_, err = other.AckCancel(ctx, task.Ref(), c.Lease.Token, t0)
+		_, err = other.AckCancel(ctx, queue.AckCancelRequest{ID: task.Ref(), LeaseToken: c.Lease.Token}, t0)
 		check.Err(t, err, queue.ErrNotFound)
 		for _, op := range []func(context.Context, string, time.Time) (queue.Task, error){other.Cancel, other.Retry, other.Expire} {
 			_, err := op(ctx, task.ID, t0)
@@ -445,7 +445,7 @@ func runConcurrency(t *testing.T, f Factory) {
 				t.Fatalf("round %d: %v slots held for %d running tasks (%v)", round, c.Running, len(won), err)
 			}
 			for _, c := range won {
-				if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, now); err != nil {
+				if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, now); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -492,7 +492,7 @@ func runConcurrency(t *testing.T, f Factory) {
 						}
 						time.Sleep(time.Millisecond) // the work (wall time; the clock is now)
 						running.Add(-1)
-						if _, err := q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, now); err != nil {
+						if _, err := q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, now); err != nil {
 							errs <- err
 							return
 						}
@@ -533,22 +533,22 @@ func runConcurrency(t *testing.T, f Factory) {
 			return cs[0]
 		}
 		c := next(t0)
-		if _, err := e.q.Fail(ctx, c.Task.Ref(), c.Lease.Token, queue.FailRequest{Error: "x", Retryable: ptrBool(true)}, t0); err != nil {
+		if _, err := e.q.Fail(ctx, queue.FailRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, Error: "x", Retryable: ptrBool(true)}, t0); err != nil {
 			t.Fatal(err)
 		}
 		c = next(t0)
-		if _, err := e.q.Reschedule(ctx, c.Task.Ref(), c.Lease.Token, queue.RescheduleRequest{Delay: *check.Dur("1h")}, t0); err != nil {
+		if _, err := e.q.Reschedule(ctx, queue.RescheduleRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, Delay: *check.Dur("1h")}, t0); err != nil {
 			t.Fatal(err)
 		}
 		c = next(t0)
 		if _, err := e.q.Cancel(ctx, c.Task.Ref(), t0); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.q.AckCancel(ctx, c.Task.Ref(), c.Lease.Token, t0); err != nil {
+		if _, err := e.q.AckCancel(ctx, queue.AckCancelRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, t0); err != nil {
 			t.Fatal(err)
 		}
 		c = next(t0)
-		if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, t0); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, t0); err != nil {
 			t.Fatal(err)
 		}
 		next(t0)
@@ -567,7 +567,7 @@ func runConcurrency(t *testing.T, f Factory) {
 		}
 		// One worker heartbeats, the other dies. Fresh processes find no
 		// slot while the leases are valid, and the dead one's after.
-		hb, err := e.q.Heartbeat(ctx, first[0].Task.Ref(), first[0].Lease.Token, 10*time.Minute, t0.Add(50*time.Second))
+		hb, err := e.q.Heartbeat(ctx, queue.HeartbeatRequest{ID: first[0].Task.Ref(), LeaseToken: first[0].Lease.Token, LeaseFor: 10 * time.Minute}, t0.Add(50*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -580,7 +580,7 @@ func runConcurrency(t *testing.T, f Factory) {
 			t.Fatalf("claim after one lease lapsed: %d tasks, %v; want 1 (the other is heartbeating)", len(got), err)
 		}
 		// The heartbeating task still holds its slot and gives it back.
-		if _, err := e.q.Complete(ctx, hb.Task.Ref(), hb.Lease.Token, nil, later); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: hb.Task.Ref(), LeaseToken: hb.Lease.Token}, later); err != nil {
 			t.Fatal(err)
 		}
 		if cs := e.claim(queue.ClaimRequest{Queue: "dead", LeaseFor: time.Minute, MaxTasks: 4}, later); len(cs) != 1 {
@@ -614,7 +614,7 @@ func runConcurrency(t *testing.T, f Factory) {
 				if err != nil || len(cs) != 1 {
 					t.Fatalf("claim: %d %v", len(cs), err)
 				}
-				if _, err := q.Complete(ctx, cs[0].Task.Ref(), cs[0].Lease.Token, nil, now); err != nil {
+				if _, err := q.Complete(ctx, queue.CompleteRequest{ID: cs[0].Task.Ref(), LeaseToken: cs[0].Lease.Token}, now); err != nil {
 					t.Fatal(err)
 				}
 			}

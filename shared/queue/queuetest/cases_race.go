@@ -56,7 +56,7 @@ func runRace(t *testing.T, f Factory) {
 			if got.Attempt != 1 {
 				t.Fatalf("attempt = %d after one winning claim", got.Attempt)
 			}
-			if _, err := e.q.Complete(ctx, task.Ref(), got.LeaseToken, nil, now); err != nil {
+			if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: task.Ref(), LeaseToken: got.LeaseToken}, now); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -123,7 +123,7 @@ func runRace(t *testing.T, f Factory) {
 						}
 						holder[c.Task.ID] = c.Lease
 						mu.Unlock()
-						_, err := q.Complete(ctx, c.Task.Ref(), c.Lease.Token, jsonOf(w), clock())
+						_, err := q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, Output: jsonOf(w)}, clock())
 						mu.Lock()
 						if err == nil {
 							completed[c.Task.ID]++
@@ -234,7 +234,7 @@ func runRace(t *testing.T, f Factory) {
 							abandoned.Add(1)
 							continue
 						}
-						_, err := q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, clock())
+						_, err := q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, clock())
 						mu.Lock()
 						switch {
 						case err == nil:

@@ -34,17 +34,17 @@ func runReplay(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
-		first, err := e.q.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "try again"}, t0.Add(time.Second))
+		first, err := e.q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Error: "try again"}, t0.Add(time.Second))
 		if err != nil || first.Status != queue.StatusPending {
 			t.Fatalf("retryable fail: %s %v", first.Status, err)
 		}
 		// The same fail again (its answer was lost) replays it.
-		again, err := e.q.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "try again", Retryable: ptrTo(true)}, t0.Add(2*time.Second))
+		again, err := e.q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Error: "try again", Retryable: ptrTo(true)}, t0.Add(2*time.Second))
 		if err != nil || again.Status != queue.StatusPending || !again.UpdatedAt.Equal(first.UpdatedAt) {
 			t.Fatalf("the same fail again: %s %v", again.Status, err)
 		}
 		before := e.raw(task.ID)
-		_, err = e.q.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "give up", Retryable: ptrTo(false)}, t0.Add(3*time.Second))
+		_, err = e.q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Error: "give up", Retryable: ptrTo(false)}, t0.Add(3*time.Second))
 		wantLeaseConflict(t, "a permanent fail with the token of a retryable one", err)
 		if string(e.raw(task.ID)) != string(before) {
 			t.Fatal("the refused fail changed the record")
@@ -57,26 +57,26 @@ func runReplay(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
-		if _, err := e.q.Complete(ctx, task.Ref(), c.Lease.Token, []byte(`{"a":1,"b":[1,2]}`), t0.Add(time.Second)); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Output: []byte(`{"a":1,"b":[1,2]}`)}, t0.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		// The same output spelled otherwise is the same request.
-		again, err := e.q.Complete(ctx, task.Ref(), c.Lease.Token, []byte(`{ "b": [1.0, 2], "a": 1e0 }`), t0.Add(2*time.Second))
+		again, err := e.q.Complete(ctx, queue.CompleteRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Output: []byte(`{ "b": [1.0, 2], "a": 1e0 }`)}, t0.Add(2*time.Second))
 		if err != nil || again.Status != queue.StatusCompleted {
 			t.Fatalf("the same completion, spelled otherwise: %s %v", again.Status, err)
 		}
-		_, err = e.q.Complete(ctx, task.Ref(), c.Lease.Token, []byte(`{"a":2}`), t0.Add(2*time.Second))
+		_, err = e.q.Complete(ctx, queue.CompleteRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Output: []byte(`{"a":2}`)}, t0.Add(2*time.Second))
 		wantLeaseConflict(t, "a completion with another output", err)
-		_, err = e.q.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0.Add(2*time.Second))
+		_, err = e.q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Error: "x"}, t0.Add(2*time.Second))
 		wantLeaseConflict(t, "a fail after the completion", err)
-		_, err = e.q.Heartbeat(ctx, task.Ref(), c.Lease.Token, 0, t0.Add(2*time.Second))
+		_, err = e.q.Heartbeat(ctx, queue.HeartbeatRequest{ID: task.Ref(), LeaseToken: c.Lease.Token}, t0.Add(2*time.Second))
 		wantLeaseConflict(t, "a heartbeat after the completion", err)
-		_, err = e.q.AckCancel(ctx, task.Ref(), c.Lease.Token, t0.Add(2*time.Second))
+		_, err = e.q.AckCancel(ctx, queue.AckCancelRequest{ID: task.Ref(), LeaseToken: c.Lease.Token}, t0.Add(2*time.Second))
 		wantLeaseConflict(t, "a cancel acknowledgement after the completion", err)
-		_, err = e.q.Reschedule(ctx, task.Ref(), c.Lease.Token, queue.RescheduleRequest{}, t0.Add(2*time.Second))
+		_, err = e.q.Reschedule(ctx, queue.RescheduleRequest{ID: task.Ref(), LeaseToken: c.Lease.Token}, t0.Add(2*time.Second))
 		wantLeaseConflict(t, "a reschedule after the completion", err)
 		// A token that never held the lease is still a mismatch.
-		_, err = e.q.Complete(ctx, task.Ref(), "not-a-token", nil, t0.Add(2*time.Second))
+		_, err = e.q.Complete(ctx, queue.CompleteRequest{ID: task.Ref(), LeaseToken: "not-a-token"}, t0.Add(2*time.Second))
 		if !errors.Is(err, queue.ErrNotRunning) {
 			t.Fatalf("another token: %v", err)
 		}
@@ -91,14 +91,14 @@ func runReplay(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
-		req := queue.RescheduleRequest{Delay: queue.Duration(time.Minute)}
-		if _, err := e.q.Reschedule(ctx, task.Ref(), c.Lease.Token, req, t0.Add(time.Second)); err != nil {
+		req := queue.RescheduleRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Delay: queue.Duration(time.Minute)}
+		if _, err := e.q.Reschedule(ctx, req, t0.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.q.Reschedule(ctx, task.Ref(), c.Lease.Token, req, t0.Add(2*time.Second)); err != nil {
+		if _, err := e.q.Reschedule(ctx, req, t0.Add(2*time.Second)); err != nil {
 			t.Fatalf("the same reschedule again: %v", err)
 		}
-		_, err := e.q.Reschedule(ctx, task.Ref(), c.Lease.Token, queue.RescheduleRequest{Delay: queue.Duration(time.Hour)}, t0.Add(2*time.Second))
+		_, err := e.q.Reschedule(ctx, queue.RescheduleRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Delay: queue.Duration(time.Hour)}, t0.Add(2*time.Second))
 		wantLeaseConflict(t, "a reschedule with another delay", err)
 	})
 
@@ -107,7 +107,7 @@ func runReplay(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{MaxAttempts: 5}, t0)
 		c1 := e.claimOne(t0)
-		if _, err := e.q.Fail(ctx, task.Ref(), c1.Lease.Token, queue.FailRequest{Error: "flaky"}, t0.Add(time.Second)); err != nil {
+		if _, err := e.q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c1.Lease.Token, Error: "flaky"}, t0.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		// Backoff is 10s: another worker claims the retry.
@@ -117,11 +117,11 @@ func runReplay(t *testing.T, f Factory) {
 		}
 		for _, retry := range []func() error{
 			func() error {
-				_, err := e.q.Fail(ctx, task.Ref(), c1.Lease.Token, queue.FailRequest{Error: "flaky"}, t0.Add(time.Minute+time.Second))
+				_, err := e.q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c1.Lease.Token, Error: "flaky"}, t0.Add(time.Minute+time.Second))
 				return err
 			},
 			func() error {
-				_, err := e.q.Complete(ctx, task.Ref(), c1.Lease.Token, nil, t0.Add(time.Minute+time.Second))
+				_, err := e.q.Complete(ctx, queue.CompleteRequest{ID: task.Ref(), LeaseToken: c1.Lease.Token}, t0.Add(time.Minute+time.Second))
 				return err
 			},
 		} {
@@ -133,7 +133,7 @@ func runReplay(t *testing.T, f Factory) {
 		if got.Status != queue.StatusRunning || got.LeaseToken != c2.Lease.Token {
 			t.Fatalf("the second claim's lease was touched: %s %s", got.Status, got.LeaseToken)
 		}
-		if _, err := e.q.Complete(ctx, task.Ref(), c2.Lease.Token, nil, t0.Add(time.Minute+2*time.Second)); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: task.Ref(), LeaseToken: c2.Lease.Token}, t0.Add(time.Minute+2*time.Second)); err != nil {
 			t.Fatalf("the second worker's completion: %v", err)
 		}
 	})
@@ -171,7 +171,7 @@ func runReplay(t *testing.T, f Factory) {
 		wantTasks(t, e, 0)
 		task := e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
-		_, err := e.q.Complete(ctx, task.Ref(), c.Lease.Token, []byte(`{"a":1,"a":1}`), t0)
+		_, err := e.q.Complete(ctx, queue.CompleteRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Output: []byte(`{"a":1,"a":1}`)}, t0)
 		var ve *queue.ValidationError
 		if !errors.As(err, &ve) || ve.Field != "output" {
 			t.Fatalf("output with a key twice: %v", err)
@@ -183,7 +183,7 @@ func runReplay(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{MaxAttempts: 2}, t0)
 		c := e.claimOne(t0)
-		if _, err := e.q.Heartbeat(ctx, task.Ref(), c.Lease.Token, 0, t0.Add(time.Second)); err != nil {
+		if _, err := e.q.Heartbeat(ctx, queue.HeartbeatRequest{ID: task.Ref(), LeaseToken: c.Lease.Token}, t0.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		if got := e.get(task.ID); got.Heartbeats != 1 {
@@ -203,11 +203,11 @@ func runReplay(t *testing.T, f Factory) {
 		if _, err := e.s.PutIfMatch(ctx, queue.TaskKey(task.Queue, task.ID), body, obj.ETag); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.q.Heartbeat(ctx, task.Ref(), c.Lease.Token, 0, t0.Add(2*time.Second)); err != nil {
+		if _, err := e.q.Heartbeat(ctx, queue.HeartbeatRequest{ID: task.Ref(), LeaseToken: c.Lease.Token}, t0.Add(2*time.Second)); err != nil {
 			t.Fatalf("the last heartbeat allowed: %v", err)
 		}
 		before := e.raw(task.ID)
-		_, err = e.q.Heartbeat(ctx, task.Ref(), c.Lease.Token, 0, t0.Add(3*time.Second))
+		_, err = e.q.Heartbeat(ctx, queue.HeartbeatRequest{ID: task.Ref(), LeaseToken: c.Lease.Token}, t0.Add(3*time.Second))
 		var se *queue.StateError
 		if !errors.As(err, &se) {
 			t.Fatalf("heartbeat past the bound: %v, want a state error", err)
@@ -217,14 +217,14 @@ func runReplay(t *testing.T, f Factory) {
 		}
 		// The worker can still finish the attempt, and the next claim
 		// counts from zero.
-		if _, err := e.q.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0.Add(4*time.Second)); err != nil {
+		if _, err := e.q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Error: "x"}, t0.Add(4*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		c2 := e.claimOne(t0.Add(time.Hour))
 		if c2.Task.Heartbeats != 0 {
 			t.Fatalf("a new claim has %d heartbeats", c2.Task.Heartbeats)
 		}
-		if _, err := e.q.Heartbeat(ctx, task.Ref(), c2.Lease.Token, 0, t0.Add(time.Hour+time.Second)); err != nil {
+		if _, err := e.q.Heartbeat(ctx, queue.HeartbeatRequest{ID: task.Ref(), LeaseToken: c2.Lease.Token}, t0.Add(time.Hour+time.Second)); err != nil {
 			t.Fatalf("a heartbeat of the next attempt: %v", err)
 		}
 	})

@@ -28,7 +28,7 @@ func runRetryWait(t *testing.T, f Factory) {
 			return c
 		}
 		c := claim(now)
-		got, err := q.Fail(ctx, task.Ref(), c[0].Lease.Token, queue.FailRequest{Error: "503", RetryAfter: 30 * time.Second}, now)
+		got, err := q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c[0].Lease.Token, Error: "503", RetryAfter: 30 * time.Second}, now)
 		if err != nil || got.Status != queue.StatusPending || !got.AvailableAt.Equal(now.Add(30*time.Second)) || got.Attempt != 1 {
 			t.Fatalf("after fail: %s available %s attempt %d, %v", got.Status, got.AvailableAt, got.Attempt, err)
 		}
@@ -40,7 +40,7 @@ func runRetryWait(t *testing.T, f Factory) {
 			t.Fatalf("claim at Retry-After: %+v", c)
 		}
 		later := now.Add(30 * time.Second)
-		if _, err := q.Fail(ctx, task.Ref(), c[0].Lease.Token, queue.FailRequest{Error: "503", RetryAfter: time.Hour}, later); err != nil {
+		if _, err := q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c[0].Lease.Token, Error: "503", RetryAfter: time.Hour}, later); err != nil {
 			t.Fatal(err)
 		}
 		if c := claim(later.Add(2 * time.Hour)); len(c) != 0 {
@@ -49,7 +49,7 @@ func runRetryWait(t *testing.T, f Factory) {
 		if got, _ := q.Get(ctx, task.Ref()); got.Status != queue.StatusExpired {
 			t.Fatalf("past the deadline: %s", got.Status)
 		}
-		if _, err := q.Fail(ctx, task.Ref(), "x", queue.FailRequest{RetryAfter: 1 << 62}, now); err == nil {
+		if _, err := q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: "x", RetryAfter: 1 << 62}, now); err == nil {
 			t.Error("an out-of-range RetryAfter was accepted")
 		}
 	})
@@ -91,7 +91,7 @@ func runRetryWait(t *testing.T, f Factory) {
 		if got.Status != queue.StatusRunning || !got.CancelRequested {
 			t.Errorf("a running task past its deadline: %s, cancel_requested %v; want running and asked to cancel", got.Status, got.CancelRequested)
 		}
-		done, err := q.Complete(ctx, got.Ref(), cl[0].Lease.Token, nil, t0.Add(2*time.Minute))
+		done, err := q.Complete(ctx, queue.CompleteRequest{ID: got.Ref(), LeaseToken: cl[0].Lease.Token}, t0.Add(2*time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}

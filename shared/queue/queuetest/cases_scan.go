@@ -77,7 +77,7 @@ func runScan(t *testing.T, f Factory) {
 				t.Fatalf("claim %d of %d returned nothing while a due task was pending", i+1, n)
 			}
 			// Put it back, runnable now.
-			if _, err := e.q.Reschedule(ctx, task.Ref(), cs[0].Lease.Token, queue.RescheduleRequest{}, t0); err != nil {
+			if _, err := e.q.Reschedule(ctx, queue.RescheduleRequest{ID: task.Ref(), LeaseToken: cs[0].Lease.Token}, t0); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -179,7 +179,7 @@ func runLostDedup(t *testing.T, f Factory) {
 		e, fs := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
 		c := e.claimOne(t0)
-		if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, t0); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, t0); err != nil {
 			t.Fatal(err)
 		}
 		lose(fs, storefault.OpPutIfMatch, "q/default/dedup/")
@@ -229,7 +229,7 @@ func runLostDedup(t *testing.T, f Factory) {
 			t.Fatal(err)
 		}
 		c := e.claimOne(t0)
-		if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, t0); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, t0); err != nil {
 			t.Fatal(err)
 		}
 		// The key moves on to another task; then the first answer's

@@ -21,7 +21,7 @@ func runSideMarker(t *testing.T, f Factory) {
 		wantKeys(t, "markers after the submit", e.markers(), task.IndexKey)
 		c := e.claimOne(t0)
 		wantKeys(t, "markers while it runs", e.markers(), task.IndexKey)
-		retried, err := e.q.Fail(ctx, c.Task.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0)
+		retried, err := e.q.Fail(ctx, queue.FailRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, Error: "x"}, t0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -30,7 +30,7 @@ func runSideMarker(t *testing.T, f Factory) {
 		}
 		wantKeys(t, "markers after a fail with retries left", e.markers(), retried.IndexKey)
 		c = e.claimOne(t0.Add(time.Hour))
-		if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, t0.Add(time.Hour)); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, t0.Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 		wantKeys(t, "markers after the complete", e.markers())
@@ -58,7 +58,7 @@ func runSideMarker(t *testing.T, f Factory) {
 		task := e.submit(queue.SubmitRequest{}, t0)
 		c := e.claim(queue.ClaimRequest{LeaseFor: crashLease}, t0)[0]
 		recordWriteFails(t, e, fs, "default", task.Ref(), func() error {
-			_, err := e.q.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0.Add(time.Second))
+			_, err := e.q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Error: "x"}, t0.Add(time.Second))
 			return err
 		})
 		if m := e.markers(); len(m) != 2 {
@@ -80,7 +80,7 @@ func runSideMarker(t *testing.T, f Factory) {
 		task := e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
 		lose(fs, storefault.OpPut, "q/default/index/ready/")
-		got, err := e.q.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0)
+		got, err := e.q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Error: "x"}, t0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,9 +119,12 @@ func runSideMarker(t *testing.T, f Factory) {
 		p1, p2 := e.cached(task.Ref()), e.cached(task.Ref())
 		now := t0.Add(time.Second)
 		errs := race(
-			func() error { _, err := p1.Complete(ctx, task.Ref(), c.Lease.Token, nil, now); return err },
 			func() error {
-				_, err := p2.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, now)
+				_, err := p1.Complete(ctx, queue.CompleteRequest{ID: task.Ref(), LeaseToken: c.Lease.Token}, now)
+				return err
+			},
+			func() error {
+				_, err := p2.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Error: "x"}, now)
 				return err
 			},
 		)

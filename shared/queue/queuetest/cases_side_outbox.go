@@ -22,14 +22,14 @@ func runSideOutbox(t *testing.T, f Factory) {
 		t.Parallel()
 		e := newEnv(t, f)
 		c := deadLettering(e)
-		if _, err := e.q.Fail(ctx, c.Task.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
+		if _, err := e.q.Fail(ctx, queue.FailRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, Error: "x"}, t0); err != nil {
 			t.Fatal(err)
 		}
 		wantKeyCount(t, "outbox entries after the dead letter", e.outbox(), 1)
 		// A task that completes owes nothing.
 		e.submit(queue.SubmitRequest{}, t0)
 		done := e.claimOne(t0)
-		if _, err := e.q.Complete(ctx, done.Task.Ref(), done.Lease.Token, nil, t0); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: done.Task.Ref(), LeaseToken: done.Lease.Token}, t0); err != nil {
 			t.Fatal(err)
 		}
 		wantKeyCount(t, "outbox entries after a complete", e.outbox(), 1)
@@ -44,7 +44,7 @@ func runSideOutbox(t *testing.T, f Factory) {
 		e, fs := newLossEnv(t, f)
 		c := deadLettering(e)
 		recordWriteFails(t, e, fs, "default", c.Task.Ref(), func() error {
-			_, err := e.q.Fail(ctx, c.Task.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0.Add(time.Second))
+			_, err := e.q.Fail(ctx, queue.FailRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, Error: "x"}, t0.Add(time.Second))
 			return err
 		})
 		wantKeyCount(t, "outbox entries", e.outbox(), 1)
@@ -69,7 +69,7 @@ func runSideOutbox(t *testing.T, f Factory) {
 		e, fs := newLossEnv(t, f)
 		c := deadLettering(e)
 		lose(fs, storefault.OpPut, "sweep/")
-		if _, err := e.q.Fail(ctx, c.Task.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
+		if _, err := e.q.Fail(ctx, queue.FailRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, Error: "x"}, t0); err != nil {
 			t.Fatal(err)
 		}
 		wantHits(t, fs, 1)
@@ -97,9 +97,12 @@ func runSideOutbox(t *testing.T, f Factory) {
 		p1, p2 := e.cached(ref), e.cached(ref)
 		now := t0.Add(time.Second)
 		errs := race(
-			func() error { _, err := p1.Complete(ctx, ref, c.Lease.Token, nil, now); return err },
 			func() error {
-				_, err := p2.Fail(ctx, ref, c.Lease.Token, queue.FailRequest{Error: "x"}, now)
+				_, err := p1.Complete(ctx, queue.CompleteRequest{ID: ref, LeaseToken: c.Lease.Token}, now)
+				return err
+			},
+			func() error {
+				_, err := p2.Fail(ctx, queue.FailRequest{ID: ref, LeaseToken: c.Lease.Token, Error: "x"}, now)
 				return err
 			},
 		)

@@ -22,7 +22,7 @@ func runSideSlot(t *testing.T, f Factory) {
 		if cs := e.claim(one, t0); len(cs) != 0 {
 			t.Fatalf("claimed %d tasks past max_concurrency", len(cs))
 		}
-		if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, t0); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, t0); err != nil {
 			t.Fatal(err)
 		}
 		e.wantHolders("one")
@@ -68,7 +68,7 @@ func runSideSlot(t *testing.T, f Factory) {
 		}
 		wantHits(t, fs, 1)
 		e.wantHolders("one", cs[0].Task.ID)
-		if _, err := e.q.Complete(ctx, cs[0].Task.Ref(), cs[0].Lease.Token, nil, t0); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: cs[0].Task.Ref(), LeaseToken: cs[0].Lease.Token}, t0); err != nil {
 			t.Fatal(err)
 		}
 		if got := e.claim(one, t0); len(got) != 1 {
@@ -94,7 +94,7 @@ func runSideSlot(t *testing.T, f Factory) {
 			t.Fatalf("claim: %d tasks, %v", len(cs), err)
 		}
 		wantHits(t, fs, 1)
-		if _, err := e.q.Complete(ctx, cs[0].Task.Ref(), cs[0].Lease.Token, nil, later); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: cs[0].Task.Ref(), LeaseToken: cs[0].Lease.Token}, later); err != nil {
 			t.Fatal(err)
 		}
 		// The slot was freed by the complete: the next task runs at once.
@@ -123,7 +123,7 @@ func runSideSlot(t *testing.T, f Factory) {
 		}
 		won := append(got[0], got[1]...)[0]
 		e.wantHolders("two", a.ID)
-		if _, err := e.q.Complete(ctx, won.Task.Ref(), won.Lease.Token, nil, t0); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: won.Task.Ref(), LeaseToken: won.Lease.Token}, t0); err != nil {
 			t.Fatal(err)
 		}
 		e.wantHolders("two")

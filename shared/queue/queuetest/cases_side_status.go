@@ -28,7 +28,7 @@ func runSideStatus(t *testing.T, f Factory) {
 		wantKeys(t, "status entries after the retry", e.inQueues("/status/"))
 		c := e.claimOne(t0.Add(time.Second))
 		wantKeys(t, "status entries while it runs", e.inQueues("/status/"))
-		if _, err := e.q.Fail(ctx, a.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0.Add(time.Second)); err != nil {
+		if _, err := e.q.Fail(ctx, queue.FailRequest{ID: a.Ref(), LeaseToken: c.Lease.Token, Error: "x"}, t0.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		wantKeys(t, "status entries after the dead letter", e.inQueues("/status/"), entry(queue.StatusFailed, a.ID))

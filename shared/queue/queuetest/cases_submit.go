@@ -116,7 +116,7 @@ func runSubmit(t *testing.T, f Factory) {
 		c := e.claimOne(claimAt)
 		wantTime(t, "expires_at", c.Task.ExpiresAt, claimAt.Add(10*time.Minute))
 		// A retry keeps that deadline.
-		failed, err := e.q.Fail(ctx, c.Task.Ref(), c.Lease.Token, queue.FailRequest{Error: "boom"}, claimAt.Add(time.Minute))
+		failed, err := e.q.Fail(ctx, queue.FailRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, Error: "boom"}, claimAt.Add(time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,7 +180,7 @@ func runSubmit(t *testing.T, f Factory) {
 		if !running.Deduplicated || running.Task.ID != first.Task.ID {
 			t.Fatalf("dedup while running: %+v", running)
 		}
-		if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, t0.Add(4*time.Second)); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, t0.Add(4*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		after, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "x", DedupKey: "order-42"}, t0.Add(5*time.Second))
@@ -290,7 +290,7 @@ func runSubmitWithID(t *testing.T, f Factory) {
 			t.Fatalf("first: %+v %v", first, err)
 		}
 		c := e.claimOne(t0)
-		if _, err := e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, t0); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, t0); err != nil {
 			t.Fatal(err)
 		}
 		again, err := e.q.Submit(ctx, queue.SubmitRequest{ID: id, TaskType: "tick"}, t0.Add(time.Minute))

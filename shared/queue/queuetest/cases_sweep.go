@@ -149,7 +149,7 @@ func runSweep(t *testing.T, f Factory) {
 			name := fmt.Sprintf("q%d", i)
 			task := e.submit(queue.SubmitRequest{Queue: name, TTL: check.Dur("1h")}, t0)
 			c := e.claim(queue.ClaimRequest{Queue: name}, t0)[0]
-			if _, err := e.q.Complete(ctx, task.Ref(), c.Lease.Token, nil, t0); err != nil {
+			if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: task.Ref(), LeaseToken: c.Lease.Token}, t0); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -201,7 +201,7 @@ func runSweep(t *testing.T, f Factory) {
 			t.Fatalf("sweep after parking: %v", rep.Requests)
 		}
 		// The holder works on and extends its lease.
-		if _, err := e.q.Heartbeat(ctx, task.Ref(), c.Lease.Token, time.Hour, t0.Add(30*time.Minute)); err != nil {
+		if _, err := e.q.Heartbeat(ctx, queue.HeartbeatRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, LeaseFor: time.Hour}, t0.Add(30*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		if rep := e.sweep(t0.Add(time.Hour), nil); rep.Parked != 1 || rep.Expired != 0 {
@@ -219,7 +219,7 @@ func runSweep(t *testing.T, f Factory) {
 		}
 		wantKeys(t, "markers", e.markers())
 		wantKeys(t, "hints", e.hints())
-		_, err := e.q.Complete(ctx, task.Ref(), c.Lease.Token, nil, t0.Add(91*time.Minute))
+		_, err := e.q.Complete(ctx, queue.CompleteRequest{ID: task.Ref(), LeaseToken: c.Lease.Token}, t0.Add(91*time.Minute))
 		check.Err(t, err, queue.ErrNotRunning)
 	})
 
@@ -236,12 +236,12 @@ func runSweep(t *testing.T, f Factory) {
 		if rep := e.sweep(t0.Add(11*time.Minute), nil); rep.Parked != 2 {
 			t.Fatalf("report: %+v", rep)
 		}
-		if _, err := e.q.Complete(ctx, a.Ref(), tok[a.ID], nil, t0.Add(20*time.Minute)); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: a.Ref(), LeaseToken: tok[a.ID]}, t0.Add(20*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		// A retry of a task past its deadline goes back under deadline/,
 		// where the next sweep expires it.
-		got, err := e.q.Fail(ctx, b.Ref(), tok[b.ID], queue.FailRequest{Error: "x"}, t0.Add(20*time.Minute))
+		got, err := e.q.Fail(ctx, queue.FailRequest{ID: b.Ref(), LeaseToken: tok[b.ID], Error: "x"}, t0.Add(20*time.Minute))
 		if err != nil || got.Status != queue.StatusPending || !strings.Contains(got.IndexKey, "/index/deadline/") {
 			t.Fatalf("fail: %v %s %s", err, got.Status, got.IndexKey)
 		}
@@ -361,7 +361,7 @@ func runSweep(t *testing.T, f Factory) {
 		// The running children finish; their markers go with them.
 		for _, id := range []string{stopper.ID, runner.ID} {
 			got := e.get(id)
-			if _, err := e.q.AckCancel(ctx, id, got.LeaseToken, now); err != nil {
+			if _, err := e.q.AckCancel(ctx, queue.AckCancelRequest{ID: id, LeaseToken: got.LeaseToken}, now); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -449,7 +449,8 @@ func runSweep(t *testing.T, f Factory) {
 			req   queue.FailRequest
 		}{{spent.ID, "a", queue.FailRequest{Error: "boom"}}, {permanent.ID, "b", queue.FailRequest{Error: "bad input", Retryable: &no}}} {
 			c := e.claim(queue.ClaimRequest{Queue: tc.q}, t0)[0]
-			if _, err := e.q.Fail(ctx, e.ref(tc.id), c.Lease.Token, tc.req, t0); err != nil {
+			tc.req.ID, tc.req.LeaseToken = e.ref(tc.id), c.Lease.Token
+			if _, err := e.q.Fail(ctx, tc.req, t0); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -472,7 +473,7 @@ func runSweep(t *testing.T, f Factory) {
 			t.Fatal(err)
 		}
 		c := e.claim(queue.ClaimRequest{Queue: "a"}, t0.Add(4*time.Minute))[0]
-		if _, err := e.q.Fail(ctx, spent.Ref(), c.Lease.Token, queue.FailRequest{Error: "boom again"}, t0.Add(5*time.Minute)); err != nil {
+		if _, err := e.q.Fail(ctx, queue.FailRequest{ID: spent.Ref(), LeaseToken: c.Lease.Token, Error: "boom again"}, t0.Add(5*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		if rep := e.sweep(t0.Add(6*time.Minute), pub); rep.EventsSent != 1 {
@@ -759,7 +760,7 @@ func runSweep(t *testing.T, f Factory) {
 		}
 		put(c.ID, "out.json")
 		cl := e.claim(queue.ClaimRequest{Queue: "c"}, t0)[0]
-		if _, err := e.q.Complete(ctx, c.Ref(), cl.Lease.Token, nil, t0.Add(time.Minute)); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: c.Ref(), LeaseToken: cl.Lease.Token}, t0.Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		_, _, err = e.q.ReserveArtifacts(ctx, c.Ref(), time.Hour, t0.Add(time.Minute))

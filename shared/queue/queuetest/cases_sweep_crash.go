@@ -88,7 +88,7 @@ func runSweepCrashPaths(t *testing.T, f Factory) {
 		e.sweep(t0.Add(11*time.Minute), nil) // parked until +20m
 		dead = e.submit(queue.SubmitRequest{MaxAttempts: 1, Queue: "d"}, t0).Ref()
 		c := e.claim(queue.ClaimRequest{Queue: "d"}, t0)[0]
-		if _, err := e.q.Fail(ctx, dead, c.Lease.Token, queue.FailRequest{Error: "x"}, t0.Add(time.Minute)); err != nil {
+		if _, err := e.q.Fail(ctx, queue.FailRequest{ID: dead, LeaseToken: c.Lease.Token, Error: "x"}, t0.Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		done = e.submit(queue.SubmitRequest{Queue: "a"}, t0).Ref()
@@ -97,7 +97,7 @@ func runSweepCrashPaths(t *testing.T, f Factory) {
 		}
 		e.put(queue.ArtifactKey("a", strings.TrimPrefix(done, "a/"), "x"))
 		c = e.claim(queue.ClaimRequest{Queue: "a"}, t0)[0]
-		if _, err := e.q.Complete(ctx, done, c.Lease.Token, nil, t0.Add(time.Minute)); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: done, LeaseToken: c.Lease.Token}, t0.Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		return parked, dead, done

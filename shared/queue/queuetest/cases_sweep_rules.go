@@ -23,7 +23,7 @@ func runSweepRules(t *testing.T, f Factory) {
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{MaxAttempts: 1}, t0)
 		c := e.claimOne(t0)
-		if got, err := e.q.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "boom"}, t0.Add(time.Second)); err != nil || got.Status != queue.StatusFailed {
+		if got, err := e.q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Error: "boom"}, t0.Add(time.Second)); err != nil || got.Status != queue.StatusFailed {
 			t.Fatalf("fail: %v %s", err, got.Status)
 		}
 		var se *queue.StateError
@@ -46,7 +46,7 @@ func runSweepRules(t *testing.T, f Factory) {
 		task := e.submit(queue.SubmitRequest{MaxAttempts: 1}, t0)
 		pub := &recorder{}
 		c := e.claimOne(t0)
-		if _, err := e.q.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "one"}, t0.Add(time.Second)); err != nil {
+		if _, err := e.q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Error: "one"}, t0.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		e.sweep(t0.Add(2*time.Second), pub)
@@ -54,7 +54,7 @@ func runSweepRules(t *testing.T, f Factory) {
 			t.Fatal(err)
 		}
 		c = e.claimOne(t0.Add(4 * time.Second))
-		if _, err := e.q.Fail(ctx, task.Ref(), c.Lease.Token, queue.FailRequest{Error: "two"}, t0.Add(5*time.Second)); err != nil {
+		if _, err := e.q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Error: "two"}, t0.Add(5*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		e.sweep(t0.Add(time.Minute), pub)
@@ -72,7 +72,7 @@ func runSweepRules(t *testing.T, f Factory) {
 			t.Fatalf("sweep report %+v, want one parked task", rep)
 		}
 		// lease_for 0 is the task's timeout (5m): the lease now ends at +17m.
-		if _, err := e.q.Heartbeat(ctx, task.Ref(), c.Lease.Token, 0, t0.Add(12*time.Minute)); err != nil {
+		if _, err := e.q.Heartbeat(ctx, queue.HeartbeatRequest{ID: task.Ref(), LeaseToken: c.Lease.Token}, t0.Add(12*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		// The worker dies; sweeps every minute (every few on a real
@@ -109,7 +109,7 @@ func runSweepRules(t *testing.T, f Factory) {
 		parent := e.submit(queue.SubmitRequest{TTL: check.Dur("10m")}, t0)
 		kid := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: check.Dur("10h"), TaskType: "kid", MaxAttempts: 1}, t0)
 		c := e.claim(queue.ClaimRequest{TaskTypes: []string{"kid"}}, t0)[0]
-		if _, err := e.q.Fail(ctx, kid.Ref(), c.Lease.Token, queue.FailRequest{Error: "x"}, t0); err != nil {
+		if _, err := e.q.Fail(ctx, queue.FailRequest{ID: kid.Ref(), LeaseToken: c.Lease.Token, Error: "x"}, t0); err != nil {
 			t.Fatal(err)
 		}
 		e.sweep(t0.Add(10*time.Minute), nil) // the parent expires, and its cascade runs
@@ -168,7 +168,7 @@ func sweepRace(t *testing.T, f Factory, round int) {
 	// the rest lapsed) they act while two sweeps run.
 	for i, c := range cs {
 		if i%3 != 2 {
-			if _, err := e.q.Heartbeat(ctx, c.Task.Ref(), c.Lease.Token, time.Hour, t0.Add(30*time.Minute)); err != nil {
+			if _, err := e.q.Heartbeat(ctx, queue.HeartbeatRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, LeaseFor: time.Hour}, t0.Add(30*time.Minute)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -184,9 +184,9 @@ func sweepRace(t *testing.T, f Factory, round int) {
 			var err error
 			switch i % 3 {
 			case 0:
-				_, err = e.q.Complete(ctx, c.Task.Ref(), c.Lease.Token, nil, t0.Add(time.Hour))
+				_, err = e.q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, t0.Add(time.Hour))
 			case 1:
-				_, err = e.q.Heartbeat(ctx, c.Task.Ref(), c.Lease.Token, time.Hour, t0.Add(time.Hour))
+				_, err = e.q.Heartbeat(ctx, queue.HeartbeatRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, LeaseFor: time.Hour}, t0.Add(time.Hour))
 			}
 			if err != nil {
 				t.Error(err)

@@ -52,6 +52,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("ops", func(t *testing.T) { runOps(t, f) })
 	t.Run("bulk_race", func(t *testing.T) { runBulkRace(t, f) })
 	t.Run("round_trips", func(t *testing.T) { runFast(t, f) })
+	t.Run("attack", func(t *testing.T) { runAttack(t, f) })
 }
 
 // t0 is the fixed start of every case's clock.
