@@ -159,7 +159,7 @@ func Functions() []Function {
 				on(pDeadline, GetObject, PutObject, DeleteObject),
 				on(pDedup, GetObject, PutObject), // a retry takes its dedup key again
 				on(pSweep, GetObject, PutObject, DeleteObject),
-				on(pChildren, GetObject, PutObject, DeleteObject),
+				on(pChildren, GetObject, PutObject, DeleteObject, ListBucket), // a parent's purge lists its children's markers
 				on(pStatus, GetObject, PutObject, PutObjectTagging, DeleteObject, ListBucket),
 				on(pArtifacts, GetObject, PutObject, DeleteObject, ListBucket), // signed into the URLs; a purge deletes them
 				on(pTargets, GetObject, PutObject, DeleteObject),               // a push queue declared, changed or deleted
