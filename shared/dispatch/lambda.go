@@ -10,14 +10,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
+	"github.com/s3q/s3q/shared/pushsig"
 	"github.com/s3q/s3q/shared/queues"
 )
 
 // PermanentErrorType is the errorType of a Lambda function error that
-// must not be retried (worker.LambdaHandler returns it for a
-// worker.Permanent error). A payload with "retryable": false says the
-// same for a function in any language.
-const PermanentErrorType = "s3q.Permanent"
+// must not be retried: pushsig.PermanentErrorType, the one definition the
+// worker shares.
+const PermanentErrorType = pushsig.PermanentErrorType
 
 // LambdaInvoker is the part of the Lambda client dispatch uses:
 // *lambda.Client implements it.

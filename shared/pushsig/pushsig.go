@@ -22,7 +22,8 @@
 // other than v1 are ignored, so a later version can be added beside it.
 //
 // The dispatcher signs (package dispatch); targets verify
-// (worker.VerifySignature, or Verify).
+// (worker.VerifySignature, or Verify). The package also holds the one
+// other word of the push protocol both sides share: PermanentErrorType.
 package pushsig
 
 import (
@@ -35,6 +36,13 @@ import (
 	"strings"
 	"time"
 )
+
+// PermanentErrorType is the errorType of a Lambda target's function error
+// that must not be retried: worker.LambdaHandler returns it for a
+// worker.Permanent error, and the dispatcher then fails the task without
+// retry. A function in any language says the same with "retryable": false
+// in its error payload.
+const PermanentErrorType = "s3q.Permanent"
 
 // The headers of a push delivery.
 const (

@@ -17,9 +17,10 @@ import (
 
 // PermanentErrorType is the errorType of the function error LambdaHandler
 // returns for a Permanent error: the dispatcher fails the task without
-// retry. (Any function may say the same with "retryable": false in its
-// error payload.)
-const PermanentErrorType = "s3q.Permanent"
+// retry. It is pushsig.PermanentErrorType, the one definition the
+// dispatcher shares. (Any function may say the same with "retryable":
+// false in its error payload.)
+const PermanentErrorType = pushsig.PermanentErrorType
 
 // ErrDeadline is the cause of a pushed handler's context when the
 // delivery's deadline passes.
