@@ -454,17 +454,9 @@ func (q *Queue) unpop(m marker) {
 	root := indexRootOf(m.key)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	b := q.bufs[root]
-	if b == nil {
-		return
+	if b := q.bufs[root]; b != nil {
+		b.add(m) // a listing made since, cut short before m, meets it on its next page
 	}
-	i := sort.Search(len(b.entries), func(i int) bool { return b.entries[i].key >= m.key })
-	if i < len(b.entries) && b.entries[i].key == m.key {
-		return
-	}
-	b.entries = append(b.entries, marker{})
-	copy(b.entries[i+1:], b.entries[i:])
-	b.entries[i] = m
 }
 
 // lostRace notes that a claim lost a race at now.
