@@ -298,9 +298,7 @@ func (j *jumpStore) PutIfMatch(ctx context.Context, key string, body []byte, eta
 // handed back undelivered, and then expires.
 func TestATaskWhoseDeadlinePassesAfterItsClaimIsHandedBackAndExpires(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
-		e := newEnv(st, dispatch.PushQueue{Name: "push"})
-		tg := newTarget(t, e.clk, nil)
-		e.pq = httpQueue(tg.srv.URL, 10*time.Second)
+		e, tg := newHTTPEnv(t, st, nil)
 		exp := e.clk.Now().Add(time.Second)
 		task := e.submit(t, queue.SubmitRequest{ExpiresAt: &exp})
 		rep := run(t, e.dispatcher(&jumpStore{Store: st, clk: e.clk, by: 2 * time.Second}, nil), "push")

@@ -228,15 +228,23 @@ func idleRuns(t *testing.T, e *env, st *store.Counting, d *dispatch.Dispatcher) 
 	return per
 }
 
+// newHTTPEnv returns an env over st whose push queue "push" delivers to a
+// new target (answering with answer, nil for the default) with a 10s
+// timeout: the setup most HTTP target tests share.
+func newHTTPEnv(t *testing.T, st store.Store, answer func(p dispatch.Payload, w http.ResponseWriter, r *http.Request)) (*env, *target) {
+	e := newEnv(st, dispatch.PushQueue{Name: "push"})
+	tg := newTarget(t, e.clk, answer)
+	e.pq = httpQueue(tg.srv.URL, 10*time.Second)
+	return e, tg
+}
+
 func httpQueue(url string, timeout time.Duration) dispatch.PushQueue {
 	return dispatch.PushQueue{Name: "push", Target: queues.Target{URL: url, Secret: "s3q/secret"}, Timeout: queue.Duration(timeout)}
 }
 
 func TestHTTPTargetReceivesASignedDeliveryAndItsAnswerCompletesTheTask(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
-		e := newEnv(st, dispatch.PushQueue{Name: "push"})
-		tg := newTarget(t, e.clk, nil)
-		e.pq = httpQueue(tg.srv.URL, 10*time.Second)
+		e, tg := newHTTPEnv(t, st, nil)
 		task := e.submit(t, queue.SubmitRequest{Input: json.RawMessage(`{"n":1}`)})
 		rep := run(t, e.dispatcher(st, nil), "")
 		if rep.Delivered != 1 || rep.Completed != 1 {
@@ -351,9 +359,7 @@ func TestATimedOutDeliveryLetsTheLeaseLapseAndTheNextAttemptIsDelivered(t *testi
 
 func TestATaskPastItsDeadlineOrCancelledIsNeverDelivered(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
-		e := newEnv(st, dispatch.PushQueue{Name: "push"})
-		tg := newTarget(t, e.clk, nil)
-		e.pq = httpQueue(tg.srv.URL, 10*time.Second)
+		e, tg := newHTTPEnv(t, st, nil)
 		exp := e.clk.Now().Add(time.Second)
 		expiring := e.submit(t, queue.SubmitRequest{ExpiresAt: &exp})
 		cancelled := e.submit(t, queue.SubmitRequest{})
