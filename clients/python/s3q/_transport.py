@@ -84,6 +84,7 @@ class Transport:
         self._local = threading.local()
         self._polls: "set[http.client.HTTPConnection]" = set()
         self._polls_lock = threading.Lock()
+        self._stopping = False
 
     def _conn(self) -> Tuple[http.client.HTTPConnection, bool]:
         c: Optional[http.client.HTTPConnection] = getattr(self._local, "conn", None)
@@ -126,7 +127,7 @@ class Transport:
                 raw = resp.read()
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
                 self._drop()
-                if reused and not fresh_try:
+                if reused and not fresh_try and not (poll and self._stopping):
                     continue  # the server closed an idle keep-alive connection: nothing was processed
                 raise
             except BaseException:
@@ -175,6 +176,7 @@ class Transport:
     def interrupt_polls(self) -> None:
         """End the long-polls in flight at once (they raise OSError): a stopping worker's."""
         with self._polls_lock:
+            self._stopping = True  # an interrupted long-poll is not sent again
             conns = list(self._polls)
         for c in conns:
             sock = c.sock

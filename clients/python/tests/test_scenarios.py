@@ -171,7 +171,7 @@ def test_schedule_in_time_zone(client: s3q.Client) -> None:
     s = client.create_schedule("daily-report", "report.daily", "0 9 * * *", {"kind": "daily"}, timezone="Europe/Paris")
     got = client.get_schedule("daily-report")
     assert s["cron"] == got["cron"] == "0 9 * * *"
-    assert got.get("timezone") == "Europe/Paris"  # type: ignore[typeddict-item]
+    assert got.get("timezone") == "Europe/Paris"
     # 09:00 in Paris is 08:00 UTC in winter, 07:00 in summer.
     assert got["next_run_at"] is not None and got["next_run_at"][11:16] in ("08:00", "07:00")
     fire = client.trigger_schedule("daily-report")
