@@ -113,7 +113,13 @@ class DeadlineExceededError(APIError):
 
 
 class SignatureError(S3QError):
-    """A push delivery's signature does not verify; answer it 401 and run nothing."""
+    """A push delivery does not verify; answer it 401 and run nothing. ``reason`` is the
+    check that failed: no_secret, target, missing, bad_time, queue or signature."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(f"s3q push: {reason}: {message}")
+        self.reason = reason
+        self.message = message
 
 
 _LEASE_CODES = ("lease_expired", "lease_mismatch", "not_running")

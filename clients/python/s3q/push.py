@@ -2,7 +2,7 @@
 
 A URL target checks each delivery over the request's exact body bytes and headers::
 
-    verifier = s3q.push.Verifier(["whsec-current", "whsec-next"], url="https://hooks.example.com/s3q", queue="mail")
+    verifier = s3q.push.Verifier(["whsec-current", "whsec-previous"], url="https://hooks.example.com/s3q", queue="mail")
     task_id, attempt = verifier.verify(body, headers)   # raises SignatureError
 
 A Lambda target runs the worker's handlers::
@@ -18,10 +18,11 @@ import datetime as dt
 import hashlib
 import hmac
 import json
+import re
 import threading
 import time
 from collections import OrderedDict
-from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _times
 from ._task import Permanent, TaskContext
@@ -73,8 +74,8 @@ class Verifier:
     """Verifies the deliveries meant for one target: its URL exactly as the queue declares
     it (``target.url``, not as the request arrived behind a proxy) and its queue.
 
-    ``secrets`` is one secret or several (the current and the next while a secret is
-    rotated): a signature under any of them verifies. ``tolerance`` is how far (seconds)
+    ``secrets`` is one secret or a list: the current one first, then the previous one
+    still accepted while a secret is rotated; a signature under any of them verifies. ``tolerance`` is how far (seconds)
     the delivery's timestamp may be from now either way. Defaults to DEFAULT_TOLERANCE.
     """
 
@@ -86,60 +87,68 @@ class Verifier:
         queue: str,
         tolerance: float = DEFAULT_TOLERANCE,
     ) -> None:
-        self.secrets = [secrets] if isinstance(secrets, str) else [s for s in secrets]
-        if not self.secrets or not all(self.secrets):
-            raise ValueError("secrets: want at least one non-empty secret (anyone can sign with the empty key)")
-        if not url or not queue:
-            raise ValueError("url and queue: the target's declared URL and its queue are required to verify")
+        self.secrets = [secrets] if isinstance(secrets, str) else list(secrets)
         self.url, self.queue, self.tolerance = url, queue, tolerance
 
     def verify(
         self, body: bytes, headers: Mapping[str, str], *, method: str = "POST", now: Optional[float] = None
     ) -> Delivery:
-        """Check a delivery over its exact body bytes and its headers (any case): the
-        signature must be that of (timestamp, method, URL, queue, task id, attempt, body)
-        under one of the secrets, compared in constant time, the timestamp within the
-        tolerance of ``now`` (Unix seconds; defaults to the clock). Returns (task id,
-        attempt); raises :class:`SignatureError` (answer 401, run nothing)."""
+        """Check a delivery over its exact body bytes and its headers (names in any case).
+
+        The checks run in the order of docs/push.md, and a failure raises
+        :class:`SignatureError` whose ``reason`` names the first that failed:
+        ``no_secret`` (the first secret is empty), ``target`` (no url or queue),
+        ``missing`` (a header, t= or v1= absent or empty, two t=, or an attempt that
+        is not a canonical positive decimal), ``bad_time`` (t= not a canonical
+        decimal, or more than the tolerance from ``now``, Unix seconds, defaulting
+        to the clock), ``queue`` (S3q-Queue is not this target's queue),
+        ``signature`` (no v1= equals the lowercase hex HMAC under any secret,
+        compared in constant time). Answer it 401 and run nothing.
+
+        Returns (task id, attempt): the delivery's idempotency key.
+        """
         if not isinstance(body, (bytes, bytearray)):
             raise TypeError("body: want the request's exact bytes, not a parsed or re-encoded object")
-        ts_s, sigs = "", []
+        if not self.secrets or not self.secrets[0]:
+            raise SignatureError("no_secret", "no secret to verify with (anyone can sign with the empty key)")
+        if not self.url or not self.queue:
+            raise SignatureError("target", "the target's URL and queue are required to verify")
+        ts: List[str] = []
+        sigs: List[str] = []
         for part in _header(headers, HEADER_SIGNATURE).split(","):
             k, sep, val = part.strip().partition("=")
             if not sep:
                 continue
             if k == "t":
-                ts_s = val
+                ts.append(val)
             elif k == VERSION:
                 sigs.append(val)
         queue = _header(headers, HEADER_QUEUE)
         task_id = _header(headers, HEADER_TASK_ID)
         attempt_s = _header(headers, HEADER_ATTEMPT)
-        if not ts_s or not sigs or not queue or not task_id or not attempt_s:
-            raise SignatureError("missing S3q-Signature (t= and v1=), S3q-Queue, S3q-Task-Id or S3q-Attempt")
-        try:
-            attempt = int(attempt_s, 10)
-        except ValueError:
-            raise SignatureError("S3q-Attempt is not a number") from None
-        try:
-            ts = int(ts_s, 10)
-        except ValueError:
-            raise SignatureError("timestamp is not a number") from None
-        t = time.time() if now is None else now
-        if abs(t - ts) > self.tolerance:
-            raise SignatureError("timestamp outside the tolerance")
+        if len(ts) != 1 or not ts[0] or not sigs or not queue or not task_id or not _CANONICAL.match(attempt_s):
+            raise SignatureError(
+                "missing", "missing S3q-Signature (one t= and a v1=), S3q-Queue, S3q-Task-Id or S3q-Attempt"
+            )
+        if not _CANONICAL.match(ts[0]):
+            raise SignatureError("bad_time", "the timestamp is not a number")
+        t = int(ts[0])
+        if abs((time.time() if now is None else now) - t) > self.tolerance:
+            raise SignatureError("bad_time", "the timestamp is outside the tolerance")
         if queue != self.queue:
-            raise SignatureError("delivery for another queue")
+            raise SignatureError("queue", "a delivery for another queue")
+        attempt = int(attempt_s)
         for secret in self.secrets:
-            want = _mac(secret, ts, method, self.url, queue, task_id, attempt, bytes(body))
-            for s in sigs:
-                try:
-                    got = bytes.fromhex(s)
-                except ValueError:
-                    continue
-                if hmac.compare_digest(want, got):
+            if not secret:
+                continue
+            want = _mac(secret, t, method, self.url, queue, task_id, attempt, bytes(body)).hex()
+            for got in sigs:
+                if hmac.compare_digest(want.encode(), got.encode("utf-8", "replace")):
                     return Delivery(task_id, attempt)
-        raise SignatureError("signature mismatch")
+        raise SignatureError("signature", "signature mismatch")
+
+
+_CANONICAL = re.compile(r"\A[1-9][0-9]*\Z")
 
 
 def verify(
