@@ -51,11 +51,14 @@ test-short:
 ## sweep and tick cost against the backlog, the audit of a run per S3 fault mix,
 ## the S3 requests of each console view on 10k tasks, and API latency, S3 round trips,
 ## worker pickup and throughput through the dev server with S3 near (latency=none)
-## and at AWS-like latency (latency=typical; docs/performance.md)
+## and at AWS-like latency (latency=typical; docs/performance.md), and the Go and Python
+## clients' submit latency and worker throughput the same way (scripts/clientbench)
 bench: versitygw
 	$(GO) run ./scripts/bench
 	$(GO) run ./scripts/latency
 	$(GO) run ./scripts/consolebench
+	@bash scripts/install-pyenv >/dev/null
+	$(GO) run ./scripts/clientbench
 
 vet:
 	$(GO) vet ./...

@@ -65,12 +65,25 @@ func main() {
 	tpConc := flag.String("throughput-concurrency", "1,4", "worker concurrencies of the throughput figures")
 	split := flag.Int("split-lifecycles", 30, "lifecycles of the api figure with submit, claim and complete each through its own server (as the submit, claim and tasks functions of a deployment are), clients=1; 0 skips it")
 	only := flag.String("only", "", "run only these figures, comma-separated: api, pickup, throughput")
+	serve := flag.String("serve", "", "measure nothing: serve the dev server of this latency profile, print \"serving latency=P url=URL\" and run until standard input closes (scripts/clientbench measures the clients through it)")
 	flag.Parse()
 	run := figures.Program("latency", *only)
 
 	ctx := context.Background()
 	srv := figures.VersityGW(ctx)
 	defer srv.Close()
+
+	if *serve != "" {
+		p := figures.Profiles(*serve)[0]
+		b, err := start(ctx, srv, p, *seed, 1)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("serving latency=%s url=%s\n", p.Name, b.url)
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		b.stop()
+		return
+	}
 
 	for _, p := range figures.Profiles(*profiles) {
 		b, err := start(ctx, srv, p, *seed, 1)
@@ -108,6 +121,7 @@ func main() {
 type bench struct {
 	profile string
 	mode    string // "one" server, or "split": submit, claim and complete each through its own
+	url     string // the (first) dev server's base URL
 	c       *client.Client
 	claimC  *client.Client // the client claims go through (c but in split mode)
 	tasksC  *client.Client // the client completes go through (c but in split mode)
@@ -203,6 +217,9 @@ func start(ctx context.Context, srv *s3local.Server, p faultproxy.Profile, seed 
 			return nil, err
 		}
 		clients = append(clients, c)
+		if b.url == "" {
+			b.url = base
+		}
 	}
 	b.c, b.claimC, b.tasksC = clients[0], clients[0], clients[0]
 	if n >= 3 {
