@@ -12,16 +12,16 @@ from .errors import ArgumentError
 from .models import (
     JSON,
     Artifact,
-    BatchReplyResultsItem,
+    BatchReply_results_item,
     BulkReply,
     Claimed,
     Fire,
-    HistoryVersionsItem,
+    History_versions_item,
     Lease,
     OpenAPI,
     Queue,
     Schedule,
-    StatsReplyStats,
+    StatsReply_stats,
     Status,
     Target,
     Task,
@@ -222,7 +222,7 @@ class Client:
             path = "/tasks/wait"  # held waits have a route of their own
         return cast(TaskReply, self._post(self._qp(path), body, retry=True))
 
-    def submit_batch(self, tasks: List[Dict[str, Any]]) -> List[BatchReplyResultsItem]:
+    def submit_batch(self, tasks: List[Dict[str, Any]]) -> List[BatchReply_results_item]:
         """Submit up to 500 tasks to this client's queue, one result per task, in order (a
         bad task gets an ``error`` item, the others are still submitted). Each task is a
         dict as POST /queues/{queue}/tasks takes it; one without ``id`` gets a fresh UUIDv7
@@ -236,7 +236,7 @@ class Client:
             v.json_value(f"tasks[{i}]", t)
             send.append(t)
         reply = self._post(self._qp("/tasks/batch"), {"tasks": send}, retry=True)
-        return cast(List[BatchReplyResultsItem], reply["results"])
+        return cast(List[BatchReply_results_item], reply["results"])
 
     def status(self, task_id: str) -> Task:
         """The task ``task_id`` of this client's queue (:class:`NotFoundError` when none)."""
@@ -273,7 +273,7 @@ class Client:
         q = {"queue": queue, "status": status, "task_type": task_type, "limit": limit}
         return self._pages("/tasks", "tasks", q)
 
-    def history(self, task_id: str, *, limit: Optional[int] = None) -> Iterator[HistoryVersionsItem]:
+    def history(self, task_id: str, *, limit: Optional[int] = None) -> Iterator[History_versions_item]:
         """Every stored version of a task's record, newest first, following the cursors."""
         return self._pages(self._tp(task_id, "/history"), "versions", {"limit": limit})
 
@@ -429,9 +429,9 @@ class Client:
         """Resume a paused queue."""
         return cast(Queue, self._post(self._qp("/resume", name), {}, retry=True)["queue"])
 
-    def stats(self, name: Optional[str] = None) -> StatsReplyStats:
+    def stats(self, name: Optional[str] = None) -> StatsReply_stats:
         """A queue's counts, oldest pending task and recent outcomes."""
-        return cast(StatsReplyStats, self._get(self._qp("/stats", name))["stats"])
+        return cast(StatsReply_stats, self._get(self._qp("/stats", name))["stats"])
 
     def _bulk(
         self,

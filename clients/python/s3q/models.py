@@ -542,6 +542,36 @@ class TaskReply(_TaskReplyRequired, total=False):
     replayed: bool
 
 
+# The types inside each schema, by Schema_field (_item: of an array's items).
+ArtifactReply_artifact = Artifact
+BatchReply_results_item = BatchReplyResultsItem
+BulkReply_skipped_item = BulkReplySkippedItem
+BulkReply_status = Status
+BulkRequest_status = Status
+ClaimReply_tasks_item = Claimed
+Claimed_lease = Lease
+Claimed_task = Task
+FireReply_fire = Fire
+History_versions_item = HistoryVersionsItem
+Queue_counts = Counts
+Queue_target = Target
+Queue_ttl_from = TTLFrom
+QueueList_queues_item = Queue
+QueueReply_queue = Queue
+QueueRequest_target = Target
+QueueRequest_ttl_from = TTLFrom
+ScheduleHistory_fires_item = Fire
+ScheduleList_schedules_item = Schedule
+ScheduleReply_schedule = Schedule
+ScheduleRequest_ttl_from = TTLFrom
+StatsReply_stats = StatsReplyStats
+SubmitRequest_ttl_from = TTLFrom
+Task_status = Status
+Task_ttl_from = TTLFrom
+TaskList_tasks_item = Task
+TaskReply_task = Task
+
+
 class Operation(NamedTuple):
     """One operation of the document."""
 

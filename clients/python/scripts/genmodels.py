@@ -142,6 +142,18 @@ class Gen:
                     aliases[-1] += "  # " + s["description"]
             else:
                 self.typed_dict(name, s)
+        # Stable names for the objects inside a schema, whether the document names them
+        # (a $ref) or not: History_versions_item is the type of History.versions' items.
+        paths = []
+        for name in sorted(schemas):
+            for prop, ps in sorted(schemas[name].get("properties", {}).items()):
+                inner, suffix = ps, ""
+                if ps.get("type") == "array":
+                    inner, suffix = ps.get("items", {}), "_item"
+                if "$ref" in inner or "properties" in inner:
+                    sub = name + "".join(w.capitalize() for w in prop.split("_")) + ("Item" if suffix else "")
+                    target = self.type_of(inner, sub)
+                    paths.append(f"{name}_{prop}{suffix} = {target}")
         ops = []
         for path, item in sorted(self.doc.get("paths", {}).items()):
             for m in METHODS:
@@ -151,6 +163,7 @@ class Gen:
         out = [HEADER]
         out.append("\n".join(aliases))
         out.extend(self.blocks)
+        out.append("# The types inside each schema, by Schema_field (_item: of an array's items).\n" + "\n".join(paths))
         op_lines = ["OPERATIONS: Tuple[Operation, ...] = ("]
         for op in ops:
             op_lines.append(f"    Operation({op[0]!r}, {op[1]!r}, {op[2]!r}, {op[3]!r}),")
