@@ -146,6 +146,17 @@ def test_push_target_answers() -> None:
     assert deliver("boom")[0] == 500
     assert deliver("boom", 2)[0] == 500 and ran.count("id-boom") == 2  # a new attempt runs again
     assert target.answer(b"{}", {})[0] == 401
+    # Stale, for another queue, or signed with another secret: refused before any handler.
+    body = json.dumps({"task": {"id": "id-y", "task_type": "email.send", "input": "y"}}).encode()
+    old = int(time.time()) - 3600
+    for h in [
+        {"S3q-Signature": sign("s", old, "POST", "http://t/", "q", "id-y", 1, body), "S3q-Queue": "q"},
+        {"S3q-Signature": sign("s", int(time.time()), "POST", "http://t/", "q2", "id-y", 1, body), "S3q-Queue": "q2"},
+        {"S3q-Signature": sign("other", int(time.time()), "POST", "http://t/", "q", "id-y", 1, body), "S3q-Queue": "q"},
+    ]:
+        h.update({"S3q-Task-Id": "id-y", "S3q-Attempt": "1"})
+        assert target.answer(body, h)[0] == 401
+    assert "id-y" not in ran
 
 
 def payload(task_type: str, inp: Any, deadline_in: float = 10) -> Dict[str, Any]:

@@ -4,6 +4,11 @@ retried, the deadline, and a stop whose grace runs out handing the task back."""
 from __future__ import annotations
 
 import datetime as dt
+import os
+import pathlib
+import signal
+import subprocess
+import sys
 import threading
 from typing import Any, Dict
 
@@ -82,3 +87,46 @@ def test_no_handlers_and_undeclared_queue(server: str) -> None:
     w = s3q.Worker(s3q.Client(server))
     with pytest.raises(ValueError):
         w.run(handle_signals=False)
+
+
+HAND_BACK_SCRIPT = """
+import os, sys, s3q
+url, queue, marks = sys.argv[1], sys.argv[2], sys.argv[3]
+w = s3q.Worker(s3q.Client(url, queue=queue), wait=1, shutdown_grace=0.5)
+
+@w.task("video.encode")
+def encode(task):
+    open(os.path.join(marks, "started"), "w").close()
+    task.stopping.wait(60)  # a long job that checks its signal
+    return {"too": "late"}
+
+w.run()
+print("stopped cleanly", flush=True)
+"""
+
+
+def test_sigint_past_the_grace_hands_the_task_back(server: str, client: s3q.Client, tmp_path: pathlib.Path) -> None:
+    script = tmp_path / "worker.py"
+    script.write_text(HAND_BACK_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=str(pathlib.Path(__file__).resolve().parents[1]))
+    p = subprocess.Popen(
+        [sys.executable, str(script), server, client.queue, str(tmp_path)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        task_id = client.submit("video.encode", "clip-2")["task"]["id"]
+        wait_for("the handler to start", lambda: (tmp_path / "started").exists())
+        p.send_signal(signal.SIGINT)
+        out, _ = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0 and b"stopped cleanly" in out, out.decode()
+    task = client.status(task_id)
+    # Handed back: pending again at once, its attempt not spent on a failure, no output.
+    assert task["status"] == "pending" and task.get("ended_by") == "reschedule"
+    assert "output" not in task and "last_error" not in task
+    (c,) = client.claim()
+    assert c["task"]["id"] == task_id
