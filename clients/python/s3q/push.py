@@ -14,9 +14,11 @@ The signed string, the headers and the Lambda answer contract are in docs/push.m
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import hashlib
 import hmac
+import inspect
 import json
 import re
 import threading
@@ -178,7 +180,10 @@ def _run(handlers: Mapping[str, Handler], payload: Mapping[str, Any]) -> Any:
     if deadline is not None and dt.datetime.now(dt.timezone.utc) >= deadline:
         # The dispatcher has stopped waiting: the next attempt will be delivered.
         raise RuntimeError("delivery deadline passed")
-    return h(TaskContext(task, payload.get("lease"), deadline))
+    out = h(TaskContext(task, payload.get("lease"), deadline))
+    if inspect.iscoroutine(out):  # an async def handler
+        out = asyncio.run(out)
+    return out
 
 
 class PushTarget:

@@ -15,7 +15,9 @@ then complete, fail, reschedule or acknowledge a cancel; stop gracefully on SIGT
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
+import inspect
 import logging
 import os
 import signal
@@ -31,7 +33,8 @@ from .errors import APIError, BadRequestError, LeaseError, NotFoundError, QueueN
 from .models import Claimed
 
 Handler = Callable[[TaskContext], Any]
-"""A task type's handler: returns the task's output (any JSON, None for none), or raises:
+"""A task type's handler (a function or an ``async def``, run in the slot's thread, with an
+event loop of its own for an async one): returns the task's output (any JSON, None for none), or raises:
 :class:`Permanent` fails the task at once, :class:`Reschedule` puts it back for later,
 any other exception fails the attempt (retried while attempts remain)."""
 
@@ -39,6 +42,9 @@ H = TypeVar("H", bound=Handler)
 
 DEFAULT_WAIT = 20.0
 """Seconds a claim long-polls when nothing is available."""
+
+DEFAULT_CANCEL_POLL = 2.0
+"""Seconds between the reads of a running task that see a cancel request between heartbeats."""
 
 log = logging.getLogger("s3q.worker")
 
@@ -58,6 +64,7 @@ class Worker:
         idle_backoff: float = 1.0,
         max_idle_backoff: float = 30.0,
         shutdown_grace: float = 30.0,
+        cancel_poll: float = DEFAULT_CANCEL_POLL,
         worker_id: Optional[str] = None,
     ) -> None:
         """Make a worker.
@@ -74,6 +81,10 @@ class Worker:
             long-polling; doubles up to ``max_idle_backoff``. Defaults to 1 and 30.
         :param shutdown_grace: seconds running handlers may finish after a stop; then their
             ``stopping`` event is set and their tasks handed back. Defaults to 30.
+        :param cancel_poll: seconds between reads of a running task (one GET) between
+            heartbeats, so that a cancel reaches its handler within about this long whatever
+            the lease; 0 turns them off (a cancel is then seen at the next heartbeat, a third
+            of the lease). Defaults to DEFAULT_CANCEL_POLL (2).
         :param worker_id: recorded on claimed tasks. Defaults to host-pid.
         """
         if concurrency < 1:
@@ -84,6 +95,7 @@ class Worker:
         self.wait = wait
         self.idle_backoff, self.max_idle_backoff = idle_backoff, max_idle_backoff
         self.shutdown_grace = shutdown_grace
+        self.cancel_poll = cancel_poll
         self.worker_id = worker_id or f"{socket.gethostname()}-{os.getpid()}"
         self.handlers: Dict[str, Handler] = {}
         self._stop = threading.Event()
@@ -249,6 +261,8 @@ class Worker:
         err: Optional[BaseException] = None
         try:
             out = h(ctx)
+            if inspect.iscoroutine(out):  # an async def handler: run in this slot's own loop
+                out = asyncio.run(out)
         except Exception as e:  # noqa: BLE001 - every handler error becomes the attempt's outcome
             err = e
         finally:
@@ -279,15 +293,28 @@ class Worker:
             log.warning("%s failed: %s", getattr(op, "__name__", "lease operation"), e)
 
     def _heartbeat(self, ctx: TaskContext, stop: threading.Event) -> None:
-        """Extend the lease at a third of what is left of it until stop; set the context's
-        cancelled or lease_lost event when the answer says so."""
+        """Extend the lease at a third of what is left of it until stop, reading the task every
+        cancel_poll seconds between heartbeats; set the context's cancelled or lease_lost event
+        when an answer says so."""
         while True:
             lease = ctx.lease
             assert lease is not None
             exp = _times.parse(lease.get("expires_at"))
             left = (exp.timestamp() - time.time()) if exp else 30.0
-            if stop.wait(max(0.1, left / 3)):
-                return
+            beat_at = time.monotonic() + max(0.1, left / 3)
+            while True:
+                now = time.monotonic()
+                poll = self.cancel_poll > 0 and not ctx.cancelled.is_set()
+                step = beat_at - now if not poll else min(beat_at - now, self.cancel_poll)
+                if stop.wait(max(0.0, step)):
+                    return
+                if time.monotonic() >= beat_at:
+                    break
+                try:
+                    if self.client.status(ctx.id).get("cancel_requested"):
+                        ctx.cancelled.set()
+                except (APIError, OSError) as e:
+                    log.debug("task %s: cancel poll failed: %s", ctx.id, e)
             try:
                 hb = self.client.heartbeat(lease, lease_for=self.lease_for)
             except (LeaseError, NotFoundError) as e:
@@ -317,4 +344,4 @@ def run_handlers(handlers: Dict[str, Handler], client: Client, **options: Any) -
     w.run()
 
 
-__all__: List[str] = ["Worker", "Handler", "DEFAULT_WAIT", "run_handlers"]
+__all__: List[str] = ["Worker", "Handler", "DEFAULT_WAIT", "DEFAULT_CANCEL_POLL", "run_handlers"]

@@ -194,3 +194,10 @@ def test_lambda_handler() -> None:
     assert type(none.value).__name__ == PERMANENT_ERROR_TYPE
     with pytest.raises(RuntimeError, match="deadline"):
         h(payload("email.send", "late", deadline_in=-1), None)
+
+
+def test_lambda_handler_async() -> None:
+    async def send(t: s3q.TaskContext) -> Any:
+        return {"sent": t.input}
+
+    assert lambda_handler({"email.send": send})(payload("email.send", "a"), None) == {"sent": "a"}

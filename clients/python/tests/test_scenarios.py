@@ -105,7 +105,7 @@ def test_lease_operation_replayed(client: s3q.Client) -> None:
 @scenario("cancel_reaches_handler")
 def test_cancel_reaches_handler(client: s3q.Client) -> None:
     started, saw_cancel = threading.Event(), threading.Event()
-    w = s3q.Worker(client, lease_for=3, wait=1)
+    w = s3q.Worker(client, wait=1)  # the task's own lease (5m): the cancel poll sees it within seconds
 
     @w.task("report.build")
     def build(task: s3q.TaskContext) -> None:

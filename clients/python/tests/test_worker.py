@@ -3,6 +3,7 @@ retried, the deadline, and a stop whose grace runs out handing the task back."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import os
 import pathlib
@@ -130,3 +131,21 @@ def test_sigint_past_the_grace_hands_the_task_back(server: str, client: s3q.Clie
     assert "output" not in task and "last_error" not in task
     (c,) = client.claim()
     assert c["task"]["id"] == task_id
+
+
+def test_async_handlers(client: s3q.Client) -> None:
+    w = s3q.Worker(client, wait=1)
+
+    @w.task("async.job")
+    async def job(task: s3q.TaskContext) -> Any:
+        await asyncio.sleep(0.01)
+        return {"doubled": task.input * 2}
+
+    t = start(w)
+    try:
+        task_id = client.submit("async.job", 21)["task"]["id"]
+        wait_for("the async handler", lambda: client.status(task_id)["status"] == "completed")
+    finally:
+        w.stop()
+        t.join(30)
+    assert client.status(task_id)["output"] == {"doubled": 42}
