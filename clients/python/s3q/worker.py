@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import inspect
+import json
 import logging
 import os
 import signal
@@ -183,7 +184,12 @@ class Worker:
     def _slot(self, finisher: concurrent.futures.ThreadPoolExecutor) -> None:
         prev: Optional[concurrent.futures.Future[None]] = None
         while not self._stop.is_set():
-            c = self._claim()
+            try:
+                c = self._claim()
+            except Exception:  # a bug, not the API: log it, do not lose the slot
+                log.exception("claim failed")
+                self._stop.wait(self.idle_backoff)
+                continue
             if c is None:
                 continue
             finish = self._run(c)
@@ -237,7 +243,9 @@ class Worker:
                 log.warning("the API refuses this long-poll; claiming without waiting: %s", e)
                 self.wait = 0
                 return None
-            raise
+            log.error("claim refused: %s", e)
+            self._stop.wait(self.max_idle_backoff)
+            return None
         except (APIError, OSError) as e:
             if not self._stop.is_set():
                 log.warning("claim failed: %s", e)
@@ -277,6 +285,11 @@ class Worker:
         if ctx.cancelled.is_set():
             return lambda: self._quiet(self.client.ack_cancel, cur)
         if err is None:
+            try:
+                json.dumps(out, allow_nan=False)
+            except (TypeError, ValueError) as e:
+                bad = f"the handler's output is not JSON-serialisable: {e}"
+                return lambda: self._quiet(self.client.fail, cur, bad, retryable=False)
             return lambda: self._quiet(self.client.complete, cur, out)
         if isinstance(err, Reschedule):
             r = err
@@ -289,7 +302,7 @@ class Worker:
     def _quiet(op: Callable[..., Any], *args: Any, **kw: Any) -> None:
         try:
             op(*args, **kw)
-        except (APIError, OSError) as e:
+        except Exception as e:  # noqa: BLE001 - a finisher thread must not die: the lease will lapse
             log.warning("%s failed: %s", getattr(op, "__name__", "lease operation"), e)
 
     def _heartbeat(self, ctx: TaskContext, stop: threading.Event) -> None:

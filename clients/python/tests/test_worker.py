@@ -39,6 +39,8 @@ def test_outcomes(client: s3q.Client) -> None:
             raise s3q.Reschedule(dt.timedelta(seconds=0))
         if task.input == "flaky" and task.attempt == 1:
             raise ValueError("try again")
+        if task.input == "not-json":
+            return {"when": dt.date(2030, 1, 1)}
         return {"done": task.input}
 
     t = start(w)
@@ -47,6 +49,8 @@ def test_outcomes(client: s3q.Client) -> None:
         perm = client.submit("img.resize", "perm")["task"]["id"]
         later = client.submit("img.resize", "later")["task"]["id"]
         flaky = client.submit("img.resize", "flaky", max_attempts=3)["task"]["id"]
+        not_json = client.submit("img.resize", "not-json")["task"]["id"]
+        wait_for("not-json", lambda: client.status(not_json)["status"] == "failed")
         wait_for("ok", lambda: client.status(ok)["status"] == "completed")
         wait_for("perm", lambda: client.status(perm)["status"] == "failed")
         wait_for("later", lambda: client.status(later)["status"] == "completed")
@@ -60,6 +64,7 @@ def test_outcomes(client: s3q.Client) -> None:
     p = client.status(perm)
     assert p["last_error"] == "corrupt image" and p["attempt"] == 1
     assert client.status(later)["attempt"] == 1  # a reschedule uses no attempt
+    assert "not JSON-serialisable" in client.status(not_json)["last_error"]
     f = client.status(flaky)
     assert f["status"] in ("pending", "completed") and f.get("last_error") == "try again"
 
