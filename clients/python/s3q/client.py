@@ -520,6 +520,10 @@ class Client:
         ttl: Optional[v.Duration],
         ttl_from: Optional[TTLFrom],
         max_attempts: Optional[int],
+        enabled: Optional[bool] = None,
+        missed_runs: Optional[str] = None,
+        overlap: Optional[str] = None,
+        catch_up_window: Optional[v.Duration] = None,
     ) -> Dict[str, Any]:
         if not isinstance(cron, str) or not cron.strip():
             raise ArgumentError("cron", "want a cron expression such as '0 9 * * MON-FRI'")
@@ -528,7 +532,21 @@ class Client:
             body["input"] = v.json_value("input", input)
         if ttl is not None:
             body["ttl"] = v.duration("ttl", ttl)
-        body.update(_drop_none({"id": id, "timezone": timezone, "ttl_from": ttl_from, "max_attempts": max_attempts}))
+        if catch_up_window is not None:
+            body["catch_up_window"] = v.duration("catch_up_window", catch_up_window)
+        body.update(
+            _drop_none(
+                {
+                    "id": id,
+                    "timezone": timezone,
+                    "ttl_from": ttl_from,
+                    "max_attempts": max_attempts,
+                    "enabled": enabled,
+                    "missed_runs": missed_runs,
+                    "overlap": overlap,
+                }
+            )
+        )
         return body
 
     def create_schedule(
@@ -542,12 +560,21 @@ class Client:
         ttl: Optional[v.Duration] = None,
         ttl_from: Optional[TTLFrom] = None,
         max_attempts: Optional[int] = None,
+        enabled: Optional[bool] = None,
+        missed_runs: Optional[str] = None,
+        overlap: Optional[str] = None,
+        catch_up_window: Optional[v.Duration] = None,
     ) -> Schedule:
         """Create cron schedule ``schedule_id`` in this client's queue (``timezone`` an IANA
-        name; UTC by default). Each fire makes a task whose id derives from (schedule, time)."""
+        name; UTC by default). Each fire makes a task whose id derives from (schedule, time).
+        ``enabled=False`` creates it paused; ``missed_runs`` ("skip", "catch_up", ...),
+        ``overlap`` and ``catch_up_window`` as docs/schedules.md describes them."""
         if not isinstance(schedule_id, str) or not schedule_id:
             raise ArgumentError("schedule_id", "want a schedule id")
-        body = self._schedule_body(task_type, cron, schedule_id, input, timezone, ttl, ttl_from, max_attempts)
+        body = self._schedule_body(
+            task_type, cron, schedule_id, input, timezone, ttl, ttl_from, max_attempts,
+            enabled, missed_runs, overlap, catch_up_window,
+        )
         return cast(Schedule, self._post(self._qp("/schedules"), body, retry=False)["schedule"])
 
     def update_schedule(
@@ -561,9 +588,16 @@ class Client:
         ttl: Optional[v.Duration] = None,
         ttl_from: Optional[TTLFrom] = None,
         max_attempts: Optional[int] = None,
+        enabled: Optional[bool] = None,
+        missed_runs: Optional[str] = None,
+        overlap: Optional[str] = None,
+        catch_up_window: Optional[v.Duration] = None,
     ) -> Schedule:
         """Replace a schedule (PUT; creates it when missing)."""
-        body = self._schedule_body(task_type, cron, None, input, timezone, ttl, ttl_from, max_attempts)
+        body = self._schedule_body(
+            task_type, cron, None, input, timezone, ttl, ttl_from, max_attempts,
+            enabled, missed_runs, overlap, catch_up_window,
+        )
         return cast(Schedule, self._t.call("PUT", self._sp(schedule_id), None, body, retry=True)[1]["schedule"])
 
     def get_schedule(self, schedule_id: str) -> Schedule:
