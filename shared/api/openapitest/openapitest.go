@@ -36,6 +36,10 @@ func Document(t testing.TB) *openapi3.T {
 	return doc
 }
 
+// Load returns api.Document loaded and validated as OpenAPI 3.1 (see
+// Document), or why it is not valid.
+func Load() (*openapi3.T, error) { return load() }
+
 var load = sync.OnceValues(func() (*openapi3.T, error) {
 	// The document, with the answers of no route (api.UnroutedResponses)
 	// among its components.
@@ -78,12 +82,60 @@ func Check(t testing.TB, req *http.Request, reqBody []byte, status int, header h
 	}
 	if err := Describe(doc, req, status, header, body); err != nil {
 		fail(fmt.Sprintf("answered %d", status), err, body)
+	} else {
+		key, s := answerSchema(doc, req, status)
+		recordAnswer(key, status, s, body)
 	}
-	if status >= 200 && status < 300 {
+	if status >= 200 && status < 300 && !partlyRefused(body) {
 		if err := DescribeRequest(doc, req, reqBody); err != nil {
 			fail("was accepted", err, reqBody)
 		}
 	}
+}
+
+// partlyRefused reports whether body is a batch's answer with an item
+// refused: the API accepted the batch, not each of its items, so the
+// request is not one the document describes.
+func partlyRefused(body []byte) bool {
+	var b struct {
+		Results []struct {
+			Error json.RawMessage `json:"error"`
+		} `json:"results"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return false
+	}
+	for _, r := range b.Results {
+		if len(r.Error) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// answerSchema returns the key of the operation that answers req ("(no
+// route)" when none does) and the schema of its answer with status.
+func answerSchema(doc *openapi3.T, req *http.Request, status int) (string, *openapi3.SchemaRef) {
+	rt, _, err := route(doc, req)
+	var r *openapi3.ResponseRef
+	key := "(no route)"
+	if err == nil && rt != nil {
+		key = req.Method + " " + rt.Path
+		r = rt.Operation.Responses.Status(status)
+	} else if err == nil {
+		r = doc.Components.Responses["NoRoute"]
+		if status == http.StatusMethodNotAllowed {
+			r = doc.Components.Responses["MethodNotAllowed"]
+		}
+	}
+	if r == nil || r.Value == nil {
+		return key, nil
+	}
+	mt := r.Value.Content.Get("application/json")
+	if mt == nil {
+		return key, nil
+	}
+	return key, mt.Schema
 }
 
 // route returns the document's route for req (the one the API matches,
