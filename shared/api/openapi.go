@@ -256,11 +256,13 @@ func buildDocument() []byte {
 		"tags":     tags,
 		"security": []obj{{"sigv4": []string{}}},
 		"paths":    paths,
+		"webhooks": webhooks(),
 		"components": obj{
 			"schemas":   schemas(),
 			"responses": responses,
 			"headers":   headers(),
 			"securitySchemes": obj{
+				"pushSignature": pushSignatureScheme(),
 				"sigv4": obj{"type": "apiKey", "name": "Authorization", "in": "header", "x-amazon-apigateway-authtype": "awsSigv4",
 					"description": "API Gateway IAM authorization: requests signed with AWS SigV4 (service execute-api, action execute-api:Invoke) by a principal whose IAM policy allows the route. " +
 						"Every operation requires it on a deployment; s3q dev (make dev) does not check it, and listens on loopback only."},

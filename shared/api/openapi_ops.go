@@ -20,6 +20,7 @@ const (
 	tagSchedules = "schedules"
 	tagArtifacts = "artifacts"
 	tagMeta      = "meta"
+	tagPush      = "push"
 )
 
 // tags are the document's tags, with their descriptions.
@@ -30,6 +31,7 @@ var tags = []obj{
 	{"name": tagSchedules, "description": "Cron schedules that submit tasks, their fires and history"},
 	{"name": tagArtifacts, "description": "Presigned URLs to upload and download a task's files"},
 	{"name": tagMeta, "description": "The API's own description"},
+	{"name": tagPush, "description": "What a push queue's URL target receives (webhooks): the delivery, its signature, and what the target's answers do"},
 }
 
 // operations are the operation of every route, by route key.

@@ -11,6 +11,7 @@ import (
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/schedule"
+	"github.com/s3q/s3q/shared/wire"
 )
 
 // The schemas of the document (components.schemas), made by reflection
@@ -77,6 +78,7 @@ var components = []component{
 	{name: "ArtifactReply", typ: typeOf[artifactReply](), flow: outbound},
 	{name: "Error", typ: typeOf[Error](), flow: outbound},
 	{name: "OpenAPI", build: openAPISchema},
+	{name: "PushDelivery", typ: typeOf[pushDelivery](), flow: outbound},
 
 	// Values of both.
 	{name: "Status", typ: typeOf[queue.Status]()},
@@ -248,6 +250,8 @@ var fieldDocs = map[string]obj{
 	"Artifact.name":    {"type": "string", "pattern": patternArtifact, "description": "the artifact's name"},
 	"Artifact.headers": {"description": "headers to send as they are"},
 
+	"PushDelivery.deadline": {"type": "string", "format": "date-time", "description": "an RFC 3339 time a little before the lease ends (a tenth of the lease, at most 2s, before it): answer by then, or the delivery is cut off and the lease lapses"},
+
 	"Error.code":  {"enum": errorCodes(), "description": "what went wrong, one of a fixed set; each goes with one HTTP status"},
 	"Error.field": {"description": "the request field at fault, in its JSON spelling (tasks[3].ttl for a batch item's); body for the body as a whole (not JSON, not an object, too large), query for the query string; always present on a 400"},
 
@@ -294,7 +298,9 @@ var batchItemCodes = []string{CodeInvalidInput, CodeTooLarge, CodeConflict, Code
 
 // schemas are the document's components.schemas.
 func schemas() obj {
-	named := map[reflect.Type]string{}
+	named := map[reflect.Type]string{
+		typeOf[wire.Task](): "Task", // a push delivery's task: Task without expires_in_seconds
+	}
 	for _, c := range components {
 		if c.typ != nil {
 			named[c.typ] = c.name

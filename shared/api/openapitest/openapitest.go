@@ -211,3 +211,40 @@ func Describe(doc *openapi3.T, req *http.Request, status int, header http.Header
 		Options:                &openapi3filter.Options{IncludeResponseStatus: true},
 	})
 }
+
+// CheckDelivery fails t when the document's push delivery (its webhook
+// taskDelivery) does not describe the request r with its body: its
+// headers and its JSON body. The dispatch tests check every delivery
+// their targets receive with it.
+func CheckDelivery(t testing.TB, r *http.Request, body []byte) {
+	t.Helper()
+	doc := Document(t)
+	if err := DescribeDelivery(doc, r, body); err != nil {
+		why, _, _ := strings.Cut(err.Error(), "\n")
+		if len(body) > 400 {
+			body = append(body[:400:400], "..."...)
+		}
+		t.Errorf("a push delivery the OpenAPI document's webhook does not describe: %s\n%s", why, body)
+		return
+	}
+	var s *openapi3.SchemaRef
+	if mt := doc.Webhooks[api.WebhookTaskDelivery].Post.RequestBody.Value.Content.Get("application/json"); mt != nil {
+		s = mt.Schema
+	}
+	recordAnswer("webhook "+api.WebhookTaskDelivery, 0, s, body)
+}
+
+// DescribeDelivery returns why doc's push delivery does not describe the
+// request r with its body, or nil.
+func DescribeDelivery(doc *openapi3.T, r *http.Request, body []byte) error {
+	item := doc.Webhooks[api.WebhookTaskDelivery]
+	if item == nil || item.Post == nil {
+		return fmt.Errorf("the document has no webhook %s", api.WebhookTaskDelivery)
+	}
+	req := r.Clone(context.Background())
+	req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	return openapi3filter.ValidateRequest(context.Background(), &openapi3filter.RequestValidationInput{
+		Request: req, Route: &routers.Route{Spec: doc, Path: api.WebhookTaskDelivery, PathItem: item, Method: http.MethodPost, Operation: item.Post},
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+	})
+}
