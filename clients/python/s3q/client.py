@@ -18,7 +18,9 @@ from .models import (
     Fire,
     History_versions_item,
     Lease,
+    MissedRuns,
     OpenAPI,
+    Overlap,
     Queue,
     Schedule,
     StatsReply_stats,
@@ -521,8 +523,8 @@ class Client:
         ttl_from: Optional[TTLFrom],
         max_attempts: Optional[int],
         enabled: Optional[bool] = None,
-        missed_runs: Optional[str] = None,
-        overlap: Optional[str] = None,
+        missed_runs: Optional[MissedRuns] = None,
+        overlap: Optional[Overlap] = None,
         catch_up_window: Optional[v.Duration] = None,
     ) -> Dict[str, Any]:
         if not isinstance(cron, str) or not cron.strip():
@@ -561,8 +563,8 @@ class Client:
         ttl_from: Optional[TTLFrom] = None,
         max_attempts: Optional[int] = None,
         enabled: Optional[bool] = None,
-        missed_runs: Optional[str] = None,
-        overlap: Optional[str] = None,
+        missed_runs: Optional[MissedRuns] = None,
+        overlap: Optional[Overlap] = None,
         catch_up_window: Optional[v.Duration] = None,
     ) -> Schedule:
         """Create cron schedule ``schedule_id`` in this client's queue (``timezone`` an IANA
@@ -589,8 +591,8 @@ class Client:
         ttl_from: Optional[TTLFrom] = None,
         max_attempts: Optional[int] = None,
         enabled: Optional[bool] = None,
-        missed_runs: Optional[str] = None,
-        overlap: Optional[str] = None,
+        missed_runs: Optional[MissedRuns] = None,
+        overlap: Optional[Overlap] = None,
         catch_up_window: Optional[v.Duration] = None,
     ) -> Schedule:
         """Replace a schedule (PUT; creates it when missing)."""

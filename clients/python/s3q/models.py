@@ -12,15 +12,20 @@ JSON = Any
 """Any JSON value."""
 
 
-OpenAPI = Dict[str, JSON]  # an OpenAPI 3.1 document
+BulkOp = Literal["purge", "retry", "cancel", "expire"]
+MissedRuns = Literal["skip", "catch_up"]
+Overlap = Literal["allow", "skip"]
 Status = Literal["pending", "running", "completed", "failed", "cancelled", "expired", "archived"]
 TTLFrom = Literal["submission", "first_attempt"]
+Target = JSON  # a queue's push target: a Lambda function, or an https URL with the SSM parameter that holds the secret signing its deliveries
 
 
 class _ArtifactRequired(TypedDict):
     expires_at: str
     name: str
+    """The artifact's name."""
     task_id: str
+    """A task id: a lowercase UUIDv7."""
 
 
 class Artifact(_ArtifactRequired, total=False):
@@ -43,34 +48,64 @@ class ArtifactRequest(TypedDict):
 
     name: str
     size: int
-
-
-class BatchReplyResultsItem(TypedDict, total=False):
-    """The BatchReplyResultsItem object of the API."""
-
-    deduplicated: bool
-    error: Error
-    replayed: bool
-    task: Task
+    """The artifact's size in bytes: the upload must send exactly that many."""
 
 
 class BatchReply(TypedDict):
     """The BatchReply object of the API."""
 
-    results: List[BatchReplyResultsItem]
+    results: List[BatchResult]
 
 
 class BatchRequest(TypedDict):
     """The BatchRequest object of the API."""
 
-    tasks: List[JSON]
+    tasks: List[BatchTask]
+    """The tasks, each as POST /queues/{queue}/tasks takes it (without wait); an invalid one gets an error in its result (field tasks[i]), the others are still submitted."""
 
 
-class BulkReplySkippedItem(TypedDict):
-    """The BulkReplySkippedItem object of the API."""
+class BatchResult(TypedDict, total=False):
+    """The BatchResult object of the API."""
 
+    deduplicated: bool
+    error: JSON
+    """Why this item was not submitted (field tasks[i].…)."""
+    replayed: bool
+    task: Task
+
+
+class _BatchTaskRequired(TypedDict):
+    task_type: str
+
+
+class BatchTask(_BatchTaskRequired, total=False):
+    """The BatchTask object of the API."""
+
+    dedup_key: str
+    """At most one live (pending or running) task of the queue holds a dedup key."""
+    delay: Union[str, float]
+    """A duration such as 90s, 30m, 1h or 7d, or a number of seconds."""
+    expires_at: str
     id: str
-    reason: str
+    """A lowercase UUIDv7 the caller makes: one id is one task (exactly-once submits). Defaults to one the server makes."""
+    input: JSON
+    """The task's input: any JSON value, at most 256 KiB."""
+    max_attempts: int
+    """Attempts before the task is dead-lettered (status failed); 0 means the default (3)."""
+    on_parent_expired: Literal["run", "cancel"]
+    """What happens to this task when its parent expires: run (the default) or cancel."""
+    parent_id: str
+    """The parent task: when it expires, this task is expired (pending) or asked to cancel (running, with on_parent_expired cancel)."""
+    queue: str
+    """The path's queue, or left out."""
+    schedule_at: str
+    timeout: Union[str, float]
+    """A duration such as 90s, 30m, 1h or 7d, or a number of seconds."""
+    ttl: Union[str, float]
+    """A duration such as 90s, 30m, 1h or 7d, or a number of seconds."""
+    ttl_from: TTLFrom
+    ttl_seconds: int
+    """The time to live in seconds (ttl as a number)."""
 
 
 class _BulkReplyRequired(TypedDict):
@@ -79,7 +114,7 @@ class _BulkReplyRequired(TypedDict):
     dry_run: bool
     matched: int
     """Tasks the filter chose in this call."""
-    op: Literal["purge", "retry", "cancel", "expire"]
+    op: BulkOp
     queue: str
     status: Status
     task_ids: List[str]
@@ -90,7 +125,7 @@ class BulkReply(_BulkReplyRequired, total=False):
 
     next_cursor: str
     """Continue with it; absent once every task of the status was examined."""
-    skipped: List[BulkReplySkippedItem]
+    skipped: List[BulkSkip]
 
 
 class BulkRequest(TypedDict, total=False):
@@ -101,12 +136,20 @@ class BulkRequest(TypedDict, total=False):
     dry_run: bool
     """Report what would change, write nothing."""
     limit: int
-    """Most tasks changed by this call (default 100)."""
+    """Most tasks changed by this call; 0 or absent: 100."""
     older_than: Union[str, float]
     """Only tasks last changed (updated_at) at least this long ago: a duration such as 90s, 30m, 1h or 7d, or a number of seconds."""
     status: Status
     task_type: str
     """Only tasks of this type."""
+
+
+class BulkSkip(TypedDict):
+    """The BulkSkip object of the API."""
+
+    id: str
+    """A task id: a lowercase UUIDv7."""
+    reason: str
 
 
 class CancelAckRequest(TypedDict):
@@ -126,9 +169,11 @@ class ClaimRequest(TypedDict, total=False):
     """The ClaimRequest object of the API."""
 
     lease_for: Union[str, float]
-    """A duration such as 90s, 30m, 1h or 7d, or a number of seconds."""
+    """The lease's length from now: a duration such as 90s, 30m, 1h or 7d, or a number of seconds; more than 0 and at most 12h. Defaults to the task's timeout."""
     max_tasks: int
+    """The most tasks to claim at once; defaults to 1."""
     queue: str
+    """The path's queue, or left out."""
     task_types: List[str]
     wait: Union[str, float]
     """A duration or a number of seconds to long-poll for; only POST /queues/{queue}/claim/wait waits, the plain route refuses a wait over 0 (400 naming wait)."""
@@ -151,7 +196,7 @@ class CompleteRequest(_CompleteRequestRequired, total=False):
     """The CompleteRequest object of the API."""
 
     output: JSON
-    """Any JSON value."""
+    """The task's output: any JSON value."""
 
 
 class _CountsRequired(TypedDict):
@@ -184,7 +229,8 @@ Empty = TypedDict(
 
 
 class _ErrorRequired(TypedDict):
-    code: str
+    code: Literal["already_exists", "conflict", "deadline_exceeded", "internal", "invalid_input", "invalid_lease_duration", "invalid_state", "lease_expired", "lease_mismatch", "method_not_allowed", "not_found", "not_running", "queue_not_empty", "queue_not_found", "throttled", "too_large", "too_many_queues"]
+    """What went wrong, one of a fixed set; each goes with one HTTP status."""
     message: str
 
 
@@ -204,7 +250,9 @@ class FailRequest(_FailRequestRequired, total=False):
     """The FailRequest object of the API."""
 
     error: str
+    """The failure message, kept as last_error."""
     retryable: bool
+    """Whether another attempt may succeed. Defaults to true."""
 
 
 class _FireRequired(TypedDict):
@@ -217,9 +265,16 @@ class Fire(_FireRequired, total=False):
     """The Fire object of the API."""
 
     error: str
+    missed: int
+    """Earlier due times (up to 1000) not fired because of missed_runs."""
     running_task_id: str
-    skipped: str
+    """The task of the previous fire, still pending or running."""
+    skipped: Literal["overlap", "invalid"]
+    """Why no task was submitted: overlap (the task in running_task_id was still pending or running) or invalid (the template no longer makes a valid task; error says why)."""
     task_id: str
+    """The task the fire submitted (absent when skipped)."""
+    trigger: bool
+    """True for a fire made by POST …/trigger, not by the cron."""
 
 
 class FireReply(TypedDict):
@@ -237,33 +292,54 @@ class HeartbeatRequest(_HeartbeatRequestRequired, total=False):
     """The HeartbeatRequest object of the API."""
 
     lease_for: Union[str, float]
-    """A duration such as 90s, 30m, 1h or 7d, or a number of seconds."""
-
-
-class HistoryVersionsItem(TypedDict):
-    """The HistoryVersionsItem object of the API."""
-
-    modified_at: str
-    task: Task
-    version_id: str
+    """The lease's length from now: a duration such as 90s, 30m, 1h or 7d, or a number of seconds; more than 0 and at most 12h. Defaults to the task's timeout."""
 
 
 class _HistoryRequired(TypedDict):
-    versions: List[HistoryVersionsItem]
+    versions: List[TaskVersion]
 
 
 class History(_HistoryRequired, total=False):
     """The History object of the API."""
 
     next_cursor: str
+    """The cursor of the next page; absent on the last."""
 
 
 class Lease(TypedDict):
     """The Lease object of the API."""
 
     expires_at: str
+    """The lease lapses then unless extended by a heartbeat."""
     task_id: str
+    """A task id: a lowercase UUIDv7."""
     token: str
+    """The lease token: lease operations (heartbeat, complete, fail, reschedule, cancel-ack) send it as lease_token."""
+
+
+class _OpenAPIRequired(TypedDict):
+    components: Dict[str, JSON]
+    info: Dict[str, JSON]
+    openapi: str
+    paths: Dict[str, JSON]
+
+
+class OpenAPI(_OpenAPIRequired, total=False):
+    """The OpenAPI object of the API."""
+
+    security: List[Dict[str, JSON]]
+    servers: List[Dict[str, JSON]]
+    tags: List[Dict[str, JSON]]
+    webhooks: Dict[str, JSON]
+
+
+class PushDelivery(TypedDict):
+    """The PushDelivery object of the API."""
+
+    deadline: str
+    """An RFC 3339 time a little before the lease ends (a tenth of the lease, at most 2s, before it): answer by then, or the delivery is cut off and the lease lapses."""
+    lease: Lease
+    task: Task
 
 
 class _QueueRequired(TypedDict):
@@ -276,13 +352,17 @@ class Queue(_QueueRequired, total=False):
     """The Queue object of the API."""
 
     auto_declared: bool
+    """The queue was declared by a submit (auto_declare)."""
     counts: Counts
     max_attempts: int
+    """Attempts before the task is dead-lettered (status failed); 0 means the default (3)."""
     max_concurrency: int
+    """The most tasks of the queue running at once; 0 or absent: no limit."""
     paused: bool
     """Claims and push deliveries take nothing from a paused queue; submits go on."""
     paused_at: str
     shards: int
+    """The claim index's key ranges, fixed at the first declaration."""
     target: Target
     timeout: str
     """A duration such as 90s, 30m, 1h or 7d."""
@@ -299,6 +379,7 @@ class QueueList(_QueueListRequired, total=False):
     """The QueueList object of the API."""
 
     next_cursor: str
+    """The cursor of the next page; absent on the last."""
 
 
 class QueueReply(TypedDict):
@@ -311,6 +392,7 @@ class QueueRequest(TypedDict, total=False):
     """The QueueRequest object of the API."""
 
     max_attempts: int
+    """Attempts before the task is dead-lettered (status failed); 0 means the default (3)."""
     max_concurrency: int
     shards: int
     target: Target
@@ -319,6 +401,15 @@ class QueueRequest(TypedDict, total=False):
     ttl: Union[str, float]
     """A duration such as 90s, 30m, 1h or 7d, or a number of seconds."""
     ttl_from: TTLFrom
+
+
+class RecentCounts(TypedDict):
+    """The RecentCounts object of the API."""
+
+    cancelled: int
+    expired: int
+    failed: int
+    window_seconds: int
 
 
 class _RescheduleRequestRequired(TypedDict):
@@ -330,24 +421,49 @@ class RescheduleRequest(_RescheduleRequestRequired, total=False):
     """The RescheduleRequest object of the API."""
 
     delay: Union[str, float]
-    """A duration such as 90s, 30m, 1h or 7d, or a number of seconds."""
+    """Until the task is available again. Defaults to 0 (now)."""
     extend_expiration: Union[str, float]
-    """A duration such as 90s, 30m, 1h or 7d, or a number of seconds."""
+    """Moves the task's deadline later. Defaults to 0."""
 
 
 class _ScheduleRequired(TypedDict):
+    created_at: str
     cron: str
+    """5 fields (minute hour day-of-month month day-of-week) or a descriptor (@hourly, @daily, @weekly, @monthly, @yearly, @every 15m)."""
+    enabled: bool
+    """False while paused."""
     id: str
+    last_run_at: Optional[str]
+    """The fire time of the last fire that submitted a task; null before the first."""
+    missed_runs: MissedRuns
+    next_run_at: Optional[str]
+    """The next fire time; null while paused. It may be in the past when the next tick has yet to fire it."""
+    next_runs: List[str]
+    """The next 5 fire times from next_run_at on (empty while paused)."""
+    overlap: Overlap
+    queue: str
     task_type: str
+    timezone: str
+    """The IANA time zone the expression is read in."""
+    updated_at: str
+    version: int
+    """Bumped by every write of the definition."""
 
 
 class Schedule(_ScheduleRequired, total=False):
     """The Schedule object of the API."""
 
-    last_run_at: Optional[str]
-    next_run_at: Optional[str]
-    next_runs: List[str]
-    queue: str
+    catch_up_window: str
+    """How far back missed_runs catch_up goes."""
+    input: JSON
+    """The task's input: any JSON value, at most 256 KiB."""
+    last_task_id: str
+    """The task the last fire submitted."""
+    max_attempts: int
+    """Attempts before the task is dead-lettered (status failed); 0 means the default (3)."""
+    ttl: str
+    """A duration such as 90s, 30m, 1h or 7d."""
+    ttl_from: TTLFrom
 
 
 class _ScheduleHistoryRequired(TypedDict):
@@ -358,6 +474,7 @@ class ScheduleHistory(_ScheduleHistoryRequired, total=False):
     """The ScheduleHistory object of the API."""
 
     next_cursor: str
+    """The cursor of the next page; absent on the last."""
 
 
 class _ScheduleListRequired(TypedDict):
@@ -368,6 +485,7 @@ class ScheduleList(_ScheduleListRequired, total=False):
     """The ScheduleList object of the API."""
 
     next_cursor: str
+    """The cursor of the next page; absent on the last."""
 
 
 class ScheduleReply(TypedDict):
@@ -384,10 +502,18 @@ class _ScheduleRequestRequired(TypedDict):
 class ScheduleRequest(_ScheduleRequestRequired, total=False):
     """The ScheduleRequest object of the API."""
 
+    catch_up_window: Union[str, float]
+    """How far back missed_runs catch_up goes; only with catch_up. Defaults to 24h."""
+    enabled: bool
+    """False to create a paused schedule. Defaults to true on create and to unchanged on replace."""
     id: str
+    """The schedule's id; required on create, on replace absent or the path's."""
     input: JSON
-    """Any JSON value."""
+    """The task's input: any JSON value, at most 256 KiB."""
     max_attempts: int
+    """Attempts before the task is dead-lettered (status failed); 0 means the default (3)."""
+    missed_runs: MissedRuns
+    overlap: Overlap
     queue: str
     timezone: str
     ttl: Union[str, float]
@@ -395,25 +521,16 @@ class ScheduleRequest(_ScheduleRequestRequired, total=False):
     ttl_from: TTLFrom
 
 
-class StatsReplyStatsRecent(TypedDict):
-    """The StatsReplyStatsRecent object of the API."""
-
-    cancelled: int
-    expired: int
-    failed: int
-    window_seconds: int
-
-
-class _StatsReplyStatsRequired(TypedDict):
+class _StatsRequired(TypedDict):
     at: str
     counts: Counts
     paused: bool
     queue: str
-    recent: StatsReplyStatsRecent
+    recent: RecentCounts
 
 
-class StatsReplyStats(_StatsReplyStatsRequired, total=False):
-    """The StatsReplyStats object of the API."""
+class Stats(_StatsRequired, total=False):
+    """The Stats object of the API."""
 
     oldest_pending_age_seconds: int
     """How long it has waited since."""
@@ -425,7 +542,7 @@ class StatsReplyStats(_StatsReplyStatsRequired, total=False):
 class StatsReply(TypedDict):
     """The StatsReply object of the API."""
 
-    stats: StatsReplyStats
+    stats: Stats
 
 
 class _SubmitRequestRequired(TypedDict):
@@ -436,17 +553,22 @@ class SubmitRequest(_SubmitRequestRequired, total=False):
     """The SubmitRequest object of the API."""
 
     dedup_key: str
+    """At most one live (pending or running) task of the queue holds a dedup key."""
     delay: Union[str, float]
     """A duration such as 90s, 30m, 1h or 7d, or a number of seconds."""
     expires_at: str
     id: str
-    """A lowercase UUIDv7 the caller makes: one id is one task (exactly-once submits)."""
+    """A lowercase UUIDv7 the caller makes: one id is one task (exactly-once submits). Defaults to one the server makes."""
     input: JSON
-    """Any JSON value."""
+    """The task's input: any JSON value, at most 256 KiB."""
     max_attempts: int
-    on_parent_expired: str
+    """Attempts before the task is dead-lettered (status failed); 0 means the default (3)."""
+    on_parent_expired: Literal["run", "cancel"]
+    """What happens to this task when its parent expires: run (the default) or cancel."""
     parent_id: str
+    """The parent task: when it expires, this task is expired (pending) or asked to cancel (running, with on_parent_expired cancel)."""
     queue: str
+    """The path's queue, or left out."""
     schedule_at: str
     timeout: Union[str, float]
     """A duration such as 90s, 30m, 1h or 7d, or a number of seconds."""
@@ -454,28 +576,22 @@ class SubmitRequest(_SubmitRequestRequired, total=False):
     """A duration such as 90s, 30m, 1h or 7d, or a number of seconds."""
     ttl_from: TTLFrom
     ttl_seconds: int
+    """The time to live in seconds (ttl as a number)."""
     wait: Union[str, float]
     """A duration or a number of seconds: wait up to this long for the outcome: 200 finished, 202 still going, 504 deadline passed. Only POST /queues/{queue}/tasks/wait waits; the plain route refuses a wait over 0 (400 naming wait)."""
 
 
-Target = TypedDict(
-    'Target',
-    {
-        'lambda': 'str',
-        'secret': 'str',
-        'url': 'str',
-    },
-    total=False,
-)
-
-
 class _TaskRequired(TypedDict):
     attempt: int
+    """Attempts started (claims)."""
     available_at: str
     created_at: str
     expires_at: Optional[str]
+    """The task's deadline; null when it has none."""
     id: str
+    """A task id: a lowercase UUIDv7."""
     max_attempts: int
+    """Attempts before the task is dead-lettered (status failed); 0 means the default (3)."""
     queue: str
     status: Status
     task_type: str
@@ -488,30 +604,36 @@ class Task(_TaskRequired, total=False):
     """The Task object of the API."""
 
     artifact_names: List[str]
+    """The artifacts uploaded for the task."""
     artifacts_expire_at: str
     cancel_requested: bool
+    """A cancel was asked while the task ran: its worker should stop and acknowledge (cancel-ack)."""
     cancelled_at: str
     completed_at: str
     dead_letter_event_sent_at: str
     dedup_key: str
-    ended_by: str
-    """The lease operation that ended the last lease (complete, fail, reschedule, cancel)."""
+    """At most one live (pending or running) task of the queue holds a dedup key."""
+    ended_by: Literal["complete", "fail", "reschedule", "cancel"]
+    """The lease operation that ended the last lease (the token is kept so that a replay of it answers the same)."""
     expired_at: str
     expires_in_seconds: int
     """Whole seconds to expires_at, rounded down; negative once passed."""
     expiry_event_sent_at: str
     expiry_reason: Literal["ttl", "parent_expired", "manual"]
+    """Why the task expired."""
     failed_at: str
     heartbeats: int
     """Heartbeats of the current attempt, at most 1000."""
     input: JSON
-    """Any JSON value."""
+    """The task's input: any JSON value, at most 256 KiB."""
     last_error: str
     lease_expires_at: str
-    on_parent_expired: str
+    on_parent_expired: Literal["run", "cancel"]
+    """What happens to this task when its parent expires: run (the default) or cancel."""
     output: JSON
-    """Any JSON value."""
+    """The task's output: any JSON value."""
     parent_id: str
+    """The parent task: when it expires, this task is expired (pending) or asked to cancel (running, with on_parent_expired cancel)."""
     purged_at: str
     """The task was purged then (only in the last version of a purged task's history)."""
     started_at: str
@@ -529,6 +651,7 @@ class TaskList(_TaskListRequired, total=False):
     """The TaskList object of the API."""
 
     next_cursor: str
+    """The cursor of the next page; absent on the last."""
 
 
 class _TaskReplyRequired(TypedDict):
@@ -539,20 +662,37 @@ class TaskReply(_TaskReplyRequired, total=False):
     """The TaskReply object of the API."""
 
     deduplicated: bool
+    """True when a live task already held the dedup key: this is that task (200)."""
     replayed: bool
+    """True when the task with the request's id already existed, made by this same request: this is that task (200)."""
+
+
+class TaskVersion(TypedDict):
+    """The TaskVersion object of the API."""
+
+    modified_at: str
+    task: Task
+    version_id: str
 
 
 # The types inside each schema, by Schema_field (_item: of an array's items).
 ArtifactReply_artifact = Artifact
-BatchReply_results_item = BatchReplyResultsItem
-BulkReply_skipped_item = BulkReplySkippedItem
+BatchReply_results_item = BatchResult
+BatchRequest_tasks_item = BatchTask
+BatchResult_error = JSON
+BatchResult_task = Task
+BatchTask_ttl_from = TTLFrom
+BulkReply_op = BulkOp
+BulkReply_skipped_item = BulkSkip
 BulkReply_status = Status
 BulkRequest_status = Status
 ClaimReply_tasks_item = Claimed
 Claimed_lease = Lease
 Claimed_task = Task
 FireReply_fire = Fire
-History_versions_item = HistoryVersionsItem
+History_versions_item = TaskVersion
+PushDelivery_lease = Lease
+PushDelivery_task = Task
 Queue_counts = Counts
 Queue_target = Target
 Queue_ttl_from = TTLFrom
@@ -560,16 +700,24 @@ QueueList_queues_item = Queue
 QueueReply_queue = Queue
 QueueRequest_target = Target
 QueueRequest_ttl_from = TTLFrom
+Schedule_missed_runs = MissedRuns
+Schedule_overlap = Overlap
+Schedule_ttl_from = TTLFrom
 ScheduleHistory_fires_item = Fire
 ScheduleList_schedules_item = Schedule
 ScheduleReply_schedule = Schedule
+ScheduleRequest_missed_runs = MissedRuns
+ScheduleRequest_overlap = Overlap
 ScheduleRequest_ttl_from = TTLFrom
-StatsReply_stats = StatsReplyStats
+Stats_counts = Counts
+Stats_recent = RecentCounts
+StatsReply_stats = Stats
 SubmitRequest_ttl_from = TTLFrom
 Task_status = Status
 Task_ttl_from = TTLFrom
 TaskList_tasks_item = Task
 TaskReply_task = Task
+TaskVersion_task = Task
 
 
 class Operation(NamedTuple):
@@ -583,51 +731,77 @@ class Operation(NamedTuple):
 
 # Every operation of the document, by path.
 OPERATIONS: Tuple[Operation, ...] = (
-    Operation('get_openapi_json', 'GET', '/openapi.json', ()),
-    Operation('get_queues', 'GET', '/queues', ()),
-    Operation('get_queues_queue', 'GET', '/queues/{queue}', ()),
-    Operation('put_queues_queue', 'PUT', '/queues/{queue}', ()),
-    Operation('delete_queues_queue', 'DELETE', '/queues/{queue}', ()),
-    Operation('post_queues_queue_bulk_cancel', 'POST', '/queues/{queue}/bulk/cancel', ()),
-    Operation('post_queues_queue_bulk_expire', 'POST', '/queues/{queue}/bulk/expire', ()),
-    Operation('post_queues_queue_bulk_retry', 'POST', '/queues/{queue}/bulk/retry', ()),
-    Operation('post_queues_queue_claim', 'POST', '/queues/{queue}/claim', ()),
-    Operation('post_queues_queue_claim_wait', 'POST', '/queues/{queue}/claim/wait', ()),
-    Operation('post_queues_queue_pause', 'POST', '/queues/{queue}/pause', ()),
-    Operation('post_queues_queue_purge', 'POST', '/queues/{queue}/purge', ()),
-    Operation('post_queues_queue_resume', 'POST', '/queues/{queue}/resume', ()),
-    Operation('get_queues_queue_schedules', 'GET', '/queues/{queue}/schedules', ()),
-    Operation('post_queues_queue_schedules', 'POST', '/queues/{queue}/schedules', ()),
-    Operation('get_queues_queue_schedules_id', 'GET', '/queues/{queue}/schedules/{id}', ()),
-    Operation('put_queues_queue_schedules_id', 'PUT', '/queues/{queue}/schedules/{id}', ()),
-    Operation('delete_queues_queue_schedules_id', 'DELETE', '/queues/{queue}/schedules/{id}', ()),
-    Operation('get_queues_queue_schedules_id_history', 'GET', '/queues/{queue}/schedules/{id}/history', ()),
-    Operation('post_queues_queue_schedules_id_pause', 'POST', '/queues/{queue}/schedules/{id}/pause', ()),
-    Operation('post_queues_queue_schedules_id_resume', 'POST', '/queues/{queue}/schedules/{id}/resume', ()),
-    Operation('post_queues_queue_schedules_id_trigger', 'POST', '/queues/{queue}/schedules/{id}/trigger', ()),
-    Operation('get_queues_queue_stats', 'GET', '/queues/{queue}/stats', ()),
-    Operation('get_queues_queue_tasks', 'GET', '/queues/{queue}/tasks', ()),
-    Operation('post_queues_queue_tasks', 'POST', '/queues/{queue}/tasks', ()),
-    Operation('post_queues_queue_tasks_batch', 'POST', '/queues/{queue}/tasks/batch', ()),
-    Operation('post_queues_queue_tasks_wait', 'POST', '/queues/{queue}/tasks/wait', ()),
-    Operation('get_queues_queue_tasks_id', 'GET', '/queues/{queue}/tasks/{id}', ()),
-    Operation('post_queues_queue_tasks_id_artifacts', 'POST', '/queues/{queue}/tasks/{id}/artifacts', ()),
-    Operation('get_queues_queue_tasks_id_artifacts_name', 'GET', '/queues/{queue}/tasks/{id}/artifacts/{name}', ()),
-    Operation('post_queues_queue_tasks_id_cancel', 'POST', '/queues/{queue}/tasks/{id}/cancel', ()),
-    Operation('post_queues_queue_tasks_id_cancel-ack', 'POST', '/queues/{queue}/tasks/{id}/cancel-ack', ()),
-    Operation('post_queues_queue_tasks_id_complete', 'POST', '/queues/{queue}/tasks/{id}/complete', ()),
-    Operation('post_queues_queue_tasks_id_expire', 'POST', '/queues/{queue}/tasks/{id}/expire', ()),
-    Operation('post_queues_queue_tasks_id_fail', 'POST', '/queues/{queue}/tasks/{id}/fail', ()),
-    Operation('post_queues_queue_tasks_id_heartbeat', 'POST', '/queues/{queue}/tasks/{id}/heartbeat', ()),
-    Operation('get_queues_queue_tasks_id_history', 'GET', '/queues/{queue}/tasks/{id}/history', ()),
-    Operation('post_queues_queue_tasks_id_reschedule', 'POST', '/queues/{queue}/tasks/{id}/reschedule', ()),
-    Operation('post_queues_queue_tasks_id_retry', 'POST', '/queues/{queue}/tasks/{id}/retry', ()),
-    Operation('get_tasks', 'GET', '/tasks', ()),
+    Operation('getOpenAPIDocument', 'GET', '/openapi.json', ('meta',)),
+    Operation('listQueues', 'GET', '/queues', ('queues',)),
+    Operation('getQueue', 'GET', '/queues/{queue}', ('queues',)),
+    Operation('declareQueue', 'PUT', '/queues/{queue}', ('queues',)),
+    Operation('deleteQueue', 'DELETE', '/queues/{queue}', ('queues',)),
+    Operation('cancelTasks', 'POST', '/queues/{queue}/bulk/cancel', ('queues',)),
+    Operation('expireTasks', 'POST', '/queues/{queue}/bulk/expire', ('queues',)),
+    Operation('retryTasks', 'POST', '/queues/{queue}/bulk/retry', ('queues',)),
+    Operation('claimTask', 'POST', '/queues/{queue}/claim', ('leases',)),
+    Operation('claimTaskWithWait', 'POST', '/queues/{queue}/claim/wait', ('leases',)),
+    Operation('pauseQueue', 'POST', '/queues/{queue}/pause', ('queues',)),
+    Operation('purgeTasks', 'POST', '/queues/{queue}/purge', ('queues',)),
+    Operation('resumeQueue', 'POST', '/queues/{queue}/resume', ('queues',)),
+    Operation('listSchedules', 'GET', '/queues/{queue}/schedules', ('schedules',)),
+    Operation('createSchedule', 'POST', '/queues/{queue}/schedules', ('schedules',)),
+    Operation('getSchedule', 'GET', '/queues/{queue}/schedules/{id}', ('schedules',)),
+    Operation('replaceSchedule', 'PUT', '/queues/{queue}/schedules/{id}', ('schedules',)),
+    Operation('deleteSchedule', 'DELETE', '/queues/{queue}/schedules/{id}', ('schedules',)),
+    Operation('getScheduleHistory', 'GET', '/queues/{queue}/schedules/{id}/history', ('schedules',)),
+    Operation('pauseSchedule', 'POST', '/queues/{queue}/schedules/{id}/pause', ('schedules',)),
+    Operation('resumeSchedule', 'POST', '/queues/{queue}/schedules/{id}/resume', ('schedules',)),
+    Operation('triggerSchedule', 'POST', '/queues/{queue}/schedules/{id}/trigger', ('schedules',)),
+    Operation('getQueueStats', 'GET', '/queues/{queue}/stats', ('queues',)),
+    Operation('listTasks', 'GET', '/queues/{queue}/tasks', ('tasks',)),
+    Operation('submitTask', 'POST', '/queues/{queue}/tasks', ('tasks',)),
+    Operation('submitTasks', 'POST', '/queues/{queue}/tasks/batch', ('tasks',)),
+    Operation('submitTaskWithWait', 'POST', '/queues/{queue}/tasks/wait', ('tasks',)),
+    Operation('getTask', 'GET', '/queues/{queue}/tasks/{id}', ('tasks',)),
+    Operation('createArtifactUpload', 'POST', '/queues/{queue}/tasks/{id}/artifacts', ('artifacts',)),
+    Operation('getArtifactDownload', 'GET', '/queues/{queue}/tasks/{id}/artifacts/{name}', ('artifacts',)),
+    Operation('cancelTask', 'POST', '/queues/{queue}/tasks/{id}/cancel', ('tasks',)),
+    Operation('acknowledgeCancel', 'POST', '/queues/{queue}/tasks/{id}/cancel-ack', ('leases',)),
+    Operation('completeTask', 'POST', '/queues/{queue}/tasks/{id}/complete', ('leases',)),
+    Operation('expireTask', 'POST', '/queues/{queue}/tasks/{id}/expire', ('tasks',)),
+    Operation('failTask', 'POST', '/queues/{queue}/tasks/{id}/fail', ('leases',)),
+    Operation('heartbeatTask', 'POST', '/queues/{queue}/tasks/{id}/heartbeat', ('leases',)),
+    Operation('getTaskHistory', 'GET', '/queues/{queue}/tasks/{id}/history', ('tasks',)),
+    Operation('rescheduleTask', 'POST', '/queues/{queue}/tasks/{id}/reschedule', ('leases',)),
+    Operation('retryTask', 'POST', '/queues/{queue}/tasks/{id}/retry', ('tasks',)),
+    Operation('listAllTasks', 'GET', '/tasks', ('tasks',)),
 )
 
 
 # The string patterns the document publishes, by Schema.field.
 PATTERNS: Dict[str, str] = {
+    'Artifact.name': '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$',
+    'Artifact.task_id': '^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$',
+    'ArtifactRequest.name': '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$',
+    'BatchTask.parent_id': '^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$',
+    'BatchTask.task_type': '^[A-Za-z0-9_.:-]{1,128}$',
+    'BulkReply.queue': '^[A-Za-z0-9_-]{1,64}$',
+    'BulkSkip.id': '^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$',
+    'Fire.running_task_id': '^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$',
+    'Fire.schedule_id': '^[A-Za-z0-9_-]{1,128}$',
+    'Fire.task_id': '^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$',
+    'Lease.task_id': '^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$',
+    'Queue.name': '^[A-Za-z0-9_-]{1,64}$',
+    'Schedule.id': '^[A-Za-z0-9_-]{1,128}$',
+    'Schedule.last_task_id': '^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$',
+    'Schedule.queue': '^[A-Za-z0-9_-]{1,64}$',
+    'Schedule.task_type': '^[A-Za-z0-9_.:-]{1,128}$',
+    'ScheduleRequest.id': '^[A-Za-z0-9_-]{1,128}$',
+    'ScheduleRequest.queue': '^[A-Za-z0-9_-]{1,64}$',
+    'ScheduleRequest.task_type': '^[A-Za-z0-9_.:-]{1,128}$',
+    'Stats.queue': '^[A-Za-z0-9_-]{1,64}$',
+    'SubmitRequest.parent_id': '^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$',
+    'SubmitRequest.task_type': '^[A-Za-z0-9_.:-]{1,128}$',
+    'Task.id': '^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$',
+    'Task.parent_id': '^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$',
+    'Task.queue': '^[A-Za-z0-9_-]{1,64}$',
+    'Task.task_type': '^[A-Za-z0-9_.:-]{1,128}$',
 }
 
 

@@ -63,3 +63,11 @@ def test_models_cover_every_schema() -> None:
     doc = json.loads((HERE.parents[2] / "shared" / "api" / "openapi.json").read_text())
     for name in doc["components"]["schemas"]:
         assert hasattr(s3q.models, name), name
+
+
+def test_the_docs_table_names_every_operation_and_its_method() -> None:
+    docs = (HERE.parents[2] / "docs" / "clients.md").read_text()
+    for o in OPERATIONS:
+        row = f"| `{o.operation_id}` | {o.method} `{o.path}` | `{OPERATION_METHODS[o.method + ' ' + o.path]}` |"
+        assert row in docs, f"docs/clients.md lacks the row {row}"
+    assert all(o.operation_id for o in OPERATIONS), "an operation without an operationId"
