@@ -253,8 +253,9 @@ def test_error_lease(client: s3q.Client) -> None:
         client.complete(wrong, {})  # type: ignore[arg-type]
     assert e.value.status == 409 and e.value.code == "lease_mismatch" and not e.value.retryable
     client.complete(c["lease"], {})
-    with pytest.raises(s3q.LeaseError) as stale:
-        client.heartbeat(c["lease"])
+    with pytest.raises(s3q.LeaseError) as stale:  # the lease already ended by the complete
+        client.fail(c["lease"], "too late")
+    assert (stale.value.status, stale.value.code, stale.value.field) == (409, "conflict", "lease_token")
     assert not stale.value.retryable
 
 
