@@ -24,12 +24,12 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union, cast
 
 from . import _times
 from ._task import Permanent, TaskContext
 from .errors import SignatureError
-from .models import Task
+from .models import PushDelivery, Task
 
 DEFAULT_TOLERANCE = 300.0
 """Seconds a delivery's timestamp may be from now either way (5 minutes)."""
@@ -230,7 +230,7 @@ _LambdaPermanent.__name__ = PERMANENT_ERROR_TYPE
 _LambdaPermanent.__qualname__ = PERMANENT_ERROR_TYPE
 
 
-def lambda_handler(handlers: Mapping[str, Handler]) -> Callable[[Dict[str, Any], Any], Any]:
+def lambda_handler(handlers: Mapping[str, Handler]) -> Callable[[PushDelivery, Any], Any]:
     """Turn the worker's handlers (task type → handler) into a Lambda push target's handler.
 
     The function is invoked with ``{"task", "lease", "deadline"}``; the handler of the
@@ -244,9 +244,9 @@ def lambda_handler(handlers: Mapping[str, Handler]) -> Callable[[Dict[str, Any],
     error). :class:`Reschedule` is not available under push; it fails the attempt.
     """
 
-    def handler(event: Dict[str, Any], context: Any = None) -> Any:
+    def handler(event: PushDelivery, context: Any = None) -> Any:
         try:
-            return _run(handlers, event)
+            return _run(handlers, cast(Mapping[str, Any], event))
         except Permanent as e:
             raise _LambdaPermanent(str(e)) from e
 

@@ -12,6 +12,7 @@ from typing import Any, Dict
 import pytest
 
 import s3q
+from s3q.models import PushDelivery
 from s3q.push import DEFAULT_TOLERANCE, PERMANENT_ERROR_TYPE, PushTarget, Verifier, lambda_handler, sign
 
 # The example of docs/push.md (a Go test checks it against an independent HMAC).
@@ -159,10 +160,10 @@ def test_push_target_answers() -> None:
     assert "id-y" not in ran
 
 
-def payload(task_type: str, inp: Any, deadline_in: float = 10) -> Dict[str, Any]:
+def payload(task_type: str, inp: Any, deadline_in: float = 10) -> PushDelivery:
     now = dt.datetime.now(dt.timezone.utc)
     return {
-        "task": {"id": "t1", "task_type": task_type, "input": inp, "expires_at": "2030-01-01T00:00:00.123456789Z"},
+        "task": {"id": "t1", "task_type": task_type, "input": inp, "expires_at": "2030-01-01T00:00:00.123456789Z"},  # type: ignore[typeddict-item]
         "lease": {"task_id": "t1", "token": "x", "expires_at": (now + dt.timedelta(seconds=60)).isoformat()},
         "deadline": (now + dt.timedelta(seconds=deadline_in)).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
     }
