@@ -191,13 +191,18 @@ func New(name string, d Deps) (lambda.Handler, error) {
 	case SweepExpired:
 		var work timerWork
 		if d.Queue != nil {
-			work = func(ctx context.Context, now time.Time) (any, error) { return d.Sweep(ctx, now) }
+			work = func(ctx context.Context, now time.Time, scheduled bool) (any, error) {
+				if !scheduled {
+					return d.Sweep(ctx, now)
+				}
+				return d.sweepOnTime(ctx, now)
+			}
 		}
 		return lambda.NewHandler(newTimer(name, work, d).handle), nil
 	case ScheduleTick:
 		var work timerWork
 		if d.Scheduler != nil {
-			work = func(ctx context.Context, now time.Time) (any, error) { return d.Tick(ctx, now) }
+			work = func(ctx context.Context, now time.Time, _ bool) (any, error) { return d.Tick(ctx, now) }
 		}
 		return lambda.NewHandler(newTimer(name, work, d).handle), nil
 	case Dispatch:
@@ -227,6 +232,7 @@ func Main(name string) {
 	if err := deps.CheckLayout(context.Background()); err != nil {
 		fail(err) // another layout's bucket: refuse it at start
 	}
+	deps.SweepStay = DefaultSweepStay // expiry on time while work is near due
 	h, err := New(name, deps)
 	if err != nil {
 		fail(err)
