@@ -184,7 +184,8 @@ class Client:
         (POST /queues/{queue}/tasks/wait); a deadline passing during the wait raises
         :class:`DeadlineExceededError`.
 
-        Returns the answer: ``{"task": ..., "replayed": bool, "deduplicated": bool}``.
+        Returns the answer: ``{"task": ...}``, with ``"replayed": True`` or
+        ``"deduplicated": True`` when so (absent otherwise: read them with ``.get``).
         """
         given = [n for n, x in (("expires_at", expires_at), ("ttl", ttl), ("ttl_seconds", ttl_seconds)) if x is not None]
         if len(given) > 1:
