@@ -329,7 +329,7 @@ class Client:
         if wait is not None and v.duration("wait", wait) not in (0, "0s"):
             body["wait"] = v.duration("wait", wait)
             path = "/claim/wait"  # long-polls have a route of their own
-        reply = self._t.once("POST", self._qp(path), None, body, poll="wait" in body)[1]
+        reply = self._t.once("POST", self._qp(path), None, body, poll="wait" in body, resend=False)[1]
         return cast(List[Claimed], (reply or {}).get("tasks") or [])
 
     @staticmethod
