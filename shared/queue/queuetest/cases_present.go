@@ -87,6 +87,14 @@ func runPresent(t *testing.T, f Factory) {
 		wantState(t, err, queue.StatusExpired)
 		_, err = e.q.Expire(ctx, task.Ref(), late)
 		wantState(t, err, queue.StatusExpired)
+		for _, op := range []queue.BulkOp{queue.OpCancel, queue.OpExpire} {
+			for _, dry := range []bool{true, false} {
+				res, err := e.q.Bulk(ctx, op, queue.BulkRequest{Queue: queue.DefaultQueue, Status: queue.StatusPending, DryRun: dry}, late)
+				if err != nil || res.Matched != 0 || res.Changed != 0 {
+					t.Fatalf("bulk %s of pending tasks (dry run %v): %+v %v, want none matched: it reads expired", op, dry, res, err)
+				}
+			}
+		}
 		pub := &recorder{}
 		e.sweep(late, pub)
 		got := e.get(task.Ref())
