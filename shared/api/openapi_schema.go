@@ -399,10 +399,10 @@ func (g *schemaGen) object(t reflect.Type) obj {
 		if _, isRef := s["$ref"]; !ok && !isRef {
 			doc = fieldDocs["*."+f.name]
 		}
+		if _, isRef := s["$ref"]; isRef && len(doc) > 0 && (len(doc) > 1 || doc["description"] == nil) {
+			s = obj{} // the doc replaces a reference
+		}
 		for k, v := range doc {
-			if _, isRef := s["$ref"]; isRef && k != "description" {
-				s = obj{} // the doc replaces a reference
-			}
 			s[k] = v
 		}
 		if _, isRef := s["$ref"]; isRef {

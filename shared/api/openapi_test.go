@@ -147,13 +147,7 @@ func TestAnswersTheDocumentDoesNotDescribeAreCaught(t *testing.T) {
 // not see, each with why: shown only in states the tests of this package
 // do not reach.
 var rareProperties = map[string]string{
-	// Not yet reached by this package's tests (being added).
-	"BulkReply.next_cursor": "todo", "Counts.at_least": "todo", "Fire.error": "todo", "Fire.missed": "todo",
-	"Fire.running_task_id": "todo", "Fire.skipped": "todo", "QueueList.next_cursor": "todo",
-	"Schedule.catch_up_window": "todo", "Schedule.last_task_id": "todo", "Schedule.max_attempts": "todo", "Schedule.ttl_from": "todo",
-	"ScheduleHistory.next_cursor": "todo", "Stats.paused_at": "todo", "Target.secret": "todo", "Target.url": "todo",
-	"Task.artifact_names": "todo", "Task.artifacts_expire_at": "todo", "Task.expiry_event_sent_at": "todo",
-	"Task.on_parent_expired": "todo", "Task.parent_id": "todo", "Task.purged_at": "todo", "Task.ttl": "todo", "Task.ttl_from": "todo",
+	"Counts.at_least": "a count stops at 10 LIST pages of a prefix (10,000 keys): a queue that large is not made in a unit test; queue's count cases cover it",
 }
 
 // checkOpenAPICoverage returns 1, saying which, when a property the
