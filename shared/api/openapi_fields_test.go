@@ -70,6 +70,9 @@ func TestAnswersOfRareStatesCarryTheirFields(t *testing.T) {
 	want(e.do("POST", "/queues/default/tasks/"+parent+"/artifacts", `{"name":"a.txt","size":3}`), http.StatusCreated)
 	want(e.do("GET", "/queues/default/tasks/"+parent, ""), http.StatusOK, "task.artifact_names", "task.artifacts_expire_at")
 
+	// The waiting route with no wait answers as the plain one.
+	want(e.do("POST", "/queues/default/tasks/wait", `{"task_type":"t"}`), http.StatusCreated)
+
 	// An expiry the sweep published, then the task purged: its history
 	// ends with the tombstone.
 	expired := e.submit(`{"task_type":"t","ttl":"1m"}`)

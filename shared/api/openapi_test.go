@@ -152,7 +152,8 @@ var rareProperties = map[string]string{
 
 // checkOpenAPICoverage returns 1, saying which, when a property the
 // document promises in an answer was carried by no answer the package's
-// tests checked (rareProperties aside), after a run of every test (a run
+// tests checked (rareProperties aside), or a successful answer a route
+// promises was never received, after a run of every test (a run
 // narrowed by -run or -skip checks nothing). It writes what was checked
 // to $S3Q_OPENAPI_COVERAGE, when set.
 func checkOpenAPICoverage() int {
@@ -174,6 +175,11 @@ func checkOpenAPICoverage() int {
 		fmt.Fprintf(os.Stderr, "FAIL: the OpenAPI document promises properties in answers that no answer of the tests carried "+
 			"(send them in some test, remove them from the document, or add them to rareProperties saying why):\n\t%s\n",
 			strings.Join(unseen, "\n\t"))
+		return 1
+	}
+	if unseen := openapitest.UnseenSuccesses(doc, nil); len(unseen) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: the OpenAPI document promises successful answers that no test received "+
+			"(answer them in some test, or remove them from the route table):\n\t%s\n", strings.Join(unseen, "\n\t"))
 		return 1
 	}
 	return 0

@@ -133,6 +133,27 @@ func Unseen(doc *openapi3.T, names []string, allow map[string]string) []string {
 	return out
 }
 
+// UnseenSuccesses returns the successful answers (2xx) of doc's
+// operations, as "METHOD /path status", that no answer checked so far
+// was, less those of allow.
+func UnseenSuccesses(doc *openapi3.T, allow map[string]string) []string {
+	coverage.Lock()
+	defer coverage.Unlock()
+	var out []string
+	for pattern, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for status := range op.Responses.Map() {
+				key := method + " " + pattern + " " + status
+				if strings.HasPrefix(status, "2") && coverage.answers[key] == 0 && allow[key] == "" {
+					out = append(out, key)
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Seen reports whether some answer checked so far carried the property
 // "Component.property".
 func Seen(prop string) bool {
