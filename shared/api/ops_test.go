@@ -111,7 +111,7 @@ var opsCases = []routeCase{
 		setup: func(e *env) (string, string) {
 			id, _ := pending(e)
 			e.clock.Advance(45 * time.Minute) // old enough, before its 1h deadline (past it, it reads expired)
-			pending(e) // too young
+			pending(e)                        // too young
 			return id, ""
 		},
 		check: all(wantField("changed", float64(1)), wantField("matched", float64(1)), wantID("task_ids.0"))},
