@@ -24,8 +24,9 @@ import (
 var coverage = struct {
 	sync.Mutex
 	answers map[string]int  // "POST /queues/{queue}/tasks 201": answers checked
+	codes   map[string]int  // "POST /queues/{queue}/tasks 409 conflict": error answers checked
 	props   map[string]bool // "Task.expired_at": carried by some answer
-}{answers: map[string]int{}, props: map[string]bool{}}
+}{answers: map[string]int{}, codes: map[string]int{}, props: map[string]bool{}}
 
 // recordAnswer notes a checked answer of the operation key ("POST
 // /queues/{queue}/tasks", or "(no route)") with status and its body, as
@@ -38,6 +39,12 @@ func recordAnswer(key string, status int, s *openapi3.SchemaRef, body []byte) {
 	coverage.Lock()
 	defer coverage.Unlock()
 	coverage.answers[key+" "+strconv.Itoa(status)]++
+	if m, ok := v.(map[string]any); ok {
+		e, _ := m["error"].(map[string]any)
+		if code, ok := e["code"].(string); ok {
+			coverage.codes[key+" "+strconv.Itoa(status)+" "+code]++
+		}
+	}
 	if s != nil && v != nil {
 		walk(s, v, "")
 	}
@@ -163,13 +170,16 @@ func Seen(prop string) bool {
 }
 
 // Report returns the answers checked so far, one line per route and
-// status with its count, sorted.
+// status with its count, and one per route, status and error code,
+// sorted.
 func Report() string {
 	coverage.Lock()
 	defer coverage.Unlock()
-	lines := make([]string, 0, len(coverage.answers))
-	for k, n := range coverage.answers {
-		lines = append(lines, fmt.Sprintf("%s\t%d", k, n))
+	lines := make([]string, 0, len(coverage.answers)+len(coverage.codes))
+	for _, m := range []map[string]int{coverage.answers, coverage.codes} {
+		for k, n := range m {
+			lines = append(lines, fmt.Sprintf("%s\t%d", k, n))
+		}
 	}
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
