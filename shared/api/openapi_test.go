@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net/http"
@@ -350,5 +351,36 @@ func TestOpenAPIWebhookDescribesThePushDelivery(t *testing.T) {
 		if w.Responses.Value(status) == nil {
 			t.Errorf("the webhook does not say what a %s answer does", status)
 		}
+	}
+}
+
+// Every object the document describes with properties, in a schema, an
+// answer or the push delivery, is closed (additionalProperties: false),
+// but the document's own open parts (the OpenAPI answer's members).
+func TestOpenAPIObjectsAreClosed(t *testing.T) {
+	var doc map[string]any
+	if err := json.Unmarshal(api.Document(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if props, ok := v["properties"].(map[string]any); ok && !strings.HasPrefix(path, "/components/schemas/OpenAPI/properties/") {
+				if _, narrowing := v["allOf"]; !narrowing && v["additionalProperties"] != false && len(props) > 0 {
+					t.Errorf("%s is not closed", path)
+				}
+			}
+			for k, c := range v {
+				walk(path+"/"+k, c)
+			}
+		case []any:
+			for i, c := range v {
+				walk(fmt.Sprintf("%s/%d", path, i), c)
+			}
+		}
+	}
+	for _, part := range []string{"components", "paths", "webhooks"} {
+		walk("/"+part, doc[part])
 	}
 }
