@@ -110,7 +110,7 @@ var opsCases = []routeCase{
 	{name: "bulk_cancel_of_old_pending_tasks", method: "POST", path: "/queues/default/bulk/cancel", body: `{"older_than":"30m","task_type":"t"}`, status: 200,
 		setup: func(e *env) (string, string) {
 			id, _ := pending(e)
-			e.clock.Advance(40 * time.Minute) // older than 30m, still before its 1h deadline
+			e.clock.Advance(45 * time.Minute) // old enough, before its 1h deadline (past it, it reads expired)
 			pending(e)                        // too young
 			return id, ""
 		},

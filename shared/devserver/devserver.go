@@ -118,6 +118,10 @@ type Options struct {
 	// ui.DefaultRefresh (5s).
 	ConsoleRefresh time.Duration
 
+	// ConsoleHTTPClient is the HTTP client the console calls the API
+	// with (over loopback). Defaults to the console's own.
+	ConsoleHTTPClient *http.Client
+
 	// Started, when set, is called with the API's base URL (such as
 	// "http://127.0.0.1:8080") once it accepts requests.
 	Started func(baseURL string)
@@ -201,7 +205,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	baseURL := "http://" + ln.Addr().String()
 	// The console calls this very API over loopback, as `s3q ui` would.
-	console, err := ui.New(ctx, baseURL, client.Options{SigV4: new(bool)},
+	console, err := ui.New(ctx, baseURL, client.Options{SigV4: new(bool), HTTPClient: opts.ConsoleHTTPClient},
 		ui.Options{Events: ring, Refresh: opts.ConsoleRefresh, Logger: opts.Logger})
 	if err != nil {
 		ln.Close()
