@@ -146,7 +146,8 @@ type Deps struct {
 	Waker dispatch.Waker
 	// Targets lists the push queues, for the submit function's wake.
 	// Defaults to the Dispatcher's, else none.
-	Targets dispatch.Targets // SweepWaker is woken by the submit function when it created a
+	Targets dispatch.Targets
+	// SweepWaker is woken by the submit function when it created a
 	// pending task whose deadline is within SweepStay: s3q dev starts a
 	// staying sweep-expired run then if none is going, so that a first
 	// deadline in an idle dev server has its Task Expired event on time.
