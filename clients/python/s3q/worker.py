@@ -335,7 +335,7 @@ class Worker:
                 ctx.lease_lost.set()
                 return
             except APIError as e:
-                if e.status == 409:  # invalid_state: past the heartbeat limit, the lease will lapse
+                if e.status == 409 and not e.retryable:  # invalid_state: past the heartbeat limit, the lease will lapse
                     ctx.lease_lost.set()
                     return
                 log.warning("task %s: heartbeat failed; retrying: %s", ctx.id, e)
