@@ -326,7 +326,7 @@ class Worker:
                 try:
                     if self.client.status(ctx.id).get("cancel_requested"):
                         ctx.cancelled.set()
-                except (APIError, OSError) as e:
+                except Exception as e:  # noqa: BLE001 - any failed read: the next poll or heartbeat tells
                     log.debug("task %s: cancel poll failed: %s", ctx.id, e)
             try:
                 hb = self.client.heartbeat(lease, lease_for=self.lease_for)
@@ -340,7 +340,7 @@ class Worker:
                     return
                 log.warning("task %s: heartbeat failed; retrying: %s", ctx.id, e)
                 continue
-            except OSError as e:
+            except Exception as e:  # noqa: BLE001 - a network error or an odd answer: this thread must not die
                 log.warning("task %s: heartbeat failed; retrying: %s", ctx.id, e)
                 continue
             ctx.lease = hb["lease"]
