@@ -290,13 +290,25 @@ class Worker:
             except (TypeError, ValueError) as e:
                 bad = f"the handler's output is not JSON-serialisable: {e}"
                 return lambda: self._quiet(self.client.fail, cur, bad, retryable=False)
-            return lambda: self._quiet(self.client.complete, cur, out)
+            return lambda: self._complete(cur, out)
         if isinstance(err, Reschedule):
             r = err
             return lambda: self._quiet(self.client.reschedule, cur, delay=r.delay, extend_expiration=r.extend)
         permanent = isinstance(err, Permanent)
         msg = str(err) or type(err).__name__
         return lambda: self._quiet(self.client.fail, cur, msg, retryable=not permanent)
+
+    def _complete(self, lease: Any, out: Any) -> None:
+        """Complete with out; an output the server refuses (413 over the inline limit, 400)
+        fails the task at once: no attempt could deliver it, and a lapsed lease would run
+        the finished task again."""
+        try:
+            self.client.complete(lease, out)
+        except BadRequestError as e:
+            log.warning("task %s: the output was refused; failing the task: %s", lease.get("task_id"), e)
+            self._quiet(self.client.fail, lease, f"the handler's output was refused: {e}", retryable=False)
+        except Exception as e:  # noqa: BLE001 - a finisher thread must not die: the lease will lapse
+            log.warning("complete failed: %s", e)
 
     @staticmethod
     def _quiet(op: Callable[..., Any], *args: Any, **kw: Any) -> None:

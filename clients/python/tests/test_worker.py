@@ -190,3 +190,26 @@ def test_heartbeat_outlives_an_odd_answer() -> None:
     stop.set()
     beat.join(5)
     assert fake.beats >= 3 and not ctx.lease_lost.is_set()
+
+
+def test_an_output_the_server_refuses_fails_the_task(client: s3q.Client) -> None:
+    """An output over the inline limit (413) fails the task at once, its reason kept; it was
+    dropped with a warning, the lease lapsed, and the finished task ran again."""
+    runs = []
+    w = s3q.Worker(client, wait=1)
+
+    @w.task("big.out")
+    def big(task: s3q.TaskContext) -> Any:
+        runs.append(task.attempt)
+        return {"blob": "x" * 300_000}
+
+    tid = client.submit("big.out", timeout="2s")["task"]["id"]
+    t = start(w)
+    try:
+        wait_for("the task to end", lambda: client.status(tid)["status"] not in ("pending", "running"))
+    finally:
+        w.stop()
+        t.join()
+    got = client.status(tid)
+    assert got["status"] == "failed" and runs == [1], (got, runs)
+    assert "too_large" in (got.get("last_error") or ""), got
