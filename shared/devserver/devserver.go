@@ -181,6 +181,10 @@ func Run(ctx context.Context, opts Options) error {
 	// again while work is near due, as the deployed function does within
 	// its minute: expiry events on time.
 	deps.SweepStay = max(opts.TickInterval-500*time.Millisecond, 0)
+	// A submit of a deadline within the stay starts a staying sweep when
+	// none is going: a first short TTL has its event on time too.
+	wake := make(sweepWaker, 1)
+	deps.SweepWaker = wake
 	local := deps.Waker.(*dispatch.Local) // what Parts.Local wakes dispatch with
 	defer local.Wait()
 	for _, d := range opts.PushQueues {
@@ -224,7 +228,7 @@ func Run(ctx context.Context, opts Options) error {
 	timerDone := make(chan struct{})
 	go func() {
 		defer close(timerDone)
-		runTimers(timerCtx, opts.TickInterval, functions, opts.Logger, local.WakeAll)
+		runTimers(timerCtx, opts.TickInterval, functions, opts.Logger, local.WakeAll, wake)
 	}()
 
 	select {
