@@ -118,18 +118,7 @@ const (
 	SkippedInvalid = "invalid"
 )
 
-// Schedule is a schedule as the API shows it: the definition, its run
-// state, and its next fire times.
-type Schedule struct {
-	Definition
-	LastRunAt  *time.Time `json:"last_run_at"`
-	LastTaskID string     `json:"last_task_id,omitempty"`
-	// NextRunAt is the next fire time, nil while paused. It may be in the
-	// past when the next tick has yet to fire it.
-	NextRunAt *time.Time `json:"next_run_at"`
-	// NextRuns are the next 5 fire times from NextRunAt on (empty while paused).
-	NextRuns []time.Time `json:"next_runs"`
-}
+type Schedule = wire.Schedule
 
 // NextRunsShown is how many fire times Get shows.
 const NextRunsShown = 5
