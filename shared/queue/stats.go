@@ -78,6 +78,12 @@ func (q *Queue) count(ctx context.Context, d Settings, now time.Time, detail *co
 			if !ok || m.queue != d.Name {
 				continue
 			}
+			if m.expired(now) {
+				// Past its deadline: expired on every read (Task.AsOf),
+				// whether or not the sweep has written it yet.
+				c.Expired++
+				continue
+			}
 			c.Live++
 			if !m.due(now) {
 				c.Delayed++
