@@ -37,7 +37,11 @@ export async function startDev(extra: string[] = []): Promise<Dev> {
   const bin = process.env.S3Q_BIN || `${repoRoot}.bin/s3q`;
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const proc = spawn(bin, ["dev", "--addr", `127.0.0.1:${port}`, "--tick", "1s", ...extra], { stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(bin, ["dev", "--addr", `127.0.0.1:${port}`, "--tick", "1s", ...extra], {
+    stdio: ["ignore", "pipe", "pipe"],
+    // Lambda targets are invoked through the AWS SDK, which signs: any credentials do locally.
+    env: { AWS_ACCESS_KEY_ID: "local", AWS_SECRET_ACCESS_KEY: "local", AWS_REGION: "us-east-1", ...process.env },
+  });
   let out = "";
   proc.stdout?.on("data", (b: Buffer) => (out = (out + b.toString()).slice(-20000)));
   proc.stderr?.on("data", (b: Buffer) => (out = (out + b.toString()).slice(-20000)));
