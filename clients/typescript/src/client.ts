@@ -76,8 +76,8 @@ export interface SubmitOptions extends CallOptions {
   dedupKey?: string;
   /** The parent task (its deadline is inherited). Defaults to none. */
   parentId?: string;
-  /** What a running child does when its parent expires: "run_on" or "cancel". Defaults to the server's ("run_on"). */
-  onParentExpired?: string;
+  /** What a running child does when its parent expires: "run" on, or get a "cancel" request. Defaults to "run". */
+  onParentExpired?: S["SubmitRequest"]["on_parent_expired"];
   /** Attempts before the task is dead-lettered. Defaults to the queue's (3). */
   maxAttempts?: number;
   /** The lease length of a claim. Defaults to the queue's (5m). */
@@ -218,8 +218,14 @@ export interface ScheduleOptions extends CallOptions {
   ttl?: Duration;
   ttlFrom?: TTLFrom;
   maxAttempts?: number;
-  /** Other fields of the API's schedule request, as the API spells them (snake_case). */
-  extra?: Record<string, unknown>;
+  /** Whether the schedule fires. Defaults to true. */
+  enabled?: boolean;
+  /** What happens to fire times missed while nothing ticked: "skip" or "catch_up" (within catchUpWindow). Defaults to "skip". */
+  missedRuns?: S["MissedRuns"];
+  /** How far back catch_up fires missed times. */
+  catchUpWindow?: Duration;
+  /** "skip" does not fire while the previous fire's task is pending or running. Defaults to "allow". */
+  overlap?: S["Overlap"];
 }
 
 type Query = Record<string, string | number | boolean | undefined>;
@@ -765,5 +771,9 @@ function scheduleBody(o: ScheduleOptions): S["ScheduleRequest"] {
   if (o.ttl !== undefined) body.ttl = duration("ttl", o.ttl);
   if (o.ttlFrom !== undefined) body.ttl_from = o.ttlFrom;
   if (o.maxAttempts !== undefined) body.max_attempts = count("maxAttempts", o.maxAttempts);
-  return { ...(o.extra ?? {}), ...body } as S["ScheduleRequest"];
+  if (o.enabled !== undefined) body.enabled = o.enabled;
+  if (o.missedRuns !== undefined) body.missed_runs = o.missedRuns;
+  if (o.catchUpWindow !== undefined) body.catch_up_window = duration("catchUpWindow", o.catchUpWindow);
+  if (o.overlap !== undefined) body.overlap = o.overlap;
+  return body;
 }

@@ -61,6 +61,7 @@ export type {
   Schedule,
   ScheduleRequest,
   Status,
+  PushDelivery,
   Target,
   Task,
   TaskVersion,

@@ -12,7 +12,7 @@ export interface paths {
             cookie?: never;
         };
         /** This document: the OpenAPI 3.1 description of the API */
-        get: operations["get_openapi_json"];
+        get: operations["getOpenAPIDocument"];
         put?: never;
         post?: never;
         delete?: never;
@@ -29,7 +29,7 @@ export interface paths {
             cookie?: never;
         };
         /** List the declared queues, with their counts unless counts=false */
-        get: operations["get_queues"];
+        get: operations["listQueues"];
         put?: never;
         post?: never;
         delete?: never;
@@ -46,12 +46,12 @@ export interface paths {
             cookie?: never;
         };
         /** Read a queue's declaration and counts */
-        get: operations["get_queues_queue"];
+        get: operations["getQueue"];
         /** Declare a queue (201) or replace its settings (200) */
-        put: operations["put_queues_queue"];
+        put: operations["declareQueue"];
         post?: never;
         /** Delete a queue that holds no live tasks */
-        delete: operations["delete_queues_queue"];
+        delete: operations["deleteQueue"];
         options?: never;
         head?: never;
         patch?: never;
@@ -67,7 +67,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Cancel up to 100 pending (or running) tasks chosen by status, type and age, resumable by cursor */
-        post: operations["post_queues_queue_bulk_cancel"];
+        post: operations["cancelTasks"];
         delete?: never;
         options?: never;
         head?: never;
@@ -84,7 +84,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Expire up to 100 pending tasks chosen by type and age, resumable by cursor */
-        post: operations["post_queues_queue_bulk_expire"];
+        post: operations["expireTasks"];
         delete?: never;
         options?: never;
         head?: never;
@@ -101,7 +101,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Retry up to 100 failed or cancelled tasks chosen by status, type and age, resumable by cursor */
-        post: operations["post_queues_queue_bulk_retry"];
+        post: operations["retryTasks"];
         delete?: never;
         options?: never;
         head?: never;
@@ -117,8 +117,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Claim tasks under leases (204 when none; a long-poll goes to POST /queues/{queue}/claim/wait) */
-        post: operations["post_queues_queue_claim"];
+        /**
+         * Claim tasks under leases (204 when none; a long-poll goes to POST /queues/{queue}/claim/wait)
+         * @description 200 with up to max_tasks tasks, each with its lease; 204 when none is available (or the queue is paused).
+         */
+        post: operations["claimTask"];
         delete?: never;
         options?: never;
         head?: never;
@@ -134,8 +137,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Claim tasks, long-polling up to wait when none is available (the waits function: its concurrency is capped apart) */
-        post: operations["post_queues_queue_claim_wait"];
+        /**
+         * Claim tasks, long-polling up to wait when none is available (the waits function: its concurrency is capped apart)
+         * @description As claimTask, long-polling up to wait when no task is available; 204 when the wait ran out.
+         */
+        post: operations["claimTaskWithWait"];
         delete?: never;
         options?: never;
         head?: never;
@@ -152,7 +158,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Pause a queue: claims and push deliveries take nothing from it; submits go on */
-        post: operations["post_queues_queue_pause"];
+        post: operations["pauseQueue"];
         delete?: never;
         options?: never;
         head?: never;
@@ -169,7 +175,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Delete up to 100 pending or finished tasks chosen by status, type and age (dry_run to count), resumable by cursor */
-        post: operations["post_queues_queue_purge"];
+        post: operations["purgeTasks"];
         delete?: never;
         options?: never;
         head?: never;
@@ -186,7 +192,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Resume a paused queue */
-        post: operations["post_queues_queue_resume"];
+        post: operations["resumeQueue"];
         delete?: never;
         options?: never;
         head?: never;
@@ -201,10 +207,10 @@ export interface paths {
             cookie?: never;
         };
         /** List a queue's schedules */
-        get: operations["get_queues_queue_schedules"];
+        get: operations["listSchedules"];
         put?: never;
         /** Create a schedule */
-        post: operations["post_queues_queue_schedules"];
+        post: operations["createSchedule"];
         delete?: never;
         options?: never;
         head?: never;
@@ -219,12 +225,12 @@ export interface paths {
             cookie?: never;
         };
         /** Read a schedule and its next fire times */
-        get: operations["get_queues_queue_schedules_id"];
+        get: operations["getSchedule"];
         /** Replace a schedule */
-        put: operations["put_queues_queue_schedules_id"];
+        put: operations["replaceSchedule"];
         post?: never;
         /** Delete a schedule */
-        delete: operations["delete_queues_queue_schedules_id"];
+        delete: operations["deleteSchedule"];
         options?: never;
         head?: never;
         patch?: never;
@@ -238,7 +244,7 @@ export interface paths {
             cookie?: never;
         };
         /** List a schedule's fires */
-        get: operations["get_queues_queue_schedules_id_history"];
+        get: operations["getScheduleHistory"];
         put?: never;
         post?: never;
         delete?: never;
@@ -257,7 +263,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Pause a schedule */
-        post: operations["post_queues_queue_schedules_id_pause"];
+        post: operations["pauseSchedule"];
         delete?: never;
         options?: never;
         head?: never;
@@ -274,7 +280,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Resume a schedule */
-        post: operations["post_queues_queue_schedules_id_resume"];
+        post: operations["resumeSchedule"];
         delete?: never;
         options?: never;
         head?: never;
@@ -291,7 +297,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Fire a schedule now */
-        post: operations["post_queues_queue_schedules_id_trigger"];
+        post: operations["triggerSchedule"];
         delete?: never;
         options?: never;
         head?: never;
@@ -306,7 +312,7 @@ export interface paths {
             cookie?: never;
         };
         /** Counts by status, the oldest due pending task, the failures, cancels and expiries of the last hour */
-        get: operations["get_queues_queue_stats"];
+        get: operations["getQueueStats"];
         put?: never;
         post?: never;
         delete?: never;
@@ -323,10 +329,13 @@ export interface paths {
             cookie?: never;
         };
         /** List a queue's tasks */
-        get: operations["get_queues_queue_tasks"];
+        get: operations["listTasks"];
         put?: never;
-        /** Submit a task (a wait goes to POST /queues/{queue}/tasks/wait) */
-        post: operations["post_queues_queue_tasks"];
+        /**
+         * Submit a task (a wait goes to POST /queues/{queue}/tasks/wait)
+         * @description 201 with the new task; 200 with deduplicated true when a live task holds the dedup key, or replayed true when the task with the request's id exists (made by this same request; 409 conflict naming id when another request made it).
+         */
+        post: operations["submitTask"];
         delete?: never;
         options?: never;
         head?: never;
@@ -342,8 +351,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Submit up to 500 tasks, one result per task */
-        post: operations["post_queues_queue_tasks_batch"];
+        /**
+         * Submit up to 500 tasks, one result per task
+         * @description 200 with one result per task, in order: the task (with deduplicated and replayed) or the error it got. A body that is not a batch at all (not an object, no tasks, over 500) is a 400 or 413 and submits nothing.
+         */
+        post: operations["submitTasks"];
         delete?: never;
         options?: never;
         head?: never;
@@ -359,8 +371,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Submit a task and wait up to wait for its outcome (the waits function: its concurrency is capped apart) */
-        post: operations["post_queues_queue_tasks_wait"];
+        /**
+         * Submit a task and wait up to wait for its outcome (the waits function: its concurrency is capped apart)
+         * @description As submitTask, then waits up to wait for the outcome: 200 with the finished task, 202 with the task still pending or running when the wait ran out, 504 deadline_exceeded (with the task) when its deadline passed first.
+         */
+        post: operations["submitTaskWithWait"];
         delete?: never;
         options?: never;
         head?: never;
@@ -375,7 +390,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read a task */
-        get: operations["get_queues_queue_tasks_id"];
+        get: operations["getTask"];
         put?: never;
         post?: never;
         delete?: never;
@@ -393,8 +408,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Get a presigned URL to upload an artifact of exactly size bytes */
-        post: operations["post_queues_queue_tasks_id_artifacts"];
+        /**
+         * Get a presigned URL to upload an artifact of exactly size bytes
+         * @description 201 with a presigned PUT URL for exactly size bytes, living until the earlier of the artifact TTL and the task's deadline. 409 invalid_state unless the task is pending or running and before its deadline.
+         */
+        post: operations["createArtifactUpload"];
         delete?: never;
         options?: never;
         head?: never;
@@ -409,7 +427,7 @@ export interface paths {
             cookie?: never;
         };
         /** Get a presigned URL to download an artifact */
-        get: operations["get_queues_queue_tasks_id_artifacts_name"];
+        get: operations["getArtifactDownload"];
         put?: never;
         post?: never;
         delete?: never;
@@ -427,8 +445,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Cancel a pending task, or ask a running one's worker to stop */
-        post: operations["post_queues_queue_tasks_id_cancel"];
+        /**
+         * Cancel a pending task, or ask a running one's worker to stop
+         * @description A pending task is cancelled at once; a running one gets cancel_requested, which its worker sees on its next heartbeat and acknowledges with cancel-ack. 409 invalid_state for a finished task.
+         */
+        post: operations["cancelTask"];
         delete?: never;
         options?: never;
         head?: never;
@@ -445,7 +466,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** The lease holder acknowledges a cancel request: the running task is cancelled */
-        post: operations["post_queues_queue_tasks_id_cancel-ack"];
+        post: operations["acknowledgeCancel"];
         delete?: never;
         options?: never;
         head?: never;
@@ -461,8 +482,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Complete a task with its output */
-        post: operations["post_queues_queue_tasks_id_complete"];
+        /**
+         * Complete a task with its output
+         * @description A replay of the same complete with the same token answers the same task; 409 not_running, lease_mismatch or lease_expired otherwise.
+         */
+        post: operations["completeTask"];
         delete?: never;
         options?: never;
         head?: never;
@@ -478,8 +502,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Expire a pending task by hand */
-        post: operations["post_queues_queue_tasks_id_expire"];
+        /**
+         * Expire a pending task by hand
+         * @description 409 invalid_state unless the task is pending (its deadline, if any, need not have passed).
+         */
+        post: operations["expireTask"];
         delete?: never;
         options?: never;
         head?: never;
@@ -495,8 +522,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Fail an attempt: retried with backoff, or dead-lettered */
-        post: operations["post_queues_queue_tasks_id_fail"];
+        /**
+         * Fail an attempt: retried with backoff, or dead-lettered
+         * @description The task is retried with backoff while attempts remain and retryable is not false; otherwise it is dead-lettered (status failed).
+         */
+        post: operations["failTask"];
         delete?: never;
         options?: never;
         head?: never;
@@ -512,8 +542,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Extend a lease */
-        post: operations["post_queues_queue_tasks_id_heartbeat"];
+        /**
+         * Extend a lease
+         * @description Extends the lease by lease_for (default the task's timeout). The task's cancel_requested tells the worker to stop.
+         */
+        post: operations["heartbeatTask"];
         delete?: never;
         options?: never;
         head?: never;
@@ -528,7 +561,7 @@ export interface paths {
             cookie?: never;
         };
         /** List the stored versions of a task, newest first */
-        get: operations["get_queues_queue_tasks_id_history"];
+        get: operations["getTaskHistory"];
         put?: never;
         post?: never;
         delete?: never;
@@ -547,7 +580,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Give a claim back and run the task later */
-        post: operations["post_queues_queue_tasks_id_reschedule"];
+        post: operations["rescheduleTask"];
         delete?: never;
         options?: never;
         head?: never;
@@ -563,8 +596,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Make a failed, expired or cancelled task pending again */
-        post: operations["post_queues_queue_tasks_id_retry"];
+        /**
+         * Make a failed, expired or cancelled task pending again
+         * @description A failed or cancelled task becomes pending, runnable now, with a fresh set of attempts. 409 invalid_state for another status, a task whose deadline has passed, a task whose dedup key another live task holds now, a child whose parent expired, and a dead letter whose Task Dead-Lettered event the sweep has not published yet (retry after the next sweep, within a minute).
+         */
+        post: operations["retryTask"];
         delete?: never;
         options?: never;
         head?: never;
@@ -579,7 +615,7 @@ export interface paths {
             cookie?: never;
         };
         /** List tasks across queues (the operator's listing) */
-        get: operations["get_tasks"];
+        get: operations["listAllTasks"];
         put?: never;
         post?: never;
         delete?: never;
@@ -589,7 +625,28 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    taskDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A push queue's task, delivered to its URL target under a lease
+         * @description The dispatcher claims each due task of a queue with a URL target and POSTs it, signed, under the claim's lease (the queue's timeout). The target's answer decides the task: 2xx completes it with the body as its output (JSON as it is, other text as a JSON string); 429 and 5xx fail the attempt retryably (the task is available again after Retry-After when given, else after the queue's backoff; the attempts spent, it is dead-lettered, status failed); any other status (a 3xx: redirects are not followed; another 4xx) fails the task without retry. A target that has not answered by deadline is cut off and the lease lapses: the next claim delivers the next attempt. A cancel requested during a delivery turns its failure into cancelled. Each attempt is delivered once, but a network or whoever captured it may repeat it: (S3q-Task-Id, S3q-Attempt) is the idempotency key. A Lambda target is invoked with the same body, unsigned.
+         */
+        post: operations["deliverTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         Artifact: {
@@ -600,7 +657,9 @@ export interface components {
             headers?: {
                 [key: string]: string[];
             };
+            /** @description the artifact's name */
             name: string;
+            /** @description a task id: a lowercase UUIDv7 */
             task_id: string;
             upload_url?: string;
         };
@@ -609,19 +668,61 @@ export interface components {
         };
         ArtifactRequest: {
             name: string;
+            /** @description the artifact's size in bytes: the upload must send exactly that many */
             size: number;
         };
         BatchReply: {
-            results: {
-                deduplicated?: boolean;
-                error?: components["schemas"]["Error"];
-                replayed?: boolean;
-                task?: components["schemas"]["Task"];
-            }[];
+            results: components["schemas"]["BatchResult"][];
         };
         BatchRequest: {
-            tasks: unknown[];
+            /** @description the tasks, each as POST /queues/{queue}/tasks takes it (without wait); an invalid one gets an error in its result (field tasks[i]), the others are still submitted */
+            tasks: components["schemas"]["BatchTask"][];
         };
+        BatchResult: {
+            deduplicated?: boolean;
+            /** @description why this item was not submitted (field tasks[i].…) */
+            error?: {
+                /** @enum {unknown} */
+                code?: "invalid_input" | "too_large" | "conflict" | "queue_not_found" | "too_many_queues" | "internal" | "throttled" | "deadline_exceeded";
+            } & components["schemas"]["Error"];
+            replayed?: boolean;
+            task?: components["schemas"]["Task"];
+        };
+        BatchTask: {
+            /** @description at most one live (pending or running) task of the queue holds a dedup key */
+            dedup_key?: string;
+            /** @description a duration such as 90s, 30m, 1h or 7d, or a number of seconds */
+            delay?: string | number;
+            /** Format: date-time */
+            expires_at?: string;
+            /** @description a lowercase UUIDv7 the caller makes: one id is one task (exactly-once submits). Defaults to one the server makes */
+            id?: string;
+            /** @description the task's input: any JSON value, at most 256 KiB */
+            input?: unknown;
+            /** @description attempts before the task is dead-lettered (status failed); 0 means the default (3) */
+            max_attempts?: number;
+            /**
+             * @description what happens to this task when its parent expires: run (the default) or cancel
+             * @enum {string}
+             */
+            on_parent_expired?: "run" | "cancel";
+            /** @description the parent task: when it expires, this task is expired (pending) or asked to cancel (running, with on_parent_expired cancel) */
+            parent_id?: string;
+            /** @description the path's queue, or left out */
+            queue?: string;
+            /** Format: date-time */
+            schedule_at?: string;
+            task_type: string;
+            /** @description a duration such as 90s, 30m, 1h or 7d, or a number of seconds */
+            timeout?: string | number;
+            /** @description a duration such as 90s, 30m, 1h or 7d, or a number of seconds */
+            ttl?: string | number;
+            ttl_from?: components["schemas"]["TTLFrom"];
+            /** @description the time to live in seconds (ttl as a number) */
+            ttl_seconds?: number;
+        };
+        /** @enum {string} */
+        BulkOp: "purge" | "retry" | "cancel" | "expire";
         BulkReply: {
             /** @description tasks changed (on a dry run: that would be) */
             changed: number;
@@ -630,13 +731,9 @@ export interface components {
             matched: number;
             /** @description continue with it; absent once every task of the status was examined */
             next_cursor?: string;
-            /** @enum {string} */
-            op: "purge" | "retry" | "cancel" | "expire";
+            op: components["schemas"]["BulkOp"];
             queue: string;
-            skipped?: {
-                id: string;
-                reason: string;
-            }[];
+            skipped?: components["schemas"]["BulkSkip"][];
             status: components["schemas"]["Status"];
             task_ids: string[];
         };
@@ -645,13 +742,18 @@ export interface components {
             cursor?: string;
             /** @description report what would change, write nothing */
             dry_run?: boolean;
-            /** @description most tasks changed by this call (default 100) */
+            /** @description most tasks changed by this call; 0 or absent: 100 */
             limit?: number;
             /** @description only tasks last changed (updated_at) at least this long ago: a duration such as 90s, 30m, 1h or 7d, or a number of seconds */
             older_than?: string | number;
             status?: components["schemas"]["Status"];
             /** @description only tasks of this type */
             task_type?: string;
+        };
+        BulkSkip: {
+            /** @description a task id: a lowercase UUIDv7 */
+            id: string;
+            reason: string;
         };
         CancelAckRequest: {
             /** @description the token of the lease, from the claim */
@@ -661,9 +763,11 @@ export interface components {
             tasks: components["schemas"]["Claimed"][];
         };
         ClaimRequest: {
-            /** @description a duration such as 90s, 30m, 1h or 7d, or a number of seconds */
+            /** @description the lease's length from now: a duration such as 90s, 30m, 1h or 7d, or a number of seconds; more than 0 and at most 12h. Defaults to the task's timeout */
             lease_for?: string | number;
+            /** @description the most tasks to claim at once; defaults to 1 */
             max_tasks?: number;
+            /** @description the path's queue, or left out */
             queue?: string;
             task_types?: string[];
             /** @description a duration or a number of seconds to long-poll for; only POST /queues/{queue}/claim/wait waits, the plain route refuses a wait over 0 (400 naming wait) */
@@ -677,7 +781,7 @@ export interface components {
         CompleteRequest: {
             /** @description the token of the lease, from the claim */
             lease_token: string;
-            /** @description any JSON value */
+            /** @description the task's output: any JSON value */
             output?: unknown;
         };
         Counts: {
@@ -697,15 +801,21 @@ export interface components {
         };
         Empty: Record<string, never>;
         Error: {
-            code: string;
+            /**
+             * @description what went wrong, one of a fixed set; each goes with one HTTP status
+             * @enum {string}
+             */
+            code: "already_exists" | "conflict" | "deadline_exceeded" | "internal" | "invalid_input" | "invalid_lease_duration" | "invalid_state" | "lease_expired" | "lease_mismatch" | "method_not_allowed" | "not_found" | "not_running" | "queue_not_empty" | "queue_not_found" | "throttled" | "too_large" | "too_many_queues";
             /** @description the request field at fault, in its JSON spelling (tasks[3].ttl for a batch item's); body for the body as a whole (not JSON, not an object, too large), query for the query string; always present on a 400 */
             field?: string;
             message: string;
         };
         FailRequest: {
+            /** @description the failure message, kept as last_error */
             error?: string;
             /** @description the token of the lease, from the claim */
             lease_token: string;
+            /** @description whether another attempt may succeed. Defaults to true */
             retryable?: boolean;
         };
         Fire: {
@@ -714,49 +824,86 @@ export interface components {
             fire_time: string;
             /** Format: date-time */
             fired_at: string;
+            /** @description earlier due times (up to 1000) not fired because of missed_runs */
+            missed?: number;
+            /** @description the task of the previous fire, still pending or running */
             running_task_id?: string;
             schedule_id: string;
-            skipped?: string;
+            /**
+             * @description why no task was submitted: overlap (the task in running_task_id was still pending or running) or invalid (the template no longer makes a valid task; error says why)
+             * @enum {string}
+             */
+            skipped?: "overlap" | "invalid";
+            /** @description the task the fire submitted (absent when skipped) */
             task_id?: string;
+            /** @description true for a fire made by POST …/trigger, not by the cron */
+            trigger?: boolean;
         };
         FireReply: {
             fire: components["schemas"]["Fire"];
         };
         HeartbeatRequest: {
-            /** @description a duration such as 90s, 30m, 1h or 7d, or a number of seconds */
+            /** @description the lease's length from now: a duration such as 90s, 30m, 1h or 7d, or a number of seconds; more than 0 and at most 12h. Defaults to the task's timeout */
             lease_for?: string | number;
             /** @description the token of the lease, from the claim */
             lease_token: string;
         };
         History: {
+            /** @description the cursor of the next page; absent on the last */
             next_cursor?: string;
-            versions: {
-                /** Format: date-time */
-                modified_at: string;
-                task: components["schemas"]["Task"];
-                version_id: string;
-            }[];
+            versions: components["schemas"]["TaskVersion"][];
         };
         Lease: {
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description the lease lapses then unless extended by a heartbeat
+             */
             expires_at: string;
+            /** @description a task id: a lowercase UUIDv7 */
             task_id: string;
+            /** @description the lease token: lease operations (heartbeat, complete, fail, reschedule, cancel-ack) send it as lease_token */
             token: string;
         };
-        /** @description an OpenAPI 3.1 document */
-        OpenAPI: Record<string, never>;
+        /** @enum {string} */
+        MissedRuns: "skip" | "catch_up";
+        OpenAPI: {
+            components: Record<string, never>;
+            info: Record<string, never>;
+            /** @constant */
+            openapi: "3.1.0";
+            paths: Record<string, never>;
+            security?: Record<string, never>[];
+            servers?: Record<string, never>[];
+            tags?: Record<string, never>[];
+            webhooks?: Record<string, never>;
+        };
+        /** @enum {string} */
+        Overlap: "allow" | "skip";
+        PushDelivery: {
+            /**
+             * Format: date-time
+             * @description an RFC 3339 time a little before the lease ends (a tenth of the lease, at most 2s, before it): answer by then, or the delivery is cut off and the lease lapses
+             */
+            deadline: string;
+            lease: components["schemas"]["Lease"];
+            task: components["schemas"]["Task"];
+        };
         Queue: {
+            /** @description the queue was declared by a submit (auto_declare) */
             auto_declared?: boolean;
             counts?: components["schemas"]["Counts"];
             /** Format: date-time */
             created_at: string;
+            /** @description attempts before the task is dead-lettered (status failed); 0 means the default (3) */
             max_attempts?: number;
+            /** @description the most tasks of the queue running at once; 0 or absent: no limit */
             max_concurrency?: number;
             name: string;
             /** @description claims and push deliveries take nothing from a paused queue; submits go on */
             paused?: boolean;
             /** Format: date-time */
             paused_at?: string;
+            /** @description the claim index's key ranges, fixed at the first declaration */
             shards?: number;
             target?: components["schemas"]["Target"];
             /** @description a duration such as 90s, 30m, 1h or 7d */
@@ -768,6 +915,7 @@ export interface components {
             updated_at: string;
         };
         QueueList: {
+            /** @description the cursor of the next page; absent on the last */
             next_cursor?: string;
             queues: components["schemas"]["Queue"][];
         };
@@ -775,6 +923,7 @@ export interface components {
             queue: components["schemas"]["Queue"];
         };
         QueueRequest: {
+            /** @description attempts before the task is dead-lettered (status failed); 0 means the default (3) */
             max_attempts?: number;
             max_concurrency?: number;
             shards?: number;
@@ -785,30 +934,69 @@ export interface components {
             ttl?: string | number;
             ttl_from?: components["schemas"]["TTLFrom"];
         };
+        RecentCounts: {
+            cancelled: number;
+            expired: number;
+            failed: number;
+            window_seconds: number;
+        };
         RescheduleRequest: {
-            /** @description a duration such as 90s, 30m, 1h or 7d, or a number of seconds */
+            /** @description until the task is available again. Defaults to 0 (now) */
             delay?: string | number;
-            /** @description a duration such as 90s, 30m, 1h or 7d, or a number of seconds */
+            /** @description moves the task's deadline later. Defaults to 0 */
             extend_expiration?: string | number;
             /** @description the token of the lease, from the claim */
             lease_token: string;
         };
         Schedule: {
+            /** @description how far back missed_runs catch_up goes */
+            catch_up_window?: string;
+            /** Format: date-time */
+            created_at: string;
+            /** @description 5 fields (minute hour day-of-month month day-of-week) or a descriptor (@hourly, @daily, @weekly, @monthly, @yearly, @every 15m) */
             cron: string;
+            /** @description false while paused */
+            enabled: boolean;
             id: string;
-            /** Format: date-time */
-            last_run_at?: string | null;
-            /** Format: date-time */
-            next_run_at?: string | null;
-            next_runs?: string[];
-            queue?: string;
+            /** @description the task's input: any JSON value, at most 256 KiB */
+            input?: unknown;
+            /**
+             * Format: date-time
+             * @description the fire time of the last fire that submitted a task; null before the first
+             */
+            last_run_at: string | null;
+            /** @description the task the last fire submitted */
+            last_task_id?: string;
+            /** @description attempts before the task is dead-lettered (status failed); 0 means the default (3) */
+            max_attempts?: number;
+            missed_runs: components["schemas"]["MissedRuns"];
+            /**
+             * Format: date-time
+             * @description the next fire time; null while paused. It may be in the past when the next tick has yet to fire it
+             */
+            next_run_at: string | null;
+            /** @description the next 5 fire times from next_run_at on (empty while paused) */
+            next_runs: string[];
+            overlap: components["schemas"]["Overlap"];
+            queue: string;
             task_type: string;
+            /** @description the IANA time zone the expression is read in */
+            timezone: string;
+            /** @description a duration such as 90s, 30m, 1h or 7d */
+            ttl?: string;
+            ttl_from?: components["schemas"]["TTLFrom"];
+            /** Format: date-time */
+            updated_at: string;
+            /** @description bumped by every write of the definition */
+            version: number;
         };
         ScheduleHistory: {
             fires: components["schemas"]["Fire"][];
+            /** @description the cursor of the next page; absent on the last */
             next_cursor?: string;
         };
         ScheduleList: {
+            /** @description the cursor of the next page; absent on the last */
             next_cursor?: string;
             schedules: components["schemas"]["Schedule"][];
         };
@@ -816,11 +1004,19 @@ export interface components {
             schedule: components["schemas"]["Schedule"];
         };
         ScheduleRequest: {
+            /** @description how far back missed_runs catch_up goes; only with catch_up. Defaults to 24h */
+            catch_up_window?: string | number;
             cron: string;
+            /** @description false to create a paused schedule. Defaults to true on create and to unchanged on replace */
+            enabled?: boolean;
+            /** @description the schedule's id; required on create, on replace absent or the path's */
             id?: string;
-            /** @description any JSON value */
+            /** @description the task's input: any JSON value, at most 256 KiB */
             input?: unknown;
+            /** @description attempts before the task is dead-lettered (status failed); 0 means the default (3) */
             max_attempts?: number;
+            missed_runs?: components["schemas"]["MissedRuns"];
+            overlap?: components["schemas"]["Overlap"];
             queue?: string;
             task_type: string;
             timezone?: string;
@@ -828,45 +1024,49 @@ export interface components {
             ttl?: string | number;
             ttl_from?: components["schemas"]["TTLFrom"];
         };
+        Stats: {
+            /** Format: date-time */
+            at: string;
+            counts: components["schemas"]["Counts"];
+            /** @description how long it has waited since */
+            oldest_pending_age_seconds?: number;
+            /**
+             * Format: date-time
+             * @description when the oldest due pending task became available
+             */
+            oldest_pending_at?: string;
+            paused: boolean;
+            /** Format: date-time */
+            paused_at?: string;
+            queue: string;
+            recent: components["schemas"]["RecentCounts"];
+        };
         StatsReply: {
-            stats: {
-                /** Format: date-time */
-                at: string;
-                counts: components["schemas"]["Counts"];
-                /** @description how long it has waited since */
-                oldest_pending_age_seconds?: number;
-                /**
-                 * Format: date-time
-                 * @description when the oldest due pending task became available
-                 */
-                oldest_pending_at?: string;
-                paused: boolean;
-                /** Format: date-time */
-                paused_at?: string;
-                queue: string;
-                recent: {
-                    cancelled: number;
-                    expired: number;
-                    failed: number;
-                    window_seconds: number;
-                };
-            };
+            stats: components["schemas"]["Stats"];
         };
         /** @enum {string} */
         Status: "pending" | "running" | "completed" | "failed" | "cancelled" | "expired" | "archived";
         SubmitRequest: {
+            /** @description at most one live (pending or running) task of the queue holds a dedup key */
             dedup_key?: string;
             /** @description a duration such as 90s, 30m, 1h or 7d, or a number of seconds */
             delay?: string | number;
             /** Format: date-time */
             expires_at?: string;
-            /** @description a lowercase UUIDv7 the caller makes: one id is one task (exactly-once submits) */
+            /** @description a lowercase UUIDv7 the caller makes: one id is one task (exactly-once submits). Defaults to one the server makes */
             id?: string;
-            /** @description any JSON value */
+            /** @description the task's input: any JSON value, at most 256 KiB */
             input?: unknown;
+            /** @description attempts before the task is dead-lettered (status failed); 0 means the default (3) */
             max_attempts?: number;
-            on_parent_expired?: string;
+            /**
+             * @description what happens to this task when its parent expires: run (the default) or cancel
+             * @enum {string}
+             */
+            on_parent_expired?: "run" | "cancel";
+            /** @description the parent task: when it expires, this task is expired (pending) or asked to cancel (running, with on_parent_expired cancel) */
             parent_id?: string;
+            /** @description the path's queue, or left out */
             queue?: string;
             /** Format: date-time */
             schedule_at?: string;
@@ -876,24 +1076,36 @@ export interface components {
             /** @description a duration such as 90s, 30m, 1h or 7d, or a number of seconds */
             ttl?: string | number;
             ttl_from?: components["schemas"]["TTLFrom"];
+            /** @description the time to live in seconds (ttl as a number) */
             ttl_seconds?: number;
             /** @description a duration or a number of seconds: wait up to this long for the outcome: 200 finished, 202 still going, 504 deadline passed. Only POST /queues/{queue}/tasks/wait waits; the plain route refuses a wait over 0 (400 naming wait) */
             wait?: string | number;
         };
         /** @enum {string} */
         TTLFrom: "submission" | "first_attempt";
+        /** @description a queue's push target: a Lambda function, or an https URL with the SSM parameter that holds the secret signing its deliveries */
         Target: {
-            lambda?: string;
-            secret?: string;
-            url?: string;
+            /** @description a function name or ARN, optionally with a version or alias */
+            lambda: string;
+        } | {
+            /** @description the name or ARN of the SSM parameter holding the HMAC secret that signs deliveries (docs/push.md) */
+            secret: string;
+            /**
+             * Format: uri
+             * @description an https URL (http only where the deployment allows insecure targets, as s3q dev does)
+             */
+            url: string;
         };
         Task: {
+            /** @description the artifacts uploaded for the task */
             artifact_names?: string[];
             /** Format: date-time */
             artifacts_expire_at?: string;
+            /** @description attempts started (claims) */
             attempt: number;
             /** Format: date-time */
             available_at: string;
+            /** @description a cancel was asked while the task ran: its worker should stop and acknowledge (cancel-ack) */
             cancel_requested?: boolean;
             /** Format: date-time */
             cancelled_at?: string;
@@ -903,33 +1115,50 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             dead_letter_event_sent_at?: string;
+            /** @description at most one live (pending or running) task of the queue holds a dedup key */
             dedup_key?: string;
-            /** @description the lease operation that ended the last lease (complete, fail, reschedule, cancel) */
-            ended_by?: string;
+            /**
+             * @description the lease operation that ended the last lease (the token is kept so that a replay of it answers the same)
+             * @enum {string}
+             */
+            ended_by?: "complete" | "fail" | "reschedule" | "cancel";
             /** Format: date-time */
             expired_at?: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description the task's deadline; null when it has none
+             */
             expires_at: string | null;
             /** @description whole seconds to expires_at, rounded down; negative once passed */
             expires_in_seconds?: number;
             /** Format: date-time */
             expiry_event_sent_at?: string;
-            /** @enum {string} */
+            /**
+             * @description why the task expired
+             * @enum {string}
+             */
             expiry_reason?: "ttl" | "parent_expired" | "manual";
             /** Format: date-time */
             failed_at?: string;
             /** @description heartbeats of the current attempt, at most 1000 */
             heartbeats?: number;
+            /** @description a task id: a lowercase UUIDv7 */
             id: string;
-            /** @description any JSON value */
+            /** @description the task's input: any JSON value, at most 256 KiB */
             input?: unknown;
             last_error?: string;
             /** Format: date-time */
             lease_expires_at?: string;
+            /** @description attempts before the task is dead-lettered (status failed); 0 means the default (3) */
             max_attempts: number;
-            on_parent_expired?: string;
-            /** @description any JSON value */
+            /**
+             * @description what happens to this task when its parent expires: run (the default) or cancel
+             * @enum {string}
+             */
+            on_parent_expired?: "run" | "cancel";
+            /** @description the task's output: any JSON value */
             output?: unknown;
+            /** @description the parent task: when it expires, this task is expired (pending) or asked to cancel (running, with on_parent_expired cancel) */
             parent_id?: string;
             /**
              * Format: date-time
@@ -951,13 +1180,22 @@ export interface components {
             worker_id?: string;
         };
         TaskList: {
+            /** @description the cursor of the next page; absent on the last */
             next_cursor?: string;
             tasks: components["schemas"]["Task"][];
         };
         TaskReply: {
+            /** @description true when a live task already held the dedup key: this is that task (200) */
             deduplicated?: boolean;
+            /** @description true when the task with the request's id already existed, made by this same request: this is that task (200) */
             replayed?: boolean;
             task: components["schemas"]["Task"];
+        };
+        TaskVersion: {
+            /** Format: date-time */
+            modified_at: string;
+            task: components["schemas"]["Task"];
+            version_id: string;
         };
     };
     responses: {
@@ -1217,7 +1455,7 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    get_openapi_json: {
+    getOpenAPIDocument: {
         parameters: {
             query?: never;
             header?: never;
@@ -1243,7 +1481,7 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    get_queues: {
+    listQueues: {
         parameters: {
             query?: {
                 /** @description at most this many results */
@@ -1276,7 +1514,7 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    get_queues_queue: {
+    getQueue: {
         parameters: {
             query?: never;
             header?: never;
@@ -1305,7 +1543,7 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    put_queues_queue: {
+    declareQueue: {
         parameters: {
             query?: never;
             header?: never;
@@ -1350,7 +1588,7 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    delete_queues_queue: {
+    deleteQueue: {
         parameters: {
             query?: never;
             header?: never;
@@ -1379,7 +1617,7 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    post_queues_queue_bulk_cancel: {
+    cancelTasks: {
         parameters: {
             query?: never;
             header?: never;
@@ -1413,7 +1651,7 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    post_queues_queue_bulk_expire: {
+    expireTasks: {
         parameters: {
             query?: never;
             header?: never;
@@ -1447,7 +1685,7 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    post_queues_queue_bulk_retry: {
+    retryTasks: {
         parameters: {
             query?: never;
             header?: never;
@@ -1481,7 +1719,7 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    post_queues_queue_claim: {
+    claimTask: {
         parameters: {
             query?: never;
             header?: never;
@@ -1524,7 +1762,7 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    post_queues_queue_claim_wait: {
+    claimTaskWithWait: {
         parameters: {
             query?: never;
             header?: never;
@@ -1567,7 +1805,7 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    post_queues_queue_pause: {
+    pauseQueue: {
         parameters: {
             query?: never;
             header?: never;
@@ -1602,7 +1840,7 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    post_queues_queue_purge: {
+    purgeTasks: {
         parameters: {
             query?: never;
             header?: never;
@@ -1636,7 +1874,7 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    post_queues_queue_resume: {
+    resumeQueue: {
         parameters: {
             query?: never;
             header?: never;
@@ -1671,7 +1909,7 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    get_queues_queue_schedules: {
+    listSchedules: {
         parameters: {
             query?: {
                 /** @description at most this many results */
@@ -1705,7 +1943,7 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    post_queues_queue_schedules: {
+    createSchedule: {
         parameters: {
             query?: never;
             header?: never;
@@ -1715,7 +1953,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": components["schemas"]["ScheduleRequest"];
             };
@@ -1740,14 +1978,14 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    get_queues_queue_schedules_id: {
+    getSchedule: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 /** @description the queue's name */
                 queue: string;
-                /** @description the task's id (a UUID) or the schedule's id */
+                /** @description the schedule's id */
                 id: string;
             };
             cookie?: never;
@@ -1771,19 +2009,19 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    put_queues_queue_schedules_id: {
+    replaceSchedule: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 /** @description the queue's name */
                 queue: string;
-                /** @description the task's id (a UUID) or the schedule's id */
+                /** @description the schedule's id */
                 id: string;
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": components["schemas"]["ScheduleRequest"];
             };
@@ -1808,14 +2046,14 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    delete_queues_queue_schedules_id: {
+    deleteSchedule: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 /** @description the queue's name */
                 queue: string;
-                /** @description the task's id (a UUID) or the schedule's id */
+                /** @description the schedule's id */
                 id: string;
             };
             cookie?: never;
@@ -1839,7 +2077,7 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    get_queues_queue_schedules_id_history: {
+    getScheduleHistory: {
         parameters: {
             query?: {
                 /** @description only fires at or after this time */
@@ -1853,7 +2091,7 @@ export interface operations {
             path: {
                 /** @description the queue's name */
                 queue: string;
-                /** @description the task's id (a UUID) or the schedule's id */
+                /** @description the schedule's id */
                 id: string;
             };
             cookie?: never;
@@ -1877,14 +2115,14 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    post_queues_queue_schedules_id_pause: {
+    pauseSchedule: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 /** @description the queue's name */
                 queue: string;
-                /** @description the task's id (a UUID) or the schedule's id */
+                /** @description the schedule's id */
                 id: string;
             };
             cookie?: never;
@@ -1914,14 +2152,14 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    post_queues_queue_schedules_id_resume: {
+    resumeSchedule: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 /** @description the queue's name */
                 queue: string;
-                /** @description the task's id (a UUID) or the schedule's id */
+                /** @description the schedule's id */
                 id: string;
             };
             cookie?: never;
@@ -1951,14 +2189,14 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    post_queues_queue_schedules_id_trigger: {
+    triggerSchedule: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 /** @description the queue's name */
                 queue: string;
-                /** @description the task's id (a UUID) or the schedule's id */
+                /** @description the schedule's id */
                 id: string;
             };
             cookie?: never;
@@ -1988,7 +2226,7 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    get_queues_queue_stats: {
+    getQueueStats: {
         parameters: {
             query?: never;
             header?: never;
@@ -2017,7 +2255,7 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    get_queues_queue_tasks: {
+    listTasks: {
         parameters: {
             query?: {
                 /** @description only tasks in this status */
@@ -2055,7 +2293,7 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    post_queues_queue_tasks: {
+    submitTask: {
         parameters: {
             query?: never;
             header?: never;
@@ -2065,7 +2303,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": components["schemas"]["SubmitRequest"];
             };
@@ -2110,7 +2348,7 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    post_queues_queue_tasks_batch: {
+    submitTasks: {
         parameters: {
             query?: never;
             header?: never;
@@ -2120,7 +2358,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": components["schemas"]["BatchRequest"];
             };
@@ -2145,7 +2383,7 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    post_queues_queue_tasks_wait: {
+    submitTaskWithWait: {
         parameters: {
             query?: never;
             header?: never;
@@ -2155,7 +2393,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": components["schemas"]["SubmitRequest"];
             };
@@ -2200,14 +2438,14 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    get_queues_queue_tasks_id: {
+    getTask: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 /** @description the queue's name */
                 queue: string;
-                /** @description the task's id (a UUID) or the schedule's id */
+                /** @description the task's id (a lowercase UUIDv7) */
                 id: string;
             };
             cookie?: never;
@@ -2231,19 +2469,19 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    post_queues_queue_tasks_id_artifacts: {
+    createArtifactUpload: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 /** @description the queue's name */
                 queue: string;
-                /** @description the task's id (a UUID) or the schedule's id */
+                /** @description the task's id (a lowercase UUIDv7) */
                 id: string;
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": components["schemas"]["ArtifactRequest"];
             };
@@ -2268,14 +2506,14 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    get_queues_queue_tasks_id_artifacts_name: {
+    getArtifactDownload: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 /** @description the queue's name */
                 queue: string;
-                /** @description the task's id (a UUID) or the schedule's id */
+                /** @description the task's id (a lowercase UUIDv7) */
                 id: string;
                 /** @description the artifact's name */
                 name: string;
@@ -2301,14 +2539,14 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    post_queues_queue_tasks_id_cancel: {
+    cancelTask: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 /** @description the queue's name */
                 queue: string;
-                /** @description the task's id (a UUID) or the schedule's id */
+                /** @description the task's id (a lowercase UUIDv7) */
                 id: string;
             };
             cookie?: never;
@@ -2338,19 +2576,19 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    "post_queues_queue_tasks_id_cancel-ack": {
+    acknowledgeCancel: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 /** @description the queue's name */
                 queue: string;
-                /** @description the task's id (a UUID) or the schedule's id */
+                /** @description the task's id (a lowercase UUIDv7) */
                 id: string;
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": components["schemas"]["CancelAckRequest"];
             };
@@ -2366,7 +2604,7 @@ export interface operations {
                     "application/json": components["schemas"]["TaskReply"];
                 };
             };
-            400: components["responses"]["invalid_input.invalid_lease_duration"];
+            400: components["responses"]["invalid_input"];
             404: components["responses"]["not_found"];
             409: components["responses"]["conflict.lease_expired.lease_mismatch.not_running"];
             413: components["responses"]["too_large"];
@@ -2375,19 +2613,19 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    post_queues_queue_tasks_id_complete: {
+    completeTask: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 /** @description the queue's name */
                 queue: string;
-                /** @description the task's id (a UUID) or the schedule's id */
+                /** @description the task's id (a lowercase UUIDv7) */
                 id: string;
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": components["schemas"]["CompleteRequest"];
             };
@@ -2403,7 +2641,7 @@ export interface operations {
                     "application/json": components["schemas"]["TaskReply"];
                 };
             };
-            400: components["responses"]["invalid_input.invalid_lease_duration"];
+            400: components["responses"]["invalid_input"];
             404: components["responses"]["not_found"];
             409: components["responses"]["conflict.lease_expired.lease_mismatch.not_running"];
             413: components["responses"]["too_large"];
@@ -2412,14 +2650,14 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    post_queues_queue_tasks_id_expire: {
+    expireTask: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 /** @description the queue's name */
                 queue: string;
-                /** @description the task's id (a UUID) or the schedule's id */
+                /** @description the task's id (a lowercase UUIDv7) */
                 id: string;
             };
             cookie?: never;
@@ -2449,19 +2687,19 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    post_queues_queue_tasks_id_fail: {
+    failTask: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 /** @description the queue's name */
                 queue: string;
-                /** @description the task's id (a UUID) or the schedule's id */
+                /** @description the task's id (a lowercase UUIDv7) */
                 id: string;
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": components["schemas"]["FailRequest"];
             };
@@ -2477,7 +2715,7 @@ export interface operations {
                     "application/json": components["schemas"]["TaskReply"];
                 };
             };
-            400: components["responses"]["invalid_input.invalid_lease_duration"];
+            400: components["responses"]["invalid_input"];
             404: components["responses"]["not_found"];
             409: components["responses"]["conflict.lease_expired.lease_mismatch.not_running"];
             413: components["responses"]["too_large"];
@@ -2486,19 +2724,19 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    post_queues_queue_tasks_id_heartbeat: {
+    heartbeatTask: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 /** @description the queue's name */
                 queue: string;
-                /** @description the task's id (a UUID) or the schedule's id */
+                /** @description the task's id (a lowercase UUIDv7) */
                 id: string;
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": components["schemas"]["HeartbeatRequest"];
             };
@@ -2523,7 +2761,7 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    get_queues_queue_tasks_id_history: {
+    getTaskHistory: {
         parameters: {
             query?: {
                 /** @description at most this many results */
@@ -2535,7 +2773,7 @@ export interface operations {
             path: {
                 /** @description the queue's name */
                 queue: string;
-                /** @description the task's id (a UUID) or the schedule's id */
+                /** @description the task's id (a lowercase UUIDv7) */
                 id: string;
             };
             cookie?: never;
@@ -2559,19 +2797,19 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    post_queues_queue_tasks_id_reschedule: {
+    rescheduleTask: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 /** @description the queue's name */
                 queue: string;
-                /** @description the task's id (a UUID) or the schedule's id */
+                /** @description the task's id (a lowercase UUIDv7) */
                 id: string;
             };
             cookie?: never;
         };
-        requestBody?: {
+        requestBody: {
             content: {
                 "application/json": components["schemas"]["RescheduleRequest"];
             };
@@ -2587,7 +2825,7 @@ export interface operations {
                     "application/json": components["schemas"]["TaskReply"];
                 };
             };
-            400: components["responses"]["invalid_input.invalid_lease_duration"];
+            400: components["responses"]["invalid_input"];
             404: components["responses"]["not_found"];
             409: components["responses"]["conflict.lease_expired.lease_mismatch.not_running"];
             413: components["responses"]["too_large"];
@@ -2596,14 +2834,14 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    post_queues_queue_tasks_id_retry: {
+    retryTask: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 /** @description the queue's name */
                 queue: string;
-                /** @description the task's id (a UUID) or the schedule's id */
+                /** @description the task's id (a lowercase UUIDv7) */
                 id: string;
             };
             cookie?: never;
@@ -2633,7 +2871,7 @@ export interface operations {
             504: components["responses"]["deadline_exceeded"];
         };
     };
-    get_tasks: {
+    listAllTasks: {
         parameters: {
             query?: {
                 /** @description only tasks in this status */
@@ -2668,6 +2906,62 @@ export interface operations {
             500: components["responses"]["internal"];
             503: components["responses"]["throttled"];
             504: components["responses"]["deadline_exceeded"];
+        };
+    };
+    deliverTask: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `t=<Unix seconds>,v1=<hex HMAC-SHA256>` (several `v1=` values while a secret is rotated: one matching is enough; other versions are ignored). The HMAC is keyed with the secret's raw bytes (the SSM parameter's value, as UTF-8) over the signed string: these lines joined by `\n`, the body last and unterminated: the literal `v1`; t; the method `POST`; the target URL exactly as the queue declares it (target.url, from the receiver's own configuration, not from the request); the queue (the receiver's own, not S3q-Queue); S3q-Task-Id; S3q-Attempt (decimal); the body's exact bytes. Compare in constant time, refuse a t more than 5 minutes from now either way (the tolerance), and answer 401 when it fails. */
+                "S3q-Signature": string;
+                /** @description the queue the task is delivered from; the signature binds the receiver's own queue, so this header is not to be trusted on its own */
+                "S3q-Queue": string;
+                /** @description the task's id */
+                "S3q-Task-Id": string;
+                /** @description the attempt (task.attempt), from 1 */
+                "S3q-Attempt": number;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PushDelivery"];
+            };
+        };
+        responses: {
+            /** @description fails the attempt retryably, available again after Retry-After when given */
+            429: {
+                headers: {
+                    /** @description seconds or an HTTP date: the task is available again then (at most 12 hours), else after the queue's backoff */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description completes the task: the body is its output (JSON as it is, other text as a JSON string; at most 256 KiB) */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description fails the task without retry (a 401 of a bad signature too) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description fails the attempt retryably, available again after Retry-After when given */
+            "5XX": {
+                headers: {
+                    /** @description seconds or an HTTP date: the task is available again then (at most 12 hours), else after the queue's backoff */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
 }

@@ -7,7 +7,7 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { errorMessage, Permanent, Reschedule, TaskAborted, taskContext, type Handler } from "./handler.js";
 import { isRecord } from "./errors.js";
-import type { Lease, Task } from "./types.js";
+import type { PushDelivery } from "./types.js";
 
 /** How far a delivery's timestamp may be from now either way, by default: 5 minutes. */
 export const DEFAULT_TOLERANCE_MS = 5 * 60 * 1000;
@@ -21,13 +21,8 @@ export const HEADER_QUEUE = "s3q-queue";
 export const HEADER_TASK_ID = "s3q-task-id";
 export const HEADER_ATTEMPT = "s3q-attempt";
 
-/** What a push target receives: the task, its lease and the deadline by which it must answer. */
-export interface Push {
-  task: Task;
-  lease: Lease;
-  /** RFC 3339: a little before the lease ends; the dispatcher stops waiting then. */
-  deadline: string;
-}
+/** What a push target receives: the task, its lease and the deadline (RFC 3339) by which it must answer. */
+export type Push = PushDelivery;
 
 /** What a signature binds besides the body. */
 export interface Delivery {
@@ -41,10 +36,12 @@ export interface Delivery {
   attempt: number;
 }
 
-/** Why a delivery was refused. */
+/** Why a delivery was refused, checked in this order (contract/push-signature-vectors.json). */
 export type SignatureFailure =
-  | "missing" // no S3q-Signature (t= and v1=), S3q-Queue, S3q-Task-Id or S3q-Attempt
-  | "bad_time" // the timestamp is outside the tolerance
+  | "no_secret" // the verifier's (first) secret is empty: nothing verifies with it
+  | "target" // the verifier has no url or no queue
+  | "missing" // no S3q-Signature (one t= and a v1=), S3q-Queue, S3q-Task-Id, or a canonical positive S3q-Attempt
+  | "bad_time" // t= is not a canonical decimal, or is further than the tolerance from now
   | "queue" // a delivery for another queue
   | "signature"; // no v1 value matches
 
@@ -60,25 +57,29 @@ export class SignatureError extends Error {
 export interface PushVerifierOptions {
   /** The value of the secret that signs the queue's deliveries (the SSM parameter target.secret names). */
   secret: string;
-  /** A second secret accepted too, while the secret is rotated. Defaults to none. */
-  nextSecret?: string;
+  /** The previous secret, still accepted while the secret is rotated. Defaults to none. */
+  previousSecret?: string;
   /** The target URL exactly as the queue declares it (target.url), not as the request arrived behind a proxy. */
   url: string;
   /** The queue whose deliveries this target takes. */
   queue: string;
-  /** How far the delivery's timestamp may be from now either way, in milliseconds. Defaults to DEFAULT_TOLERANCE_MS (5 minutes). */
+  /** How far the delivery's timestamp may be from now either way, in milliseconds (exactly that far is accepted). Defaults to DEFAULT_TOLERANCE_MS (5 minutes). */
   toleranceMs?: number;
 }
 
-/** Headers as node:http gives them, a fetch Headers, or a plain object. */
+/** Headers as node:http gives them, a fetch Headers, or a plain object (names compare case-insensitively). */
 export type HeadersLike = Headers | Record<string, string | string[] | undefined>;
+
+const CANONICAL = /^[1-9][0-9]*$/;
+const HEX64 = /^[0-9a-f]{64}$/;
 
 /**
  * Checks HTTPS push deliveries: the S3q-Signature must be the HMAC-SHA256,
- * under the secret (or nextSecret), of the timestamp, the method, the URL
- * and queue the target was declared with, the task id and attempt of the
- * headers and the body's exact bytes, compared in constant time, with the
- * timestamp within the tolerance of now.
+ * under the secret (or previousSecret), of the timestamp, the method, the
+ * URL and queue the target was declared with, the task id and attempt of
+ * the headers and the body's exact bytes, compared in constant time, with
+ * the timestamp within the tolerance of now. Passes every vector of
+ * contract/push-signature-vectors.json.
  */
 export class PushVerifier {
   private readonly secrets: string[];
@@ -87,9 +88,7 @@ export class PushVerifier {
   private readonly tolerance: number;
 
   constructor(options: PushVerifierOptions) {
-    this.secrets = [options.secret, options.nextSecret ?? ""].filter((s) => s !== "");
-    if (this.secrets.length === 0) throw new TypeError("s3q push: a secret is required (an empty one verifies nothing)");
-    if (!options.url || !options.queue) throw new TypeError("s3q push: the target's url and queue are required to verify");
+    this.secrets = [options.secret, ...(options.previousSecret ? [options.previousSecret] : [])];
     this.url = options.url;
     this.queue = options.queue;
     this.tolerance = options.toleranceMs && options.toleranceMs > 0 ? options.toleranceMs : DEFAULT_TOLERANCE_MS;
@@ -102,30 +101,33 @@ export class PushVerifier {
    * the window a delivery may arrive again.
    */
   verify(body: Uint8Array | string, headers: HeadersLike, options: { method?: string; now?: Date } = {}): Delivery {
+    if (!this.secrets[0]) throw new SignatureError("no_secret", "no secret to verify with");
+    if (!this.url || !this.queue) throw new SignatureError("target", "the target's url and queue are required to verify");
     const get = (name: string): string => {
       if (headers instanceof Headers) return headers.get(name) ?? "";
-      const v = headers[name] ?? Object.entries(headers).find(([k]) => k.toLowerCase() === name)?.[1];
+      let v = headers[name];
+      if (v === undefined) v = Object.entries(headers).find(([k]) => k.toLowerCase() === name)?.[1];
       return (Array.isArray(v) ? v.join(",") : v) ?? "";
     };
-    const { ts, sigs } = parseSignature(get(HEADER_SIGNATURE));
+    const sig = parseSignature(get(HEADER_SIGNATURE));
     const queue = get(HEADER_QUEUE);
     const taskId = get(HEADER_TASK_ID);
-    const attemptText = get(HEADER_ATTEMPT);
-    if (ts === "" || sigs.length === 0 || queue === "" || taskId === "" || !/^-?\d+$/.test(attemptText)) {
+    const attempt = get(HEADER_ATTEMPT);
+    if (sig === undefined || queue === "" || taskId === "" || !CANONICAL.test(attempt)) {
       throw new SignatureError("missing", "missing S3q-Signature (t= and v1=), S3q-Queue, S3q-Task-Id or S3q-Attempt");
     }
-    if (!/^-?\d+$/.test(ts)) throw new SignatureError("bad_time", "timestamp outside the tolerance");
-    const timestamp = Number(ts);
+    if (!CANONICAL.test(sig.ts)) throw new SignatureError("bad_time", "the timestamp is not a decimal number of seconds");
+    const timestamp = Number(sig.ts);
     const now = (options.now ?? new Date()).getTime();
     if (Math.abs(now - timestamp * 1000) > this.tolerance) throw new SignatureError("bad_time", "timestamp outside the tolerance");
     if (queue !== this.queue) throw new SignatureError("queue", "delivery for another queue");
-    const d: Delivery = { timestamp, method: options.method ?? "POST", url: this.url, queue, taskId, attempt: Number(attemptText) };
+    const d: Delivery = { timestamp, method: options.method ?? "POST", url: this.url, queue: this.queue, taskId, attempt: Number(attempt) };
     const raw = typeof body === "string" ? Buffer.from(body, "utf8") : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
     for (const secret of this.secrets) {
-      const want = mac(secret, ts, d, attemptText, raw);
-      for (const s of sigs) {
-        const got = /^[0-9a-fA-F]{64}$/.test(s) ? Buffer.from(s, "hex") : undefined;
-        if (got && timingSafeEqual(want, got)) return d;
+      if (!secret) continue;
+      const want = Buffer.from(mac(secret, sig.ts, d, attempt, raw).toString("hex"), "ascii");
+      for (const s of sig.v1) {
+        if (HEX64.test(s) && timingSafeEqual(want, Buffer.from(s, "ascii"))) return d;
       }
     }
     throw new SignatureError("signature", "signature mismatch");
@@ -139,25 +141,25 @@ export function signDelivery(secret: string, d: Delivery, body: Uint8Array | str
 }
 
 function mac(secret: string, ts: string, d: Delivery, attempt: string, body: Buffer): Buffer {
-  const h = createHmac("sha256", secret);
-  for (const part of ["v1", ts, d.method, d.url, d.queue, d.taskId, String(Number(attempt))]) h.update(part + "\n");
+  const h = createHmac("sha256", Buffer.from(secret, "utf8"));
+  for (const part of ["v1", ts, d.method, d.url, d.queue, d.taskId, attempt]) h.update(Buffer.from(part + "\n", "utf8"));
   h.update(body);
   return h.digest();
 }
 
-function parseSignature(v: string): { ts: string; sigs: string[] } {
-  let ts = "";
-  const sigs: string[] = [];
+/** Reads "t=…,v1=…[,v1=…]" (parts trimmed; other keys ignored): undefined unless one t= and at least one v1=. */
+function parseSignature(v: string): { ts: string; v1: string[] } | undefined {
+  const ts: string[] = [];
+  const v1: string[] = [];
   for (const part of v.split(",")) {
     const p = part.trim();
     const i = p.indexOf("=");
     if (i < 0) continue;
     const k = p.slice(0, i);
-    const val = p.slice(i + 1);
-    if (k === "t") ts = val;
-    else if (k === "v1") sigs.push(val);
+    if (k === "t") ts.push(p.slice(i + 1));
+    else if (k === "v1") v1.push(p.slice(i + 1));
   }
-  return { ts, sigs };
+  return ts.length === 1 && v1.length > 0 ? { ts: ts[0]!, v1 } : undefined;
 }
 
 /** Handlers by task type, as a Worker registers them. */

@@ -32,7 +32,9 @@ export type ScheduleRequest = S["ScheduleRequest"];
 /** One fire of a schedule. */
 export type Fire = S["Fire"];
 /** One stored version of a task record. */
-export type TaskVersion = S["History"]["versions"][number];
+export type TaskVersion = S["TaskVersion"];
+/** What a push target receives (the document's webhook taskDelivery): the task, its lease and the deadline by which to answer. */
+export type PushDelivery = S["PushDelivery"];
 /** A presigned URL of a task's artifact. */
 export type Artifact = S["Artifact"];
 /** What a bulk operation (purge, retry, cancel, expire) did. */
