@@ -713,8 +713,8 @@ export class Client {
 
   /** A schedule's fires, oldest first (from since, when given). */
   scheduleHistory(id: string, options: ListOptions & { since?: Instant } = {}): Paged<Fire> {
-    const since = options.since === undefined ? undefined : instant("since", options.since);
     return new Paged(async (cursor) => {
+      const since = options.since === undefined ? undefined : instant("since", options.since);
       const a = await this.t.send<S["ScheduleHistory"]>("GET /queues/{queue}/schedules/{id}/history", {
         params: this.taskParams(id),
         query: { since, limit: options.limit, cursor },

@@ -29,9 +29,7 @@ export type Signer = (req: SignInput) => Promise<Record<string, string>>;
 
 /** The region of an {api}.execute-api.{region}.amazonaws.com host, or "". */
 export function regionFromHost(host: string): string {
-  const parts = host.split(".");
-  const i = parts.indexOf("execute-api");
-  return i >= 0 && i + 1 < parts.length ? parts[i + 1]! : "";
+  return /\.execute-api\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?$/.exec(host.toLowerCase())?.[1] ?? "";
 }
 
 /** Node's SHA-256 (and HMAC-SHA256 when given a secret), in the shape the SDK's signer takes. */
