@@ -4,14 +4,14 @@ BIN       := $(CURDIR)/.bin
 VERSITYGW := $(BIN)/versitygw
 export S3Q_VERSITYGW := $(VERSITYGW)
 
-.PHONY: test test-go fuzz test-short bench vet fmt dev versitygw chromium clean openapi-lint check-tracked
+.PHONY: test test-go test-typescript fuzz test-short bench vet fmt dev versitygw chromium clean openapi-lint check-tracked
 
 ## test: the one test command: vet, gofmt, every Go test with -race (mem store,
 ## gofakes3, versitygw; among them the README's walk-through, scripts/readme,
 ## and the console in headless Chromium), a short fuzz of the HTTP API, the
 ## OpenAPI lint, the CDK template tests, every function's zip under the Lambda
 ## emulator, and no build output tracked by git
-test: check-tracked test-go fuzz openapi-lint infra-test rie-test
+test: check-tracked test-go test-typescript fuzz openapi-lint infra-test rie-test
 
 ## check-tracked: fail when git tracks a file over 1 MiB or a binary (an executable that is no #! script)
 check-tracked:
@@ -20,6 +20,14 @@ check-tracked:
 test-go: versitygw chromium vet
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^infra/')); if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+## test-typescript: the TypeScript client (clients/typescript): npm ci of its pinned
+## packages, its generated types against shared/api/openapi.json (drift), tsc --strict
+## over the package, its examples and the README's TypeScript blocks, no `any` in its
+## public surface, and its node:test suite against fresh s3q dev servers
+test-typescript:
+	$(GO) build -o $(BIN)/s3q ./cmd/s3q
+	S3Q_BIN=$(BIN)/s3q bash scripts/test-typescript
 
 ## fuzz: feed the HTTP API random requests for a while (FUZZTIME, default 10s)
 FUZZTIME ?= 10s
