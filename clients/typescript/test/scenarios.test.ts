@@ -108,7 +108,8 @@ scenario("cancel_reaches_handler", async () => {
   let started!: () => void;
   const running = new Promise<void>((r) => (started = r));
   let reason: unknown;
-  const w = new Worker(c, { leaseForMs: 3_000, waitMs: 1_000, logger: null, stopOnSignals: false });
+  // A lease of 5 minutes: the heartbeat comes every 100s; the cancel is seen by the worker's read of the task (cancelPollMs).
+  const w = new Worker(c, { leaseForMs: 300_000, cancelPollMs: 500, waitMs: 1_000, logger: null, stopOnSignals: false });
   w.handle("slow.job", async (_task, { signal }) => {
     started();
     await new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
