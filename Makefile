@@ -47,11 +47,13 @@ test-short:
 ## sweep and tick cost against the backlog, the audit of a run per S3 fault mix,
 ## the S3 requests of each console view on 10k tasks, and API latency, S3 round trips,
 ## worker pickup and throughput through the dev server with S3 near (latency=none)
-## and at AWS-like latency (latency=typical; docs/performance.md)
+## and at AWS-like latency (latency=typical; docs/performance.md), and the TypeScript
+## client's submit latency and worker throughput (docs/clients.md)
 bench: versitygw
 	$(GO) run ./scripts/bench
 	$(GO) run ./scripts/latency
 	$(GO) run ./scripts/consolebench
+	bash scripts/bench-typescript
 
 vet:
 	$(GO) vet ./...
