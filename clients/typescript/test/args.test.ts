@@ -27,7 +27,10 @@ before(async () => {
   if (a === null || typeof a === "string") throw new Error("no address");
   url = `http://127.0.0.1:${a.port}`;
 });
-after(() => srv.close());
+after(() => {
+  srv.closeAllConnections();
+  srv.close();
+});
 
 async function refused(p: () => Promise<unknown>, field: string) {
   requests = [];

@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { before, test } from "node:test";
+import { after, before, test } from "node:test";
 import { Client, lambdaHandler, Permanent, pushTarget, PushVerifier, SignatureError, TaskAborted, type Handlers, type Push } from "@s3q/client";
 import { eventually, queueName, scenario, startDev, type Dev } from "./helpers.js";
 
@@ -68,14 +68,25 @@ function lambdaEndpoint(fn: (event: Push) => Promise<unknown>): Server {
   });
 }
 
+const servers: Server[] = [];
+after(() => {
+  for (const s of servers) {
+    s.closeAllConnections();
+    s.close();
+  }
+});
+
 before(async () => {
   // The Lambda endpoint first: s3q dev takes it at start.
-  const lambdaURL = await listen(lambdaEndpoint(lambdaHandler(handlers)));
+  const lambda = lambdaEndpoint(lambdaHandler(handlers));
+  servers.push(lambda);
+  const lambdaURL = await listen(lambda);
   dev = await startDev(["--lambda-endpoint", lambdaURL]);
   client = new Client(dev.url);
 
   httpQueue = queueName("hooks");
   const srv = createServer();
+  servers.push(srv);
   httpURL = `${await listen(srv)}/s3q`;
   const target = pushTarget(handlers, { secret: "dev-secret", url: httpURL, queue: httpQueue });
   srv.on("request", (req: IncomingMessage, res: ServerResponse) => {

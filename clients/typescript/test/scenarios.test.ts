@@ -48,7 +48,11 @@ async function lossyProxy(target: string): Promise<{ url: string; submits: () =>
   await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
   const addr = srv.address();
   if (addr === null || typeof addr === "string") throw new Error("no address");
-  return { url: `http://127.0.0.1:${addr.port}`, submits: () => submits, close: () => srv.close() };
+  return { url: `http://127.0.0.1:${addr.port}`, submits: () => submits, close: () => {
+      srv.closeAllConnections();
+      srv.close();
+    },
+  };
 }
 
 scenario("submit_retried_request_makes_one_task", async () => {
