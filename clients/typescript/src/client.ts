@@ -531,7 +531,10 @@ export class Client {
   /** Finishes a task with its output (any JSON value). */
   async complete(lease: Lease, output?: unknown, options: CallOptions = {}): Promise<Task> {
     const body: S["CompleteRequest"] = { lease_token: nonEmpty("lease.token", lease.token) };
-    if (output !== undefined) body.output = JSON.parse(jsonText("output", output));
+    if (output !== undefined) {
+      jsonText("output", output);
+      body.output = output;
+    }
     return this.leaseOp("POST /queues/{queue}/tasks/{id}/complete", lease, body, options);
   }
 
@@ -749,7 +752,10 @@ function submitBody(taskType: string, input: unknown, o: Omit<SubmitOptions, "wa
   if (o.ttl !== undefined && o.expiresAt !== undefined) throw new InvalidArgumentError(name("expiresAt"), `give ${name("ttl")} or ${name("expiresAt")}, not both`);
   if (o.delay !== undefined && o.scheduleAt !== undefined) throw new InvalidArgumentError(name("scheduleAt"), `give ${name("delay")} or ${name("scheduleAt")}, not both`);
   const body: S["SubmitRequest"] = { id: o.id || newTaskId(), task_type: taskType };
-  if (input !== undefined) body.input = JSON.parse(jsonText(name("input"), input));
+  if (input !== undefined) {
+    jsonText(name("input"), input); // refused here when JSON.stringify cannot encode it
+    body.input = input;
+  }
   if (o.ttl !== undefined) body.ttl = duration(name("ttl"), o.ttl);
   if (o.expiresAt !== undefined) body.expires_at = instant(name("expiresAt"), o.expiresAt);
   if (o.ttlFrom !== undefined) body.ttl_from = o.ttlFrom;
