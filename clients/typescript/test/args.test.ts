@@ -135,6 +135,21 @@ test("a client of an AWS URL signs with SigV4 , with the region of its host or t
   assert.match(String(h?.authorization), /^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/\d{8}\/eu-west-1\/execute-api\/aws4_request, SignedHeaders=.*host.*, Signature=[0-9a-f]{64}$/);
   assert.ok(h?.["x-amz-date"]);
   assert.ok(h?.["x-amz-content-sha256"] === undefined || typeof h["x-amz-content-sha256"] === "string");
+  // Without credentials: the AWS SDK's default chain (here, the environment's).
+  const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY, profile: process.env.AWS_PROFILE };
+  process.env.AWS_ACCESS_KEY_ID = "AKIDFROMENV";
+  process.env.AWS_SECRET_ACCESS_KEY = "secret";
+  delete process.env.AWS_PROFILE;
+  try {
+    requests = [];
+    await new Client(url, { sigv4: true, region: "us-east-2" }).get("01943a5e-0000-7000-8000-000000000001");
+    assert.match(String(requests[0]?.headers.authorization), /Credential=AKIDFROMENV\/\d{8}\/us-east-2\/execute-api\//);
+  } finally {
+    for (const [k, v] of [["AWS_ACCESS_KEY_ID", saved.id], ["AWS_SECRET_ACCESS_KEY", saved.secret], ["AWS_PROFILE", saved.profile]] as const) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
   const env = { a: process.env.AWS_REGION, b: process.env.AWS_DEFAULT_REGION };
   delete process.env.AWS_REGION;
   delete process.env.AWS_DEFAULT_REGION;
