@@ -66,7 +66,7 @@ func main() {
 	split := flag.Int("split-lifecycles", 30, "lifecycles of the api figure with submit, claim and complete each through its own server (as the submit, claim and tasks functions of a deployment are), clients=1; 0 skips it")
 	timelyTasks := flag.Int("timeliness-tasks", 200, "tasks of the expiry lateness figure (latency=typical only)")
 	only := flag.String("only", "", "run only these figures, comma-separated: api, pickup, throughput, timeliness")
-	serve := flag.String("serve", "", "measure nothing: serve one dev server over versitygw behind the proxy of this latency profile, print \"serving URL\" and run until stdin closes (for the benchmarks of other languages' clients)")
+	serve := flag.String("serve", "", "measure nothing: serve the dev server of this latency profile, print \"serving latency=P url=URL\" and run until standard input closes (scripts/clientbench measures the clients through it)")
 	flag.Parse()
 	run := figures.Program("latency", *only)
 
@@ -75,12 +75,13 @@ func main() {
 	defer srv.Close()
 
 	if *serve != "" {
-		b, err := start(ctx, srv, figures.Profiles(*serve)[0], *seed, 1)
+		p := figures.Profiles(*serve)[0]
+		b, err := start(ctx, srv, p, *seed, 1)
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Println("serving", b.base)
-		_, _ = io.Copy(io.Discard, os.Stdin) // until the caller closes stdin (or dies)
+		fmt.Printf("serving latency=%s url=%s\n", p.Name, b.base)
+		_, _ = io.Copy(io.Discard, os.Stdin)
 		b.stop()
 		return
 	}

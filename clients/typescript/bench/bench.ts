@@ -32,7 +32,7 @@ async function serve(profile: string): Promise<{ url: string; stop: () => Promis
   const lines = createInterface({ input: proc.stdout });
   const url = await new Promise<string>((resolve, reject) => {
     lines.on("line", (l) => {
-      const m = /^serving (\S+)/.exec(l);
+      const m = /^serving .*url=(\S+)/.exec(l);
       if (m) resolve(m[1]!);
     });
     proc.on("exit", (code) => reject(new Error(`latency -serve exited ${code}`)));
