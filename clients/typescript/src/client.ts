@@ -243,7 +243,7 @@ interface Answer<T> {
   body: T;
 }
 
-/** The state clients made by in() share. */
+/** @internal The state clients made by in() share. */
 class Transport {
   readonly base: URL;
   readonly retries: number;

@@ -598,7 +598,7 @@ export interface paths {
         put?: never;
         /**
          * Make a failed, expired or cancelled task pending again
-         * @description A failed or cancelled task becomes pending, runnable now, with a fresh set of attempts. 409 invalid_state for another status, a task whose deadline has passed, a task whose dedup key another live task holds now, a child whose parent expired, and a dead letter whose Task Dead-Lettered event the sweep has not published yet (retry after the next sweep, within a minute).
+         * @description A failed or cancelled task becomes pending, runnable now, with a fresh set of attempts. A dead letter is retried as soon as it is one: a Task Dead-Lettered event still owed is published by the retry itself, first (where the API has no event publisher, 409 invalid_state until the sweep has published it, within a minute). 409 invalid_state also for another status, a task whose deadline has passed, a task whose dedup key another live task holds now, and a child whose parent expired; 503 throttled when the owed event could not be published (retrying is safe).
          */
         post: operations["retryTask"];
         delete?: never;
@@ -2321,16 +2321,6 @@ export interface operations {
             };
             /** @description Created */
             201: {
-                headers: {
-                    "S3q-S3-Requests": components["headers"]["S3q-S3-Requests"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["TaskReply"];
-                };
-            };
-            /** @description Accepted */
-            202: {
                 headers: {
                     "S3q-S3-Requests": components["headers"]["S3q-S3-Requests"];
                     [name: string]: unknown;
