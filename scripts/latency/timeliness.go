@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"sort"
 	"sync"
@@ -15,7 +16,10 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/client"
+	"github.com/s3q/s3q/shared/dispatch"
+	"github.com/s3q/s3q/shared/pushsig"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/worker"
 )
 
@@ -41,6 +45,7 @@ func (b *bench) timeliness(tasks int, base string) {
 	b.expireLateness(tasks, base)
 	b.cancelReach("worker", 20)
 	b.cancelReach("exec", 10)
+	b.cancelReachPush(10)
 	b.retryAfterDeadLetter()
 	b.runningTaskHour()
 }
@@ -183,6 +188,95 @@ func (b *bench) cancelReach(mode string, n int) {
 		b.profile, ms(pct(reach, 50)), ms(pct(reach, 99)), mode, n, len(reach), worker.DefaultCancelPoll.Milliseconds())
 	stop()
 	<-done
+}
+
+// cancelReachPush delivers n tasks at once to a local HTTP target whose
+// handler waits for its request to end, cancels each at a random moment
+// of its delivery and notes when the handler saw its request's context
+// done (the dispatcher ended the request): the time from the cancel's
+// answer.
+func (b *bench) cancelReachPush(n int) {
+	ctx := context.Background()
+	qn := "timely-cancel-push"
+	var mu sync.Mutex
+	started := map[string]chan struct{}{}
+	ended := map[string]time.Time{}
+	ready := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-ready
+		id := r.Header.Get(pushsig.HeaderTaskID)
+		mu.Lock()
+		ch := started[id]
+		mu.Unlock()
+		if ch == nil {
+			http.Error(w, "unknown task", http.StatusBadRequest)
+			return
+		}
+		close(ch)
+		<-r.Context().Done()
+		mu.Lock()
+		ended[id] = time.Now()
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	timeout := queue.Duration(5 * time.Minute)
+	if _, _, err := b.c.DeclareQueue(ctx, queues.Declaration{Name: qn, Timeout: &timeout,
+		Target: &queues.Target{URL: srv.URL, Secret: benchSecret}}); err != nil {
+		log.Fatal(err)
+	}
+	c := b.c.In(qn)
+	for i := 0; i < n; i++ {
+		res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "t"}})
+		if err != nil {
+			log.Fatal(err)
+		}
+		mu.Lock()
+		started[res.Task.ID] = make(chan struct{})
+		mu.Unlock()
+	}
+	close(ready)
+	cancelled := map[string]time.Time{}
+	var wg sync.WaitGroup
+	mu.Lock()
+	for id, ch := range started {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case <-ch:
+			case <-time.After(2 * time.Minute):
+				return // never delivered: not counted
+			}
+			time.Sleep(time.Duration(rand.Int64N(int64(3 * time.Second))))
+			if _, err := c.Cancel(ctx, id); err != nil {
+				log.Fatal(err)
+			}
+			mu.Lock()
+			cancelled[id] = time.Now()
+			mu.Unlock()
+		}()
+	}
+	mu.Unlock()
+	wg.Wait()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		mu.Lock()
+		k := len(ended)
+		mu.Unlock()
+		if k >= len(cancelled) {
+			break
+		}
+	}
+	var reach []time.Duration
+	mu.Lock()
+	for id, at := range ended {
+		if c, ok := cancelled[id]; ok {
+			reach = append(reach, at.Sub(c))
+		}
+	}
+	mu.Unlock()
+	sort.Slice(reach, func(i, j int) bool { return reach[i] < reach[j] })
+	fmt.Printf("bench timeliness latency=%s cancel_reach_p50_ms=%.0f p99_ms=%.0f mode=push tasks=%d reached=%d cancel_poll_ms=%d\n",
+		b.profile, ms(pct(reach, 50)), ms(pct(reach, 99)), n, len(reach), dispatch.DefaultCancelPoll.Milliseconds())
 }
 
 // retryAfterDeadLetter fails a task for good and retries it at once: the
