@@ -288,7 +288,7 @@ func TestACancelReachesTheHandlerBetweenHeartbeatsWhateverTheLease(t *testing.T)
 // task ran again.
 func TestAnOutputTheAPIRefusesFailsTheTaskAtOnce(t *testing.T) {
 	c, _ := setup(t)
-	timeout := queue.Duration(2 * time.Second)
+	timeout := queue.Duration(time.Minute) // were it dropped, the rerun would wait for this
 	id := submit(t, c, queue.SubmitRequest{TaskType: "big", MaxAttempts: 3, Timeout: &timeout})
 	var calls atomic.Int32
 	w := worker.New(c, fastOpts())

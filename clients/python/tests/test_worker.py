@@ -203,7 +203,7 @@ def test_an_output_the_server_refuses_fails_the_task(client: s3q.Client) -> None
         runs.append(task.attempt)
         return {"blob": "x" * 300_000}
 
-    tid = client.submit("big.out", timeout="2s")["task"]["id"]
+    tid = client.submit("big.out", timeout="1m")["task"]["id"]  # a dropped output would wait for it
     t = start(w)
     try:
         wait_for("the task to end", lambda: client.status(tid)["status"] not in ("pending", "running"))
