@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, TypeVar
 from . import _times
 from ._task import Permanent, Reschedule, TaskContext
 from .client import Client
-from .errors import APIError, BadRequestError, LeaseError, NotFoundError, QueueNotFoundError
+from .errors import APIError, ArgumentError, BadRequestError, LeaseError, NotFoundError, QueueNotFoundError
 from .models import Claimed
 
 Handler = Callable[[TaskContext], Any]
@@ -293,7 +293,7 @@ class Worker:
             return lambda: self._complete(cur, out)
         if isinstance(err, Reschedule):
             r = err
-            return lambda: self._quiet(self.client.reschedule, cur, delay=r.delay, extend_expiration=r.extend)
+            return lambda: self._reschedule(cur, r)
         permanent = isinstance(err, Permanent)
         msg = str(err) or type(err).__name__
         return lambda: self._quiet(self.client.fail, cur, msg, retryable=not permanent)
@@ -309,6 +309,18 @@ class Worker:
             self._quiet(self.client.fail, lease, f"the handler's output was refused: {e}", retryable=False)
         except Exception as e:  # noqa: BLE001 - a finisher thread must not die: the lease will lapse
             log.warning("complete failed: %s", e)
+
+    def _reschedule(self, lease: Any, r: Reschedule) -> None:
+        """Give the task back as the handler asked; a Reschedule the client or the server
+        refuses (a delay such as "soon") fails the attempt with the reason instead of
+        leaving the lease to lapse."""
+        try:
+            self.client.reschedule(lease, delay=r.delay, extend_expiration=r.extend)
+        except (BadRequestError, ArgumentError) as e:
+            log.warning("task %s: the reschedule was refused; failing the attempt: %s", lease.get("task_id"), e)
+            self._quiet(self.client.fail, lease, f"the handler's Reschedule was refused: {e}")
+        except Exception as e:  # noqa: BLE001 - a finisher thread must not die: the lease will lapse
+            log.warning("reschedule failed: %s", e)
 
     @staticmethod
     def _quiet(op: Callable[..., Any], *args: Any, **kw: Any) -> None:

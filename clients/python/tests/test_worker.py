@@ -213,3 +213,23 @@ def test_an_output_the_server_refuses_fails_the_task(client: s3q.Client) -> None
     got = client.status(tid)
     assert got["status"] == "failed" and runs == [1], (got, runs)
     assert "too_large" in (got.get("last_error") or ""), got
+
+
+def test_a_reschedule_the_server_refuses_fails_the_attempt(client: s3q.Client) -> None:
+    """Reschedule("soon") is no duration: the attempt fails with the reason (retried while
+    attempts remain) instead of the lease lapsing with the finished handler's work lost."""
+    w = s3q.Worker(client, wait=1)
+
+    @w.task("later")
+    def later(task: s3q.TaskContext) -> Any:
+        raise s3q.Reschedule("soon")
+
+    tid = client.submit("later", max_attempts=1, timeout="1m")["task"]["id"]
+    t = start(w)
+    try:
+        wait_for("the task to end", lambda: client.status(tid)["status"] not in ("pending", "running"))
+    finally:
+        w.stop()
+        t.join()
+    got = client.status(tid)
+    assert got["status"] == "failed" and "Reschedule was refused" in (got.get("last_error") or ""), got
