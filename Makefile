@@ -4,7 +4,7 @@ BIN       := $(CURDIR)/.bin
 VERSITYGW := $(BIN)/versitygw
 export S3Q_VERSITYGW := $(VERSITYGW)
 
-.PHONY: test test-go test-python test-typescript fuzz test-short bench vet fmt dev versitygw chromium clean openapi-lint check-tracked
+.PHONY: test test-go test-python test-typescript gen-typescript fuzz test-short bench vet fmt dev versitygw chromium clean openapi-lint check-tracked
 
 ## test: the one test command: vet, gofmt, every Go test with -race (mem store,
 ## gofakes3, versitygw; among them the README's walk-through, scripts/readme,
@@ -41,6 +41,12 @@ test-python:
 test-typescript:
 	$(GO) build -o $(BIN)/s3q ./cmd/s3q
 	S3Q_BIN=$(BIN)/s3q bash scripts/test-typescript
+
+## gen-typescript: regenerate the TypeScript client's types (clients/typescript/src/openapi.ts)
+## from shared/api/openapi.json; needed after every change of the document (test-typescript
+## fails until the committed types match it)
+gen-typescript:
+	cd clients/typescript && { [ -d node_modules ] || npm ci --no-audit --no-fund --loglevel=error; } && npm run --silent gen
 
 ## fuzz: feed the HTTP API random requests for a while (FUZZTIME, default 10s)
 FUZZTIME ?= 10s
