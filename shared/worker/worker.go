@@ -470,6 +470,18 @@ func (w *Worker) run(parent context.Context, c client.Claimed) (finish func()) {
 	case err == nil:
 		return func() {
 			if _, err := w.api.Complete(opCtx, client.CompleteRequest{Lease: task.Lease, Output: out}); err != nil {
+				if refused(err) {
+					// No attempt can deliver this output (over the inline
+					// limit): fail the task now rather than let the lease
+					// lapse and the finished task run again.
+					msg := "the handler's output was refused: " + err.Error()
+					if _, ferr := w.api.Fail(opCtx, client.FailRequest{Lease: task.Lease, Error: msg, Permanent: true}); ferr != nil {
+						log.Warn("complete refused; fail failed", "error", err, "fail_error", ferr)
+						return
+					}
+					log.Warn("complete refused: task failed", "error", err)
+					return
+				}
 				log.Warn("complete failed", "error", err)
 				return
 			}
@@ -572,4 +584,11 @@ func (e *rescheduleError) Error() string { return "reschedule in " + queue.Forma
 // delay without using up an attempt, moving its deadline extend later.
 func Reschedule(delay, extend time.Duration) error {
 	return &rescheduleError{delay: delay, extend: extend}
+}
+
+// refused reports whether the API refused a complete's output itself (413
+// too_large, or 400 naming the output): sending it again never helps.
+func refused(err error) bool {
+	var e *client.Error
+	return errors.As(err, &e) && (e.Code == "too_large" || (e.Status == 400 && e.Field == "output"))
 }
