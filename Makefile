@@ -33,7 +33,8 @@ openapi-lint:
 
 ## test-short: the in-memory store's conformance runs only, no race detector, no S3 server needed
 test-short:
-	$(GO) test -count=1 -run Mem ./shared/queue/... ./shared/store/... ./shared/schedule/...
+	$(GO) test -count=1 ./shared/queue/ ./shared/store/...
+	$(GO) test -count=1 -run Mem ./shared/queue/queuetest/ ./shared/schedule/scheduletest/
 
 ## bench: request counts and dollars per task lifecycle, throughput on versitygw,
 ## sweep and tick cost against the backlog, the audit of a run per S3 fault mix,
