@@ -107,7 +107,7 @@ func schemas() obj {
 	submit["properties"].(obj)["wait"] = obj{"type": []string{"string", "number"}, "description": "a duration or a number of seconds: wait up to this long for the outcome: 200 finished, 202 still going, 504 deadline passed. Only POST /queues/{queue}/tasks/wait waits; the plain route refuses a wait over 0 (400 naming wait)"}
 	queueProps := obj{
 		"name": str(), "ttl": duration(), "ttl_from": ref("TTLFrom"), "max_attempts": integer(), "timeout": duration(),
-		"shards": integer(), "max_concurrency": integer(), "target": ref("Target"), "auto_declared": boolean(),
+		"shards": integer(), "max_concurrency": integer(), "max_schedules": integer(), "target": ref("Target"), "auto_declared": boolean(),
 		"created_at": dateTime(), "updated_at": dateTime(),
 		"paused": obj{"type": "boolean", "description": "claims and push deliveries take nothing from a paused queue; submits go on"}, "paused_at": dateTime(),
 		"counts": ref("Counts"),
@@ -191,7 +191,7 @@ func schemas() obj {
 		"FailRequest":       withLease(obj{"error": str(), "retryable": boolean()}),
 		"RescheduleRequest": withLease(obj{"delay": durationOrSeconds(), "extend_expiration": durationOrSeconds()}),
 		"ArtifactRequest":   object(obj{"name": str(), "size": obj{"type": "integer", "minimum": 1}}, []string{"name", "size"}, true),
-		"QueueRequest":      object(obj{"ttl": durationOrSeconds(), "ttl_from": ref("TTLFrom"), "max_attempts": integer(), "timeout": durationOrSeconds(), "shards": integer(), "max_concurrency": integer(), "target": ref("Target")}, nil, true),
+		"QueueRequest":      object(obj{"ttl": durationOrSeconds(), "ttl_from": ref("TTLFrom"), "max_attempts": integer(), "timeout": durationOrSeconds(), "shards": integer(), "max_concurrency": integer(), "max_schedules": integer(), "target": ref("Target")}, nil, true),
 		"ScheduleRequest":   object(obj{"id": str(), "task_type": str(), "input": anyJSON(), "queue": str(), "cron": str(), "timezone": str(), "ttl": durationOrSeconds(), "ttl_from": ref("TTLFrom"), "max_attempts": integer()}, []string{"task_type", "cron"}, false),
 	}
 }

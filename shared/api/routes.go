@@ -111,7 +111,7 @@ var table = []*route{
 	{method: "GET", pattern: "/queues/{queue}/tasks/{id}/artifacts/{name}", function: "tasks", summary: "Get a presigned URL to download an artifact",
 		answers: answers200("ArtifactReply"), serve: (*API).artifactDownload},
 	{method: "POST", pattern: "/queues/{queue}/schedules", function: "schedules", summary: "Create a schedule",
-		body: "ScheduleRequest", answers: answers201("ScheduleReply"), errors: []string{CodeQueueNotFound, CodeAlreadyExists, CodeConflict}, serve: (*API).scheduleCreate},
+		body: "ScheduleRequest", answers: answers201("ScheduleReply"), errors: []string{CodeQueueNotFound, CodeAlreadyExists, CodeTooManySchedules, CodeConflict}, serve: (*API).scheduleCreate},
 	{method: "GET", pattern: "/queues/{queue}/schedules", function: "schedules", summary: "List a queue's schedules",
 		query: []string{"limit", "cursor"}, answers: answers200("ScheduleList"), serve: (*API).scheduleList},
 	{method: "GET", pattern: "/queues/{queue}/schedules/{id}", function: "schedules", summary: "Read a schedule and its next fire times",
