@@ -62,10 +62,15 @@ func (e *Error) Is(target error) bool {
 }
 
 // Temporary reports whether repeating the request later may succeed
-// (throttling, a conflict, a server error).
+// (throttling, a lost race, a server error). A conflict naming a field
+// never does: lease_token (the lease already ended, or the token was
+// used for another request) or id (an id another request made).
 func (e *Error) Temporary() bool {
+	if e.Code == "conflict" {
+		return e.Field == ""
+	}
 	return e.Status == http.StatusServiceUnavailable || e.Status == http.StatusTooManyRequests ||
-		e.Code == "conflict" || e.Status >= 500 && e.Status != http.StatusGatewayTimeout
+		e.Status >= 500 && e.Status != http.StatusGatewayTimeout
 }
 
 func decodeError(resp *http.Response, raw []byte) error {

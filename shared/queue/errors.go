@@ -43,6 +43,9 @@ var (
 	// ErrTooManyQueues means declaring one more queue would pass
 	// queues.Options.MaxQueues.
 	ErrTooManyQueues = errors.New("queue: too many queues")
+	// ErrTooManyWaits means the queue holds as many waits as it may
+	// (Queue.HoldWait): wait later, or do not wait.
+	ErrTooManyWaits = errors.New("queue: too many waits")
 )
 
 // ConflictError reports a request that conflicts with what is stored
