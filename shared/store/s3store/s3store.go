@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -255,11 +256,12 @@ func (s *Store) ListDirs(ctx context.Context, prefix, startAfter string, limit i
 // as the prefix (and, with after, key and after as the markers).
 //
 // S3 lists them in one newest-first sequence, but the SDK splits it into
-// versions and delete markers, so the two lists are merged back: the latest
-// first, then by LastModified, each list keeping the server's order. Where
-// a server's times are coarse (versitygw lists noncurrent versions to the
-// second), a delete marker and a version made within the same second may
-// come out of order.
+// versions and delete markers, so the two are put back in the server's
+// sequence, read from the answer itself (versionorder.go): a delete
+// marker and a version made within the same second keep their order where
+// the server's times have whole seconds (versitygw, SeaweedFS). Should
+// that sequence be missing, the two lists are merged by time instead: the
+// latest first, then by LastModified, each list keeping its order.
 //
 // A truncated page names where to continue (NextKeyMarker,
 // NextVersionIdMarker); where a server leaves them out (gofakes3 does),
@@ -270,10 +272,11 @@ func (s *Store) Versions(ctx context.Context, key, after string, limit int) (sto
 	if after != "" {
 		in.KeyMarker, in.VersionIdMarker = &full, &after
 	}
-	out, err := s.client.ListObjectVersions(ctx, in, s.idempotent...)
+	out, err := s.client.ListObjectVersions(ctx, in, append(slices.Clip(s.idempotent), withVersionOrder)...)
 	if err != nil {
 		return store.VersionPage{}, fmt.Errorf("list versions of %s: %w", key, mapError(err))
 	}
+	order, _ := out.ResultMetadata.Get(versionOrderKey{}).([]versionEntry)
 	// key is the smallest key under the prefix key, so its versions
 	// come first and any other key ends the listing.
 	past := false
@@ -305,7 +308,7 @@ func (s *Store) Versions(ctx context.Context, key, after string, limit int) (sto
 			LastModified: aws.ToTime(m.LastModified),
 		})
 	}
-	page := store.VersionPage{Versions: mergeNewestFirst(versions, markers)}
+	page := store.VersionPage{Versions: inServerOrder(mergeNewestFirst(versions, markers), full, order)}
 	if past || !aws.ToBool(out.IsTruncated) || len(page.Versions) == 0 {
 		return page, nil
 	}
@@ -316,6 +319,25 @@ func (s *Store) Versions(ctx context.Context, key, after string, limit int) (sto
 		page.Next = page.Versions[len(page.Versions)-1].VersionID
 	}
 	return page, nil
+}
+
+// inServerOrder puts the versions of key full (merged) in the order of
+// the server's listing, when it names every one of them; else it returns
+// merged as it is.
+func inServerOrder(merged []store.Version, full string, order []versionEntry) []store.Version {
+	at := make(map[string]int, len(order))
+	for i, e := range order {
+		if e.key == full {
+			at[e.versionID] = i
+		}
+	}
+	for _, v := range merged {
+		if _, ok := at[v.VersionID]; !ok {
+			return merged
+		}
+	}
+	slices.SortStableFunc(merged, func(a, b store.Version) int { return at[a.VersionID] - at[b.VersionID] })
+	return merged
 }
 
 // mergeNewestFirst merges two newest-first lists of versions of one key:

@@ -336,3 +336,28 @@ func TestGetReadsBodyETagAndVersion(t *testing.T) {
 		t.Errorf("request = %s ?%v", r.Path, r.Query)
 	}
 }
+
+func TestVersionsKeepTheServersOrderWithinASecond(t *testing.T) {
+	// Whole-second times (versitygw, SeaweedFS): e2 re-created the key in
+	// the second its delete marker was put, after e1.
+	page := `<ListVersionsResult><IsTruncated>false</IsTruncated>
+  <Version><Key>pre/k</Key><VersionId>e2</VersionId><IsLatest>true</IsLatest><LastModified>2026-01-01T00:00:05.000Z</LastModified><ETag>"e2"</ETag><Size>2</Size></Version>
+  <DeleteMarker><Key>pre/k</Key><VersionId>marker</VersionId><IsLatest>false</IsLatest><LastModified>2026-01-01T00:00:05.000Z</LastModified></DeleteMarker>
+  <Version><Key>pre/k</Key><VersionId>e1</VersionId><IsLatest>false</IsLatest><LastModified>2026-01-01T00:00:05.000Z</LastModified><ETag>"e1"</ETag><Size>1</Size></Version>
+</ListVersionsResult>`
+	st := newTestStore(t, newFakeS3(t, answer{status: 200, body: page}))
+	p, err := st.Versions(t.Context(), "k", "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range p.Versions {
+		got = append(got, v.VersionID)
+	}
+	if want := []string{"e2", "marker", "e1"}; !slices.Equal(got, want) {
+		t.Errorf("Versions = %q, want %q", got, want)
+	}
+	if !p.Versions[1].DeleteMarker || p.Versions[2].ETag != `"e1"` {
+		t.Errorf("Versions = %+v", p.Versions)
+	}
+}
