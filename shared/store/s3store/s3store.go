@@ -256,12 +256,13 @@ func (s *Store) ListDirs(ctx context.Context, prefix, startAfter string, limit i
 // as the prefix (and, with after, key and after as the markers).
 //
 // S3 lists them in one newest-first sequence, but the SDK splits it into
-// versions and delete markers, so the two are put back in the server's
-// sequence, read from the answer itself (versionorder.go): a delete
-// marker and a version made within the same second keep their order where
-// the server's times have whole seconds (versitygw, SeaweedFS). Should
-// that sequence be missing, the two lists are merged by time instead: the
-// latest first, then by LastModified, each list keeping its order.
+// versions and delete markers, so the two lists are merged back: the latest
+// first, then by LastModified, each list keeping the server's order. A
+// delete marker and a version of the same LastModified (a server whose
+// times have whole seconds: SeaweedFS) are put in the order the server
+// listed them, read from the answer itself (versionorder.go). A server
+// that lists every delete marker before the versions (versitygw) orders
+// such a tie marker first.
 //
 // A truncated page names where to continue (NextKeyMarker,
 // NextVersionIdMarker); where a server leaves them out (gofakes3 does),
@@ -308,7 +309,7 @@ func (s *Store) Versions(ctx context.Context, key, after string, limit int) (sto
 			LastModified: aws.ToTime(m.LastModified),
 		})
 	}
-	page := store.VersionPage{Versions: inServerOrder(mergeNewestFirst(versions, markers), full, order)}
+	page := store.VersionPage{Versions: mergeNewestFirst(versions, markers, listedBefore(full, order))}
 	if past || !aws.ToBool(out.IsTruncated) || len(page.Versions) == 0 {
 		return page, nil
 	}
@@ -321,33 +322,33 @@ func (s *Store) Versions(ctx context.Context, key, after string, limit int) (sto
 	return page, nil
 }
 
-// inServerOrder puts the versions of key full (merged) in the order of
-// the server's listing, when it names every one of them; else it returns
-// merged as it is.
-func inServerOrder(merged []store.Version, full string, order []versionEntry) []store.Version {
+// listedBefore returns whether the server listed the entry of key full
+// with version id a before that with b, by their places in order; false
+// when it did not list both.
+func listedBefore(full string, order []versionEntry) func(a, b string) bool {
 	at := make(map[string]int, len(order))
 	for i, e := range order {
 		if e.key == full {
 			at[e.versionID] = i
 		}
 	}
-	for _, v := range merged {
-		if _, ok := at[v.VersionID]; !ok {
-			return merged
-		}
+	return func(a, b string) bool {
+		i, okA := at[a]
+		j, okB := at[b]
+		return okA && okB && i < j
 	}
-	slices.SortStableFunc(merged, func(a, b store.Version) int { return at[a.VersionID] - at[b.VersionID] })
-	return merged
 }
 
 // mergeNewestFirst merges two newest-first lists of versions of one key:
-// the latest first, then the later LastModified of the two heads (a version
-// on a tie).
-func mergeNewestFirst(versions, markers []store.Version) []store.Version {
+// the latest first, then the later LastModified of the two heads; on a
+// tie, the marker first if listed (a, b) reports it listed first, else the
+// version.
+func mergeNewestFirst(versions, markers []store.Version, listed func(a, b string) bool) []store.Version {
 	merged := make([]store.Version, 0, len(versions)+len(markers))
 	for len(versions) > 0 && len(markers) > 0 {
 		v, m := versions[0], markers[0]
-		if m.IsLatest || (!v.IsLatest && m.LastModified.After(v.LastModified)) {
+		tie := m.LastModified.Equal(v.LastModified) && listed(m.VersionID, v.VersionID)
+		if m.IsLatest || (!v.IsLatest && (m.LastModified.After(v.LastModified) || tie)) {
 			merged, markers = append(merged, m), markers[1:]
 		} else {
 			merged, versions = append(merged, v), versions[1:]

@@ -310,7 +310,7 @@ func TestMergeNewestFirst(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var ids []string
-			for _, x := range mergeNewestFirst(tt.versions, tt.markers) {
+			for _, x := range mergeNewestFirst(tt.versions, tt.markers, func(a, b string) bool { return false }) {
 				ids = append(ids, x.VersionID)
 			}
 			if got := strings.Join(ids, " "); got != tt.want {

@@ -15,10 +15,10 @@ import (
 // The server lists a key's versions and delete markers in one
 // newest-first sequence, but the SDK splits it into two lists. Where the
 // server's LastModified has whole seconds, a version and a delete marker
-// of the same second cannot be put back in order by time; so
-// ListObjectVersions keeps the sequence as the server sent it: a
-// deserialize middleware reads the answer's XML for the order of its
-// entries (key and version id) before the SDK's deserializer reads it.
+// of the same second cannot be put back in order by time; so such a tie
+// is decided by the sequence the server sent: a deserialize middleware
+// reads the answer's XML for the order of its entries (key and version
+// id) before the SDK's deserializer reads it.
 
 // versionOrderKey holds, in an answer's metadata, its entries' order.
 type versionOrderKey struct{}
