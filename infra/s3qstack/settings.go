@@ -392,7 +392,7 @@ func jsonFields() []jsonField {
 		{"submitThrottleRate", "int"}, {"submitThrottleBurst", "int"}, {"batchThrottleRate", "int"},
 		{"batchThrottleBurst", "int"}, {"claimThrottleRate", "int"}, {"claimThrottleBurst", "int"},
 		{"maxWaitSeconds", "int"},
-		{"waitsReservedConcurrency", "int"}, {"waitThrottleRate", "int"}, {"waitThrottleBurst", "int"},
+		{"waitsReservedConcurrency", "int"}, {"waitsPerQueue", "int"}, {"waitThrottleRate", "int"}, {"waitThrottleBurst", "int"},
 		{"autoDeclare", "bool"},
 		{"dispatchTimeoutSeconds", "int"}, {"pushBindings", "object"},
 		{"dispatchReservedConcurrency", "int"}, {"pushConcurrency", "int"},

@@ -57,8 +57,8 @@ func newStore(client *s3.Client, bucket, prefix string, p retryPolicy) *Store {
 		client:      client,
 		bucket:      bucket,
 		prefix:      prefix,
-		idempotent:  []func(*s3.Options){func(o *s3.Options) { o.Retryer = idempotent }},
-		conditional: []func(*s3.Options){func(o *s3.Options) { o.Retryer = conditional }},
+		idempotent:  []func(*s3.Options){func(o *s3.Options) { o.Retryer = idempotent }, attemptTimeout(p.AttemptTimeout)},
+		conditional: []func(*s3.Options){func(o *s3.Options) { o.Retryer = conditional }, attemptTimeout(p.AttemptTimeout)},
 	}
 }
 
@@ -85,12 +85,12 @@ func (s *Store) get(ctx context.Context, key, versionID string) (store.Object, e
 	}
 	out, err := s.client.GetObject(ctx, in, s.idempotent...)
 	if err != nil {
-		return store.Object{}, fmt.Errorf("get %s: %w", what, mapError(err))
+		return store.Object{}, fmt.Errorf("get %s: %w", what, mapCallError(ctx, err))
 	}
 	defer out.Body.Close()
 	body, err := io.ReadAll(out.Body)
 	if err != nil {
-		return store.Object{}, fmt.Errorf("read %s: %w", what, mapError(err))
+		return store.Object{}, fmt.Errorf("read %s: %w", what, mapCallError(ctx, err))
 	}
 	return store.Object{
 		Key:          key,
@@ -108,7 +108,7 @@ func (s *Store) Head(ctx context.Context, key string) (store.Info, error) {
 		Key:    aws.String(s.prefix + key),
 	}, s.idempotent...)
 	if err != nil {
-		return store.Info{}, fmt.Errorf("head %s: %w", key, mapError(err))
+		return store.Info{}, fmt.Errorf("head %s: %w", key, mapCallError(ctx, err))
 	}
 	return store.Info{
 		Key:          key,
@@ -174,7 +174,7 @@ func (s *Store) put(ctx context.Context, key string, body []byte, opts []store.P
 	}
 	out, err := s.client.PutObject(ctx, in, retry...)
 	if err != nil {
-		return "", mapError(err)
+		return "", mapCallError(ctx, err)
 	}
 	return aws.ToString(out.ETag), nil
 }
@@ -186,7 +186,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		Key:    aws.String(s.prefix + key),
 	}, s.idempotent...)
 	if err != nil {
-		err = mapError(err)
+		err = mapCallError(ctx, err)
 		if errors.Is(err, store.ErrNotFound) { // S3 answers 204; some servers 404
 			return nil
 		}
@@ -208,7 +208,7 @@ func (s *Store) List(ctx context.Context, prefix, startAfter string, limit int) 
 	}
 	out, err := s.client.ListObjectsV2(ctx, in, s.idempotent...)
 	if err != nil {
-		return store.Page{}, fmt.Errorf("list %s after %q: %w", prefix, startAfter, mapError(err))
+		return store.Page{}, fmt.Errorf("list %s after %q: %w", prefix, startAfter, mapCallError(ctx, err))
 	}
 	page := store.Page{
 		Items:     make([]store.Info, 0, len(out.Contents)),
@@ -239,7 +239,7 @@ func (s *Store) ListDirs(ctx context.Context, prefix, startAfter string, limit i
 	}
 	out, err := s.client.ListObjectsV2(ctx, in, s.idempotent...)
 	if err != nil {
-		return nil, false, fmt.Errorf("list folders of %s after %q: %w", prefix, startAfter, mapError(err))
+		return nil, false, fmt.Errorf("list folders of %s after %q: %w", prefix, startAfter, mapCallError(ctx, err))
 	}
 	dirs := make([]string, 0, len(out.CommonPrefixes))
 	for _, p := range out.CommonPrefixes {
@@ -275,7 +275,7 @@ func (s *Store) Versions(ctx context.Context, key, after string, limit int) (sto
 	}
 	out, err := s.client.ListObjectVersions(ctx, in, append(slices.Clip(s.idempotent), withVersionOrder)...)
 	if err != nil {
-		return store.VersionPage{}, fmt.Errorf("list versions of %s: %w", key, mapError(err))
+		return store.VersionPage{}, fmt.Errorf("list versions of %s: %w", key, mapCallError(ctx, err))
 	}
 	order, _ := out.ResultMetadata.Get(versionOrderKey{}).([]versionEntry)
 	// key is the smallest key under the prefix key, so its versions
