@@ -33,7 +33,21 @@ func NewStore(t testing.TB, srv *s3local.Server) store.Store {
 type Servers struct {
 	GoFakeS3  *s3local.Server
 	VersityGW *s3local.Server
+	// Own is the user's own S3 endpoint, when EnvEndpoint names one:
+	// the packages' conformance suites run on it too
+	// (TestConformanceOwnEndpoint). Else nil.
+	Own *s3local.Server
 }
+
+// The environment that points the conformance suites at a user's own S3
+// server: S3Q_TEST_ENDPOINT (its URL, path-style), S3Q_TEST_BUCKET
+// (default s3q-conformance; created if absent, versioning turned on),
+// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION (default
+// us-east-1). Every test works under its own random key prefix.
+const (
+	EnvEndpoint = "S3Q_TEST_ENDPOINT"
+	EnvBucket   = "S3Q_TEST_BUCKET"
+)
 
 // startErr says why a server of Main did not start.
 var startErr error = errors.New("the package's TestMain did not start it")
@@ -68,6 +82,17 @@ func Main(m Runner, s *Servers) int {
 		s.VersityGW = nil
 	} else {
 		defer s.VersityGW.Close()
+	}
+	if endpoint := os.Getenv(EnvEndpoint); endpoint != "" {
+		bucket := os.Getenv(EnvBucket)
+		if bucket == "" {
+			bucket = "s3q-conformance"
+		}
+		if s.Own, err = s3local.Connect(ctx, "own", endpoint, os.Getenv("AWS_REGION"),
+			os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY"), bucket); err != nil {
+			fmt.Fprintf(os.Stderr, "s3localtest: %s=%s: %v\n", EnvEndpoint, endpoint, err)
+			return 1
+		}
 	}
 	return m.Run()
 }
