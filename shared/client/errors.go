@@ -47,8 +47,10 @@ func (e *Error) Is(target error) bool {
 		return e.Code == "invalid_input"
 	case queue.ErrTooLarge:
 		return e.Code == "too_large"
+	case queue.ErrLeaseEnded:
+		return e.Code == "conflict" && e.Field == "lease_token"
 	case queue.ErrConflict:
-		return e.Code == "conflict"
+		return e.Code == "conflict" && e.Field != "lease_token"
 	case queue.ErrInvalidState:
 		return e.Code == "invalid_state"
 	case queue.ErrQueueNotFound:

@@ -19,12 +19,16 @@ import (
 // record's bytes.
 
 // wantLeaseConflict fails unless err is a *queue.ConflictError naming
-// lease_token.
+// lease_token that is queue.ErrLeaseEnded, and not queue.ErrConflict
+// (which says retrying later is safe: with this token it never is).
 func wantLeaseConflict(t testing.TB, what string, err error) {
 	t.Helper()
 	var ce *queue.ConflictError
 	if !errors.As(err, &ce) || ce.Field != "lease_token" {
 		t.Fatalf("%s: err = %v, want a conflict naming lease_token", what, err)
+	}
+	if !errors.Is(err, queue.ErrLeaseEnded) || errors.Is(err, queue.ErrConflict) {
+		t.Fatalf("%s: err = %v, want queue.ErrLeaseEnded and not queue.ErrConflict", what, err)
 	}
 }
 
