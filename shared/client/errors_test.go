@@ -7,7 +7,7 @@ func TestTemporaryIsFalseForAConflictNamingAField(t *testing.T) {
 		e    Error
 		want bool
 	}{
-		{Error{Status: 409, Code: "conflict"}, true},                       // lost a race: retry later
+		{Error{Status: 409, Code: "conflict"}, true},                        // lost a race: retry later
 		{Error{Status: 409, Code: "conflict", Field: "lease_token"}, false}, // the lease already ended
 		{Error{Status: 409, Code: "conflict", Field: "id"}, false},          // an id another request made
 		{Error{Status: 503, Code: "throttled"}, true},
