@@ -107,11 +107,20 @@ var components = []component{
 
 // enums are the values of each string type with a fixed set.
 var enums = map[reflect.Type][]string{
-	typeOf[queue.Status]():        {"pending", "running", "completed", "failed", "cancelled", "expired", "archived"},
+	typeOf[queue.Status]():        stringsOf(wire.Statuses),
 	typeOf[queue.TTLFrom]():       {string(queue.TTLFromSubmission), string(queue.TTLFromFirstAttempt)},
 	typeOf[queue.BulkOp]():        {string(queue.OpPurge), string(queue.OpRetry), string(queue.OpCancel), string(queue.OpExpire)},
 	typeOf[schedule.MissedRuns](): {string(schedule.MissedSkip), string(schedule.MissedCatchUp)},
 	typeOf[schedule.Overlap]():    {string(schedule.OverlapAllow), string(schedule.OverlapSkip)},
+}
+
+// stringsOf returns the values of a string type as strings.
+func stringsOf[S ~string](values []S) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = string(v)
+	}
+	return out
 }
 
 // requestRequired are the fields each request body must have.
@@ -251,7 +260,7 @@ var fieldDocs = map[string]obj{
 	"Artifact.name":    {"type": "string", "pattern": patternArtifact, "description": "the artifact's name"},
 	"Artifact.headers": {"description": "headers to send as they are"},
 
-	"PushDelivery.deadline": {"type": "string", "format": "date-time", "description": "an RFC 3339 time a little before the lease ends (a tenth of the lease, at most 2s, before it): answer by then, or the delivery is cut off and the lease lapses"},
+	"PushDelivery.deadline": {"type": "string", "format": "date-time", "description": "an RFC 3339 date-time in UTC, a little before the lease ends (a tenth of the lease, at most 2s, before it): answer by then, or the delivery is cut off and the lease lapses"},
 
 	"Error.code":  {"enum": errorCodes(), "description": "what went wrong, one of a fixed set; each goes with one HTTP status"},
 	"Error.field": {"description": "the request field at fault, in its JSON spelling (tasks[3].ttl for a batch item's); body for the body as a whole (not JSON, not an object, too large), query for the query string; always present on a 400"},
@@ -400,10 +409,10 @@ func (g *schemaGen) object(t reflect.Type) obj {
 		if _, isRef := s["$ref"]; !ok && !isRef {
 			doc = fieldDocs["*."+f.name]
 		}
+		if _, isRef := s["$ref"]; isRef && len(doc) > 0 && (len(doc) > 1 || doc["description"] == nil) {
+			s = obj{} // the doc replaces a reference
+		}
 		for k, v := range doc {
-			if _, isRef := s["$ref"]; isRef && k != "description" {
-				s = obj{} // the doc replaces a reference
-			}
 			s[k] = v
 		}
 		if _, isRef := s["$ref"]; isRef {
