@@ -544,12 +544,7 @@ func (w *Worker) heartbeat(ctx context.Context, t *Task, stop <-chan struct{}, c
 
 // tokenUsed reports whether err says the lease's token already ended the
 // lease (a 409 conflict naming lease_token): the lease is gone.
-func tokenUsed(err error) bool {
-	var ce *queue.ConflictError
-	var ae *client.Error
-	return errors.As(err, &ce) && ce.Field == "lease_token" ||
-		errors.As(err, &ae) && ae.Code == "conflict" && ae.Field == "lease_token"
-}
+func tokenUsed(err error) bool { return errors.Is(err, queue.ErrLeaseEnded) }
 
 // safeCall runs a handler, turning a panic into a failure.
 func safeCall(ctx context.Context, h Handler, t *Task) (out json.RawMessage, err error) {
