@@ -109,7 +109,9 @@ var opsCases = []routeCase{
 		}},
 	{name: "bulk_cancel_of_old_pending_tasks", method: "POST", path: "/queues/default/bulk/cancel", body: `{"older_than":"30m","task_type":"t"}`, status: 200,
 		setup: func(e *env) (string, string) {
-			id, _ := pending(e)
+			// Its deadline outlives the hour: one past it reads expired,
+			// not pending.
+			id := e.submit(`{"task_type":"t","ttl":"2h"}`)
 			e.clock.Advance(time.Hour)
 			pending(e) // too young
 			return id, ""
