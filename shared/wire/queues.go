@@ -36,6 +36,9 @@ type Queue struct {
 	// holds one of that many slots, q/{queue}/slots/{n}); every claim, pull
 	// or push, must take a slot. Defaults to 0: no limit and no slots.
 	MaxConcurrency int `json:"max_concurrency,omitempty"`
+	// MaxSchedules is the most schedules that fire into the queue (409
+	// too_many_schedules past it). Defaults to 0: 100.
+	MaxSchedules int `json:"max_schedules,omitempty"`
 	// Target, when set, makes the queue a push queue.
 	Target *Target `json:"target,omitempty"`
 	// AutoDeclared is true for a queue declared by a submit (auto_declare).
@@ -62,6 +65,7 @@ type QueueRequest struct {
 	Timeout        *Duration `json:"timeout,omitempty"`
 	Shards         int       `json:"shards,omitempty"`
 	MaxConcurrency int       `json:"max_concurrency,omitempty"`
+	MaxSchedules   int       `json:"max_schedules,omitempty"`
 	Target         *Target   `json:"target,omitempty"`
 }
 
