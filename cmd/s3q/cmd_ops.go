@@ -78,10 +78,6 @@ func printStats(w io.Writer, st queue.QueueStats) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	c := st.Counts
-	more := ""
-	if c.AtLeast {
-		more = "+"
-	}
 	state := "active"
 	if st.Paused {
 		state = "paused"
@@ -90,16 +86,19 @@ func printStats(w io.Writer, st queue.QueueStats) {
 		}
 	}
 	row("queue", st.Queue+" ("+state+")")
-	live := fmt.Sprintf("%d%s (%d delayed)", c.Live, more, c.Delayed)
+	live := fmt.Sprintf("%s (%s delayed)", count(&c, "live", c.Live), count(&c, "live", c.Delayed))
 	if c.Running != nil {
 		live += fmt.Sprintf(", %d running", *c.Running)
 	}
 	row("pending or running", live)
-	row("failed", strconv.Itoa(c.Failed)+more)
-	row("cancelled", strconv.Itoa(c.Cancelled)+more)
-	row("expired", strconv.Itoa(c.Expired)+more)
-	if c.Completed != nil {
-		row("completed", strconv.Itoa(*c.Completed)+more)
+	row("failed", count(&c, "failed", c.Failed))
+	row("cancelled", count(&c, "cancelled", c.Cancelled))
+	row("expired", count(&c, "expired", c.Expired))
+	switch {
+	case c.Completed != nil:
+		row("completed", count(&c, "completed", *c.Completed))
+	case c.IsCapped("live"):
+		row("completed", fmt.Sprintf("not counted while over %d tasks are live", queue.MaxCountPages*1000))
 	}
 	oldest := "none due"
 	if st.OldestPendingAt != nil {

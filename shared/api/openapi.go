@@ -117,7 +117,9 @@ func schemas() obj {
 		"running": obj{"type": "integer", "description": "slots held (queues with max_concurrency)"},
 		"failed":  integer(), "cancelled": integer(), "expired": integer(),
 		"completed": obj{"type": "integer", "description": "completed or archived: present where the bucket layout keeps each queue's records apart"},
-		"at_least":  obj{"type": "boolean", "description": "a count stopped at 10 LIST pages: there are at least this many"},
+		"at_least":  obj{"type": "boolean", "description": "a count stopped at 10 LIST pages: capped names which"},
+		"capped": obj{"type": "array", "items": obj{"type": "string", "enum": []string{"live", "failed", "cancelled", "expired", "completed"}},
+			"description": "the counts that stopped at 10 LIST pages, each a lower bound (the others are exact); completed is absent while live is capped"},
 	}, []string{"live", "delayed", "failed", "cancelled", "expired"}, false)
 	stats := object(obj{
 		"queue": str(), "paused": boolean(), "paused_at": dateTime(), "counts": ref("Counts"),

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -92,6 +93,22 @@ var opsCases = []routeCase{
 		status: 400, code: "invalid_input", field: "older_than"},
 	{name: "purge_over_100_is_400_naming_limit", method: "POST", path: "/queues/default/purge", body: `{"status":"completed","limit":101}`,
 		status: 400, code: "invalid_input", field: "limit"},
+	{name: "purge_with_limit_0_is_400_naming_limit_and_deletes_nothing", setup: pending, method: "POST", path: "/queues/default/purge", body: `{"status":"pending","limit":0}`,
+		status: 400, code: "invalid_input", field: "limit",
+		check: func(t *testing.T, e *env, r response, id string) {
+			if g := e.do("GET", "/queues/default/tasks/"+id, ""); g.status != 200 {
+				t.Errorf("a purge refused for limit 0 deleted the task: %d %s", g.status, g.raw)
+			}
+		}},
+	{name: "bulk_cancel_with_limit_0_is_400_naming_limit", setup: pending, method: "POST", path: "/queues/default/bulk/cancel", body: `{"limit":0}`,
+		status: 400, code: "invalid_input", field: "limit"},
+	{name: "pause_with_an_unknown_field_says_it_takes_none", method: "POST", path: "/queues/default/pause", body: `{"why":"x"}`,
+		status: 400, code: "invalid_input", field: "why",
+		check: func(t *testing.T, e *env, r response, id string) {
+			if m := str(r.body, "error.message"); !strings.Contains(m, "takes no fields") || strings.Contains(m, "known fields: ") {
+				t.Errorf("message: %q", m)
+			}
+		}},
 	{name: "purge_of_an_undeclared_queue_is_404", method: "POST", path: "/queues/nope/purge", body: `{"status":"completed"}`, status: 404, code: "queue_not_found", field: "queue"},
 	{name: "purge_skips_a_failed_task_whose_event_is_owed", method: "POST", path: "/queues/default/purge", body: `{"status":"failed"}`,
 		setup: func(e *env) (string, string) {

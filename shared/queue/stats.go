@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -34,9 +35,25 @@ type QueueCounts struct {
 	// in a layout that keeps every queue's records together.
 	Completed *int `json:"completed,omitempty"`
 	// AtLeast is true when a count stopped at MaxCountPages pages of a
-	// prefix: there are at least this many.
+	// prefix: Capped names which.
 	AtLeast bool `json:"at_least,omitempty"`
+	// Capped names the counts that stopped at MaxCountPages pages (live,
+	// failed, cancelled, expired, completed): each is a lower bound ("at
+	// least"); the others are exact. While live is capped, Completed is
+	// not known (it is the records less the others) and is absent.
+	Capped []string `json:"capped,omitempty"`
 }
+
+// cap marks the count named name as a lower bound.
+func (c *QueueCounts) cap(name string) {
+	c.AtLeast = true
+	if !slices.Contains(c.Capped, name) {
+		c.Capped = append(c.Capped, name)
+	}
+}
+
+// IsCapped reports whether the count named name (as in Capped) is a lower bound.
+func (c QueueCounts) IsCapped(name string) bool { return slices.Contains(c.Capped, name) }
 
 // MaxCountPages bounds the LIST pages a count reads per prefix (per
 // claim index for the live tasks).
@@ -67,11 +84,11 @@ type countDetail struct {
 // count is CountQueue, keeping what detail asks for (nil: nothing).
 func (q *Queue) count(ctx context.Context, d Settings, now time.Time, detail *countDetail) (QueueCounts, *countDetail, error) {
 	var c QueueCounts
-	each := func(prefix string, fn func(store.Info)) error {
+	each := func(name, prefix string, fn func(store.Info)) error {
 		after := ""
 		for pages := 0; ; pages++ {
 			if pages == MaxCountPages {
-				c.AtLeast = true
+				c.cap(name)
 				return nil
 			}
 			page, err := q.store.List(ctx, prefix, after, store.MaxListLimit)
@@ -117,7 +134,7 @@ func (q *Queue) count(ctx context.Context, d Settings, now time.Time, detail *co
 		if pages[root]++; pages[root] < MaxCountPages {
 			continue
 		}
-		c.AtLeast = true
+		c.cap("live")
 		if root != deadlineRoot(d.Name) {
 			break
 		}
@@ -128,7 +145,7 @@ func (q *Queue) count(ctx context.Context, d Settings, now time.Time, detail *co
 		n      *int
 	}{{StatusFailed, &c.Failed}, {StatusCancelled, &c.Cancelled}, {StatusExpired, &c.Expired}} {
 		prefix := statusPrefix(st.status, d.Name)
-		err := each(prefix, func(o store.Info) {
+		err := each(string(st.status), prefix, func(o store.Info) {
 			if validID(o.Key[len(prefix):]) != nil {
 				return
 			}
@@ -142,10 +159,13 @@ func (q *Queue) count(ctx context.Context, d Settings, now time.Time, detail *co
 			return QueueCounts{}, nil, err
 		}
 	}
-	if prefixes := recordPrefixes(d.Name, shards); len(prefixes) > 0 {
+	if prefixes := recordPrefixes(d.Name, shards); len(prefixes) > 0 && !c.IsCapped("live") {
+		// Completed is records less the others: unknown while live is a
+		// lower bound (the records of the live tasks past the cap would
+		// count as completed), and a lower bound while records is.
 		records := 0
 		for _, prefix := range prefixes {
-			if err := each(prefix, func(store.Info) { records++ }); err != nil {
+			if err := each("completed", prefix, func(store.Info) { records++ }); err != nil {
 				return QueueCounts{}, nil, err
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,6 +38,17 @@ type countsJSON struct {
 	Expired   *int `json:"expired"`
 	Completed *int `json:"completed"`
 	AtLeast   bool `json:"at_least"`
+	// Capped names the counts that are lower bounds (an API without it
+	// says only AtLeast: then any may be).
+	Capped []string `json:"capped"`
+}
+
+// liveAtLeast reports whether the live count is a lower bound.
+func (c *countsJSON) liveAtLeast() bool {
+	if c.Capped == nil {
+		return c.AtLeast
+	}
+	return slices.Contains(c.Capped, "live")
 }
 
 // statsJSON is the answer of GET /queues/{queue}/stats.

@@ -50,7 +50,7 @@ func newQueueRow(q queueJSON, st *statsJSON) queueRow {
 		r.RecentFailed, r.RecentExpired = st.Recent.Failed, st.Recent.Expired
 	}
 	if c != nil {
-		r.Counted, r.Live, r.Delayed, r.Running, r.AtLeast = true, c.Live, c.Delayed, c.Running, c.AtLeast
+		r.Counted, r.Live, r.Delayed, r.Running, r.AtLeast = true, c.Live, c.Delayed, c.Running, c.liveAtLeast()
 		r.Failed, r.Cancelled, r.Expired, r.Completed = c.Failed, c.Cancelled, c.Expired, c.Completed
 		r.Ready = c.Live - c.Delayed
 		if c.Running != nil {
