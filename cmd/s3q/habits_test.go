@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -445,5 +446,27 @@ func TestInvokeFindsTheRunningDevServer(t *testing.T) {
 	_, errOut, code = cli(t, "http://127.0.0.1:1", "invoke", "submit", "../../events/submit.json")
 	if code != 5 || !strings.Contains(errOut, "make dev") || !strings.Contains(errOut, "S3Q_BUCKET") {
 		t.Errorf("no dev server (%d): %s", code, errOut)
+	}
+}
+
+// s3q list shows when a pending task is due, as the README says
+// ("DUE in 2h"), beside when it expires.
+func TestListShowsWhenAPendingTaskIsDue(t *testing.T) {
+	url := memAPI(t, queues.Options{}, nil)
+	cli(t, url, "submit", "-t", "report.build", "--in", "2h", "--ttl", "3h")
+	cli(t, url, "submit", "-t", "now")
+	out, errOut, code := cli(t, url, "list", "--status", "pending")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 3 || !strings.Contains(lines[0], "DUE") {
+		t.Fatalf("list (%d):\n%s%s", code, out, errOut)
+	}
+	due := regexp.MustCompile(`ago\s+in (1h 59m|2h)\S*\s+in (2h 59m|3h)`)
+	for _, l := range lines[1:] {
+		switch {
+		case strings.Contains(l, "report.build") && !due.MatchString(l):
+			t.Errorf("the delayed task's row does not say due in 2h, then expires in 3h: %q", l)
+		case strings.Contains(l, " now ") && !regexp.MustCompile(`ago\s+now\s+-`).MatchString(l):
+			t.Errorf("the due task's row does not say due now: %q", l)
+		}
 	}
 }

@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 )
 
@@ -174,5 +176,13 @@ func TestQueueCreateOfAnExistingQueue(t *testing.T) {
 	}
 	if _, errOut, code := cli(t, url, "queue", "create", "emails", "--ttl", "2h"); code != 0 {
 		t.Errorf("create after the suggested update (%d): %s", code, errOut)
+	}
+}
+
+// The help names the shard limit the server enforces.
+func TestQueueHelpNamesTheShardLimit(t *testing.T) {
+	out, _, _ := cli(t, "", "queue", "--help")
+	if want := fmt.Sprintf("1-%d, fixed at creation", queue.MaxShards); !strings.Contains(out, want) || strings.Contains(out, "1-256") {
+		t.Errorf("queue --help does not say %q:\n%s", want, out)
 	}
 }
