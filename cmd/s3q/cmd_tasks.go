@@ -282,12 +282,15 @@ func listCommand() *command {
 	var all, allQueues bool
 	return &command{
 		name: "list", summary: "list tasks by status, queue and type",
-		details: `Lists the tasks of --queue (default "default") oldest first, one page at
-a time; --all follows the cursor. --all-queues lists every queue's tasks
-(GET /tasks, the operator's route).
+		details: `Lists the tasks of --queue (default "default") newest first (by id: a
+task id is its creation time), one page at a time; --status pending lists
+in claim order instead (earliest deadline, then oldest due, first). --all
+follows the cursor. --all-queues lists every queue's tasks (GET /tasks, the
+operator's route), queue by queue in name order.
 
 Examples:
   s3q list --status expired
+  s3q list --status completed --limit 20      # the 20 most recent completed tasks
   s3q list --status failed --queue emails --all -o json
   s3q list --status failed --all-queues`,
 		flags: func(fs *flag.FlagSet) {
