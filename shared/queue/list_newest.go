@@ -43,6 +43,7 @@ const (
 // forever stands for "no upper time": the listing's upper bound is the
 // end of the prefix.
 var forever = time.UnixMilli(1<<48 - 1).UTC()
+
 // newestFirst returns the candidates of the newest n keys, over every
 // prefix, whose id sorts below before ("" for none), newest first, and
 // whether older keys may follow. idOf names the id of a key of a prefix
