@@ -286,7 +286,7 @@ func purgeCommand() *command {
 	return &command{
 		name: "purge", summary: "delete pending or finished tasks of a queue, by status, type and age",
 		details: `Deletes the tasks of --queue in each --status (required; comma-separated:
-pending, completed, failed, cancelled, expired), optionally only of --type and
+pending, completed, failed, cancelled, expired, archived), optionally only of --type and
 last changed more than --older-than ago. It counts them first (up to 1,000) and
 asks, then deletes at most the tasks it counted; --yes does not ask, --dry-run
 only counts and lists them.
@@ -302,14 +302,14 @@ Examples:
   s3q purge -q emails --status pending --type email.send --dry-run
   s3q purge -q emails --status failed --yes`,
 		flags: func(fs *flag.FlagSet) {
-			f.define(fs, "the `statuses` to purge, comma-separated: pending, completed, failed, cancelled, expired", true)
+			f.define(fs, "the `statuses` to purge, comma-separated: pending, completed, failed, cancelled, expired, archived", true)
 		},
 		run: func(ctx context.Context, e *env, args []string) error {
 			if len(args) != 0 {
 				return usageErr("purge takes no arguments (the queue is --queue)")
 			}
 			if f.statuses == "" {
-				return usageErr("purge needs --status: pending, completed, failed, cancelled or expired (comma-separated)")
+				return usageErr("purge needs --status: pending, completed, failed, cancelled, expired or archived (comma-separated)")
 			}
 			c, err := newClient(ctx, e)
 			if err != nil {

@@ -109,6 +109,23 @@ var opsCases = []routeCase{
 				t.Errorf("message: %q", m)
 			}
 		}},
+	{name: "purge_takes_archived_as_docs_operations_says", setup: pending, method: "POST", path: "/queues/default/purge", body: `{"status":"archived"}`, status: 200,
+		check: all(wantField("status", "archived"), wantField("changed", float64(0)))},
+	{name: "purge_with_another_queues_cursor_is_400_naming_cursor", method: "POST", path: "/queues/default/purge", status: 400, code: "invalid_input", field: "cursor",
+		setup: func(e *env) (string, string) {
+			e.do("POST", "/queues", `{"name":"other"}`)
+			for i := 0; i < 2; i++ {
+				e.do("POST", "/queues/other/tasks", `{"task_type":"t"}`)
+			}
+			r := e.do("GET", "/queues/other/tasks?status=pending&limit=1", "")
+			cursor := str(r.body, "next_cursor")
+			if cursor == "" {
+				e.t.Fatalf("no cursor from queue other: %s", r.raw)
+			}
+			e.do("POST", "/queues/default/tasks", `{"task_type":"t"}`)
+			return "", cursor
+		},
+		body: `{"status":"pending","cursor":"{token}"}`},
 	{name: "purge_of_an_undeclared_queue_is_404", method: "POST", path: "/queues/nope/purge", body: `{"status":"completed"}`, status: 404, code: "queue_not_found", field: "queue"},
 	{name: "purge_skips_a_failed_task_whose_event_is_owed", method: "POST", path: "/queues/default/purge", body: `{"status":"failed"}`,
 		setup: func(e *env) (string, string) {

@@ -41,7 +41,10 @@ const DefaultHistoryLimit = 100
 // first, paged at the store: one LIST of at most Limit versions (store.
 // Store.Versions) and one GET per version returned, whatever the number
 // of versions stored, so a task with a long history costs no more per
-// call. The cursor is the version id of the last version returned; one
+// call. The history begins at the task's own creation: a task purged and
+// submitted again with its id shows none of the purged task's versions,
+// and a purged task has none (ErrNotFound). The cursor is the version id
+// of the last version returned; one
 // the store does not hold for this task (its lifecycle expired it) is
 // invalid input (one GET checks it). Without bucket versioning the
 // history is the current version only.
@@ -79,12 +82,21 @@ func (q *Queue) HistoryPage(ctx context.Context, id string, req HistoryRequest) 
 	}
 	res := HistoryResult{Versions: []HistoryEntry{}, NextCursor: page.Next}
 	for _, v := range page.Versions {
+		// A task's history begins at its own creation: a delete marker
+		// (a purge deleted the record) or a tombstone (a purge's commit)
+		// ends it, and what is older is a purged task's that had this
+		// id, never shown under the task that has it now.
 		if v.DeleteMarker {
-			continue
+			res.NextCursor = ""
+			break
 		}
 		e, err := q.version(ctx, id, v)
 		if err != nil {
 			return HistoryResult{}, err
+		}
+		if e.Task.PurgedAt != nil {
+			res.NextCursor = ""
+			break
 		}
 		res.Versions = append(res.Versions, e)
 	}
