@@ -19,7 +19,7 @@ type taskView struct {
 
 // view returns t as the API shows it at now.
 func view(t queue.Task, now time.Time) taskView {
-	v := taskView{Task: wire.TaskOf(t)}
+	v := taskView{Task: t.Wire()}
 	if left, ok := t.Remaining(now); ok {
 		secs := int64(left / time.Second)
 		if left < 0 && left%time.Second != 0 {

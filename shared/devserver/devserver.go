@@ -178,6 +178,10 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	// A timer's sweep stays until the next one (less a moment), sweeping
+	// again while work is near due, as the deployed function does within
+	// its minute: expiry events on time.
+	deps.SweepStay = max(opts.TickInterval-500*time.Millisecond, 0)
 	local := deps.Waker.(*dispatch.Local) // what Parts.Local wakes dispatch with
 	defer local.Wait()
 	for _, d := range opts.PushQueues {

@@ -369,7 +369,7 @@ func (d *Dispatcher) deliver(ctx context.Context, p PushQueue, c queue.Claimed, 
 		return d.handBack(ctx, t, l, now, log)
 	}
 	deadline := l.ExpiresAt.Add(-margin)
-	body, err := json.Marshal(Payload{Task: wire.TaskOf(t), Lease: l, Deadline: deadline})
+	body, err := json.Marshal(Payload{Task: t.Wire(), Lease: l, Deadline: deadline})
 	if err != nil {
 		rep.Errors++
 		return rep

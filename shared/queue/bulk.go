@@ -268,10 +268,9 @@ func bulkRefusal(op BulkOp, t *Task, now time.Time) string {
 	case OpPurge:
 		return purgeRefusal(t)
 	case OpRetry:
-		switch {
-		case t.owesDeadLetterEvent():
-			return "its Task Dead-Lettered event is not published yet: retry it after the next sweep (within a minute)"
-		case t.deadlinePassed(now):
+		// A dead letter whose event is still owed is retried too: the
+		// retry publishes the event first (owed.go).
+		if t.deadlinePassed(now) {
 			return "its deadline " + t.ExpiresAt.Format(time.RFC3339) + " has passed"
 		}
 	case OpCancel:

@@ -7,7 +7,8 @@ import (
 
 // Cancel cancels a task. A pending task, or a running one whose lease has
 // lapsed, becomes cancelled at once and leaves the index. A running task gets cancel_requested: its worker sees
-// it on its next heartbeat and acknowledges with AckCancel (or finishes
+// it within seconds (the Go worker reads the task every 2s, and every
+// heartbeat says it) and acknowledges with AckCancel (or finishes
 // anyway). Cancelling a task already cancelled, or already asked to
 // cancel, returns it unchanged; cancelling any other terminal task is a
 // *StateError.

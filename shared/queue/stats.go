@@ -25,7 +25,11 @@ type QueueCounts struct {
 	// claim that needs it once its lease has lapsed).
 	Running *int `json:"running,omitempty"`
 	// Failed (dead-lettered), Cancelled and Expired are the tasks in
-	// those statuses.
+	// those statuses. Expired counts too the claim-index markers whose
+	// deadline has passed at now: pending tasks that read expired
+	// (Task.AsOf) until the sweep writes them, within seconds (a running
+	// task keeps its marker until the sweep parks it, and counts here
+	// meanwhile).
 	Failed    int `json:"failed"`
 	Cancelled int `json:"cancelled"`
 	Expired   int `json:"expired"`
@@ -117,6 +121,12 @@ func (q *Queue) count(ctx context.Context, d Settings, now time.Time, detail *co
 		for _, o := range page.Items {
 			m, ok := parseMarker(o.Key)
 			if !ok || m.queue != d.Name {
+				continue
+			}
+			if m.expired(now) {
+				// Past its deadline: expired on every read (Task.AsOf),
+				// whether or not the sweep has written it yet.
+				c.Expired++
 				continue
 			}
 			c.Live++
