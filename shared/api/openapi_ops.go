@@ -53,7 +53,9 @@ var operations = map[string]operationDoc{
 	"POST /queues/{queue}/tasks/{id}/cancel": {"cancelTask", tagTasks,
 		"A pending task is cancelled at once; a running one gets cancel_requested, which its worker sees on its next heartbeat and acknowledges with cancel-ack. 409 invalid_state for a finished task."},
 	"POST /queues/{queue}/tasks/{id}/retry": {"retryTask", tagTasks,
-		"A failed or cancelled task becomes pending, runnable now, with a fresh set of attempts. 409 invalid_state for another status, a task whose deadline has passed, a task whose dedup key another live task holds now, a child whose parent expired, and a dead letter whose Task Dead-Lettered event the sweep has not published yet (retry after the next sweep, within a minute)."},
+		"A failed or cancelled task becomes pending, runnable now, with a fresh set of attempts. A dead letter is retried as soon as it is one: a Task Dead-Lettered event still owed is published by the retry itself, first " +
+			"(where the API has no event publisher, 409 invalid_state until the sweep has published it, within a minute). 409 invalid_state also for another status, a task whose deadline has passed, " +
+			"a task whose dedup key another live task holds now, and a child whose parent expired; 503 throttled when the owed event could not be published (retrying is safe)."},
 	"POST /queues/{queue}/tasks/{id}/expire": {"expireTask", tagTasks,
 		"409 invalid_state unless the task is pending (its deadline, if any, need not have passed)."},
 	"POST /queues/{queue}/claim": {"claimTask", tagLeases,

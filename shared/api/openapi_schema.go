@@ -107,11 +107,20 @@ var components = []component{
 
 // enums are the values of each string type with a fixed set.
 var enums = map[reflect.Type][]string{
-	typeOf[queue.Status]():        {"pending", "running", "completed", "failed", "cancelled", "expired", "archived"},
+	typeOf[queue.Status]():        stringsOf(wire.Statuses),
 	typeOf[queue.TTLFrom]():       {string(queue.TTLFromSubmission), string(queue.TTLFromFirstAttempt)},
 	typeOf[queue.BulkOp]():        {string(queue.OpPurge), string(queue.OpRetry), string(queue.OpCancel), string(queue.OpExpire)},
 	typeOf[schedule.MissedRuns](): {string(schedule.MissedSkip), string(schedule.MissedCatchUp)},
 	typeOf[schedule.Overlap]():    {string(schedule.OverlapAllow), string(schedule.OverlapSkip)},
+}
+
+// stringsOf returns the values of a string type as strings.
+func stringsOf[S ~string](values []S) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = string(v)
+	}
+	return out
 }
 
 // requestRequired are the fields each request body must have.
@@ -400,10 +409,10 @@ func (g *schemaGen) object(t reflect.Type) obj {
 		if _, isRef := s["$ref"]; !ok && !isRef {
 			doc = fieldDocs["*."+f.name]
 		}
+		if _, isRef := s["$ref"]; isRef && len(doc) > 0 && (len(doc) > 1 || doc["description"] == nil) {
+			s = obj{} // the doc replaces a reference
+		}
 		for k, v := range doc {
-			if _, isRef := s["$ref"]; isRef && k != "description" {
-				s = obj{} // the doc replaces a reference
-			}
 			s[k] = v
 		}
 		if _, isRef := s["$ref"]; isRef {

@@ -69,7 +69,7 @@ var table = []*route{
 	{method: "DELETE", pattern: "/queues/{queue}", function: "tasks", summary: "Delete a queue that holds no live tasks",
 		answers: []answer{{http.StatusNoContent, ""}}, errors: []string{CodeQueueNotFound, CodeQueueNotEmpty, CodeConflict}, serve: (*API).queueDelete},
 	{method: "POST", pattern: "/queues/{queue}/tasks", function: "submit", summary: "Submit a task (a wait goes to POST /queues/{queue}/tasks/wait)",
-		body: "SubmitRequest", answers: []answer{{200, "TaskReply"}, {201, "TaskReply"}, {202, "TaskReply"}},
+		body: "SubmitRequest", answers: []answer{{200, "TaskReply"}, {201, "TaskReply"}},
 		errors: []string{CodeQueueNotFound, CodeConflict, CodeTooManyQueues}, serve: (*API).submit},
 	{method: "POST", pattern: "/queues/{queue}/tasks/wait", function: "waits", summary: "Submit a task and wait up to wait for its outcome (the waits function: its concurrency is capped apart)",
 		body: "SubmitRequest", answers: []answer{{200, "TaskReply"}, {201, "TaskReply"}, {202, "TaskReply"}},

@@ -8,9 +8,14 @@ import (
 )
 
 // DefaultSweepStay is how long a scheduled sweep-expired run stays while
-// work is near due (Deps.SweepStay): the rule's minute, bounded by the
-// function's timeout (3s before it).
-const DefaultSweepStay = time.Minute
+// work is near due (Deps.SweepStay), from its scheduled time: until a
+// second before the rule's next run, a minute later, so that some run is
+// staying at every moment of a busy minute (the stack's timer timeout,
+// 70s, leaves the last pass begun in the stay time to end; the function's
+// reserved concurrency of 1 keeps the next run from overlapping it:
+// Lambda retries that run a moment later). Bounded by the function's
+// timeout (3s before it).
+const DefaultSweepStay = time.Minute - time.Second
 
 // SweepStayPoll is how often a staying sweep sweeps again while work is
 // near due, so that a task whose deadline falls in the minute, or one

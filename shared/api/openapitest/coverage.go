@@ -24,8 +24,9 @@ import (
 var coverage = struct {
 	sync.Mutex
 	answers map[string]int  // "POST /queues/{queue}/tasks 201": answers checked
+	codes   map[string]int  // "POST /queues/{queue}/tasks 409 conflict": error answers checked
 	props   map[string]bool // "Task.expired_at": carried by some answer
-}{answers: map[string]int{}, props: map[string]bool{}}
+}{answers: map[string]int{}, codes: map[string]int{}, props: map[string]bool{}}
 
 // recordAnswer notes a checked answer of the operation key ("POST
 // /queues/{queue}/tasks", or "(no route)") with status and its body, as
@@ -38,6 +39,12 @@ func recordAnswer(key string, status int, s *openapi3.SchemaRef, body []byte) {
 	coverage.Lock()
 	defer coverage.Unlock()
 	coverage.answers[key+" "+strconv.Itoa(status)]++
+	if m, ok := v.(map[string]any); ok {
+		e, _ := m["error"].(map[string]any)
+		if code, ok := e["code"].(string); ok {
+			coverage.codes[key+" "+strconv.Itoa(status)+" "+code]++
+		}
+	}
 	if s != nil && v != nil {
 		walk(s, v, "")
 	}
@@ -133,6 +140,27 @@ func Unseen(doc *openapi3.T, names []string, allow map[string]string) []string {
 	return out
 }
 
+// UnseenSuccesses returns the successful answers (2xx) of doc's
+// operations, as "METHOD /path status", that no answer checked so far
+// was, less those of allow.
+func UnseenSuccesses(doc *openapi3.T, allow map[string]string) []string {
+	coverage.Lock()
+	defer coverage.Unlock()
+	var out []string
+	for pattern, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for status := range op.Responses.Map() {
+				key := method + " " + pattern + " " + status
+				if strings.HasPrefix(status, "2") && coverage.answers[key] == 0 && allow[key] == "" {
+					out = append(out, key)
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Seen reports whether some answer checked so far carried the property
 // "Component.property".
 func Seen(prop string) bool {
@@ -142,13 +170,16 @@ func Seen(prop string) bool {
 }
 
 // Report returns the answers checked so far, one line per route and
-// status with its count, sorted.
+// status with its count, and one per route, status and error code,
+// sorted.
 func Report() string {
 	coverage.Lock()
 	defer coverage.Unlock()
-	lines := make([]string, 0, len(coverage.answers))
-	for k, n := range coverage.answers {
-		lines = append(lines, fmt.Sprintf("%s\t%d", k, n))
+	lines := make([]string, 0, len(coverage.answers)+len(coverage.codes))
+	for _, m := range []map[string]int{coverage.answers, coverage.codes} {
+		for k, n := range m {
+			lines = append(lines, fmt.Sprintf("%s\t%d", k, n))
+		}
 	}
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
