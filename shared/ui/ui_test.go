@@ -406,3 +406,49 @@ func TestAnAPIWithoutQueueOperations(t *testing.T) {
 		t.Errorf("the pending tasks of a queue offer no bulk cancel")
 	}
 }
+
+// A finished task's page does not say it "must start by" a time still
+// ahead: that is for a pending task. The Schedules link names no queue
+// and opens the queues to choose from, not queue default's (empty) list
+// where another queue has the schedules.
+func TestAFinishedTaskHasNoStartByAndSchedulesOpensTheQueueChooser(t *testing.T) {
+	ctx := context.Background()
+	srv, apiURL := newTestConsole(t)
+	c, _ := client.New(ctx, apiURL, client.Options{})
+	res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "hello", TTL: ptrDur(time.Hour)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := res.Task.ID
+	_, body := get(t, srv.URL+"/ui/queues/default/tasks/"+pending)
+	if !strings.Contains(body, "Must start by") {
+		t.Errorf("a pending task's page does not say it must start by its deadline:\n%s", body)
+	}
+	cs, err := c.Claim(ctx, client.ClaimRequest{})
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("claim: %v %v", cs, err)
+	}
+	if _, err := c.Complete(ctx, client.CompleteRequest{Lease: cs[0].Lease}); err != nil {
+		t.Fatal(err)
+	}
+	_, body = get(t, srv.URL+"/ui/queues/default/tasks/"+pending)
+	if strings.Contains(body, "Must start by") || !strings.Contains(body, "Had to start by") || !strings.Contains(body, "it started in time") {
+		t.Errorf("a completed task's page:\n%s", body)
+	}
+
+	if _, _, err := c.DeclareQueue(ctx, queues.Declaration{Name: "reports"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateSchedule(ctx, schedule.Request{ID: "nightly", TaskType: "report", Queue: "reports", Cron: "@daily"}); err != nil {
+		t.Fatal(err)
+	}
+	resp, body := get(t, srv.URL+"/ui/schedules")
+	if resp.StatusCode != 200 || !strings.Contains(body, `/ui/schedules?queue=reports"`) || !strings.Contains(body, `/ui/schedules?queue=default"`) || strings.Contains(body, "Schedules of <code>default</code>") {
+		t.Errorf("schedules without a queue: %d\n%s", resp.StatusCode, body)
+	}
+	if _, body := get(t, srv.URL+"/ui/schedules?queue=reports"); !strings.Contains(body, "nightly") {
+		t.Errorf("the schedules of reports:\n%s", body)
+	}
+}
+
+func ptrDur(d time.Duration) *queue.Duration { v := queue.Duration(d); return &v }
