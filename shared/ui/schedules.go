@@ -39,7 +39,7 @@ func (c *Console) schedulesPage(r *http.Request) (*view, error) {
 		// No queue named: the queues to choose from, never one picked
 		// for the user (queue default may have no schedule where
 		// another has).
-		qs, next, err := c.listQueues(r.Context(), v.Cursor, false)
+		qs, next, err := c.listQueues(r.Context(), v.Cursor, false, 100)
 		if err != nil && !unsupported(err) {
 			return nil, err
 		}

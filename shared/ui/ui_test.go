@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -452,3 +454,45 @@ func TestAFinishedTaskHasNoStartByAndSchedulesOpensTheQueueChooser(t *testing.T)
 }
 
 func ptrDur(d time.Duration) *queue.Duration { v := queue.Duration(d); return &v }
+
+// The queues page's cost is bounded: it shows a page of queuesPerPage
+// queues, and a refresh within statsReuse reuses their stats (no GET
+// /stats again) until an action changes something.
+func TestTheQueuesPageIsPagedAndReusesStats(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	statsCalls := 0
+	counting := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/stats") {
+				mu.Lock()
+				statsCalls++
+				mu.Unlock()
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	srv, apiURL := newTestConsole(t, counting)
+	c, _ := client.New(ctx, apiURL, client.Options{})
+	for i := 0; i < queuesPerPage+5; i++ {
+		if _, _, err := c.DeclareQueue(ctx, queues.Declaration{Name: fmt.Sprintf("q%02d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := func() int { mu.Lock(); defer mu.Unlock(); n := statsCalls; statsCalls = 0; return n }
+	_, body := get(t, srv.URL+"/ui/")
+	if n := calls(); n != queuesPerPage || strings.Count(body, `href="/ui/queues/q`) != queuesPerPage || !strings.Contains(body, "cursor=") {
+		t.Fatalf("first view: %d stats calls, %d queue links, want %d and a next page:\n%s", n, strings.Count(body, `href="/ui/queues/q`), queuesPerPage, body)
+	}
+	get(t, srv.URL+"/ui/")
+	if n := calls(); n != 0 {
+		t.Errorf("a refresh within %s made %d stats calls, want none", statsReuse, n)
+	}
+	if resp, err := http.Post(srv.URL+"/ui/do", "application/x-www-form-urlencoded", strings.NewReader("")); err == nil {
+		resp.Body.Close() // refused (no CSRF token), but a POST: counts are read again
+	}
+	get(t, srv.URL+"/ui/")
+	if n := calls(); n != queuesPerPage {
+		t.Errorf("after an action: %d stats calls, want %d", n, queuesPerPage)
+	}
+}
