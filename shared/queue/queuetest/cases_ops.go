@@ -102,10 +102,22 @@ func runOps(t *testing.T, f Factory) {
 		if res, err := e.q.Purge(ctx, queue.BulkRequest{Queue: queue.DefaultQueue, Status: queue.StatusCompleted}, t0.Add(time.Second)); err != nil || res.Changed != 1 {
 			t.Fatalf("purge: %+v %v", res, err)
 		}
-		// A purged task has no history.
-		_, err := e.q.HistoryPage(ctx, old.Ref(), queue.HistoryRequest{})
-		check.Err(t, err, queue.ErrNotFound)
-		again := e.submit(queue.SubmitRequest{ID: id, Input: []byte(`{"fresh":true}`)}, t0.Add(time.Minute))
+		// A purged task's own history ends with its tombstone.
+		purged, err := e.q.HistoryPage(ctx, old.Ref(), queue.HistoryRequest{})
+		if err != nil || len(purged.Versions) < 2 || purged.Versions[0].Task.PurgedAt == nil {
+			t.Fatalf("history of the purged task: %+v %v, want its versions, the tombstone first", purged, err)
+		}
+		sub, err := e.q.Submit(ctx, queue.SubmitRequest{ID: id, TaskType: "email.send", Input: []byte(`{"fresh":true}`)}, t0.Add(time.Minute))
+		if errors.Is(err, queue.ErrConflict) {
+			// A server that refuses a create over the purged record's
+			// delete marker (versitygw) keeps the id taken: there is no
+			// new task to show the purged one's versions under.
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		again := sub.Task
 		res, err := e.q.HistoryPage(ctx, again.Ref(), queue.HistoryRequest{})
 		if err != nil || len(res.Versions) != 1 || res.NextCursor != "" {
 			t.Fatalf("history of the new task: %+v %v, want its one version", res, err)
