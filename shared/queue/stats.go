@@ -9,55 +9,19 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/store"
+
+	"github.com/s3q/s3q/shared/wire"
 )
 
-// QueueCounts are the tasks of a queue as its indexes show them: the
-// claim indexes for live tasks, the status/ index for failed, cancelled
-// and expired ones. They are read from LISTs alone, no record, so a
-// stale entry counts until a claim, a listing or the sweep removes it.
-type QueueCounts struct {
-	// Live is the tasks pending or running (a running task keeps its
-	// marker), Delayed those of them not available before now.
-	Live    int `json:"live"`
-	Delayed int `json:"delayed"`
-	// Running is the slots held, for a queue with max_concurrency: the
-	// tasks running now, and any slot a crash left (taken over by the next
-	// claim that needs it once its lease has lapsed).
-	Running *int `json:"running,omitempty"`
-	// Failed (dead-lettered), Cancelled and Expired are the tasks in
-	// those statuses. Expired counts too the claim-index markers whose
-	// deadline has passed at now: pending tasks that read expired
-	// (Task.AsOf) until the sweep writes them, within seconds (a running
-	// task keeps its marker until the sweep parks it, and counts here
-	// meanwhile).
-	Failed    int `json:"failed"`
-	Cancelled int `json:"cancelled"`
-	Expired   int `json:"expired"`
-	// Completed is the tasks finished otherwise (completed, archived):
-	// the queue's records less the counts above. It needs the queue's
-	// records under a prefix of their own (recordPrefixes) and is absent
-	// in a layout that keeps every queue's records together.
-	Completed *int `json:"completed,omitempty"`
-	// AtLeast is true when a count stopped at MaxCountPages pages of a
-	// prefix: Capped names which.
-	AtLeast bool `json:"at_least,omitempty"`
-	// Capped names the counts that stopped at MaxCountPages pages (live,
-	// failed, cancelled, expired, completed): each is a lower bound ("at
-	// least"); the others are exact. While live is capped, Completed is
-	// not known (it is the records less the others) and is absent.
-	Capped []string `json:"capped,omitempty"`
-}
+type QueueCounts = wire.QueueCounts
 
-// cap marks the count named name as a lower bound.
-func (c *QueueCounts) cap(name string) {
+// capCount marks the count of c named name as a lower bound.
+func capCount(c *QueueCounts, name string) {
 	c.AtLeast = true
 	if !slices.Contains(c.Capped, name) {
 		c.Capped = append(c.Capped, name)
 	}
 }
-
-// IsCapped reports whether the count named name (as in Capped) is a lower bound.
-func (c QueueCounts) IsCapped(name string) bool { return slices.Contains(c.Capped, name) }
 
 // MaxCountPages bounds the LIST pages a count reads per prefix (per
 // claim index for the live tasks).
@@ -92,7 +56,7 @@ func (q *Queue) count(ctx context.Context, d Settings, now time.Time, detail *co
 		after := ""
 		for pages := 0; ; pages++ {
 			if pages == MaxCountPages {
-				c.cap(name)
+				capCount(&c, name)
 				return nil
 			}
 			page, err := q.store.List(ctx, prefix, after, store.MaxListLimit)
@@ -144,7 +108,7 @@ func (q *Queue) count(ctx context.Context, d Settings, now time.Time, detail *co
 		if pages[root]++; pages[root] < MaxCountPages {
 			continue
 		}
-		c.cap("live")
+		capCount(&c, "live")
 		if root != deadlineRoot(d.Name) {
 			break
 		}
@@ -210,34 +174,9 @@ const RecentWindow = time.Hour
 // pending task.
 const maxOldestChecks = 10
 
-// QueueStats describe one queue at a time.
-type QueueStats struct {
-	Queue    string      `json:"queue"`
-	Paused   bool        `json:"paused"`
-	PausedAt *time.Time  `json:"paused_at,omitempty"`
-	Counts   QueueCounts `json:"counts"`
-	// OldestPendingAt is when the oldest pending task that is due became
-	// available, and OldestPendingAgeSeconds how long it has waited
-	// since: how far behind the queue's workers are. Absent when no
-	// pending task is due (or the oldest due markers all belong to
-	// running tasks or are stale: it reads at most 10 records).
-	OldestPendingAt         *time.Time `json:"oldest_pending_at,omitempty"`
-	OldestPendingAgeSeconds *int64     `json:"oldest_pending_age_seconds,omitempty"`
-	// Recent is the throughput of the rare ends over the last hour.
-	Recent RecentCounts `json:"recent"`
-	At     time.Time    `json:"at"`
-}
+type QueueStats = wire.QueueStats
 
-// RecentCounts are the tasks that became failed, cancelled or expired
-// within the last WindowSeconds, from when their status/ entry was
-// written. Completions are not counted: there is no index of them, and
-// one would cost a write per completed task.
-type RecentCounts struct {
-	WindowSeconds int64 `json:"window_seconds"`
-	Failed        int   `json:"failed"`
-	Cancelled     int   `json:"cancelled"`
-	Expired       int   `json:"expired"`
-}
+type RecentCounts = wire.RecentCounts
 
 // Stats reads a queue's counts (CountQueue's LISTs, the same requests),
 // the oldest due pending task (a GET per due marker, the oldest first, at

@@ -200,14 +200,7 @@ func (t *Task) ArtifactLifetime(ttl time.Duration) time.Time {
 	return until
 }
 
-// Lease is a claim on a running task: whoever holds the token may
-// heartbeat, complete, fail, reschedule or acknowledge a cancel until
-// ExpiresAt.
-type Lease struct {
-	TaskID    string    `json:"task_id"`
-	Token     string    `json:"token"`
-	ExpiresAt time.Time `json:"expires_at"`
-}
+type Lease = wire.Lease
 
 // Claimed is one task handed to a worker, with its lease.
 type Claimed struct {
