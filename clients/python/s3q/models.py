@@ -213,7 +213,9 @@ class Counts(_CountsRequired, total=False):
     """The Counts object of the API."""
 
     at_least: bool
-    """A count stopped at 10 LIST pages: there are at least this many."""
+    """A count stopped at 10 LIST pages: capped names which."""
+    capped: List[str]
+    """The counts that stopped at 10 LIST pages (live, failed, cancelled, expired, completed), each a lower bound; the others are exact, and completed is absent while live is capped."""
     completed: int
     """Completed or archived: present where the bucket layout keeps each queue's records apart."""
     running: int
@@ -337,7 +339,7 @@ class PushDelivery(TypedDict):
     """The PushDelivery object of the API."""
 
     deadline: str
-    """An RFC 3339 time a little before the lease ends (a tenth of the lease, at most 2s, before it): answer by then, or the delivery is cut off and the lease lapses."""
+    """An RFC 3339 date-time in UTC, a little before the lease ends (a tenth of the lease, at most 2s, before it): answer by then, or the delivery is cut off and the lease lapses."""
     lease: Lease
     task: Task
 

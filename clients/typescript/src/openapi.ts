@@ -785,9 +785,11 @@ export interface components {
             output?: unknown;
         };
         Counts: {
-            /** @description a count stopped at 10 LIST pages: there are at least this many */
+            /** @description a count stopped at 10 LIST pages: capped names which */
             at_least?: boolean;
             cancelled: number;
+            /** @description the counts that stopped at 10 LIST pages (live, failed, cancelled, expired, completed), each a lower bound; the others are exact, and completed is absent while live is capped */
+            capped?: string[];
             /** @description completed or archived: present where the bucket layout keeps each queue's records apart */
             completed?: number;
             /** @description live, not available yet */
@@ -882,7 +884,7 @@ export interface components {
         PushDelivery: {
             /**
              * Format: date-time
-             * @description an RFC 3339 time a little before the lease ends (a tenth of the lease, at most 2s, before it): answer by then, or the delivery is cut off and the lease lapses
+             * @description an RFC 3339 date-time in UTC, a little before the lease ends (a tenth of the lease, at most 2s, before it): answer by then, or the delivery is cut off and the lease lapses
              */
             deadline: string;
             lease: components["schemas"]["Lease"];
@@ -2902,13 +2904,13 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description `t=<Unix seconds>,v1=<hex HMAC-SHA256>` (several `v1=` values while a secret is rotated: one matching is enough; other versions are ignored). The HMAC is keyed with the secret's raw bytes (the SSM parameter's value, as UTF-8) over the signed string: these lines joined by `\n`, the body last and unterminated: the literal `v1`; t; the method `POST`; the target URL exactly as the queue declares it (target.url, from the receiver's own configuration, not from the request); the queue (the receiver's own, not S3q-Queue); S3q-Task-Id; S3q-Attempt (decimal); the body's exact bytes. Compare in constant time, refuse a t more than 5 minutes from now either way (the tolerance), and answer 401 when it fails. */
+                /** @description `t=<Unix seconds>,v1=<64 lowercase hex digits>` (several `v1=` values while a secret is rotated: one matching is enough; a receiver ignores other keys and spaces around parts). v1 is the HMAC-SHA256 keyed with the secret's raw UTF-8 bytes (the SSM parameter's value) of the signed string: seven lines, each ended by one LF, then the body: the literal `v1`; t as written; the method `POST`; the target URL exactly as the queue declares it (target.url, from the receiver's own configuration, not from the request); the queue (the receiver's own: S3q-Queue only names the queue the sender meant); S3q-Task-Id; S3q-Attempt; then the body's exact bytes. A receiver compares in constant time, refuses a t more than the tolerance (5 minutes) from now either way, and answers 401 when it fails. docs/push.md states the algorithm and the order of checks; contract/push-signature-vectors.json has test vectors. */
                 "S3q-Signature": string;
                 /** @description the queue the task is delivered from; the signature binds the receiver's own queue, so this header is not to be trusted on its own */
                 "S3q-Queue": string;
                 /** @description the task's id */
                 "S3q-Task-Id": string;
-                /** @description the attempt (task.attempt), from 1 */
+                /** @description the attempt (task.attempt): a positive decimal, written canonically ([1-9][0-9]*) */
                 "S3q-Attempt": number;
             };
             path?: never;
