@@ -109,7 +109,7 @@ clean:
 # infra/_cdkcli/package-lock.json and installed there by `npm ci`.
 ENV       ?= dev
 CDK_CLI   := infra/_cdkcli/node_modules/.bin
-CDK       := cd infra && JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 _cdkcli/node_modules/.bin/cdk
+CDK       := cd infra && JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 bash ../scripts/cdk-quiet _cdkcli/node_modules/.bin/cdk
 CDK_FLAGS ?=
 
 .PHONY: build synth diff deploy destroy cdk-bootstrap localstack-deploy infra-test rie-test coldstart cdk-cli
@@ -123,7 +123,9 @@ $(CDK_CLI)/cdk: infra/_cdkcli/package-lock.json
 	cd infra/_cdkcli && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-## synth: the CloudFormation template of s3q-$(ENV) into cdk.out/ (cdk-nag runs too)
+## synth: the CloudFormation template of s3q-$(ENV) into cdk.out/ (cdk-nag runs too). The CDK CLI
+## runs through scripts/cdk-quiet, which drops jsii-runtime-go's benign "waitid: no child
+## processes" line and keeps the CLI's exit status: a failed synth fails make
 synth: build cdk-cli
 	$(CDK) synth --quiet -c env=$(ENV) $(CDK_FLAGS)
 

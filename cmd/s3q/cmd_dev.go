@@ -58,6 +58,7 @@ func devPushQueues(env string, flags map[string]string) ([]queues.Declaration, e
 // devCommand is s3q dev.
 func devCommand() *command {
 	var o devserver.Options
+	var hosts string
 	var tick, ttl, maxWait durationFlag
 	push := &setFlags{m: map[string]string{}}
 	var pushSecret string
@@ -91,6 +92,7 @@ Examples:
   s3q dev --push orders=http://127.0.0.1:9000/ --push-secret dev-secret`,
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&o.Addr, "addr", devserver.DefaultAddr, "`address` to serve the API on")
+			fs.StringVar(&hosts, "host", "", "more host `names`, comma-separated, that requests may name (besides localhost and IP addresses)")
 			fs.StringVar(&o.DataDir, "data-dir", "", "persist the in-process S3 bucket in `dir` (history then keeps only the latest version)")
 			fs.StringVar(&o.Endpoint, "endpoint", "", "use this S3 `url` instead of the in-process server")
 			fs.StringVar(&o.Bucket, "bucket", "", "bucket `name` (default s3q)")
@@ -109,6 +111,11 @@ Examples:
 				return usageErr("dev takes no arguments")
 			}
 			o.TickInterval, o.DefaultTTL, o.MaxWait = tick.d, ttl.d, maxWait.d
+			for _, h := range strings.Split(hosts, ",") {
+				if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
+					o.Hosts = append(o.Hosts, h)
+				}
+			}
 			pqs, err := devPushQueues(os.Getenv(config.EnvPushQueues), push.m)
 			if err != nil {
 				return usageErr("%v", err)

@@ -78,10 +78,6 @@ func printStats(w io.Writer, st queue.QueueStats) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	c := st.Counts
-	more := ""
-	if c.AtLeast {
-		more = "+"
-	}
 	state := "active"
 	if st.Paused {
 		state = "paused"
@@ -90,16 +86,19 @@ func printStats(w io.Writer, st queue.QueueStats) {
 		}
 	}
 	row("queue", st.Queue+" ("+state+")")
-	live := fmt.Sprintf("%d%s (%d delayed)", c.Live, more, c.Delayed)
+	live := fmt.Sprintf("%s (%s delayed)", count(&c, "live", c.Live), count(&c, "live", c.Delayed))
 	if c.Running != nil {
 		live += fmt.Sprintf(", %d running", *c.Running)
 	}
 	row("pending or running", live)
-	row("failed", strconv.Itoa(c.Failed)+more)
-	row("cancelled", strconv.Itoa(c.Cancelled)+more)
-	row("expired", strconv.Itoa(c.Expired)+more)
-	if c.Completed != nil {
-		row("completed", strconv.Itoa(*c.Completed)+more)
+	row("failed", count(&c, "failed", c.Failed))
+	row("cancelled", count(&c, "cancelled", c.Cancelled))
+	row("expired", count(&c, "expired", c.Expired))
+	switch {
+	case c.Completed != nil:
+		row("completed", count(&c, "completed", *c.Completed))
+	case c.IsCapped("live"):
+		row("completed", fmt.Sprintf("not counted while over %d tasks are live", queue.MaxCountPages*1000))
 	}
 	oldest := "none due"
 	if st.OldestPendingAt != nil {
@@ -287,7 +286,7 @@ func purgeCommand() *command {
 	return &command{
 		name: "purge", summary: "delete pending or finished tasks of a queue, by status, type and age",
 		details: `Deletes the tasks of --queue in each --status (required; comma-separated:
-pending, completed, failed, cancelled, expired), optionally only of --type and
+pending, completed, failed, cancelled, expired, archived), optionally only of --type and
 last changed more than --older-than ago. It counts them first (up to 1,000) and
 asks, then deletes at most the tasks it counted; --yes does not ask, --dry-run
 only counts and lists them.
@@ -303,14 +302,14 @@ Examples:
   s3q purge -q emails --status pending --type email.send --dry-run
   s3q purge -q emails --status failed --yes`,
 		flags: func(fs *flag.FlagSet) {
-			f.define(fs, "the `statuses` to purge, comma-separated: pending, completed, failed, cancelled, expired", true)
+			f.define(fs, "the `statuses` to purge, comma-separated: pending, completed, failed, cancelled, expired, archived", true)
 		},
 		run: func(ctx context.Context, e *env, args []string) error {
 			if len(args) != 0 {
 				return usageErr("purge takes no arguments (the queue is --queue)")
 			}
 			if f.statuses == "" {
-				return usageErr("purge needs --status: pending, completed, failed, cancelled or expired (comma-separated)")
+				return usageErr("purge needs --status: pending, completed, failed, cancelled, expired or archived (comma-separated)")
 			}
 			c, err := newClient(ctx, e)
 			if err != nil {

@@ -23,6 +23,7 @@ type queueFlags struct {
 	maxAttempts, shards, maxConcurrency  int
 	ttl, timeout                         durationFlag
 	noTarget, noTTL, noTimeout, noCounts bool
+	noMaxAttempts                        bool
 	limit                                int
 	cursor                               string
 }
@@ -33,7 +34,7 @@ func (f *queueFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&f.ttlFrom, "ttl-from", "", "default ttl start: submission or first_attempt")
 	fs.IntVar(&f.maxAttempts, "max-attempts", 0, "default claims a task gets before it fails")
 	fs.Var(&f.timeout, "timeout", "default lease length of each attempt, a `duration`")
-	fs.IntVar(&f.shards, "shards", 0, "index prefixes of the queue, 1-256, fixed at creation (default the deployment's)")
+	fs.IntVar(&f.shards, "shards", 0, "index prefixes of the queue, 1-16, fixed at creation (default the deployment's)")
 	fs.IntVar(&f.maxConcurrency, "max-concurrency", 0, "most tasks of the queue running at once, 1-1000 (0: no limit)")
 	fs.StringVar(&f.lambda, "target-lambda", "", "push target: a Lambda `function` name or ARN")
 	fs.StringVar(&f.url, "target-url", "", "push target: an https `URL` (needs --target-secret)")
@@ -41,6 +42,7 @@ func (f *queueFlags) define(fs *flag.FlagSet) {
 	fs.BoolVar(&f.noTarget, "no-target", false, "update: remove the push target (a pull queue again)")
 	fs.BoolVar(&f.noTTL, "no-ttl", false, "update: remove the default ttl")
 	fs.BoolVar(&f.noTimeout, "no-timeout", false, "update: remove the default timeout")
+	fs.BoolVar(&f.noMaxAttempts, "no-max-attempts", false, "update: remove the default max attempts (tasks get the deployment's)")
 	fs.BoolVar(&f.noCounts, "no-counts", false, "list: leave out the counts (each costs the server LISTs)")
 	fs.IntVar(&f.limit, "limit", 0, "list: queues per page (default 100)")
 	fs.StringVar(&f.cursor, "cursor", "", "list: continue a previous page")
@@ -58,6 +60,8 @@ func (f *queueFlags) overlay(d *queues.Declaration) {
 			d.TTLFrom = queue.TTLFrom(f.ttlFrom)
 		case "max-attempts":
 			d.MaxAttempts = f.maxAttempts
+		case "no-max-attempts":
+			d.MaxAttempts = 0
 		case "timeout":
 			d.Timeout = ptr(queue.Duration(f.timeout.d))
 		case "no-timeout":
@@ -93,7 +97,7 @@ func queueCommand() *command {
 		name: "queue", args: "SUBCOMMAND [NAME]", summary: "declare, list, show, update and delete queues",
 		subFlags: map[string][]string{
 			"create": {"ttl", "ttl-from", "max-attempts", "timeout", "shards", "max-concurrency", "target-lambda", "target-url", "target-secret"},
-			"update": {"ttl", "ttl-from", "max-attempts", "timeout", "max-concurrency", "target-lambda", "target-url", "target-secret", "no-target", "no-ttl", "no-timeout"},
+			"update": {"ttl", "ttl-from", "max-attempts", "timeout", "max-concurrency", "target-lambda", "target-url", "target-secret", "no-target", "no-ttl", "no-timeout", "no-max-attempts"},
 			"list":   {"limit", "cursor", "no-counts"}, "show": nil, "delete": nil, "pause": nil, "resume": nil,
 		},
 		details: `A queue is declared before tasks are submitted to it (unless the deployment
@@ -124,7 +128,7 @@ Examples:
   s3q queue create emails --ttl 1h --max-attempts 5 --timeout 2m --max-concurrency 10
   s3q queue create thumbs --target-lambda arn:aws:lambda:eu-west-1:123456789012:function:thumbs
   s3q queue create hooks --target-url https://example.com/s3q --target-secret /s3q/hooks
-  s3q queue update emails --max-concurrency 20 --no-ttl
+  s3q queue update emails --max-concurrency 20 --no-ttl --no-max-attempts
   s3q queue pause emails
   s3q queue list --no-counts -o json`,
 		flags: r.qf.define,
@@ -293,7 +297,11 @@ func settingDiffs(have, want queues.Declaration, shardsGiven bool) (diffs, updat
 	}
 	differ("ttl", dur(have.TTL), dur(want.TTL), durFlag("ttl", want.TTL))
 	differ("ttl_from", or(string(have.TTLFrom)), or(string(want.TTLFrom)), "--ttl-from "+shellWord(string(want.TTLFrom)))
-	differ("max_attempts", num(have.MaxAttempts), num(want.MaxAttempts), "--max-attempts "+strconv.Itoa(want.MaxAttempts))
+	maxAttemptsFlag := "--no-max-attempts" // 0 is no queue default; --max-attempts takes 1 up
+	if want.MaxAttempts > 0 {
+		maxAttemptsFlag = "--max-attempts " + strconv.Itoa(want.MaxAttempts)
+	}
+	differ("max_attempts", num(have.MaxAttempts), num(want.MaxAttempts), maxAttemptsFlag)
 	differ("timeout", dur(have.Timeout), dur(want.Timeout), durFlag("timeout", want.Timeout))
 	differ("max_concurrency", num(have.MaxConcurrency), num(want.MaxConcurrency), "--max-concurrency "+strconv.Itoa(want.MaxConcurrency))
 	var targetFlags []string
@@ -426,17 +434,13 @@ func printQueues(w io.Writer, qs []client.QueueInfo) {
 		}
 		cols := []string{"-", "-", "-", "-", "-", "-", "-"}
 		if c := q.Counts; c != nil {
-			more := ""
-			if c.AtLeast {
-				more = "+"
-			}
-			n := func(v int) string { return strconv.Itoa(v) + more }
-			cols = []string{n(c.Live), n(c.Delayed), "-", n(c.Failed), n(c.Cancelled), n(c.Expired), "-"}
+			cols = []string{count(c, "live", c.Live), count(c, "live", c.Delayed), "-", count(c, "failed", c.Failed),
+				count(c, "cancelled", c.Cancelled), count(c, "expired", c.Expired), "-"}
 			if c.Running != nil {
 				cols[2] = strconv.Itoa(*c.Running)
 			}
 			if c.Completed != nil {
-				cols[6] = n(*c.Completed)
+				cols[6] = count(c, "completed", *c.Completed)
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", q.Name, state, strings.Join(cols, "\t"), mc, target)
@@ -445,17 +449,22 @@ func printQueues(w io.Writer, qs []client.QueueInfo) {
 }
 
 func counts(c *queue.QueueCounts) string {
-	more := ""
-	if c.AtLeast {
-		more = "+"
-	}
-	s := fmt.Sprintf("%d%s live, %d delayed", c.Live, more, c.Delayed)
+	s := fmt.Sprintf("%s live, %s delayed", count(c, "live", c.Live), count(c, "live", c.Delayed))
 	if c.Running != nil {
 		s += fmt.Sprintf(", %d running", *c.Running)
 	}
-	s += fmt.Sprintf("; %d failed, %d cancelled, %d expired", c.Failed, c.Cancelled, c.Expired)
+	s += fmt.Sprintf("; %s failed, %s cancelled, %s expired", count(c, "failed", c.Failed), count(c, "cancelled", c.Cancelled), count(c, "expired", c.Expired))
 	if c.Completed != nil {
-		s += fmt.Sprintf(", %d completed", *c.Completed)
+		s += fmt.Sprintf(", %s completed", count(c, "completed", *c.Completed))
 	}
 	return s
+}
+
+// count writes the count named name (as in QueueCounts.Capped) of c, with
+// a "+" when it stopped at its cap: a lower bound.
+func count(c *queue.QueueCounts, name string, v int) string {
+	if c.IsCapped(name) {
+		return strconv.Itoa(v) + "+"
+	}
+	return strconv.Itoa(v)
 }

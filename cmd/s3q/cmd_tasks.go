@@ -118,6 +118,11 @@ derived from the file's content, the queue and the line number, so running
 the same file again (after Ctrl-C, which stops between batches with exit
 130, or a crash) submits only what had not landed. Refused lines exit 1.
 
+With --wait, the exit code says how the task ended: 0 completed (or still
+pending or running when the wait ran out: the task is printed with where it
+stands), 6 failed, expired or cancelled (the task is printed, with its
+last error), so a script can 's3q submit ... --wait 20s || handle_failure'.
+
 Every submit carries a task id (--id, an "id" in a line, or a fresh UUIDv7),
 and a 503, 5xx or network error is retried with the same id: a retry whose
 first attempt landed returns that task ("replayed") instead of making a
@@ -142,7 +147,7 @@ Examples:
 			fs.IntVar(&sf.maxAttempts, "max-attempts", 0, "claims allowed before the task fails (default 3)")
 			fs.Var(&sf.timeout, "timeout", "lease length of each attempt, a `duration` (default 5m)")
 			fs.StringVar(&sf.parent, "parent", "", "parent task `id`: the task inherits its deadline")
-			fs.Var(&sf.wait, "wait", "wait up to `duration` (max 25s) for the outcome")
+			fs.Var(&sf.wait, "wait", "wait up to `duration` (max 25s) for the outcome; exit 6 if the task ends failed, expired or cancelled")
 			fs.StringVar(&sf.file, "file", "", "submit every line of a JSON Lines `file` (- for stdin)")
 			fs.StringVar(&sf.id, "id", "", "task `id`, a lowercase UUIDv7 (default: a fresh one); the same id never makes a second task")
 		},
@@ -177,7 +182,10 @@ Examples:
 			if err != nil {
 				return err
 			}
-			return printSubmitted(e, res)
+			if err := printSubmitted(e, res); err != nil || !sf.wait.set {
+				return err
+			}
+			return endedBadly(e, res)
 		},
 	}
 }
@@ -253,6 +261,20 @@ func printSubmitted(e *env, res client.SubmitResult) error {
 	return nil
 }
 
+// endedBadly is the error (exit 6) of a submit --wait whose answer shows
+// the task ended failed, expired or cancelled; nil for any other answer.
+func endedBadly(e *env, res client.SubmitResult) error {
+	switch t := res.Task; t.Status {
+	case queue.StatusFailed, queue.StatusExpired, queue.StatusCancelled:
+		msg := fmt.Sprintf("task %s ended %s", t.Ref(), t.Status)
+		if t.LastError != "" {
+			msg += ": " + clip(t.LastError, 200)
+		}
+		return &cliError{exit: exitTaskFailed, code: "task_" + string(t.Status), message: msg, reported: e.output == "json"}
+	}
+	return nil
+}
+
 // listCommand is s3q list.
 func listCommand() *command {
 	var status, ltype, cursor string
@@ -260,12 +282,15 @@ func listCommand() *command {
 	var all, allQueues bool
 	return &command{
 		name: "list", summary: "list tasks by status, queue and type",
-		details: `Lists the tasks of --queue (default "default") oldest first, one page at
-a time; --all follows the cursor. --all-queues lists every queue's tasks
-(GET /tasks, the operator's route).
+		details: `Lists the tasks of --queue (default "default") newest first (by id: a
+task id is its creation time), one page at a time; --status pending lists
+in claim order instead (earliest deadline, then oldest due, first). --all
+follows the cursor. --all-queues lists every queue's tasks (GET /tasks, the
+operator's route), queue by queue in name order.
 
 Examples:
   s3q list --status expired
+  s3q list --status completed --limit 20      # the 20 most recent completed tasks
   s3q list --status failed --queue emails --all -o json
   s3q list --status failed --all-queues`,
 		flags: func(fs *flag.FlagSet) {

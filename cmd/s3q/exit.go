@@ -23,6 +23,7 @@ const (
 	exitNotFound    = 3   // no such task, schedule or queue (404)
 	exitConflict    = 4   // the state does not allow it (409)
 	exitUnavailable = 5   // the API is unreachable, throttling (429, 503) or timed out (502, 504)
+	exitTaskFailed  = 6   // submit --wait: the task ended failed, expired or cancelled
 	exitInterrupted = 130 // Ctrl-C (SIGINT)
 )
 
@@ -35,6 +36,7 @@ const exitCodesHelp = `Exit codes:
   4    conflict: the task's state does not allow it (409), or queue create
        of a queue that exists with other settings
   5    unavailable: the API cannot be reached, throttles (429, 503) or timed out
+  6    submit --wait: the task ended failed, expired or cancelled
   130  interrupted (Ctrl-C)
 With -o json an error is {"error":{"code","message","field"}} on stdout,
 with the same exit code.
@@ -135,7 +137,7 @@ func apiErr(e *env, ae *client.Error) *cliError {
 	case ae.Code == "deadline_exceeded":
 		// The task's deadline passed during a wait: it is expired (or
 		// asked to stop), which retrying later does not change.
-		ce.exit = exitError
+		ce.exit = exitTaskFailed
 	case ae.Status == http.StatusTooManyRequests || ae.Status == http.StatusServiceUnavailable ||
 		ae.Status == http.StatusBadGateway || ae.Status == http.StatusGatewayTimeout:
 		ce.exit = exitUnavailable

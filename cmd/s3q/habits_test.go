@@ -315,12 +315,87 @@ func TestSubmitWaitSaysTheTasksState(t *testing.T) {
 	}
 }
 
-// A wait the task's deadline ends is not "unavailable": the task expired.
-func TestSubmitWaitPastTheDeadlineExitsOne(t *testing.T) {
+// A wait the task's deadline ends is not "unavailable": the task expired
+// (exit 6, as for a task that ended failed or cancelled).
+func TestSubmitWaitPastTheDeadlineExitsSix(t *testing.T) {
 	url := memAPI(t, queues.Options{}, nil)
 	_, errOut, code := cli(t, url, "submit", "-t", "nobody.works", "--ttl", "1s", "--wait", "5s")
-	if code != 1 || !strings.Contains(errOut, "deadline_exceeded") {
+	if code != 6 || !strings.Contains(errOut, "deadline_exceeded") {
 		t.Errorf("wait past the deadline (%d): %s", code, errOut)
+	}
+}
+
+// A submit --wait whose task ends failed or cancelled exits 6, as its
+// --help says; one that completes exits 0.
+func TestSubmitWaitExitsSixWhenTheTaskEndsBadly(t *testing.T) {
+	url := memAPI(t, queues.Options{}, nil)
+	if out, _, _ := cli(t, url, "submit", "--help"); !strings.Contains(out, "exit 6 if the task ends failed, expired or cancelled") {
+		t.Errorf("submit --help does not name exit 6:\n%s", out)
+	}
+	for _, c := range []struct {
+		end, body, status string
+		code              int
+	}{
+		{"fail", `{"lease_token":%q,"error":"boom","retryable":false}`, "failed", 6},
+		{"cancel", `{}`, "cancelled", 6},
+		{"complete", `{"lease_token":%q,"output":{}}`, "completed", 0},
+	} {
+		ctx, stop := context.WithCancel(context.Background())
+		go endOneTask(ctx, t, url, c.end, c.body)
+		out, errOut, code := cli(t, url, "submit", "-t", "a", "--wait", "20s", "-o", "json")
+		stop()
+		if code != c.code || !strings.Contains(out, `"status": "`+c.status+`"`) {
+			t.Errorf("%s: exit %d, want %d:\n%s%s", c.end, code, c.code, out, errOut)
+		}
+	}
+}
+
+// endOneTask claims the next task of queue default and ends it by end
+// (fail, cancel or complete), with body (given the lease token).
+func endOneTask(ctx context.Context, t *testing.T, url, end, body string) {
+	post := func(path, body string) (int, []byte) {
+		req, _ := http.NewRequestWithContext(ctx, "POST", url+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, nil
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	for ctx.Err() == nil {
+		if end == "cancel" { // a pending task: cancelled at once
+			var got struct{ Tasks []struct{ ID string } }
+			req, _ := http.NewRequestWithContext(ctx, "GET", url+"/queues/default/tasks?status=pending", nil)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				_ = json.NewDecoder(resp.Body).Decode(&got)
+				resp.Body.Close()
+			}
+			if len(got.Tasks) == 0 {
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			post("/queues/default/tasks/"+got.Tasks[0].ID+"/cancel", body)
+			return
+		}
+		code, b := post("/queues/default/claim", `{}`)
+		var got struct {
+			Tasks []struct {
+				Task  struct{ ID string }    `json:"task"`
+				Lease struct{ Token string } `json:"lease"`
+			} `json:"tasks"`
+		}
+		if code != 200 || json.Unmarshal(b, &got) != nil || len(got.Tasks) == 0 {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		id := got.Tasks[0].Task.ID
+		if strings.Contains(body, "%q") {
+			body = fmt.Sprintf(body, got.Tasks[0].Lease.Token)
+		}
+		post("/queues/default/tasks/"+id+"/"+end, body)
+		return
 	}
 }
 
@@ -371,6 +446,28 @@ func TestInvokeFindsTheRunningDevServer(t *testing.T) {
 	_, errOut, code = cli(t, "http://127.0.0.1:1", "invoke", "submit", "../../events/submit.json")
 	if code != 5 || !strings.Contains(errOut, "make dev") || !strings.Contains(errOut, "S3Q_BUCKET") {
 		t.Errorf("no dev server (%d): %s", code, errOut)
+	}
+}
+
+// s3q list shows when a pending task is due, as the README says
+// ("DUE in 2h"), beside when it expires.
+func TestListShowsWhenAPendingTaskIsDue(t *testing.T) {
+	url := memAPI(t, queues.Options{}, nil)
+	cli(t, url, "submit", "-t", "report.build", "--in", "2h", "--ttl", "3h")
+	cli(t, url, "submit", "-t", "now")
+	out, errOut, code := cli(t, url, "list", "--status", "pending")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 3 || !strings.Contains(lines[0], "DUE") {
+		t.Fatalf("list (%d):\n%s%s", code, out, errOut)
+	}
+	due := regexp.MustCompile(`ago\s+in (1h 59m|2h)\S*\s+in (2h 59m|3h)`)
+	for _, l := range lines[1:] {
+		switch {
+		case strings.Contains(l, "report.build") && !due.MatchString(l):
+			t.Errorf("the delayed task's row does not say due in 2h, then expires in 3h: %q", l)
+		case strings.Contains(l, " now ") && !regexp.MustCompile(`ago\s+now\s+-`).MatchString(l):
+			t.Errorf("the due task's row does not say due now: %q", l)
+		}
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/s3q/s3q/shared/queue"
 )
 
 // cliIn is cli with stdin: the answers to a prompt.
@@ -100,5 +102,22 @@ func TestQueueOperationCommands(t *testing.T) {
 	}
 	if out, errOut, code := cli(t, url, "queue", "delete", "ops"); code != 0 {
 		t.Errorf("delete of the purged queue (%d): %s %s", code, out, errOut)
+	}
+}
+
+// At 20,000 pending tasks the live count stops at its cap: only it is a
+// lower bound ("10000+"); the others are exact, and completed, unknown
+// then, is said to be not counted rather than shown as 0+.
+func TestStatsMarksOnlyTheCappedCountsAsLowerBounds(t *testing.T) {
+	var out bytes.Buffer
+	printStats(&out, queue.QueueStats{Queue: "default", Counts: queue.QueueCounts{Live: 10000, AtLeast: true, Capped: []string{"live"}, Failed: 2}})
+	got := out.String()
+	for _, want := range []string{"10000+ (0+ delayed)", "failed:              2\n", "cancelled:           0\n", "completed:           not counted while over 10000 tasks are live"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("stats do not say %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "0+\n") {
+		t.Errorf("an exact count shown as a lower bound:\n%s", got)
 	}
 }

@@ -133,8 +133,15 @@ func printTask(w io.Writer, t client.Task, now time.Time) {
 // printTable writes tasks one a line.
 func printTable(w io.Writer, tasks []client.Task, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTYPE\tQUEUE\tSTATUS\tATTEMPT\tCREATED\tEXPIRES")
+	fmt.Fprintln(tw, "ID\tTYPE\tQUEUE\tSTATUS\tATTEMPT\tCREATED\tDUE\tEXPIRES")
 	for _, t := range tasks {
+		due := "-" // when a pending task becomes available to a claim
+		if t.Status == queue.StatusPending {
+			due = "now"
+			if t.AvailableAt.After(now) {
+				due = relative(t.AvailableAt, now)
+			}
+		}
 		exp := "-"
 		switch {
 		case t.Status == queue.StatusExpired && t.ExpiredAt != nil:
@@ -142,7 +149,7 @@ func printTable(w io.Writer, tasks []client.Task, now time.Time) {
 		case t.ExpiresAt != nil && !t.Status.Terminal():
 			exp = relative(*t.ExpiresAt, now)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", t.ID, t.TaskType, t.Queue, t.Status, t.Attempt, t.MaxAttempts, relative(t.CreatedAt, now), exp)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", t.ID, t.TaskType, t.Queue, t.Status, t.Attempt, t.MaxAttempts, relative(t.CreatedAt, now), due, exp)
 	}
 	tw.Flush()
 }

@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 )
 
@@ -138,7 +140,7 @@ func TestQueueCreateOfAnExistingQueue(t *testing.T) {
 			[]string{"ttl 1h, not 2h", "s3q queue update emails --ttl 2h"}},
 		{[]string{"--ttl", "1h", "--max-attempts", "5"}, // no target given: create means none
 			[]string{"target url https://example.com/hook (secret /s3q/hook), not none", "s3q queue update emails --no-target'"}},
-		{nil, []string{"ttl 1h, not none", "max_attempts 5, not none", "s3q queue update emails --no-ttl --max-attempts 0 --no-target'"}},
+		{nil, []string{"ttl 1h, not none", "max_attempts 5, not none", "s3q queue update emails --no-ttl --no-max-attempts --no-target'"}},
 		{[]string{"--ttl", "1h", "--max-attempts", "5", "--target-url", "https://example.com/hook", "--target-secret", "/s3q/hook", "--shards", "13"},
 			[]string{"shards ", ", not 13", "shards are fixed when a queue is first declared"}},
 	} {
@@ -159,5 +161,28 @@ func TestQueueCreateOfAnExistingQueue(t *testing.T) {
 	out, _, _ = cli(t, url, "queue", "show", "emails", "-o", "json")
 	if !strings.Contains(out, `"ttl": "1h"`) || !strings.Contains(out, `"max_attempts": 5`) || !strings.Contains(out, "https://example.com/hook") {
 		t.Errorf("a refused create changed the queue: %s", out)
+	}
+
+	// The update the refusal suggests runs, and then the create matches.
+	_, errOut, code = cli(t, url, "queue", "create", "emails", "--ttl", "2h")
+	_, cmdline, _ := strings.Cut(errOut, "to change them run '")
+	cmdline, _, _ = strings.Cut(cmdline, "'")
+	words := strings.Fields(cmdline)
+	if code != 4 || len(words) < 4 || words[0] != "s3q" {
+		t.Fatalf("create --ttl 2h (%d): %s", code, errOut)
+	}
+	if _, errOut, code := cli(t, url, words[1:]...); code != 0 {
+		t.Errorf("the suggested %q failed (%d): %s", cmdline, code, errOut)
+	}
+	if _, errOut, code := cli(t, url, "queue", "create", "emails", "--ttl", "2h"); code != 0 {
+		t.Errorf("create after the suggested update (%d): %s", code, errOut)
+	}
+}
+
+// The help names the shard limit the server enforces.
+func TestQueueHelpNamesTheShardLimit(t *testing.T) {
+	out, _, _ := cli(t, "", "queue", "--help")
+	if want := fmt.Sprintf("1-%d, fixed at creation", queue.MaxShards); !strings.Contains(out, want) || strings.Contains(out, "1-256") {
+		t.Errorf("queue --help does not say %q:\n%s", want, out)
 	}
 }

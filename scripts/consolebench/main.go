@@ -42,6 +42,7 @@ import (
 
 func main() {
 	tasks := flag.Int("tasks", 10000, "pending tasks in queue bulk")
+	manyQueues := flag.Int("queues", 1000, "one-task queues beside bulk and small, for the queues view (0: none)")
 	flag.Parse()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -80,6 +81,13 @@ func main() {
 		return measure(hc, proxy, *tasks, name, http.MethodGet, base+path, nil)
 	}
 	view("queues", "/ui/")
+	if *manyQueues > 0 {
+		fillQueues(ctx, api, s3, *manyQueues)
+		// A first view reads the stats of its page of queues; a refresh
+		// within 30s reuses them.
+		measureAs(hc, proxy, fmt.Sprintf("queues=%d", *manyQueues+2), "queues", http.MethodGet, base+"/ui/", nil)
+		measureAs(hc, proxy, fmt.Sprintf("queues=%d", *manyQueues+2), "queues_refresh", http.MethodGet, base+"/ui/", nil)
+	}
 	page := view("tasks_any_status", "/ui/queues/bulk")
 	view("tasks_small_queue_any_status", "/ui/queues/small")
 	page = view("tasks_pending", "/ui/queues/bulk?status=pending")
@@ -190,9 +198,41 @@ func fill(ctx context.Context, api *client.Client, s3 *s3local.Server, n int) se
 	return out
 }
 
+// fillQueues declares n queues q0000.. through the API and puts one task
+// in each through the core.
+func fillQueues(ctx context.Context, api *client.Client, s3 *s3local.Server, n int) {
+	q := queues.NewQueue(s3.Store(""), queue.Options{}, queues.Options{})
+	now := time.Now()
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				name := fmt.Sprintf("q%04d", i)
+				_, _, err := api.DeclareQueue(ctx, queues.Declaration{Name: name})
+				check(err)
+				_, err = q.Submit(ctx, queue.SubmitRequest{ID: queue.NewID(now), Queue: name, TaskType: "work"}, now)
+				check(err)
+			}
+		}()
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+}
+
 // measure opens one view and prints what the bucket saw beside what the
 // page says; it returns the page.
 func measure(hc *http.Client, proxy *faultproxy.Proxy, tasks int, name, method, u string, form url.Values) string {
+	return measureAs(hc, proxy, fmt.Sprintf("tasks=%d", tasks), name, method, u, form)
+}
+
+// measureAs is measure with the line's setting (tasks=N, queues=N).
+func measureAs(hc *http.Client, proxy *faultproxy.Proxy, setting, name, method, u string, form url.Values) string {
 	before := proxy.Counts().Requests
 	var resp *http.Response
 	var err error
@@ -213,7 +253,7 @@ func measure(hc *http.Client, proxy *faultproxy.Proxy, tasks int, name, method, 
 	if m := regexp.MustCompile(`data-calls="(\d+)"`).FindSubmatch(body); m != nil {
 		calls = string(m[1])
 	}
-	fmt.Printf("bench console view=%s tasks=%d status=%d s3_requests=%d footer=%d api_calls=%s\n", name, tasks, resp.StatusCode, seen, footer, calls)
+	fmt.Printf("bench console view=%s %s status=%d s3_requests=%d footer=%d api_calls=%s\n", name, setting, resp.StatusCode, seen, footer, calls)
 	return string(body)
 }
 

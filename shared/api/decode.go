@@ -83,6 +83,9 @@ func decodeObject(body []byte, dst any, prefix string) error {
 	for _, k := range keys {
 		idx, ok := fields[k]
 		if !ok {
+			if len(fields) == 0 {
+				return badInput(keyField(prefix, k), "unknown field %q; this request takes no fields (send {} or no body)", clip(k))
+			}
 			return badInput(keyField(prefix, k), "unknown field %q; known fields: %s", clip(k), strings.Join(fieldNames(fields), ", "))
 		}
 		f := v.FieldByIndex(idx)

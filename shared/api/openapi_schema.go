@@ -232,7 +232,8 @@ var fieldDocs = map[string]obj{
 	"Counts.delayed":   {"description": "live, not available yet"},
 	"Counts.running":   {"description": "slots held (queues with max_concurrency)"},
 	"Counts.completed": {"description": "completed or archived: present where the bucket layout keeps each queue's records apart"},
-	"Counts.at_least":  {"description": "a count stopped at 10 LIST pages: there are at least this many"},
+	"Counts.at_least":  {"description": "a count stopped at 10 LIST pages: capped names which"},
+	"Counts.capped":    {"description": "the counts that stopped at 10 LIST pages (live, failed, cancelled, expired, completed), each a lower bound; the others are exact, and completed is absent while live is capped"},
 
 	"Stats.oldest_pending_at":          {"description": "when the oldest due pending task became available"},
 	"Stats.oldest_pending_age_seconds": {"description": "how long it has waited since"},

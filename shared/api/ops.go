@@ -62,7 +62,7 @@ type bulkBody struct {
 	Status    queue.Status    `json:"status"`
 	TaskType  string          `json:"task_type"`
 	OlderThan *queue.Duration `json:"older_than"`
-	Limit     int             `json:"limit"`
+	Limit     *int            `json:"limit"` // absent: the default; 0 is refused
 	Cursor    string          `json:"cursor"`
 	DryRun    bool            `json:"dry_run"`
 }
@@ -74,9 +74,15 @@ func bulk(op queue.BulkOp) handler {
 		if err := decodeObject(rq.body, &body, ""); err != nil {
 			return reply{}, err
 		}
+		limit := 0 // the core's default
+		if body.Limit != nil {
+			if limit = *body.Limit; limit < 1 || limit > queue.MaxBulk {
+				return reply{}, badInput("limit", "must be between 1 and %d (leave it out for %d)", queue.MaxBulk, queue.MaxBulk)
+			}
+		}
 		res, err := rq.q.Bulk(rq.ctx, op, queue.BulkRequest{
 			Queue: rq.queue, Status: body.Status, TaskType: body.TaskType, OlderThan: body.OlderThan,
-			Limit: body.Limit, Cursor: body.Cursor, DryRun: body.DryRun,
+			Limit: limit, Cursor: body.Cursor, DryRun: body.DryRun,
 		}, rq.now(a))
 		if err != nil {
 			return reply{}, err

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -92,6 +93,39 @@ var opsCases = []routeCase{
 		status: 400, code: "invalid_input", field: "older_than"},
 	{name: "purge_over_100_is_400_naming_limit", method: "POST", path: "/queues/default/purge", body: `{"status":"completed","limit":101}`,
 		status: 400, code: "invalid_input", field: "limit"},
+	{name: "purge_with_limit_0_is_400_naming_limit_and_deletes_nothing", setup: pending, method: "POST", path: "/queues/default/purge", body: `{"status":"pending","limit":0}`,
+		status: 400, code: "invalid_input", field: "limit",
+		check: func(t *testing.T, e *env, r response, id string) {
+			if g := e.do("GET", "/queues/default/tasks/"+id, ""); g.status != 200 {
+				t.Errorf("a purge refused for limit 0 deleted the task: %d %s", g.status, g.raw)
+			}
+		}},
+	{name: "bulk_cancel_with_limit_0_is_400_naming_limit", setup: pending, method: "POST", path: "/queues/default/bulk/cancel", body: `{"limit":0}`,
+		status: 400, code: "invalid_input", field: "limit"},
+	{name: "pause_with_an_unknown_field_says_it_takes_none", method: "POST", path: "/queues/default/pause", body: `{"why":"x"}`,
+		status: 400, code: "invalid_input", field: "why",
+		check: func(t *testing.T, e *env, r response, id string) {
+			if m := str(r.body, "error.message"); !strings.Contains(m, "takes no fields") || strings.Contains(m, "known fields: ") {
+				t.Errorf("message: %q", m)
+			}
+		}},
+	{name: "purge_takes_archived_as_docs_operations_says", setup: pending, method: "POST", path: "/queues/default/purge", body: `{"status":"archived"}`, status: 200,
+		check: all(wantField("status", "archived"), wantField("changed", float64(0)))},
+	{name: "purge_with_another_queues_cursor_is_400_naming_cursor", method: "POST", path: "/queues/default/purge", status: 400, code: "invalid_input", field: "cursor",
+		setup: func(e *env) (string, string) {
+			e.do("POST", "/queues", `{"name":"other"}`)
+			for i := 0; i < 2; i++ {
+				e.do("POST", "/queues/other/tasks", `{"task_type":"t"}`)
+			}
+			r := e.do("GET", "/queues/other/tasks?status=pending&limit=1", "")
+			cursor := str(r.body, "next_cursor")
+			if cursor == "" {
+				e.t.Fatalf("no cursor from queue other: %s", r.raw)
+			}
+			e.do("POST", "/queues/default/tasks", `{"task_type":"t"}`)
+			return "", cursor
+		},
+		body: `{"status":"pending","cursor":"{token}"}`},
 	{name: "purge_of_an_undeclared_queue_is_404", method: "POST", path: "/queues/nope/purge", body: `{"status":"completed"}`, status: 404, code: "queue_not_found", field: "queue"},
 	{name: "purge_skips_a_failed_task_whose_event_is_owed", method: "POST", path: "/queues/default/purge", body: `{"status":"failed"}`,
 		setup: func(e *env) (string, string) {

@@ -12,8 +12,8 @@ import (
 // The dev server's API has no authentication: a web page the developer
 // visits must not reach it. A browser's cross-site request (a text/plain
 // POST needs no preflight) and a DNS-rebound page (same origin, foreign
-// Host) are refused with 403 before any function runs; clients that are
-// not browsers (no Origin, no Sec-Fetch-Site) are not affected.
+// Host) are refused with 403 before any function runs; the Host is
+// checked for every request, browser headers or not.
 func TestDevServerRefusesCrossSiteAPIRequests(t *testing.T) {
 	d := start(t, devserver.Options{})
 	send := func(method, path, body string, hdr map[string]string) (int, string) {
@@ -57,7 +57,27 @@ func TestDevServerRefusesCrossSiteAPIRequests(t *testing.T) {
 	if code, body := send("POST", "/queues/default/tasks", submit, map[string]string{"Origin": d.url, "Sec-Fetch-Site": "same-origin"}); code != http.StatusCreated && code != http.StatusOK {
 		t.Errorf("same-origin submit: %d %s", code, body)
 	}
-	if code, body := send("GET", "/queues", "", map[string]string{"Host": "devbox.internal:8080"}); code != http.StatusOK {
-		t.Errorf("a client (no browser headers) naming another Host: %d %s", code, body)
+	// A request naming a foreign Host is refused even without browser
+	// headers (an older browser on a rebound name sends neither); an IP
+	// address cannot be rebound and passes.
+	for _, path := range []string{"/queues", "/events", "/"} {
+		if code, body := send("GET", path, "", map[string]string{"Host": "devbox.internal:8080"}); code != http.StatusForbidden || !strings.Contains(body, `"field":"Host"`) {
+			t.Errorf("GET %s naming another Host, no browser headers: %d %s, want 403 naming Host", path, code, body)
+		}
+	}
+	if code, body := send("GET", "/queues", "", map[string]string{"Host": "10.1.2.3:8080"}); code != http.StatusOK {
+		t.Errorf("a client naming an IP address: %d %s", code, body)
+	}
+	// A name given with --host (Options.Hosts) passes.
+	named := start(t, devserver.Options{Hosts: []string{"devbox.internal"}})
+	req, _ := http.NewRequest("GET", named.url+"/queues", nil)
+	req.Host = "devbox.internal:8080"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("a Host given in Options.Hosts: %d", resp.StatusCode)
 	}
 }

@@ -48,6 +48,11 @@ type Options struct {
 	// Addr is the address the API listens on; port 0 picks a free one.
 	// Defaults to DefaultAddr (127.0.0.1:8080).
 	Addr string
+	// Hosts are the host names (lowercase, without port) a request's Host
+	// may give besides localhost and IP addresses, for the API and the
+	// console alike; a request naming any other Host is 403 (a DNS
+	// rebinding defence). Defaults to none.
+	Hosts []string
 
 	// DataDir, when set, makes the in-process S3 server persist its bucket
 	// to a file in this directory (created if needed), so that tasks
@@ -210,12 +215,12 @@ func Run(ctx context.Context, opts Options) error {
 	baseURL := "http://" + ln.Addr().String()
 	// The console calls this very API over loopback, as `s3q ui` would.
 	console, err := ui.New(ctx, baseURL, client.Options{SigV4: new(bool), HTTPClient: opts.ConsoleHTTPClient},
-		ui.Options{Events: ring, Refresh: opts.ConsoleRefresh, Logger: opts.Logger})
+		ui.Options{Events: ring, Refresh: opts.ConsoleRefresh, Logger: opts.Logger, Hosts: opts.Hosts})
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("devserver: console: %w", err)
 	}
-	srv := &http.Server{Handler: &gateway{functions: functions, log: opts.Logger, events: ring, console: console}, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: &gateway{functions: functions, log: opts.Logger, events: ring, console: console, hosts: opts.Hosts}, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ type gateway struct {
 	log       *slog.Logger
 	events    *s3qevents.Ring // the task events GET /events shows
 	console   *ui.Console     // the pages under /ui
+	hosts     []string        // names besides localhost and IP addresses a request's Host may give (Options.Hosts)
 }
 
 // function is one Lambda function of the dev server: a set of execution
@@ -83,10 +85,17 @@ func (f *function) invoke(ctx context.Context, payload []byte) ([]byte, error) {
 }
 
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if p := r.URL.Path; p != g.console.Prefix() && !strings.HasPrefix(p, g.console.Prefix()+"/") && (p != "/" || r.Method != http.MethodGet) {
-		// The console checks its own requests (CSRF token, Host); GET /
-		// only leads a browser to it.
-		if field, msg := fromWebPage(r); field != "" {
+	if p := r.URL.Path; p != g.console.Prefix() && !strings.HasPrefix(p, g.console.Prefix()+"/") {
+		// The console checks its own requests (CSRF token, Host).
+		if !hostAllowed(r.Host, g.hosts) {
+			// Always, browser headers or not: a page whose name was
+			// rebound to this address may come from a browser that sends
+			// neither Origin nor Sec-Fetch-Site.
+			writeErrorField(w, http.StatusForbidden, "forbidden", "Host",
+				"s3q dev answers only at localhost, an IP address or a name given with --host, not "+r.Host+" (a name rebound to this address is how a web page reaches a local server)")
+			return
+		}
+		if field, msg := fromWebPage(r); field != "" && (p != "/" || r.Method != http.MethodGet) {
 			writeErrorField(w, http.StatusForbidden, "forbidden", field, msg)
 			return
 		}
@@ -153,29 +162,30 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // fromWebPage returns the header and the reason to refuse a request a web
 // page sent to the API, which has no authentication in s3q dev: a
 // browser's request from another site (a text/plain POST needs no
-// preflight), or one naming a Host that is not loopback (a page whose
-// name was rebound to 127.0.0.1). A client that is not a browser sends
-// neither Origin nor Sec-Fetch-Site and is not concerned. It returns ""
-// for a request to serve.
+// preflight). A client that is not a browser sends neither Origin nor
+// Sec-Fetch-Site and is not concerned; the Host is checked for every
+// request (hostAllowed). It returns "" for a request to serve.
 func fromWebPage(r *http.Request) (field, message string) {
 	site, origin := r.Header.Get("Sec-Fetch-Site"), r.Header.Get("Origin")
-	if site == "" && origin == "" {
-		return "", ""
-	}
 	if site != "" && site != "same-origin" && site != "none" {
 		return "Sec-Fetch-Site", "s3q dev refuses API requests from another site's web page (Sec-Fetch-Site: " + site + ")"
 	}
 	if origin != "" && origin != "http://"+r.Host {
 		return "Origin", "s3q dev refuses API requests from another site's web page (Origin: " + origin + ")"
 	}
-	host := r.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
+	return "", ""
+}
+
+// hostAllowed reports whether a request's Host names this server in a way
+// no DNS rebinding can: localhost, an IP address (a rebound name is a
+// name), or one of hosts (Options.Hosts).
+func hostAllowed(hostport string, hosts []string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h
 	}
-	if ip := net.ParseIP(strings.Trim(host, "[]")); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return "Host", "s3q dev answers a browser only at localhost or a loopback address, not " + r.Host
-	}
-	return "", ""
+	host = strings.ToLower(strings.Trim(host, "[]"))
+	return host == "localhost" || net.ParseIP(host) != nil || slices.Contains(hosts, host)
 }
 
 // writeError writes an error in the API's shape.

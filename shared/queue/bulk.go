@@ -135,7 +135,7 @@ func (q *Queue) Bulk(ctx context.Context, op BulkOp, req BulkRequest, now time.T
 		}
 		return BulkResult{}, err // undeclared: a misspelt name, most likely
 	}
-	list := ListRequest{Status: req.Status, Queue: req.Queue, TaskType: req.TaskType, Limit: req.Limit, Cursor: req.Cursor}
+	list := ListRequest{Status: req.Status, Queue: req.Queue, TaskType: req.TaskType, Limit: req.Limit, Cursor: req.Cursor, At: now}
 	if !req.DryRun {
 		list.Now = now // a listing repairs the stale status entries it meets: a write
 	}

@@ -41,7 +41,10 @@ const DefaultHistoryLimit = 100
 // first, paged at the store: one LIST of at most Limit versions (store.
 // Store.Versions) and one GET per version returned, whatever the number
 // of versions stored, so a task with a long history costs no more per
-// call. The cursor is the version id of the last version returned; one
+// call. The history begins at the task's own creation: a task purged and
+// submitted again with its id shows none of the purged task's versions
+// (a purged task's own history ends with its tombstone). The cursor is
+// the version id of the last version returned; one
 // the store does not hold for this task (its lifecycle expired it) is
 // invalid input (one GET checks it). Without bucket versioning the
 // history is the current version only.
@@ -77,14 +80,35 @@ func (q *Queue) HistoryPage(ctx context.Context, id string, req HistoryRequest) 
 	if err != nil {
 		return HistoryResult{}, fmt.Errorf("list versions of task %s: %w", id, err)
 	}
+	// A task's history begins at its own creation. Newest first, a
+	// delete marker (a purge deleted the record) or a tombstone (a purge's
+	// commit) is where the task shown began, and what is older is a purged
+	// task's that had this id: never shown under the task that has it now.
+	// The one exception is the first page of a purged task itself (its
+	// record gone, or left a tombstone): its leading delete markers are
+	// passed over and its tombstone is its last version.
+	lead := req.Cursor == "" // nothing returned yet for this task
+	for extra := 0; lead && extra < 3 && page.Next != "" && onlyDeleteMarkers(page.Versions); extra++ {
+		if page, err = q.store.Versions(ctx, key, page.Next, req.Limit); err != nil {
+			return HistoryResult{}, fmt.Errorf("list versions of task %s: %w", id, err)
+		}
+	}
 	res := HistoryResult{Versions: []HistoryEntry{}, NextCursor: page.Next}
 	for _, v := range page.Versions {
 		if v.DeleteMarker {
-			continue
+			if lead && len(res.Versions) == 0 {
+				continue // the purged task's own history follows
+			}
+			res.NextCursor = ""
+			break
 		}
 		e, err := q.version(ctx, id, v)
 		if err != nil {
 			return HistoryResult{}, err
+		}
+		if e.Task.PurgedAt != nil && !(lead && len(res.Versions) == 0) {
+			res.NextCursor = ""
+			break
 		}
 		res.Versions = append(res.Versions, e)
 	}
@@ -125,4 +149,14 @@ func (q *Queue) version(ctx context.Context, id string, v store.Version) (Histor
 		return HistoryEntry{}, fmt.Errorf("decode version %s of task %s: %w", v.VersionID, id, err)
 	}
 	return HistoryEntry{VersionID: v.VersionID, ModifiedAt: v.LastModified, Task: t}, nil
+}
+
+// onlyDeleteMarkers reports whether vs holds delete markers only.
+func onlyDeleteMarkers(vs []store.Version) bool {
+	for _, v := range vs {
+		if !v.DeleteMarker {
+			return false
+		}
+	}
+	return true
 }

@@ -27,6 +27,9 @@ type ListRequest struct {
 	// deleted once the store wrote it StaleMarkerGrace before Now.
 	// Defaults to none: records as stored, no repair.
 	Now time.Time `json:"-"`
+	// At is the time a newest-first listing looks back from (see List).
+	// Defaults to Now, else to the newest id a first LIST page shows.
+	At time.Time `json:"-"`
 }
 
 // ListResult is one page of a listing.
@@ -50,23 +53,32 @@ const MaxQueuesPerList = 10
 // examine returns a NextCursor.
 //
 // A listing of one queue (a view, In, or Queue set) reads only the
-// queue's folder, q/{queue}/, and its cursors name only what is there:
+// queue's folder, q/{queue}/, and its cursors name only what is there and
+// that queue: another queue's cursor is a *ValidationError naming cursor.
 //
-// Failed (dead-lettered), expired and cancelled tasks are listed from the
-// queue's status index, in id order: a LIST of markers and a GET per task
-// returned (plus one per stale marker met), so status=failed&limit=1
-// costs one LIST and one GET however many tasks are stored. Markers are
-// hints: each record is read and must still be in that status.
+// Pending tasks are listed in claim order, from the claim indexes
+// (deadline/ earliest deadline first, then ready/ oldest due first, shard
+// by shard): a LIST per index read and a GET per marker examined, until
+// Limit match; a running task's marker (it keeps it) is skipped.
 //
-// Pending tasks are listed from the claim indexes, in key order (deadline/
-// earliest deadline first, then ready/ oldest first, shard by shard): a
-// LIST per index read and a GET per marker examined, until Limit match;
-// a running task's marker (it keeps it) is skipped.
+// Every other listing is newest first, by id (a UUIDv7: its creation
+// time), so "the latest 20 completed tasks" is the first page of
+// status=completed&limit=20:
 //
-// Any other listing (running, completed, archived, or no status) scans
-// the queue's records in key order (record shard, then id): one LIST and
-// up to MaxExamined GETs, until Limit match. It is an operator's tool, not
-// a claim path.
+// Failed (dead-lettered), expired and cancelled tasks come from the
+// queue's status index: its LISTs (newestIn: one while the index holds at
+// most 1,000 entries) and a GET per task returned (plus one per stale
+// marker met), so status=failed&limit=1 costs one LIST and one GET
+// however many tasks are stored. Markers are hints: each record is read
+// and must still be in that status.
+//
+// Running, completed, archived or no status: the queue's records, from
+// their RecordShards key ranges at once (newestIn in each: one LIST each
+// while it holds at most 1,000 records, a few more in a bigger queue),
+// merged newest first, then a GET per record examined, at most
+// MaxExamined, until Limit match. In a queue whose latest tasks are
+// mostly completed, the latest 20 completed cost 16 LISTs and about 20
+// GETs.
 //
 // Outside a view and with no Queue, List walks the queues in name order,
 // at most MaxQueuesPerList per call, each as above; its cursor is
@@ -95,39 +107,54 @@ func (q *Queue) List(ctx context.Context, req ListRequest) (ListResult, error) {
 	case req.Limit < 0 || req.Limit > store.MaxListLimit:
 		return ListResult{}, invalid("limit", "must be between 1 and %d", store.MaxListLimit)
 	}
+	if req.At.IsZero() {
+		req.At = req.Now
+	}
 	if req.Queue == "" {
 		return q.listAcross(ctx, req)
 	}
 	return q.listQueue(ctx, req)
 }
 
-// listQueue lists the tasks of req.Queue (set and valid).
+// listQueue lists the tasks of req.Queue (set and valid); its cursors
+// are queueCursor's.
 func (q *Queue) listQueue(ctx context.Context, req ListRequest) (ListResult, error) {
-	if indexedStatus(req.Status) {
-		return q.listIndexed(ctx, req)
-	}
-	if req.Status == StatusPending {
-		return q.listPending(ctx, req)
-	}
-	prefix := tasksPrefix(req.Queue)
-	startAfter := ""
 	if req.Cursor != "" {
-		if validID(req.Cursor) != nil {
-			return ListResult{}, invalid("cursor", "is not a cursor from a previous listing of queue %s", req.Queue)
+		pos, err := cursorPosition(req.Queue, req.Cursor)
+		if err != nil {
+			return ListResult{}, err
 		}
-		startAfter = TaskKey(req.Queue, req.Cursor)
+		req.Cursor = pos
 	}
-	page, err := q.store.List(ctx, prefix, startAfter, MaxExamined)
+	var res ListResult
+	var err error
+	switch {
+	case indexedStatus(req.Status):
+		res, err = q.listIndexed(ctx, req)
+	case req.Status == StatusPending:
+		res, err = q.listPending(ctx, req)
+	default:
+		res, err = q.listRecords(ctx, req)
+	}
+	res.NextCursor = queueCursor(req.Queue, res.NextCursor)
+	return res, err
+}
+
+// listRecords lists the records of req.Queue newest first; the cursor is
+// an id.
+func (q *Queue) listRecords(ctx context.Context, req ListRequest) (ListResult, error) {
+	if req.Cursor != "" && validID(req.Cursor) != nil {
+		return ListResult{}, invalid("cursor", "is not a cursor from a previous listing of queue %s", req.Queue)
+	}
+	prefixes := make([]string, RecordShards)
+	for i := range prefixes {
+		prefixes[i] = tasksPrefix(req.Queue) + shardName(i) + "/"
+	}
+	cands, more, err := q.newestFirst(ctx, prefixes, func(_, key string) string { return taskIDFromKey(req.Queue, key) }, req.Cursor, MaxExamined, req.At)
 	if err != nil {
 		return ListResult{}, fmt.Errorf("list tasks of %s: %w", req.Queue, err)
 	}
-	var cands []listCandidate
-	for _, it := range page.Items {
-		if id := taskIDFromKey(req.Queue, it.Key); id != "" {
-			cands = append(cands, listCandidate{id: id, cursor: id, info: it})
-		}
-	}
-	return q.collect(ctx, req, cands, page.Truncated, nil)
+	return q.collect(ctx, req, cands, more, nil)
 }
 
 // listAcross walks the queues in name order from the cursor's,
@@ -252,28 +279,25 @@ func (q *Queue) collect(ctx context.Context, req ListRequest, cands []listCandid
 }
 
 // listIndexed lists a rare status of one queue from its status markers,
-// repairing stale ones (see ListRequest.Now); the cursor is an id.
+// newest first, repairing stale ones (see ListRequest.Now); the cursor
+// is an id.
 func (q *Queue) listIndexed(ctx context.Context, req ListRequest) (ListResult, error) {
 	prefix := statusPrefix(req.Status, req.Queue)
-	startAfter := ""
-	if req.Cursor != "" {
-		if validID(req.Cursor) != nil {
-			return ListResult{}, invalid("cursor", "is not a cursor from a previous listing of queue %s", req.Queue)
-		}
-		startAfter = prefix + req.Cursor
+	if req.Cursor != "" && validID(req.Cursor) != nil {
+		return ListResult{}, invalid("cursor", "is not a cursor from a previous listing of queue %s", req.Queue)
 	}
-	page, err := q.store.List(ctx, prefix, startAfter, MaxExamined)
+	idOf := func(p, key string) string {
+		if id := strings.TrimPrefix(key, p); validID(id) == nil {
+			return id
+		}
+		return ""
+	}
+	cands, more, err := q.newestFirst(ctx, []string{prefix}, idOf, req.Cursor, MaxExamined, req.At)
 	if err != nil {
-		return ListResult{}, fmt.Errorf("list %s: %w", prefix, err)
-	}
-	var cands []listCandidate
-	for _, it := range page.Items {
-		if id := strings.TrimPrefix(it.Key, prefix); validID(id) == nil {
-			cands = append(cands, listCandidate{id: id, cursor: id, info: it})
-		}
+		return ListResult{}, err
 	}
 	var stale []string
-	res, err := q.collect(ctx, req, cands, page.Truncated, func(c listCandidate, _ *Task) {
+	res, err := q.collect(ctx, req, cands, more, func(c listCandidate, _ *Task) {
 		if !req.Now.IsZero() && c.info.LastModified.Before(req.Now.Add(-q.opts.StaleMarkerGrace)) {
 			stale = append(stale, c.info.Key)
 		}

@@ -121,6 +121,7 @@ func (d *dedupSide) take(ctx context.Context, t *Task, now time.Time) (Task, boo
 	body, _ := json.Marshal(dedupPointer{TaskID: t.ID, CreatedAt: now})
 	mine := namesTask(t.ID)
 	var writeErr error // the last create that failed for another reason than an existing key
+	swapFails := 0     // takeover writes that failed with a retryable error
 	for i := 0; i < maxCASAttempts; i++ {
 		_, err := d.q.store.PutIfAbsent(ctx, key, body)
 		if err == nil {
@@ -174,11 +175,26 @@ func (d *dedupSide) take(ctx context.Context, t *Task, now time.Time) (Task, boo
 				return Task{}, false, err
 			}
 		}
-		if _, err := store.SwapOwn(ctx, d.q.store, key, body, obj.ETag, mine); err == nil {
+		_, err = store.SwapOwn(ctx, d.q.store, key, body, obj.ETag, mine)
+		switch {
+		case err == nil:
 			return Task{}, false, nil
-		} else if !errors.Is(err, store.ErrPrecondition) {
+		case errors.Is(err, store.ErrPrecondition):
+			// Taken or released meanwhile: look again.
+		case errors.Is(err, store.ErrRetryable):
+			// Not ours (SwapOwn read it back): not written, or another
+			// writer's. Look again and write again, as the create does,
+			// at most store.OwnAttempts failed writes in all.
+			writeErr = fmt.Errorf("take over dedup key: %w", err)
+			if swapFails++; swapFails >= store.OwnAttempts {
+				return Task{}, false, writeErr
+			}
+		default:
 			return Task{}, false, fmt.Errorf("take over dedup key: %w", err)
 		}
+	}
+	if writeErr != nil {
+		return Task{}, false, writeErr
 	}
 	return Task{}, false, errDedupBusy(t)
 }

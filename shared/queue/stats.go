@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -13,6 +14,14 @@ import (
 )
 
 type QueueCounts = wire.QueueCounts
+
+// capCount marks the count of c named name as a lower bound.
+func capCount(c *QueueCounts, name string) {
+	c.AtLeast = true
+	if !slices.Contains(c.Capped, name) {
+		c.Capped = append(c.Capped, name)
+	}
+}
 
 // MaxCountPages bounds the LIST pages a count reads per prefix (per
 // claim index for the live tasks).
@@ -43,11 +52,11 @@ type countDetail struct {
 // count is CountQueue, keeping what detail asks for (nil: nothing).
 func (q *Queue) count(ctx context.Context, d Settings, now time.Time, detail *countDetail) (QueueCounts, *countDetail, error) {
 	var c QueueCounts
-	each := func(prefix string, fn func(store.Info)) error {
+	each := func(name, prefix string, fn func(store.Info)) error {
 		after := ""
 		for pages := 0; ; pages++ {
 			if pages == MaxCountPages {
-				c.AtLeast = true
+				capCount(&c, name)
 				return nil
 			}
 			page, err := q.store.List(ctx, prefix, after, store.MaxListLimit)
@@ -99,7 +108,7 @@ func (q *Queue) count(ctx context.Context, d Settings, now time.Time, detail *co
 		if pages[root]++; pages[root] < MaxCountPages {
 			continue
 		}
-		c.AtLeast = true
+		capCount(&c, "live")
 		if root != deadlineRoot(d.Name) {
 			break
 		}
@@ -110,7 +119,7 @@ func (q *Queue) count(ctx context.Context, d Settings, now time.Time, detail *co
 		n      *int
 	}{{StatusFailed, &c.Failed}, {StatusCancelled, &c.Cancelled}, {StatusExpired, &c.Expired}} {
 		prefix := statusPrefix(st.status, d.Name)
-		err := each(prefix, func(o store.Info) {
+		err := each(string(st.status), prefix, func(o store.Info) {
 			if validID(o.Key[len(prefix):]) != nil {
 				return
 			}
@@ -124,10 +133,13 @@ func (q *Queue) count(ctx context.Context, d Settings, now time.Time, detail *co
 			return QueueCounts{}, nil, err
 		}
 	}
-	if prefixes := recordPrefixes(d.Name, shards); len(prefixes) > 0 {
+	if prefixes := recordPrefixes(d.Name, shards); len(prefixes) > 0 && !c.IsCapped("live") {
+		// Completed is records less the others: unknown while live is a
+		// lower bound (the records of the live tasks past the cap would
+		// count as completed), and a lower bound while records is.
 		records := 0
 		for _, prefix := range prefixes {
-			if err := each(prefix, func(store.Info) { records++ }); err != nil {
+			if err := each("completed", prefix, func(store.Info) { records++ }); err != nil {
 				return QueueCounts{}, nil, err
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -37,6 +39,17 @@ type countsJSON struct {
 	Expired   *int `json:"expired"`
 	Completed *int `json:"completed"`
 	AtLeast   bool `json:"at_least"`
+	// Capped names the counts that are lower bounds (an API without it
+	// says only AtLeast: then any may be).
+	Capped []string `json:"capped"`
+}
+
+// liveAtLeast reports whether the live count is a lower bound.
+func (c *countsJSON) liveAtLeast() bool {
+	if c.Capped == nil {
+		return c.AtLeast
+	}
+	return slices.Contains(c.Capped, "live")
 }
 
 // statsJSON is the answer of GET /queues/{queue}/stats.
@@ -61,9 +74,9 @@ func unsupported(err error) bool {
 	return errors.As(err, &e) && e.Status == http.StatusNotFound && (e.Code == "not_found" || e.Code == http.StatusText(http.StatusNotFound))
 }
 
-// listQueues is one page of GET /queues.
-func (c *Console) listQueues(ctx context.Context, cursor string, counts bool) ([]queueJSON, string, error) {
-	q := url.Values{"limit": {"100"}}
+// listQueues is one page of GET /queues, at most limit queues.
+func (c *Console) listQueues(ctx context.Context, cursor string, counts bool, limit int) ([]queueJSON, string, error) {
+	q := url.Values{"limit": {strconv.Itoa(limit)}}
 	if cursor != "" {
 		q.Set("cursor", cursor)
 	}
@@ -111,7 +124,14 @@ func (c *Console) statsOf(ctx context.Context, names []string) ([]*statsJSON, er
 	out := make([]*statsJSON, len(names))
 	errs := make([]error, len(names))
 	get := func(i int) {
+		if st := c.recent.get(names[i], time.Now()); st != nil {
+			out[i] = st // read within statsReuse: reuse it, at no cost
+			return
+		}
 		out[i], errs[i] = c.stats(ctx, names[i])
+		if errs[i] == nil {
+			c.recent.put(names[i], out[i], time.Now())
+		}
 		if errors.Is(errs[i], queue.ErrQueueNotFound) || errors.Is(errs[i], errNoRoute) && i > 0 {
 			errs[i] = nil
 		}
@@ -163,4 +183,48 @@ func (c *Console) bulk(ctx context.Context, name, op, status, taskType, cursor s
 	var res bulkJSON
 	_, err := c.api.Call(ctx, http.MethodPost, "/queues/"+url.PathEscape(name)+"/bulk/"+op, nil, body, &res)
 	return res, err
+}
+
+// statsReuse is how long the queues page reuses a queue's stats: its
+// refreshes within that time cost one GET /queues, not the stats of every
+// queue shown again.
+const statsReuse = 30 * time.Second
+
+// maxRecentStats bounds the stats kept for reuse.
+const maxRecentStats = 1000
+
+// recentStats are the stats the console read lately, by queue.
+type recentStats struct {
+	mu sync.Mutex
+	m  map[string]recentStat
+}
+
+type recentStat struct {
+	st *statsJSON
+	at time.Time
+}
+
+func (r *recentStats) get(name string, now time.Time) *statsJSON {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e, ok := r.m[name]; ok && now.Sub(e.at) < statsReuse {
+		return e.st
+	}
+	return nil
+}
+
+func (r *recentStats) put(name string, st *statsJSON, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil || len(r.m) >= maxRecentStats {
+		r.m = map[string]recentStat{} // start again rather than grow
+	}
+	r.m[name] = recentStat{st, now}
+}
+
+// clear drops every stat kept: an action changed them.
+func (r *recentStats) clear() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.m = nil
 }

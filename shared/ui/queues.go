@@ -50,7 +50,7 @@ func newQueueRow(q queueJSON, st *statsJSON) queueRow {
 		r.RecentFailed, r.RecentExpired = st.Recent.Failed, st.Recent.Expired
 	}
 	if c != nil {
-		r.Counted, r.Live, r.Delayed, r.Running, r.AtLeast = true, c.Live, c.Delayed, c.Running, c.AtLeast
+		r.Counted, r.Live, r.Delayed, r.Running, r.AtLeast = true, c.Live, c.Delayed, c.Running, c.liveAtLeast()
 		r.Failed, r.Cancelled, r.Expired, r.Completed = c.Failed, c.Cancelled, c.Expired, c.Completed
 		r.Ready = c.Live - c.Delayed
 		if c.Running != nil {
@@ -72,13 +72,18 @@ type queuesView struct {
 	NextCursor                 string
 }
 
+// queuesPerPage is how many queues the queues page shows: the stats of
+// each cost about 7 S3 requests, so a page of them is bounded (about 150
+// requests), and its refreshes within statsReuse reuse them.
+const queuesPerPage = 20
+
 // queuesPage is /: one page of GET /queues, then each queue's
 // GET /queues/{queue}/stats (counts by status and the oldest pending
 // task) from an API that has them, else GET /queues with its counts.
 func (c *Console) queuesPage(r *http.Request) (*view, error) {
 	ctx := r.Context()
 	cursor := r.URL.Query().Get("cursor")
-	qs, next, err := c.listQueues(ctx, cursor, false)
+	qs, next, err := c.listQueues(ctx, cursor, false, queuesPerPage)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +96,7 @@ func (c *Console) queuesPage(r *http.Request) (*view, error) {
 		return nil, err
 	}
 	if stats == nil { // an API without stats: its counts come with the list
-		if qs, next, err = c.listQueues(ctx, cursor, true); err != nil {
+		if qs, next, err = c.listQueues(ctx, cursor, true, queuesPerPage); err != nil {
 			return nil, err
 		}
 		stats = make([]*statsJSON, len(qs))

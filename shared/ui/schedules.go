@@ -19,7 +19,10 @@ type scheduleRow struct {
 
 // schedulesView is the schedules page: one page of a queue's schedules.
 type schedulesView struct {
-	Queue      string
+	Queue string
+	// Queues, on /schedules without a queue, are the declared queues to
+	// choose from (one page of GET /queues?counts=false), and Queue is "".
+	Queues     []string
 	Schedules  []scheduleRow
 	Cursor     string
 	NextCursor string
@@ -33,7 +36,21 @@ func (c *Console) schedulesPage(r *http.Request) (*view, error) {
 	q := r.URL.Query()
 	v := schedulesView{Queue: q.Get("queue"), Cursor: q.Get("cursor"), Back: r.URL.RequestURI()}
 	if v.Queue == "" {
-		v.Queue = queue.DefaultQueue
+		// No queue named: the queues to choose from, never one picked
+		// for the user (queue default may have no schedule where
+		// another has).
+		qs, next, err := c.listQueues(r.Context(), v.Cursor, false, 100)
+		if err != nil && !unsupported(err) {
+			return nil, err
+		}
+		for _, qu := range qs {
+			v.Queues = append(v.Queues, qu.Name)
+		}
+		if err != nil { // an API without GET /queues: its one queue
+			v.Queues = []string{queue.DefaultQueue}
+		}
+		v.NextCursor = next
+		return &view{template: "schedules", title: "Schedules", nav: "schedules", data: v, refresh: true}, nil
 	}
 	res, err := c.api.ListSchedules(r.Context(), schedule.ListRequest{Queue: v.Queue, Limit: c.opts.PageSize, Cursor: v.Cursor})
 	if err != nil {

@@ -113,6 +113,7 @@ type Console struct {
 	static  http.Handler
 	mux     *http.ServeMux
 	csrfKey []byte
+	recent  recentStats // the queues page's stats, reused for statsReuse
 }
 
 var _ http.Handler = (*Console)(nil)
@@ -221,6 +222,9 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !c.hostAllowed(r.Host) {
 		http.Error(w, "s3q console: this Host is not allowed (see --host)", http.StatusForbidden)
 		return
+	}
+	if r.Method == http.MethodPost {
+		c.recent.clear() // an action changes counts: the next views read them again
 	}
 	c.mux.ServeHTTP(w, r)
 }

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -404,5 +406,93 @@ func TestAnAPIWithoutQueueOperations(t *testing.T) {
 	}
 	if _, body := get(t, srv.URL+"/ui/queues/default?status=pending"); !strings.Contains(body, "/bulk?op=cancel") {
 		t.Errorf("the pending tasks of a queue offer no bulk cancel")
+	}
+}
+
+// A finished task's page does not say it "must start by" a time still
+// ahead: that is for a pending task. The Schedules link names no queue
+// and opens the queues to choose from, not queue default's (empty) list
+// where another queue has the schedules.
+func TestAFinishedTaskHasNoStartByAndSchedulesOpensTheQueueChooser(t *testing.T) {
+	ctx := context.Background()
+	srv, apiURL := newTestConsole(t)
+	c, _ := client.New(ctx, apiURL, client.Options{})
+	res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "hello", TTL: ptrDur(time.Hour)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := res.Task.ID
+	_, body := get(t, srv.URL+"/ui/queues/default/tasks/"+pending)
+	if !strings.Contains(body, "Must start by") {
+		t.Errorf("a pending task's page does not say it must start by its deadline:\n%s", body)
+	}
+	cs, err := c.Claim(ctx, client.ClaimRequest{})
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("claim: %v %v", cs, err)
+	}
+	if _, err := c.Complete(ctx, client.CompleteRequest{Lease: cs[0].Lease}); err != nil {
+		t.Fatal(err)
+	}
+	_, body = get(t, srv.URL+"/ui/queues/default/tasks/"+pending)
+	if strings.Contains(body, "Must start by") || !strings.Contains(body, "Had to start by") || !strings.Contains(body, "it started in time") {
+		t.Errorf("a completed task's page:\n%s", body)
+	}
+
+	if _, _, err := c.DeclareQueue(ctx, queues.Declaration{Name: "reports"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateSchedule(ctx, schedule.Request{ID: "nightly", TaskType: "report", Queue: "reports", Cron: "@daily"}); err != nil {
+		t.Fatal(err)
+	}
+	resp, body := get(t, srv.URL+"/ui/schedules")
+	if resp.StatusCode != 200 || !strings.Contains(body, `/ui/schedules?queue=reports"`) || !strings.Contains(body, `/ui/schedules?queue=default"`) || strings.Contains(body, "Schedules of <code>default</code>") {
+		t.Errorf("schedules without a queue: %d\n%s", resp.StatusCode, body)
+	}
+	if _, body := get(t, srv.URL+"/ui/schedules?queue=reports"); !strings.Contains(body, "nightly") {
+		t.Errorf("the schedules of reports:\n%s", body)
+	}
+}
+
+func ptrDur(d time.Duration) *queue.Duration { v := queue.Duration(d); return &v }
+
+// The queues page's cost is bounded: it shows a page of queuesPerPage
+// queues, and a refresh within statsReuse reuses their stats (no GET
+// /stats again) until an action changes something.
+func TestTheQueuesPageIsPagedAndReusesStats(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	statsCalls := 0
+	counting := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/stats") {
+				mu.Lock()
+				statsCalls++
+				mu.Unlock()
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	srv, apiURL := newTestConsole(t, counting)
+	c, _ := client.New(ctx, apiURL, client.Options{})
+	for i := 0; i < queuesPerPage+5; i++ {
+		if _, _, err := c.DeclareQueue(ctx, queues.Declaration{Name: fmt.Sprintf("q%02d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := func() int { mu.Lock(); defer mu.Unlock(); n := statsCalls; statsCalls = 0; return n }
+	_, body := get(t, srv.URL+"/ui/")
+	if n := calls(); n != queuesPerPage || strings.Count(body, `href="/ui/queues/q`) != queuesPerPage || !strings.Contains(body, "cursor=") {
+		t.Fatalf("first view: %d stats calls, %d queue links, want %d and a next page:\n%s", n, strings.Count(body, `href="/ui/queues/q`), queuesPerPage, body)
+	}
+	get(t, srv.URL+"/ui/")
+	if n := calls(); n != 0 {
+		t.Errorf("a refresh within %s made %d stats calls, want none", statsReuse, n)
+	}
+	if resp, err := http.Post(srv.URL+"/ui/do", "application/x-www-form-urlencoded", strings.NewReader("")); err == nil {
+		resp.Body.Close() // refused (no CSRF token), but a POST: counts are read again
+	}
+	get(t, srv.URL+"/ui/")
+	if n := calls(); n != queuesPerPage {
+		t.Errorf("after an action: %d stats calls, want %d", n, queuesPerPage)
 	}
 }

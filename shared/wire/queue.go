@@ -1,6 +1,9 @@
 package wire
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Lease is a claim on a running task: whoever holds the token may
 // heartbeat, complete, fail, reschedule or acknowledge a cancel until
@@ -39,9 +42,18 @@ type QueueCounts struct {
 	// in a layout that keeps every queue's records together.
 	Completed *int `json:"completed,omitempty"`
 	// AtLeast is true when a count stopped at MaxCountPages pages of a
-	// prefix: there are at least this many.
+	// prefix: Capped names which.
 	AtLeast bool `json:"at_least,omitempty"`
+	// Capped names the counts that stopped at MaxCountPages pages (live,
+	// failed, cancelled, expired, completed): each is a lower bound ("at
+	// least"); the others are exact. While live is capped, Completed is
+	// not known (it is the records less the others) and is absent.
+	Capped []string `json:"capped,omitempty"`
 }
+
+// IsCapped reports whether the count named name (as in Capped) is a
+// lower bound.
+func (c QueueCounts) IsCapped(name string) bool { return slices.Contains(c.Capped, name) }
 
 // QueueStats describe one queue at a time.
 type QueueStats struct {

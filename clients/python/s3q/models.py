@@ -213,7 +213,9 @@ class Counts(_CountsRequired, total=False):
     """The Counts object of the API."""
 
     at_least: bool
-    """A count stopped at 10 LIST pages: there are at least this many."""
+    """A count stopped at 10 LIST pages: capped names which."""
+    capped: List[str]
+    """The counts that stopped at 10 LIST pages (live, failed, cancelled, expired, completed), each a lower bound; the others are exact, and completed is absent while live is capped."""
     completed: int
     """Completed or archived: present where the bucket layout keeps each queue's records apart."""
     running: int

@@ -785,9 +785,11 @@ export interface components {
             output?: unknown;
         };
         Counts: {
-            /** @description a count stopped at 10 LIST pages: there are at least this many */
+            /** @description a count stopped at 10 LIST pages: capped names which */
             at_least?: boolean;
             cancelled: number;
+            /** @description the counts that stopped at 10 LIST pages (live, failed, cancelled, expired, completed), each a lower bound; the others are exact, and completed is absent while live is capped */
+            capped?: string[];
             /** @description completed or archived: present where the bucket layout keeps each queue's records apart */
             completed?: number;
             /** @description live, not available yet */

@@ -90,6 +90,45 @@ func runOps(t *testing.T, f Factory) {
 		}
 	})
 
+	t.Run("a_task_submitted_with_a_purged_tasks_id_has_a_history_of_its_own", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		id := queue.NewID(t0)
+		old := e.submit(queue.SubmitRequest{ID: id, Input: []byte(`{"secret":"purged"}`)}, t0)
+		c := e.claimOne(t0)
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: old.Ref(), LeaseToken: c.Lease.Token, Output: []byte(`"old"`)}, t0); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := e.q.Purge(ctx, queue.BulkRequest{Queue: queue.DefaultQueue, Status: queue.StatusCompleted}, t0.Add(time.Second)); err != nil || res.Changed != 1 {
+			t.Fatalf("purge: %+v %v", res, err)
+		}
+		// A purged task's own history ends with its tombstone.
+		purged, err := e.q.HistoryPage(ctx, old.Ref(), queue.HistoryRequest{})
+		if err != nil || len(purged.Versions) < 2 || purged.Versions[0].Task.PurgedAt == nil {
+			t.Fatalf("history of the purged task: %+v %v, want its versions, the tombstone first", purged, err)
+		}
+		sub, err := e.q.Submit(ctx, queue.SubmitRequest{ID: id, TaskType: "email.send", Input: []byte(`{"fresh":true}`)}, t0.Add(time.Minute))
+		if errors.Is(err, queue.ErrConflict) {
+			// A server that refuses a create over the purged record's
+			// delete marker (versitygw) keeps the id taken: there is no
+			// new task to show the purged one's versions under.
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		again := sub.Task
+		res, err := e.q.HistoryPage(ctx, again.Ref(), queue.HistoryRequest{})
+		if err != nil || len(res.Versions) != 1 || res.NextCursor != "" {
+			t.Fatalf("history of the new task: %+v %v, want its one version", res, err)
+		}
+		for _, v := range res.Versions {
+			if string(v.Task.Input) != `{"fresh":true}` || !v.Task.CreatedAt.Equal(again.CreatedAt) {
+				t.Fatalf("the new task's history shows another task's version: %+v", v.Task)
+			}
+		}
+	})
+
 	t.Run("purge_of_finished_tasks_by_type_and_age_skips_owed_events", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, f)

@@ -2,6 +2,7 @@ package queuetest
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -266,6 +267,25 @@ func runScan(t *testing.T, f Factory) {
 		got, err = e.open(smallPages{e.s, 10}).CountQueue(ctx, d.Settings(), t0)
 		if err != nil || got.Live != queue.MaxCountPages*10+3 || !got.AtLeast {
 			t.Fatalf("counts in pages of 10: %+v %v, want %d deadline markers (at least) and the 3 ready ones", got, err, queue.MaxCountPages*10)
+		}
+	})
+
+	t.Run("a_capped_live_count_marks_only_live_as_a_lower_bound_and_leaves_completed_out", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		d := e.declare(queues.Declaration{Name: queue.DefaultQueue}, t0)
+		keys := make([]string, (queue.MaxCountPages+2)*10)
+		for i := range keys {
+			keys[i] = queue.DeadlineMarkerKey(queue.DefaultQueue, 0, t0.Add(2*time.Hour+time.Duration(i)*time.Second), t0.Add(time.Hour), queue.NewID(t0))
+		}
+		e.putMany(keys)
+		expired := e.submit(queue.SubmitRequest{}, t0)
+		if _, err := e.q.Expire(ctx, expired.Ref(), t0); err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.open(smallPages{e.s, 10}).CountQueue(ctx, d.Settings(), t0)
+		if err != nil || !got.AtLeast || !slices.Equal(got.Capped, []string{"live"}) || got.Expired != 1 || got.IsCapped("expired") || got.Completed != nil {
+			t.Fatalf("counts in pages of 10: %+v %v; want live capped, 1 expired exactly, completed absent", got, err)
 		}
 	})
 

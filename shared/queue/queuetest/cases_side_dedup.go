@@ -189,6 +189,41 @@ func runLostDedup(t *testing.T, f Factory) {
 		e.consistent()
 	})
 
+	t.Run("a_dedup_takeover_whose_write_fails_once_before_applying_retries_it_and_takes_the_key", func(t *testing.T) {
+		t.Parallel()
+		e, fs := newLossEnv(t, f)
+		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
+		c := e.claimOne(t0)
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, t0); err != nil {
+			t.Fatal(err)
+		}
+		// One throttled takeover write (503, not applied): the submit
+		// tries again, as its create of the pointer does, and succeeds.
+		fs.FailMatching(storefault.OpPutIfMatch, "q/default/dedup/", storefault.FailBefore, 1)
+		b := e.takesKey(t0.Add(time.Second), a.ID)
+		wantHits(t, fs, 1)
+		e.dedupedTo(b.ID, t0.Add(2*time.Second))
+		e.consistent()
+	})
+
+	t.Run("a_dedup_takeover_whose_writes_keep_failing_gives_up_with_a_retryable_error_and_leaves_the_key_free", func(t *testing.T) {
+		t.Parallel()
+		e, fs := newLossEnv(t, f)
+		a := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
+		c := e.claimOne(t0)
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, t0); err != nil {
+			t.Fatal(err)
+		}
+		fs.FailMatching(storefault.OpPutIfMatch, "q/default/dedup/", storefault.FailBefore, store.OwnAttempts)
+		_, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k"}, t0.Add(time.Second))
+		if !errors.Is(err, store.ErrRetryable) {
+			t.Fatalf("err = %v, want a retryable store error", err)
+		}
+		wantHits(t, fs, store.OwnAttempts)
+		e.takesKey(t0.Add(2*time.Second), a.ID)
+		e.consistent()
+	})
+
 	t.Run("a_submit_that_cannot_create_its_record_releases_its_dedup_key", func(t *testing.T) {
 		t.Parallel()
 		e, fs := newLossEnv(t, f)
