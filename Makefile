@@ -58,9 +58,10 @@ fuzz:
 openapi-lint:
 	@bash scripts/lint-openapi
 
-## test-short: the mem-store runs only, no race detector (seconds)
+## test-short: the in-memory store's conformance runs only, no race detector, no S3 server needed
 test-short:
 	$(GO) test -count=1 ./shared/queue/ ./shared/store/...
+	$(GO) test -count=1 -run Mem ./shared/queue/queuetest/ ./shared/schedule/scheduletest/
 
 ## bench: request counts and dollars per task lifecycle, throughput on versitygw,
 ## sweep and tick cost against the backlog, the audit of a run per S3 fault mix,

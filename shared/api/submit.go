@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -54,6 +55,13 @@ func (a *API) submit(rq *request) (reply, error) {
 	}
 	if wait > 0 && !rq.waits {
 		return reply{}, waitElsewhere(rq.route)
+	}
+	if wait > 0 {
+		hold, err := a.holdWait(rq, wait)
+		if err != nil {
+			return reply{}, err
+		}
+		defer hold.Release(context.WithoutCancel(rq.ctx))
 	}
 	res, err := rq.q.Submit(rq.ctx, body.SubmitRequest, rq.now(a))
 	if err != nil {
