@@ -440,10 +440,13 @@ func (w *Worker) run(parent context.Context, c client.Claimed) (finish func()) {
 	}()
 	start := time.Now()
 	out, err := safeCall(ctx, h, task)
+	// The outcome is what the handler saw: a cancel (or a lost lease) that
+	// a heartbeat or read in flight reports after it returned does not drop
+	// its output (a complete of a task asked to cancel completes it).
+	cause := context.Cause(ctx)
 	close(stopBeat)
 	<-beatDone
 
-	cause := context.Cause(ctx)
 	switch {
 	case errors.Is(cause, ErrLeaseLost):
 		log.Warn("lease lost; result dropped", "error", err)

@@ -15,7 +15,14 @@ export type Duration = number | string;
 export type Instant = Date | string;
 
 const DURATION = /^(\d+d)?((\d+(\.\d+)?(ns|us|µs|ms|s|m|h))*)$/;
-const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+// As the server reads times (Go's time.RFC3339): an upper-case T and Z, no space.
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+
+/** Whether the date part of an RFC 3339 match names a real day (no February 30th). */
+function realDay(m: RegExpExecArray): boolean {
+  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  return mo >= 1 && mo <= 12 && d >= 1 && d <= new Date(Date.UTC(y, mo, 0)).getUTCDate();
+}
 
 /** The API's spelling of a duration argument (milliseconds become "Nms"). */
 export function duration(name: string, d: Duration): string {
@@ -35,7 +42,8 @@ export function instant(name: string, t: Instant): string {
     if (Number.isNaN(t.getTime())) throw new InvalidArgumentError(name, `${name} is an invalid Date`);
     return t.toISOString();
   }
-  if (typeof t !== "string" || !RFC3339.test(t) || Number.isNaN(Date.parse(t))) {
+  const m = typeof t === "string" ? RFC3339.exec(t) : null;
+  if (typeof t !== "string" || m === null || !realDay(m) || Number.isNaN(Date.parse(t))) {
     throw new InvalidArgumentError(name, `${name} must be a Date or an RFC 3339 time with a zone (e.g. 2026-05-01T09:00:00Z), not ${JSON.stringify(t)}`);
   }
   return t;

@@ -8,7 +8,8 @@ export type AbortKind =
   | "cancel_requested" // someone asked to cancel the running task
   | "lease_lost" // the lease ended (expired, taken over): the result would be dropped
   | "shutdown" // the worker is stopping and the grace period is over: the task is handed back
-  | "deadline"; // a push delivery's deadline passed: the dispatcher has stopped waiting
+  | "deadline" // a push delivery's deadline passed: the dispatcher has stopped waiting
+  | "request_ended"; // an HTTPS push delivery's request ended before its answer (a cancel was requested: the task ends cancelled)
 
 /** The reason of a handler's aborted signal (signal.reason). */
 export class TaskAborted extends Error {

@@ -200,7 +200,7 @@ export function lambdaHandler(handlers: Handlers): (event: Push, context?: Lambd
 
 type Outcome = { ok: true; output: unknown } | { ok: false; permanent: boolean; name: string; message: string };
 
-async function runPushed(handlers: Handlers, p: Push, invocationLeftMs: number | undefined): Promise<Outcome> {
+async function runPushed(handlers: Handlers, p: Push, invocationLeftMs: number | undefined, ended?: AbortSignal): Promise<Outcome> {
   if (!isRecord(p) || !isRecord(p.task) || !isRecord(p.lease)) return { ok: false, permanent: true, name: PERMANENT_ERROR_TYPE, message: "not a push payload ({task, lease, deadline})" };
   const h = handlers[p.task.task_type];
   if (!h) return { ok: false, permanent: true, name: PERMANENT_ERROR_TYPE, message: `no handler for task type ${JSON.stringify(p.task.task_type)}` };
@@ -212,6 +212,9 @@ async function runPushed(handlers: Handlers, p: Push, invocationLeftMs: number |
   }
   const ctl = new AbortController();
   const timer = Number.isFinite(left) ? setTimeout(() => ctl.abort(new TaskAborted("deadline")), left) : undefined;
+  const onEnded = () => ctl.abort(new TaskAborted("request_ended"));
+  if (ended?.aborted) onEnded();
+  ended?.addEventListener("abort", onEnded, { once: true });
   try {
     const output = await h(p.task, taskContext(p.task, p.lease, ctl.signal));
     return { ok: true, output };
@@ -221,6 +224,7 @@ async function runPushed(handlers: Handlers, p: Push, invocationLeftMs: number |
     return { ok: false, permanent, name, message: errorMessage(err) };
   } finally {
     clearTimeout(timer);
+    ended?.removeEventListener("abort", onEnded);
   }
 }
 
@@ -239,7 +243,9 @@ export interface PushTargetOptions extends PushVerifierOptions {
  * (task id, attempt), answering a repeat as the first, and answers 200 with
  * the output (completes the task), 422 for a Permanent or an unknown type
  * (fails without retry), 500 for another error (retried while attempts
- * remain). The handler's signal fires at the payload's deadline.
+ * remain). The handler's signal fires at the payload's deadline, or when
+ * the request ends before its answer (the dispatcher ends it when a cancel
+ * is requested; the task then ends cancelled): kind "request_ended".
  */
 export function pushTarget(handlers: Handlers, options: PushTargetOptions): (req: IncomingMessage, res: ServerResponse) => void {
   const verifier = new PushVerifier(options);
@@ -273,7 +279,13 @@ export function pushTarget(handlers: Handlers, options: PushTargetOptions): (req
         const key = `${d.taskId}/${d.attempt}`;
         let answer = answers.get(key);
         if (!answer) {
-          answer = answerDelivery(handlers, body);
+          // The dispatcher ends the request when a cancel is requested (and at the deadline):
+          // the handler's signal fires, as a Go handler's request context is done.
+          const ended = new AbortController();
+          res.on("close", () => {
+            if (!res.writableFinished) ended.abort();
+          });
+          answer = answerDelivery(handlers, body, ended.signal);
           answers.set(key, answer);
           if (answers.size > keep) answers.delete(answers.keys().next().value as string);
         }
@@ -284,14 +296,14 @@ export function pushTarget(handlers: Handlers, options: PushTargetOptions): (req
   };
 }
 
-async function answerDelivery(handlers: Handlers, body: Buffer): Promise<{ status: number; body: string }> {
+async function answerDelivery(handlers: Handlers, body: Buffer, ended: AbortSignal): Promise<{ status: number; body: string }> {
   let p: Push;
   try {
     p = JSON.parse(body.toString("utf8")) as Push;
   } catch {
     return { status: 400, body: JSON.stringify({ error: "the body is not JSON" }) };
   }
-  const r = await runPushed(handlers, p, undefined);
+  const r = await runPushed(handlers, p, undefined, ended);
   if (r.ok) {
     try {
       return { status: 200, body: JSON.stringify(r.output === undefined ? null : r.output) };

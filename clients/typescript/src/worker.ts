@@ -331,9 +331,12 @@ export class Worker {
       clearInterval(polling);
       work.removeEventListener("abort", onWork);
     }
+    // The outcome is what the handler saw: a cancel (or a lost lease) that a
+    // heartbeat or read in flight reports after the handler returned does not
+    // drop its output (a complete of a task asked to cancel completes it).
+    const aborted = ctl.signal.aborted && ctl.signal.reason instanceof TaskAborted ? (ctl.signal.reason.kind as AbortKind) : undefined;
     await beatInFlight;
     await pollInFlight;
-    const aborted = ctl.signal.aborted && ctl.signal.reason instanceof TaskAborted ? (ctl.signal.reason.kind as AbortKind) : undefined;
     switch (aborted) {
       case "lease_lost":
         this.log.warn("lease lost; result dropped", fields);

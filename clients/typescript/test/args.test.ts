@@ -53,6 +53,11 @@ test("bad submit arguments are refused before any request, naming the argument",
   await refused(() => c.submit("t", {}, { expiresAt: new Date("nope") }), "expiresAt");
   await refused(() => c.submit("t", {}, { scheduleAt: "tomorrow" }), "scheduleAt");
   await refused(() => c.submit("t", {}, { scheduleAt: "2030-01-01T00:00:00" }), "scheduleAt"); // no zone
+  // what the server would refuse as not RFC 3339: a lower-case t or z, a space, a day that does not exist
+  await refused(() => c.submit("t", {}, { expiresAt: "2030-01-01t00:00:00z" }), "expiresAt");
+  await refused(() => c.submit("t", {}, { expiresAt: "2030-01-01 00:00:00Z" }), "expiresAt");
+  await refused(() => c.submit("t", {}, { expiresAt: "2031-02-29T00:00:00Z" }), "expiresAt");
+  await refused(() => c.submit("t", {}, { expiresAt: "2030-01-01T24:00:00Z" }), "expiresAt");
   const cyclic: Record<string, unknown> = {};
   cyclic.self = cyclic;
   await refused(() => c.submit("t", cyclic), "input");

@@ -208,3 +208,38 @@ test("lambdaHandler runs no handler after the deadline, and aborts one at it", a
   assert.ok(reason instanceof TaskAborted && reason.kind === "deadline");
   await assert.rejects(h({ task: { ...task, task_type: "nope" }, lease, deadline: new Date(Date.now() + 1000).toISOString() }), (err: unknown) => err instanceof Error && err.name === "s3q.Permanent");
 });
+
+test("a cancel requested during an HTTPS delivery ends its request: the handler's signal fires (request_ended) and the task ends cancelled", async () => {
+  const queue = queueName("cut");
+  const srv = createServer();
+  servers.push(srv);
+  const url = `${await listen(srv)}/s3q`;
+  let started!: () => void;
+  const running = new Promise<void>((r) => (started = r));
+  let reason: unknown;
+  const target = pushTarget(
+    {
+      slow: async (_task, { signal }) => {
+        started();
+        await new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
+        reason = signal.reason;
+        throw signal.reason;
+      },
+    },
+    { secret: "dev-secret", url, queue },
+  );
+  srv.on("request", target);
+  const c = client.in(queue);
+  await c.declareQueue(queue, { target: { url, secret: "dev" }, timeout: "5m" });
+  const { task } = await c.submit("slow", {});
+  await running;
+  await c.cancel(task.id);
+  const done = await eventually("the task cancelled", async () => {
+    const t = await c.get(task.id);
+    return t.status === "cancelled" ? t : undefined;
+  });
+  assert.equal(done.status, "cancelled");
+  await eventually("the handler's signal fired", async () => (reason === undefined ? undefined : true));
+  assert.ok(reason instanceof TaskAborted, String(reason));
+  assert.equal(reason.kind, "request_ended");
+});

@@ -112,3 +112,41 @@ test("a handler whose lease is lost sees its signal fire (lease_lost) and its re
   assert.equal(t.status, "completed");
   assert.deepEqual(t.output, { by: "someone else" }, "the handler's result was dropped");
 });
+
+test("a cancel first seen after the handler returned does not drop its output: the task completes with it", async () => {
+  const c = new Client(dev.url, { queue: queueName("cancelrace") });
+  const operator = new Client(dev.url, { queue: c.queue });
+  // The worker's first cancel-poll read is held until the handler has returned; the operator's cancel lands meanwhile,
+  // so that read comes back with cancel_requested after the handler's output is already there.
+  let pollStarted!: () => void;
+  const polling = new Promise<void>((r) => (pollStarted = r));
+  let handlerReturned!: () => void;
+  const returned = new Promise<void>((r) => (handlerReturned = r));
+  const get = c.get.bind(c);
+  let held = false;
+  c.get = async (id: string) => {
+    if (held) return get(id);
+    held = true;
+    pollStarted();
+    await returned;
+    await operator.cancel(id);
+    return get(id);
+  };
+  let reason: unknown;
+  const w = start(c, { leaseForMs: 300_000, cancelPollMs: 100 });
+  w.handle("job", async (_task, { signal }) => {
+    await polling;
+    setImmediate(handlerReturned);
+    reason = signal.reason;
+    return { done: true };
+  });
+  const { task } = await c.submit("job", {});
+  void w.run();
+  const t = await eventually("the task finished", async () => {
+    const t = await get(task.id);
+    return t.status === "running" || t.status === "pending" ? undefined : t;
+  });
+  assert.equal(reason, undefined, "the handler returned before any cancel was seen");
+  assert.equal(t.status, "completed", `the handler's output was dropped: ${JSON.stringify(t)}`);
+  assert.deepEqual(t.output, { done: true });
+});
