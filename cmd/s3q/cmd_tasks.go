@@ -15,6 +15,7 @@ import (
 
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/wire"
 )
 
 // durationFlag is a flag holding a duration with s m h d units.
@@ -191,15 +192,15 @@ type submitFlags struct {
 }
 
 // request makes the submit request the flags describe.
-func (sf *submitFlags) request() (queue.SubmitRequest, error) {
+func (sf *submitFlags) request() (wire.SubmitRequest, error) {
 	if sf.taskType == "" {
-		return queue.SubmitRequest{}, usageErr("--type is required")
+		return wire.SubmitRequest{}, usageErr("--type is required")
 	}
-	req := queue.SubmitRequest{ID: sf.id, TaskType: sf.taskType, DedupKey: sf.dedup, MaxAttempts: sf.maxAttempts, ParentID: sf.parent, TTLFrom: queue.TTLFrom(sf.ttlFrom)}
+	req := wire.SubmitRequest{ID: sf.id, TaskType: sf.taskType, DedupKey: sf.dedup, MaxAttempts: sf.maxAttempts, ParentID: sf.parent, TTLFrom: queue.TTLFrom(sf.ttlFrom)}
 	if sf.input != "" {
 		raw, err := readInput(sf.input)
 		if err != nil {
-			return queue.SubmitRequest{}, err
+			return wire.SubmitRequest{}, err
 		}
 		req.Input = raw
 	}
@@ -285,7 +286,7 @@ Examples:
 				return err
 			}
 			var tasks []client.Task
-			req := queue.ListRequest{Status: queue.Status(status), TaskType: ltype, Queue: e.queue, Limit: limit, Cursor: cursor}
+			req := client.ListRequest{Status: queue.Status(status), TaskType: ltype, Queue: e.queue, Limit: limit, Cursor: cursor}
 			if allQueues {
 				if e.queueSet {
 					return usageErr("--all-queues and --queue exclude each other")
@@ -347,7 +348,7 @@ func historyCommand() *command {
 				return err
 			}
 			var vs []client.Version
-			req := queue.HistoryRequest{Limit: hlimit, Cursor: hcursor}
+			req := client.HistoryRequest{Limit: hlimit, Cursor: hcursor}
 			next := ""
 			for {
 				res, err := c.History(ctx, id, req)

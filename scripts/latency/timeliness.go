@@ -16,6 +16,7 @@ import (
 
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/wire"
 	"github.com/s3q/s3q/shared/worker"
 )
 
@@ -61,7 +62,7 @@ func (b *bench) expireLateness(n int, base string) {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			ttl := queue.Duration(25*time.Second + time.Duration(rand.Int64N(int64(20*time.Second))))
-			res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "t", TTL: &ttl}})
+			res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "t", TTL: &ttl}})
 			if err != nil {
 				log.Fatal(err)
 			}
@@ -132,7 +133,7 @@ func (b *bench) cancelReach(mode string, n int) {
 	})
 	var ids []string
 	for i := 0; i < n; i++ {
-		res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "t"}})
+		res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "t"}})
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -192,7 +193,7 @@ func (b *bench) retryAfterDeadLetter() {
 	c := b.c.In("timely-retry")
 	var took []time.Duration
 	for range 5 {
-		res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "t", MaxAttempts: 1}})
+		res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "t", MaxAttempts: 1}})
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -224,7 +225,7 @@ func (b *bench) retryAfterDeadLetter() {
 func (b *bench) runningTaskHour() {
 	ctx := context.Background()
 	c := b.c.In("timely-hour")
-	res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "t"}})
+	res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "t"}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/s3q/s3q/shared/reqcount"
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store/memstore"
+	"github.com/s3q/s3q/shared/wire"
 )
 
 // newTestConsole serves the API over a mem store and the console over
@@ -67,7 +68,7 @@ func get(t *testing.T, u string, header ...string) (*http.Response, string) {
 func TestPagesAnswerWithTheirCostAndStrictHeaders(t *testing.T) {
 	srv, apiURL := newTestConsole(t)
 	c, _ := client.New(context.Background(), apiURL, client.Options{})
-	if _, err := c.Submit(context.Background(), client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "hello"}}); err != nil {
+	if _, err := c.Submit(context.Background(), client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "hello"}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"/ui/", "/ui/queues/default", "/ui/dead", "/ui/schedules"} {
@@ -109,7 +110,7 @@ func TestAForeignHostIsRefused(t *testing.T) {
 func TestAPostWithoutItsTokenChangesNothing(t *testing.T) {
 	srv, apiURL := newTestConsole(t)
 	c, _ := client.New(context.Background(), apiURL, client.Options{})
-	res, err := c.Submit(context.Background(), client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "hello"}})
+	res, err := c.Submit(context.Background(), client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "hello"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +234,7 @@ func TestCronInWords(t *testing.T) {
 func TestTimelineTellsEachStep(t *testing.T) {
 	t0 := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
 	lease := t0.Add(time.Minute)
-	v := func(tk queue.Task) client.Version { return client.Version{Task: client.Task{Task: tk}} }
+	v := func(tk queue.Task) client.Version { return client.Version{Task: client.Task{Task: tk.Wire()}} }
 	submitted := queue.Task{Status: queue.StatusPending, CreatedAt: t0, UpdatedAt: t0, AvailableAt: t0, MaxAttempts: 2}
 	claimed := submitted
 	claimed.Status, claimed.Attempt, claimed.WorkerID, claimed.LeaseExpiresAt, claimed.UpdatedAt = queue.StatusRunning, 1, "w1", &lease, t0.Add(time.Second)
@@ -376,7 +377,7 @@ func TestAnAPIWithoutQueueOperations(t *testing.T) {
 			}
 			srv, apiURL := newTestConsole(t, older)
 			c, _ := client.New(context.Background(), apiURL, client.Options{})
-			if _, err := c.Submit(context.Background(), client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "hello"}}); err != nil {
+			if _, err := c.Submit(context.Background(), client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "hello"}}); err != nil {
 				t.Fatal(err)
 			}
 			resp, body := get(t, srv.URL+"/ui/")
@@ -396,7 +397,7 @@ func TestAnAPIWithoutQueueOperations(t *testing.T) {
 	// With them, the same pages show the stats and offer the bulk actions.
 	srv, apiURL := newTestConsole(t)
 	c, _ := client.New(context.Background(), apiURL, client.Options{})
-	if _, err := c.Submit(context.Background(), client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "hello"}}); err != nil {
+	if _, err := c.Submit(context.Background(), client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "hello"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, body := get(t, srv.URL+"/ui/"); !strings.Contains(body, "Oldest pending") {

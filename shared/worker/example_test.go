@@ -13,6 +13,7 @@ import (
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store/memstore"
+	"github.com/s3q/s3q/shared/wire"
 	"github.com/s3q/s3q/shared/worker"
 )
 
@@ -27,7 +28,7 @@ func submitWelcome(ctx context.Context, url string) (string, error) {
 		return "", err
 	}
 	ttl := queue.Duration(time.Hour)
-	res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{
+	res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{
 		TaskType: "email.send",
 		Input:    json.RawMessage(`{"to":"a@example.com"}`),
 		TTL:      &ttl, // not started within an hour: expired, never run
