@@ -27,7 +27,7 @@ func submitWelcome(ctx context.Context, url string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ttl := queue.Duration(time.Hour)
+	ttl := client.Duration(time.Hour)
 	res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{
 		TaskType: "email.send",
 		Input:    json.RawMessage(`{"to":"a@example.com"}`),
