@@ -4,14 +4,15 @@ BIN       := $(CURDIR)/.bin
 VERSITYGW := $(BIN)/versitygw
 export S3Q_VERSITYGW := $(VERSITYGW)
 
-.PHONY: test test-go test-python fuzz test-short bench vet fmt dev versitygw chromium clean openapi-lint check-tracked
+.PHONY: test test-go test-python test-typescript gen-typescript fuzz test-short bench vet fmt dev versitygw chromium clean openapi-lint check-tracked
 
 ## test: the one test command: vet, gofmt, every Go test with -race (mem store,
 ## gofakes3, versitygw; among them the README's walk-through, scripts/readme,
 ## and the console in headless Chromium), a short fuzz of the HTTP API, the
 ## OpenAPI lint, the CDK template tests, every function's zip under the Lambda
-## emulator, the Python client (test-python), and no build output tracked by git
-test: check-tracked test-go test-python fuzz openapi-lint infra-test rie-test
+## emulator, the Python client (test-python), the TypeScript client (test-typescript),
+## and no build output tracked by git
+test: check-tracked test-go test-python test-typescript fuzz openapi-lint infra-test rie-test
 
 ## check-tracked: fail when git tracks a file over 1 MiB or a binary (an executable that is no #! script)
 check-tracked:
@@ -33,6 +34,20 @@ test-python:
 	cd clients/python && $(PYENV)/bin/ruff check s3q scripts tests ../../examples/python && $(PYENV)/bin/mypy
 	cd clients/python && S3Q_BIN=$(BIN)/s3q $(PYENV)/bin/python -m pytest -q -p no:cacheprovider
 
+## test-typescript: the TypeScript client (clients/typescript): npm ci of its pinned
+## packages, its generated types against shared/api/openapi.json (drift), tsc --strict
+## over the package, its examples and the README's TypeScript blocks, no `any` in its
+## public surface, and its node:test suite against fresh s3q dev servers
+test-typescript:
+	$(GO) build -o $(BIN)/s3q ./cmd/s3q
+	S3Q_BIN=$(BIN)/s3q bash scripts/test-typescript
+
+## gen-typescript: regenerate the TypeScript client's types (clients/typescript/src/openapi.ts)
+## from shared/api/openapi.json; needed after every change of the document (test-typescript
+## fails until the committed types match it)
+gen-typescript:
+	cd clients/typescript && { [ -d node_modules ] || npm ci --no-audit --no-fund --loglevel=error; } && npm run --silent gen
+
 ## fuzz: feed the HTTP API random requests for a while (FUZZTIME, default 10s)
 FUZZTIME ?= 10s
 fuzz:
@@ -51,14 +66,16 @@ test-short:
 ## sweep and tick cost against the backlog, the audit of a run per S3 fault mix,
 ## the S3 requests of each console view on 10k tasks, and API latency, S3 round trips,
 ## worker pickup and throughput through the dev server with S3 near (latency=none)
-## and at AWS-like latency (latency=typical; docs/performance.md), and the Go and Python
-## clients' submit latency and worker throughput the same way (scripts/clientbench)
+## and at AWS-like latency (latency=typical; docs/performance.md), the Go and Python
+## clients' submit latency and worker throughput the same way (scripts/clientbench), and
+## the TypeScript client's (scripts/bench-typescript, docs/clients.md)
 bench: versitygw
 	$(GO) run ./scripts/bench
 	$(GO) run ./scripts/latency
 	$(GO) run ./scripts/consolebench
 	@bash scripts/install-pyenv >/dev/null
 	$(GO) run ./scripts/clientbench
+	bash scripts/bench-typescript
 
 vet:
 	$(GO) vet ./...

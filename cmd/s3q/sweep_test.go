@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/api"
+	"github.com/s3q/s3q/shared/api/openapitest"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 )
@@ -26,7 +27,7 @@ func TestSweepRunsOneSweepNowAndTheCommandsShowTheExpiry(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	q, decls := queues.Open(srv.Store(prefix), queue.Options{ListCacheFor: -1}, queues.Options{})
-	ts := httptest.NewServer(api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)}))
+	ts := httptest.NewServer(openapitest.Handler(t, api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)})))
 	defer ts.Close()
 
 	// Submitted two hours ago with a one-hour TTL: overdue now, without

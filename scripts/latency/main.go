@@ -131,6 +131,9 @@ func main() {
 	}
 }
 
+// benchSecret is the name of the push targets' signing secret.
+const benchSecret = "s3q/bench"
+
 // startTick is the timers' interval of the dev servers start starts.
 var startTick = time.Hour
 
@@ -214,8 +217,9 @@ func start(ctx context.Context, srv *s3local.Server, p faultproxy.Profile, seed 
 				Addr: "127.0.0.1:0", Endpoint: proxy.URL, Bucket: srv.Bucket, Prefix: prefix,
 				Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey,
 				Out: io.Discard, TickInterval: startTick,
-				Logger:  slog.New(slog.NewJSONHandler(pw, nil)),
-				Started: func(u string) { started <- u },
+				PushSecrets: map[string]string{benchSecret: "bench"},
+				Logger:      slog.New(slog.NewJSONHandler(pw, nil)),
+				Started:     func(u string) { started <- u },
 			})
 		}()
 		var base string

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"sort"
 	"sync"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/client"
+	"github.com/s3q/s3q/shared/dispatch"
+	"github.com/s3q/s3q/shared/pushsig"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/wire"
 	"github.com/s3q/s3q/shared/worker"
@@ -42,18 +45,60 @@ func (b *bench) timeliness(tasks int, base string) {
 	b.expireLateness(tasks, base)
 	b.cancelReach("worker", 20)
 	b.cancelReach("exec", 10)
+	b.cancelReachPush(10)
 	b.retryAfterDeadLetter()
 	b.runningTaskHour()
 }
 
 // expireLateness submits tasks with deadlines spread over 25-45s and
-// reads GET /events every 100ms, noting when each task's Task Expired
-// event first shows: its lateness behind expires_at.
+// reads GET /events every 100ms from before the first submit (a slow
+// submit phase must not hold the reading back), noting when each task's
+// Task Expired event first shows: its lateness behind expires_at.
 func (b *bench) expireLateness(n int, base string) {
 	ctx := context.Background()
 	c := b.c.In("timely-expire")
 	due := map[string]time.Time{}
+	seen := map[string]time.Time{} // every Task Expired event's task, when first seen
 	var mu sync.Mutex
+	submitted := make(chan struct{})
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		for deadline := time.Now().Add(4 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			resp, err := http.Get(base + "/events?limit=1000")
+			if err != nil {
+				log.Fatal(err)
+			}
+			var body struct {
+				Events []queue.Event `json:"events"`
+			}
+			_ = json.NewDecoder(resp.Body).Decode(&body)
+			resp.Body.Close()
+			now := time.Now()
+			mu.Lock()
+			for _, r := range body.Events {
+				if _, had := seen[r.TaskID]; !had && r.DetailType == queue.DetailTypeTaskExpired {
+					seen[r.TaskID] = now
+				}
+			}
+			all := true
+			select {
+			case <-submitted:
+				for id := range due {
+					if _, ok := seen[id]; !ok {
+						all = false
+						break
+					}
+				}
+			default:
+				all = false
+			}
+			mu.Unlock()
+			if all {
+				return
+			}
+		}
+	}()
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	for i := 0; i < n; i++ {
@@ -72,33 +117,19 @@ func (b *bench) expireLateness(n int, base string) {
 		}()
 	}
 	wg.Wait()
-	seen := map[string]time.Time{}
-	for deadline := time.Now().Add(3 * time.Minute); len(seen) < n && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		resp, err := http.Get(base + "/events?limit=1000")
-		if err != nil {
-			log.Fatal(err)
-		}
-		var body struct {
-			Events []queue.Event `json:"events"`
-		}
-		_ = json.NewDecoder(resp.Body).Decode(&body)
-		resp.Body.Close()
-		now := time.Now()
-		for _, r := range body.Events {
-			if _, ok := due[r.TaskID]; ok && r.DetailType == queue.DetailTypeTaskExpired {
-				if _, had := seen[r.TaskID]; !had {
-					seen[r.TaskID] = now
-				}
-			}
-		}
-	}
+	close(submitted)
+	<-polled
 	var late []time.Duration
-	for id, at := range seen {
-		late = append(late, at.Sub(due[id]))
+	mu.Lock()
+	for id, at := range due {
+		if s, ok := seen[id]; ok {
+			late = append(late, s.Sub(at))
+		}
 	}
+	mu.Unlock()
 	sort.Slice(late, func(i, j int) bool { return late[i] < late[j] })
 	fmt.Printf("bench timeliness latency=%s expire_event_lateness_p50_ms=%.0f p99_ms=%.0f tasks=%d seen=%d\n",
-		b.profile, ms(pct(late, 50)), ms(pct(late, 99)), n, len(seen))
+		b.profile, ms(pct(late, 50)), ms(pct(late, 99)), n, len(late))
 }
 
 // cancelReach runs n tasks at once under one worker (a Go handler, or a
@@ -184,6 +215,95 @@ func (b *bench) cancelReach(mode string, n int) {
 		b.profile, ms(pct(reach, 50)), ms(pct(reach, 99)), mode, n, len(reach), worker.DefaultCancelPoll.Milliseconds())
 	stop()
 	<-done
+}
+
+// cancelReachPush delivers n tasks at once to a local HTTP target whose
+// handler waits for its request to end, cancels each at a random moment
+// of its delivery and notes when the handler saw its request's context
+// done (the dispatcher ended the request): the time from the cancel's
+// answer.
+func (b *bench) cancelReachPush(n int) {
+	ctx := context.Background()
+	qn := "timely-cancel-push"
+	var mu sync.Mutex
+	started := map[string]chan struct{}{}
+	ended := map[string]time.Time{}
+	ready := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-ready
+		id := r.Header.Get(pushsig.HeaderTaskID)
+		mu.Lock()
+		ch := started[id]
+		mu.Unlock()
+		if ch == nil {
+			http.Error(w, "unknown task", http.StatusBadRequest)
+			return
+		}
+		close(ch)
+		<-r.Context().Done()
+		mu.Lock()
+		ended[id] = time.Now()
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	timeout := queue.Duration(5 * time.Minute)
+	if _, _, err := b.c.DeclareQueue(ctx, qn, client.QueueRequest{Timeout: &timeout,
+		Target: &client.Target{URL: srv.URL, Secret: benchSecret}}); err != nil {
+		log.Fatal(err)
+	}
+	c := b.c.In(qn)
+	for i := 0; i < n; i++ {
+		res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "t"}})
+		if err != nil {
+			log.Fatal(err)
+		}
+		mu.Lock()
+		started[res.Task.ID] = make(chan struct{})
+		mu.Unlock()
+	}
+	close(ready)
+	cancelled := map[string]time.Time{}
+	var wg sync.WaitGroup
+	mu.Lock()
+	for id, ch := range started {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case <-ch:
+			case <-time.After(2 * time.Minute):
+				return // never delivered: not counted
+			}
+			time.Sleep(time.Duration(rand.Int64N(int64(3 * time.Second))))
+			if _, err := c.Cancel(ctx, id); err != nil {
+				log.Fatal(err)
+			}
+			mu.Lock()
+			cancelled[id] = time.Now()
+			mu.Unlock()
+		}()
+	}
+	mu.Unlock()
+	wg.Wait()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		mu.Lock()
+		k := len(ended)
+		mu.Unlock()
+		if k >= len(cancelled) {
+			break
+		}
+	}
+	var reach []time.Duration
+	mu.Lock()
+	for id, at := range ended {
+		if c, ok := cancelled[id]; ok {
+			reach = append(reach, at.Sub(c))
+		}
+	}
+	mu.Unlock()
+	sort.Slice(reach, func(i, j int) bool { return reach[i] < reach[j] })
+	fmt.Printf("bench timeliness latency=%s cancel_reach_p50_ms=%.0f p99_ms=%.0f mode=push tasks=%d reached=%d cancel_poll_ms=%d\n",
+		b.profile, ms(pct(reach, 50)), ms(pct(reach, 99)), n, len(reach), dispatch.DefaultCancelPoll.Milliseconds())
 }
 
 // retryAfterDeadLetter fails a task for good and retries it at once: the

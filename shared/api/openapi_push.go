@@ -28,12 +28,13 @@ type pushDelivery struct {
 
 // signatureDescription says how S3q-Signature is made, exactly enough to
 // implement a verifier in any language (docs/push.md says the same).
-const signatureDescription = "`t=<Unix seconds>,v1=<hex HMAC-SHA256>` (several `v1=` values while a secret is rotated: one matching is enough; " +
-	"other versions are ignored). The HMAC is keyed with the secret's raw bytes (the SSM parameter's value, as UTF-8) " +
-	"over the signed string: these lines joined by `\\n`, the body last and unterminated: the literal `v1`; t; the method `POST`; " +
+const signatureDescription = "`t=<Unix seconds>,v1=<64 lowercase hex digits>` (several `v1=` values while a secret is rotated: one matching is enough; " +
+	"a receiver ignores other keys and spaces around parts). v1 is the HMAC-SHA256 keyed with the secret's raw UTF-8 bytes (the SSM parameter's value) " +
+	"of the signed string: seven lines, each ended by one LF, then the body: the literal `v1`; t as written; the method `POST`; " +
 	"the target URL exactly as the queue declares it (target.url, from the receiver's own configuration, not from the request); " +
-	"the queue (the receiver's own, not S3q-Queue); S3q-Task-Id; S3q-Attempt (decimal); the body's exact bytes. " +
-	"Compare in constant time, refuse a t more than 5 minutes from now either way (the tolerance), and answer 401 when it fails."
+	"the queue (the receiver's own: S3q-Queue only names the queue the sender meant); S3q-Task-Id; S3q-Attempt; then the body's exact bytes. " +
+	"A receiver compares in constant time, refuses a t more than the tolerance (5 minutes) from now either way, and answers 401 when it fails. " +
+	"docs/push.md states the algorithm and the order of checks; contract/push-signature-vectors.json has test vectors."
 
 // webhooks are the document's webhooks: the push delivery.
 func webhooks() obj {
@@ -55,10 +56,10 @@ func webhooks() obj {
 			"Each attempt is delivered once, but a network or whoever captured it may repeat it: (S3q-Task-Id, S3q-Attempt) is the idempotency key. " +
 			"A Lambda target is invoked with the same body, unsigned.",
 		"parameters": []obj{
-			header(pushsig.HeaderSignature, signatureDescription, obj{"type": "string", "pattern": `^t=[0-9]+(,[a-z0-9]+=[0-9a-f]+)+$`}),
+			header(pushsig.HeaderSignature, signatureDescription, obj{"type": "string", "pattern": `^t=[1-9][0-9]*(,v1=[0-9a-f]{64})+$`}),
 			header(pushsig.HeaderQueue, "the queue the task is delivered from; the signature binds the receiver's own queue, so this header is not to be trusted on its own", queueName()),
 			header(pushsig.HeaderTaskID, "the task's id", taskID()),
-			header(pushsig.HeaderAttempt, "the attempt (task.attempt), from 1", obj{"type": "integer", "minimum": 1}),
+			header(pushsig.HeaderAttempt, "the attempt (task.attempt): a positive decimal, written canonically ([1-9][0-9]*)", obj{"type": "integer", "minimum": 1}),
 		},
 		"requestBody": obj{"required": true, "content": obj{"application/json": obj{"schema": ref("PushDelivery")}}},
 		"responses": obj{

@@ -259,7 +259,7 @@ var fieldDocs = map[string]obj{
 	"Artifact.name":    {"type": "string", "pattern": patternArtifact, "description": "the artifact's name"},
 	"Artifact.headers": {"description": "headers to send as they are"},
 
-	"PushDelivery.deadline": {"type": "string", "format": "date-time", "description": "an RFC 3339 time a little before the lease ends (a tenth of the lease, at most 2s, before it): answer by then, or the delivery is cut off and the lease lapses"},
+	"PushDelivery.deadline": {"type": "string", "format": "date-time", "description": "an RFC 3339 date-time in UTC, a little before the lease ends (a tenth of the lease, at most 2s, before it): answer by then, or the delivery is cut off and the lease lapses"},
 
 	"Error.code":  {"enum": errorCodes(), "description": "what went wrong, one of a fixed set; each goes with one HTTP status"},
 	"Error.field": {"description": "the request field at fault, in its JSON spelling (tasks[3].ttl for a batch item's); body for the body as a whole (not JSON, not an object, too large), query for the query string; always present on a 400"},

@@ -447,7 +447,7 @@ func startDev(t *testing.T) *scenarioEnv {
 // queue returns a client of a queue of the test's own.
 func (e *scenarioEnv) queue(t *testing.T) *client.Client {
 	t.Helper()
-	c, err := client.New(ctx, e.url, client.Options{Queue: fmt.Sprintf("scenario-%d", e.n.Add(1))})
+	c, err := client.New(ctx, e.url, client.Options{Queue: fmt.Sprintf("scenario-%d", e.n.Add(1)), HTTPClient: checked(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,6 +127,9 @@ func (q *Queue) Bulk(ctx context.Context, op BulkOp, req BulkRequest, now time.T
 	res := BulkResult{Op: op, Queue: req.Queue, Status: req.Status, DryRun: req.DryRun, TaskIDs: []string{}, NextCursor: page.NextCursor}
 	var chosen []Task
 	for _, t := range page.Tasks {
+		if req.DryRun && t.AsOf(now).Status != req.Status {
+			continue // past its deadline: the real run's listing (at now) shows it expired
+		}
 		if req.OlderThan != nil && t.UpdatedAt.After(now.Add(-req.OlderThan.Std())) {
 			continue
 		}

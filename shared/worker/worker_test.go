@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/api"
+	"github.com/s3q/s3q/shared/api/openapitest"
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
@@ -31,7 +32,7 @@ var bg = context.Background()
 func setup(t *testing.T) (*client.Client, *queue.Queue) {
 	t.Helper()
 	q, decls := queues.Open(s3localtest.NewStore(t, servers.VersityGW), queue.Options{Backoff: func(int) time.Duration { return 0 }, ListCacheFor: -1}, queues.Options{})
-	ts := httptest.NewServer(api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)}))
+	ts := httptest.NewServer(openapitest.Handler(t, api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)})))
 	t.Cleanup(ts.Close)
 	c, err := client.New(bg, ts.URL, client.Options{})
 	if err != nil {

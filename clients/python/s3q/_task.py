@@ -14,7 +14,8 @@ class TaskContext:
     """The task a handler works on.
 
     ``cancelled`` is set when a cancel of the task is requested (the worker
-    sees it at its next heartbeat, within a third of the lease), ``stopping``
+    reads the task every ``cancel_poll`` seconds, 2 by default, and at each
+    heartbeat), ``stopping``
     when the worker stops and its grace is over, ``lease_lost`` when the lease
     is gone (its result will be dropped). A long handler checks
     :meth:`should_stop` between steps and returns early.

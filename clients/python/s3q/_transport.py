@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 import random
+import select
 import socket
 import threading
 import time
@@ -28,6 +29,18 @@ def region_from_host(host: str) -> str:
         if p == "execute-api" and i + 1 < len(parts):
             return parts[i + 1]
     return ""
+
+
+def _closed(c: http.client.HTTPConnection) -> bool:
+    """True when an idle kept-alive connection is readable: the server closed it (EOF)."""
+    sock = c.sock
+    if sock is None:
+        return False  # not connected yet: it connects when used
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
 
 
 class _Signer:
@@ -89,7 +102,9 @@ class Transport:
     def _conn(self) -> Tuple[http.client.HTTPConnection, bool]:
         c: Optional[http.client.HTTPConnection] = getattr(self._local, "conn", None)
         if c is not None:
-            return c, True
+            if not _closed(c):
+                return c, True
+            self._drop()  # the server closed it while it was idle: nothing was sent on it
         cls = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
         c = cls(self.host, self.port, timeout=self.timeout)
         self._local.conn = c
@@ -102,9 +117,19 @@ class Transport:
             self._local.conn = None
 
     def once(
-        self, method: str, path: str, query: Optional[Mapping[str, Any]], body: Any, *, poll: bool = False
+        self,
+        method: str,
+        path: str,
+        query: Optional[Mapping[str, Any]],
+        body: Any,
+        *,
+        poll: bool = False,
+        resend: bool = True,
     ) -> Tuple[int, Any]:
-        """One request; the status and the decoded JSON answer (None when empty). Raises APIError for >= 400."""
+        """One request; the status and the decoded JSON answer (None when empty). Raises APIError for >= 400.
+
+        A kept-alive connection lost with no answer is tried once more on a fresh one only
+        when ``resend`` (a request safe to repeat): the server may have processed it."""
         url = self.prefix + path
         if query:
             q = {k: str(v).lower() if isinstance(v, bool) else v for k, v in query.items() if v is not None}
@@ -127,7 +152,7 @@ class Transport:
                 raw = resp.read()
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
                 self._drop()
-                if reused and not fresh_try and not (poll and self._stopping):
+                if resend and reused and not fresh_try and not (poll and self._stopping):
                     continue  # the server closed an idle keep-alive connection: nothing was processed
                 raise
             except BaseException:
@@ -154,7 +179,7 @@ class Transport:
         n = 0
         while True:
             try:
-                return self.once(method, path, query, body)
+                return self.once(method, path, query, body, resend=retry)
             except APIError as e:
                 if not retry or n >= self.max_retries or not e.retryable or not isinstance(e, UnavailableError):
                     raise

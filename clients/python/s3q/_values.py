@@ -56,7 +56,7 @@ def timestamp(arg: str, v: Time) -> str:
 
 def task_type(arg: str, v: Any) -> str:
     """v when it is a task type the server takes."""
-    if not isinstance(v, str) or not _TASK_TYPE.match(v) or ".." in v:
+    if not isinstance(v, str) or not _TASK_TYPE.fullmatch(v) or ".." in v:
         raise ArgumentError(arg, f"{v!r} is not a task type: use 1-128 of A-Z a-z 0-9 _ . : - and no '..'")
     return v
 

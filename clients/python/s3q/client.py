@@ -184,7 +184,8 @@ class Client:
         (POST /queues/{queue}/tasks/wait); a deadline passing during the wait raises
         :class:`DeadlineExceededError`.
 
-        Returns the answer: ``{"task": ..., "replayed": bool, "deduplicated": bool}``.
+        Returns the answer: ``{"task": ...}``, with ``"replayed": True`` or
+        ``"deduplicated": True`` when so (absent otherwise: read them with ``.get``).
         """
         given = [n for n, x in (("expires_at", expires_at), ("ttl", ttl), ("ttl_seconds", ttl_seconds)) if x is not None]
         if len(given) > 1:
@@ -328,7 +329,7 @@ class Client:
         if wait is not None and v.duration("wait", wait) not in (0, "0s"):
             body["wait"] = v.duration("wait", wait)
             path = "/claim/wait"  # long-polls have a route of their own
-        reply = self._t.once("POST", self._qp(path), None, body, poll="wait" in body)[1]
+        reply = self._t.once("POST", self._qp(path), None, body, poll="wait" in body, resend=False)[1]
         return cast(List[Claimed], (reply or {}).get("tasks") or [])
 
     @staticmethod

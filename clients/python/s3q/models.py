@@ -337,7 +337,7 @@ class PushDelivery(TypedDict):
     """The PushDelivery object of the API."""
 
     deadline: str
-    """An RFC 3339 time a little before the lease ends (a tenth of the lease, at most 2s, before it): answer by then, or the delivery is cut off and the lease lapses."""
+    """An RFC 3339 date-time in UTC, a little before the lease ends (a tenth of the lease, at most 2s, before it): answer by then, or the delivery is cut off and the lease lapses."""
     lease: Lease
     task: Task
 

@@ -191,7 +191,7 @@ class PushTarget:
     and headers and returns (HTTP status, body bytes). A bad signature is 401 and runs
     nothing; the handler's output is 200 (completing the task); :class:`Permanent` is 422
     (fails without retry); any other exception is 500 (retried). A delivery seen again
-    (same task id and attempt) answers as the first did."""
+    (same task id and attempt), even while the first still runs, answers as the first did."""
 
     def __init__(self, verifier: Verifier, handlers: Mapping[str, Handler], *, remember: int = 1024) -> None:
         self.verifier = verifier
@@ -199,6 +199,7 @@ class PushTarget:
         self._seen: "OrderedDict[Delivery, Tuple[int, bytes]]" = OrderedDict()
         self._remember = remember
         self._lock = threading.Lock()
+        self._running: "dict[Delivery, threading.Event]" = {}
 
     def answer(self, body: bytes, headers: Mapping[str, str], *, method: str = "POST") -> Tuple[int, bytes]:
         try:
@@ -208,6 +209,17 @@ class PushTarget:
         with self._lock:
             if d in self._seen:
                 return self._seen[d]
+            running = self._running.get(d)
+            if running is None:
+                self._running[d] = threading.Event()
+        if running is not None:
+            # The same delivery is being handled now: answer as it does, run nothing.
+            running.wait()
+            with self._lock:
+                if d in self._seen:
+                    return self._seen[d]
+            return 500, json.dumps({"error": "the same delivery did not finish"}).encode()
+        res = (500, json.dumps({"error": "the handler did not finish"}).encode())
         try:
             out = _run(self.handlers, json.loads(body))
             res = (200, json.dumps(out).encode())
@@ -215,10 +227,12 @@ class PushTarget:
             res = (422, json.dumps({"error": str(e)}).encode())
         except Exception as e:  # noqa: BLE001 - a handler's failure is the attempt's outcome
             res = (500, json.dumps({"error": str(e) or type(e).__name__}).encode())
-        with self._lock:
-            self._seen[d] = res
-            while len(self._seen) > self._remember:
-                self._seen.popitem(last=False)
+        finally:
+            with self._lock:
+                self._seen[d] = res
+                while len(self._seen) > self._remember:
+                    self._seen.popitem(last=False)
+                self._running.pop(d).set()
         return res
 
 

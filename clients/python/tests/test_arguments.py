@@ -44,7 +44,7 @@ def test_input_not_json() -> None:
     refused("input", lambda: NOWHERE.submit("a.b", decimal.Decimal("1.5")))
 
 
-@pytest.mark.parametrize("bad", ["", "has space", "a..b", "x" * 129, "é", 7, None])
+@pytest.mark.parametrize("bad", ["", "has space", "a..b", "x" * 129, "é", 7, None, "ab\n", "ab\r\n"])
 def test_task_type_the_server_would_refuse(bad: Any) -> None:
     refused("task_type", lambda: NOWHERE.submit(bad, {}))
 

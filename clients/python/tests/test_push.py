@@ -6,8 +6,9 @@ import base64
 import datetime as dt
 import json
 import pathlib
+import threading
 import time
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 import pytest
 
@@ -158,6 +159,39 @@ def test_push_target_answers() -> None:
         h.update({"S3q-Task-Id": "id-y", "S3q-Attempt": "1"})
         assert target.answer(body, h)[0] == 401
     assert "id-y" not in ran
+
+
+def test_push_target_runs_a_delivery_arriving_twice_at_once_one_time() -> None:
+    """The same delivery (a replay, or a retry while the first still runs) arriving while
+    the first is running waits for its answer instead of running the handler again."""
+    inside, release, ran = threading.Event(), threading.Event(), []
+
+    def slow(t: s3q.TaskContext) -> Any:
+        ran.append(t.id)
+        inside.set()
+        assert release.wait(10)
+        return {"ok": 1}
+
+    target = PushTarget(Verifier("s", url="http://t/", queue="q"), {"email.send": slow})
+    body = json.dumps({"task": {"id": "id-z", "task_type": "email.send", "input": "z"}}).encode()
+    h = {
+        "S3q-Signature": sign("s", int(time.time()), "POST", "http://t/", "q", "id-z", 1, body),
+        "S3q-Queue": "q",
+        "S3q-Task-Id": "id-z",
+        "S3q-Attempt": "1",
+    }
+    answers: List[Any] = []
+    first = threading.Thread(target=lambda: answers.append(target.answer(body, h)))
+    first.start()
+    assert inside.wait(10)
+    second = threading.Thread(target=lambda: answers.append(target.answer(body, h)))
+    second.start()
+    second.join(0.2)  # a bound, not an assertion: the second may not have arrived yet
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert ran == ["id-z"]
+    assert answers == [(200, b'{"ok": 1}')] * 2
 
 
 def payload(task_type: str, inp: Any, deadline_in: float = 10) -> PushDelivery:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import socket
 import threading
 from typing import Any, Iterator, List, Tuple
 
@@ -11,6 +12,8 @@ import pytest
 
 import s3q
 
+DROP = 0  # a script status: no answer, the connection reset
+CLOSE = 299  # a script status: a 200 answer, then the connection closed
 TASK = {"id": "01a223d7-c154-7b04-b30d-77f7ceeea859", "task_type": "a.b", "status": "pending"}
 
 
@@ -20,6 +23,7 @@ class Scripted:
     def __init__(self) -> None:
         self.script: List[Tuple[int, Any]] = []
         self.seen: List[Tuple[str, str, Any]] = []
+        self.closed = threading.Event()
         me = self
 
         class H(http.server.BaseHTTPRequestHandler):
@@ -30,6 +34,10 @@ class Scripted:
                 body = json.loads(self.rfile.read(n)) if n else None
                 me.seen.append((self.command, self.path, body))
                 status, answer = me.script.pop(0) if me.script else (500, {"error": {"code": "internal", "message": "script over"}})
+                if status == DROP:  # processed, then the connection is lost before any answer
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
                 raw = json.dumps(answer).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -38,6 +46,11 @@ class Scripted:
                     self.send_header("Retry-After", "0")
                 self.end_headers()
                 self.wfile.write(raw)
+                if status == CLOSE:  # answered, then the idle keep-alive connection is closed
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    me.closed.set()
 
             do_GET = do_POST = do_PUT = do_DELETE = handle_one  # noqa: N815
 
@@ -119,3 +132,30 @@ def test_paths_escape_and_pages_follow(api: Scripted) -> None:
     assert [t["id"] for t in c.list(status="pending", limit=1)] == [TASK["id"], "2"]
     assert api.seen[0][1] == "/prod/queues/a%20b/tasks?status=pending&limit=1"
     assert api.seen[1][1] == "/prod/queues/a%20b/tasks?status=pending&limit=1&cursor=c%2F1"
+
+
+def test_a_lost_answer_on_a_kept_alive_connection_is_not_sent_again_when_not_safe(api: Scripted) -> None:
+    """A claim (or cancel, retry, expire) whose answer is lost after the server processed it
+    is not sent again: a second claim would lease a second task and leave the first leased
+    to nobody until its lease runs out."""
+    api.script = [(200, {"task": TASK}), (DROP, None), (200, {"task": TASK}), (DROP, None)]
+    c = s3q.Client(api.url, retry_backoff=0.001)
+    c.status(TASK["id"])  # the connection is now kept alive
+    with pytest.raises(OSError):
+        c.claim()
+    assert [m + " " + p for m, p, _ in api.seen] == ["GET /queues/default/tasks/" + TASK["id"], "POST /queues/default/claim"]
+    c.status(TASK["id"])
+    with pytest.raises(OSError):
+        c.retry(TASK["id"])
+    assert len(api.seen) == 4
+
+
+def test_an_idle_connection_the_server_closed_is_not_used(api: Scripted) -> None:
+    """The server closing an idle keep-alive connection costs no error, even for a call
+    sent once: the connection is seen closed before the request goes out."""
+    api.script = [(CLOSE, {"task": TASK}), (200, {"task": dict(TASK, status="cancelled")})]
+    c = s3q.Client(api.url, retry_backoff=0.001, max_retries=0)
+    c.status(TASK["id"])
+    assert api.closed.wait(10)
+    assert c.cancel(TASK["id"])["status"] == "cancelled"
+    assert len(api.seen) == 2

@@ -3,8 +3,13 @@
 // openapi3filter.ValidateResponse, so that an answer the document does not
 // describe fails the test that received it, and so does a request the API
 // accepted that the document does not describe (ValidateRequest). The
-// API's tests check every answer of their request helpers with it, and
-// lambdafn's every answer of a function to a sample event.
+// API's tests check every answer of their request helpers with it;
+// lambdafn's and the emulator runs' every answer of a function to an HTTP
+// event; the client's, worker's, CLI's, console's and README's tests
+// every answer they receive (Transport, Proxy, Handler); the dispatcher's
+// every push delivery (CheckDelivery). It records what the checked
+// answers covered (coverage.go): the API's tests fail on a promised
+// property or successful answer never seen.
 package openapitest
 
 import (

@@ -87,3 +87,27 @@ func Proxy(t testing.TB, target string) string {
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
+
+// Handler returns h with every answer it gives checked against the
+// document (Check), failing t: a test serving the API with
+// httptest.NewServer(Handler(t, api.New(...))) validates what its
+// clients are answered. The answer is sent once h has finished.
+func Handler(t testing.TB, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var reqBody []byte
+		if r.Body != nil {
+			reqBody, _ = io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(reqBody))
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		req := r.Clone(r.Context())
+		req.Body = io.NopCloser(bytes.NewReader(reqBody))
+		Check(t, req, reqBody, rec.Code, rec.Header(), rec.Body.Bytes())
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes())
+	})
+}

@@ -73,6 +73,39 @@ func runPresent(t *testing.T, f Factory) {
 			t.Fatalf("counts after the sweep %+v %v, want 1 expired", st.Counts, err)
 		}
 	})
+	t.Run("cancel_or_expire_of_a_task_that_reads_expired_is_refused_and_its_event_still_goes_out", func(t *testing.T) {
+		// Every read shows a pending task past its deadline as expired
+		// (reason ttl): a cancel must not turn it into cancelled (a
+		// terminal status the user saw changing into another, and its
+		// Task Expired event never published), nor a hand expire rewrite
+		// its reason to manual.
+		t.Parallel()
+		e := newEnv(t, f)
+		task := e.submit(queue.SubmitRequest{TTL: check.Dur("5s")}, t0)
+		late := t0.Add(8 * time.Second)
+		_, err := e.q.Cancel(ctx, task.Ref(), late)
+		wantState(t, err, queue.StatusExpired)
+		_, err = e.q.Expire(ctx, task.Ref(), late)
+		wantState(t, err, queue.StatusExpired)
+		for _, op := range []queue.BulkOp{queue.OpCancel, queue.OpExpire} {
+			for _, dry := range []bool{true, false} {
+				res, err := e.q.Bulk(ctx, op, queue.BulkRequest{Queue: queue.DefaultQueue, Status: queue.StatusPending, DryRun: dry}, late)
+				if err != nil || res.Matched != 0 || res.Changed != 0 {
+					t.Fatalf("bulk %s of pending tasks (dry run %v): %+v %v, want none matched: it reads expired", op, dry, res, err)
+				}
+			}
+		}
+		pub := &recorder{}
+		e.sweep(late, pub)
+		got := e.get(task.Ref())
+		wantStatus(t, got, queue.StatusExpired)
+		if got.ExpiryReason != queue.ReasonTTL {
+			t.Fatalf("expiry_reason %q, want ttl", got.ExpiryReason)
+		}
+		if n := pub.count(task.ID, queue.DetailTypeTaskExpired); n != 1 {
+			t.Fatalf("%d Task Expired events, want 1", n)
+		}
+	})
 }
 
 func ids(ts []queue.Task) []string {
