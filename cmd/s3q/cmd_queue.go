@@ -219,12 +219,13 @@ func (r *queueCall) declare() error {
 		r.qf.overlay(&want)
 		return r.exists(cur, want)
 	case err == nil:
-		d = cur.Declaration
+		d = declarationOf(cur)
 	case !errors.Is(err, queue.ErrQueueNotFound) || r.sub == "update":
 		return err
 	}
 	r.qf.overlay(&d)
-	q, _, err := r.c.DeclareQueue(r.ctx, d)
+	q, _, err := r.c.DeclareQueue(r.ctx, d.Name, client.QueueRequest{TTL: d.TTL, TTLFrom: d.TTLFrom, MaxAttempts: d.MaxAttempts,
+		Timeout: d.Timeout, Shards: d.Shards, MaxConcurrency: d.MaxConcurrency, MaxSchedules: d.MaxSchedules, Target: d.Target})
 	if err != nil || r.sub != "create" || r.e.output != "json" {
 		return r.show(q, err)
 	}
@@ -234,7 +235,7 @@ func (r *queueCall) declare() error {
 // exists answers a create of queue cur, which exists, that would declare
 // want: cur itself when its settings are want's, else a conflict.
 func (r *queueCall) exists(cur client.QueueInfo, want queues.Declaration) error {
-	diffs, update := settingDiffs(cur.Declaration, want, r.qf.given("shards"))
+	diffs, update := settingDiffs(declarationOf(cur), want, r.qf.given("shards"))
 	if len(diffs) > 0 {
 		msg := fmt.Sprintf("queue %s exists with other settings (%s)", cur.Name, strings.Join(diffs, "; "))
 		if len(update) > 0 {
@@ -467,4 +468,14 @@ func count(c *queue.QueueCounts, name string, v int) string {
 		return strconv.Itoa(v) + "+"
 	}
 	return strconv.Itoa(v)
+}
+
+// declarationOf is the declaration a queue's answer shows, for the flags
+// to change (a read-modify-write update).
+func declarationOf(q client.QueueInfo) queues.Declaration {
+	return queues.Declaration{
+		Name: q.Name, TTL: q.TTL, TTLFrom: q.TTLFrom, MaxAttempts: q.MaxAttempts, Timeout: q.Timeout,
+		Shards: q.Shards, MaxConcurrency: q.MaxConcurrency, MaxSchedules: q.MaxSchedules, Target: q.Target, AutoDeclared: q.AutoDeclared,
+		Paused: q.Paused, PausedAt: q.PausedAt, CreatedAt: q.CreatedAt, UpdatedAt: q.UpdatedAt,
+	}
 }

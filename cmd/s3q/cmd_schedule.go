@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/schedule"
 )
@@ -247,7 +248,7 @@ func (r *scheduleCall) list() error {
 	if len(r.rest) != 0 {
 		return usageErr("schedule list takes no ID")
 	}
-	res, err := r.c.ListSchedules(r.ctx, schedule.ListRequest{Limit: r.limit, Cursor: r.cursor})
+	res, err := r.c.ListSchedules(r.ctx, client.ListSchedulesRequest{Limit: r.limit, Cursor: r.cursor})
 	if err != nil {
 		return err
 	}
@@ -266,7 +267,7 @@ func (r *scheduleCall) history() error {
 	if err != nil {
 		return err
 	}
-	req := schedule.HistoryRequest{Limit: r.limit, Cursor: r.cursor}
+	req := client.ScheduleHistoryRequest{Limit: r.limit, Cursor: r.cursor}
 	if r.since.set {
 		req.Since = &r.since.t
 	}

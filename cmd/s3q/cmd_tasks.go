@@ -15,6 +15,7 @@ import (
 
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/wire"
 )
 
 // durationFlag is a flag holding a duration with s m h d units.
@@ -199,15 +200,15 @@ type submitFlags struct {
 }
 
 // request makes the submit request the flags describe.
-func (sf *submitFlags) request() (queue.SubmitRequest, error) {
+func (sf *submitFlags) request() (wire.SubmitRequest, error) {
 	if sf.taskType == "" {
-		return queue.SubmitRequest{}, usageErr("--type is required")
+		return wire.SubmitRequest{}, usageErr("--type is required")
 	}
-	req := queue.SubmitRequest{ID: sf.id, TaskType: sf.taskType, DedupKey: sf.dedup, MaxAttempts: sf.maxAttempts, ParentID: sf.parent, TTLFrom: queue.TTLFrom(sf.ttlFrom)}
+	req := wire.SubmitRequest{ID: sf.id, TaskType: sf.taskType, DedupKey: sf.dedup, MaxAttempts: sf.maxAttempts, ParentID: sf.parent, TTLFrom: queue.TTLFrom(sf.ttlFrom)}
 	if sf.input != "" {
 		raw, err := readInput(sf.input)
 		if err != nil {
-			return queue.SubmitRequest{}, err
+			return wire.SubmitRequest{}, err
 		}
 		req.Input = raw
 	}
@@ -266,7 +267,7 @@ func printSubmitted(e *env, res client.SubmitResult) error {
 func endedBadly(e *env, res client.SubmitResult) error {
 	switch t := res.Task; t.Status {
 	case queue.StatusFailed, queue.StatusExpired, queue.StatusCancelled:
-		msg := fmt.Sprintf("task %s ended %s", t.Ref(), t.Status)
+		msg := fmt.Sprintf("task %s ended %s", queue.Ref(t.Queue, t.ID), t.Status)
 		if t.LastError != "" {
 			msg += ": " + clip(t.LastError, 200)
 		}
@@ -310,7 +311,7 @@ Examples:
 				return err
 			}
 			var tasks []client.Task
-			req := queue.ListRequest{Status: queue.Status(status), TaskType: ltype, Queue: e.queue, Limit: limit, Cursor: cursor}
+			req := client.ListRequest{Status: queue.Status(status), TaskType: ltype, Queue: e.queue, Limit: limit, Cursor: cursor}
 			if allQueues {
 				if e.queueSet {
 					return usageErr("--all-queues and --queue exclude each other")
@@ -372,7 +373,7 @@ func historyCommand() *command {
 				return err
 			}
 			var vs []client.Version
-			req := queue.HistoryRequest{Limit: hlimit, Cursor: hcursor}
+			req := client.HistoryRequest{Limit: hlimit, Cursor: hcursor}
 			next := ""
 			for {
 				res, err := c.History(ctx, id, req)

@@ -18,6 +18,7 @@ import (
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
+	"github.com/s3q/s3q/shared/wire"
 	"github.com/s3q/s3q/shared/worker"
 )
 
@@ -46,7 +47,7 @@ func TestExecHandlerCancelKillsTheWholeCommand(t *testing.T) {
 	done := make(chan error, 1)
 	start := time.Now()
 	go func() {
-		_, err := h(ctx, &worker.Task{Task: client.Task{Task: queue.Task{ID: queue.NewID(time.Now()), TaskType: "t", Input: json.RawMessage(`{}`)}}})
+		_, err := h(ctx, &worker.Task{Task: client.Task{Task: wire.Task{ID: queue.NewID(time.Now()), TaskType: "t", Input: json.RawMessage(`{}`)}}})
 		done <- err
 	}()
 	var pid int

@@ -16,12 +16,13 @@ import (
 
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/wire"
 )
 
 // fileLine is one submit request of a --file, with its line number.
 type fileLine struct {
 	line int
-	req  queue.SubmitRequest
+	req  wire.SubmitRequest
 }
 
 // fileSummary is what a --file run did; its JSON is the answer of
@@ -94,7 +95,7 @@ func readFileLines(r io.Reader, path, q string) ([]fileLine, error) {
 		if err := checkJSON(text); err != nil {
 			return nil, flagErr("file", "", "%s: line %d is not JSON: %v", path, n, err)
 		}
-		var req queue.SubmitRequest
+		var req wire.SubmitRequest
 		dec := json.NewDecoder(bytes.NewReader(text))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&req); err != nil {
@@ -139,7 +140,7 @@ func submitFile(ctx context.Context, e *env, c *client.Client, path string) erro
 			break
 		}
 		chunk := lines[i:min(len(lines), i+queue.MaxBatch)]
-		reqs := make([]queue.SubmitRequest, len(chunk))
+		reqs := make([]wire.SubmitRequest, len(chunk))
 		for j, l := range chunk {
 			reqs[j] = l.req
 		}

@@ -34,6 +34,7 @@ import (
 
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/wire"
 	"github.com/s3q/s3q/shared/worker"
 )
 
@@ -107,7 +108,7 @@ func submitGo(ctx context.Context, url, p string, n int) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	req := client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "bench.noop", Input: json.RawMessage(`{}`)}}
+	req := client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "bench.noop", Input: json.RawMessage(`{}`)}}
 	if _, err := c.Submit(ctx, req); err != nil { // the connection, the queue's auto-declaration
 		log.Fatal(err)
 	}
@@ -162,9 +163,9 @@ func workerGo(ctx context.Context, url, p string, tasks, conc int) {
 	}
 	c := base.In("bench-go-worker-" + queue.NewID(time.Now())[24:])
 	for i := 0; i < tasks; i += 500 {
-		var reqs []queue.SubmitRequest
+		var reqs []wire.SubmitRequest
 		for j := i; j < min(tasks, i+500); j++ {
-			reqs = append(reqs, queue.SubmitRequest{TaskType: "bench.noop", Input: json.RawMessage(fmt.Sprint(j))})
+			reqs = append(reqs, wire.SubmitRequest{TaskType: "bench.noop", Input: json.RawMessage(fmt.Sprint(j))})
 		}
 		if _, err := c.SubmitBatch(ctx, reqs); err != nil {
 			log.Fatal(err)

@@ -38,6 +38,7 @@ import (
 	"github.com/s3q/s3q/shared/s3local"
 	"github.com/s3q/s3q/shared/s3local/faultproxy"
 	"github.com/s3q/s3q/shared/schedule"
+	"github.com/s3q/s3q/shared/wire"
 )
 
 func main() {
@@ -131,7 +132,7 @@ type seeded struct{ pending, failed string }
 // the expired tasks through the API.
 func fill(ctx context.Context, api *client.Client, s3 *s3local.Server, n int) seeded {
 	for _, name := range []string{"bulk", "small"} {
-		_, _, err := api.DeclareQueue(ctx, queues.Declaration{Name: name})
+		_, _, err := api.DeclareQueue(ctx, name, client.QueueRequest{})
 		check(err)
 	}
 	q := queues.NewQueue(s3.Store(""), queue.Options{}, queues.Options{})
@@ -169,7 +170,7 @@ func fill(ctx context.Context, api *client.Client, s3 *s3local.Server, n int) se
 	// API.
 	bulk := api.In("bulk")
 	for range 100 {
-		_, err := bulk.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "flaky", MaxAttempts: 1}})
+		_, err := bulk.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "flaky", MaxAttempts: 1}})
 		check(err)
 	}
 	for failed := 0; failed < 100; {
@@ -186,7 +187,7 @@ func fill(ctx context.Context, api *client.Client, s3 *s3local.Server, n int) se
 		}
 	}
 	for range 20 {
-		res, err := bulk.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "late"}})
+		res, err := bulk.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "late"}})
 		check(err)
 		_, err = bulk.Expire(ctx, res.Task.ID)
 		check(err)
@@ -211,7 +212,7 @@ func fillQueues(ctx context.Context, api *client.Client, s3 *s3local.Server, n i
 			defer wg.Done()
 			for i := range work {
 				name := fmt.Sprintf("q%04d", i)
-				_, _, err := api.DeclareQueue(ctx, queues.Declaration{Name: name})
+				_, _, err := api.DeclareQueue(ctx, name, client.QueueRequest{})
 				check(err)
 				_, err = q.Submit(ctx, queue.SubmitRequest{ID: queue.NewID(now), Queue: name, TaskType: "work"}, now)
 				check(err)

@@ -50,6 +50,7 @@ import (
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/s3local"
 	"github.com/s3q/s3q/shared/s3local/faultproxy"
+	"github.com/s3q/s3q/shared/wire"
 	"github.com/s3q/s3q/shared/worker"
 )
 
@@ -279,7 +280,7 @@ func (b *bench) api(n, per int) {
 	}
 	// The queue exists before the clock starts (its first submit would
 	// declare it).
-	if _, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "warm"}}); err != nil {
+	if _, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "warm"}}); err != nil {
 		log.Fatal(err)
 	}
 	if cs, err := cc.Claim(ctx, client.ClaimRequest{LeaseFor: time.Minute, Wait: 5 * time.Second}); err != nil || len(cs) != 1 {
@@ -297,7 +298,7 @@ func (b *bench) api(n, per int) {
 			ttl := queue.Duration(time.Hour)
 			for range per {
 				t0 := time.Now()
-				if _, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "bench", Input: []byte(`{"n":1}`), TTL: &ttl}}); err != nil {
+				if _, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "bench", Input: []byte(`{"n":1}`), TTL: &ttl}}); err != nil {
 					log.Fatal(err)
 				}
 				record("submit", time.Since(t0))
@@ -378,7 +379,7 @@ func (b *bench) pickup(k, n int, rate float64) {
 	})
 	// The queue exists, and the worker has found it empty, before the
 	// first task: a worker that has been waiting a while.
-	if _, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "warm"}}); err != nil {
+	if _, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "warm"}}); err != nil {
 		log.Fatal(err)
 	}
 	if cs, err := c.Claim(ctx, client.ClaimRequest{LeaseFor: time.Minute}); err == nil && len(cs) == 1 {
@@ -393,7 +394,7 @@ func (b *bench) pickup(k, n int, rate float64) {
 		time.Sleep(time.Until(next))
 		next = next.Add(every)
 		at := time.Now()
-		res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "bench"}})
+		res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "bench"}})
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -428,9 +429,9 @@ func (b *bench) throughput(k, n int) {
 	q := fmt.Sprintf("throughput-%d", k)
 	c := b.c.In(q)
 	for i := 0; i < n; i += 100 {
-		reqs := make([]queue.SubmitRequest, min(100, n-i))
+		reqs := make([]wire.SubmitRequest, min(100, n-i))
 		for j := range reqs {
-			reqs[j] = queue.SubmitRequest{TaskType: "bench"}
+			reqs[j] = wire.SubmitRequest{TaskType: "bench"}
 		}
 		items, err := c.SubmitBatch(ctx, reqs)
 		if err != nil {

@@ -20,7 +20,7 @@ import (
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/pushsig"
 	"github.com/s3q/s3q/shared/queue"
-	"github.com/s3q/s3q/shared/queues"
+	"github.com/s3q/s3q/shared/wire"
 	"github.com/s3q/s3q/shared/worker"
 )
 
@@ -108,7 +108,7 @@ func (b *bench) expireLateness(n int, base string) {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			ttl := queue.Duration(25*time.Second + time.Duration(rand.Int64N(int64(20*time.Second))))
-			res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "t", TTL: &ttl}})
+			res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "t", TTL: &ttl}})
 			if err != nil {
 				log.Fatal(err)
 			}
@@ -165,7 +165,7 @@ func (b *bench) cancelReach(mode string, n int) {
 	})
 	var ids []string
 	for i := 0; i < n; i++ {
-		res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "t"}})
+		res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "t"}})
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -251,13 +251,13 @@ func (b *bench) cancelReachPush(n int) {
 	}))
 	defer srv.Close()
 	timeout := queue.Duration(5 * time.Minute)
-	if _, _, err := b.c.DeclareQueue(ctx, queues.Declaration{Name: qn, Timeout: &timeout,
-		Target: &queues.Target{URL: srv.URL, Secret: benchSecret}}); err != nil {
+	if _, _, err := b.c.DeclareQueue(ctx, qn, client.QueueRequest{Timeout: &timeout,
+		Target: &client.Target{URL: srv.URL, Secret: benchSecret}}); err != nil {
 		log.Fatal(err)
 	}
 	c := b.c.In(qn)
 	for i := 0; i < n; i++ {
-		res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "t"}})
+		res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "t"}})
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -317,7 +317,7 @@ func (b *bench) retryAfterDeadLetter() {
 	c := b.c.In("timely-retry")
 	var took []time.Duration
 	for range 5 {
-		res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "t", MaxAttempts: 1}})
+		res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "t", MaxAttempts: 1}})
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -349,7 +349,7 @@ func (b *bench) retryAfterDeadLetter() {
 func (b *bench) runningTaskHour() {
 	ctx := context.Background()
 	c := b.c.In("timely-hour")
-	res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "t"}})
+	res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "t"}})
 	if err != nil {
 		log.Fatal(err)
 	}

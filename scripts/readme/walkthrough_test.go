@@ -18,7 +18,6 @@ import (
 	"github.com/s3q/s3q/shared/api/openapitest"
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
-	"github.com/s3q/s3q/shared/schedule"
 )
 
 // The README's walk-through runs as written: its "sh runnable" blocks, in
@@ -94,11 +93,11 @@ func TestReadmeWalkThroughRunsAsWritten(t *testing.T) {
 	if task, err := c.In("emails").Get(ctx, first); err != nil || task.Status != queue.StatusCompleted || !strings.Contains(string(task.Output), "a@example.com") {
 		t.Errorf("the first task %s: %+v, %v; want completed with its output", first, task.Status, err)
 	}
-	fires, err := c.In("emails").ScheduleHistory(ctx, "digest", schedule.HistoryRequest{})
+	fires, err := c.In("emails").ScheduleHistory(ctx, "digest", client.ScheduleHistoryRequest{})
 	if err != nil || len(fires.Fires) == 0 || fires.Fires[0].TaskID == "" {
 		t.Errorf("schedule digest fired: %+v, %v; want a fire with its task", fires, err)
 	}
-	pushed, err := c.In("hooks").List(ctx, queue.ListRequest{Queue: "hooks", Status: queue.StatusCompleted})
+	pushed, err := c.In("hooks").List(ctx, client.ListRequest{Queue: "hooks", Status: queue.StatusCompleted})
 	if err != nil || len(pushed.Tasks) != 1 || !strings.Contains(string(pushed.Tasks[0].Output), "push-target") {
 		t.Errorf("push queue hooks: %+v, %v; want one task completed by the push target", pushed.Tasks, err)
 	}

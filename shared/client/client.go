@@ -23,8 +23,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/config"
-
-	"github.com/s3q/s3q/shared/queue"
 )
 
 // Options configure a Client. The zero value talks unsigned HTTP with
@@ -58,6 +56,9 @@ type Options struct {
 	Queue string
 }
 
+// DefaultQueue is the queue a client addresses unless told otherwise.
+const DefaultQueue = "default"
+
 // Client calls one s3q API. It is safe for concurrent use.
 type Client struct {
 	base   *url.URL
@@ -83,7 +84,7 @@ func New(ctx context.Context, baseURL string, opts Options) (*Client, error) {
 	}
 	c := &Client{base: u, http: opts.HTTPClient, ua: opts.UserAgent, region: opts.Region, creds: opts.Credentials, queue: opts.Queue}
 	if c.queue == "" {
-		c.queue = queue.DefaultQueue
+		c.queue = DefaultQueue
 	}
 	if c.http == nil {
 		c.http = &http.Client{Timeout: 60 * time.Second}

@@ -21,6 +21,7 @@ import (
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local"
 	"github.com/s3q/s3q/shared/s3local/s3localtest"
+	"github.com/s3q/s3q/shared/wire"
 )
 
 var servers s3localtest.Servers
@@ -57,12 +58,12 @@ func TestClientAgainstTheAPI(t *testing.T) {
 			t.Run("a_task_goes_through_submit_claim_heartbeat_and_complete", func(t *testing.T) {
 				c := c.In("lifecycle")
 				ttl := queue.Duration(time.Hour)
-				res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "c.one", Queue: "lifecycle", Input: []byte(`{"n":1}`), TTL: &ttl}})
+				res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "c.one", Queue: "lifecycle", Input: []byte(`{"n":1}`), TTL: &ttl}})
 				if err != nil || res.Status != http.StatusCreated || res.Task.ID == "" {
 					t.Fatalf("submit: %+v %v", res, err)
 				}
-				if res.Task.ExpiresInSeconds == nil || *res.Task.ExpiresInSeconds < 3590 || res.Task.LeaseToken != "" {
-					t.Fatalf("submit answer: expires_in_seconds %v lease_token %q", res.Task.ExpiresInSeconds, res.Task.LeaseToken)
+				if res.Task.ExpiresInSeconds == nil || *res.Task.ExpiresInSeconds < 3590 {
+					t.Fatalf("submit answer: expires_in_seconds %v", res.Task.ExpiresInSeconds)
 				}
 				cs, err := c.Claim(ctx, client.ClaimRequest{Queue: "lifecycle", LeaseFor: time.Minute, WorkerID: "w"})
 				if err != nil || len(cs) != 1 || cs[0].Task.ID != res.Task.ID || cs[0].Lease.Token == "" {
@@ -80,18 +81,18 @@ func TestClientAgainstTheAPI(t *testing.T) {
 				if err != nil || got.Status != queue.StatusCompleted {
 					t.Fatalf("get: %+v %v", got, err)
 				}
-				h, err := c.History(ctx, res.Task.ID, queue.HistoryRequest{})
+				h, err := c.History(ctx, res.Task.ID, client.HistoryRequest{})
 				vs := h.Versions
 				// Newest first.
 				if err != nil || len(vs) != 4 || vs[0].Task.Status != queue.StatusCompleted || vs[1].Task.Status != queue.StatusRunning || vs[3].Task.Status != queue.StatusPending || h.NextCursor != "" {
 					t.Fatalf("history: %d versions %v", len(vs), err)
 				}
 				// In pages of 3: the cursor carries on where the page ended.
-				p1, err := c.History(ctx, res.Task.ID, queue.HistoryRequest{Limit: 3})
+				p1, err := c.History(ctx, res.Task.ID, client.HistoryRequest{Limit: 3})
 				if err != nil || len(p1.Versions) != 3 || p1.NextCursor != vs[2].VersionID {
 					t.Fatalf("first page: %+v %v", p1, err)
 				}
-				p2, err := c.History(ctx, res.Task.ID, queue.HistoryRequest{Limit: 3, Cursor: p1.NextCursor})
+				p2, err := c.History(ctx, res.Task.ID, client.HistoryRequest{Limit: 3, Cursor: p1.NextCursor})
 				if err != nil || len(p2.Versions) != 1 || p2.Versions[0].VersionID != vs[3].VersionID || p2.NextCursor != "" {
 					t.Fatalf("second page: %+v %v", p2, err)
 				}
@@ -106,7 +107,7 @@ func TestClientAgainstTheAPI(t *testing.T) {
 
 			t.Run("api_errors_match_the_queue_sentinels", func(t *testing.T) {
 				c := c.In("errs")
-				_, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "bad/type"}})
+				_, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "bad/type"}})
 				var apiErr *client.Error
 				if !errors.As(err, &apiErr) || apiErr.Status != 400 || apiErr.Field != "task_type" || !errors.Is(err, queue.ErrInvalidInput) {
 					t.Fatalf("bad submit: %v", err)
@@ -115,7 +116,7 @@ func TestClientAgainstTheAPI(t *testing.T) {
 				if !errors.Is(err, queue.ErrNotFound) {
 					t.Fatalf("get unknown: %v", err)
 				}
-				res, _ := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "c.err", Queue: "errs"}})
+				res, _ := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "c.err", Queue: "errs"}})
 				cs, _ := c.Claim(ctx, client.ClaimRequest{Queue: "errs"})
 				if len(cs) != 1 {
 					t.Fatal("no claim")
@@ -151,23 +152,23 @@ func TestClientAgainstTheAPI(t *testing.T) {
 			})
 
 			t.Run("batch_and_list_page_through_tasks", func(t *testing.T) {
-				reqs := []queue.SubmitRequest{{TaskType: "b", Queue: "batch"}, {TaskType: "b/../x", Queue: "batch"}, {TaskType: "b", Queue: "batch"}}
+				reqs := []wire.SubmitRequest{{TaskType: "b", Queue: "batch"}, {TaskType: "b/../x", Queue: "batch"}, {TaskType: "b", Queue: "batch"}}
 				items, err := c.SubmitBatch(ctx, reqs)
 				if err != nil || len(items) != 3 || items[0].Task == nil || items[1].Error == nil || items[1].Error.Field != "tasks[1].task_type" || items[2].Task == nil {
 					t.Fatalf("batch: %+v %v", items, err)
 				}
-				res, err := c.List(ctx, queue.ListRequest{Queue: "batch", Status: queue.StatusPending, Limit: 1})
+				res, err := c.List(ctx, client.ListRequest{Queue: "batch", Status: queue.StatusPending, Limit: 1})
 				if err != nil || len(res.Tasks) != 1 || res.NextCursor == "" {
 					t.Fatalf("list page 1: %+v %v", res, err)
 				}
-				res2, err := c.List(ctx, queue.ListRequest{Queue: "batch", Status: queue.StatusPending, Limit: 1, Cursor: res.NextCursor})
+				res2, err := c.List(ctx, client.ListRequest{Queue: "batch", Status: queue.StatusPending, Limit: 1, Cursor: res.NextCursor})
 				if err != nil || len(res2.Tasks) != 1 || res2.Tasks[0].ID == res.Tasks[0].ID {
 					t.Fatalf("list page 2: %+v %v", res2, err)
 				}
 			})
 
 			t.Run("a_task_of_another_queue_is_404_and_queue_calls_work", func(t *testing.T) {
-				res, err := c.In("qa").Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "c"}})
+				res, err := c.In("qa").Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "c"}})
 				if err != nil || res.Task.Queue != "qa" {
 					t.Fatalf("submit: %+v %v", res, err)
 				}
@@ -178,11 +179,11 @@ func TestClientAgainstTheAPI(t *testing.T) {
 					t.Errorf("get under qa: %v", err)
 				}
 				ttl := queue.Duration(time.Hour)
-				info, created, err := c.DeclareQueue(ctx, queues.Declaration{Name: "qc", TTL: &ttl, MaxConcurrency: 2})
+				info, created, err := c.DeclareQueue(ctx, "qc", client.QueueRequest{TTL: &ttl, MaxConcurrency: 2})
 				if err != nil || !created || info.MaxConcurrency != 2 {
 					t.Fatalf("declare: %+v %v %v", info, created, err)
 				}
-				if _, created, err := c.DeclareQueue(ctx, queues.Declaration{Name: "qc", MaxConcurrency: 3}); err != nil || created {
+				if _, created, err := c.DeclareQueue(ctx, "qc", client.QueueRequest{MaxConcurrency: 3}); err != nil || created {
 					t.Fatalf("redeclare: %v %v", created, err)
 				}
 				if got, err := c.GetQueue(ctx, "qa"); err != nil || got.Counts == nil || got.Counts.Live != 1 {
@@ -205,7 +206,7 @@ func TestClientAgainstTheAPI(t *testing.T) {
 
 			t.Run("cancel_of_a_running_task_is_seen_on_heartbeat_and_acknowledged", func(t *testing.T) {
 				c := c.In("cancel")
-				res, _ := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "c", Queue: "cancel"}})
+				res, _ := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "c", Queue: "cancel"}})
 				cs, _ := c.Claim(ctx, client.ClaimRequest{Queue: "cancel", LeaseFor: time.Minute})
 				if len(cs) != 1 {
 					t.Fatal("no claim")

@@ -7,13 +7,14 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/wire"
 )
 
 // Error is an error answer of the API: {"error":{"code","message","field"}}.
-// errors.Is matches it against the queue's sentinels by its code, so a
-// worker can test errors.Is(err, queue.ErrLeaseExpired) whether it talks
-// to the core in-process or through the API.
+// errors.Is matches it against the sentinels of package wire by its code
+// (wire.ErrNotFound, ...; the server's queue package names the same
+// values), so a program can test errors.Is(err, wire.ErrLeaseExpired)
+// whether it talks to the core in-process or through the API.
 type Error struct {
 	Status     int    // HTTP status
 	Code       string // e.g. "invalid_input", "lease_expired"
@@ -30,34 +31,34 @@ func (e *Error) Error() string {
 	return msg
 }
 
-// Is maps API error codes to the queue's sentinel errors.
+// Is maps API error codes to the sentinel errors of package wire.
 func (e *Error) Is(target error) bool {
 	switch target {
-	case queue.ErrNotFound:
+	case wire.ErrNotFound:
 		return e.Code == "not_found"
-	case queue.ErrNotRunning:
+	case wire.ErrNotRunning:
 		return e.Code == "not_running"
-	case queue.ErrLeaseMismatch:
+	case wire.ErrLeaseMismatch:
 		return e.Code == "lease_mismatch"
-	case queue.ErrLeaseExpired:
+	case wire.ErrLeaseExpired:
 		return e.Code == "lease_expired"
-	case queue.ErrInvalidLeaseDuration:
+	case wire.ErrInvalidLeaseDuration:
 		return e.Code == "invalid_lease_duration"
-	case queue.ErrInvalidInput:
+	case wire.ErrInvalidInput:
 		return e.Code == "invalid_input"
-	case queue.ErrTooLarge:
+	case wire.ErrTooLarge:
 		return e.Code == "too_large"
-	case queue.ErrLeaseEnded:
+	case wire.ErrLeaseEnded:
 		return e.Code == "conflict" && e.Field == "lease_token"
-	case queue.ErrConflict:
+	case wire.ErrConflict:
 		return e.Code == "conflict" && e.Field != "lease_token"
-	case queue.ErrInvalidState:
+	case wire.ErrInvalidState:
 		return e.Code == "invalid_state"
-	case queue.ErrQueueNotFound:
+	case wire.ErrQueueNotFound:
 		return e.Code == "queue_not_found"
-	case queue.ErrQueueNotEmpty:
+	case wire.ErrQueueNotEmpty:
 		return e.Code == "queue_not_empty"
-	case queue.ErrTooManyQueues:
+	case wire.ErrTooManyQueues:
 		return e.Code == "too_many_queues"
 	}
 	return false

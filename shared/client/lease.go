@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/wire"
 )
 
 // ClaimRequest asks for work.
@@ -32,7 +32,7 @@ func (c *Client) Claim(ctx context.Context, req ClaimRequest) ([]Claimed, error)
 		body["task_types"] = req.TaskTypes
 	}
 	if req.LeaseFor > 0 {
-		body["lease_for"] = queue.FormatDuration(req.LeaseFor)
+		body["lease_for"] = wire.FormatDuration(req.LeaseFor)
 	}
 	if req.WorkerID != "" {
 		body["worker_id"] = req.WorkerID
@@ -41,11 +41,9 @@ func (c *Client) Claim(ctx context.Context, req ClaimRequest) ([]Claimed, error)
 		body["max_tasks"] = req.MaxTasks
 	}
 	if req.Wait > 0 {
-		body["wait"] = queue.FormatDuration(req.Wait)
+		body["wait"] = wire.FormatDuration(req.Wait)
 	}
-	var res struct {
-		Tasks []Claimed `json:"tasks"`
-	}
+	var res wire.ClaimReply
 	path := "/claim"
 	if req.Wait > 0 {
 		path = "/claim/wait" // long-polls run apart, on the waits function
@@ -77,7 +75,7 @@ type HeartbeatRequest struct {
 func (c *Client) Heartbeat(ctx context.Context, req HeartbeatRequest) (Claimed, error) {
 	body := map[string]any{"lease_token": req.Lease.Token}
 	if req.LeaseFor > 0 {
-		body["lease_for"] = queue.FormatDuration(req.LeaseFor)
+		body["lease_for"] = wire.FormatDuration(req.LeaseFor)
 	}
 	var res Claimed
 	_, err := c.doRetry(ctx, http.MethodPost, c.taskPath(req.Lease.TaskID, "/heartbeat"), nil, body, &res)
@@ -135,9 +133,9 @@ type RescheduleRequest struct {
 // Reschedule puts a running task back, available after Delay, and gives
 // back the attempt its claim used.
 func (c *Client) Reschedule(ctx context.Context, req RescheduleRequest) (Task, error) {
-	body := map[string]any{"lease_token": req.Lease.Token, "delay": queue.FormatDuration(req.Delay)}
+	body := map[string]any{"lease_token": req.Lease.Token, "delay": wire.FormatDuration(req.Delay)}
 	if req.ExtendExpiration > 0 {
-		body["extend_expiration"] = queue.FormatDuration(req.ExtendExpiration)
+		body["extend_expiration"] = wire.FormatDuration(req.ExtendExpiration)
 	}
 	return c.taskOp(ctx, req.Lease.TaskID, "reschedule", body, true)
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/wire"
 )
 
 // The queue operations (docs/operations.md): pause and resume, stats,
@@ -12,6 +12,16 @@ import (
 // again, so each is retried on a 503, another 5xx or a network error; a
 // bulk call retried after its first attempt landed reports only what the
 // retry itself changed.
+
+// The bulk bodies.
+type (
+	// BulkOp is a bulk operation: wire.OpPurge, OpRetry, OpCancel, OpExpire.
+	BulkOp = wire.BulkOp
+	// BulkRequest chooses the tasks of a bulk operation in one queue.
+	BulkRequest = wire.BulkRequest
+	// BulkResult is what one bulk call did (or would do, on a dry run).
+	BulkResult = wire.BulkResult
+)
 
 // PauseQueue pauses a queue: claims and push deliveries take nothing from
 // it until ResumeQueue; submits go on.
@@ -25,44 +35,42 @@ func (c *Client) ResumeQueue(ctx context.Context, name string) (QueueInfo, error
 }
 
 func (c *Client) queueOp(ctx context.Context, name, op string) (QueueInfo, error) {
-	var res struct {
-		Queue QueueInfo `json:"queue"`
-	}
+	var res wire.QueueReply
 	_, err := c.doRetry(ctx, http.MethodPost, queuePath(name, op), nil, struct{}{}, &res)
 	return res.Queue, err
 }
 
 // QueueStats returns a queue's counts by status, its oldest due pending
 // task and the failures, cancels and expiries of the last hour.
-func (c *Client) QueueStats(ctx context.Context, name string) (queue.QueueStats, error) {
+func (c *Client) QueueStats(ctx context.Context, name string) (QueueStats, error) {
 	var res struct {
-		Stats queue.QueueStats `json:"stats"`
+		Stats QueueStats `json:"stats"`
 	}
 	_, err := c.doRetry(ctx, http.MethodGet, queuePath(name, "/stats"), nil, nil, &res)
 	return res.Stats, err
 }
 
 // Purge deletes up to req.Limit (at most 100) pending or finished tasks
-// of the client's queue (or req.Queue) chosen by req; see queue.Purge. A
+// of the client's queue (or req.Queue) chosen by req (docs/operations.md). A
 // result with NextCursor has more: call again with it as req.Cursor.
-func (c *Client) Purge(ctx context.Context, req queue.BulkRequest) (queue.BulkResult, error) {
-	return c.Bulk(ctx, queue.OpPurge, req)
+func (c *Client) Purge(ctx context.Context, req BulkRequest) (BulkResult, error) {
+	return c.Bulk(ctx, wire.OpPurge, req)
 }
 
-// Bulk runs a bulk operation (queue.OpPurge, OpRetry, OpCancel or
+// Bulk runs a bulk operation (wire.OpPurge, OpRetry, OpCancel or
 // OpExpire) on up to req.Limit tasks of the client's queue (or
 // req.Queue) chosen by req, or reports what it would do when req.DryRun
 // is set.
-func (c *Client) Bulk(ctx context.Context, op queue.BulkOp, req queue.BulkRequest) (queue.BulkResult, error) {
+func (c *Client) Bulk(ctx context.Context, op BulkOp, req BulkRequest) (BulkResult, error) {
 	name := req.Queue
 	if name == "" {
 		name = c.queue
 	}
 	path := "/bulk/" + string(op)
-	if op == queue.OpPurge {
+	if op == wire.OpPurge {
 		path = "/purge"
 	}
-	var res queue.BulkResult
+	var res BulkResult
 	_, err := c.doRetry(ctx, http.MethodPost, queuePath(name, path), nil, req, &res)
 	return res, err
 }

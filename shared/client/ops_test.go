@@ -7,6 +7,7 @@ import (
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/s3local"
+	"github.com/s3q/s3q/shared/wire"
 )
 
 // The queue operations through the client, against the API on each server.
@@ -17,7 +18,7 @@ func TestClientQueueOperations(t *testing.T) {
 			c = c.In("ops")
 			var ids []string
 			for i := 0; i < 5; i++ {
-				res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "o", Queue: "ops"}})
+				res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "o", Queue: "ops"}})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -4,51 +4,38 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/s3q/s3q/shared/queue"
-	"github.com/s3q/s3q/shared/queues"
+	"github.com/s3q/s3q/shared/wire"
 )
 
 // Queue routes of the API: PUT|GET|DELETE /queues/{queue},
 // GET /queues.
 
-// QueueInfo is a declared queue as the API returns it: the declaration
-// and, when asked for, its counts.
-type QueueInfo struct {
-	queues.Declaration
-	Counts *queue.QueueCounts `json:"counts,omitempty"`
-}
+// The queue bodies, as the server encodes and decodes them.
+type (
+	// QueueInfo is a declared queue as the API returns it: the
+	// declaration and, when asked for, its counts.
+	QueueInfo = wire.Queue
+	// QueueRequest is a queue's settable fields (PUT /queues/{queue}).
+	QueueRequest = wire.QueueRequest
+	// Target is a queue's push target: one of Lambda and URL (with Secret).
+	Target = wire.Target
+	// QueueStats are a queue's counts, oldest due task and recent ends.
+	QueueStats = wire.QueueStats
+)
 
-// queueBody is what a declaration sends: its settable fields.
-type queueBody struct {
-	TTL            *queue.Duration `json:"ttl,omitempty"`
-	TTLFrom        queue.TTLFrom   `json:"ttl_from,omitempty"`
-	MaxAttempts    int             `json:"max_attempts,omitempty"`
-	Timeout        *queue.Duration `json:"timeout,omitempty"`
-	Shards         int             `json:"shards,omitempty"`
-	MaxConcurrency int             `json:"max_concurrency,omitempty"`
-	MaxSchedules   int             `json:"max_schedules,omitempty"`
-	Target         *queues.Target  `json:"target,omitempty"`
-}
-
-// DeclareQueue creates the queue d.Name, or replaces its settings (the
-// fields of d a caller may set; shards cannot change). It returns the
-// stored declaration and whether it was created.
-func (c *Client) DeclareQueue(ctx context.Context, d queues.Declaration) (QueueInfo, bool, error) {
-	var res struct {
-		Queue QueueInfo `json:"queue"`
-	}
-	body := queueBody{TTL: d.TTL, TTLFrom: d.TTLFrom, MaxAttempts: d.MaxAttempts, Timeout: d.Timeout,
-		Shards: d.Shards, MaxConcurrency: d.MaxConcurrency, MaxSchedules: d.MaxSchedules, Target: d.Target}
-	status, err := c.do(ctx, http.MethodPut, queuePath(d.Name, ""), nil, body, &res)
+// DeclareQueue creates the queue name with the settings of req, or
+// replaces its settings (shards cannot change). It returns the stored
+// declaration and whether it was created.
+func (c *Client) DeclareQueue(ctx context.Context, name string, req QueueRequest) (QueueInfo, bool, error) {
+	var res wire.QueueReply
+	status, err := c.do(ctx, http.MethodPut, queuePath(name, ""), nil, req, &res)
 	return res.Queue, status == http.StatusCreated, err
 }
 
 // GetQueue returns a declared queue with its counts; an undeclared one is
 // an *Error with code "queue_not_found".
 func (c *Client) GetQueue(ctx context.Context, name string) (QueueInfo, error) {
-	var res struct {
-		Queue QueueInfo `json:"queue"`
-	}
+	var res wire.QueueReply
 	_, err := c.do(ctx, http.MethodGet, queuePath(name, ""), nil, nil, &res)
 	return res.Queue, err
 }
@@ -62,10 +49,7 @@ type ListQueuesRequest struct {
 }
 
 // ListQueuesResult is one page of declared queues, by name.
-type ListQueuesResult struct {
-	Queues     []QueueInfo `json:"queues"`
-	NextCursor string      `json:"next_cursor,omitempty"`
-}
+type ListQueuesResult = wire.QueueList
 
 // ListQueues returns one page of declared queues.
 func (c *Client) ListQueues(ctx context.Context, req ListQueuesRequest) (ListQueuesResult, error) {

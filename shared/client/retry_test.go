@@ -19,6 +19,7 @@ import (
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store/memstore"
+	"github.com/s3q/s3q/shared/wire"
 )
 
 // flaky is an API behind a front that spoils the first answers: each
@@ -120,7 +121,7 @@ func TestClientRetriesSubmitsWithTheSameID(t *testing.T) {
 	for _, plan := range [][]string{{"503", "503"}, {"lost"}, {"reset"}, {"503", "lost", "reset"}} {
 		t.Run("a_submit_whose_first_attempts_meet_"+strings.Join(plan, "_then_")+"_makes_one_task", func(t *testing.T) {
 			f, c := newFlaky(t, plan...)
-			res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "t", Input: []byte(`{"n":1}`)}})
+			res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "t", Input: []byte(`{"n":1}`)}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -146,7 +147,7 @@ func TestClientRetriesSubmitsWithTheSameID(t *testing.T) {
 	t.Run("a_caller_given_id_is_kept", func(t *testing.T) {
 		f, c := newFlaky(t, "lost")
 		id := queue.NewID(time.Now())
-		res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{ID: id, TaskType: "t"}})
+		res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{ID: id, TaskType: "t"}})
 		if err != nil || res.Task.ID != id || !res.Replayed {
 			t.Fatalf("%+v %v", res, err)
 		}
@@ -157,7 +158,7 @@ func TestClientRetriesSubmitsWithTheSameID(t *testing.T) {
 
 	t.Run("a_4xx_is_not_retried", func(t *testing.T) {
 		f, c := newFlaky(t)
-		_, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "bad type"}})
+		_, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "bad type"}})
 		if !errors.Is(err, queue.ErrInvalidInput) || len(f.seen()) != 1 {
 			t.Fatalf("err %v after %d attempts", err, len(f.seen()))
 		}
@@ -170,7 +171,7 @@ func TestClientRetriesSubmitsWithTheSameID(t *testing.T) {
 		defer ts.Close()
 		c, _ := client.New(ctx, ts.URL, client.Options{MaxRetries: 2, RetryBackoff: time.Millisecond})
 		var e *client.Error
-		_, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "t"}})
+		_, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "t"}})
 		if !errors.As(err, &e) || e.Status != http.StatusServiceUnavailable || len(f.seen()) != 3 {
 			t.Fatalf("err %v after %d attempts, want a 503 after 3", err, len(f.seen()))
 		}
@@ -180,7 +181,7 @@ func TestClientRetriesSubmitsWithTheSameID(t *testing.T) {
 func TestClientRetriesBatchesWithTheSameIDs(t *testing.T) {
 	t.Run("a_batch_whose_answer_was_lost_is_replayed_item_by_item", func(t *testing.T) {
 		f, c := newFlaky(t, "lost")
-		items, err := c.SubmitBatch(ctx, []queue.SubmitRequest{{TaskType: "t"}, {TaskType: "t", Input: []byte(`2`)}, {TaskType: "bad type"}})
+		items, err := c.SubmitBatch(ctx, []wire.SubmitRequest{{TaskType: "t"}, {TaskType: "t", Input: []byte(`2`)}, {TaskType: "bad type"}})
 		if err != nil || len(items) != 3 {
 			t.Fatalf("%v %v", items, err)
 		}
@@ -206,7 +207,7 @@ func TestClientRetriesBatchesWithTheSameIDs(t *testing.T) {
 			n := len(bodies)
 			mu.Unlock()
 			var v struct {
-				Tasks []queue.SubmitRequest `json:"tasks"`
+				Tasks []wire.SubmitRequest `json:"tasks"`
 			}
 			_ = json.Unmarshal(b, &v)
 			var results []map[string]any
@@ -221,7 +222,7 @@ func TestClientRetriesBatchesWithTheSameIDs(t *testing.T) {
 		}))
 		defer ts.Close()
 		c, _ := client.New(ctx, ts.URL, client.Options{RetryBackoff: time.Millisecond})
-		items, err := c.SubmitBatch(ctx, []queue.SubmitRequest{{TaskType: "t"}, {TaskType: "t"}, {TaskType: "t"}})
+		items, err := c.SubmitBatch(ctx, []wire.SubmitRequest{{TaskType: "t"}, {TaskType: "t"}, {TaskType: "t"}})
 		if err != nil || len(items) != 3 {
 			t.Fatalf("%v %v", items, err)
 		}
@@ -241,7 +242,7 @@ func TestClientRetriesLeaseOperations(t *testing.T) {
 	for _, op := range []string{"complete", "fail", "heartbeat", "reschedule"} {
 		t.Run("a_"+op+"_whose_answer_was_lost_answers_as_the_first_attempt_did", func(t *testing.T) {
 			f, c := newFlaky(t)
-			if _, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "t"}}); err != nil {
+			if _, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "t"}}); err != nil {
 				t.Fatal(err)
 			}
 			cs, err := c.Claim(ctx, client.ClaimRequest{LeaseFor: time.Minute})
@@ -291,7 +292,7 @@ func TestClientRetriesLeaseOperations(t *testing.T) {
 	} {
 		t.Run("a_"+op.name+"_is_not_retried", func(t *testing.T) {
 			f, c := newFlaky(t)
-			res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "t"}})
+			res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "t"}})
 			if err != nil {
 				t.Fatal(err)
 			}

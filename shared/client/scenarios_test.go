@@ -19,9 +19,7 @@ import (
 
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/devserver"
-	"github.com/s3q/s3q/shared/queue"
-	"github.com/s3q/s3q/shared/queues"
-	"github.com/s3q/s3q/shared/schedule"
+	"github.com/s3q/s3q/shared/wire"
 	"github.com/s3q/s3q/shared/worker"
 )
 
@@ -33,7 +31,7 @@ import (
 var scenarios = map[string]func(t *testing.T, e *scenarioEnv){
 	"submit_retried_request_makes_one_task": func(t *testing.T, e *scenarioEnv) {
 		c := e.queue(t)
-		req := client.SubmitRequest{SubmitRequest: queue.SubmitRequest{ID: queue.NewID(time.Now()), TaskType: "s.one", Input: json.RawMessage(`{"n":1}`)}}
+		req := client.SubmitRequest{SubmitRequest: wire.SubmitRequest{ID: client.NewID(time.Now()), TaskType: "s.one", Input: json.RawMessage(`{"n":1}`)}}
 		first, err := c.Submit(ctx, req)
 		if err != nil || first.Replayed || first.Status != http.StatusCreated {
 			t.Fatalf("first submit: %+v %v", first, err)
@@ -49,29 +47,29 @@ var scenarios = map[string]func(t *testing.T, e *scenarioEnv){
 	},
 	"submit_dedup_key": func(t *testing.T, e *scenarioEnv) {
 		c := e.queue(t)
-		first, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "s.one", DedupKey: "order-7"}})
+		first, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "s.one", DedupKey: "order-7"}})
 		if err != nil || first.Deduplicated {
 			t.Fatalf("first submit: %+v %v", first, err)
 		}
-		second, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "s.one", DedupKey: "order-7"}})
+		second, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "s.one", DedupKey: "order-7"}})
 		if err != nil || !second.Deduplicated || second.Task.ID != first.Task.ID {
 			t.Fatalf("second submit: %+v %v", second, err)
 		}
 	},
 	"lease_operation_replayed": func(t *testing.T, e *scenarioEnv) {
 		c := e.queue(t)
-		cl := e.submitAndClaim(t, c, queue.SubmitRequest{TaskType: "s.one"})
+		cl := e.submitAndClaim(t, c, wire.SubmitRequest{TaskType: "s.one"})
 		req := client.CompleteRequest{Lease: cl.Lease, Output: json.RawMessage(`{"ok":true}`)}
 		for i := range 2 {
 			done, err := c.Complete(ctx, req)
-			if err != nil || done.Status != queue.StatusCompleted || string(done.Output) != `{"ok":true}` {
+			if err != nil || done.Status != wire.StatusCompleted || string(done.Output) != `{"ok":true}` {
 				t.Fatalf("complete %d: %+v %v", i+1, done, err)
 			}
 		}
 		_, err := c.Complete(ctx, client.CompleteRequest{Lease: cl.Lease, Output: json.RawMessage(`{"ok":false}`)})
 		var ae *client.Error
-		if !errors.As(err, &ae) || ae.Status != http.StatusConflict || !errors.Is(err, queue.ErrLeaseEnded) || errors.Is(err, queue.ErrConflict) || ae.Temporary() {
-			t.Fatalf("complete with another body: %v, want queue.ErrLeaseEnded (not ErrConflict), not temporary", err)
+		if !errors.As(err, &ae) || ae.Status != http.StatusConflict || !errors.Is(err, wire.ErrLeaseEnded) || errors.Is(err, wire.ErrConflict) || ae.Temporary() {
+			t.Fatalf("complete with another body: %v, want wire.ErrLeaseEnded (not ErrConflict), not temporary", err)
 		}
 	},
 	"cancel_reaches_handler": func(t *testing.T, e *scenarioEnv) {
@@ -86,7 +84,7 @@ var scenarios = map[string]func(t *testing.T, e *scenarioEnv){
 		})
 		stop := e.run(t, w)
 		defer stop()
-		res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "s.long"}})
+		res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "s.long"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,12 +97,12 @@ var scenarios = map[string]func(t *testing.T, e *scenarioEnv){
 		if cause := <-cancelled; !errors.Is(cause, worker.ErrCancelRequested) {
 			t.Fatalf("the handler's context ended by %v", cause)
 		}
-		e.await(t, c, res.Task.ID, queue.StatusCancelled)
+		e.await(t, c, res.Task.ID, wire.StatusCancelled)
 	},
 	"ttl_expiry": func(t *testing.T, e *scenarioEnv) {
 		c := e.queue(t)
-		ttl := queue.Duration(time.Second)
-		res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "s.one", TTL: &ttl}})
+		ttl := client.Duration(time.Second)
+		res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "s.one", TTL: &ttl}})
 		if err != nil || res.Task.ExpiresAt == nil {
 			t.Fatalf("submit: %+v %v", res, err)
 		}
@@ -112,37 +110,37 @@ var scenarios = map[string]func(t *testing.T, e *scenarioEnv){
 		if cs, err := c.Claim(ctx, client.ClaimRequest{WorkerID: "w"}); err != nil || len(cs) != 0 {
 			t.Fatalf("a claim after the deadline: %+v %v", cs, err)
 		}
-		e.await(t, c, res.Task.ID, queue.StatusExpired)
+		e.await(t, c, res.Task.ID, wire.StatusExpired)
 	},
 	"dead_letter_and_retry": func(t *testing.T, e *scenarioEnv) {
 		c := e.queue(t)
-		cl := e.submitAndClaim(t, c, queue.SubmitRequest{TaskType: "s.one", MaxAttempts: 1})
+		cl := e.submitAndClaim(t, c, wire.SubmitRequest{TaskType: "s.one", MaxAttempts: 1})
 		failed, err := c.Fail(ctx, client.FailRequest{Lease: cl.Lease, Error: "boom"})
-		if err != nil || failed.Status != queue.StatusFailed || failed.LastError != "boom" {
+		if err != nil || failed.Status != wire.StatusFailed || failed.LastError != "boom" {
 			t.Fatalf("fail of the last attempt: %+v %v", failed, err)
 		}
 		// Until the server has published the dead-letter event, a retry is
 		// answered 409 invalid_state: the sweep (each second here) does.
 		var again client.Task
 		for limit := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-			if again, err = c.Retry(ctx, cl.Task.ID); !errors.Is(err, queue.ErrInvalidState) || time.Now().After(limit) {
+			if again, err = c.Retry(ctx, cl.Task.ID); !errors.Is(err, wire.ErrInvalidState) || time.Now().After(limit) {
 				break
 			}
 		}
-		if err != nil || again.Status != queue.StatusPending {
+		if err != nil || again.Status != wire.StatusPending {
 			t.Fatalf("retry: %+v %v", again, err)
 		}
 		cs, err := c.Claim(ctx, client.ClaimRequest{WorkerID: "w"})
 		if err != nil || len(cs) != 1 || cs[0].Task.ID != cl.Task.ID {
 			t.Fatalf("claim after retry: %+v %v", cs, err)
 		}
-		if done, err := c.Complete(ctx, client.CompleteRequest{Lease: cs[0].Lease}); err != nil || done.Status != queue.StatusCompleted {
+		if done, err := c.Complete(ctx, client.CompleteRequest{Lease: cs[0].Lease}); err != nil || done.Status != wire.StatusCompleted {
 			t.Fatalf("complete after retry: %+v %v", done, err)
 		}
 	},
 	"schedule_in_time_zone": func(t *testing.T, e *scenarioEnv) {
 		c := e.queue(t)
-		s, err := c.CreateSchedule(ctx, schedule.Request{ID: "weekday-report", TaskType: "s.report", Cron: "0 9 * * 1-5", Timezone: "Europe/Paris", Input: json.RawMessage(`{"r":1}`)})
+		s, err := c.CreateSchedule(ctx, client.ScheduleRequest{ID: "weekday-report", TaskType: "s.report", Cron: "0 9 * * 1-5", Timezone: "Europe/Paris", Input: json.RawMessage(`{"r":1}`)})
 		if err != nil || s.Timezone != "Europe/Paris" || s.ID == "" {
 			t.Fatalf("create: %+v %v", s, err)
 		}
@@ -158,14 +156,14 @@ var scenarios = map[string]func(t *testing.T, e *scenarioEnv){
 		if err != nil || task.TaskType != "s.report" || string(task.Input) != `{"r":1}` {
 			t.Fatalf("the fired task: %+v %v", task, err)
 		}
-		h, err := c.ScheduleHistory(ctx, s.ID, schedule.HistoryRequest{})
+		h, err := c.ScheduleHistory(ctx, s.ID, client.ScheduleHistoryRequest{})
 		if err != nil || len(h.Fires) != 1 || h.Fires[0].TaskID != fire.TaskID || !h.Fires[0].Trigger {
 			t.Fatalf("history: %+v %v", h, err)
 		}
 	},
 	"queue_pause_resume": func(t *testing.T, e *scenarioEnv) {
 		c := e.queue(t)
-		res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "s.one"}})
+		res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "s.one"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,18 +184,18 @@ var scenarios = map[string]func(t *testing.T, e *scenarioEnv){
 		c := e.queue(t)
 		var ids []string
 		for range 3 {
-			res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "s.one"}})
+			res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "s.one"}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			ids = append(ids, res.Task.ID)
 		}
-		res, err := c.Purge(ctx, queue.BulkRequest{Status: queue.StatusPending})
+		res, err := c.Purge(ctx, client.BulkRequest{Status: wire.StatusPending})
 		if err != nil || res.Changed != 3 || res.NextCursor != "" {
 			t.Fatalf("purge: %+v %v", res, err)
 		}
 		for _, id := range ids {
-			if _, err := c.Get(ctx, id); !errors.Is(err, queue.ErrNotFound) {
+			if _, err := c.Get(ctx, id); !errors.Is(err, wire.ErrNotFound) {
 				t.Fatalf("get of purged %s: %v", id, err)
 			}
 		}
@@ -206,7 +204,7 @@ var scenarios = map[string]func(t *testing.T, e *scenarioEnv){
 		c := e.queue(t)
 		want := map[string]bool{}
 		for range 7 {
-			res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "s.one"}})
+			res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "s.one"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -214,7 +212,7 @@ var scenarios = map[string]func(t *testing.T, e *scenarioEnv){
 		}
 		seen, pages := map[string]bool{}, 0
 		for cursor := ""; ; pages++ {
-			page, err := c.List(ctx, queue.ListRequest{Queue: c.Queue(), Limit: 3, Cursor: cursor})
+			page, err := c.List(ctx, client.ListRequest{Queue: c.Queue(), Limit: 3, Cursor: cursor})
 			if err != nil || len(page.Tasks) > 3 {
 				t.Fatalf("page %d: %d tasks, %v", pages, len(page.Tasks), err)
 			}
@@ -234,40 +232,40 @@ var scenarios = map[string]func(t *testing.T, e *scenarioEnv){
 	},
 	"error_bad_request": func(t *testing.T, e *scenarioEnv) {
 		c := e.queue(t)
-		_, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "no spaces allowed"}})
+		_, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "no spaces allowed"}})
 		var ae *client.Error
-		if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || ae.Code != "invalid_input" || ae.Field != "task_type" || ae.Message == "" || !errors.Is(err, queue.ErrInvalidInput) {
+		if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || ae.Code != "invalid_input" || ae.Field != "task_type" || ae.Message == "" || !errors.Is(err, wire.ErrInvalidInput) {
 			t.Fatalf("submit of a bad task type: %#v", err)
 		}
 	},
 	"error_not_found": func(t *testing.T, e *scenarioEnv) {
 		c := e.queue(t)
-		_, err := c.Get(ctx, queue.NewID(time.Now()))
+		_, err := c.Get(ctx, client.NewID(time.Now()))
 		var ae *client.Error
-		if !errors.As(err, &ae) || ae.Status != http.StatusNotFound || !errors.Is(err, queue.ErrNotFound) {
+		if !errors.As(err, &ae) || ae.Status != http.StatusNotFound || !errors.Is(err, wire.ErrNotFound) {
 			t.Fatalf("get of an unknown id: %v", err)
 		}
 	},
 	"error_conflict": func(t *testing.T, e *scenarioEnv) {
 		c := e.queue(t)
-		id := queue.NewID(time.Now())
-		if _, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{ID: id, TaskType: "s.one"}}); err != nil {
+		id := client.NewID(time.Now())
+		if _, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{ID: id, TaskType: "s.one"}}); err != nil {
 			t.Fatal(err)
 		}
-		_, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{ID: id, TaskType: "s.other"}})
+		_, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{ID: id, TaskType: "s.other"}})
 		var ae *client.Error
-		if !errors.As(err, &ae) || ae.Status != http.StatusConflict || ae.Field != "id" || !errors.Is(err, queue.ErrConflict) {
+		if !errors.As(err, &ae) || ae.Status != http.StatusConflict || ae.Field != "id" || !errors.Is(err, wire.ErrConflict) {
 			t.Fatalf("submit reusing an id: %v", err)
 		}
 	},
 	"error_lease": func(t *testing.T, e *scenarioEnv) {
 		c := e.queue(t)
-		cl := e.submitAndClaim(t, c, queue.SubmitRequest{TaskType: "s.one"})
+		cl := e.submitAndClaim(t, c, wire.SubmitRequest{TaskType: "s.one"})
 		wrong := cl.Lease
 		wrong.Token = "not-the-token"
 		_, err := c.Heartbeat(ctx, client.HeartbeatRequest{Lease: wrong})
 		var ae *client.Error
-		if !errors.As(err, &ae) || !errors.Is(err, queue.ErrLeaseMismatch) || ae.Temporary() {
+		if !errors.As(err, &ae) || !errors.Is(err, wire.ErrLeaseMismatch) || ae.Temporary() {
 			t.Fatalf("heartbeat with a wrong token: %v", err)
 		}
 		// The lease ended by a complete: its token is stale.
@@ -293,7 +291,7 @@ var scenarios = map[string]func(t *testing.T, e *scenarioEnv){
 		runCtx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- w.Run(runCtx) }()
-		res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "s.slow"}})
+		res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "s.slow"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -304,7 +302,7 @@ var scenarios = map[string]func(t *testing.T, e *scenarioEnv){
 			t.Fatalf("Run: %v", err)
 		}
 		got, err := c.Get(ctx, res.Task.ID)
-		if err != nil || got.Status != queue.StatusCompleted || got.Attempt != 1 || runs.Load() != 1 {
+		if err != nil || got.Status != wire.StatusCompleted || got.Attempt != 1 || runs.Load() != 1 {
 			t.Fatalf("after the stop: %+v %v, %d runs", got, err, runs.Load())
 		}
 	},
@@ -330,14 +328,14 @@ var scenarios = map[string]func(t *testing.T, e *scenarioEnv){
 		}))
 		defer target.Close()
 		targetURL = target.URL + "/hook"
-		if _, _, err := c.DeclareQueue(ctx, queues.Declaration{Name: c.Queue(), Target: &queues.Target{URL: targetURL, Secret: "dev"}}); err != nil {
+		if _, _, err := c.DeclareQueue(ctx, c.Queue(), client.QueueRequest{Target: &client.Target{URL: targetURL, Secret: "dev"}}); err != nil {
 			t.Fatal(err)
 		}
-		res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "s.push"}})
+		res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "s.push"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := e.await(t, c, res.Task.ID, queue.StatusCompleted)
+		got := e.await(t, c, res.Task.ID, wire.StatusCompleted)
 		if string(got.Output) != fmt.Sprintf(`{"pushed":%q}`, res.Task.ID) || handled.Load() != 1 {
 			t.Fatalf("output %s after %d handled deliveries", got.Output, handled.Load())
 		}
@@ -457,7 +455,7 @@ func (e *scenarioEnv) queue(t *testing.T) *client.Client {
 }
 
 // submitAndClaim submits req to c's queue and claims it.
-func (e *scenarioEnv) submitAndClaim(t *testing.T, c *client.Client, req queue.SubmitRequest) client.Claimed {
+func (e *scenarioEnv) submitAndClaim(t *testing.T, c *client.Client, req wire.SubmitRequest) client.Claimed {
 	t.Helper()
 	res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: req})
 	if err != nil {
@@ -475,7 +473,7 @@ func (e *scenarioEnv) all(t *testing.T, c *client.Client) []client.Task {
 	t.Helper()
 	var out []client.Task
 	for cursor := ""; ; {
-		page, err := c.List(ctx, queue.ListRequest{Queue: c.Queue(), Cursor: cursor})
+		page, err := c.List(ctx, client.ListRequest{Queue: c.Queue(), Cursor: cursor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -502,7 +500,7 @@ func (e *scenarioEnv) run(t *testing.T, w *worker.Worker) (stop func()) {
 
 // await reads task id until it has status want; a minute is for a loaded
 // machine (the server acts within a second or two).
-func (e *scenarioEnv) await(t *testing.T, c *client.Client, id string, want queue.Status) client.Task {
+func (e *scenarioEnv) await(t *testing.T, c *client.Client, id string, want client.Status) client.Task {
 	t.Helper()
 	limit := time.Now().Add(time.Minute)
 	for {

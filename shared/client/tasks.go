@@ -7,30 +7,38 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/wire"
 )
 
-// Task is a task as the API returns it: the queue's record without its
-// lease token, plus the seconds left until its deadline.
-type Task struct {
-	queue.Task
-	// ExpiresInSeconds is the time left until expires_at when the answer
-	// was made (negative once passed); nil when the task has no deadline.
-	ExpiresInSeconds *int64 `json:"expires_in_seconds,omitempty"`
-}
+// The client decodes the API's answers into the bodies the server
+// encodes (package wire), never into the server's stored records.
+type (
+	// Task is a task as the API returns it: what the wire shows of it,
+	// plus the seconds left until its deadline (expires_in_seconds).
+	Task = wire.TaskView
+	// Lease is a claim on a running task.
+	Lease = wire.Lease
+	// Claimed is a task handed to a worker with its lease.
+	Claimed = wire.Claimed
+	// Version is one stored version of a task record.
+	Version = wire.Version
+	// HistoryResult is one page of a task's history, newest first.
+	HistoryResult = wire.History
+	// ListResult is one page of tasks.
+	ListResult = wire.TaskList
+	// Status is a task's status (wire.StatusPending, ...).
+	Status = wire.Status
+	// Duration is a duration written "90s", "30m", "1h", "7d".
+	Duration = wire.Duration
+)
 
-// Lease is a claim on a running task.
-type Lease = queue.Lease
+// NewID returns a fresh task id, a lowercase UUIDv7: what Submit gives a
+// request without one.
+func NewID(now time.Time) string { return wire.NewID(now) }
 
-// Claimed is a task handed to a worker with its lease.
-type Claimed struct {
-	Task  Task  `json:"task"`
-	Lease Lease `json:"lease"`
-}
-
-// SubmitRequest is a submit: the queue's request plus an optional wait.
+// SubmitRequest is a submit: the request plus an optional wait.
 type SubmitRequest struct {
-	queue.SubmitRequest
+	wire.SubmitRequest
 	// Wait, when > 0, waits up to this long (at most 25s) for the outcome.
 	Wait time.Duration `json:"-"`
 }
@@ -45,17 +53,16 @@ func (r SubmitRequest) MarshalJSON() ([]byte, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, err
 	}
-	m["wait"], _ = json.Marshal(queue.FormatDuration(r.Wait))
+	m["wait"], _ = json.Marshal(wire.FormatDuration(r.Wait))
 	return json.Marshal(m)
 }
 
 // SubmitResult is the answer to a submit.
 type SubmitResult struct {
-	Task         Task `json:"task"`
-	Deduplicated bool `json:"deduplicated,omitempty"`
-	// Replayed is true when the task with the request's id already
-	// existed: an earlier attempt of this submit made it.
-	Replayed bool `json:"replayed"`
+	// TaskReply is the answer's body: the task, Deduplicated when a live
+	// task held the dedup key, Replayed when the task with the request's
+	// id already existed (an earlier attempt of this submit made it).
+	wire.TaskReply
 	// Status is the HTTP status: 201 created, 200 deduplicated, replayed
 	// or (with a wait) finished, 202 still running when the wait ran out.
 	Status int `json:"-"`
@@ -71,7 +78,7 @@ type SubmitResult struct {
 // *Error with code "deadline_exceeded" (504).
 func (c *Client) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, error) {
 	if req.ID == "" {
-		req.ID = queue.NewID(time.Now())
+		req.ID = wire.NewID(time.Now())
 	}
 	var res SubmitResult
 	q := c.queue
@@ -82,7 +89,7 @@ func (c *Client) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, e
 	if req.Wait > 0 {
 		path = "/tasks/wait" // waits run apart, on the waits function
 	}
-	status, err := c.doRetry(ctx, http.MethodPost, queuePath(q, path), nil, req, &res)
+	status, err := c.doRetry(ctx, http.MethodPost, queuePath(q, path), nil, req, &res.TaskReply)
 	res.Status = status
 	return res, err
 }
@@ -141,12 +148,12 @@ func itemStatus(code string) int {
 // caller's slice is not changed) and retries with the same ids: the
 // whole batch on a 503, another 5xx or a network error, and the items
 // that failed with such an error on their own.
-func (c *Client) SubmitBatch(ctx context.Context, reqs []queue.SubmitRequest) ([]BatchItem, error) {
-	reqs = append([]queue.SubmitRequest(nil), reqs...)
+func (c *Client) SubmitBatch(ctx context.Context, reqs []wire.SubmitRequest) ([]BatchItem, error) {
+	reqs = append([]wire.SubmitRequest(nil), reqs...)
 	now := time.Now()
 	for i := range reqs {
 		if reqs[i].ID == "" {
-			reqs[i].ID = queue.NewID(now)
+			reqs[i].ID = wire.NewID(now)
 		}
 	}
 	q := c.queue
@@ -159,7 +166,7 @@ func (c *Client) SubmitBatch(ctx context.Context, reqs []queue.SubmitRequest) ([
 		todo[i] = i
 	}
 	for n := 0; ; n++ {
-		send := make([]queue.SubmitRequest, len(todo))
+		send := make([]wire.SubmitRequest, len(todo))
 		for j, i := range todo {
 			send[j] = reqs[i]
 		}
@@ -195,23 +202,30 @@ func (c *Client) SubmitBatch(ctx context.Context, reqs []queue.SubmitRequest) ([
 // Get returns one task of the client's queue (a task of another queue is
 // a 404 *Error).
 func (c *Client) Get(ctx context.Context, id string) (Task, error) {
-	var res struct {
-		Task Task `json:"task"`
-	}
+	var res wire.TaskReply
 	_, err := c.doRetry(ctx, http.MethodGet, c.taskPath(id, ""), nil, nil, &res)
 	return res.Task, err
 }
 
-// ListResult is one page of tasks.
-type ListResult struct {
-	Tasks      []Task `json:"tasks"`
-	NextCursor string `json:"next_cursor,omitempty"`
+// ListRequest chooses a page of tasks.
+type ListRequest struct {
+	// Queue is the queue listed; empty lists every queue (GET /tasks,
+	// the operator's route).
+	Queue string
+	// Status, when set, lists only tasks in this status.
+	Status Status
+	// TaskType, when set, lists only tasks of this type.
+	TaskType string
+	// Limit is the most tasks in the page. Defaults to the server's (100).
+	Limit int
+	// Cursor is the NextCursor of the previous page.
+	Cursor string
 }
 
 // List returns one page of tasks matching the filters: of req.Queue
 // (GET /queues/{queue}/tasks), or of every queue when it is empty (GET
 // /tasks, the operator's route).
-func (c *Client) List(ctx context.Context, req queue.ListRequest) (ListResult, error) {
+func (c *Client) List(ctx context.Context, req ListRequest) (ListResult, error) {
 	q := pageQuery(req.Limit, req.Cursor)
 	if req.Status != "" {
 		q.Set("status", string(req.Status))
@@ -228,23 +242,18 @@ func (c *Client) List(ctx context.Context, req queue.ListRequest) (ListResult, e
 	return res, err
 }
 
-// Version is one stored version of a task record.
-type Version struct {
-	VersionID  string    `json:"version_id"`
-	ModifiedAt time.Time `json:"modified_at"`
-	Task       Task      `json:"task"`
-}
-
-// HistoryResult is one page of a task's history.
-type HistoryResult struct {
-	Versions   []Version `json:"versions"`
-	NextCursor string    `json:"next_cursor,omitempty"`
+// HistoryRequest pages a task's history.
+type HistoryRequest struct {
+	// Limit is the most versions in the page. Defaults to the server's (100).
+	Limit int
+	// Cursor is the NextCursor of the previous page.
+	Cursor string
 }
 
 // History returns one page of the versions of a task's record, newest
 // first: req.Limit of them (the server's default, 100, when 0), from
 // req.Cursor, a previous page's NextCursor.
-func (c *Client) History(ctx context.Context, id string, req queue.HistoryRequest) (HistoryResult, error) {
+func (c *Client) History(ctx context.Context, id string, req HistoryRequest) (HistoryResult, error) {
 	q := pageQuery(req.Limit, req.Cursor)
 	var res HistoryResult
 	_, err := c.doRetry(ctx, http.MethodGet, c.taskPath(id, "/history"), q, nil, &res)
@@ -256,9 +265,7 @@ func (c *Client) History(ctx context.Context, id string, req queue.HistoryReques
 // landed answers as that attempt did. Cancel, retry and expire are not
 // (a second try would find the first one's outcome and refuse).
 func (c *Client) taskOp(ctx context.Context, id, op string, body any, retry bool) (Task, error) {
-	var res struct {
-		Task Task `json:"task"`
-	}
+	var res wire.TaskReply
 	if body == nil {
 		body = struct{}{}
 	}

@@ -20,7 +20,16 @@ import (
 // Remaining returns the time left until the task's deadline at now, and
 // false when it has none. It is negative once the deadline has passed.
 func Remaining(t *queue.Task, now time.Time) (time.Duration, bool) {
-	return t.Remaining(now)
+	return RemainingUntil(t.ExpiresAt, now)
+}
+
+// RemainingUntil is Remaining for a task whose deadline is expiresAt (nil:
+// none), as a client sees it (wire.Task).
+func RemainingUntil(expiresAt *time.Time, now time.Time) (time.Duration, bool) {
+	if expiresAt == nil {
+		return 0, false
+	}
+	return expiresAt.Sub(now), true
 }
 
 // ShouldAbort reports whether a handler working on t should stop at now:
@@ -29,10 +38,17 @@ func Remaining(t *queue.Task, now time.Time) (time.Duration, bool) {
 // longer start it). A task without a deadline is aborted only on a cancel
 // request.
 func ShouldAbort(t *queue.Task, now time.Time, margin time.Duration) bool {
-	if t.CancelRequested {
+	return ShouldAbortUntil(t.ExpiresAt, t.CancelRequested, now, margin)
+}
+
+// ShouldAbortUntil is ShouldAbort for a task whose deadline is expiresAt
+// (nil: none) and whose cancel_requested is cancelRequested, as a client
+// sees it (wire.Task).
+func ShouldAbortUntil(expiresAt *time.Time, cancelRequested bool, now time.Time, margin time.Duration) bool {
+	if cancelRequested {
 		return true
 	}
-	left, ok := t.Remaining(now)
+	left, ok := RemainingUntil(expiresAt, now)
 	return ok && left <= margin
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/wire"
 )
 
 // apiTransport carries the clients' requests to the API: it counts the
@@ -119,7 +120,7 @@ func temporary(err error) bool {
 // key shared with two other submits for i%3 == 2 (the last of the three
 // with a TTL too).
 func (r *run) submit(ctx context.Context, i int) {
-	req := queue.SubmitRequest{ID: queue.NewID(time.Now()), TaskType: "faultrun", Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
+	req := wire.SubmitRequest{ID: queue.NewID(time.Now()), TaskType: "faultrun", Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
 	switch i % 3 {
 	case 1:
 		ttl := queue.Duration(max((r.cfg.TTL * time.Duration(1+i%5) / 5).Truncate(time.Second), time.Second))

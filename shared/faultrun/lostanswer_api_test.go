@@ -19,6 +19,7 @@ import (
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local"
 	"github.com/s3q/s3q/shared/s3local/faultproxy"
+	"github.com/s3q/s3q/shared/wire"
 )
 
 // apiEnv is one run of an API case: the HTTP API over a queue whose store
@@ -76,7 +77,7 @@ func answered(status int, t client.Task, err error) (string, error) {
 }
 
 func apiSubmitA(ctx context.Context, e *apiEnv) error {
-	_, err := e.cl.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{ID: idA, TaskType: "t"}})
+	_, err := e.cl.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{ID: idA, TaskType: "t"}})
 	return err
 }
 
@@ -98,11 +99,11 @@ func apiSubmitAndClaim(ctx context.Context, e *apiEnv) error {
 
 var apiCases = []apiCase{
 	{name: "submit", op: func(ctx context.Context, e *apiEnv) (string, error) {
-		r, err := e.cl.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{ID: idA, TaskType: "t"}})
+		r, err := e.cl.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{ID: idA, TaskType: "t"}})
 		return answered(r.Status, r.Task, err)
 	}},
 	{name: "submit_with_dedup_key", op: func(ctx context.Context, e *apiEnv) (string, error) {
-		r, err := e.cl.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{ID: idA, TaskType: "t", DedupKey: "k"}})
+		r, err := e.cl.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{ID: idA, TaskType: "t", DedupKey: "k"}})
 		return answered(r.Status, r.Task, err)
 	}},
 	{name: "claim", setup: func(ctx context.Context, e *apiEnv) error {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/wire"
 )
 
 // The queue operations' lost-answer cases: each write of a purge, a bulk
@@ -58,7 +59,7 @@ func bulked(r queue.BulkResult, err error) (string, error) {
 func init() {
 	apiCases = append(apiCases,
 		apiCase{name: "purge", setup: func(ctx context.Context, e *apiEnv) error {
-			_, err := e.cl.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{ID: idA, TaskType: "t", DedupKey: "k"}})
+			_, err := e.cl.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{ID: idA, TaskType: "t", DedupKey: "k"}})
 			return err
 		}, op: func(ctx context.Context, e *apiEnv) (string, error) {
 			return bulked(e.cl.Purge(ctx, queue.BulkRequest{Status: queue.StatusPending}))

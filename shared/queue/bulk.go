@@ -36,26 +36,7 @@ var bulkStatuses = map[BulkOp][]Status{
 	OpExpire: {StatusPending},
 }
 
-// BulkRequest chooses the tasks of a bulk operation in one queue.
-type BulkRequest struct {
-	// Queue is the queue; a view's (In) when empty.
-	Queue string `json:"-"`
-	// Status selects the tasks in this status. Required for a purge;
-	// defaults to failed for a retry and pending for a cancel or expire.
-	Status Status `json:"status,omitempty"`
-	// TaskType, when set, selects only tasks of this type.
-	TaskType string `json:"task_type,omitempty"`
-	// OlderThan, when set, selects only tasks last changed (updated_at)
-	// at least this long before now: for a pending task its submit or
-	// last return to pending, for a finished one when it finished.
-	OlderThan *Duration `json:"older_than,omitempty"`
-	// Limit is the most tasks this call changes, 1-100. Defaults to 100.
-	Limit int `json:"limit,omitempty"`
-	// Cursor continues from a previous call's NextCursor.
-	Cursor string `json:"cursor,omitempty"`
-	// DryRun reports what the call would change and writes nothing.
-	DryRun bool `json:"dry_run,omitempty"`
-}
+type BulkRequest = wire.BulkRequest
 
 type BulkSkip = wire.BulkSkip
 

@@ -1,57 +1,30 @@
 package queue
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/s3q/s3q/shared/wire"
 )
 
-// Lease errors. A lease operation (heartbeat, complete, fail, reschedule,
-// cancel acknowledgement) returns one of these, wrapped, and changes
-// nothing, when the lease it names is no longer the task's valid lease.
+// The sentinels are the API's error words, declared in package wire so
+// that the Go client's errors match them too (errors.Is(err,
+// queue.ErrNotFound) holds for an API answer as for a core call). See
+// wire for each one's meaning.
 var (
-	// ErrNotRunning means the task is not in status running.
-	ErrNotRunning = errors.New("queue: task not running")
-	// ErrLeaseMismatch means the token is not the task's current lease token.
-	ErrLeaseMismatch = errors.New("queue: lease mismatch")
-	// ErrLeaseExpired means the lease had expired at the given now.
-	ErrLeaseExpired = errors.New("queue: lease expired")
-	// ErrInvalidLeaseDuration means a lease_for that is negative or over MaxLease.
-	ErrInvalidLeaseDuration = errors.New("queue: invalid lease duration")
-)
-
-// Other sentinels.
-var (
-	// ErrNotFound means no task has the given id.
-	ErrNotFound = errors.New("queue: task not found")
-	// ErrInvalidInput is wrapped by every *ValidationError about a bad field.
-	ErrInvalidInput = errors.New("queue: invalid input")
-	// ErrTooLarge is wrapped by a *ValidationError about an oversize field.
-	ErrTooLarge = errors.New("queue: input too large")
-	// ErrConflict means the operation lost a race it could not resolve by
-	// re-reading within its retry budget, or met another writer half-way
-	// (a dedup key claimed a moment ago). Retrying later is safe.
-	ErrConflict = errors.New("queue: conflict, retry")
-	// ErrLeaseEnded means a lease token's lease was already ended by
-	// another operation, or by the same operation with another request:
-	// what was asked did not happen, and it never will with that token
-	// (unlike ErrConflict, retrying never succeeds). It comes as a
-	// *ConflictError naming lease_token (409 conflict on the wire).
-	ErrLeaseEnded = errors.New("queue: lease already ended")
-	// ErrInvalidState is wrapped by every *StateError: the task's status
-	// does not allow the operation.
-	ErrInvalidState = errors.New("queue: invalid state")
-	// ErrQueueNotFound means the queue is not declared (and the Queue does
-	// not declare queues on submit; see queues.Options.RequireDeclared).
-	ErrQueueNotFound = errors.New("queue: queue not found")
-	// ErrQueueNotEmpty means a queue still holds live tasks and cannot be
-	// deleted.
-	ErrQueueNotEmpty = errors.New("queue: queue not empty")
-	// ErrTooManyQueues means declaring one more queue would pass
-	// queues.Options.MaxQueues.
-	ErrTooManyQueues = errors.New("queue: too many queues")
-	// ErrTooManyWaits means the queue holds as many waits as it may
-	// (Queue.HoldWait): wait later, or do not wait.
-	ErrTooManyWaits = errors.New("queue: too many waits")
+	ErrNotRunning           = wire.ErrNotRunning
+	ErrLeaseMismatch        = wire.ErrLeaseMismatch
+	ErrLeaseExpired         = wire.ErrLeaseExpired
+	ErrInvalidLeaseDuration = wire.ErrInvalidLeaseDuration
+	ErrNotFound             = wire.ErrNotFound
+	ErrInvalidInput         = wire.ErrInvalidInput
+	ErrTooLarge             = wire.ErrTooLarge
+	ErrConflict             = wire.ErrConflict
+	ErrInvalidState         = wire.ErrInvalidState
+	ErrQueueNotFound        = wire.ErrQueueNotFound
+	ErrQueueNotEmpty        = wire.ErrQueueNotEmpty
+	ErrTooManyQueues        = wire.ErrTooManyQueues
+	ErrLeaseEnded           = wire.ErrLeaseEnded
+	ErrTooManyWaits         = wire.ErrTooManyWaits
 )
 
 // ConflictError reports a request that conflicts with what is stored

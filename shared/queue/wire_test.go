@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/wire"
 )
 
 // shown are the task fields the API documents (openapi.json's Task,
@@ -134,5 +135,24 @@ func TestTheWireIsTheRecordsJSONWithoutItsHiddenFields(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Errorf("wire  %s\nrecord %s", got, want)
 		}
+	}
+}
+
+// jsonFields are the JSON names of T's fields, in order, "-" left out.
+func jsonFields[T any]() []string {
+	var out []string
+	for f := range reflect.TypeFor[T]().Fields() {
+		if name := strings.Split(f.Tag.Get("json"), ",")[0]; name != "-" {
+			out = append(out, f.Tag.Get("json"))
+		}
+	}
+	return out
+}
+
+// The client sends wire.SubmitRequest; the server decodes its fields into
+// queue.SubmitRequest. They are the same fields, spelt and omitted alike.
+func TestTheWireSubmitRequestIsTheCoresRequest(t *testing.T) {
+	if got, want := jsonFields[wire.SubmitRequest](), jsonFields[queue.SubmitRequest](); !slices.Equal(got, want) {
+		t.Fatalf("wire.SubmitRequest fields %v\nqueue.SubmitRequest fields %v", got, want)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
 )
 
@@ -41,7 +42,7 @@ func (c *Console) deadPage(r *http.Request) (*view, error) {
 	if !slices.Contains(deadStatuses, v.Status) {
 		return nil, pageError(http.StatusBadRequest, "invalid_input", "status", "%q is not one of %s", v.Status, strings.Join(deadStatuses, ", "))
 	}
-	res, err := c.api.List(r.Context(), queue.ListRequest{Queue: v.Queue, Status: queue.Status(v.Status), Limit: c.opts.PageSize, Cursor: v.Cursor})
+	res, err := c.api.List(r.Context(), client.ListRequest{Queue: v.Queue, Status: queue.Status(v.Status), Limit: c.opts.PageSize, Cursor: v.Cursor})
 	if err != nil {
 		pe := toPageErr(err)
 		if pe.Status != http.StatusBadRequest {

@@ -27,6 +27,7 @@ import (
 	"github.com/s3q/s3q/shared/s3local"
 	"github.com/s3q/s3q/shared/s3local/faultproxy"
 	"github.com/s3q/s3q/shared/schedule"
+	"github.com/s3q/s3q/shared/wire"
 )
 
 // The console in a real browser (Chromium, headless, driven by chromedp)
@@ -64,7 +65,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	})
 
 	t.Run("a_submitted_task_appears_with_its_deadline_and_timeline", func(t *testing.T) {
-		res, err := api.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{
+		res, err := api.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{
 			TaskType: "hello", Input: json.RawMessage(`{"name":"world"}`), TTL: ptr(queue.Duration(time.Hour))}})
 		if err != nil {
 			t.Fatal(err)
@@ -72,7 +73,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		b.open(t, "/ui/queues/default", "tasks")
 		b.hasText(t, "#tasks", res.Task.ID[len(res.Task.ID)-12:])
 		// Another one, seen by an in-place refresh, without a navigation.
-		res2, err := api.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "hello2"}})
+		res2, err := api.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "hello2"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +114,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	})
 
 	t.Run("large_input_starts_collapsed_and_an_artifact_has_a_link", func(t *testing.T) {
-		res, err := api.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{
+		res, err := api.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{
 			TaskType: "big", Input: json.RawMessage(`{"blob":"` + strings.Repeat("abcdefgh", 600) + `"}`)}})
 		if err != nil {
 			t.Fatal(err)
@@ -363,7 +364,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := eapi.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "short", TTL: ptr(queue.Duration(time.Second))}}); err != nil {
+		if _, err := eapi.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "short", TTL: ptr(queue.Duration(time.Second))}}); err != nil {
 			t.Fatal(err)
 		}
 		eb := b.at(e)
@@ -391,12 +392,12 @@ func TestConsoleInABrowser(t *testing.T) {
 func seed(t *testing.T, api *client.Client, d *dev) {
 	t.Helper()
 	ctx := context.Background()
-	if _, _, err := api.DeclareQueue(ctx, queues.Declaration{Name: "work", MaxConcurrency: 4, TTL: ptr(queue.Duration(24 * time.Hour))}); err != nil {
+	if _, _, err := api.DeclareQueue(ctx, "work", client.QueueRequest{MaxConcurrency: 4, TTL: ptr(queue.Duration(24 * time.Hour))}); err != nil {
 		t.Fatal(err)
 	}
-	var batch []queue.SubmitRequest
+	var batch []wire.SubmitRequest
 	for i := range 120 {
-		batch = append(batch, queue.SubmitRequest{Queue: "paging", TaskType: "page", Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))})
+		batch = append(batch, wire.SubmitRequest{Queue: "paging", TaskType: "page", Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))})
 	}
 	items, err := api.SubmitBatch(ctx, batch)
 	if err != nil {
@@ -409,7 +410,7 @@ func seed(t *testing.T, api *client.Client, d *dev) {
 	}
 	work := api.In("work")
 	for i := range 3 {
-		if _, err := work.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "flaky", MaxAttempts: 1,
+		if _, err := work.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "flaky", MaxAttempts: 1,
 			Input: json.RawMessage(fmt.Sprintf(`{"try":%d}`, i))}}); err != nil {
 			t.Fatal(err)
 		}
@@ -426,7 +427,7 @@ func seed(t *testing.T, api *client.Client, d *dev) {
 	// Two more in queue flaky, for the retry of every failed task.
 	flaky := api.In("flaky")
 	for i := range 2 {
-		if _, err := flaky.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "flaky", MaxAttempts: 1,
+		if _, err := flaky.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "flaky", MaxAttempts: 1,
 			Input: json.RawMessage(fmt.Sprintf(`{"try":%d}`, i))}}); err != nil {
 			t.Fatal(err)
 		}
@@ -444,7 +445,7 @@ func seed(t *testing.T, api *client.Client, d *dev) {
 	if _, err := queues.NewQueue(d.s3.Store(""), queue.Options{}, queues.Options{}).Sweep(ctx, time.Now(), queue.SweepOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := work.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "late"}})
+	res, err := work.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "late"}})
 	if err != nil {
 		t.Fatal(err)
 	}

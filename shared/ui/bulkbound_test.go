@@ -10,6 +10,7 @@ import (
 
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/wire"
 )
 
 // A bulk action changes at most the tasks its confirmation page counted:
@@ -21,7 +22,7 @@ func TestABulkActionChangesNoMoreThanItsConfirmationSaid(t *testing.T) {
 	c, _ := client.New(ctx, apiURL, client.Options{})
 	submit := func(n int) {
 		for i := 0; i < n; i++ {
-			if _, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "hello"}}); err != nil {
+			if _, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "hello"}}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -57,7 +58,7 @@ func TestABulkActionChangesNoMoreThanItsConfirmationSaid(t *testing.T) {
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("the confirmed POST: %d", res.StatusCode)
 	}
-	left, err := c.List(ctx, queue.ListRequest{Queue: "default", Status: queue.StatusPending})
+	left, err := c.List(ctx, client.ListRequest{Queue: "default", Status: queue.StatusPending})
 	if err != nil {
 		t.Fatal(err)
 	}

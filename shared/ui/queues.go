@@ -161,7 +161,7 @@ func (c *Console) tasksPage(r *http.Request) (*view, error) {
 		}
 		v.Queue = newQueueRow(info, st)
 	}
-	res, err := c.api.List(r.Context(), queue.ListRequest{Queue: name, Status: queue.Status(v.Status), TaskType: v.Type,
+	res, err := c.api.List(r.Context(), client.ListRequest{Queue: name, Status: queue.Status(v.Status), TaskType: v.Type,
 		Limit: c.opts.PageSize, Cursor: v.Cursor})
 	if err != nil {
 		pe := toPageErr(err)

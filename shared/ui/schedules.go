@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/schedule"
 )
@@ -52,7 +53,7 @@ func (c *Console) schedulesPage(r *http.Request) (*view, error) {
 		v.NextCursor = next
 		return &view{template: "schedules", title: "Schedules", nav: "schedules", data: v, refresh: true}, nil
 	}
-	res, err := c.api.ListSchedules(r.Context(), schedule.ListRequest{Queue: v.Queue, Limit: c.opts.PageSize, Cursor: v.Cursor})
+	res, err := c.api.ListSchedules(r.Context(), client.ListSchedulesRequest{Queue: v.Queue, Limit: c.opts.PageSize, Cursor: v.Cursor})
 	if err != nil {
 		pe := toPageErr(err)
 		if pe.Status != http.StatusBadRequest {
@@ -102,7 +103,7 @@ func (c *Console) schedulePage(r *http.Request) (*view, error) {
 		since = s.LastRunAt.Add(-time.Duration(recentFires-1) * period(s))
 	}
 	v.FiresSince = since
-	h, err := api.ScheduleHistory(r.Context(), id, schedule.HistoryRequest{Since: &since, Limit: 2 * recentFires})
+	h, err := api.ScheduleHistory(r.Context(), id, client.ScheduleHistoryRequest{Since: &since, Limit: 2 * recentFires})
 	if err != nil {
 		v.FiresErr = toPageErr(err)
 	} else {

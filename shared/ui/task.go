@@ -10,6 +10,7 @@ import (
 
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/wire"
 )
 
 // historyShown is the most versions the task page reads: one page of
@@ -60,7 +61,7 @@ func (c *Console) taskPage(r *http.Request) (*view, error) {
 	v.Ended = endedWords(t.Task)
 	v.Actions = actionsFor(t.Status)
 	v.HistoryCursor = r.URL.Query().Get("history")
-	h, err := api.History(r.Context(), id, queue.HistoryRequest{Limit: historyShown, Cursor: v.HistoryCursor})
+	h, err := api.History(r.Context(), id, client.HistoryRequest{Limit: historyShown, Cursor: v.HistoryCursor})
 	if err != nil {
 		v.HistoryErr = toPageErr(err)
 	} else {
@@ -100,7 +101,7 @@ func expiryWords(reason string) string {
 }
 
 // endedWords says why a finished task stopped.
-func endedWords(t queue.Task) string {
+func endedWords(t wire.Task) string {
 	switch t.Status {
 	case queue.StatusCompleted:
 		return "Completed" + by(t.WorkerID) + "."
@@ -149,7 +150,7 @@ type change struct {
 // says whether they start at the task's first version.
 func timeline(versions []client.Version, first bool) []step {
 	out := make([]step, 0, len(versions))
-	var prev *queue.Task
+	var prev *wire.Task
 	for i := range versions {
 		t := versions[i].Task.Task
 		s := step{At: t.UpdatedAt, Status: t.Status, Version: versions[i].VersionID}
@@ -171,7 +172,7 @@ func timeline(versions []client.Version, first bool) []step {
 
 // describeStep says what moved a task from prev (nil: none) to t, and who
 // did it as far as the record tells.
-func describeStep(prev, t *queue.Task) (what, who string) {
+func describeStep(prev, t *wire.Task) (what, who string) {
 	if prev == nil {
 		what = "Submitted"
 		if !t.AvailableAt.IsZero() && t.AvailableAt.After(t.CreatedAt) {
@@ -240,7 +241,7 @@ func worker(id string) string {
 }
 
 // diff lists the fields a user cares about that changed from a to b.
-func diff(a, b *queue.Task) []change {
+func diff(a, b *wire.Task) []change {
 	var out []change
 	add := func(field, from, to string) {
 		if from == "" {

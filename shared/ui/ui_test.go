@@ -24,6 +24,7 @@ import (
 	"github.com/s3q/s3q/shared/reqcount"
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store/memstore"
+	"github.com/s3q/s3q/shared/wire"
 )
 
 // newTestConsole serves the API over a mem store and the console over
@@ -69,7 +70,7 @@ func get(t *testing.T, u string, header ...string) (*http.Response, string) {
 func TestPagesAnswerWithTheirCostAndStrictHeaders(t *testing.T) {
 	srv, apiURL := newTestConsole(t)
 	c, _ := client.New(context.Background(), apiURL, client.Options{})
-	if _, err := c.Submit(context.Background(), client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "hello"}}); err != nil {
+	if _, err := c.Submit(context.Background(), client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "hello"}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"/ui/", "/ui/queues/default", "/ui/dead", "/ui/schedules"} {
@@ -111,7 +112,7 @@ func TestAForeignHostIsRefused(t *testing.T) {
 func TestAPostWithoutItsTokenChangesNothing(t *testing.T) {
 	srv, apiURL := newTestConsole(t)
 	c, _ := client.New(context.Background(), apiURL, client.Options{})
-	res, err := c.Submit(context.Background(), client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "hello"}})
+	res, err := c.Submit(context.Background(), client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "hello"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +236,7 @@ func TestCronInWords(t *testing.T) {
 func TestTimelineTellsEachStep(t *testing.T) {
 	t0 := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
 	lease := t0.Add(time.Minute)
-	v := func(tk queue.Task) client.Version { return client.Version{Task: client.Task{Task: tk}} }
+	v := func(tk queue.Task) client.Version { return client.Version{Task: client.Task{Task: tk.Wire()}} }
 	submitted := queue.Task{Status: queue.StatusPending, CreatedAt: t0, UpdatedAt: t0, AvailableAt: t0, MaxAttempts: 2}
 	claimed := submitted
 	claimed.Status, claimed.Attempt, claimed.WorkerID, claimed.LeaseExpiresAt, claimed.UpdatedAt = queue.StatusRunning, 1, "w1", &lease, t0.Add(time.Second)
@@ -378,7 +379,7 @@ func TestAnAPIWithoutQueueOperations(t *testing.T) {
 			}
 			srv, apiURL := newTestConsole(t, older)
 			c, _ := client.New(context.Background(), apiURL, client.Options{})
-			if _, err := c.Submit(context.Background(), client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "hello"}}); err != nil {
+			if _, err := c.Submit(context.Background(), client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "hello"}}); err != nil {
 				t.Fatal(err)
 			}
 			resp, body := get(t, srv.URL+"/ui/")
@@ -398,7 +399,7 @@ func TestAnAPIWithoutQueueOperations(t *testing.T) {
 	// With them, the same pages show the stats and offer the bulk actions.
 	srv, apiURL := newTestConsole(t)
 	c, _ := client.New(context.Background(), apiURL, client.Options{})
-	if _, err := c.Submit(context.Background(), client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "hello"}}); err != nil {
+	if _, err := c.Submit(context.Background(), client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "hello"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, body := get(t, srv.URL+"/ui/"); !strings.Contains(body, "Oldest pending") {
@@ -417,7 +418,7 @@ func TestAFinishedTaskHasNoStartByAndSchedulesOpensTheQueueChooser(t *testing.T)
 	ctx := context.Background()
 	srv, apiURL := newTestConsole(t)
 	c, _ := client.New(ctx, apiURL, client.Options{})
-	res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{TaskType: "hello", TTL: ptrDur(time.Hour)}})
+	res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "hello", TTL: ptrDur(time.Hour)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,7 +439,7 @@ func TestAFinishedTaskHasNoStartByAndSchedulesOpensTheQueueChooser(t *testing.T)
 		t.Errorf("a completed task's page:\n%s", body)
 	}
 
-	if _, _, err := c.DeclareQueue(ctx, queues.Declaration{Name: "reports"}); err != nil {
+	if _, _, err := c.DeclareQueue(ctx, "reports", client.QueueRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.CreateSchedule(ctx, schedule.Request{ID: "nightly", TaskType: "report", Queue: "reports", Cron: "@daily"}); err != nil {
@@ -475,7 +476,7 @@ func TestTheQueuesPageIsPagedAndReusesStats(t *testing.T) {
 	srv, apiURL := newTestConsole(t, counting)
 	c, _ := client.New(ctx, apiURL, client.Options{})
 	for i := 0; i < queuesPerPage+5; i++ {
-		if _, _, err := c.DeclareQueue(ctx, queues.Declaration{Name: fmt.Sprintf("q%02d", i)}); err != nil {
+		if _, _, err := c.DeclareQueue(ctx, fmt.Sprintf("q%02d", i), client.QueueRequest{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/wire"
 	"github.com/s3q/s3q/shared/worker"
 )
 
@@ -39,7 +40,7 @@ func (h *heldReader) Get(ctx context.Context, id string) (client.Task, error) {
 // a task asked to cancel completes it), as the handler never saw a cancel.
 func TestACancelSeenAfterTheHandlerReturnedKeepsItsOutput(t *testing.T) {
 	c, _ := setup(t)
-	id := submit(t, c, queue.SubmitRequest{TaskType: "job"})
+	id := submit(t, c, wire.SubmitRequest{TaskType: "job"})
 	api := &heldReader{Client: c, started: make(chan struct{}), returned: make(chan struct{})}
 	opts := fastOpts()
 	opts.LeaseFor = time.Hour

@@ -13,6 +13,7 @@ import (
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store/memstore"
+	"github.com/s3q/s3q/shared/wire"
 	"github.com/s3q/s3q/shared/worker"
 )
 
@@ -26,8 +27,8 @@ func submitWelcome(ctx context.Context, url string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ttl := queue.Duration(time.Hour)
-	res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: queue.SubmitRequest{
+	ttl := client.Duration(time.Hour)
+	res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{
 		TaskType: "email.send",
 		Input:    json.RawMessage(`{"to":"a@example.com"}`),
 		TTL:      &ttl, // not started within an hour: expired, never run

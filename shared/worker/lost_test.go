@@ -18,6 +18,7 @@ import (
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local/s3localtest"
+	"github.com/s3q/s3q/shared/wire"
 	"github.com/s3q/s3q/shared/worker"
 )
 
@@ -45,7 +46,7 @@ func TestACompleteWhoseAnswerWasLostIsRetriedAndLandsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := submit(t, c, queue.SubmitRequest{TaskType: "echo", Input: []byte(`{"x":1}`)})
+	id := submit(t, c, wire.SubmitRequest{TaskType: "echo", Input: []byte(`{"x":1}`)})
 	var logs lockedBuffer
 	opts := fastOpts()
 	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))

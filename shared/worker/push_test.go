@@ -14,7 +14,7 @@ import (
 
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/pushsig"
-	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/wire"
 	"github.com/s3q/s3q/shared/worker"
 )
 
@@ -44,7 +44,7 @@ func verify(secret string, r *http.Request, body []byte, now time.Time) error {
 
 // pushOf is a delivery of a task of type tt with the given deadline.
 func pushOf(tt string, deadline time.Time) worker.Push {
-	return worker.Push{Task: client.Task{Task: queue.Task{ID: "id", TaskType: tt}}, Lease: client.Lease{TaskID: "id", Token: "tok"}, Deadline: deadline}
+	return worker.Push{Task: client.Task{Task: wire.Task{ID: "id", TaskType: tt}}, Lease: client.Lease{TaskID: "id", Token: "tok"}, Deadline: deadline}
 }
 
 func TestVerifySignatureAcceptsOnlyTheSignedBodyWithinTheTolerance(t *testing.T) {

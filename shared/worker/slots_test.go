@@ -12,6 +12,7 @@ import (
 
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/wire"
 	"github.com/s3q/s3q/shared/worker"
 )
 
@@ -40,7 +41,7 @@ func (f *fakeAPI) Claim(ctx context.Context, req client.ClaimRequest) ([]client.
 		id := f.backlog[0]
 		f.backlog = f.backlog[1:]
 		f.mu.Unlock()
-		task := client.Task{Task: queue.Task{ID: id, TaskType: "t", Status: queue.StatusRunning, Attempt: 1}}
+		task := client.Task{Task: wire.Task{ID: id, TaskType: "t", Status: queue.StatusRunning, Attempt: 1}}
 		return []client.Claimed{{Task: task, Lease: client.Lease{TaskID: id, Token: "tok-" + id, ExpiresAt: time.Now().Add(time.Hour)}}}, nil
 	}
 	if req.Wait > 0 && f.refuseWait {

@@ -75,14 +75,16 @@ type Task struct {
 // and false when it has none (deadline.Remaining at the worker's clock).
 // A running task is never stopped by its deadline; a handler may read
 // this and give up early.
-func (t *Task) Remaining() (time.Duration, bool) { return deadline.Remaining(&t.Task.Task, t.now()) }
+func (t *Task) Remaining() (time.Duration, bool) {
+	return deadline.RemainingUntil(t.ExpiresAt, t.now())
+}
 
 // ShouldAbort is the DeadlineGuard's rule (deadline.ShouldAbort) at the
 // worker's clock: true when a cancel was requested or at most margin is
 // left until the task's deadline. A task without a deadline is aborted
 // only on a cancel request.
 func (t *Task) ShouldAbort(margin time.Duration) bool {
-	return deadline.ShouldAbort(&t.Task.Task, t.now(), margin)
+	return deadline.ShouldAbortUntil(t.ExpiresAt, t.CancelRequested, t.now(), margin)
 }
 
 // Options tune a Worker.

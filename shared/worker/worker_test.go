@@ -18,6 +18,7 @@ import (
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local/s3localtest"
+	"github.com/s3q/s3q/shared/wire"
 	"github.com/s3q/s3q/shared/worker"
 )
 
@@ -41,7 +42,7 @@ func setup(t *testing.T) (*client.Client, *queue.Queue) {
 	return c, q
 }
 
-func submit(t *testing.T, c *client.Client, req queue.SubmitRequest) string {
+func submit(t *testing.T, c *client.Client, req wire.SubmitRequest) string {
 	t.Helper()
 	res, err := c.Submit(bg, client.SubmitRequest{SubmitRequest: req})
 	if err != nil {
@@ -84,7 +85,7 @@ func fastOpts() worker.Options {
 func TestWorkerCompletesWithTheHandlersOutputAndSeesTheDeadline(t *testing.T) {
 	c, _ := setup(t)
 	ttl := queue.Duration(time.Hour)
-	id := submit(t, c, queue.SubmitRequest{TaskType: "echo", Input: []byte(`{"x":1}`), TTL: &ttl})
+	id := submit(t, c, wire.SubmitRequest{TaskType: "echo", Input: []byte(`{"x":1}`), TTL: &ttl})
 	w := worker.New(c, fastOpts())
 	var left time.Duration
 	var abortWithin time.Duration // the smallest margin that aborts, to the hour
@@ -112,7 +113,7 @@ func TestWorkerCompletesWithTheHandlersOutputAndSeesTheDeadline(t *testing.T) {
 
 func TestAFailingHandlerIsRetriedThenDeadLettered(t *testing.T) {
 	c, _ := setup(t)
-	id := submit(t, c, queue.SubmitRequest{TaskType: "flaky", MaxAttempts: 3})
+	id := submit(t, c, wire.SubmitRequest{TaskType: "flaky", MaxAttempts: 3})
 	var calls atomic.Int32
 	w := worker.New(c, fastOpts())
 	w.Handle("flaky", func(context.Context, *worker.Task) (json.RawMessage, error) {
@@ -128,7 +129,7 @@ func TestAFailingHandlerIsRetriedThenDeadLettered(t *testing.T) {
 
 func TestAHandlerThatReschedulesRunsAgainWithoutSpendingAnAttempt(t *testing.T) {
 	c, _ := setup(t)
-	id := submit(t, c, queue.SubmitRequest{TaskType: "later", MaxAttempts: 1})
+	id := submit(t, c, wire.SubmitRequest{TaskType: "later", MaxAttempts: 1})
 	var calls atomic.Int32
 	w := worker.New(c, fastOpts())
 	w.Handle("later", func(context.Context, *worker.Task) (json.RawMessage, error) {
@@ -146,8 +147,8 @@ func TestAHandlerThatReschedulesRunsAgainWithoutSpendingAnAttempt(t *testing.T) 
 
 func TestAPermanentErrorFailsAtOnceAndAPanicIsAFailure(t *testing.T) {
 	c, _ := setup(t)
-	perm := submit(t, c, queue.SubmitRequest{TaskType: "perm", MaxAttempts: 5})
-	boom := submit(t, c, queue.SubmitRequest{TaskType: "boom", MaxAttempts: 1})
+	perm := submit(t, c, wire.SubmitRequest{TaskType: "perm", MaxAttempts: 5})
+	boom := submit(t, c, wire.SubmitRequest{TaskType: "boom", MaxAttempts: 1})
 	w := worker.New(c, fastOpts())
 	w.Handle("perm", func(context.Context, *worker.Task) (json.RawMessage, error) {
 		return nil, worker.Permanent(errors.New("bad address"))
@@ -163,7 +164,7 @@ func TestAPermanentErrorFailsAtOnceAndAPanicIsAFailure(t *testing.T) {
 
 func TestACancelRequestCancelsTheHandlerAndIsAcknowledged(t *testing.T) {
 	c, _ := setup(t)
-	id := submit(t, c, queue.SubmitRequest{TaskType: "slow"})
+	id := submit(t, c, wire.SubmitRequest{TaskType: "slow"})
 	w := worker.New(c, worker.Options{IdleBackoff: 20 * time.Millisecond, MaxIdleBackoff: 50 * time.Millisecond, LeaseFor: 600 * time.Millisecond})
 	started := make(chan struct{}, 1)
 	var cause atomic.Value
@@ -186,7 +187,7 @@ func TestACancelRequestCancelsTheHandlerAndIsAcknowledged(t *testing.T) {
 
 func TestAHandlerThatOutlivesItsLeaseLosesItWithoutCompleting(t *testing.T) {
 	c, q := setup(t)
-	id := submit(t, c, queue.SubmitRequest{TaskType: "stuck", MaxAttempts: 5})
+	id := submit(t, c, wire.SubmitRequest{TaskType: "stuck", MaxAttempts: 5})
 	w := worker.New(c, worker.Options{IdleBackoff: 20 * time.Millisecond, MaxIdleBackoff: 50 * time.Millisecond, LeaseFor: 900 * time.Millisecond})
 	got := make(chan error, 1)
 	w.Handle("stuck", func(ctx context.Context, task *worker.Task) (json.RawMessage, error) {
@@ -221,7 +222,7 @@ func TestAHandlerThatOutlivesItsLeaseLosesItWithoutCompleting(t *testing.T) {
 
 func TestShutdownLetsRunningWorkFinishAndHandsBackWhatCannot(t *testing.T) {
 	c, _ := setup(t)
-	quick := submit(t, c, queue.SubmitRequest{TaskType: "quick"})
+	quick := submit(t, c, wire.SubmitRequest{TaskType: "quick"})
 	w := worker.New(c, worker.Options{IdleBackoff: 20 * time.Millisecond, MaxIdleBackoff: 50 * time.Millisecond, Concurrency: 2, ShutdownGrace: 300 * time.Millisecond})
 	started := make(chan struct{}, 2)
 	w.Handle("quick", func(ctx context.Context, _ *worker.Task) (json.RawMessage, error) {
@@ -229,7 +230,7 @@ func TestShutdownLetsRunningWorkFinishAndHandsBackWhatCannot(t *testing.T) {
 		time.Sleep(100 * time.Millisecond) // finishes inside the grace
 		return []byte(`"done"`), nil
 	})
-	stuck := submit(t, c, queue.SubmitRequest{TaskType: "forever"})
+	stuck := submit(t, c, wire.SubmitRequest{TaskType: "forever"})
 	w.Handle("forever", func(ctx context.Context, _ *worker.Task) (json.RawMessage, error) {
 		started <- struct{}{}
 		<-ctx.Done() // only the end of the grace stops it
@@ -259,7 +260,7 @@ func TestShutdownLetsRunningWorkFinishAndHandsBackWhatCannot(t *testing.T) {
 // read of the task every CancelPoll, and the cancel acknowledged.
 func TestACancelReachesTheHandlerBetweenHeartbeatsWhateverTheLease(t *testing.T) {
 	c, _ := setup(t)
-	id := submit(t, c, queue.SubmitRequest{TaskType: "long"})
+	id := submit(t, c, wire.SubmitRequest{TaskType: "long"})
 	opts := fastOpts()
 	opts.LeaseFor = time.Hour
 	opts.CancelPoll = 20 * time.Millisecond
@@ -289,7 +290,7 @@ func TestACancelReachesTheHandlerBetweenHeartbeatsWhateverTheLease(t *testing.T)
 func TestAnOutputTheAPIRefusesFailsTheTaskAtOnce(t *testing.T) {
 	c, _ := setup(t)
 	timeout := queue.Duration(time.Minute) // were it dropped, the rerun would wait for this
-	id := submit(t, c, queue.SubmitRequest{TaskType: "big", MaxAttempts: 3, Timeout: &timeout})
+	id := submit(t, c, wire.SubmitRequest{TaskType: "big", MaxAttempts: 3, Timeout: &timeout})
 	var calls atomic.Int32
 	w := worker.New(c, fastOpts())
 	w.Handle("big", func(context.Context, *worker.Task) (json.RawMessage, error) {

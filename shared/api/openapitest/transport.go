@@ -8,6 +8,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/s3q/s3q/shared/api"
@@ -27,15 +28,18 @@ type Transport struct {
 	// Next sends the requests. Defaults to http.DefaultTransport as it
 	// was when the first request was sent.
 	Next http.RoundTripper
+
+	once sync.Once // sets Next's default, once, whatever the concurrency
 }
 
 // RoundTrip sends r and checks its answer.
 func (tr *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	tr.once.Do(func() {
+		if tr.Next == nil {
+			tr.Next = http.DefaultTransport
+		}
+	})
 	next := tr.Next
-	if next == nil {
-		next = http.DefaultTransport
-		tr.Next = next
-	}
 	if tr.Host != "" && r.URL.Host != tr.Host {
 		return next.RoundTrip(r)
 	}

@@ -1,0 +1,64 @@
+package wire
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// SubmitRequest is the body of a submit (POST /queues/{queue}/tasks, and
+// each task of a batch): what the client sends. The server decodes it
+// into the core's request (queue.SubmitRequest), whose JSON fields are
+// these.
+type SubmitRequest struct {
+	// ID, when set, is the id the task must have instead of a fresh one:
+	// a lowercase UUIDv7 the client made (NewID, or DerivedID). It makes
+	// the submit idempotent: the record is created only if no task has
+	// the id, so a retried submit never makes a second task. A retry
+	// whose request matches the one that made the task returns it with
+	// Replayed set, whatever its status; one that differs is a
+	// *ConflictError naming "id". Without an id a retried submit may
+	// make a second task (at least once, as SQS).
+	ID string `json:"id"`
+
+	// TaskType names the handler. Required: 1-128 of A-Z a-z 0-9 _ . : -.
+	TaskType string `json:"task_type"`
+	// Queue is the named queue. Defaults to "default".
+	Queue string `json:"queue,omitempty"`
+	// Input is the task's JSON input, at most 256 KiB.
+	Input json.RawMessage `json:"input,omitempty"`
+
+	// TTL is the time to live ("90s", "30m", "1h", "7d"); 0 submits an
+	// already-expired task. At most one of TTL, TTLSeconds and ExpiresAt.
+	// Defaults to the task type's default, then the global default, then
+	// none (never expires).
+	TTL *Duration `json:"ttl,omitempty"`
+	// TTLSeconds is TTL in seconds.
+	TTLSeconds *int64 `json:"ttl_seconds,omitempty"`
+	// ExpiresAt is an absolute deadline for starting. An ExpiresAt before
+	// ScheduleAt is allowed: the task will expire without running.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	// TTLFrom is "submission" (default) or "first_attempt".
+	TTLFrom TTLFrom `json:"ttl_from,omitempty"`
+
+	// ScheduleAt is the earliest claim time. At most one of ScheduleAt and
+	// Delay. Defaults to now.
+	ScheduleAt *time.Time `json:"schedule_at,omitempty"`
+	// Delay is ScheduleAt relative to now; no maximum.
+	Delay *Duration `json:"delay,omitempty"`
+
+	// DedupKey makes the submit idempotent: while a live (pending or
+	// running) task in the same queue holds the key, submitting it again
+	// returns that task with Deduplicated set.
+	DedupKey string `json:"dedup_key,omitempty"`
+	// MaxAttempts is how many claims the task gets. 0 means the default (3).
+	MaxAttempts int `json:"max_attempts,omitempty"`
+	// Timeout is the lease length of a claim that names none. Defaults to 5m.
+	Timeout *Duration `json:"timeout,omitempty"`
+
+	// ParentID makes the task a child: unless it gives its own deadline it
+	// inherits the parent's expires_at.
+	ParentID string `json:"parent_id,omitempty"`
+	// OnParentExpired is "run" (default) or "cancel": what happens to this
+	// task, if running, when its parent expires.
+	OnParentExpired string `json:"on_parent_expired,omitempty"`
+}
