@@ -231,7 +231,7 @@ Empty = TypedDict(
 
 
 class _ErrorRequired(TypedDict):
-    code: Literal["already_exists", "conflict", "deadline_exceeded", "internal", "invalid_input", "invalid_lease_duration", "invalid_state", "lease_expired", "lease_mismatch", "method_not_allowed", "not_found", "not_running", "queue_not_empty", "queue_not_found", "throttled", "too_large", "too_many_queues"]
+    code: Literal["already_exists", "conflict", "deadline_exceeded", "internal", "invalid_input", "invalid_lease_duration", "invalid_state", "lease_expired", "lease_mismatch", "method_not_allowed", "not_found", "not_running", "queue_not_empty", "queue_not_found", "throttled", "too_large", "too_many_queues", "too_many_schedules", "too_many_waits"]
     """What went wrong, one of a fixed set; each goes with one HTTP status."""
     message: str
 
@@ -360,6 +360,8 @@ class Queue(_QueueRequired, total=False):
     """Attempts before the task is dead-lettered (status failed); 0 means the default (3)."""
     max_concurrency: int
     """The most tasks of the queue running at once; 0 or absent: no limit."""
+    max_schedules: int
+    """The most schedules that fire into the queue (409 too_many_schedules past it); 0 or absent: 100."""
     paused: bool
     """Claims and push deliveries take nothing from a paused queue; submits go on."""
     paused_at: str
@@ -396,6 +398,7 @@ class QueueRequest(TypedDict, total=False):
     max_attempts: int
     """Attempts before the task is dead-lettered (status failed); 0 means the default (3)."""
     max_concurrency: int
+    max_schedules: int
     shards: int
     target: Target
     timeout: Union[str, float]

@@ -807,7 +807,7 @@ export interface components {
              * @description what went wrong, one of a fixed set; each goes with one HTTP status
              * @enum {string}
              */
-            code: "already_exists" | "conflict" | "deadline_exceeded" | "internal" | "invalid_input" | "invalid_lease_duration" | "invalid_state" | "lease_expired" | "lease_mismatch" | "method_not_allowed" | "not_found" | "not_running" | "queue_not_empty" | "queue_not_found" | "throttled" | "too_large" | "too_many_queues";
+            code: "already_exists" | "conflict" | "deadline_exceeded" | "internal" | "invalid_input" | "invalid_lease_duration" | "invalid_state" | "lease_expired" | "lease_mismatch" | "method_not_allowed" | "not_found" | "not_running" | "queue_not_empty" | "queue_not_found" | "throttled" | "too_large" | "too_many_queues" | "too_many_schedules" | "too_many_waits";
             /** @description the request field at fault, in its JSON spelling (tasks[3].ttl for a batch item's); body for the body as a whole (not JSON, not an object, too large), query for the query string; always present on a 400 */
             field?: string;
             message: string;
@@ -900,6 +900,8 @@ export interface components {
             max_attempts?: number;
             /** @description the most tasks of the queue running at once; 0 or absent: no limit */
             max_concurrency?: number;
+            /** @description the most schedules that fire into the queue (409 too_many_schedules past it); 0 or absent: 100 */
+            max_schedules?: number;
             name: string;
             /** @description claims and push deliveries take nothing from a paused queue; submits go on */
             paused?: boolean;
@@ -928,6 +930,7 @@ export interface components {
             /** @description attempts before the task is dead-lettered (status failed); 0 means the default (3) */
             max_attempts?: number;
             max_concurrency?: number;
+            max_schedules?: number;
             shards?: number;
             target?: components["schemas"]["Target"];
             /** @description a duration such as 90s, 30m, 1h or 7d, or a number of seconds */
@@ -1201,8 +1204,8 @@ export interface components {
         };
     };
     responses: {
-        /** @description Conflict: already_exists, conflict */
-        "already_exists.conflict": {
+        /** @description Conflict: already_exists, conflict, too_many_schedules */
+        "already_exists.conflict.too_many_schedules": {
             headers: {
                 "S3q-S3-Requests": components["headers"]["S3q-S3-Requests"];
                 [name: string]: unknown;
@@ -1211,7 +1214,7 @@ export interface components {
                 "application/json": {
                     error: {
                         /** @enum {unknown} */
-                        code?: "already_exists" | "conflict";
+                        code?: "already_exists" | "conflict" | "too_many_schedules";
                     } & components["schemas"]["Error"];
                     task?: components["schemas"]["Task"];
                 };
@@ -1438,6 +1441,24 @@ export interface components {
                     error: {
                         /** @enum {unknown} */
                         code?: "too_large";
+                    } & components["schemas"]["Error"];
+                    task?: components["schemas"]["Task"];
+                };
+            };
+        };
+        /** @description Too Many Requests: too_many_waits */
+        too_many_waits: {
+            headers: {
+                /** @description seconds to wait before retrying */
+                "Retry-After"?: string;
+                "S3q-S3-Requests": components["headers"]["S3q-S3-Requests"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    error: {
+                        /** @enum {unknown} */
+                        code?: "too_many_waits";
                     } & components["schemas"]["Error"];
                     task?: components["schemas"]["Task"];
                 };
@@ -1802,6 +1823,7 @@ export interface operations {
             404: components["responses"]["not_found.queue_not_found"];
             409: components["responses"]["conflict"];
             413: components["responses"]["too_large"];
+            429: components["responses"]["too_many_waits"];
             500: components["responses"]["internal"];
             503: components["responses"]["throttled"];
             504: components["responses"]["deadline_exceeded"];
@@ -1973,7 +1995,7 @@ export interface operations {
             };
             400: components["responses"]["invalid_input"];
             404: components["responses"]["not_found.queue_not_found"];
-            409: components["responses"]["already_exists.conflict"];
+            409: components["responses"]["already_exists.conflict.too_many_schedules"];
             413: components["responses"]["too_large"];
             500: components["responses"]["internal"];
             503: components["responses"]["throttled"];
@@ -2425,6 +2447,7 @@ export interface operations {
             404: components["responses"]["not_found.queue_not_found"];
             409: components["responses"]["conflict.too_many_queues"];
             413: components["responses"]["too_large"];
+            429: components["responses"]["too_many_waits"];
             500: components["responses"]["internal"];
             503: components["responses"]["throttled"];
             504: components["responses"]["deadline_exceeded"];
