@@ -140,6 +140,7 @@ Examples:
 			fs.Var(&sf.in, "in", "run no earlier than `duration` from now")
 			fs.StringVar(&sf.dedup, "dedup-key", "", "idempotency `key`: returns the live task holding it")
 			fs.IntVar(&sf.maxAttempts, "max-attempts", 0, "claims allowed before the task fails (default 3)")
+			fs.IntVar(&sf.priority, "priority", 0, "1 (highest) to 5 (lowest): claims take the highest due first (default: the queue's, else 3)")
 			fs.Var(&sf.timeout, "timeout", "lease length of each attempt, a `duration` (default 5m)")
 			fs.StringVar(&sf.parent, "parent", "", "parent task `id`: the task inherits its deadline")
 			fs.Var(&sf.wait, "wait", "wait up to `duration` (max 25s) for the outcome")
@@ -187,7 +188,7 @@ type submitFlags struct {
 	taskType, input, dedup, parent, ttlFrom, file, id string
 	ttl, in, wait, timeout                            durationFlag
 	expiresAt, at                                     timeFlag
-	maxAttempts                                       int
+	maxAttempts, priority                             int
 }
 
 // request makes the submit request the flags describe.
@@ -195,7 +196,7 @@ func (sf *submitFlags) request() (queue.SubmitRequest, error) {
 	if sf.taskType == "" {
 		return queue.SubmitRequest{}, usageErr("--type is required")
 	}
-	req := queue.SubmitRequest{ID: sf.id, TaskType: sf.taskType, DedupKey: sf.dedup, MaxAttempts: sf.maxAttempts, ParentID: sf.parent, TTLFrom: queue.TTLFrom(sf.ttlFrom)}
+	req := queue.SubmitRequest{ID: sf.id, TaskType: sf.taskType, DedupKey: sf.dedup, MaxAttempts: sf.maxAttempts, Priority: sf.priority, ParentID: sf.parent, TTLFrom: queue.TTLFrom(sf.ttlFrom)}
 	if sf.input != "" {
 		raw, err := readInput(sf.input)
 		if err != nil {

@@ -29,6 +29,7 @@ var queryDocs = map[string]obj{
 	"status":    {"description": "only tasks in this status", "schema": ref("Status")},
 	"queue":     {"description": "only tasks of this queue", "schema": obj{"type": "string"}},
 	"task_type": {"description": "only tasks of this type", "schema": obj{"type": "string"}},
+	"priority":  {"description": "only tasks of this priority, 1 (highest) to 5 (lowest)", "schema": obj{"type": "integer", "minimum": 1, "maximum": 5}},
 	"limit":     {"description": "at most this many results", "schema": obj{"type": "integer", "minimum": 1}},
 	"cursor":    {"description": "the next_cursor of the previous page", "schema": obj{"type": "string"}},
 	"counts":    {"description": "with each queue's counts (default true)", "schema": obj{"type": "boolean"}},
@@ -74,6 +75,7 @@ func object(props obj, required []string, closed bool) obj {
 
 // schemas are the document's components: the bodies routes take and answer.
 func schemas() obj {
+	priority := obj{"type": "integer", "minimum": 1, "maximum": 5, "description": "1 (highest) to 5 (lowest); a claim takes the highest due first. Default: the queue's, else 3"}
 	taskProps := obj{
 		"id": str(), "queue": str(), "task_type": str(), "status": ref("Status"), "input": anyJSON(), "output": anyJSON(),
 		"created_at": dateTime(), "updated_at": dateTime(), "available_at": dateTime(),
@@ -81,7 +83,7 @@ func schemas() obj {
 		"expired_at": dateTime(), "expiry_reason": obj{"type": "string", "enum": []string{"ttl", "parent_expired", "manual"}},
 		"ttl": duration(), "ttl_from": ref("TTLFrom"),
 		"dedup_key": str(), "parent_id": str(), "on_parent_expired": str(),
-		"attempt": integer(), "max_attempts": integer(), "timeout": duration(),
+		"attempt": integer(), "max_attempts": integer(), "timeout": duration(), "priority": priority,
 		"lease_expires_at": dateTime(), "worker_id": str(), "started_at": dateTime(),
 		"last_error": str(), "failed_at": dateTime(), "ended_by": obj{"type": "string", "description": "the lease operation that ended the last lease (complete, fail, reschedule, cancel)"}, "completed_at": dateTime(), "cancelled_at": dateTime(), "cancel_requested": boolean(),
 		"expiry_event_sent_at": dateTime(), "dead_letter_event_sent_at": dateTime(), "artifacts_expire_at": dateTime(),
@@ -101,13 +103,13 @@ func schemas() obj {
 		"task_type": str(), "queue": str(), "input": anyJSON(),
 		"ttl": durationOrSeconds(), "ttl_seconds": integer(), "expires_at": dateTime(), "ttl_from": ref("TTLFrom"),
 		"schedule_at": dateTime(), "delay": durationOrSeconds(), "dedup_key": str(), "max_attempts": integer(),
-		"timeout": durationOrSeconds(), "parent_id": str(), "on_parent_expired": str(),
+		"timeout": durationOrSeconds(), "parent_id": str(), "on_parent_expired": str(), "priority": priority,
 	}
 	submit := object(submitProps, []string{"task_type"}, false)
 	submit["properties"].(obj)["wait"] = obj{"type": []string{"string", "number"}, "description": "a duration or a number of seconds: wait up to this long for the outcome: 200 finished, 202 still going, 504 deadline passed. Only POST /queues/{queue}/tasks/wait waits; the plain route refuses a wait over 0 (400 naming wait)"}
 	queueProps := obj{
 		"name": str(), "ttl": duration(), "ttl_from": ref("TTLFrom"), "max_attempts": integer(), "timeout": duration(),
-		"shards": integer(), "max_concurrency": integer(), "target": ref("Target"), "auto_declared": boolean(),
+		"shards": integer(), "max_concurrency": integer(), "priority": priority, "target": ref("Target"), "auto_declared": boolean(),
 		"created_at": dateTime(), "updated_at": dateTime(),
 		"paused": obj{"type": "boolean", "description": "claims and push deliveries take nothing from a paused queue; submits go on"}, "paused_at": dateTime(),
 		"counts": ref("Counts"),
@@ -155,7 +157,7 @@ func schemas() obj {
 		"Target":   object(obj{"lambda": str(), "url": str(), "secret": str()}, nil, false),
 		"Queue":    object(queueProps, []string{"name", "created_at", "updated_at"}, false),
 		"Counts":   counts,
-		"Schedule": object(obj{"id": str(), "task_type": str(), "queue": str(), "cron": str(), "last_run_at": nullTime(), "next_run_at": nullTime(), "next_runs": arrayOf(dateTime())}, []string{"id", "task_type", "cron"}, false),
+		"Schedule": object(obj{"id": str(), "task_type": str(), "queue": str(), "priority": priority, "cron": str(), "last_run_at": nullTime(), "next_run_at": nullTime(), "next_runs": arrayOf(dateTime())}, []string{"id", "task_type", "cron"}, false),
 		"Fire": object(obj{"schedule_id": str(), "fire_time": dateTime(), "task_id": str(), "fired_at": dateTime(),
 			"skipped": str(), "running_task_id": str(), "error": str()}, []string{"schedule_id", "fire_time", "fired_at"}, false),
 		"Artifact": object(obj{"task_id": str(), "name": str(), "upload_url": str(), "download_url": str(),
@@ -191,8 +193,8 @@ func schemas() obj {
 		"FailRequest":       withLease(obj{"error": str(), "retryable": boolean()}),
 		"RescheduleRequest": withLease(obj{"delay": durationOrSeconds(), "extend_expiration": durationOrSeconds()}),
 		"ArtifactRequest":   object(obj{"name": str(), "size": obj{"type": "integer", "minimum": 1}}, []string{"name", "size"}, true),
-		"QueueRequest":      object(obj{"ttl": durationOrSeconds(), "ttl_from": ref("TTLFrom"), "max_attempts": integer(), "timeout": durationOrSeconds(), "shards": integer(), "max_concurrency": integer(), "target": ref("Target")}, nil, true),
-		"ScheduleRequest":   object(obj{"id": str(), "task_type": str(), "input": anyJSON(), "queue": str(), "cron": str(), "timezone": str(), "ttl": durationOrSeconds(), "ttl_from": ref("TTLFrom"), "max_attempts": integer()}, []string{"task_type", "cron"}, false),
+		"QueueRequest":      object(obj{"ttl": durationOrSeconds(), "ttl_from": ref("TTLFrom"), "max_attempts": integer(), "timeout": durationOrSeconds(), "shards": integer(), "max_concurrency": integer(), "priority": priority, "target": ref("Target")}, nil, true),
+		"ScheduleRequest":   object(obj{"id": str(), "task_type": str(), "input": anyJSON(), "queue": str(), "cron": str(), "timezone": str(), "ttl": durationOrSeconds(), "ttl_from": ref("TTLFrom"), "max_attempts": integer(), "priority": priority}, []string{"task_type", "cron"}, false),
 	}
 }
 

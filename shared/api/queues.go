@@ -22,6 +22,7 @@ type queueBody struct {
 	Timeout        *queue.Duration `json:"timeout"`
 	Shards         int             `json:"shards"`
 	MaxConcurrency int             `json:"max_concurrency"`
+	Priority       int             `json:"priority"`
 	// Target is decoded on its own, so an unknown field in it is a 400
 	// naming target.<field>.
 	Target json.RawMessage `json:"target"`
@@ -58,7 +59,7 @@ func (a *API) queueDeclare(rq *request) (reply, error) {
 	}
 	d, created, err := a.decls.Declare(rq.ctx, queues.Declaration{
 		Name: rq.queue, TTL: body.TTL, TTLFrom: body.TTLFrom, MaxAttempts: body.MaxAttempts,
-		Timeout: body.Timeout, Shards: body.Shards, MaxConcurrency: body.MaxConcurrency, Target: target,
+		Timeout: body.Timeout, Shards: body.Shards, MaxConcurrency: body.MaxConcurrency, Priority: body.Priority, Target: target,
 	}, rq.now(a))
 	if err != nil {
 		return reply{}, err

@@ -26,6 +26,7 @@ type queueBody struct {
 	Timeout        *queue.Duration `json:"timeout,omitempty"`
 	Shards         int             `json:"shards,omitempty"`
 	MaxConcurrency int             `json:"max_concurrency,omitempty"`
+	Priority       int             `json:"priority,omitempty"`
 	Target         *queues.Target  `json:"target,omitempty"`
 }
 
@@ -37,7 +38,7 @@ func (c *Client) DeclareQueue(ctx context.Context, d queues.Declaration) (QueueI
 		Queue QueueInfo `json:"queue"`
 	}
 	body := queueBody{TTL: d.TTL, TTLFrom: d.TTLFrom, MaxAttempts: d.MaxAttempts, Timeout: d.Timeout,
-		Shards: d.Shards, MaxConcurrency: d.MaxConcurrency, Target: d.Target}
+		Shards: d.Shards, MaxConcurrency: d.MaxConcurrency, Priority: d.Priority, Target: d.Target}
 	status, err := c.do(ctx, http.MethodPut, queuePath(d.Name, ""), nil, body, &res)
 	return res.Queue, status == http.StatusCreated, err
 }

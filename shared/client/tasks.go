@@ -219,6 +219,9 @@ func (c *Client) List(ctx context.Context, req queue.ListRequest) (ListResult, e
 	if req.TaskType != "" {
 		q.Set("task_type", req.TaskType)
 	}
+	if req.Priority != 0 {
+		q.Set("priority", fmt.Sprint(req.Priority))
+	}
 	path := "/tasks"
 	if req.Queue != "" {
 		path = queuePath(req.Queue, "/tasks")

@@ -118,10 +118,10 @@ func (q *Queue) count(ctx context.Context, d Settings, now time.Time, detail *co
 			continue
 		}
 		c.AtLeast = true
-		if root != deadlineRoot(d.Name) {
+		if root == "" {
 			break
 		}
-		after = afterDir(root)
+		after = rootEnd(root) // on to the next index (priority.go)
 	}
 	for _, st := range []struct {
 		status Status

@@ -66,6 +66,11 @@ type SubmitRequest struct {
 	// Timeout is the lease length of a claim that names none. Defaults to 5m.
 	Timeout *Duration `json:"timeout,omitempty"`
 
+	// Priority is 1 (highest) to 5 (lowest): among due tasks a claim
+	// takes the highest first (priority.go). Defaults to the queue's
+	// default, then 3.
+	Priority int `json:"priority,omitempty"`
+
 	// ParentID makes the task a child: unless it gives its own deadline it
 	// inherits the parent's expires_at.
 	ParentID string `json:"parent_id,omitempty"`

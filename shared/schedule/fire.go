@@ -40,6 +40,7 @@ func (s *Scheduler) submit(ctx context.Context, def *Definition, taskID string, 
 		Queue:            def.Queue,
 		Input:            def.Input,
 		MaxAttempts:      def.MaxAttempts,
+		Priority:         def.Priority,
 	}
 	if def.TTL != nil {
 		if def.TTLFrom == queue.TTLFromFirstAttempt {

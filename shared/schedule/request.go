@@ -39,6 +39,9 @@ type Request struct {
 	TTLFrom queue.TTLFrom `json:"ttl_from,omitempty"`
 	// MaxAttempts of each fired task; 0 means the queue's default (3).
 	MaxAttempts int `json:"max_attempts,omitempty"`
+	// Priority of each fired task, 1 (highest) to 5 (lowest); 0 means the
+	// queue's default (3).
+	Priority int `json:"priority,omitempty"`
 
 	// Cron is the expression: 5 fields (minute hour day-of-month month
 	// day-of-week) or a descriptor (@hourly, @daily, @weekly, @monthly,
@@ -65,7 +68,7 @@ func (d *Definition) Request() Request {
 	enabled := d.Enabled
 	r := Request{
 		ID: d.ID, TaskType: d.TaskType, Input: d.Input, Queue: d.Queue,
-		TTL: d.TTL, TTLFrom: d.TTLFrom, MaxAttempts: d.MaxAttempts,
+		TTL: d.TTL, TTLFrom: d.TTLFrom, MaxAttempts: d.MaxAttempts, Priority: d.Priority,
 		Cron: d.Cron, Timezone: d.Timezone, Enabled: &enabled,
 		MissedRuns: d.MissedRuns, CatchUpWindow: d.CatchUpWindow, Overlap: d.Overlap,
 	}
@@ -78,7 +81,7 @@ func (d *Definition) Request() Request {
 func (r *Request) definition(now time.Time) (Definition, *Spec, error) {
 	d := Definition{
 		TaskType: r.TaskType, Input: r.Input, Queue: r.Queue,
-		TTL: r.TTL, TTLFrom: r.TTLFrom, MaxAttempts: r.MaxAttempts,
+		TTL: r.TTL, TTLFrom: r.TTLFrom, MaxAttempts: r.MaxAttempts, Priority: r.Priority,
 		Cron: r.Cron, Timezone: r.Timezone, Enabled: r.Enabled == nil || *r.Enabled,
 		MissedRuns: r.MissedRuns, CatchUpWindow: r.CatchUpWindow, Overlap: r.Overlap,
 	}
@@ -123,6 +126,9 @@ func (r *Request) definition(now time.Time) (Definition, *Spec, error) {
 	}
 	if d.MaxAttempts < 0 || d.MaxAttempts > queue.MaxAttemptsLimit {
 		return Definition{}, nil, invalid("max_attempts", "must be between 1 and %d (0 means the default, %d)", queue.MaxAttemptsLimit, queue.DefaultMaxAttempts)
+	}
+	if err := queue.ValidatePriority("priority", d.Priority); err != nil {
+		return Definition{}, nil, err
 	}
 	switch d.MissedRuns {
 	case MissedSkip, MissedCatchUp:

@@ -45,6 +45,9 @@ type Task struct {
 	Attempt     int            `json:"attempt"`
 	MaxAttempts int            `json:"max_attempts"`
 	Timeout     queue.Duration `json:"timeout"`
+	// Priority is 1 (highest) to 5 (lowest); absent in a record written
+	// before priorities, which has the default, 3.
+	Priority int `json:"priority,omitempty"`
 
 	LeaseExpiresAt *time.Time `json:"lease_expires_at,omitempty"`
 	Heartbeats     int        `json:"heartbeats,omitempty"`
@@ -79,7 +82,7 @@ func TaskOf(t queue.Task) Task {
 		ExpiresAt: t.ExpiresAt, ExpiredAt: t.ExpiredAt, ExpiryReason: t.ExpiryReason,
 		TTL: t.TTL, TTLFrom: t.TTLFrom,
 		DedupKey: t.DedupKey, ParentID: t.ParentID, OnParentExpired: t.OnParentExpired,
-		Attempt: t.Attempt, MaxAttempts: t.MaxAttempts, Timeout: t.Timeout,
+		Attempt: t.Attempt, MaxAttempts: t.MaxAttempts, Timeout: t.Timeout, Priority: t.Priority,
 		LeaseExpiresAt: t.LeaseExpiresAt, Heartbeats: t.Heartbeats, WorkerID: t.WorkerID, StartedAt: t.StartedAt,
 		LastError: t.LastError, FailedAt: t.FailedAt, CompletedAt: t.CompletedAt,
 		CancelledAt: t.CancelledAt, CancelRequested: t.CancelRequested,
