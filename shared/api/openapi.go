@@ -84,6 +84,7 @@ func schemas() obj {
 		"ttl": duration(), "ttl_from": ref("TTLFrom"),
 		"dedup_key": str(), "parent_id": str(), "on_parent_expired": str(),
 		"attempt": integer(), "max_attempts": integer(), "timeout": duration(), "priority": priority,
+		"traceparent": obj{"type": "string", "description": "the W3C trace context the task was submitted in, handed to its handler"}, "tracestate": str(),
 		"lease_expires_at": dateTime(), "worker_id": str(), "started_at": dateTime(),
 		"last_error": str(), "failed_at": dateTime(), "ended_by": obj{"type": "string", "description": "the lease operation that ended the last lease (complete, fail, reschedule, cancel)"}, "completed_at": dateTime(), "cancelled_at": dateTime(), "cancel_requested": boolean(),
 		"expiry_event_sent_at": dateTime(), "dead_letter_event_sent_at": dateTime(), "artifacts_expire_at": dateTime(),
@@ -104,6 +105,8 @@ func schemas() obj {
 		"ttl": durationOrSeconds(), "ttl_seconds": integer(), "expires_at": dateTime(), "ttl_from": ref("TTLFrom"),
 		"schedule_at": dateTime(), "delay": durationOrSeconds(), "dedup_key": str(), "max_attempts": integer(),
 		"timeout": durationOrSeconds(), "parent_id": str(), "on_parent_expired": str(), "priority": priority,
+		"traceparent": obj{"type": "string", "description": "a W3C traceparent (00-{trace id}-{parent id}-{flags}); the traceparent header gives it too. Kept on the task and handed to its handler"},
+		"tracestate":  obj{"type": "string", "description": "a W3C tracestate, with traceparent; the tracestate header gives it too"},
 	}
 	submit := object(submitProps, []string{"task_type"}, false)
 	submit["properties"].(obj)["wait"] = obj{"type": []string{"string", "number"}, "description": "a duration or a number of seconds: wait up to this long for the outcome: 200 finished, 202 still going, 504 deadline passed. Only POST /queues/{queue}/tasks/wait waits; the plain route refuses a wait over 0 (400 naming wait)"}

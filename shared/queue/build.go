@@ -55,6 +55,8 @@ func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Ta
 		MaxAttempts:     req.MaxAttempts,
 		Timeout:         Duration(DefaultTimeout),
 		Priority:        req.Priority,
+		Traceparent:     req.Traceparent,
+		Tracestate:      req.Tracestate,
 	}
 	if req.Timeout != nil {
 		t.Timeout = *req.Timeout
@@ -133,6 +135,9 @@ func validateSubmit(req *SubmitRequest) error {
 		return err
 	}
 	if err := validPriority("priority", req.Priority); err != nil {
+		return err
+	}
+	if err := validTrace(req); err != nil {
 		return err
 	}
 	switch req.TTLFrom {

@@ -101,6 +101,10 @@ type Task struct {
 	// Priority is 1 (highest) to 5 (lowest); 0 in a record written before
 	// priorities, which is the default, 3 (priority.go).
 	Priority int `json:"priority,omitempty"`
+	// Traceparent and Tracestate are the W3C trace context the task was
+	// submitted in (trace.go), handed to every attempt's handler.
+	Traceparent string `json:"traceparent,omitempty"`
+	Tracestate  string `json:"tracestate,omitempty"`
 
 	LeaseToken     string     `json:"lease_token,omitempty"`
 	LeaseExpiresAt *time.Time `json:"lease_expires_at,omitempty"`

@@ -48,6 +48,10 @@ type Task struct {
 	// Priority is 1 (highest) to 5 (lowest); absent in a record written
 	// before priorities, which has the default, 3.
 	Priority int `json:"priority,omitempty"`
+	// Traceparent and Tracestate are the W3C trace context the task was
+	// submitted in.
+	Traceparent string `json:"traceparent,omitempty"`
+	Tracestate  string `json:"tracestate,omitempty"`
 
 	LeaseExpiresAt *time.Time `json:"lease_expires_at,omitempty"`
 	Heartbeats     int        `json:"heartbeats,omitempty"`
@@ -82,7 +86,7 @@ func TaskOf(t queue.Task) Task {
 		ExpiresAt: t.ExpiresAt, ExpiredAt: t.ExpiredAt, ExpiryReason: t.ExpiryReason,
 		TTL: t.TTL, TTLFrom: t.TTLFrom,
 		DedupKey: t.DedupKey, ParentID: t.ParentID, OnParentExpired: t.OnParentExpired,
-		Attempt: t.Attempt, MaxAttempts: t.MaxAttempts, Timeout: t.Timeout, Priority: t.Priority,
+		Attempt: t.Attempt, MaxAttempts: t.MaxAttempts, Timeout: t.Timeout, Priority: t.Priority, Traceparent: t.Traceparent, Tracestate: t.Tracestate,
 		LeaseExpiresAt: t.LeaseExpiresAt, Heartbeats: t.Heartbeats, WorkerID: t.WorkerID, StartedAt: t.StartedAt,
 		LastError: t.LastError, FailedAt: t.FailedAt, CompletedAt: t.CompletedAt,
 		CancelledAt: t.CancelledAt, CancelRequested: t.CancelRequested,

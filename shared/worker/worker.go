@@ -415,7 +415,7 @@ func (w *Worker) run(parent context.Context, c client.Claimed) (finish func()) {
 		w.heartbeat(opCtx, task, stopBeat, cancel, log)
 	}()
 	start := time.Now()
-	out, err := safeCall(ctx, h, task)
+	out, err := safeCall(withTrace(ctx, task), h, task)
 	close(stopBeat)
 	<-beatDone
 
