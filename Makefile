@@ -4,14 +4,15 @@ BIN       := $(CURDIR)/.bin
 VERSITYGW := $(BIN)/versitygw
 export S3Q_VERSITYGW := $(VERSITYGW)
 
-.PHONY: test test-go fuzz test-short bench vet fmt dev versitygw chromium clean openapi-lint check-tracked
+.PHONY: test test-go test-python test-typescript fuzz test-short bench vet fmt dev versitygw chromium clean openapi-lint check-tracked
 
 ## test: the one test command: vet, gofmt, every Go test with -race (mem store,
 ## gofakes3, versitygw; among them the README's walk-through, scripts/readme,
 ## and the console in headless Chromium), a short fuzz of the HTTP API, the
 ## OpenAPI lint, the CDK template tests, every function's zip under the Lambda
-## emulator, and no build output tracked by git
-test: check-tracked test-go fuzz openapi-lint infra-test rie-test
+## emulator, the Python client (test-python), the TypeScript client (test-typescript),
+## and no build output tracked by git
+test: check-tracked test-go test-python test-typescript fuzz openapi-lint infra-test rie-test
 
 ## check-tracked: fail when git tracks a file over 1 MiB or a binary (an executable that is no #! script)
 check-tracked:
@@ -20,6 +21,26 @@ check-tracked:
 test-go: versitygw chromium vet
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^infra/')); if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+## test-python: the Python client (clients/python) in its venv .bin/pyenv (the exact
+## versions of clients/python/requirements-dev.txt, scripts/install-pyenv): ruff, mypy
+## --strict, the models' drift check against shared/api/openapi.json, and pytest against a
+## fresh s3q dev: every scenario of contract/scenarios.json, every signature vector, a live
+## push delivery, the worker under SIGTERM, the README's Python snippets
+PYENV := $(BIN)/pyenv
+test-python:
+	@bash scripts/install-pyenv >/dev/null
+	$(GO) build -o $(BIN)/s3q ./cmd/s3q
+	cd clients/python && $(PYENV)/bin/ruff check s3q scripts tests ../../examples/python && $(PYENV)/bin/mypy
+	cd clients/python && S3Q_BIN=$(BIN)/s3q $(PYENV)/bin/python -m pytest -q -p no:cacheprovider
+
+## test-typescript: the TypeScript client (clients/typescript): npm ci of its pinned
+## packages, its generated types against shared/api/openapi.json (drift), tsc --strict
+## over the package, its examples and the README's TypeScript blocks, no `any` in its
+## public surface, and its node:test suite against fresh s3q dev servers
+test-typescript:
+	$(GO) build -o $(BIN)/s3q ./cmd/s3q
+	S3Q_BIN=$(BIN)/s3q bash scripts/test-typescript
 
 ## fuzz: feed the HTTP API random requests for a while (FUZZTIME, default 10s)
 FUZZTIME ?= 10s
@@ -39,11 +60,16 @@ test-short:
 ## sweep and tick cost against the backlog, the audit of a run per S3 fault mix,
 ## the S3 requests of each console view on 10k tasks, and API latency, S3 round trips,
 ## worker pickup and throughput through the dev server with S3 near (latency=none)
-## and at AWS-like latency (latency=typical; docs/performance.md)
+## and at AWS-like latency (latency=typical; docs/performance.md), the Go and Python
+## clients' submit latency and worker throughput the same way (scripts/clientbench), and
+## the TypeScript client's (scripts/bench-typescript, docs/clients.md)
 bench: versitygw
 	$(GO) run ./scripts/bench
 	$(GO) run ./scripts/latency
 	$(GO) run ./scripts/consolebench
+	@bash scripts/install-pyenv >/dev/null
+	$(GO) run ./scripts/clientbench
+	bash scripts/bench-typescript
 
 vet:
 	$(GO) vet ./...

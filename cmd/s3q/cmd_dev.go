@@ -47,7 +47,7 @@ func devPushQueues(env string, flags map[string]string) ([]queues.Declaration, e
 		if err := queue.ValidateQueueName(name); err != nil {
 			return nil, fmt.Errorf("--push %s=%s: %w", name, target, err)
 		}
-		if err := t.Validate(true); err != nil {
+		if err := queues.ValidateTarget(t, true); err != nil {
 			return nil, fmt.Errorf("--push %s=%s: %w", name, target, err)
 		}
 		out = append(out, queues.Declaration{Name: name, Target: &t})

@@ -189,7 +189,7 @@ func (r *scheduleCall) update() error {
 	if err != nil {
 		return err
 	}
-	req := cur.Definition.Request()
+	req := cur.Request()
 	req.Enabled = nil // unchanged unless --paused says otherwise
 	if err := r.sf.overlay(&req); err != nil {
 		return err

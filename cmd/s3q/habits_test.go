@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -369,5 +371,51 @@ func TestInvokeFindsTheRunningDevServer(t *testing.T) {
 	_, errOut, code = cli(t, "http://127.0.0.1:1", "invoke", "submit", "../../events/submit.json")
 	if code != 5 || !strings.Contains(errOut, "make dev") || !strings.Contains(errOut, "S3Q_BUCKET") {
 		t.Errorf("no dev server (%d): %s", code, errOut)
+	}
+}
+
+// s3q sweep and s3q tick need no environment against a running s3q dev:
+// they ask it to run the function, and the sweep's events are the dev
+// server's (GET /events, the console's Events page).
+func TestSweepAndTickRunInTheRunningDevServer(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- devserver.Run(ctx, devserver.Options{Addr: "127.0.0.1:0", Out: &bytes.Buffer{},
+			Logger: slog.New(slog.DiscardHandler), Started: func(u string) { started <- u }})
+	}()
+	var url string
+	select {
+	case url = <-started:
+	case err := <-done:
+		t.Fatal(err)
+	}
+	defer func() { cancel(); <-done }()
+	t.Setenv("S3Q_BUCKET", "")
+	out, errOut, code := cli(t, url, "submit", "-t", "report", "--ttl", "0s", "-o", "json")
+	if code != 0 {
+		t.Fatalf("submit (%d): %s", code, errOut)
+	}
+	var sub struct {
+		Task queue.Task `json:"task"`
+	}
+	_ = json.Unmarshal([]byte(out), &sub)
+	out, errOut, code = cli(t, url, "sweep")
+	if code != 0 || !strings.Contains(out, "events sent:") || !regexp.MustCompile(`events sent:\s+1\b`).MatchString(out) {
+		t.Fatalf("s3q sweep in s3q dev (%d):\n%s\n%s", code, out, errOut)
+	}
+	resp, err := http.Get(url + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(body), sub.Task.ID) || !strings.Contains(string(body), "Task Expired") {
+		t.Fatalf("GET /events after s3q sweep: %s", body)
+	}
+	out, errOut, code = cli(t, url, "tick", "-o", "json")
+	if code != 0 || !strings.Contains(out, `"fired": 0`) {
+		t.Fatalf("s3q tick in s3q dev (%d):\n%s\n%s", code, out, errOut)
 	}
 }

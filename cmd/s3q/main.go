@@ -52,7 +52,7 @@ type env struct {
 var commands = byName(append([]func() *command{
 	submitCommand, listCommand, historyCommand,
 	queueCommand, scheduleCommand, workerCommand,
-	devCommand, invokeCommand, sweepCommand, uiCommand,
+	devCommand, invokeCommand, sweepCommand, tickCommand, uiCommand,
 	statsCommand, purgeCommand, bulkCommand,
 }, taskOpCommands()...))
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/api"
+	"github.com/s3q/s3q/shared/api/openapitest"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local/s3localtest"
@@ -37,7 +38,7 @@ func cli(t *testing.T, url string, args ...string) (string, string, int) {
 func apiURL(t *testing.T) string {
 	t.Helper()
 	q, decls := queues.Open(s3localtest.NewStore(t, servers.GoFakeS3), queue.Options{ListCacheFor: -1}, queues.Options{})
-	ts := httptest.NewServer(api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)}))
+	ts := httptest.NewServer(openapitest.Handler(t, api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)})))
 	t.Cleanup(ts.Close)
 	return ts.URL
 }

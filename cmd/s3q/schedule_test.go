@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/s3q/s3q/shared/api"
+	"github.com/s3q/s3q/shared/api/openapitest"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local/s3localtest"
@@ -17,7 +18,7 @@ func scheduleAPIURL(t *testing.T) string {
 	t.Helper()
 	s := s3localtest.NewStore(t, servers.VersityGW)
 	q, decls := queues.Open(s, queue.Options{ListCacheFor: -1}, queues.Options{})
-	ts := httptest.NewServer(api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler), Schedules: schedule.New(s, q, schedule.Options{})}))
+	ts := httptest.NewServer(openapitest.Handler(t, api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler), Schedules: schedule.New(s, q, schedule.Options{})})))
 	t.Cleanup(ts.Close)
 	return ts.URL
 }

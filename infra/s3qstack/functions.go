@@ -177,6 +177,9 @@ func Functions() []Function {
 				"POST /queues/{queue}/pause", "POST /queues/{queue}/resume", "GET /queues/{queue}/stats", "POST /queues/{queue}/purge",
 				"POST /queues/{queue}/bulk/retry", "POST /queues/{queue}/bulk/cancel", "POST /queues/{queue}/bulk/expire",
 			},
+			// A retry of a dead letter, or a purge, publishes the event
+			// the task still owes before its write (docs/guarantees.md).
+			PutEvents: true,
 		},
 		{
 			Name: "schedules",

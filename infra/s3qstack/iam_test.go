@@ -220,12 +220,13 @@ func TestIAM(t *testing.T) {
 		}
 	})
 
-	t.Run("only_the_sweeps_role_may_put_events_on_the_bus", func(t *testing.T) {
+	t.Run("only_the_sweeps_and_the_tasks_roles_may_put_events_on_the_bus", func(t *testing.T) {
 		pols := dev.resources("AWS::Events::EventBusPolicy")
 		if len(pols) != 1 {
 			t.Fatalf("%d event bus policies, want 1", len(pols))
 		}
 		sweepRole := props(dev.resources("AWS::Lambda::Function")[dev.functionID(t, "sweep-expired")])["Role"]
+		tasksRole := props(dev.resources("AWS::Lambda::Function")[dev.functionID(t, "tasks")])["Role"]
 		for _, pol := range pols {
 			st := props(pol)["Statement"].(map[string]interface{})
 			if got := render(props(pol)["EventBusName"]); got != "<"+busID(dev)+">" {
@@ -233,8 +234,9 @@ func TestIAM(t *testing.T) {
 			}
 			cond := st["Condition"].(map[string]interface{})["ArnNotEquals"].(map[string]interface{})["aws:PrincipalArn"]
 			if st["Effect"] != "Deny" || render(st["Principal"]) != `{"AWS":"*"}` || st["Action"] != "events:PutEvents" ||
-				render(st["Resource"]) != "<"+busID(dev)+".Arn>" || render(list(cond)[0]) != render(sweepRole) || len(list(cond)) != 1 {
-				t.Errorf("bus policy statement %s; want a Deny of PutEvents to all but %s", render(st), render(sweepRole))
+				render(st["Resource"]) != "<"+busID(dev)+".Arn>" || len(list(cond)) != 2 ||
+				render(list(cond)[0])+render(list(cond)[1]) != render(tasksRole)+render(sweepRole) {
+				t.Errorf("bus policy statement %s; want a Deny of PutEvents to all but %s and %s", render(st), render(tasksRole), render(sweepRole))
 			}
 		}
 	})

@@ -24,8 +24,13 @@ type Settings struct {
 	APITimeoutSeconds int `json:"apiTimeoutSeconds"`
 
 	// TimerTimeoutSeconds is the timeout of sweep-expired and schedule-tick.
-	// It should stay below the tick rate so runs do not pile up.
-	// Defaults to 55.
+	// A sweep-expired run stays, while work is near due, until a second
+	// before the next minute's run (lambdafn.DefaultSweepStay, bounded
+	// by this less 3s); the 10s past the minute leave its last pass time
+	// to end, and runs do not pile up: the sweep's reserved concurrency
+	// of 1 has Lambda retry the next run a moment later rather than
+	// overlap it, and a run's stay is counted from its scheduled time.
+	// Defaults to 70.
 	TimerTimeoutSeconds int `json:"timerTimeoutSeconds"`
 
 	// LogRetentionDays is how long function and API access logs are kept;
@@ -209,7 +214,7 @@ func DefaultSettings(env string) Settings {
 	return Settings{
 		MemoryMB:              256,
 		APITimeoutSeconds:     29,
-		TimerTimeoutSeconds:   55,
+		TimerTimeoutSeconds:   70,
 		LogRetentionDays:      days,
 		RetainData:            &retain,
 		TickRateMinutes:       1,

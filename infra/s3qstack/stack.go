@@ -240,7 +240,8 @@ func (b *builder) eventBus() {
 }
 
 // eventBusPolicy denies events:PutEvents on the bus to every principal but
-// the roles of the functions that publish (sweep-expired): IAM grants of
+// the roles of the functions that publish (sweep-expired, and tasks for
+// the owed event of a retry or purge): IAM grants of
 // other principals in the account do not reach it.
 func (b *builder) eventBusPolicy(fns []Function) {
 	var arns []*string
@@ -250,7 +251,7 @@ func (b *builder) eventBusPolicy(fns []Function) {
 		}
 	}
 	b.out.EventBus.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:        jsii.String("OnlyTheSweepPutsEvents"),
+		Sid:        jsii.String("OnlyThePublishersPutEvents"),
 		Effect:     awsiam.Effect_DENY,
 		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
 		Actions:    jsii.Strings("events:PutEvents"),

@@ -62,7 +62,7 @@ func main() {
 	throughputTasks := flag.Int("throughput-tasks", 400, "backlog drained per throughput figure")
 	workers := flag.String("workers", "1,4,16", "worker counts for the throughput figures")
 	rawFor := flag.Duration("raw-for", 2*time.Second, "how long to measure the raw PUT+GET rate")
-	only := flag.String("only", "", "run only these figures, comma-separated: lifecycle, priority, throughput, sweep, tick, list, layout, ops, faults, push, storm")
+	only := flag.String("only", "", "run only these figures, comma-separated: lifecycle, priority, throughput, sweep (idle: its idle figure alone), tick, list, layout, ops, faults, push, storm")
 	faultMixes := flag.String("fault-mixes", "lost_answers,mixed", "fault mixes of the faults figures (empty: none)")
 	faultRate := flag.Float64("fault-rate", 0.10, "share of S3 requests that meet a fault in the faults figures")
 	faultSubmits := flag.Int("fault-submits", 1000, "submits per faults figure")
@@ -120,6 +120,10 @@ func main() {
 	}
 	if run("sweep") {
 		if err := benchSweep(ctx, srv); err != nil {
+			log.Fatal(err)
+		}
+	} else if run("idle") {
+		if err := benchIdleSweep(ctx, srv); err != nil {
 			log.Fatal(err)
 		}
 	}

@@ -2,11 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/s3q/s3q/shared/lambdafn"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local"
@@ -69,6 +74,12 @@ func benchSweep(ctx context.Context, srv *s3local.Server) error {
 		fmt.Printf("bench sweep queues=%d shards=1 backlog=1000 expiring=100 requests=%d list=%d get=%d put=%d seconds=%.3f\n",
 			nq, c.Total(), c.List, c.Get+c.Head, c.Put, rep.Duration.Seconds())
 	}
+	return benchIdleSweep(ctx, srv)
+}
+
+// benchIdleSweep prints what an idle deployment's minute rule costs
+// (-only idle runs it alone).
+func benchIdleSweep(ctx context.Context, srv *s3local.Server) error {
 	for _, nq := range []int{1, 100, 1_000} {
 		lpm, rpm, err := idleSweep(ctx, srv, nq)
 		if err != nil {
@@ -102,8 +113,21 @@ func idleSweep(ctx context.Context, srv *s3local.Server, nq int) (float64, float
 	const minutes = 5
 	var total store.Counts
 	for i := 1; i <= minutes; i++ {
+		// The minute rule's run, as the stack's function makes it: a
+		// scheduled sweep-expired that stays while work is near due
+		// (lambdafn.DefaultSweepStay); idle, it makes its one pass.
 		counting := store.NewCounting(s)
-		if _, err := queues.NewQueue(counting, queue.Options{}, queues.Options{}).Sweep(ctx, now.Add(time.Duration(i)*time.Minute), queue.SweepOptions{}); err != nil {
+		cq, decls := queues.Open(counting, queue.Options{}, queues.Options{})
+		at, real := now.Add(time.Duration(i)*time.Minute), time.Now()
+		h, err := lambdafn.New(lambdafn.SweepExpired, lambdafn.Deps{
+			Queue: cq, Queues: decls, Logger: slog.New(slog.DiscardHandler), SweepStay: lambdafn.DefaultSweepStay,
+			Now: func() time.Time { return at.Add(time.Since(real)) },
+		})
+		if err != nil {
+			return 0, 0, err
+		}
+		ev, _ := json.Marshal(events.EventBridgeEvent{Source: "aws.events", DetailType: "Scheduled Event", Time: at})
+		if _, err := h.Invoke(ctx, ev); err != nil {
 			return 0, 0, err
 		}
 		total = total.Add(counting.Counts())

@@ -95,6 +95,14 @@ func benchTick(ctx context.Context, srv *s3local.Server) error {
 // copySchedules writes schedules idle-{from}..idle-{to-1} as copies of
 // tmpl (its definition, state and due marker under the new id).
 func copySchedules(ctx context.Context, s store.Store, tmpl schedule.Schedule, from, to int) error {
+	tmplDef, err := s.Get(ctx, schedule.DefinitionKey(tmpl.ID))
+	if err != nil {
+		return err
+	}
+	var stored schedule.Definition
+	if err := json.Unmarshal(tmplDef.Body, &stored); err != nil {
+		return err
+	}
 	tmplState, err := s.Get(ctx, schedule.StateKey(tmpl.ID))
 	if err != nil {
 		return err
@@ -113,7 +121,7 @@ func copySchedules(ctx context.Context, s store.Store, tmpl schedule.Schedule, f
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			id := fmt.Sprintf("idle-%05d", i)
-			def := tmpl.Definition
+			def := stored
 			def.ID = id
 			ns := st
 			ns.ScheduleID = id

@@ -64,13 +64,27 @@ func main() {
 	tpTasks := flag.Int("throughput-tasks", 100, "backlog of the throughput figure")
 	tpConc := flag.String("throughput-concurrency", "1,4", "worker concurrencies of the throughput figures")
 	split := flag.Int("split-lifecycles", 30, "lifecycles of the api figure with submit, claim and complete each through its own server (as the submit, claim and tasks functions of a deployment are), clients=1; 0 skips it")
-	only := flag.String("only", "", "run only these figures, comma-separated: api, pickup, throughput")
+	timelyTasks := flag.Int("timeliness-tasks", 200, "tasks of the expiry lateness figure (latency=typical only)")
+	only := flag.String("only", "", "run only these figures, comma-separated: api, pickup, throughput, timeliness")
+	serve := flag.String("serve", "", "measure nothing: serve the dev server of this latency profile, print \"serving latency=P url=URL\" and run until standard input closes (scripts/clientbench measures the clients through it)")
 	flag.Parse()
 	run := figures.Program("latency", *only)
 
 	ctx := context.Background()
 	srv := figures.VersityGW(ctx)
 	defer srv.Close()
+
+	if *serve != "" {
+		p := figures.Profiles(*serve)[0]
+		b, err := start(ctx, srv, p, *seed, 1)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("serving latency=%s url=%s\n", p.Name, b.base)
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		b.stop()
+		return
+	}
 
 	for _, p := range figures.Profiles(*profiles) {
 		b, err := start(ctx, srv, p, *seed, 1)
@@ -101,8 +115,26 @@ func main() {
 			}
 		}
 		b.stop()
+		if run("timeliness") && p.Name == "typical" {
+			// Its own dev server, whose timers fire every 20s as the
+			// deployed rules every minute.
+			startTick = 20 * time.Second
+			tb, err := start(ctx, srv, p, *seed, 1)
+			startTick = time.Hour
+			if err != nil {
+				log.Fatal(err)
+			}
+			tb.timeliness(*timelyTasks, tb.base)
+			tb.stop()
+		}
 	}
 }
+
+// benchSecret is the name of the push targets' signing secret.
+const benchSecret = "s3q/bench"
+
+// startTick is the timers' interval of the dev servers start starts.
+var startTick = time.Hour
 
 // bench is one dev server over the proxy of one latency profile.
 type bench struct {
@@ -112,6 +144,7 @@ type bench struct {
 	claimC  *client.Client // the client claims go through (c but in split mode)
 	tasksC  *client.Client // the client completes go through (c but in split mode)
 	stop    func()
+	base    string // the first dev server's URL
 
 	mu    sync.Mutex
 	calls map[string][]callLog // route -> the server's log of each call
@@ -182,9 +215,10 @@ func start(ctx context.Context, srv *s3local.Server, p faultproxy.Profile, seed 
 			done <- devserver.Run(sctx, devserver.Options{
 				Addr: "127.0.0.1:0", Endpoint: proxy.URL, Bucket: srv.Bucket, Prefix: prefix,
 				Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey,
-				Out: io.Discard, TickInterval: time.Hour,
-				Logger:  slog.New(slog.NewJSONHandler(pw, nil)),
-				Started: func(u string) { started <- u },
+				Out: io.Discard, TickInterval: startTick,
+				PushSecrets: map[string]string{benchSecret: "bench"},
+				Logger:      slog.New(slog.NewJSONHandler(pw, nil)),
+				Started:     func(u string) { started <- u },
 			})
 		}()
 		var base string
@@ -203,6 +237,9 @@ func start(ctx context.Context, srv *s3local.Server, p faultproxy.Profile, seed 
 			return nil, err
 		}
 		clients = append(clients, c)
+		if b.base == "" {
+			b.base = base
+		}
 	}
 	b.c, b.claimC, b.tasksC = clients[0], clients[0], clients[0]
 	if n >= 3 {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/api/openapitest"
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/schedule"
@@ -24,7 +25,8 @@ import (
 // order, as one bash script with -e (any failed command fails the test),
 // in a fresh copy of the repository, against a fresh s3q dev on a free port
 // (S3Q_URL, as the README says), with a push target on another
-// (PUSH_ADDR). Then the API must hold what the README promises: the first
+// (PUSH_ADDR), every answer of s3q dev checked against the OpenAPI
+// document on the way (openapitest.Proxy). Then the API must hold what the README promises: the first
 // task completed, a schedule that fired, and a push delivery completed.
 func TestReadmeWalkThroughRunsAsWritten(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
@@ -67,6 +69,9 @@ func TestReadmeWalkThroughRunsAsWritten(t *testing.T) {
 	}
 	t.Cleanup(func() { killGroup(srv); _ = srv.Wait() })
 	waitListening(t, devAddr)
+	// Everything the walk-through is answered goes through a proxy that
+	// validates it against the OpenAPI document.
+	url = openapitest.Proxy(t, url)
 
 	sh := exec.CommandContext(ctx, "bash", "-c", script.String())
 	sh.Dir = dir

@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -22,6 +23,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/s3q/s3q/shared/lambdafn/eventtest"
 )
 
 // function is one function's bootstrap running under the emulator: the
@@ -187,6 +192,12 @@ func (f *function) invoke(t *testing.T, event string, payload []byte) invocation
 		t.Fatal(err)
 	}
 	inv := invocation{event: event, requestID: id, status: resp.StatusCode, body: body, header: resp.Header}
+	// Every answer of the API to an HTTP event is checked against the
+	// OpenAPI document.
+	var answer events.APIGatewayV2HTTPResponse
+	if resp.StatusCode == http.StatusOK && json.Unmarshal(body, &answer) == nil && answer.StatusCode != 0 {
+		eventtest.CheckAnswer(t, payload, answer)
+	}
 	// The emulator prints REPORT before it answers; its pipe may lag.
 	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
 		if inv.report = parseReport(f.out.String(), id); inv.report.found {

@@ -28,7 +28,16 @@ import (
 // The servers every test of the package shares, started once by TestMain.
 var servers s3localtest.Servers
 
-func TestMain(m *testing.M) { os.Exit(s3localtest.Main(m, &servers)) }
+// After a full run, every property the OpenAPI document promises in an
+// answer must have been carried by some answer the tests checked
+// (checkOpenAPICoverage).
+func TestMain(m *testing.M) {
+	code := s3localtest.Main(m, &servers)
+	if code == 0 {
+		code = checkOpenAPICoverage()
+	}
+	os.Exit(code)
+}
 
 // t0 is the fixed, microsecond-aligned time tests start at.
 var t0 = time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)

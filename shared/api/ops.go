@@ -35,7 +35,7 @@ func (a *API) setPaused(rq *request, paused bool) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return reply{status: http.StatusOK, body: queueReply{Queue: queueView{Declaration: d}}}, nil
+	return reply{status: http.StatusOK, body: queueReply{Queue: queueOf(d)}}, nil
 }
 
 type statsReply struct {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
+	"github.com/s3q/s3q/shared/wire"
 )
 
 // The queue routes: PUT|GET|DELETE /queues/{queue} and
@@ -28,19 +29,20 @@ type queueBody struct {
 	Target json.RawMessage `json:"target"`
 }
 
-// queueView is a declaration with its counts, when asked for.
-type queueView struct {
-	queues.Declaration
-	Counts *queue.QueueCounts `json:"counts,omitempty"`
-}
+// The queue answers' bodies are declared in package wire.
+type (
+	queueView   = wire.Queue
+	queueReply  = wire.QueueReply
+	queuesReply = wire.QueueList
+)
 
-type queueReply struct {
-	Queue queueView `json:"queue"`
-}
-
-type queuesReply struct {
-	Queues     []queueView `json:"queues"`
-	NextCursor string      `json:"next_cursor,omitempty"`
+// queueOf is the declaration d as the API shows it, without counts.
+func queueOf(d queues.Declaration) queueView {
+	return queueView{
+		Name: d.Name, TTL: d.TTL, TTLFrom: d.TTLFrom, MaxAttempts: d.MaxAttempts, Timeout: d.Timeout,
+		Shards: d.Shards, MaxConcurrency: d.MaxConcurrency, Target: d.Target, AutoDeclared: d.AutoDeclared,
+		Paused: d.Paused, PausedAt: d.PausedAt, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
+	}
 }
 
 // queueDeclare serves PUT /queues/{queue}: 201 with a new queue, 200 with
@@ -68,7 +70,7 @@ func (a *API) queueDeclare(rq *request) (reply, error) {
 	if created {
 		status = http.StatusCreated
 	}
-	return reply{status: status, body: queueReply{Queue: queueView{Declaration: d}}}, nil
+	return reply{status: status, body: queueReply{Queue: queueOf(d)}}, nil
 }
 
 // queueGet serves GET /queues/{queue}: the declaration with its counts.
@@ -81,7 +83,7 @@ func (a *API) queueGet(rq *request) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return reply{status: http.StatusOK, body: queueReply{Queue: queueView{Declaration: d, Counts: &c}}}, nil
+	return reply{status: http.StatusOK, body: queueReply{Queue: withCounts(queueOf(d), &c)}}, nil
 }
 
 // queueDelete serves DELETE /queues/{queue}: 204, or 409 queue_not_empty
@@ -124,7 +126,7 @@ func (a *API) queueList(rq *request) (reply, error) {
 	}
 	out := queuesReply{Queues: make([]queueView, len(res.Queues)), NextCursor: res.NextCursor}
 	for i, d := range res.Queues {
-		out.Queues[i].Declaration = d
+		out.Queues[i] = queueOf(d)
 	}
 	if counts {
 		// A few at a time: each count is a LIST or more.
@@ -140,7 +142,7 @@ func (a *API) queueList(rq *request) (reply, error) {
 			sem <- struct{}{}
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				c, err := a.q.CountQueue(rq.ctx, out.Queues[i].Declaration.Settings(), now)
+				c, err := a.q.CountQueue(rq.ctx, res.Queues[i].Settings(), now)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
@@ -156,4 +158,10 @@ func (a *API) queueList(rq *request) (reply, error) {
 		}
 	}
 	return reply{status: http.StatusOK, body: out}, nil
+}
+
+// withCounts is v with counts c.
+func withCounts(v queueView, c *queue.QueueCounts) queueView {
+	v.Counts = c
+	return v
 }

@@ -50,7 +50,7 @@ func answers201(schema string) []answer { return []answer{{http.StatusCreated, s
 
 // Error codes that many routes answer.
 var (
-	leaseErrors = []string{CodeInvalidLeaseDuration, CodeNotRunning, CodeLeaseMismatch, CodeLeaseExpired, CodeConflict}
+	leaseErrors = []string{CodeNotRunning, CodeLeaseMismatch, CodeLeaseExpired, CodeConflict}
 	taskErrors  = []string{CodeInvalidState, CodeConflict}
 )
 
@@ -69,7 +69,7 @@ var table = []*route{
 	{method: "DELETE", pattern: "/queues/{queue}", function: "tasks", summary: "Delete a queue that holds no live tasks",
 		answers: []answer{{http.StatusNoContent, ""}}, errors: []string{CodeQueueNotFound, CodeQueueNotEmpty, CodeConflict}, serve: (*API).queueDelete},
 	{method: "POST", pattern: "/queues/{queue}/tasks", function: "submit", summary: "Submit a task (a wait goes to POST /queues/{queue}/tasks/wait)",
-		body: "SubmitRequest", answers: []answer{{200, "TaskReply"}, {201, "TaskReply"}, {202, "TaskReply"}},
+		body: "SubmitRequest", answers: []answer{{200, "TaskReply"}, {201, "TaskReply"}},
 		errors: []string{CodeQueueNotFound, CodeConflict, CodeTooManyQueues}, serve: (*API).submit},
 	{method: "POST", pattern: "/queues/{queue}/tasks/wait", function: "waits", summary: "Submit a task and wait up to wait for its outcome (the waits function: its concurrency is capped apart)",
 		body: "SubmitRequest", answers: []answer{{200, "TaskReply"}, {201, "TaskReply"}, {202, "TaskReply"}},
@@ -97,7 +97,7 @@ var table = []*route{
 		body: "ClaimRequest", answers: []answer{{200, "ClaimReply"}, {http.StatusNoContent, ""}},
 		errors: []string{CodeInvalidLeaseDuration, CodeQueueNotFound, CodeConflict}, serve: (*API).claimWait},
 	{method: "POST", pattern: "/queues/{queue}/tasks/{id}/heartbeat", function: "tasks", summary: "Extend a lease",
-		body: "HeartbeatRequest", answers: answers200("Claimed"), errors: leaseErrors, serve: (*API).heartbeat},
+		body: "HeartbeatRequest", answers: answers200("Claimed"), errors: append([]string{CodeInvalidLeaseDuration}, leaseErrors...), serve: (*API).heartbeat},
 	{method: "POST", pattern: "/queues/{queue}/tasks/{id}/complete", function: "tasks", summary: "Complete a task with its output",
 		body: "CompleteRequest", answers: answers200("TaskReply"), errors: leaseErrors, serve: (*API).complete},
 	{method: "POST", pattern: "/queues/{queue}/tasks/{id}/fail", function: "tasks", summary: "Fail an attempt: retried with backoff, or dead-lettered",

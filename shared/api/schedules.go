@@ -20,6 +20,11 @@ type scheduleReply struct {
 	Schedule schedule.Schedule `json:"schedule"`
 }
 
+// fireReply is the answer of POST /queues/{queue}/schedules/{id}/trigger.
+type fireReply struct {
+	Fire schedule.Fire `json:"fire"`
+}
+
 // scheduler returns the view of the path's queue of the schedules: its
 // ids are looked up in that queue's folder only, so another queue's
 // schedule is 404.
@@ -178,9 +183,7 @@ func (a *API) scheduleTrigger(rq *request) (reply, error) {
 		return reply{}, err
 	}
 	rq.log.addIDs(f.TaskID)
-	return reply{status: http.StatusOK, body: struct {
-		Fire schedule.Fire `json:"fire"`
-	}{f}}, nil
+	return reply{status: http.StatusOK, body: fireReply{Fire: f}}, nil
 }
 
 // scheduleHistory serves GET /queues/{queue}/schedules/{id}/history?since=&limit=&cursor=.

@@ -8,13 +8,16 @@ import (
 )
 
 // get serves GET /queues/{queue}/tasks/{id}: the task, with expires_in_seconds when it
-// has a deadline.
+// has a deadline; a pending task whose deadline has passed is answered
+// expired, whether or not the sweep has written it yet.
 func (a *API) get(rq *request) (reply, error) {
 	t, err := rq.q.Get(rq.ctx, rq.id)
 	if err != nil {
 		return reply{}, err
 	}
-	return reply{status: http.StatusOK, body: taskReply{Task: view(t, rq.now(a))}}, nil
+	now := rq.now(a)
+	// A pending task past its deadline reads expired (queue.Task.AsOf).
+	return reply{status: http.StatusOK, body: taskReply{Task: view(t.AsOf(now), now)}}, nil
 }
 
 // list serves GET /queues/{queue}/tasks?status=&task_type=&limit=&cursor=

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/s3q/s3q/shared/api"
+	"github.com/s3q/s3q/shared/api/openapitest"
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
@@ -35,11 +36,17 @@ func newAPI(t *testing.T, srv *s3local.Server) (*client.Client, *queue.Queue) {
 	q, decls := queues.Open(s3localtest.NewStore(t, srv), queue.Options{}, queues.Options{})
 	ts := httptest.NewServer(api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)}))
 	t.Cleanup(ts.Close)
-	c, err := client.New(ctx, ts.URL, client.Options{})
+	c, err := client.New(ctx, ts.URL, client.Options{HTTPClient: checked(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c, q
+}
+
+// checked is an HTTP client whose every answer from the API is validated
+// against the OpenAPI document.
+func checked(t *testing.T) *http.Client {
+	return &http.Client{Timeout: time.Minute, Transport: &openapitest.Transport{T: t}}
 }
 
 func TestClientAgainstTheAPI(t *testing.T) {

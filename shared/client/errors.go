@@ -62,8 +62,13 @@ func (e *Error) Is(target error) bool {
 }
 
 // Temporary reports whether repeating the request later may succeed
-// (throttling, a conflict, a server error).
+// (throttling, a conflict, a server error). A conflict naming
+// lease_token is not: the lease has ended and its token never works
+// again.
 func (e *Error) Temporary() bool {
+	if e.Code == "conflict" && e.Field == "lease_token" {
+		return false
+	}
 	return e.Status == http.StatusServiceUnavailable || e.Status == http.StatusTooManyRequests ||
 		e.Code == "conflict" || e.Status >= 500 && e.Status != http.StatusGatewayTimeout
 }

@@ -118,6 +118,10 @@ type Options struct {
 	// ui.DefaultRefresh (5s).
 	ConsoleRefresh time.Duration
 
+	// ConsoleHTTPClient is the HTTP client the console calls the API
+	// with (over loopback). Defaults to the console's own.
+	ConsoleHTTPClient *http.Client
+
 	// Started, when set, is called with the API's base URL (such as
 	// "http://127.0.0.1:8080") once it accepts requests.
 	Started func(baseURL string)
@@ -173,6 +177,14 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	// A timer's sweep stays until the next one (less a moment), sweeping
+	// again while work is near due, as the deployed function does within
+	// its minute: expiry events on time.
+	deps.SweepStay = max(opts.TickInterval-500*time.Millisecond, 0)
+	// A submit of a deadline within the stay starts a staying sweep when
+	// none is going: a first short TTL has its event on time too.
+	wake := make(sweepWaker, 1)
+	deps.SweepWaker = wake
 	local := deps.Waker.(*dispatch.Local) // what Parts.Local wakes dispatch with
 	defer local.Wait()
 	for _, d := range opts.PushQueues {
@@ -197,7 +209,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	baseURL := "http://" + ln.Addr().String()
 	// The console calls this very API over loopback, as `s3q ui` would.
-	console, err := ui.New(ctx, baseURL, client.Options{SigV4: new(bool)},
+	console, err := ui.New(ctx, baseURL, client.Options{SigV4: new(bool), HTTPClient: opts.ConsoleHTTPClient},
 		ui.Options{Events: ring, Refresh: opts.ConsoleRefresh, Logger: opts.Logger})
 	if err != nil {
 		ln.Close()
@@ -216,7 +228,7 @@ func Run(ctx context.Context, opts Options) error {
 	timerDone := make(chan struct{})
 	go func() {
 		defer close(timerDone)
-		runTimers(timerCtx, opts.TickInterval, functions, opts.Logger, local.WakeAll)
+		runTimers(timerCtx, opts.TickInterval, functions, opts.Logger, local.WakeAll, wake)
 	}()
 
 	select {

@@ -376,3 +376,27 @@ func TestDevServerMaxWait(t *testing.T) {
 		t.Errorf("a 1s wait: %d, want 204", status)
 	}
 }
+
+// A submit of a short ttl to a dev server whose timers are far off starts
+// a staying sweep: the task's Task Expired event goes out after its
+// deadline without waiting for the next timer.
+func TestDevServerASubmitOfANearDeadlineWakesTheSweep(t *testing.T) {
+	d := start(t, devserver.Options{TickInterval: time.Hour})
+	status, sub := call(t, "POST", d.url+"/queues/default/tasks", `{"task_type":"soon","ttl":"1s"}`)
+	if status != 201 {
+		t.Fatalf("submit: %d %v", status, sub)
+	}
+	id := field(sub, "task", "id").(string)
+	deadline := time.Now().Add(60 * time.Second) // a bound on a loaded machine; no timer fires within it
+	for time.Now().Before(deadline) {
+		_, body := call(t, "GET", d.url+"/events", "")
+		evs, _ := body["events"].([]any)
+		for _, e := range evs {
+			if m := e.(map[string]any); m["task_id"] == id && m["detail_type"] == "Task Expired" {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond) // the staying sweep, not the expiry
+	}
+	t.Fatal("no Task Expired event within a minute of a 1s ttl, with the timers an hour apart")
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -15,22 +16,81 @@ import (
 // runTimers fires sweep-expired and schedule-tick every interval until ctx
 // is done, as the stack's two EventBridge rules do. An error of a timer
 // function is logged (by the function) and the next run goes on.
-func runTimers(ctx context.Context, interval time.Duration, functions map[string]*function, log *slog.Logger, dispatchAll func()) {
+//
+// Each function runs on its own, as each rule invokes its own function: a
+// sweep that stays while work is near due (lambdafn.Deps.SweepStay) never
+// holds up the tick. A function with two runs still going skips a fire.
+//
+// A wake (sweepWaker: a submit made a deadline within the stay) starts a
+// sweep-expired run at once when none is going, or as soon as the one
+// going ends: the run of the last fire, late, which stays until the next
+// fire as that one would have.
+func runTimers(ctx context.Context, interval time.Duration, functions map[string]*function, log *slog.Logger, dispatchAll func(), wake <-chan struct{}) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	names := []string{lambdafn.SweepExpired, lambdafn.ScheduleTick}
+	running := map[string]chan struct{}{}
+	for _, name := range names {
+		running[name] = make(chan struct{}, 2)
+	}
+	ended := make(chan struct{}, 4)
+	fire := func(name string, at time.Time) {
+		select {
+		case running[name] <- struct{}{}:
+		default:
+			return // two runs still going: this fire is theirs
+		}
+		payload, _ := json.Marshal(scheduledEvent(name, at))
+		wg.Add(1)
+		go func() {
+			defer func() {
+				<-running[name]
+				wg.Done()
+				select {
+				case ended <- struct{}{}:
+				default:
+				}
+			}()
+			if _, err := functions[name].invoke(ctx, payload); err != nil && ctx.Err() == nil {
+				log.Debug("timer function failed", "function", name, "error", err)
+			}
+		}()
+	}
+	last := time.Now() // the last fire (the start: the ticker's first is an interval later)
+	woken := false
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
+			last = now
+			woken = false // this fire's sweep sees what the wake was for
 			dispatchAll() // the dispatch rule: every push queue, in the background
-			for _, name := range []string{lambdafn.SweepExpired, lambdafn.ScheduleTick} {
-				payload, _ := json.Marshal(scheduledEvent(name, now))
-				if _, err := functions[name].invoke(ctx, payload); err != nil && ctx.Err() == nil {
-					log.Debug("timer function failed", "function", name, "error", err)
-				}
+			for _, name := range names {
+				fire(name, now)
 			}
+		case <-wake:
+			woken = true
+		case <-ended:
 		}
+		if woken && len(running[lambdafn.SweepExpired]) == 0 {
+			woken = false
+			fire(lambdafn.SweepExpired, last)
+		}
+	}
+}
+
+// sweepWaker is the dev server's lambdafn.SweepWaker: a wake for
+// runTimers.
+type sweepWaker chan struct{}
+
+// WakeSweep asks runTimers for a sweep-expired run; it never blocks.
+func (w sweepWaker) WakeSweep() {
+	select {
+	case w <- struct{}{}:
+	default:
 	}
 }
 

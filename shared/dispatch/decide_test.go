@@ -24,12 +24,12 @@ func TestTargetsAreValidatedNamingTheField(t *testing.T) {
 		{queues.Target{URL: "https://x/"}, false, "target.secret"},
 		{queues.Target{Lambda: "f", Secret: "s"}, false, "target.secret"},
 	} {
-		err := c.t.Validate(c.http)
+		err := queues.ValidateTarget(c.t, c.http)
 		if err == nil || !strings.Contains(err.Error(), c.field) {
 			t.Errorf("%+v: %v, want it to name %s", c.t, err, c.field)
 		}
 	}
-	if err := (queues.Target{URL: "http://127.0.0.1:9000/", Secret: "s"}).Validate(true); err != nil {
+	if err := queues.ValidateTarget(queues.Target{URL: "http://127.0.0.1:9000/", Secret: "s"}, true); err != nil {
 		t.Errorf("http in dev: %v", err)
 	}
 }

@@ -369,7 +369,7 @@ func (d *Dispatcher) deliver(ctx context.Context, p PushQueue, c queue.Claimed, 
 		return d.handBack(ctx, t, l, now, log)
 	}
 	deadline := l.ExpiresAt.Add(-margin)
-	body, err := json.Marshal(Payload{Task: wire.TaskOf(t), Lease: l, Deadline: deadline})
+	body, err := json.Marshal(Payload{Task: t.Wire(), Lease: l, Deadline: deadline})
 	if err != nil {
 		rep.Errors++
 		return rep
@@ -386,7 +386,14 @@ func (d *Dispatcher) deliver(ctx context.Context, p PushQueue, c queue.Claimed, 
 		res = Result{Outcome: Fail, Error: "dispatch: no deliverer for this target", Retryable: true}
 	} else {
 		dctx, cancel := context.WithDeadline(ctx, deadline)
+		stop := d.watchCancel(dctx, t, l, cancel)
 		res = dl.Deliver(dctx, p.Target, Delivery{Task: t, Lease: l, Deadline: deadline, Body: body, Now: now})
+		if stop() && res.Outcome == Lapse {
+			// Ended for a cancel request (an answer that came first
+			// stands): the failure of a task asked to cancel cancels it.
+			res = Result{Outcome: Fail, Error: cancelledError}
+			rep.Cancelled++
+		}
 		cancel()
 	}
 	if res.Outcome == HandBack {

@@ -165,7 +165,13 @@ type Options struct {
 	MaxNap time.Duration
 	// RunnerLease is the length of a queue's runner lease, renewed while
 	// the run stays. Defaults to DefaultRunnerLease.
-	RunnerLease time.Duration
+	RunnerLease time.Duration // CancelPoll is how often a task is read for a cancel request while
+	// its delivery is in flight (cancelwatch.go): a cancel ends the
+	// delivery within about this long and the task ends cancelled.
+	// Defaults to DefaultCancelPoll (2s); negative: no reads (a cancel
+	// then waits for the delivery's answer, and the task is completed or
+	// failed as it answers).
+	CancelPoll time.Duration
 }
 
 // More defaults.
@@ -221,6 +227,9 @@ func New(q *queue.Queue, targets Targets, opts Options) *Dispatcher {
 	if opts.RunnerLease <= 0 {
 		opts.RunnerLease = DefaultRunnerLease
 	}
+	if opts.CancelPoll == 0 {
+		opts.CancelPoll = DefaultCancelPoll
+	}
 	return &Dispatcher{
 		q: q, st: q.Store(), targets: targets, opts: opts, log: opts.Logger,
 		pokes: map[string]chan struct{}{},
@@ -261,6 +270,7 @@ type Report struct {
 	Completed int `json:"completed"`
 	Failed    int `json:"failed"`    // failures recorded (retried or dead-lettered)
 	Retried   int `json:"retried"`   // of Failed, the ones put back to pending
+	Cancelled int `json:"cancelled"` // of Failed, deliveries ended for a cancel request (the task ends cancelled)
 	Lapsed    int `json:"lapsed"`    // time-outs: the lease was left to lapse
 	Skipped   int `json:"skipped"`   // claimed past the deadline and handed back undelivered
 	Errors    int `json:"errors"`    // outcomes that could not be written, queues whose lease does not fit in a run or whose target is not bound
@@ -322,6 +332,7 @@ func (r *Report) add(o Report) {
 	r.Completed += o.Completed
 	r.Failed += o.Failed
 	r.Retried += o.Retried
+	r.Cancelled += o.Cancelled
 	r.Lapsed += o.Lapsed
 	r.Skipped += o.Skipped
 	r.Errors += o.Errors

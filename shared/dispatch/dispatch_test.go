@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/api/openapitest"
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/pushsig"
 	"github.com/s3q/s3q/shared/queue"
@@ -63,6 +64,7 @@ func newTarget(t *testing.T, clk *clock, answer func(p dispatch.Payload, w http.
 	tg := &target{t: t, answer: answer}
 	tg.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		openapitest.CheckDelivery(t, r, body) // the document's webhook describes it
 		if _, err := pushsig.Verify(secret, pushsig.Expect{URL: tg.srv.URL, Queue: r.Header.Get(pushsig.HeaderQueue), Tolerance: time.Minute}, r.Method, r.Header, body, clk.Now()); err != nil {
 			t.Errorf("target: %v", err)
 			http.Error(w, err.Error(), http.StatusUnauthorized)

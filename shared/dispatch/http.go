@@ -94,7 +94,7 @@ func refuseLocal(_, address string, _ syscall.RawConn) error {
 
 // Deliver posts one delivery.
 func (h *HTTP) Deliver(ctx context.Context, target queues.Target, d Delivery) Result {
-	if err := target.Validate(h.AllowHTTP); err != nil {
+	if err := queues.ValidateTarget(target, h.AllowHTTP); err != nil {
 		return Result{Outcome: Fail, Error: err.Error()}
 	}
 	start := time.Now()

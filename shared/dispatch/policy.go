@@ -47,12 +47,12 @@ func ParseBindings(b []byte) (Bindings, error) {
 			return nil, fmt.Errorf("push bindings: %w", err)
 		}
 		for _, fn := range bd.Lambda {
-			if err := (queues.Target{Lambda: fn}).Validate(false); err != nil {
+			if err := queues.ValidateTarget(queues.Target{Lambda: fn}, false); err != nil {
 				return nil, fmt.Errorf("push bindings: queue %s: %w", name, err)
 			}
 		}
 		for _, s := range bd.Secrets {
-			if err := (queues.Target{URL: "https://x/", Secret: s}).Validate(false); err != nil {
+			if err := queues.ValidateTarget(queues.Target{URL: "https://x/", Secret: s}, false); err != nil {
 				return nil, fmt.Errorf("push bindings: queue %s: %w", name, err)
 			}
 		}

@@ -37,8 +37,11 @@ func newHTTP(name string, d Deps) *httpFunction {
 	if targets == nil && d.Dispatcher != nil {
 		targets = d.Dispatcher.Targets()
 	}
-	if d.Metrics != nil || (d.Waker != nil && targets != nil) {
+	if d.Metrics != nil || (d.Waker != nil && targets != nil) || d.SweepWaker != nil {
 		opts.OnSubmit = func(tasks []queue.Task, now time.Time) {
+			if d.SweepWaker != nil && expiresWithin(tasks, now, d.SweepStay) {
+				d.SweepWaker.WakeSweep()
+			}
 			if d.Metrics != nil {
 				if err := d.Metrics.SubmitTTL(tasks, now); err != nil {
 					d.Logger.Warn("write submit metrics", "error", err)
@@ -73,6 +76,17 @@ func newHTTP(name string, d Deps) *httpFunction {
 		}
 	}
 	return &httpFunction{api: api.New(d.Queue, d.Queues, opts)}
+}
+
+// expiresWithin reports whether a pending task of tasks has a deadline
+// within d of now.
+func expiresWithin(tasks []queue.Task, now time.Time, d time.Duration) bool {
+	for _, t := range tasks {
+		if t.Status == queue.StatusPending && t.ExpiresAt != nil && t.ExpiresAt.Before(now.Add(d)) {
+			return true
+		}
+	}
+	return false
 }
 
 // handle serves one API Gateway HTTP API event. It never returns an error:

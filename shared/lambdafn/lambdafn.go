@@ -90,7 +90,9 @@ func FunctionForRequest(method, path string) string {
 
 // timerWork is the work a timer function does at now, returning a report
 // (any JSON value) for its log line and its response.
-type timerWork func(ctx context.Context, now time.Time) (any, error)
+// scheduled is true for the rule's own event (source aws.events,
+// detail-type Scheduled Event), false for a run by hand.
+type timerWork func(ctx context.Context, now time.Time, scheduled bool) (any, error)
 
 // Deps is what the functions run on.
 type Deps struct {
@@ -108,6 +110,14 @@ type Deps struct {
 	Logger *slog.Logger
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
+	// SweepStay is how long a scheduled sweep-expired run stays, sweeping
+	// again while work is near due, so that expiry is on time
+	// (sweep_stay.go). Main sets DefaultSweepStay (59s, bounded by the
+	// function's timeout); s3q dev its timers' interval less 0.5s. Defaults to 0:
+	// one pass. A sweep invoked by hand
+	// (s3q sweep, s3q invoke: an event whose source is not aws.events)
+	// makes one pass.
+	SweepStay time.Duration
 	// Publisher delivers the Task Expired and Task Dead-Lettered events of
 	// the sweep (Deps.Sweep). Defaults to the log (events.Log on Logger).
 	Publisher queue.EventPublisher
@@ -137,4 +147,18 @@ type Deps struct {
 	// Targets lists the push queues, for the submit function's wake.
 	// Defaults to the Dispatcher's, else none.
 	Targets dispatch.Targets
+	// SweepWaker is woken by the submit function when it created a
+	// pending task whose deadline is within SweepStay: s3q dev starts a
+	// staying sweep-expired run then if none is going, so that a first
+	// deadline in an idle dev server has its Task Expired event on time.
+	// Defaults to none (the stack): such a deadline's event waits for
+	// the next minute's sweep when no sweep is staying (reads show the
+	// task expired at once; a claim never starts it).
+	SweepWaker SweepWaker
+}
+
+// SweepWaker starts a staying sweep-expired run when none is going.
+// WakeSweep must not block.
+type SweepWaker interface {
+	WakeSweep()
 }

@@ -63,7 +63,7 @@ func (f *timerFunction) handle(ctx context.Context, ev events.EventBridgeEvent) 
 	}
 	ctx, counts := reqcount.Start(ctx)
 	start := time.Now()
-	result, err := f.work(ctx, now)
+	result, err := f.work(ctx, now, ev.Source == "aws.events" && ev.DetailType == "Scheduled Event")
 	rep.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	rep.S3Requests = counts.Counts().Total()
 	rep.Result = result

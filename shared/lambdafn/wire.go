@@ -34,7 +34,8 @@ import (
 //	claim           api.API, its routes                          Queue, Queues
 //	waits           api.API, its routes (the held waits of       Queue, Queues, Metrics, Waker, Targets
 //	                submit and claim); wakes dispatch as submit
-//	tasks           api.API, its routes                          Queue, Queues, Artifacts
+//	tasks           api.API, its routes                          Queue (with Publisher: a retry or purge
+//	                publishes an owed event), Queues, Artifacts
 //	schedules       api.API, its routes                          Queue, Queues, Scheduler
 //	sweep-expired   Deps.Sweep: queue.Queue.Sweep + events       Queue, Queues (gauges), Publisher, Metrics
 //	schedule-tick   Deps.Tick: schedule.Scheduler.Tick           Scheduler
@@ -107,9 +108,11 @@ func Build(ctx context.Context, c config.Config, p Parts, functions ...string) (
 		}
 		p.Store, p.S3 = s3store.New(client, c.Bucket, c.Prefix), client
 	}
-	// Only the sweep publishes; the other functions load no AWS
-	// configuration for an EventBridge client they never use.
-	if p.Publisher == nil && slices.Contains(functions, SweepExpired) {
+	// The sweep publishes, and the tasks function when a retry or a
+	// purge publishes an owed event itself (queue.Options.Publisher); the
+	// other functions load no AWS configuration for an EventBridge client
+	// they never use.
+	if p.Publisher == nil && (slices.Contains(functions, SweepExpired) || slices.Contains(functions, Tasks)) {
 		pub, err := c.Publisher(ctx, p.Logger)
 		if err != nil {
 			return Deps{}, err
@@ -128,7 +131,7 @@ func Build(ctx context.Context, c config.Config, p Parts, functions ...string) (
 		}
 		c.CheckTarget = c.PushPolicy(dispatch.SSMCheck{Client: c.SSMClient(awsCfg)}).Check
 	}
-	q, decls := c.Queue(p.Store)
+	q, decls := c.Queue(p.Store, func(o *queue.Options) { o.Publisher = p.Publisher })
 	d := Deps{
 		Queue:     q,
 		Queues:    decls,
@@ -188,13 +191,18 @@ func New(name string, d Deps) (lambda.Handler, error) {
 	case SweepExpired:
 		var work timerWork
 		if d.Queue != nil {
-			work = func(ctx context.Context, now time.Time) (any, error) { return d.Sweep(ctx, now) }
+			work = func(ctx context.Context, now time.Time, scheduled bool) (any, error) {
+				if !scheduled {
+					return d.Sweep(ctx, now)
+				}
+				return d.sweepOnTime(ctx, now)
+			}
 		}
 		return lambda.NewHandler(newTimer(name, work, d).handle), nil
 	case ScheduleTick:
 		var work timerWork
 		if d.Scheduler != nil {
-			work = func(ctx context.Context, now time.Time) (any, error) { return d.Tick(ctx, now) }
+			work = func(ctx context.Context, now time.Time, _ bool) (any, error) { return d.Tick(ctx, now) }
 		}
 		return lambda.NewHandler(newTimer(name, work, d).handle), nil
 	case Dispatch:
@@ -224,6 +232,7 @@ func Main(name string) {
 	if err := deps.CheckLayout(context.Background()); err != nil {
 		fail(err) // another layout's bucket: refuse it at start
 	}
+	deps.SweepStay = DefaultSweepStay // expiry on time while work is near due
 	h, err := New(name, deps)
 	if err != nil {
 		fail(err)

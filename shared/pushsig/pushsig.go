@@ -31,6 +31,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -61,7 +62,7 @@ const DefaultTolerance = 5 * time.Minute
 
 // Errors of Verify.
 var (
-	ErrMissing   = errors.New("pushsig: missing S3q-Signature (t= and v1=), S3q-Queue, S3q-Task-Id or S3q-Attempt")
+	ErrMissing   = errors.New("pushsig: missing or malformed S3q-Signature (one t= and a v1=), S3q-Queue, S3q-Task-Id or S3q-Attempt (a canonical positive decimal)")
 	ErrBadTime   = errors.New("pushsig: timestamp outside the tolerance")
 	ErrSignature = errors.New("pushsig: signature mismatch")
 	ErrNoSecret  = errors.New("pushsig: no secret to verify with")
@@ -115,15 +116,27 @@ type Expect struct {
 	// Tolerance is the time window either side of now. Defaults to
 	// DefaultTolerance.
 	Tolerance time.Duration
+	// PreviousSecret, when set, is also accepted: the secret's old value
+	// while it is rotated (the dispatcher caches the value it signs with
+	// for up to 5 minutes). Defaults to none.
+	PreviousSecret string
 }
 
 // Verify checks a delivery's headers against its method and exact body
 // bytes: the signature must be that of (timestamp, method, e.URL,
-// e.Queue, the task id and attempt of the headers, body) under secret,
-// compared in constant time, and the timestamp within e.Tolerance of now
-// either way. It returns the delivery the signature binds. An empty
-// secret verifies nothing (ErrNoSecret): anyone can sign with the empty
-// key.
+// e.Queue, the task id and attempt of the headers, body) under secret
+// (or e.PreviousSecret), compared in constant time, and the timestamp
+// within e.Tolerance of now either way. It returns the delivery the
+// signature binds. An empty secret verifies nothing (ErrNoSecret): anyone
+// can sign with the empty key.
+//
+// The checks run in this order, each with its error: the secret
+// (ErrNoSecret), e's URL and queue (ErrTarget), the headers' presence and
+// form (ErrMissing: the attempt and the timestamp are canonical decimals,
+// so "02" or "+2" is refused rather than read as 2), the time window
+// (ErrBadTime), the queue (ErrQueue), the signature (ErrSignature).
+// contract/push-signature-vectors.json holds the cases every language's
+// verifier passes.
 func Verify(secret string, e Expect, method string, h http.Header, body []byte, now time.Time) (Delivery, error) {
 	if secret == "" {
 		return Delivery{}, ErrNoSecret
@@ -133,13 +146,13 @@ func Verify(secret string, e Expect, method string, h http.Header, body []byte, 
 	}
 	ts, sigs, ok := parse(h.Get(HeaderSignature))
 	d := Delivery{Method: method, URL: e.URL, Queue: h.Get(HeaderQueue), TaskID: h.Get(HeaderTaskID)}
-	attempt, err := strconv.Atoi(h.Get(HeaderAttempt))
-	if !ok || d.Queue == "" || d.TaskID == "" || err != nil {
+	attempt, okAttempt := canonical(h.Get(HeaderAttempt))
+	if !ok || d.Queue == "" || d.TaskID == "" || !okAttempt || attempt > math.MaxInt32 {
 		return Delivery{}, ErrMissing
 	}
-	d.Attempt = attempt
-	sec, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil {
+	d.Attempt = int(attempt)
+	sec, okTime := canonical(ts)
+	if !okTime {
 		return Delivery{}, ErrBadTime
 	}
 	d.Timestamp = sec
@@ -153,18 +166,42 @@ func Verify(secret string, e Expect, method string, h http.Header, body []byte, 
 	if d.Queue != e.Queue {
 		return Delivery{}, ErrQueue
 	}
-	want := signed(secret, d, body)
-	for _, s := range sigs {
-		got, err := hex.DecodeString(s)
-		if err == nil && hmac.Equal(want, got) {
-			return d, nil
+	for _, key := range []string{secret, e.PreviousSecret} {
+		if key == "" {
+			continue
+		}
+		want := []byte(hex.EncodeToString(signed(key, d, body)))
+		for _, s := range sigs {
+			if hmac.Equal(want, []byte(s)) {
+				return d, nil
+			}
 		}
 	}
 	return Delivery{}, ErrSignature
 }
 
+// canonical reads a positive decimal written canonically ([1-9][0-9]*,
+// at most 18 digits): no sign, no leading zero, nothing else.
+func canonical(s string) (int64, bool) {
+	if s == "" || len(s) > 18 || s[0] == '0' {
+		return 0, false
+	}
+	var n int64
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
 // parse reads "t=...,v1=...[,v1=...]": the timestamp and the v1 values.
+// Spaces around a part are ignored, and so are parts of other keys (a
+// later version beside v1); a header with no t=, more than one, or no v1=
+// is not ok.
 func parse(v string) (ts string, sigs []string, ok bool) {
+	times := 0
 	for _, part := range strings.Split(v, ",") {
 		k, val, found := strings.Cut(strings.TrimSpace(part), "=")
 		if !found {
@@ -173,9 +210,10 @@ func parse(v string) (ts string, sigs []string, ok bool) {
 		switch k {
 		case "t":
 			ts = val
+			times++
 		case Version:
 			sigs = append(sigs, val)
 		}
 	}
-	return ts, sigs, ts != "" && len(sigs) > 0
+	return ts, sigs, times == 1 && len(sigs) > 0
 }

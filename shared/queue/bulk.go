@@ -9,22 +9,18 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/internal/clip"
+
+	"github.com/s3q/s3q/shared/wire"
 )
 
-// BulkOp is an operation on the tasks of one queue chosen by a filter.
-type BulkOp string
+type BulkOp = wire.BulkOp
 
-// The bulk operations.
+// The bulk operations (wire.OpPurge, ...).
 const (
-	// OpPurge deletes pending or terminal tasks (see Purge).
-	OpPurge BulkOp = "purge"
-	// OpRetry retries failed or cancelled tasks, as Retry does each.
-	OpRetry BulkOp = "retry"
-	// OpCancel cancels pending tasks, or asks running ones to cancel,
-	// as Cancel does each.
-	OpCancel BulkOp = "cancel"
-	// OpExpire expires pending tasks by hand, as Expire does each.
-	OpExpire BulkOp = "expire"
+	OpPurge  = wire.OpPurge
+	OpRetry  = wire.OpRetry
+	OpCancel = wire.OpCancel
+	OpExpire = wire.OpExpire
 )
 
 // MaxBulk is the most tasks one bulk call changes, and its default.
@@ -61,30 +57,9 @@ type BulkRequest struct {
 	DryRun bool `json:"dry_run,omitempty"`
 }
 
-// BulkSkip is a task the filter chose but the operation refused, and why.
-type BulkSkip struct {
-	ID     string `json:"id"`
-	Reason string `json:"reason"`
-}
+type BulkSkip = wire.BulkSkip
 
-// BulkResult is what one bulk call did (or, on a dry run, would do).
-type BulkResult struct {
-	Op     BulkOp `json:"op"`
-	Queue  string `json:"queue"`
-	Status Status `json:"status"`
-	DryRun bool   `json:"dry_run"`
-	// Matched is how many tasks the filter chose in this call.
-	Matched int `json:"matched"`
-	// Changed is how many of them the call changed (would change).
-	Changed int `json:"changed"`
-	// TaskIDs are the tasks changed (that would change), in listing order.
-	TaskIDs []string `json:"task_ids"`
-	// Skipped are the chosen tasks the operation refused.
-	Skipped []BulkSkip `json:"skipped,omitempty"`
-	// NextCursor continues the operation with the next call; empty when
-	// it has been through every task of the status.
-	NextCursor string `json:"next_cursor,omitempty"`
-}
+type BulkResult = wire.BulkResult
 
 // Purge deletes pending or terminal tasks of one queue chosen by req (its
 // Status is required): see Bulk. Each task goes by purgeOne: its record is
@@ -171,6 +146,9 @@ func (q *Queue) Bulk(ctx context.Context, op BulkOp, req BulkRequest, now time.T
 	res := BulkResult{Op: op, Queue: req.Queue, Status: req.Status, DryRun: req.DryRun, TaskIDs: []string{}, NextCursor: page.NextCursor}
 	var chosen []Task
 	for _, t := range page.Tasks {
+		if req.DryRun && t.AsOf(now).Status != req.Status {
+			continue // past its deadline: the real run's listing (at now) shows it expired
+		}
 		if req.OlderThan != nil && t.UpdatedAt.After(now.Add(-req.OlderThan.Std())) {
 			continue
 		}
@@ -268,10 +246,9 @@ func bulkRefusal(op BulkOp, t *Task, now time.Time) string {
 	case OpPurge:
 		return purgeRefusal(t)
 	case OpRetry:
-		switch {
-		case t.owesDeadLetterEvent():
-			return "its Task Dead-Lettered event is not published yet: retry it after the next sweep (within a minute)"
-		case t.deadlinePassed(now):
+		// A dead letter whose event is still owed is retried too: the
+		// retry publishes the event first (owed.go).
+		if t.deadlinePassed(now) {
 			return "its deadline " + t.ExpiresAt.Format(time.RFC3339) + " has passed"
 		}
 	case OpCancel:

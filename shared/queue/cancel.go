@@ -7,9 +7,11 @@ import (
 
 // Cancel cancels a task. A pending task, or a running one whose lease has
 // lapsed, becomes cancelled at once and leaves the index. A running task gets cancel_requested: its worker sees
-// it on its next heartbeat and acknowledges with AckCancel (or finishes
+// it within seconds (the Go worker reads the task every 2s, and every
+// heartbeat says it) and acknowledges with AckCancel (or finishes
 // anyway). Cancelling a task already cancelled, or already asked to
-// cancel, returns it unchanged; cancelling any other terminal task is a
+// cancel, returns it unchanged; cancelling any other terminal task, or a
+// pending one past its deadline (every read shows it expired), is a
 // *StateError.
 func (q *Queue) Cancel(ctx context.Context, id string, now time.Time) (Task, error) {
 	return q.cancelChosen(ctx, id, now, nil)
@@ -32,6 +34,10 @@ func (q *Queue) cancelChosen(ctx context.Context, id string, now time.Time, chos
 			}
 		}
 		switch {
+		case t.Status == StatusPending && t.deadlinePassed(now):
+			// Every read shows it expired (AsOf): it stays so, and its
+			// Task Expired event stays owed to the sweep.
+			return &StateError{ID: id, Op: "cancel", Status: StatusExpired, Reason: "its deadline " + t.ExpiresAt.Format(time.RFC3339) + " has passed"}
 		case t.Status == StatusPending, t.Status == StatusRunning && !t.leaseValid(now):
 			// Pending, or running under a lease nobody holds any more.
 			cancel(t, now)

@@ -8,7 +8,8 @@ import (
 // Expire marks a pending task expired by hand (reason "manual"), as
 // POST /tasks/{id}/expire does. Only a pending task can expire: a running
 // task is never interrupted by its deadline, so expiring one is a
-// *StateError, as is expiring a terminal task.
+// *StateError, as is expiring a terminal task or a pending one past its
+// deadline (every read shows it expired, reason ttl, already).
 func (q *Queue) Expire(ctx context.Context, id string, now time.Time) (Task, error) {
 	return q.markExpired(ctx, id, ReasonManual, now)
 }
@@ -26,6 +27,10 @@ func (q *Queue) markExpired(ctx context.Context, id, reason string, now time.Tim
 	t, _, err := q.update(ctx, queue, id, func(t *Task) error {
 		if t.Status != StatusPending {
 			return &StateError{ID: id, Op: "expire", Status: t.Status, Reason: "only a pending task expires"}
+		}
+		if reason == ReasonManual && t.deadlinePassed(now) {
+			// It reads expired already (AsOf, reason ttl): the sweep writes it so.
+			return &StateError{ID: id, Op: "expire", Status: StatusExpired, Reason: "its deadline " + t.ExpiresAt.Format(time.RFC3339) + " has passed"}
 		}
 		if reason == ReasonTTL && !t.deadlinePassed(now) {
 			return &StateError{ID: id, Op: "expire", Status: t.Status, Reason: "its deadline has not passed"}

@@ -22,9 +22,11 @@ type ListRequest struct {
 	Limit int `json:"limit,omitempty"`
 	// Cursor continues a listing from a previous NextCursor.
 	Cursor string `json:"cursor,omitempty"`
-	// Now is the time of the listing, for repairs: a status/ marker whose
-	// record is gone or in another status is deleted once the store wrote
-	// it StaleMarkerGrace before Now. Defaults to none: no repair.
+	// Now is the time of the listing: a pending task whose expires_at is
+	// at or before Now is listed as expired (Task.AsOf), and, for repairs,
+	// a status/ marker whose record is gone or in another status is
+	// deleted once the store wrote it StaleMarkerGrace before Now.
+	// Defaults to none: records as stored, no repair.
 	Now time.Time `json:"-"`
 }
 
@@ -224,6 +226,10 @@ func (q *Queue) collect(ctx context.Context, req ListRequest, cands []listCandid
 			return ListResult{}, err
 		}
 		for i, t := range tasks {
+			if t != nil && !req.Now.IsZero() {
+				p := t.AsOf(req.Now) // pending past its deadline reads expired (present.go)
+				t = &p
+			}
 			if t == nil || (req.Status != "" && t.Status != req.Status) || (req.Queue != "" && t.Queue != req.Queue) ||
 				(part[i].marker && t.IndexKey != part[i].info.Key) {
 				if miss != nil {

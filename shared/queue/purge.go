@@ -16,19 +16,39 @@ import (
 var errPurged = fmt.Errorf("purged: %w", ErrNotFound)
 
 // purgeRefusal says why t may not be purged, or "" when it may: a
-// running task never is (cancel it first), nor a task whose Task Expired
-// or Task Dead-Lettered event the sweep still owes (purging it would
-// drop the event).
+// running task never is (cancel it first). A task whose Task Expired or
+// Task Dead-Lettered event is still owed is purged after its event is
+// published (purgeOwed).
 func purgeRefusal(t *Task) string {
 	switch {
 	case t.Status == StatusRunning:
 		return "a running task is never purged: cancel it first"
-	case t.owesExpiryEvent():
-		return "its Task Expired event is not published yet: purge it after the next sweep (within a minute)"
-	case t.owesDeadLetterEvent():
-		return "its Task Dead-Lettered event is not published yet: purge it after the next sweep (within a minute)"
 	}
 	return ""
+}
+
+// purgeOwed publishes the events t owes before its purge (owed.go), or
+// says why it may not be purged yet: an expired task that has had
+// children (its flag is there) waits for the sweep, which expires its
+// pending children before its Task Expired event goes out; and without a
+// Publisher every owed event waits for the sweep. The tombstone written
+// next owes nothing, so its outbox entry is stale.
+func (q *Queue) purgeOwed(ctx context.Context, t *Task) (string, error) {
+	if t.owesExpiryEvent() {
+		_, err := q.store.Head(ctx, parentFlagKey(t.Queue, t.ID))
+		if err == nil {
+			return "its children are expired with it by the next sweep (within seconds), and its Task Expired event published then: purge it after that", nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return "", fmt.Errorf("head %s: %w", parentFlagKey(t.Queue, t.ID), err)
+		}
+	}
+	err := q.publishOwed(ctx, t, "purge")
+	var se *StateError
+	if errors.As(err, &se) {
+		return se.Reason, nil
+	}
+	return "", err
 }
 
 // tombstone returns the record that marks t purged at now: what the
@@ -69,6 +89,15 @@ func (q *Queue) purgeOne(ctx context.Context, queue, id string, now time.Time, c
 		if reason == "" && chosen != nil {
 			reason = chosen(&cur)
 		}
+		if reason == "" && len(owedEvents(&cur)) > 0 {
+			// Its event is still owed: publish it first (owed.go), unless
+			// it is an expired parent, whose children the sweep expires
+			// before its event goes out.
+			reason, err = q.purgeOwed(ctx, &cur)
+			if err != nil {
+				return Task{}, err
+			}
+		}
 		if reason != "" {
 			return Task{}, &StateError{ID: id, Op: "purge", Status: cur.Status, Reason: reason}
 		}
@@ -85,6 +114,7 @@ func (q *Queue) purgeOne(ctx context.Context, queue, id string, now time.Time, c
 		if err != nil {
 			return Task{}, fmt.Errorf("purge task %s: %w", id, err)
 		}
+		q.dropOutbox(ctx, &cur)
 		q.clearPurged(ctx, &cur)
 		return cur, nil
 	}

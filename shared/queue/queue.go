@@ -104,6 +104,13 @@ type Options struct {
 	// deadline/ never uses up the pages of ready/. Defaults to 20.
 	MaxScanPages int
 
+	// Publisher publishes the Task Dead-Lettered or Task Expired event a
+	// task still owes when a retry or a purge would otherwise have to wait
+	// for the sweep to publish it (owed.go): the call publishes it first
+	// and its write notes it sent. Defaults to none: such a retry or purge
+	// is refused until the sweep has published the event.
+	Publisher EventPublisher
+
 	// NewID makes task ids. Defaults to NewID (UUIDv7 from now).
 	NewID func(now time.Time) string
 

@@ -8,35 +8,11 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/store"
+
+	"github.com/s3q/s3q/shared/wire"
 )
 
-// QueueCounts are the tasks of a queue as its indexes show them: the
-// claim indexes for live tasks, the status/ index for failed, cancelled
-// and expired ones. They are read from LISTs alone, no record, so a
-// stale entry counts until a claim, a listing or the sweep removes it.
-type QueueCounts struct {
-	// Live is the tasks pending or running (a running task keeps its
-	// marker), Delayed those of them not available before now.
-	Live    int `json:"live"`
-	Delayed int `json:"delayed"`
-	// Running is the slots held, for a queue with max_concurrency: the
-	// tasks running now, and any slot a crash left (taken over by the next
-	// claim that needs it once its lease has lapsed).
-	Running *int `json:"running,omitempty"`
-	// Failed (dead-lettered), Cancelled and Expired are the tasks in
-	// those statuses.
-	Failed    int `json:"failed"`
-	Cancelled int `json:"cancelled"`
-	Expired   int `json:"expired"`
-	// Completed is the tasks finished otherwise (completed, archived):
-	// the queue's records less the counts above. It needs the queue's
-	// records under a prefix of their own (recordPrefixes) and is absent
-	// in a layout that keeps every queue's records together.
-	Completed *int `json:"completed,omitempty"`
-	// AtLeast is true when a count stopped at MaxCountPages pages of a
-	// prefix: there are at least this many.
-	AtLeast bool `json:"at_least,omitempty"`
-}
+type QueueCounts = wire.QueueCounts
 
 // MaxCountPages bounds the LIST pages a count reads per prefix (per
 // claim index for the live tasks).
@@ -100,6 +76,12 @@ func (q *Queue) count(ctx context.Context, d Settings, now time.Time, detail *co
 		for _, o := range page.Items {
 			m, ok := parseMarker(o.Key)
 			if !ok || m.queue != d.Name {
+				continue
+			}
+			if m.expired(now) {
+				// Past its deadline: expired on every read (Task.AsOf),
+				// whether or not the sweep has written it yet.
+				c.Expired++
 				continue
 			}
 			c.Live++
@@ -180,34 +162,9 @@ const RecentWindow = time.Hour
 // pending task.
 const maxOldestChecks = 10
 
-// QueueStats describe one queue at a time.
-type QueueStats struct {
-	Queue    string      `json:"queue"`
-	Paused   bool        `json:"paused"`
-	PausedAt *time.Time  `json:"paused_at,omitempty"`
-	Counts   QueueCounts `json:"counts"`
-	// OldestPendingAt is when the oldest pending task that is due became
-	// available, and OldestPendingAgeSeconds how long it has waited
-	// since: how far behind the queue's workers are. Absent when no
-	// pending task is due (or the oldest due markers all belong to
-	// running tasks or are stale: it reads at most 10 records).
-	OldestPendingAt         *time.Time `json:"oldest_pending_at,omitempty"`
-	OldestPendingAgeSeconds *int64     `json:"oldest_pending_age_seconds,omitempty"`
-	// Recent is the throughput of the rare ends over the last hour.
-	Recent RecentCounts `json:"recent"`
-	At     time.Time    `json:"at"`
-}
+type QueueStats = wire.QueueStats
 
-// RecentCounts are the tasks that became failed, cancelled or expired
-// within the last WindowSeconds, from when their status/ entry was
-// written. Completions are not counted: there is no index of them, and
-// one would cost a write per completed task.
-type RecentCounts struct {
-	WindowSeconds int64 `json:"window_seconds"`
-	Failed        int   `json:"failed"`
-	Cancelled     int   `json:"cancelled"`
-	Expired       int   `json:"expired"`
-}
+type RecentCounts = wire.RecentCounts
 
 // Stats reads a queue's counts (CountQueue's LISTs, the same requests),
 // the oldest due pending task (a GET per due marker, the oldest first, at

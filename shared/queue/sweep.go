@@ -81,10 +81,23 @@ type SweepReport struct {
 	// and noting it. It is the source of tasks_expired_total.
 	ExpiredByType map[string]int `json:"expired_by_type,omitempty"`
 
+	// NextDue is the earliest time after Now at which the sweep saw
+	// something fall due: a deadline at the head of a queue it read, a
+	// parked lease, an outbox or artifacts entry, or a queue's wake-up
+	// (the minute a queue's deadlines start). Zero when it saw nothing
+	// ahead. A caller that stays (lambdafn: while NextDue is within its
+	// minute) sweeps again then, so that expiry is on time while work is
+	// near due; an idle deployment's sweep sees nothing ahead and costs
+	// its one LIST.
+	NextDue time.Time `json:"next_due,omitzero"`
+
 	// Requests are the store requests the sweep made, but for the reads
 	// of queues' declarations, which go through the Queue's Declarations
 	// (and its cache, which the process shares).
 	Requests store.Counts `json:"requests"`
+	// Passes is how many sweeps this report adds up: 1 for one Sweep;
+	// a caller that stays and sweeps again (lambdafn) adds theirs.
+	Passes int `json:"passes"`
 	// Duration is the wall-clock time the sweep took.
 	Duration time.Duration `json:"duration_ns"`
 	// Incomplete is true when the sweep stopped at its Deadline (or ctx
@@ -176,7 +189,7 @@ func (q *Queue) Sweep(ctx context.Context, now time.Time, opts SweepOptions) (Sw
 		now:    now,
 		opts:   opts,
 		follow: make(map[string]*followUp),
-		rep:    SweepReport{Now: now, ExpiredByType: map[string]int{}},
+		rep:    SweepReport{Now: now, ExpiredByType: map[string]int{}, Passes: 1},
 	}
 	err := r.run(ctx)
 	r.rep.Requests = counting.Counts()
@@ -300,6 +313,19 @@ func (r *sweepRun) fail(err error) {
 	if r.first == nil {
 		r.first = err
 	}
+}
+
+// ahead notes a time after now at which something falls due
+// (SweepReport.NextDue).
+func (r *sweepRun) ahead(at time.Time) {
+	if !at.After(r.now) {
+		return
+	}
+	r.mu.Lock()
+	if r.rep.NextDue.IsZero() || at.Before(r.rep.NextDue) {
+		r.rep.NextDue = at
+	}
+	r.mu.Unlock()
 }
 
 func (r *sweepRun) add(n *int, by int) {

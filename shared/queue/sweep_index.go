@@ -38,6 +38,7 @@ func (r *sweepRun) readSweepHead(ctx context.Context) (sweepHead, error) {
 				inWake = true
 				w, ok := parseWakeKey(it.Key)
 				if ok && w.at.After(r.now) {
+					r.ahead(w.at)
 					h.wakeDone, stop = true, true
 					break
 				}
@@ -51,6 +52,7 @@ func (r *sweepRun) readSweepHead(ctx context.Context) (sweepHead, error) {
 				continue
 			}
 			if e.at.After(r.now) {
+				r.ahead(e.at)
 				stop = true // the wake-ups are listed on their own
 				break
 			}

@@ -60,6 +60,7 @@ func (r *sweepRun) dueQueues(ctx context.Context, head sweepHead) ([]*queueWork,
 				continue
 			}
 			if w.at.After(r.now) {
+				r.ahead(w.at)
 				future = true
 				break
 			}
@@ -133,6 +134,7 @@ func (r *sweepRun) readQueue(ctx context.Context, w *queueWork) {
 		w.clean = false
 	}
 	w.next = next
+	r.ahead(next)
 	w.read = true
 }
 

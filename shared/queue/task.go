@@ -3,57 +3,43 @@ package queue
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/s3q/s3q/shared/wire"
 )
 
-// Status is the state of a task. See the state machine in
-// docs/architecture.md.
-type Status string
+// Status, TTLFrom and Duration are the wire's words (package wire),
+// named here too for the core's code.
+type (
+	Status   = wire.Status
+	TTLFrom  = wire.TTLFrom
+	Duration = wire.Duration
+)
 
 // The statuses of a task.
 const (
-	StatusPending   Status = "pending"   // waiting to be claimed (maybe not yet available)
-	StatusRunning   Status = "running"   // claimed, under a lease
-	StatusCompleted Status = "completed" // finished with an output
-	StatusFailed    Status = "failed"    // the dead-letter state: attempts spent or a permanent error
-	StatusCancelled Status = "cancelled" // cancelled before it ran, or acknowledged by its worker
-	StatusExpired   Status = "expired"   // its deadline passed before it started; terminal
-	StatusArchived  Status = "archived"  // a terminal task moved out of the hot listing
+	StatusPending   = wire.StatusPending
+	StatusRunning   = wire.StatusRunning
+	StatusCompleted = wire.StatusCompleted
+	StatusFailed    = wire.StatusFailed
+	StatusCancelled = wire.StatusCancelled
+	StatusExpired   = wire.StatusExpired
+	StatusArchived  = wire.StatusArchived
 )
 
 // Statuses lists every status, in lifecycle order.
-var Statuses = []Status{StatusPending, StatusRunning, StatusCompleted, StatusFailed, StatusCancelled, StatusExpired, StatusArchived}
+var Statuses = wire.Statuses
 
-// Valid reports whether s is a known status.
-func (s Status) Valid() bool {
-	for _, v := range Statuses {
-		if s == v {
-			return true
-		}
-	}
-	return false
-}
-
-// Terminal reports whether a task in status s will never run again on its
-// own (failed and cancelled tasks can still be retried by hand).
-func (s Status) Terminal() bool {
-	switch s {
-	case StatusCompleted, StatusFailed, StatusCancelled, StatusExpired, StatusArchived:
-		return true
-	}
-	return false
-}
-
-// TTLFrom says when a task's time-to-live starts counting.
-type TTLFrom string
-
+// When a task's time-to-live starts counting.
 const (
-	// TTLFromSubmission starts the clock at creation: expires_at is fixed
-	// then and never moved by retries. The default.
-	TTLFromSubmission TTLFrom = "submission"
-	// TTLFromFirstAttempt starts the clock at the first claim: time spent
-	// waiting in the queue does not count. expires_at is set by that claim.
-	TTLFromFirstAttempt TTLFrom = "first_attempt"
+	TTLFromSubmission   = wire.TTLFromSubmission
+	TTLFromFirstAttempt = wire.TTLFromFirstAttempt
 )
+
+// ParseDuration parses "90s", "30m", "1h", "7d" (wire.ParseDuration).
+func ParseDuration(s string) (time.Duration, error) { return wire.ParseDuration(s) }
+
+// FormatDuration writes d compactly (wire.FormatDuration).
+func FormatDuration(d time.Duration) string { return wire.FormatDuration(d) }
 
 // Expiry reasons, as recorded in Task.ExpiryReason and in Task Expired events.
 const (
@@ -221,14 +207,7 @@ func (t *Task) ArtifactLifetime(ttl time.Duration) time.Time {
 	return until
 }
 
-// Lease is a claim on a running task: whoever holds the token may
-// heartbeat, complete, fail, reschedule or acknowledge a cancel until
-// ExpiresAt.
-type Lease struct {
-	TaskID    string    `json:"task_id"`
-	Token     string    `json:"token"`
-	ExpiresAt time.Time `json:"expires_at"`
-}
+type Lease = wire.Lease
 
 // Claimed is one task handed to a worker, with its lease.
 type Claimed struct {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/s3q/s3q/shared/internal/clip"
 	"github.com/s3q/s3q/shared/queue"
+
+	"github.com/s3q/s3q/shared/wire"
 )
 
 // Limits of a declaration.
@@ -22,18 +24,7 @@ const (
 	defaultCacheFor = 30 * time.Second
 )
 
-// Target is a queue's push target: exactly one of Lambda and URL. The
-// dispatch function (package dispatch) delivers the queue's tasks to it.
-type Target struct {
-	// Lambda is a function name or ARN (optionally with a version or alias).
-	Lambda string `json:"lambda,omitempty"`
-	// URL is an https URL (http only where the deployment allows insecure
-	// targets, as s3q dev does).
-	URL string `json:"url,omitempty"`
-	// Secret names the SSM parameter holding the HMAC secret that signs
-	// deliveries to URL. Required with URL, refused with Lambda.
-	Secret string `json:"secret,omitempty"`
-}
+type Target = wire.Target
 
 // Declaration is a declared queue: q/{name}/queue.json. Its defaults apply
 // to submits that give none and whose task type has none (request > task
@@ -130,18 +121,18 @@ func (d *Declaration) validate(insecure bool) error {
 		return err
 	}
 	if d.Target != nil {
-		return d.Target.Validate(insecure)
+		return ValidateTarget(*d.Target, insecure)
 	}
 	return nil
 }
 
-// Validate checks a target's form (not whether the deployment lets a queue
+// ValidateTarget checks a target's form (not whether the deployment lets a queue
 // use it: Options.CheckTarget): exactly one of lambda and url; a Lambda
 // function name or ARN; an absolute https URL (http too when insecure, as
 // in s3q dev) without credentials or fragment, with the SSM parameter name
 // of its signing secret. A bad field is a *queue.ValidationError naming
 // it (target, target.lambda, target.url, target.secret).
-func (t Target) Validate(insecure bool) error {
+func ValidateTarget(t Target, insecure bool) error {
 	switch {
 	case t.Lambda == "" && t.URL == "":
 		return invalid("target", "give one of target.lambda and target.url")

@@ -37,7 +37,7 @@ func (s *Scheduler) Create(ctx context.Context, req Request, now time.Time) (Sch
 			return Schedule{}, invalid("queue", "is %q, but the request is addressed to queue %q", clip.Input(req.Queue), s.scope)
 		}
 	}
-	def, _, err := req.definition(now)
+	def, _, err := definition(&req, now)
 	if err != nil {
 		return Schedule{}, err
 	}

@@ -7,6 +7,8 @@ import (
 	"github.com/s3q/s3q/shared/queue"
 	"sync"
 	"time"
+
+	"github.com/s3q/s3q/shared/wire"
 )
 
 // Get returns schedule id with its run state and next fire times, as of
@@ -39,12 +41,7 @@ type ListRequest struct {
 	Queue string `json:"queue,omitempty"`
 }
 
-// ListResult is one page of schedules, in key order.
-type ListResult struct {
-	Schedules []Schedule `json:"schedules"`
-	// NextCursor continues the listing; empty on the last page.
-	NextCursor string `json:"next_cursor,omitempty"`
-}
+type ListResult = wire.ScheduleList
 
 // List returns a page of schedules. Each costs two GETs (definition and
 // state). The store lists keys without a delimiter, so the keys of each

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/store"
+
+	"github.com/s3q/s3q/shared/wire"
 )
 
 // HistoryRequest selects a page of a schedule's fires.
@@ -22,11 +24,7 @@ type HistoryRequest struct {
 	Limit int `json:"limit,omitempty"`
 }
 
-// HistoryResult is one page of fires, oldest first.
-type HistoryResult struct {
-	Fires      []Fire `json:"fires"`
-	NextCursor string `json:"next_cursor,omitempty"`
-}
+type HistoryResult = wire.ScheduleHistory
 
 // History returns schedule id's fires, oldest first: one LIST and one GET
 // per fire. An unknown id returns ErrNotFound.

@@ -5,31 +5,24 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
+
+	"github.com/s3q/s3q/shared/wire"
 )
 
-// MissedRuns says what a schedule does with fire times that passed while
-// no tick ran (an outage, a paused tick, a tick that stopped at its budget).
-type MissedRuns string
+type MissedRuns = wire.MissedRuns
 
+// What a schedule does with missed fire times (wire.MissedSkip, ...).
 const (
-	// MissedSkip fires only the latest due time; earlier ones are counted
-	// in its history entry (Fire.Missed) and not fired. The default.
-	MissedSkip MissedRuns = "skip"
-	// MissedCatchUp fires every due time that lies within catch_up_window
-	// of now, oldest first (and always the latest).
-	MissedCatchUp MissedRuns = "catch_up"
+	MissedSkip    = wire.MissedSkip
+	MissedCatchUp = wire.MissedCatchUp
 )
 
-// Overlap says whether a fire may start while the previous fire's task is
-// still pending or running.
-type Overlap string
+type Overlap = wire.Overlap
 
+// Whether a fire may overlap the last one (wire.OverlapAllow, ...).
 const (
-	// OverlapAllow fires every time regardless. The default.
-	OverlapAllow Overlap = "allow"
-	// OverlapSkip does not fire while the last fired task (last_task_id) is
-	// pending or running; the skipped time is recorded in the history.
-	OverlapSkip Overlap = "skip"
+	OverlapAllow = wire.OverlapAllow
+	OverlapSkip  = wire.OverlapSkip
 )
 
 // DefaultCatchUpWindow is the catch_up_window of a catch_up schedule that
@@ -118,29 +111,7 @@ func (st *State) follows(def *Definition) bool {
 	return !st.Deleted && st.DefCreatedAt.Equal(def.CreatedAt) && st.DefVersion >= def.Version
 }
 
-// Fire is one entry of a schedule's history, stored at
-// q/{queue}/schedules/{id}/history/{fire_time}.
-type Fire struct {
-	ScheduleID string    `json:"schedule_id"`
-	FireTime   time.Time `json:"fire_time"`
-	// TaskID is the task the fire submitted (empty when skipped), in the
-	// schedule's queue. Its id is derived from the fire time and the
-	// schedule's secret (TaskID, TriggerTaskID).
-	TaskID  string    `json:"task_id,omitempty"`
-	FiredAt time.Time `json:"fired_at"`
-	// Skipped says why no task was submitted: "overlap" (the task in
-	// RunningTaskID was still pending or running) or "invalid" (the
-	// template no longer makes a valid task; Error says why).
-	Skipped       string `json:"skipped,omitempty"`
-	RunningTaskID string `json:"running_task_id,omitempty"`
-	Error         string `json:"error,omitempty"`
-	// Trigger is true for a fire made by Trigger, not by the cron.
-	Trigger bool `json:"trigger,omitempty"`
-	// Missed counts the earlier due times (up to 1000) that were not fired
-	// because of missed_runs: all of them under skip, those outside the
-	// window under catch_up.
-	Missed int `json:"missed,omitempty"`
-}
+type Fire = wire.Fire
 
 // Skip reasons of a Fire.
 const (
@@ -148,18 +119,7 @@ const (
 	SkippedInvalid = "invalid"
 )
 
-// Schedule is a schedule as the API shows it: the definition, its run
-// state, and its next fire times.
-type Schedule struct {
-	Definition
-	LastRunAt  *time.Time `json:"last_run_at"`
-	LastTaskID string     `json:"last_task_id,omitempty"`
-	// NextRunAt is the next fire time, nil while paused. It may be in the
-	// past when the next tick has yet to fire it.
-	NextRunAt *time.Time `json:"next_run_at"`
-	// NextRuns are the next 5 fire times from NextRunAt on (empty while paused).
-	NextRuns []time.Time `json:"next_runs"`
-}
+type Schedule = wire.Schedule
 
 // NextRunsShown is how many fire times Get shows.
 const NextRunsShown = 5

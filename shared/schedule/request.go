@@ -6,61 +6,11 @@ import (
 
 	"github.com/s3q/s3q/shared/internal/clip"
 	"github.com/s3q/s3q/shared/queue"
+
+	"github.com/s3q/s3q/shared/wire"
 )
 
-// Request is a schedule as a client sends it to create or replace one:
-// JSON, snake_case, durations as strings ("90s", "30m", "1h", "7d"). It is
-// the body of POST /schedules and PUT /schedules/{id}; unknown fields are
-// the API layer's to reject.
-//
-// Update replaces the whole definition with the request (omitted optional
-// fields take their defaults), except Enabled: nil keeps the schedule's
-// current state, so editing a paused schedule leaves it paused. To change
-// one field, start from Definition.Request.
-type Request struct {
-	// ID names the schedule: 1-128 of A-Z a-z 0-9 _ -. Required on create;
-	// on update it may be empty or must equal the id being updated.
-	ID string `json:"id,omitempty"`
-
-	// TaskType is the task type of each fired task. Required.
-	TaskType string `json:"task_type"`
-	// Input is the JSON input of each fired task, at most 256 KiB.
-	Input json.RawMessage `json:"input,omitempty"`
-	// Queue is the queue fired tasks go to. Defaults to "default".
-	Queue string `json:"queue,omitempty"`
-	// TTL is each fired task's time to live. With ttl_from=submission (the
-	// default) it counts from the fire time, so a fire that comes late
-	// (after an outage) gets what is left of it, and one later than its
-	// TTL is created already expired and never runs. With
-	// ttl_from=first_attempt it counts from the task's first claim.
-	// Defaults to none (the queue's task-type and global defaults apply).
-	TTL *queue.Duration `json:"ttl,omitempty"`
-	// TTLFrom is "submission" (default) or "first_attempt".
-	TTLFrom queue.TTLFrom `json:"ttl_from,omitempty"`
-	// MaxAttempts of each fired task; 0 means the queue's default (3).
-	MaxAttempts int `json:"max_attempts,omitempty"`
-	// Priority of each fired task, 1 (highest) to 5 (lowest); 0 means the
-	// queue's default (3).
-	Priority int `json:"priority,omitempty"`
-
-	// Cron is the expression: 5 fields (minute hour day-of-month month
-	// day-of-week) or a descriptor (@hourly, @daily, @weekly, @monthly,
-	// @yearly, @every 15m). Required.
-	Cron string `json:"cron"`
-	// Timezone is the IANA time zone the expression is read in. Defaults
-	// to UTC.
-	Timezone string `json:"timezone,omitempty"`
-	// Enabled is false to create a paused schedule. Defaults to true on
-	// create and to "unchanged" on update.
-	Enabled *bool `json:"enabled,omitempty"`
-	// MissedRuns is "skip" (default) or "catch_up".
-	MissedRuns MissedRuns `json:"missed_runs,omitempty"`
-	// CatchUpWindow bounds how far back catch_up goes; only with
-	// missed_runs=catch_up. Defaults to 24h.
-	CatchUpWindow *queue.Duration `json:"catch_up_window,omitempty"`
-	// Overlap is "allow" (default) or "skip".
-	Overlap Overlap `json:"overlap,omitempty"`
-}
+type Request = wire.ScheduleRequest
 
 // Request returns the definition as a request that recreates it, for
 // read-modify-write updates (a CLI's "update --cron ...").
@@ -78,7 +28,7 @@ func (d *Definition) Request() Request {
 // definition validates r and returns the definition it describes (without
 // id, version and times), and its parsed expression. The first bad field
 // is returned as a *queue.ValidationError.
-func (r *Request) definition(now time.Time) (Definition, *Spec, error) {
+func definition(r *Request, now time.Time) (Definition, *Spec, error) {
 	d := Definition{
 		TaskType: r.TaskType, Input: r.Input, Queue: r.Queue,
 		TTL: r.TTL, TTLFrom: r.TTLFrom, MaxAttempts: r.MaxAttempts, Priority: r.Priority,

@@ -315,8 +315,14 @@ func (s *Scheduler) view(def *Definition, st State, now time.Time) (Schedule, er
 		}
 		st = ns
 	}
-	v := Schedule{Definition: *def, LastRunAt: st.LastRunAt, LastTaskID: st.LastTaskID, NextRunAt: st.NextRunAt, NextRuns: []time.Time{}}
-	v.Secret = "" // never shown
+	v := Schedule{ // without def.Secret: never shown
+		ID: def.ID, TaskType: def.TaskType, Input: def.Input, Queue: def.Queue,
+		TTL: def.TTL, TTLFrom: def.TTLFrom, MaxAttempts: def.MaxAttempts,
+		Cron: def.Cron, Timezone: def.Timezone, Enabled: def.Enabled,
+		MissedRuns: def.MissedRuns, CatchUpWindow: def.CatchUpWindow, Overlap: def.Overlap,
+		Version: def.Version, CreatedAt: def.CreatedAt, UpdatedAt: def.UpdatedAt,
+		LastRunAt: st.LastRunAt, LastTaskID: st.LastTaskID, NextRunAt: st.NextRunAt, NextRuns: []time.Time{},
+	}
 	if def.Enabled && st.NextRunAt != nil {
 		sp, err := s.spec(def)
 		if err != nil {

@@ -37,7 +37,7 @@ func (s *Scheduler) Update(ctx context.Context, id string, req Request, now time
 	default:
 		return Schedule{}, invalid("queue", "is %q, but schedule %s is in queue %s: a schedule stays in its queue (delete it and create it in the other)", clip.Input(req.Queue), bare, qn)
 	}
-	def, _, err := req.definition(now)
+	def, _, err := definition(&req, now)
 	if err != nil {
 		return Schedule{}, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
+	"github.com/s3q/s3q/shared/api/openapitest"
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/devserver"
 	"github.com/s3q/s3q/shared/queue"
@@ -43,7 +44,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	chrome := findChromium(t)
 	d := startDev(t, devserver.Options{TickInterval: time.Hour, ConsoleRefresh: time.Hour})
 	ctx := context.Background()
-	api, err := client.New(ctx, d.url, client.Options{})
+	api, err := client.New(ctx, d.url, client.Options{HTTPClient: d.checked})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +359,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		// A dev server of its own whose sweep runs every second, so that
 		// a task expires and its event shows.
 		e := startDev(t, devserver.Options{TickInterval: time.Second})
-		eapi, err := client.New(ctx, e.url, client.Options{})
+		eapi, err := client.New(ctx, e.url, client.Options{HTTPClient: e.checked})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -465,6 +466,9 @@ type dev struct {
 	proxy *faultproxy.Proxy
 	s3    *s3local.Server
 	logs  *syncBuf
+	// checked is an HTTP client whose answers from the API are
+	// validated against the OpenAPI document.
+	checked *http.Client
 }
 
 type syncBuf struct {
@@ -503,6 +507,11 @@ func startDev(t *testing.T, opts devserver.Options) *dev {
 	opts.AccessKey, opts.SecretKey = s3.AccessKey, s3.SecretKey
 	logs := &syncBuf{}
 	opts.Out, opts.Logger = io.Discard, slog.New(slog.NewJSONHandler(logs, nil))
+	// Every answer of the API, to the console's calls and to the
+	// test's (through dev.checked), is validated against the OpenAPI
+	// document.
+	checked := &http.Client{Timeout: 30 * time.Second, Transport: &openapitest.Transport{T: t}}
+	opts.ConsoleHTTPClient = checked
 	started := make(chan string, 1)
 	opts.Started = func(u string) { started <- u }
 	ctx, cancel := context.WithCancel(context.Background())
@@ -516,7 +525,7 @@ func startDev(t *testing.T, opts devserver.Options) *dev {
 	})
 	select {
 	case u := <-started:
-		return &dev{url: u, proxy: proxy, s3: s3, logs: logs}
+		return &dev{url: u, proxy: proxy, s3: s3, logs: logs, checked: checked}
 	case err := <-done:
 		t.Fatalf("dev server: %v", err)
 	}

@@ -9,8 +9,6 @@ package wire
 import (
 	"encoding/json"
 	"time"
-
-	"github.com/s3q/s3q/shared/queue"
 )
 
 // Task is a task as the API shows it and a push target receives it: the
@@ -23,7 +21,7 @@ type Task struct {
 	ID       string          `json:"id"`
 	Queue    string          `json:"queue"`
 	TaskType string          `json:"task_type"`
-	Status   queue.Status    `json:"status"`
+	Status   Status          `json:"status"`
 	Input    json.RawMessage `json:"input,omitempty"`
 	Output   json.RawMessage `json:"output,omitempty"`
 
@@ -32,19 +30,19 @@ type Task struct {
 	AvailableAt time.Time `json:"available_at"`
 
 	// ExpiresAt is always present (null when the task has no deadline).
-	ExpiresAt    *time.Time      `json:"expires_at"`
-	ExpiredAt    *time.Time      `json:"expired_at,omitempty"`
-	ExpiryReason string          `json:"expiry_reason,omitempty"`
-	TTL          *queue.Duration `json:"ttl,omitempty"`
-	TTLFrom      queue.TTLFrom   `json:"ttl_from,omitempty"`
+	ExpiresAt    *time.Time `json:"expires_at"`
+	ExpiredAt    *time.Time `json:"expired_at,omitempty"`
+	ExpiryReason string     `json:"expiry_reason,omitempty"`
+	TTL          *Duration  `json:"ttl,omitempty"`
+	TTLFrom      TTLFrom    `json:"ttl_from,omitempty"`
 
 	DedupKey        string `json:"dedup_key,omitempty"`
 	ParentID        string `json:"parent_id,omitempty"`
 	OnParentExpired string `json:"on_parent_expired,omitempty"`
 
-	Attempt     int            `json:"attempt"`
-	MaxAttempts int            `json:"max_attempts"`
-	Timeout     queue.Duration `json:"timeout"`
+	Attempt     int      `json:"attempt"`
+	MaxAttempts int      `json:"max_attempts"`
+	Timeout     Duration `json:"timeout"`
 	// Priority is 1 (highest) to 5 (lowest); absent in a record written
 	// before priorities, which has the default, 3.
 	Priority int `json:"priority,omitempty"`
@@ -75,24 +73,4 @@ type Task struct {
 	EndedBy string `json:"ended_by,omitempty"`
 
 	PurgedAt *time.Time `json:"purged_at,omitempty"`
-}
-
-// TaskOf copies what the wire shows of the record t.
-func TaskOf(t queue.Task) Task {
-	return Task{
-		ID: t.ID, Queue: t.Queue, TaskType: t.TaskType, Status: t.Status,
-		Input: t.Input, Output: t.Output,
-		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, AvailableAt: t.AvailableAt,
-		ExpiresAt: t.ExpiresAt, ExpiredAt: t.ExpiredAt, ExpiryReason: t.ExpiryReason,
-		TTL: t.TTL, TTLFrom: t.TTLFrom,
-		DedupKey: t.DedupKey, ParentID: t.ParentID, OnParentExpired: t.OnParentExpired,
-		Attempt: t.Attempt, MaxAttempts: t.MaxAttempts, Timeout: t.Timeout, Priority: t.Priority, Traceparent: t.Traceparent, Tracestate: t.Tracestate,
-		LeaseExpiresAt: t.LeaseExpiresAt, Heartbeats: t.Heartbeats, WorkerID: t.WorkerID, StartedAt: t.StartedAt,
-		LastError: t.LastError, FailedAt: t.FailedAt, CompletedAt: t.CompletedAt,
-		CancelledAt: t.CancelledAt, CancelRequested: t.CancelRequested,
-		ExpiryEventSentAt: t.ExpiryEventSentAt, DeadLetterEventSentAt: t.DeadLetterEventSentAt,
-		ArtifactsExpireAt: t.ArtifactsExpireAt, ArtifactNames: t.ArtifactNames,
-		EndedBy:  t.EndedBy,
-		PurgedAt: t.PurgedAt,
-	}
 }

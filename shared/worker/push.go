@@ -115,17 +115,23 @@ type PushTarget struct {
 	// Tolerance is how far the delivery's timestamp may be from now
 	// either way. Defaults to 5 minutes.
 	Tolerance time.Duration
+	// PreviousSecret, when set, is accepted too: the parameter's old value
+	// while the secret is rotated (the dispatcher may sign with the old
+	// value for up to 5 minutes after the parameter changes). Defaults to
+	// none.
+	PreviousSecret string
 }
 
 // VerifySignature checks an HTTPS push delivery: its S3q-Signature
 // (t=…,v1=…, an HMAC-SHA256 under target.Secret) must cover the
 // timestamp, r's method, target.URL, target.Queue, the task id and
-// attempt of its headers and body (the request's exact bytes), and the
+// attempt of its headers and body (the request's exact bytes) (or be that
+// under target.PreviousSecret), and the
 // timestamp must be within target.Tolerance of now. An empty secret fails
 // every delivery (pushsig.ErrNoSecret). Answer 401 when it fails. The
 // delivery it returns names the task and attempt: treat (task id,
 // attempt) as the idempotency key, since a delivery may arrive again
 // within the window.
 func VerifySignature(target PushTarget, r *http.Request, body []byte, now time.Time) (pushsig.Delivery, error) {
-	return pushsig.Verify(target.Secret, pushsig.Expect{URL: target.URL, Queue: target.Queue, Tolerance: target.Tolerance}, r.Method, r.Header, body, now)
+	return pushsig.Verify(target.Secret, pushsig.Expect{URL: target.URL, Queue: target.Queue, Tolerance: target.Tolerance, PreviousSecret: target.PreviousSecret}, r.Method, r.Header, body, now)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/api"
+	"github.com/s3q/s3q/shared/api/openapitest"
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
@@ -23,7 +24,7 @@ import (
 // idling forever.
 func TestRunStopsOnAnUndeclaredQueue(t *testing.T) {
 	q, decls := queues.Open(memstore.New(), queue.Options{}, queues.Options{RequireDeclared: true})
-	ts := httptest.NewServer(api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)}))
+	ts := httptest.NewServer(openapitest.Handler(t, api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)})))
 	defer ts.Close()
 	c, err := client.New(bg, ts.URL, client.Options{})
 	if err != nil {

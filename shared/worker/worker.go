@@ -41,6 +41,15 @@ type API interface {
 
 var _ API = (*client.Client)(nil)
 
+// TaskReader is the optional part of an API through which a worker sees
+// a cancel request between heartbeats (Options.CancelPoll):
+// *client.Client implements it.
+type TaskReader interface {
+	Get(ctx context.Context, id string) (client.Task, error)
+}
+
+var _ TaskReader = (*client.Client)(nil)
+
 // Handler does the work of one task and returns its output (JSON, nil for
 // none) or an error: a plain error is retried while attempts remain,
 // Permanent(err) is not, and Reschedule(...) puts the task back for later.
@@ -117,6 +126,15 @@ type Options struct {
 	// context is cancelled; then they are cancelled and their tasks handed
 	// back. Defaults to 30s.
 	ShutdownGrace time.Duration
+	// CancelPoll is how often a running task's record is read (one GET
+	// /queues/{queue}/tasks/{id}) between heartbeats to see a cancel
+	// request, so that a cancel reaches its handler within about this
+	// long whatever the lease and heartbeat interval: about 1,800 reads
+	// per running task-hour at 2s, under $0.01 (docs/cost.md). It needs an
+	// API that is a TaskReader (a *client.Client is). Defaults to
+	// DefaultCancelPoll (2s); negative turns it off (a cancel is then seen
+	// at the next heartbeat, a third of the lease).
+	CancelPoll time.Duration
 	// Logger for structured logs. Defaults to slog.Default().
 	Logger *slog.Logger
 	// Now is the clock handlers see through Task.Remaining. Defaults to time.Now.
@@ -127,6 +145,9 @@ type Options struct {
 const (
 	DefaultWait      = 20 * time.Second
 	DefaultIdleAfter = time.Minute
+	// DefaultCancelPoll is how often a running task is read for a cancel
+	// request by default (Options.CancelPoll).
+	DefaultCancelPoll = 2 * time.Second
 )
 
 // Worker claims and runs tasks. Register handlers with Handle, then Run.
@@ -163,6 +184,9 @@ func New(api API, opts Options) *Worker {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.CancelPoll == 0 {
+		opts.CancelPoll = DefaultCancelPoll
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -470,18 +494,22 @@ func (w *Worker) run(parent context.Context, c client.Claimed) (finish func()) {
 }
 
 // heartbeat extends the lease at a third of its length until stop, and
-// cancels the handler when the lease is lost or a cancel is requested.
+// cancels the handler when the lease is lost or a cancel is requested:
+// seen on a heartbeat, or between them on a read of the task every
+// Options.CancelPoll (cancelwatch.go).
 func (w *Worker) heartbeat(ctx context.Context, t *Task, stop <-chan struct{}, cancel context.CancelCauseFunc, log *slog.Logger) {
+	watch := w.cancelWatch(t)
 	for {
 		left := time.Until(t.Lease.ExpiresAt)
 		interval := left / 3
 		if interval < 100*time.Millisecond {
 			interval = 100 * time.Millisecond
 		}
-		select {
-		case <-stop:
+		if !watch.until(ctx, time.Now().Add(interval), stop) {
+			if watch.requested {
+				cancel(ErrCancelRequested)
+			}
 			return
-		case <-time.After(interval):
 		}
 		hb, err := w.api.Heartbeat(ctx, client.HeartbeatRequest{Lease: t.Lease, LeaseFor: w.opts.LeaseFor})
 		switch {

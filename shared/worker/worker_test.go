@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/api"
+	"github.com/s3q/s3q/shared/api/openapitest"
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
@@ -30,7 +31,7 @@ var bg = context.Background()
 func setup(t *testing.T) (*client.Client, *queue.Queue) {
 	t.Helper()
 	q, decls := queues.Open(s3localtest.NewStore(t, servers.VersityGW), queue.Options{Backoff: func(int) time.Duration { return 0 }, ListCacheFor: -1}, queues.Options{})
-	ts := httptest.NewServer(api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)}))
+	ts := httptest.NewServer(openapitest.Handler(t, api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)})))
 	t.Cleanup(ts.Close)
 	c, err := client.New(bg, ts.URL, client.Options{})
 	if err != nil {
@@ -249,5 +250,34 @@ func TestShutdownLetsRunningWorkFinishAndHandsBackWhatCannot(t *testing.T) {
 	}
 	if s1.Status != queue.StatusPending || s1.Attempt != 0 {
 		t.Fatalf("stuck task %s attempt %d: it must be handed back, runnable, attempt given back", s1.Status, s1.Attempt)
+	}
+}
+
+// A cancel reaches a handler between heartbeats: with a lease of an hour
+// (its first heartbeat 20 minutes away) the handler is cancelled by the
+// read of the task every CancelPoll, and the cancel acknowledged.
+func TestACancelReachesTheHandlerBetweenHeartbeatsWhateverTheLease(t *testing.T) {
+	c, _ := setup(t)
+	id := submit(t, c, queue.SubmitRequest{TaskType: "long"})
+	opts := fastOpts()
+	opts.LeaseFor = time.Hour
+	opts.CancelPoll = 20 * time.Millisecond
+	w := worker.New(c, opts)
+	started := make(chan struct{}, 1)
+	var cause atomic.Value
+	w.Handle("long", func(ctx context.Context, _ *worker.Task) (json.RawMessage, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		cause.Store(context.Cause(ctx))
+		return nil, ctx.Err()
+	})
+	go func() {
+		<-started
+		_, _ = c.Cancel(bg, id)
+	}()
+	runUntil(t, w, status(t, c, id))
+	got, _ := c.Get(bg, id)
+	if got.Status != queue.StatusCancelled || cause.Load() != worker.ErrCancelRequested {
+		t.Fatalf("status %s cause %v", got.Status, cause.Load())
 	}
 }

@@ -3,8 +3,13 @@
 // openapi3filter.ValidateResponse, so that an answer the document does not
 // describe fails the test that received it, and so does a request the API
 // accepted that the document does not describe (ValidateRequest). The
-// API's tests check every answer of their request helpers with it, and
-// lambdafn's every answer of a function to a sample event.
+// API's tests check every answer of their request helpers with it;
+// lambdafn's and the emulator runs' every answer of a function to an HTTP
+// event; the client's, worker's, CLI's, console's and README's tests
+// every answer they receive (Transport, Proxy, Handler); the dispatcher's
+// every push delivery (CheckDelivery). It records what the checked
+// answers covered (coverage.go): the API's tests fail on a promised
+// property or successful answer never seen.
 package openapitest
 
 import (
@@ -35,6 +40,10 @@ func Document(t testing.TB) *openapi3.T {
 	}
 	return doc
 }
+
+// Load returns api.Document loaded and validated as OpenAPI 3.1 (see
+// Document), or why it is not valid.
+func Load() (*openapi3.T, error) { return load() }
 
 var load = sync.OnceValues(func() (*openapi3.T, error) {
 	// The document, with the answers of no route (api.UnroutedResponses)
@@ -78,12 +87,60 @@ func Check(t testing.TB, req *http.Request, reqBody []byte, status int, header h
 	}
 	if err := Describe(doc, req, status, header, body); err != nil {
 		fail(fmt.Sprintf("answered %d", status), err, body)
+	} else {
+		key, s := answerSchema(doc, req, status)
+		recordAnswer(key, status, s, body)
 	}
-	if status >= 200 && status < 300 {
+	if status >= 200 && status < 300 && !partlyRefused(body) {
 		if err := DescribeRequest(doc, req, reqBody); err != nil {
 			fail("was accepted", err, reqBody)
 		}
 	}
+}
+
+// partlyRefused reports whether body is a batch's answer with an item
+// refused: the API accepted the batch, not each of its items, so the
+// request is not one the document describes.
+func partlyRefused(body []byte) bool {
+	var b struct {
+		Results []struct {
+			Error json.RawMessage `json:"error"`
+		} `json:"results"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return false
+	}
+	for _, r := range b.Results {
+		if len(r.Error) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// answerSchema returns the key of the operation that answers req ("(no
+// route)" when none does) and the schema of its answer with status.
+func answerSchema(doc *openapi3.T, req *http.Request, status int) (string, *openapi3.SchemaRef) {
+	rt, _, err := route(doc, req)
+	var r *openapi3.ResponseRef
+	key := "(no route)"
+	if err == nil && rt != nil {
+		key = req.Method + " " + rt.Path
+		r = rt.Operation.Responses.Status(status)
+	} else if err == nil {
+		r = doc.Components.Responses["NoRoute"]
+		if status == http.StatusMethodNotAllowed {
+			r = doc.Components.Responses["MethodNotAllowed"]
+		}
+	}
+	if r == nil || r.Value == nil {
+		return key, nil
+	}
+	mt := r.Value.Content.Get("application/json")
+	if mt == nil {
+		return key, nil
+	}
+	return key, mt.Schema
 }
 
 // route returns the document's route for req (the one the API matches,
@@ -157,5 +214,42 @@ func Describe(doc *openapi3.T, req *http.Request, status int, header http.Header
 		Header:                 header,
 		Body:                   io.NopCloser(bytes.NewReader(body)),
 		Options:                &openapi3filter.Options{IncludeResponseStatus: true},
+	})
+}
+
+// CheckDelivery fails t when the document's push delivery (its webhook
+// taskDelivery) does not describe the request r with its body: its
+// headers and its JSON body. The dispatch tests check every delivery
+// their targets receive with it.
+func CheckDelivery(t testing.TB, r *http.Request, body []byte) {
+	t.Helper()
+	doc := Document(t)
+	if err := DescribeDelivery(doc, r, body); err != nil {
+		why, _, _ := strings.Cut(err.Error(), "\n")
+		if len(body) > 400 {
+			body = append(body[:400:400], "..."...)
+		}
+		t.Errorf("a push delivery the OpenAPI document's webhook does not describe: %s\n%s", why, body)
+		return
+	}
+	var s *openapi3.SchemaRef
+	if mt := doc.Webhooks[api.WebhookTaskDelivery].Post.RequestBody.Value.Content.Get("application/json"); mt != nil {
+		s = mt.Schema
+	}
+	recordAnswer("webhook "+api.WebhookTaskDelivery, 0, s, body)
+}
+
+// DescribeDelivery returns why doc's push delivery does not describe the
+// request r with its body, or nil.
+func DescribeDelivery(doc *openapi3.T, r *http.Request, body []byte) error {
+	item := doc.Webhooks[api.WebhookTaskDelivery]
+	if item == nil || item.Post == nil {
+		return fmt.Errorf("the document has no webhook %s", api.WebhookTaskDelivery)
+	}
+	req := r.Clone(context.Background())
+	req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	return openapi3filter.ValidateRequest(context.Background(), &openapi3filter.RequestValidationInput{
+		Request: req, Route: &routers.Route{Spec: doc, Path: api.WebhookTaskDelivery, PathItem: item, Method: http.MethodPost, Operation: item.Post},
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
 	})
 }

@@ -1,4 +1,4 @@
-package wire_test
+package queue_test
 
 import (
 	"bytes"
@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
-	"github.com/s3q/s3q/shared/wire"
 )
 
 // shown are the task fields the API documents (openapi.json's Task,
@@ -79,7 +78,7 @@ func recordKeys() map[string]string {
 
 func TestAFieldOfTheRecordReachesTheWireOnlyWhenShown(t *testing.T) {
 	rec := filled(t)
-	b, err := json.Marshal(wire.TaskOf(rec))
+	b, err := json.Marshal(rec.Wire())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +127,7 @@ func TestTheWireIsTheRecordsJSONWithoutItsHiddenFields(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := json.Marshal(wire.TaskOf(rec))
+		got, err := json.Marshal(rec.Wire())
 		if err != nil {
 			t.Fatal(err)
 		}

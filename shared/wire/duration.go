@@ -1,4 +1,4 @@
-package queue
+package wire
 
 import (
 	"encoding/json"

@@ -1,0 +1,156 @@
+"""The worker's outcomes against a fresh `s3q dev`: output, Permanent, Reschedule, a failure
+retried, the deadline, and a stop whose grace runs out handing the task back."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import threading
+from typing import Any, Dict
+
+import pytest
+from conftest import wait_for
+
+import s3q
+
+
+def start(w: s3q.Worker) -> threading.Thread:
+    t = threading.Thread(target=w.run, kwargs={"handle_signals": False})
+    t.start()
+    return t
+
+
+def test_outcomes(client: s3q.Client) -> None:
+    seen: Dict[str, Any] = {}
+    w = s3q.Worker(client, concurrency=2, wait=1)
+
+    @w.task("img.resize")
+    def resize(task: s3q.TaskContext) -> Any:
+        seen[task.input] = (task.deadline, task.remaining(), task.attempt)
+        if task.input == "perm":
+            raise s3q.Permanent("corrupt image")
+        if task.input == "later" and task.attempt == 1 and not seen.get("rescheduled"):
+            seen["rescheduled"] = True
+            raise s3q.Reschedule(dt.timedelta(seconds=0))
+        if task.input == "flaky" and task.attempt == 1:
+            raise ValueError("try again")
+        if task.input == "not-json":
+            return {"when": dt.date(2030, 1, 1)}
+        return {"done": task.input}
+
+    t = start(w)
+    try:
+        ok = client.submit("img.resize", "ok", ttl="1h")["task"]["id"]
+        perm = client.submit("img.resize", "perm")["task"]["id"]
+        later = client.submit("img.resize", "later")["task"]["id"]
+        flaky = client.submit("img.resize", "flaky", max_attempts=3)["task"]["id"]
+        not_json = client.submit("img.resize", "not-json")["task"]["id"]
+        wait_for("not-json", lambda: client.status(not_json)["status"] == "failed")
+        wait_for("ok", lambda: client.status(ok)["status"] == "completed")
+        wait_for("perm", lambda: client.status(perm)["status"] == "failed")
+        wait_for("later", lambda: client.status(later)["status"] == "completed")
+    finally:
+        w.stop()
+        t.join(30)
+    assert client.status(ok)["output"] == {"done": "ok"}
+    deadline, remaining, _ = seen["ok"]
+    assert deadline is not None and remaining is not None and dt.timedelta(minutes=50) < remaining <= dt.timedelta(hours=1)
+    assert seen["perm"][0] is None
+    p = client.status(perm)
+    assert p["last_error"] == "corrupt image" and p["attempt"] == 1
+    assert client.status(later)["attempt"] == 1  # a reschedule uses no attempt
+    assert "not JSON-serialisable" in client.status(not_json)["last_error"]
+    f = client.status(flaky)
+    assert f["status"] in ("pending", "completed") and f.get("last_error") == "try again"
+
+
+def test_stop_past_grace_hands_the_task_back(client: s3q.Client) -> None:
+    started, release = threading.Event(), threading.Event()
+    w = s3q.Worker(client, wait=1, shutdown_grace=0.3)
+
+    @w.task("slow.job")
+    def slow(task: s3q.TaskContext) -> None:
+        started.set()
+        task.stopping.wait(30)  # a handler that checks its signal
+        release.set()
+
+    t = start(w)
+    task_id = client.submit("slow.job", {})["task"]["id"]
+    assert started.wait(20)
+    w.stop()
+    t.join(30)
+    assert not t.is_alive() and release.is_set()
+    got = client.status(task_id)
+    assert got["status"] == "pending" and got.get("ended_by") == "reschedule"
+
+
+def test_no_handlers_and_undeclared_queue(server: str) -> None:
+    w = s3q.Worker(s3q.Client(server))
+    with pytest.raises(ValueError):
+        w.run(handle_signals=False)
+
+
+HAND_BACK_SCRIPT = """
+import os, sys, s3q
+url, queue, marks = sys.argv[1], sys.argv[2], sys.argv[3]
+w = s3q.Worker(s3q.Client(url, queue=queue), wait=1, shutdown_grace=0.5)
+
+@w.task("video.encode")
+def encode(task):
+    open(os.path.join(marks, "started"), "w").close()
+    task.stopping.wait(60)  # a long job that checks its signal
+    return {"too": "late"}
+
+w.run()
+print("stopped cleanly", flush=True)
+"""
+
+
+def test_sigint_past_the_grace_hands_the_task_back(server: str, client: s3q.Client, tmp_path: pathlib.Path) -> None:
+    script = tmp_path / "worker.py"
+    script.write_text(HAND_BACK_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=str(pathlib.Path(__file__).resolve().parents[1]))
+    p = subprocess.Popen(
+        [sys.executable, str(script), server, client.queue, str(tmp_path)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        task_id = client.submit("video.encode", "clip-2")["task"]["id"]
+        wait_for("the handler to start", lambda: (tmp_path / "started").exists())
+        p.send_signal(signal.SIGINT)
+        out, _ = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0 and b"stopped cleanly" in out, out.decode()
+    task = client.status(task_id)
+    # Handed back: pending again at once, its attempt not spent on a failure, no output.
+    assert task["status"] == "pending" and task.get("ended_by") == "reschedule"
+    assert "output" not in task and "last_error" not in task
+    (c,) = client.claim()
+    assert c["task"]["id"] == task_id
+
+
+def test_async_handlers(client: s3q.Client) -> None:
+    w = s3q.Worker(client, wait=1)
+
+    @w.task("async.job")
+    async def job(task: s3q.TaskContext) -> Any:
+        await asyncio.sleep(0.01)
+        return {"doubled": task.input * 2}
+
+    t = start(w)
+    try:
+        task_id = client.submit("async.job", 21)["task"]["id"]
+        wait_for("the async handler", lambda: client.status(task_id)["status"] == "completed")
+    finally:
+        w.stop()
+        t.join(30)
+    assert client.status(task_id)["output"] == {"doubled": 42}
