@@ -96,11 +96,14 @@ class BatchTask(_BatchTaskRequired, total=False):
     """What happens to this task when its parent expires: run (the default) or cancel."""
     parent_id: str
     """The parent task: when it expires, this task is expired (pending) or asked to cancel (running, with on_parent_expired cancel)."""
+    priority: int
     queue: str
     """The path's queue, or left out."""
     schedule_at: str
     timeout: Union[str, float]
     """A duration such as 90s, 30m, 1h or 7d, or a number of seconds."""
+    traceparent: str
+    tracestate: str
     ttl: Union[str, float]
     """A duration such as 90s, 30m, 1h or 7d, or a number of seconds."""
     ttl_from: TTLFrom
@@ -361,6 +364,7 @@ class Queue(_QueueRequired, total=False):
     paused: bool
     """Claims and push deliveries take nothing from a paused queue; submits go on."""
     paused_at: str
+    priority: int
     shards: int
     """The claim index's key ranges, fixed at the first declaration."""
     target: Target
@@ -394,6 +398,7 @@ class QueueRequest(TypedDict, total=False):
     max_attempts: int
     """Attempts before the task is dead-lettered (status failed); 0 means the default (3)."""
     max_concurrency: int
+    priority: int
     shards: int
     target: Target
     timeout: Union[str, float]
@@ -461,6 +466,7 @@ class Schedule(_ScheduleRequired, total=False):
     """The task the last fire submitted."""
     max_attempts: int
     """Attempts before the task is dead-lettered (status failed); 0 means the default (3)."""
+    priority: int
     ttl: str
     """A duration such as 90s, 30m, 1h or 7d."""
     ttl_from: TTLFrom
@@ -514,6 +520,7 @@ class ScheduleRequest(_ScheduleRequestRequired, total=False):
     """Attempts before the task is dead-lettered (status failed); 0 means the default (3)."""
     missed_runs: MissedRuns
     overlap: Overlap
+    priority: int
     queue: str
     timezone: str
     ttl: Union[str, float]
@@ -567,11 +574,14 @@ class SubmitRequest(_SubmitRequestRequired, total=False):
     """What happens to this task when its parent expires: run (the default) or cancel."""
     parent_id: str
     """The parent task: when it expires, this task is expired (pending) or asked to cancel (running, with on_parent_expired cancel)."""
+    priority: int
     queue: str
     """The path's queue, or left out."""
     schedule_at: str
     timeout: Union[str, float]
     """A duration such as 90s, 30m, 1h or 7d, or a number of seconds."""
+    traceparent: str
+    tracestate: str
     ttl: Union[str, float]
     """A duration such as 90s, 30m, 1h or 7d, or a number of seconds."""
     ttl_from: TTLFrom
@@ -634,9 +644,12 @@ class Task(_TaskRequired, total=False):
     """The task's output: any JSON value."""
     parent_id: str
     """The parent task: when it expires, this task is expired (pending) or asked to cancel (running, with on_parent_expired cancel)."""
+    priority: int
     purged_at: str
     """The task was purged then (only in the last version of a purged task's history)."""
     started_at: str
+    traceparent: str
+    tracestate: str
     ttl: str
     """A duration such as 90s, 30m, 1h or 7d."""
     ttl_from: TTLFrom

@@ -708,6 +708,7 @@ export interface components {
             on_parent_expired?: "run" | "cancel";
             /** @description the parent task: when it expires, this task is expired (pending) or asked to cancel (running, with on_parent_expired cancel) */
             parent_id?: string;
+            priority?: number;
             /** @description the path's queue, or left out */
             queue?: string;
             /** Format: date-time */
@@ -715,6 +716,8 @@ export interface components {
             task_type: string;
             /** @description a duration such as 90s, 30m, 1h or 7d, or a number of seconds */
             timeout?: string | number;
+            traceparent?: string;
+            tracestate?: string;
             /** @description a duration such as 90s, 30m, 1h or 7d, or a number of seconds */
             ttl?: string | number;
             ttl_from?: components["schemas"]["TTLFrom"];
@@ -903,6 +906,7 @@ export interface components {
             paused?: boolean;
             /** Format: date-time */
             paused_at?: string;
+            priority?: number;
             /** @description the claim index's key ranges, fixed at the first declaration */
             shards?: number;
             target?: components["schemas"]["Target"];
@@ -926,6 +930,7 @@ export interface components {
             /** @description attempts before the task is dead-lettered (status failed); 0 means the default (3) */
             max_attempts?: number;
             max_concurrency?: number;
+            priority?: number;
             shards?: number;
             target?: components["schemas"]["Target"];
             /** @description a duration such as 90s, 30m, 1h or 7d, or a number of seconds */
@@ -978,6 +983,7 @@ export interface components {
             /** @description the next 5 fire times from next_run_at on (empty while paused) */
             next_runs: string[];
             overlap: components["schemas"]["Overlap"];
+            priority?: number;
             queue: string;
             task_type: string;
             /** @description the IANA time zone the expression is read in */
@@ -1017,6 +1023,7 @@ export interface components {
             max_attempts?: number;
             missed_runs?: components["schemas"]["MissedRuns"];
             overlap?: components["schemas"]["Overlap"];
+            priority?: number;
             queue?: string;
             task_type: string;
             timezone?: string;
@@ -1066,6 +1073,7 @@ export interface components {
             on_parent_expired?: "run" | "cancel";
             /** @description the parent task: when it expires, this task is expired (pending) or asked to cancel (running, with on_parent_expired cancel) */
             parent_id?: string;
+            priority?: number;
             /** @description the path's queue, or left out */
             queue?: string;
             /** Format: date-time */
@@ -1073,6 +1081,8 @@ export interface components {
             task_type: string;
             /** @description a duration such as 90s, 30m, 1h or 7d, or a number of seconds */
             timeout?: string | number;
+            traceparent?: string;
+            tracestate?: string;
             /** @description a duration such as 90s, 30m, 1h or 7d, or a number of seconds */
             ttl?: string | number;
             ttl_from?: components["schemas"]["TTLFrom"];
@@ -1160,6 +1170,7 @@ export interface components {
             output?: unknown;
             /** @description the parent task: when it expires, this task is expired (pending) or asked to cancel (running, with on_parent_expired cancel) */
             parent_id?: string;
+            priority?: number;
             /**
              * Format: date-time
              * @description the task was purged then (only in the last version of a purged task's history)
@@ -1172,6 +1183,8 @@ export interface components {
             task_type: string;
             /** @description a duration such as 90s, 30m, 1h or 7d */
             timeout: string;
+            traceparent?: string;
+            tracestate?: string;
             /** @description a duration such as 90s, 30m, 1h or 7d */
             ttl?: string;
             ttl_from?: components["schemas"]["TTLFrom"];
@@ -2262,6 +2275,8 @@ export interface operations {
                 status?: components["schemas"]["Status"];
                 /** @description only tasks of this type */
                 task_type?: string;
+                /** @description only tasks of this priority, 1 (highest) to 5 (lowest) */
+                priority?: number;
                 /** @description at most this many results */
                 limit?: number;
                 /** @description the next_cursor of the previous page */
@@ -2870,6 +2885,8 @@ export interface operations {
                 queue?: string;
                 /** @description only tasks of this type */
                 task_type?: string;
+                /** @description only tasks of this priority, 1 (highest) to 5 (lowest) */
+                priority?: number;
                 /** @description at most this many results */
                 limit?: number;
                 /** @description the next_cursor of the previous page */
