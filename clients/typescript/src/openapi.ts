@@ -708,6 +708,7 @@ export interface components {
             on_parent_expired?: "run" | "cancel";
             /** @description the parent task: when it expires, this task is expired (pending) or asked to cancel (running, with on_parent_expired cancel) */
             parent_id?: string;
+            /** @description 1 (highest) to 5 (lowest): among due tasks a claim takes the highest first; 0 or absent: the queue's default, else 3 */
             priority?: number;
             /** @description the path's queue, or left out */
             queue?: string;
@@ -716,7 +717,9 @@ export interface components {
             task_type: string;
             /** @description a duration such as 90s, 30m, 1h or 7d, or a number of seconds */
             timeout?: string | number;
+            /** @description a W3C traceparent (00-{trace id}-{parent id}-{flags}), kept on the task and handed to its handler; a submit's traceparent header gives it too */
             traceparent?: string;
+            /** @description a W3C tracestate, with traceparent; a submit's tracestate header gives it too */
             tracestate?: string;
             /** @description a duration such as 90s, 30m, 1h or 7d, or a number of seconds */
             ttl?: string | number;
@@ -906,6 +909,7 @@ export interface components {
             paused?: boolean;
             /** Format: date-time */
             paused_at?: string;
+            /** @description 1 (highest) to 5 (lowest): among due tasks a claim takes the highest first; 0 or absent: the queue's default, else 3 */
             priority?: number;
             /** @description the claim index's key ranges, fixed at the first declaration */
             shards?: number;
@@ -930,6 +934,7 @@ export interface components {
             /** @description attempts before the task is dead-lettered (status failed); 0 means the default (3) */
             max_attempts?: number;
             max_concurrency?: number;
+            /** @description 1 (highest) to 5 (lowest): among due tasks a claim takes the highest first; 0 or absent: the queue's default, else 3 */
             priority?: number;
             shards?: number;
             target?: components["schemas"]["Target"];
@@ -983,6 +988,7 @@ export interface components {
             /** @description the next 5 fire times from next_run_at on (empty while paused) */
             next_runs: string[];
             overlap: components["schemas"]["Overlap"];
+            /** @description 1 (highest) to 5 (lowest): among due tasks a claim takes the highest first; 0 or absent: the queue's default, else 3 */
             priority?: number;
             queue: string;
             task_type: string;
@@ -1023,6 +1029,7 @@ export interface components {
             max_attempts?: number;
             missed_runs?: components["schemas"]["MissedRuns"];
             overlap?: components["schemas"]["Overlap"];
+            /** @description 1 (highest) to 5 (lowest): among due tasks a claim takes the highest first; 0 or absent: the queue's default, else 3 */
             priority?: number;
             queue?: string;
             task_type: string;
@@ -1073,6 +1080,7 @@ export interface components {
             on_parent_expired?: "run" | "cancel";
             /** @description the parent task: when it expires, this task is expired (pending) or asked to cancel (running, with on_parent_expired cancel) */
             parent_id?: string;
+            /** @description 1 (highest) to 5 (lowest): among due tasks a claim takes the highest first; 0 or absent: the queue's default, else 3 */
             priority?: number;
             /** @description the path's queue, or left out */
             queue?: string;
@@ -1081,7 +1089,9 @@ export interface components {
             task_type: string;
             /** @description a duration such as 90s, 30m, 1h or 7d, or a number of seconds */
             timeout?: string | number;
+            /** @description a W3C traceparent (00-{trace id}-{parent id}-{flags}), kept on the task and handed to its handler; a submit's traceparent header gives it too */
             traceparent?: string;
+            /** @description a W3C tracestate, with traceparent; a submit's tracestate header gives it too */
             tracestate?: string;
             /** @description a duration such as 90s, 30m, 1h or 7d, or a number of seconds */
             ttl?: string | number;
@@ -1170,6 +1180,7 @@ export interface components {
             output?: unknown;
             /** @description the parent task: when it expires, this task is expired (pending) or asked to cancel (running, with on_parent_expired cancel) */
             parent_id?: string;
+            /** @description 1 (highest) to 5 (lowest): among due tasks a claim takes the highest first; 0 or absent: the queue's default, else 3 */
             priority?: number;
             /**
              * Format: date-time
@@ -1183,7 +1194,9 @@ export interface components {
             task_type: string;
             /** @description a duration such as 90s, 30m, 1h or 7d */
             timeout: string;
+            /** @description a W3C traceparent (00-{trace id}-{parent id}-{flags}), kept on the task and handed to its handler; a submit's traceparent header gives it too */
             traceparent?: string;
+            /** @description a W3C tracestate, with traceparent; a submit's tracestate header gives it too */
             tracestate?: string;
             /** @description a duration such as 90s, 30m, 1h or 7d */
             ttl?: string;
