@@ -40,7 +40,7 @@ type (
 func queueOf(d queues.Declaration) queueView {
 	return queueView{
 		Name: d.Name, TTL: d.TTL, TTLFrom: d.TTLFrom, MaxAttempts: d.MaxAttempts, Timeout: d.Timeout,
-		Shards: d.Shards, MaxConcurrency: d.MaxConcurrency, Target: d.Target, AutoDeclared: d.AutoDeclared,
+		Shards: d.Shards, MaxConcurrency: d.MaxConcurrency, Priority: d.Priority, Target: d.Target, AutoDeclared: d.AutoDeclared,
 		Paused: d.Paused, PausedAt: d.PausedAt, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
 	}
 }
