@@ -4,7 +4,7 @@ BIN       := $(CURDIR)/.bin
 VERSITYGW := $(BIN)/versitygw
 export S3Q_VERSITYGW := $(VERSITYGW)
 
-.PHONY: test test-go test-python test-typescript fuzz test-short bench vet fmt dev versitygw chromium clean openapi-lint check-tracked
+.PHONY: test test-go test-python test-typescript gen-typescript fuzz test-short bench vet fmt dev versitygw chromium clean openapi-lint check-tracked
 
 ## test: the one test command: vet, gofmt, every Go test with -race (mem store,
 ## gofakes3, versitygw; among them the README's walk-through, scripts/readme,
@@ -42,6 +42,12 @@ test-typescript:
 	$(GO) build -o $(BIN)/s3q ./cmd/s3q
 	S3Q_BIN=$(BIN)/s3q bash scripts/test-typescript
 
+## gen-typescript: regenerate the TypeScript client's types (clients/typescript/src/openapi.ts)
+## from shared/api/openapi.json; needed after every change of the document (test-typescript
+## fails until the committed types match it)
+gen-typescript:
+	cd clients/typescript && { [ -d node_modules ] || npm ci --no-audit --no-fund --loglevel=error; } && npm run --silent gen
+
 ## fuzz: feed the HTTP API random requests for a while (FUZZTIME, default 10s)
 FUZZTIME ?= 10s
 fuzz:
@@ -52,9 +58,10 @@ fuzz:
 openapi-lint:
 	@bash scripts/lint-openapi
 
-## test-short: the mem-store runs only, no race detector (seconds)
+## test-short: the in-memory store's conformance runs only, no race detector, no S3 server needed
 test-short:
 	$(GO) test -count=1 ./shared/queue/ ./shared/store/...
+	$(GO) test -count=1 -run Mem ./shared/queue/queuetest/ ./shared/schedule/scheduletest/
 
 ## bench: request counts and dollars per task lifecycle, throughput on versitygw,
 ## sweep and tick cost against the backlog, the audit of a run per S3 fault mix,

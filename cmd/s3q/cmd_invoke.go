@@ -98,6 +98,9 @@ func invokeHere(ctx context.Context, e *env, name string, payload []byte) ([]byt
 	if err != nil {
 		return nil, err
 	}
+	if err := probeBucket(ctx, e, cfg.Bucket, deps.Queue.Store()); err != nil {
+		return nil, err
+	}
 	if err := deps.CheckLayout(ctx); err != nil {
 		return nil, err // a bucket of another layout: refused, as by the function
 	}

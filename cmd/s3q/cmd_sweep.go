@@ -144,6 +144,9 @@ func runTimerFunction(ctx context.Context, e *env, name string, result any, here
 	if err != nil {
 		return err
 	}
+	if err := probeBucket(ctx, e, cfg.Bucket, deps.Queue.Store()); err != nil {
+		return err
+	}
 	if err := deps.CheckLayout(ctx); err != nil {
 		return err
 	}

@@ -53,7 +53,7 @@ var commands = byName(append([]func() *command{
 	submitCommand, listCommand, historyCommand,
 	queueCommand, scheduleCommand, workerCommand,
 	devCommand, invokeCommand, sweepCommand, tickCommand, uiCommand,
-	statsCommand, purgeCommand, bulkCommand,
+	statsCommand, purgeCommand, bulkCommand, checkCommand,
 }, taskOpCommands()...))
 
 // byName indexes command factories by their command's name.

@@ -82,6 +82,7 @@ const (
 	pSchedules = "q/*/schedules/"
 	pArtifacts = "q/*/artifacts/"
 	pSlots     = "q/*/slots/"  // concurrency slots of queues with max_concurrency, freed by If-Match
+	pWaits     = "q/*/waits/"  // wait holds (waitsPerQueue): listed, taken and freed by conditional PUTs
 	pStatus    = "q/*/status/" // failed, expired and cancelled tasks, for listing by status
 	pSweep     = "sweep/"
 	pDue       = "due/"
@@ -139,7 +140,7 @@ func Functions() []Function {
 			// concurrency (waitsReservedConcurrency), so that waits can
 			// neither starve the other functions nor be starved by them.
 			Name:   "waits",
-			Access: withLayoutCheck(merge(submitAccess(), claimAccess())...),
+			Access: withLayoutCheck(merge(submitAccess(), claimAccess(), []Access{on(pWaits, GetObject, PutObject, ListBucket)})...),
 			Routes: []string{"POST /queues/{queue}/tasks/wait", "POST /queues/{queue}/claim/wait"},
 		},
 		{

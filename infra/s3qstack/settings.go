@@ -113,12 +113,19 @@ type Settings struct {
 	// function can take from them. At least 1. Defaults to 20.
 	WaitsReservedConcurrency int `json:"waitsReservedConcurrency"`
 
+	// WaitsPerQueue is S3Q_WAITS_PER_QUEUE of the waits function: the
+	// most waits one queue may hold at once (the next is 429
+	// too_many_waits at once, holding nothing), so that one queue's
+	// callers cannot hold all waitsReservedConcurrency. 0 is no bound.
+	// At most waitsReservedConcurrency. Defaults to 5.
+	WaitsPerQueue int `json:"waitsPerQueue"`
+
 	// WaitThrottleRate and WaitThrottleBurst are the throttle of each
 	// wait route (requests per second and burst), apart from the other
-	// routes'. WaitThrottleRate × maxWaitSeconds over both routes above
-	// waitsReservedConcurrency means held waits queue up against the
-	// reserved concurrency and the excess is throttled. Defaults to 1
-	// and 10.
+	// routes'. A wait past its queue's waitsPerQueue is refused in
+	// milliseconds, so the routes' rate need not be below what the
+	// reserved concurrency can hold: one queue's callers at a request a
+	// second no longer use it up. Defaults to 10 and 20.
 	WaitThrottleRate  int `json:"waitThrottleRate"`
 	WaitThrottleBurst int `json:"waitThrottleBurst"`
 
@@ -236,8 +243,9 @@ func DefaultSettings(env string) Settings {
 		ClaimThrottleRate:           10,
 		ClaimThrottleBurst:          20,
 		WaitsReservedConcurrency:    20,
-		WaitThrottleRate:            1,
-		WaitThrottleBurst:           10,
+		WaitsPerQueue:               5,
+		WaitThrottleRate:            10,
+		WaitThrottleBurst:           20,
 		MaxWaitSeconds:              25,
 		DispatchTimeoutSeconds:      300,
 		PushBindings:                map[string]PushBinding{},
@@ -351,6 +359,8 @@ func (s Settings) Validate() error {
 		check(t[1].(int) >= 1 && t[2].(int) >= 1, "%sRate and %sBurst must be >= 1", t[0], t[0])
 	}
 	check(s.WaitsReservedConcurrency >= 1, "waitsReservedConcurrency %d < 1: held waits must run capped, apart from the other functions", s.WaitsReservedConcurrency)
+	check(s.WaitsPerQueue >= 0 && s.WaitsPerQueue <= s.WaitsReservedConcurrency,
+		"waitsPerQueue %d not in [0, waitsReservedConcurrency = %d]", s.WaitsPerQueue, s.WaitsReservedConcurrency)
 	check(s.MaxWaitSeconds >= 1 && s.MaxWaitSeconds <= s.APITimeoutSeconds-2,
 		"maxWaitSeconds %d not in [1, apiTimeoutSeconds-2 = %d]", s.MaxWaitSeconds, s.APITimeoutSeconds-2)
 	errs = append(errs, s.validatePush()...)
@@ -387,7 +397,7 @@ func jsonFields() []jsonField {
 		{"submitThrottleRate", "int"}, {"submitThrottleBurst", "int"}, {"batchThrottleRate", "int"},
 		{"batchThrottleBurst", "int"}, {"claimThrottleRate", "int"}, {"claimThrottleBurst", "int"},
 		{"maxWaitSeconds", "int"},
-		{"waitsReservedConcurrency", "int"}, {"waitThrottleRate", "int"}, {"waitThrottleBurst", "int"},
+		{"waitsReservedConcurrency", "int"}, {"waitsPerQueue", "int"}, {"waitThrottleRate", "int"}, {"waitThrottleBurst", "int"},
 		{"autoDeclare", "bool"},
 		{"dispatchTimeoutSeconds", "int"}, {"pushBindings", "object"},
 		{"dispatchReservedConcurrency", "int"}, {"pushConcurrency", "int"},

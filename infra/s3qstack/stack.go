@@ -408,6 +408,9 @@ func (b *builder) function(fn Function, assetDir string) {
 	if len(fn.Routes) > 0 {
 		env["S3Q_MAX_WAIT"] = jsii.String(strconv.Itoa(b.s.MaxWaitSeconds) + "s")
 	}
+	if fn.Name == "waits" && b.s.WaitsPerQueue > 0 {
+		env["S3Q_WAITS_PER_QUEUE"] = jsii.String(strconv.Itoa(b.s.WaitsPerQueue))
+	}
 	if b.s.AutoDeclare {
 		env["S3Q_AUTO_DECLARE"] = jsii.String("true")
 	}

@@ -283,8 +283,10 @@ func TestStack(t *testing.T) {
 			}
 			own := strings.Join(ownNames, ",")
 			switch fn.Name { // push delivery (push.go); waits submits too
-			case "submit", "waits":
+			case "submit":
 				env["S3Q_DISPATCH_FUNCTION"] = "s3q-dev-dispatch"
+			case "waits":
+				env["S3Q_DISPATCH_FUNCTION"], env["S3Q_WAITS_PER_QUEUE"] = "s3q-dev-dispatch", "5"
 			case "tasks":
 				env["S3Q_PUSH_BINDINGS"], env["S3Q_OWN_FUNCTIONS"] = "{}", own
 			case "dispatch":
@@ -742,6 +744,7 @@ func TestStack(t *testing.T) {
 				"Timeout":                      DefaultSettings(env).APITimeoutSeconds,
 				"Environment": map[string]interface{}{"Variables": assertions.Match_ObjectLike(&map[string]interface{}{
 					"S3Q_MAX_WAIT":          "25s",
+					"S3Q_WAITS_PER_QUEUE":   "5",
 					"S3Q_DISPATCH_FUNCTION": "s3q-" + env + "-dispatch",
 				})},
 			})

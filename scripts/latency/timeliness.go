@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log"
 	"log/slog"
 	"math/rand/v2"
@@ -240,6 +241,9 @@ func (b *bench) cancelReachPush(n int) {
 			return
 		}
 		close(ch)
+		// A Go server notices a closed connection once the body is read
+		// (as a target does, to verify the signature).
+		_, _ = io.Copy(io.Discard, r.Body)
 		<-r.Context().Done()
 		mu.Lock()
 		ended[id] = time.Now()

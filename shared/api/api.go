@@ -70,6 +70,15 @@ type Options struct {
 	// longer wait is a 400. Defaults to DefaultMaxWait (25s).
 	MaxWait time.Duration
 
+	// WaitsPerQueue is the most waits (submits that wait for their outcome
+	// and claims that long-poll, together) one queue may hold at once,
+	// across every process on the bucket (Queue.HoldWait): the next is
+	// 429 too_many_waits at once, without holding anything. So one
+	// queue's callers cannot take every wait the deployment can hold
+	// (the waits function's reserved concurrency). Defaults to 0: no
+	// bound.
+	WaitsPerQueue int
+
 	// Routes limits the API to these route keys (see Routes, e.g.
 	// "POST /queues/{queue}/claim"); any other route answers 404
 	// not_found, as an HTTP function does for a route that is not its own.

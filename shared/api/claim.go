@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -63,6 +64,7 @@ func (a *API) claim(rq *request) (reply, error) {
 	}
 	poll := claimPollMin
 	now := rq.now(a) // the first claim at the request's time, each later one at the clock's
+	held := false    // the wait holds one of the queue's waits (after a first empty claim)
 	for {
 		// Taken before the claim, so a submit through this process while
 		// the claim runs is not missed.
@@ -79,6 +81,14 @@ func (a *API) claim(rq *request) (reply, error) {
 		left := time.Until(end)
 		if left <= 0 {
 			return reply{status: http.StatusNoContent}, nil
+		}
+		if !held {
+			hold, err := a.holdWait(rq, left)
+			if err != nil {
+				return reply{}, err
+			}
+			defer hold.Release(context.WithoutCancel(rq.ctx))
+			held = true
 		}
 		timer := time.NewTimer(min(poll, left))
 		select {

@@ -28,6 +28,8 @@ const (
 	CodeAlreadyExists        = "already_exists"         // 409: a schedule with that id exists
 	CodeQueueNotEmpty        = "queue_not_empty"        // 409: a queue to delete still holds live tasks
 	CodeTooManyQueues        = "too_many_queues"        // 409: declaring the queue would pass max_queues
+	CodeTooManySchedules     = "too_many_schedules"     // 409: creating the schedule would pass its queue's max_schedules
+	CodeTooManyWaits         = "too_many_waits"         // 429: the queue holds as many waits as it may (WaitsPerQueue); see Retry-After
 	CodeTooLarge             = "too_large"              // 413: a body, input, output or batch over its limit
 	CodeInternal             = "internal"               // 500: a bug or a configuration problem, never bad input
 	CodeThrottled            = "throttled"              // 503: S3 throttled or failed transiently; see Retry-After
@@ -50,6 +52,8 @@ var codeStatus = map[string]int{
 	CodeAlreadyExists:        http.StatusConflict,
 	CodeQueueNotEmpty:        http.StatusConflict,
 	CodeTooManyQueues:        http.StatusConflict,
+	CodeTooManyWaits:         http.StatusTooManyRequests,
+	CodeTooManySchedules:     http.StatusConflict,
 	CodeTooLarge:             http.StatusRequestEntityTooLarge,
 	CodeInternal:             http.StatusInternalServerError,
 	CodeThrottled:            http.StatusServiceUnavailable,
@@ -140,6 +144,10 @@ func toError(err error) *Error {
 		return apiError(CodeTooManyQueues, "", tooManyQueuesMessage(subject(err)))
 	case errors.Is(err, queue.ErrNotFound), errors.Is(err, schedule.ErrNotFound):
 		return apiError(CodeNotFound, "", notFoundMessage(subject(err)))
+	case errors.Is(err, queue.ErrTooManyWaits):
+		return apiError(CodeTooManyWaits, "wait", subject(err)+": retry later, or call without wait")
+	case errors.Is(err, schedule.ErrTooMany):
+		return apiError(CodeTooManySchedules, "", subject(err)+" (max_schedules of PUT /queues/{queue}); delete one, or raise it")
 	case errors.Is(err, schedule.ErrExists):
 		return apiError(CodeAlreadyExists, "id", subject(err)+" already exists")
 	case errors.Is(err, queue.ErrNotRunning):

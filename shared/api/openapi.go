@@ -95,7 +95,7 @@ func errorResponse(status int, codes []string) obj {
 func errorHeaders(status int) obj {
 	h := answerHeaders()
 	switch status {
-	case http.StatusServiceUnavailable:
+	case http.StatusServiceUnavailable, http.StatusTooManyRequests:
 		h["Retry-After"] = obj{"description": "seconds to wait before retrying", "schema": str()}
 	case http.StatusMethodNotAllowed:
 		h["Allow"] = obj{"description": "the methods the path is served with", "schema": str()}

@@ -52,7 +52,7 @@ func webhooks() obj {
 			"429 and 5xx fail the attempt retryably (the task is available again after Retry-After when given, else after the queue's backoff; " +
 			"the attempts spent, it is dead-lettered, status failed); any other status (a 3xx: redirects are not followed; another 4xx) fails the task without retry. " +
 			"A target that has not answered by deadline is cut off and the lease lapses: the next claim delivers the next attempt. " +
-			"A cancel requested during a delivery turns its failure into cancelled. " +
+			"A cancel requested while a delivery is in flight ends the request (the task is read every 2s; the target sees its connection closed) and the task ends cancelled. " +
 			"Each attempt is delivered once, but a network or whoever captured it may repeat it: (S3q-Task-Id, S3q-Attempt) is the idempotency key. " +
 			"A Lambda target is invoked with the same body, unsigned.",
 		"parameters": []obj{

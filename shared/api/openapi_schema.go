@@ -228,6 +228,7 @@ var fieldDocs = map[string]obj{
 	"Queue.auto_declared":   {"description": "the queue was declared by a submit (auto_declare)"},
 	"Queue.shards":          {"minimum": 1, "maximum": queue.MaxShards, "description": "the claim index's key ranges, fixed at the first declaration"},
 	"Queue.max_concurrency": {"minimum": 0, "maximum": queues.MaxConcurrency, "description": "the most tasks of the queue running at once; 0 or absent: no limit"},
+	"Queue.max_schedules":   {"minimum": 0, "maximum": queues.MaxSchedules, "description": "the most schedules that fire into the queue (409 too_many_schedules past it); 0 or absent: 100"},
 	"Queue.counts":          {"description": "the queue's counts, unless counts=false"},
 
 	"Counts.live":      {"description": "pending or running"},

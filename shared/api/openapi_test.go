@@ -155,14 +155,14 @@ var rareProperties = map[string]string{
 // document promises in an answer was carried by no answer the package's
 // tests checked (rareProperties aside), or a successful answer a route
 // promises was never received, after a run of every test (a run
-// narrowed by -run or -skip checks nothing). It writes what was checked
-// to $S3Q_OPENAPI_COVERAGE, when set.
+// narrowed by -run or -skip, or a fuzzing run, checks nothing). It
+// writes what was checked to $S3Q_OPENAPI_COVERAGE, when set.
 func checkOpenAPICoverage() int {
 	if err := openapitest.WriteReport(); err != nil {
 		fmt.Fprintln(os.Stderr, "openapi coverage:", err)
 		return 1
 	}
-	for _, name := range []string{"test.run", "test.skip"} {
+	for _, name := range []string{"test.run", "test.skip", "test.fuzz"} {
 		if f := flag.Lookup(name); f != nil && f.Value.String() != "" {
 			return 0
 		}

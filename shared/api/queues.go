@@ -24,6 +24,7 @@ type queueBody struct {
 	Shards         int             `json:"shards"`
 	MaxConcurrency int             `json:"max_concurrency"`
 	Priority       int             `json:"priority"`
+	MaxSchedules   int             `json:"max_schedules"`
 	// Target is decoded on its own, so an unknown field in it is a 400
 	// naming target.<field>.
 	Target json.RawMessage `json:"target"`
@@ -61,7 +62,7 @@ func (a *API) queueDeclare(rq *request) (reply, error) {
 	}
 	d, created, err := a.decls.Declare(rq.ctx, queues.Declaration{
 		Name: rq.queue, TTL: body.TTL, TTLFrom: body.TTLFrom, MaxAttempts: body.MaxAttempts,
-		Timeout: body.Timeout, Shards: body.Shards, MaxConcurrency: body.MaxConcurrency, Priority: body.Priority, Target: target,
+		Timeout: body.Timeout, Shards: body.Shards, MaxConcurrency: body.MaxConcurrency, Priority: body.Priority, MaxSchedules: body.MaxSchedules, Target: target,
 	}, rq.now(a))
 	if err != nil {
 		return reply{}, err

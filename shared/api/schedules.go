@@ -46,22 +46,24 @@ func (a *API) scheduleRequest(rq *request) (*schedule.Scheduler, schedule.Reques
 	if err := decodeObject(rq.body, &req, ""); err != nil {
 		return nil, req, err
 	}
-	return sc, req, a.inQueue(rq, &req)
+	max, err := a.inQueue(rq, &req)
+	return sc.Bounded(max), req, err
 }
 
 // inQueue fills in the queue of a schedule request from the path, or
 // refuses another one (400 naming queue), and checks that the queue takes
 // tasks (404 queue_not_found for an undeclared one where queues must be
 // declared): a schedule never fires into a queue that refuses its tasks.
-func (a *API) inQueue(rq *request, req *schedule.Request) error {
+// It returns the most schedules the queue may hold (max_schedules).
+func (a *API) inQueue(rq *request, req *schedule.Request) (int, error) {
 	switch req.Queue {
 	case "":
 		req.Queue = rq.queue
 	case rq.queue:
 	default:
-		return badInput("queue", "is %q, but the request is addressed to queue %q", clip(req.Queue), rq.queue)
+		return 0, badInput("queue", "is %q, but the request is addressed to queue %q", clip(req.Queue), rq.queue)
 	}
-	return a.decls.Check(rq.ctx, rq.queue, rq.now(a))
+	return a.decls.ScheduleLimit(rq.ctx, rq.queue, rq.now(a))
 }
 
 // notInQueue is the 404 of a schedule s addressed under another queue than

@@ -119,3 +119,26 @@ func TestScheduleRoutesWithoutASchedulerAre404(t *testing.T) {
 		t.Fatalf("%d %s", r.status, r.raw)
 	}
 }
+
+func TestMaxSchedulesBoundsAQueuesSchedules(t *testing.T) {
+	e := scheduleEnv(t)
+	if r := e.do("PUT", "/queues/reports", `{"max_schedules":-1}`); r.status != http.StatusBadRequest || str(r.body, "error.field") != "max_schedules" {
+		t.Fatalf("max_schedules -1: %d %s", r.status, r.raw)
+	}
+	if r := e.do("PUT", "/queues/reports", `{"max_schedules":2}`); r.status/100 != 2 || get(r.body, "queue.max_schedules") != 2.0 {
+		t.Fatalf("declare: %d %s", r.status, r.raw)
+	}
+	for _, id := range []string{"a", "b"} {
+		if r := e.do("POST", "/queues/reports/schedules", `{"id":"`+id+`","task_type":"t","cron":"* * * * *"}`); r.status != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", id, r.status, r.raw)
+		}
+	}
+	r := e.do("POST", "/queues/reports/schedules", `{"id":"c","task_type":"t","cron":"* * * * *"}`)
+	if r.status != http.StatusConflict || str(r.body, "error.code") != "too_many_schedules" {
+		t.Fatalf("a third: %d %s", r.status, r.raw)
+	}
+	// Another queue has its own bound (the default, 100).
+	if r := e.do("POST", "/queues/default/schedules", `{"id":"c","task_type":"t","cron":"* * * * *"}`); r.status != http.StatusCreated {
+		t.Fatalf("another queue: %d %s", r.status, r.raw)
+	}
+}

@@ -174,7 +174,7 @@ func (a *API) writeReply(w http.ResponseWriter, rp reply) {
 
 // writeError writes an error response, with the task when there is one.
 func (a *API) writeError(w http.ResponseWriter, e *Error, task *taskView) {
-	if e.Status == http.StatusServiceUnavailable {
+	if e.Status == http.StatusServiceUnavailable || e.Status == http.StatusTooManyRequests {
 		w.Header().Set("Retry-After", retryAfterSeconds)
 	}
 	if e.allow != "" {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -57,6 +58,13 @@ func (a *API) submit(rq *request) (reply, error) {
 	}
 	if err := traceFromHeaders(rq, &body.SubmitRequest); err != nil {
 		return reply{}, err
+	}
+	if wait > 0 {
+		hold, err := a.holdWait(rq, wait)
+		if err != nil {
+			return reply{}, err
+		}
+		defer hold.Release(context.WithoutCancel(rq.ctx))
 	}
 	res, err := rq.q.Submit(rq.ctx, body.SubmitRequest, rq.now(a))
 	if err != nil {

@@ -154,20 +154,3 @@ func countTasks(m map[string]string) int {
 	}
 	return n
 }
-
-func countPrefix(m map[string]string, prefix string) int {
-	n := 0
-	for k := range m {
-		if strings.HasPrefix(k, prefix) {
-			n++
-		}
-	}
-	return n
-}
-
-// without returns m without the keys under prefix.
-func without(m map[string]string, prefix string) map[string]string {
-	out := maps.Clone(m)
-	maps.DeleteFunc(out, func(k, _ string) bool { return strings.HasPrefix(k, prefix) })
-	return out
-}

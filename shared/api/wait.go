@@ -74,6 +74,17 @@ func (a *API) awaitOutcome(rq *request, res queue.SubmitResult, wait time.Durati
 	}
 }
 
+// holdWait takes one of the path queue's waits (Options.WaitsPerQueue)
+// for a wait of up to wait: nil when there is no bound. When the queue
+// holds all it may, the error is 429 too_many_waits.
+func (a *API) holdWait(rq *request, wait time.Duration) (*queue.WaitHold, error) {
+	if a.opts.WaitsPerQueue <= 0 {
+		return nil, nil
+	}
+	now := rq.now(a)
+	return rq.q.HoldWait(rq.ctx, rq.queue, a.opts.WaitsPerQueue, now.Add(wait+ctxMargin), now)
+}
+
 // deadlineReply is the 504 of a wait whose task passed its deadline: the
 // error and the task as it ended.
 func (a *API) deadlineReply(t queue.Task, now time.Time) reply {

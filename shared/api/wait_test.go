@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/api"
+	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/memstore"
 )
 
@@ -116,4 +117,73 @@ func TestSyncWait(t *testing.T) {
 			t.Fatalf("want 201 expired: %d %s", r.status, r.raw)
 		}
 	})
+}
+
+// heldWaits counts the wait holds of queue q that are taken (a body
+// longer than the free "{}").
+func heldWaits(t *testing.T, s store.Store, q string) int {
+	t.Helper()
+	n := 0
+	for it, err := range store.All(t.Context(), s, "q/"+q+"/waits/") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if it.Size > 2 {
+			n++
+		}
+	}
+	return n
+}
+
+// submitTo submits a task to queue q and returns its id.
+func submitTo(e *env, q string) string {
+	e.t.Helper()
+	r := e.do("POST", "/queues/"+q+"/tasks", `{"task_type":"t"}`)
+	if r.status != http.StatusCreated {
+		e.t.Fatalf("submit to %s: %d %s", q, r.status, r.raw)
+	}
+	return str(r.body, "task.id")
+}
+
+func TestAQueueFloodingItsWaitsLeavesAnotherQueuesWaitsUnaffected(t *testing.T) {
+	e := newEnv(t, gofakes3Store(t), api.Options{Now: time.Now, WaitsPerQueue: 2})
+	// Queue a's callers hold its two waits (long-polls of an empty queue).
+	answers := make(chan response, 2)
+	for range 2 {
+		go func() { answers <- e.do("POST", "/queues/a/claim/wait", `{"wait":"20s"}`) }()
+	}
+	for heldWaits(t, e.store, "a") < 2 {
+		time.Sleep(10 * time.Millisecond) // until both hold theirs
+	}
+	// More of queue a's waits are refused at once, holding nothing...
+	for path, body := range map[string]string{"/queues/a/claim/wait": `{"wait":"20s"}`, "/queues/a/tasks/wait": `{"task_type":"t","wait":"20s"}`} {
+		r := e.do("POST", path, body)
+		if r.status != http.StatusTooManyRequests || str(r.body, "error.code") != "too_many_waits" || r.header.Get("Retry-After") == "" {
+			t.Fatalf("%s past the bound: %d %s", path, r.status, r.raw)
+		}
+	}
+	// ...while queue b's waits hold and answer as ever.
+	bClaim := make(chan response, 1)
+	go func() { bClaim <- e.do("POST", "/queues/b/claim/wait", `{"wait":"20s","lease_for":"1m"}`) }()
+	for heldWaits(t, e.store, "b") < 1 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	id := submitTo(e, "b")
+	if r := <-bClaim; r.status != http.StatusOK || str(r.body, "tasks.0.task.id") != id {
+		t.Fatalf("queue b's long-poll: %d %s", r.status, r.raw)
+	}
+	// Queue a's held waits end (tasks arrive); its next wait holds again.
+	submitTo(e, "a")
+	submitTo(e, "a")
+	for range 2 {
+		if r := <-answers; r.status != http.StatusOK {
+			t.Fatalf("queue a's long-poll: %d %s", r.status, r.raw)
+		}
+	}
+	if n := heldWaits(t, e.store, "a"); n != 0 {
+		t.Fatalf("%d of queue a's waits still held after they answered", n)
+	}
+	if r := e.do("POST", "/queues/a/tasks/wait", `{"task_type":"t","wait":0.2}`); r.status != http.StatusAccepted {
+		t.Fatalf("queue a's wait after its waits ended: %d %s", r.status, r.raw)
+	}
 }

@@ -47,8 +47,10 @@ func (e *Error) Is(target error) bool {
 		return e.Code == "invalid_input"
 	case queue.ErrTooLarge:
 		return e.Code == "too_large"
+	case queue.ErrLeaseEnded:
+		return e.Code == "conflict" && e.Field == "lease_token"
 	case queue.ErrConflict:
-		return e.Code == "conflict"
+		return e.Code == "conflict" && e.Field != "lease_token"
 	case queue.ErrInvalidState:
 		return e.Code == "invalid_state"
 	case queue.ErrQueueNotFound:
@@ -62,15 +64,15 @@ func (e *Error) Is(target error) bool {
 }
 
 // Temporary reports whether repeating the request later may succeed
-// (throttling, a conflict, a server error). A conflict naming
-// lease_token is not: the lease has ended and its token never works
-// again.
+// (throttling, a lost race, a server error). A conflict naming a field
+// never does: lease_token (the lease already ended, or the token was
+// used for another request) or id (an id another request made).
 func (e *Error) Temporary() bool {
-	if e.Code == "conflict" && e.Field == "lease_token" {
-		return false
+	if e.Code == "conflict" {
+		return e.Field == ""
 	}
 	return e.Status == http.StatusServiceUnavailable || e.Status == http.StatusTooManyRequests ||
-		e.Code == "conflict" || e.Status >= 500 && e.Status != http.StatusGatewayTimeout
+		e.Status >= 500 && e.Status != http.StatusGatewayTimeout
 }
 
 func decodeError(resp *http.Response, raw []byte) error {

@@ -70,8 +70,8 @@ var scenarios = map[string]func(t *testing.T, e *scenarioEnv){
 		}
 		_, err := c.Complete(ctx, client.CompleteRequest{Lease: cl.Lease, Output: json.RawMessage(`{"ok":false}`)})
 		var ae *client.Error
-		if !errors.As(err, &ae) || ae.Status != http.StatusConflict || !errors.Is(err, queue.ErrConflict) {
-			t.Fatalf("complete with another body: %v", err)
+		if !errors.As(err, &ae) || ae.Status != http.StatusConflict || !errors.Is(err, queue.ErrLeaseEnded) || errors.Is(err, queue.ErrConflict) || ae.Temporary() {
+			t.Fatalf("complete with another body: %v, want queue.ErrLeaseEnded (not ErrConflict), not temporary", err)
 		}
 	},
 	"cancel_reaches_handler": func(t *testing.T, e *scenarioEnv) {

@@ -22,6 +22,9 @@
 //	S3Q_MAX_WAIT           the longest "wait" a submit or a claim long-poll may ask for; a
 //	                       longer one is refused with a 400 naming wait (default 25s;
 //	                       the stack sets its maxWaitSeconds)
+//	S3Q_WAITS_PER_QUEUE    the most waits (submit-waits and claim long-polls) one queue
+//	                       may hold at once; the next is 429 too_many_waits (default 0:
+//	                       no bound; the stack sets its waitsPerQueue)
 //	S3Q_AUTO_DECLARE       true: the first submit to an undeclared queue declares it; false
 //	                       (default): it is 404 queue_not_found
 //	S3Q_MAX_QUEUES         most queues the deployment declares (default 1000)
@@ -76,6 +79,7 @@ const (
 	EnvMaxArtifactBytes = "S3Q_MAX_ARTIFACT_BYTES"
 	EnvMetricsNamespace = "S3Q_METRICS_NAMESPACE"
 	EnvMaxWait          = "S3Q_MAX_WAIT"
+	EnvWaitsPerQueue    = "S3Q_WAITS_PER_QUEUE"
 	EnvAutoDeclare      = "S3Q_AUTO_DECLARE"
 	EnvMaxQueues        = "S3Q_MAX_QUEUES"
 	EnvInsecureTargets  = "S3Q_ALLOW_INSECURE_TARGETS"
@@ -137,6 +141,9 @@ type Config struct {
 	// second of a wait holds a function invocation (and its memory) for
 	// that second. Defaults to DefaultMaxWait (25s).
 	MaxWait time.Duration
+	// WaitsPerQueue is the most waits one queue may hold at once
+	// (api.Options.WaitsPerQueue). Defaults to 0: no bound.
+	WaitsPerQueue int
 	// AutoDeclare lets the first submit to an undeclared queue declare it.
 	// Defaults to false: such a submit is 404 queue_not_found.
 	AutoDeclare bool
@@ -312,6 +319,14 @@ func (r *envReader) readDurations(c *Config) {
 			r.bad(EnvMaxWait, "%q must be more than 0 and at most %s (empty means %s)", s, queue.FormatDuration(MaxMaxWait), queue.FormatDuration(DefaultMaxWait))
 		default:
 			c.MaxWait = d
+		}
+	}
+	if s := r.get(EnvWaitsPerQueue); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 || n > 1000 {
+			r.bad(EnvWaitsPerQueue, "%q must be a whole number from 0 (no bound) to 1000", s)
+		} else {
+			c.WaitsPerQueue = n
 		}
 	}
 }

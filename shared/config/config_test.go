@@ -89,6 +89,17 @@ func TestFromEnv(t *testing.T) {
 			}
 		}
 	})
+	t.Run("waits_per_queue_is_0_to_1000", func(t *testing.T) {
+		for _, w := range []string{"-1", "1001", "five"} {
+			if _, err := config.FromEnv(env(map[string]string{"S3Q_BUCKET": "bkt", "S3Q_WAITS_PER_QUEUE": w})); err == nil || !strings.Contains(err.Error(), "S3Q_WAITS_PER_QUEUE") {
+				t.Errorf("S3Q_WAITS_PER_QUEUE=%s: %v", w, err)
+			}
+		}
+		c, err := config.FromEnv(env(map[string]string{"S3Q_BUCKET": "bkt", "S3Q_WAITS_PER_QUEUE": "5"}))
+		if err != nil || c.WaitsPerQueue != 5 {
+			t.Errorf("S3Q_WAITS_PER_QUEUE=5: %d %v", c.WaitsPerQueue, err)
+		}
+	})
 	t.Run("a_negative_default_ttl_is_refused", func(t *testing.T) {
 		if _, err := config.FromEnv(env(map[string]string{"S3Q_BUCKET": "bkt", "S3Q_DEFAULT_TTL": "-1h"})); err == nil {
 			t.Error("accepted")

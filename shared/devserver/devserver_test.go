@@ -8,6 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -252,6 +255,30 @@ func TestDevServerEndpoint(t *testing.T) {
 		}
 		if err != nil || n != 1 {
 			t.Errorf("the task is not in the endpoint's bucket: %v %v", page, err)
+		}
+	})
+	t.Run("an_endpoint_behind_a_proxy_that_drops_if_match_is_refused_at_start", func(t *testing.T) {
+		srv, err := s3local.StartGoFakeS3(s3local.GoFakeS3Options{Bucket: "elsewhere"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		target, err := url.Parse(srv.Endpoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rp := httputil.NewSingleHostReverseProxy(target)
+		proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.Header.Del("If-Match")
+			rp.ServeHTTP(w, r)
+		}))
+		defer proxy.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		err = devserver.Run(ctx, devserver.Options{Addr: "127.0.0.1:0", Endpoint: proxy.URL, Bucket: "elsewhere", Out: io.Discard,
+			AccessKey: srv.AccessKey, SecretKey: srv.SecretKey})
+		if err == nil || !strings.Contains(err.Error(), "If-Match") || !strings.Contains(err.Error(), "not honoured") {
+			t.Errorf("Run = %v", err)
 		}
 	})
 	t.Run("an_endpoint_and_a_data_dir_together_are_refused", func(t *testing.T) {

@@ -79,10 +79,19 @@ func openEndpoint(ctx context.Context, opts Options) (*devStore, error) {
 	if _, err := s.Head(ctx, queue.LayoutKey); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("devserver: bucket %s at %s does not answer: %w", opts.Bucket, opts.Endpoint, err)
 	}
+	// The server must keep the promises every state change relies on;
+	// a proxy that drops the conditions would lose and duplicate tasks.
+	describe := fmt.Sprintf("bucket %s at %s", opts.Bucket, opts.Endpoint)
+	switch res, err := store.Probe(ctx, s); {
+	case err != nil:
+		return nil, fmt.Errorf("devserver: bucket %s at %s: %w (s3q needs a server that honours If-None-Match and If-Match on PUT; s3q check probes a bucket)", opts.Bucket, opts.Endpoint, err)
+	case !res.Versioning:
+		describe += "; WARNING: the bucket keeps no versions, so a task's history has only its last version"
+	}
 	return &devStore{
 		store:    s,
 		client:   client,
-		describe: fmt.Sprintf("bucket %s at %s", opts.Bucket, opts.Endpoint),
+		describe: describe,
 		close:    func() error { return nil },
 	}, nil
 }

@@ -19,7 +19,10 @@ import (
 //
 // Each function runs on its own, as each rule invokes its own function: a
 // sweep that stays while work is near due (lambdafn.Deps.SweepStay) never
-// holds up the tick. A function with two runs still going skips a fire.
+// holds up the tick. One run of each at a time, as the stack's reserved
+// concurrency of 1 keeps them (two sweeps at once would publish an owed
+// event twice): a fire while its function's run is still going runs when
+// that one ends, as Lambda retries a throttled invocation.
 //
 // A wake (sweepWaker: a submit made a deadline within the stay) starts a
 // sweep-expired run at once when none is going, or as soon as the one
@@ -33,14 +36,17 @@ func runTimers(ctx context.Context, interval time.Duration, functions map[string
 	names := []string{lambdafn.SweepExpired, lambdafn.ScheduleTick}
 	running := map[string]chan struct{}{}
 	for _, name := range names {
-		running[name] = make(chan struct{}, 2)
+		running[name] = make(chan struct{}, 1)
 	}
 	ended := make(chan struct{}, 4)
+	owed := map[string]time.Time{} // fires held while their function's run goes on
 	fire := func(name string, at time.Time) {
 		select {
 		case running[name] <- struct{}{}:
+			delete(owed, name)
 		default:
-			return // two runs still going: this fire is theirs
+			owed[name] = at // its run still going: this fire runs when it ends
+			return
 		}
 		payload, _ := json.Marshal(scheduledEvent(name, at))
 		wg.Add(1)
@@ -74,6 +80,11 @@ func runTimers(ctx context.Context, interval time.Duration, functions map[string
 		case <-wake:
 			woken = true
 		case <-ended:
+		}
+		for name, at := range owed {
+			if len(running[name]) == 0 {
+				fire(name, at)
+			}
 		}
 		if woken && len(running[lambdafn.SweepExpired]) == 0 {
 			woken = false

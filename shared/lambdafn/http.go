@@ -31,7 +31,7 @@ type httpFunction struct {
 func newHTTP(name string, d Deps) *httpFunction {
 	opts := api.Options{
 		Now: d.Now, Logger: slog.New(callerHandler{d.Logger.Handler()}), Routes: routes[name],
-		Artifacts: d.Artifacts, Schedules: d.Scheduler, MaxWait: d.MaxWait,
+		Artifacts: d.Artifacts, Schedules: d.Scheduler, MaxWait: d.MaxWait, WaitsPerQueue: d.WaitsPerQueue,
 	}
 	targets := d.Targets
 	if targets == nil && d.Dispatcher != nil {

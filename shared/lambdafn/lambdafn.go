@@ -136,6 +136,10 @@ type Deps struct {
 	// (S3Q_MAX_WAIT); a longer one is a 400 naming wait. Defaults to
 	// api.DefaultMaxWait.
 	MaxWait time.Duration
+	// WaitsPerQueue is the most waits one queue may hold at once
+	// (S3Q_WAITS_PER_QUEUE, api.Options.WaitsPerQueue). Defaults to 0:
+	// no bound.
+	WaitsPerQueue int
 	// Dispatcher is the dispatch function's work: deliver the due tasks of
 	// push queues (Build). Defaults to none: the function
 	// logs that it has nothing to do.

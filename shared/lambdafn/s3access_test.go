@@ -286,6 +286,9 @@ func newAccessEnv(t *testing.T) *accessEnv {
 		Logger:    slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		Artifacts: signingArtifacts{c.Artifacts(q, client), rec},
 		Scheduler: schedule.New(q.Store(), q, schedule.Options{}),
+		// As the stack sets it (waitsPerQueue): a wait holds one of its
+		// queue's waits.
+		WaitsPerQueue: 5,
 		// As Build wires it: the sweep at eventTime (minute 0) also
 		// reads each queue's gauges.
 		Metrics: metrics.New(io.Discard, ""),

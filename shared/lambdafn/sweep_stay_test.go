@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/s3q/s3q/shared/lambdafn"
+	"github.com/s3q/s3q/shared/lambdafn/lambdafntest"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store"
@@ -86,5 +88,35 @@ func TestAnIdleScheduledSweepMakesOnePassOfOneList(t *testing.T) {
 	rep := runScheduledSweep(t, d, time.Now().UTC())
 	if rep.Passes != 1 || !rep.NextDue.IsZero() || rep.Requests.List != 1 || rep.Requests.Total() != 1 {
 		t.Fatalf("idle sweep: %+v", rep)
+	}
+}
+
+// sweepWakes counts the wakes of a staying sweep.
+type sweepWakes struct{ n atomic.Int32 }
+
+func (w *sweepWakes) WakeSweep() { w.n.Add(1) }
+
+// The submit function wakes a staying sweep (s3q dev's) for a task whose
+// deadline falls within the stay, and for no other.
+func TestSubmitOfADeadlineWithinTheStayWakesTheSweep(t *testing.T) {
+	q, decls := queues.Open(memstore.New(), queue.Options{}, queues.Options{})
+	w := &sweepWakes{}
+	d := lambdafn.Deps{Queue: q, Queues: decls, Logger: slog.New(slog.DiscardHandler), SweepStay: time.Minute, SweepWaker: w}
+	for _, c := range []struct {
+		body string
+		want int32
+	}{
+		{`{"task_type":"a"}`, 0},
+		{`{"task_type":"a","ttl":"1h"}`, 0},
+		{`{"task_type":"a","ttl":"5s"}`, 1},
+		{`{"task_type":"a","ttl":"30s","delay":"10s"}`, 2},
+	} {
+		resp, _ := invoke(t, lambdafn.Submit, d, lambdafntest.APIEvent("POST", "/queues/default/tasks", c.body))
+		if resp.StatusCode != 201 {
+			t.Fatalf("submit %s: %d %s", c.body, resp.StatusCode, resp.Body)
+		}
+		if got := w.n.Load(); got != c.want {
+			t.Errorf("after %s: %d wakes, want %d", c.body, got, c.want)
+		}
 	}
 }

@@ -140,6 +140,8 @@ func Build(ctx context.Context, c config.Config, p Parts, functions ...string) (
 		Artifacts: c.Artifacts(q, p.S3),
 		Scheduler: schedule.New(q.Store(), q, schedule.Options{}),
 		MaxWait:   c.MaxWait,
+
+		WaitsPerQueue: c.WaitsPerQueue,
 	}
 	if !p.NoMetrics {
 		d.Metrics = metrics.New(p.Out, c.MetricsNamespace)

@@ -31,6 +31,12 @@ var (
 	// re-reading within its retry budget, or met another writer half-way
 	// (a dedup key claimed a moment ago). Retrying later is safe.
 	ErrConflict = errors.New("queue: conflict, retry")
+	// ErrLeaseEnded means a lease token's lease was already ended by
+	// another operation, or by the same operation with another request:
+	// what was asked did not happen, and it never will with that token
+	// (unlike ErrConflict, retrying never succeeds). It comes as a
+	// *ConflictError naming lease_token (409 conflict on the wire).
+	ErrLeaseEnded = errors.New("queue: lease already ended")
 	// ErrInvalidState is wrapped by every *StateError: the task's status
 	// does not allow the operation.
 	ErrInvalidState = errors.New("queue: invalid state")
@@ -43,21 +49,32 @@ var (
 	// ErrTooManyQueues means declaring one more queue would pass
 	// queues.Options.MaxQueues.
 	ErrTooManyQueues = errors.New("queue: too many queues")
+	// ErrTooManyWaits means the queue holds as many waits as it may
+	// (Queue.HoldWait): wait later, or do not wait.
+	ErrTooManyWaits = errors.New("queue: too many waits")
 )
 
 // ConflictError reports a request that conflicts with what is stored
 // under a name it gives, such as a submit whose id names a task made by a
 // different request. Retrying the same request will not help. It wraps
-// ErrConflict.
+// ErrConflict, or Err (ErrLeaseEnded).
 type ConflictError struct {
 	Field   string // the request field, in its JSON spelling (e.g. "id")
 	Message string // what conflicts, for a person
+	// Err is what it wraps: ErrLeaseEnded for a lease token whose lease
+	// already ended; nil for ErrConflict.
+	Err error
 }
 
 func (e *ConflictError) Error() string { return fmt.Sprintf("conflicting %s: %s", e.Field, e.Message) }
 
-// Unwrap returns ErrConflict.
-func (e *ConflictError) Unwrap() error { return ErrConflict }
+// Unwrap returns Err, or ErrConflict when it is nil.
+func (e *ConflictError) Unwrap() error {
+	if e.Err != nil {
+		return e.Err
+	}
+	return ErrConflict
+}
 
 // ValidationError reports one bad field of a request. Nothing was written.
 // It wraps ErrInvalidInput, or ErrTooLarge for a size limit.

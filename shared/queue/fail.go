@@ -19,7 +19,9 @@ type FailRequest struct {
 	// RetryAfter, when positive, replaces the backoff of a retry:
 	// available_at = now + RetryAfter (a push target's Retry-After). It
 	// still uses up an attempt, and a retry past the deadline still
-	// expires. Defaults to 0: the queue's backoff.
+	// expires. A repeat of a Fail whose answer was lost replays it
+	// whatever its RetryAfter (relative to another now). Defaults to 0:
+	// the queue's backoff.
 	RetryAfter time.Duration
 }
 
@@ -41,11 +43,14 @@ func (q *Queue) Fail(ctx context.Context, req FailRequest, now time.Time) (Task,
 		}
 	}
 	retryable := req.Retryable == nil || *req.Retryable
+	// What makes a repeat the same request. RetryAfter is left out: it
+	// is relative to its call's now, so a caller that retries a Fail
+	// later (its answer was lost) sends a shorter one for the same
+	// moment, and that repeat replays the first.
 	same := struct {
-		Error      string
-		Retryable  bool
-		RetryAfter time.Duration
-	}{req.Error, retryable, max(req.RetryAfter, 0)}
+		Error     string
+		Retryable bool
+	}{req.Error, retryable}
 	return q.leaseOp(ctx, req.ID, req.LeaseToken, leaseRequest{op: opFail, body: same}, now, func(t *Task) error {
 		t.LastError = req.Error
 		t.FailedAt = ptr(now)

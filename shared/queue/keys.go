@@ -31,6 +31,7 @@ import (
 //	q/{queue}/children/{parent_id}.flag           the task has (had) children
 //	q/{queue}/children/{parent_id}/{child_id}     a child that is not terminal
 //	q/{queue}/slots/{n}                           a concurrency slot (max_concurrency)
+//	q/{queue}/waits/{n}                           a wait hold (waits.go)
 //	q/{queue}/artifacts/{id}/{name}               artifacts (presigned URLs)
 //	q/{queue}/schedules/{id}.json                 a schedule's definition
 //	q/{queue}/schedules/{id}/state.json           its run state
@@ -91,6 +92,7 @@ const (
 	dirStatus    = "status/"
 	dirChildren  = "children/"
 	dirSlots     = "slots/"
+	dirWaits     = "waits/"
 	dirArtifacts = "artifacts/"
 	dirSchedules = "schedules/"
 	declName     = "queue.json"
@@ -421,6 +423,11 @@ func DedupKey(queue, dedupKey string) string {
 	sum := sha256.Sum256([]byte(dedupKey))
 	return QueuePrefix(queue) + dirDedup + hex.EncodeToString(sum[:])
 }
+
+// waitPrefix and waitKey are a queue's wait holds (waits.go).
+func waitPrefix(queue string) string { return QueuePrefix(queue) + dirWaits }
+
+func waitKey(queue string, n int) string { return fmt.Sprintf("%s%04d", waitPrefix(queue), n) }
 
 // slotPrefix and slotKey are a queue's concurrency slots (side_slot.go).
 func slotPrefix(queue string) string { return QueuePrefix(queue) + dirSlots }

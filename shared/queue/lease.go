@@ -80,7 +80,7 @@ func (q *Queue) leaseOp(ctx context.Context, id, token string, req leaseRequest,
 			if t.EndedBy != req.op {
 				what = "another operation"
 			}
-			return &ConflictError{Field: "lease_token", Message: fmt.Sprintf(
+			return &ConflictError{Field: "lease_token", Err: ErrLeaseEnded, Message: fmt.Sprintf(
 				"this lease of task %s already ended by %s, with %s than this %s: the token cannot be used again", t.ID, t.EndedBy, what, req.op)}
 		}
 		if err := fn(t); err != nil {

@@ -336,7 +336,7 @@ func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) 
 	var cleanups, inline []cleanup
 	for _, s := range q.sides.all {
 		if fn := s.after(cur, next); fn != nil {
-			if _, ok := s.(reusedKey); ok {
+			if reusesKey(s) {
 				inline = append(inline, fn)
 			} else {
 				cleanups = append(cleanups, fn)
@@ -348,13 +348,16 @@ func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) 
 	return newETag, nil
 }
 
-// reusedKey marks a side record whose key a later transition of the same
-// task writes again (a child's marker, when the child is retried): its
-// cleanup runs in line even under Options.BackgroundCleanup, since a
-// delete delayed past that write (a Lambda container frozen with the
-// cleanup in flight, and thawed later) would remove the hint the revived
-// task needs.
-type reusedKey interface{ reusesKey() }
+// reusesKey reports whether a later transition of the same task writes
+// side record s's key again (a child's marker, when the child is
+// retried): its cleanup runs in line even under Options.BackgroundCleanup,
+// since a delete delayed past that write (a Lambda container frozen with
+// the cleanup in flight, and thawed later) would remove the hint the
+// revived task needs.
+func reusesKey(s sideRecord) bool {
+	_, child := s.(*childSide)
+	return child
+}
 
 // writeRecord writes next, the successor of cur read with etag: by
 // compare-and-swap, or, when cur is the zero Task, create-only. A write

@@ -27,10 +27,6 @@ type childSide struct {
 	flags memo[struct{}]
 }
 
-// reusesKey: a child retried writes its marker's key again, so the
-// marker's delete is never left to the background (commit).
-func (*childSide) reusesKey() {}
-
 // live reports whether t is a child that needs its marker.
 func (*childSide) live(t *Task) bool {
 	return t.exists() && t.ParentID != "" && !t.Status.Terminal()

@@ -40,8 +40,10 @@ type SubmitRequest struct {
 
 	// TTL is the time to live ("90s", "30m", "1h", "7d"); 0 submits an
 	// already-expired task. At most one of TTL, TTLSeconds and ExpiresAt.
-	// Defaults to the task type's default, then the global default, then
-	// none (never expires).
+	// Defaults, for a task with no parent, to the task type's default,
+	// then the queue's (its declaration's ttl), then the deployment's
+	// (Options.DefaultTTL), then none (never expires); a child with none
+	// of its own keeps its parent's deadline.
 	TTL *Duration `json:"ttl,omitempty"`
 	// TTLSeconds is TTL in seconds.
 	TTLSeconds *int64 `json:"ttl_seconds,omitempty"`
@@ -61,9 +63,13 @@ type SubmitRequest struct {
 	// running) task in the same queue holds the key, submitting it again
 	// returns that task with Deduplicated set.
 	DedupKey string `json:"dedup_key,omitempty"`
-	// MaxAttempts is how many claims the task gets. 0 means the default (3).
+	// MaxAttempts is how many claims the task gets. 0 means the default:
+	// the task type's, then the queue's (its declaration's max_attempts),
+	// then DefaultMaxAttempts (3).
 	MaxAttempts int `json:"max_attempts,omitempty"`
-	// Timeout is the lease length of a claim that names none. Defaults to 5m.
+	// Timeout is the lease length of a claim that names none. Defaults to
+	// the task type's, then the queue's (its declaration's timeout), then
+	// 5m.
 	Timeout *Duration `json:"timeout,omitempty"`
 
 	// Priority is 1 (highest) to 5 (lowest): among due tasks a claim

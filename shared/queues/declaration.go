@@ -20,6 +20,10 @@ const (
 	// MaxConcurrency is the most max_concurrency a queue may declare:
 	// its slots are read in one LIST page.
 	MaxConcurrency = 1000
+	// DefaultMaxSchedules is a queue's max_schedules when it declares none.
+	DefaultMaxSchedules = 100
+	// MaxSchedules is the most max_schedules a queue may declare.
+	MaxSchedules = 10000
 	// defaultCacheFor is Options.CacheFor when it is not set.
 	defaultCacheFor = 30 * time.Second
 )
@@ -51,6 +55,10 @@ type Declaration struct {
 	// Priority is the queue's default priority of a task, 1 (highest) to
 	// 5 (lowest). Defaults to none (3).
 	Priority int `json:"priority,omitempty"`
+	// MaxSchedules is the most schedules that may fire into the queue (1
+	// to MaxSchedules): a create past it is refused (schedule.ErrTooMany).
+	// Defaults to DefaultMaxSchedules.
+	MaxSchedules int `json:"max_schedules,omitempty"`
 	// Target, when set, makes the queue a push queue.
 	Target *Target `json:"target,omitempty"`
 	// AutoDeclared is true for a queue declared by a submit (auto_declare).
@@ -81,7 +89,7 @@ func (d Declaration) Settings() queue.Settings {
 // settable returns d with only what a caller may set.
 func (d Declaration) settable() Declaration {
 	return Declaration{Name: d.Name, TTL: d.TTL, TTLFrom: d.TTLFrom, MaxAttempts: d.MaxAttempts,
-		Timeout: d.Timeout, Shards: d.Shards, MaxConcurrency: d.MaxConcurrency, Priority: d.Priority, Target: d.Target}
+		Timeout: d.Timeout, Shards: d.Shards, MaxConcurrency: d.MaxConcurrency, Priority: d.Priority, MaxSchedules: d.MaxSchedules, Target: d.Target}
 }
 
 var (
@@ -119,6 +127,9 @@ func (d *Declaration) validate(insecure bool) error {
 	}
 	if err := queue.ValidatePriority("priority", d.Priority); err != nil {
 		return err
+	}
+	if d.MaxSchedules < 0 || d.MaxSchedules > MaxSchedules {
+		return invalid("max_schedules", "must be between 1 and %d (0 or absent: %d)", MaxSchedules, DefaultMaxSchedules)
 	}
 	if d.Target != nil {
 		return ValidateTarget(*d.Target, insecure)

@@ -278,6 +278,23 @@ func (r *Registry) Check(ctx context.Context, name string, now time.Time) error 
 	return err
 }
 
+// ScheduleLimit checks, as Check does, that tasks may be submitted to a
+// queue, and returns the most schedules that may fire into it: its
+// max_schedules, or DefaultMaxSchedules.
+func (r *Registry) ScheduleLimit(ctx context.Context, name string, now time.Time) (int, error) {
+	if err := queue.ValidateQueueName(name); err != nil {
+		return 0, err
+	}
+	d, err := r.declared(ctx, name, false, norm(now))
+	if err != nil {
+		return 0, err
+	}
+	if d.MaxSchedules > 0 {
+		return d.MaxSchedules, nil
+	}
+	return DefaultMaxSchedules, nil
+}
+
 // ListRequest pages a listing of declared queues.
 type ListRequest struct {
 	// Limit is the most queues to return. Defaults to 100, at most 1000.

@@ -33,3 +33,17 @@ func TestConformanceVersityGW(t *testing.T) {
 		},
 	})
 }
+
+// TestConformanceOwnEndpoint runs the store suite on the user's own S3
+// server when S3Q_TEST_ENDPOINT names one (s3localtest.EnvEndpoint;
+// docs/deploy.md "Other S3 servers"); without it there is nothing to run.
+func TestConformanceOwnEndpoint(t *testing.T) {
+	if servers.Own == nil {
+		t.Logf("%s is not set: no endpoint of your own to run the suite on", s3localtest.EnvEndpoint)
+		return
+	}
+	storetest.Run(t, storetest.Factory{
+		Name: "own",
+		New:  func(t testing.TB) store.Store { return s3localtest.NewStore(t, servers.Own) },
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/s3q/s3q/shared/internal/clip"
+	"slices"
 	"time"
 
 	"github.com/s3q/s3q/shared/store"
@@ -39,6 +40,9 @@ func (s *Scheduler) Create(ctx context.Context, req Request, now time.Time) (Sch
 	}
 	def, _, err := definition(&req, now)
 	if err != nil {
+		return Schedule{}, err
+	}
+	if err := s.checkBound(ctx, def.Queue, req.ID); err != nil {
 		return Schedule{}, err
 	}
 	def.ID, def.Version, def.CreatedAt, def.UpdatedAt = req.ID, 1, now, now
@@ -90,6 +94,23 @@ func (s *Scheduler) Create(ctx context.Context, req Request, now time.Time) (Sch
 	}
 	s.dropIntent(ctx, intent, &st)
 	return s.view(&def, st, now)
+}
+
+// checkBound refuses, with ErrTooMany, a create of schedule id in queue
+// qn that would pass the view's bound (Bounded). An id the queue holds
+// already passes: its create is answered as a repeat or ErrExists.
+func (s *Scheduler) checkBound(ctx context.Context, qn, id string) error {
+	if s.max <= 0 {
+		return nil
+	}
+	ids, more, err := s.listIDs(ctx, qn, "", s.max)
+	if err != nil {
+		return fmt.Errorf("count the schedules of queue %s: %w", qn, err)
+	}
+	if (more || len(ids) >= s.max) && !slices.Contains(ids, id) {
+		return fmt.Errorf("queue %s holds %d schedules, its most: %w", qn, s.max, ErrTooMany)
+	}
+	return nil
 }
 
 // newSecret returns a fresh schedule secret: 128 random bits.

@@ -16,6 +16,9 @@ var (
 	ErrNotFound = errors.New("schedule: not found")
 	// ErrExists means a create named an id that is already taken.
 	ErrExists = errors.New("schedule: already exists")
+	// ErrTooMany means a create would pass the most schedules its queue
+	// may hold (Scheduler.Bounded; a queue's max_schedules).
+	ErrTooMany = errors.New("schedule: too many schedules in the queue")
 	// ErrConflict means an operation kept losing compare-and-swap races
 	// within its retry budget. Retrying later is safe. It wraps
 	// queue.ErrConflict, so code that maps the queue's conflict maps it too.

@@ -70,7 +70,6 @@ func (s *Scheduler) List(ctx context.Context, req ListRequest, now time.Time) (L
 	if err := queue.ValidateQueueName(qn); err != nil {
 		return ListResult{}, err
 	}
-	prefix := queue.SchedulesPrefix(qn)
 	after := ""
 	if req.Cursor != "" {
 		if err := ValidateID(req.Cursor); err != nil {
@@ -78,30 +77,9 @@ func (s *Scheduler) List(ctx context.Context, req ListRequest, now time.Time) (L
 		}
 		after = afterSubtree(ref(qn, req.Cursor))
 	}
-	var ids []string
-	more := false
-	for {
-		page, err := s.store.List(ctx, prefix, after, 0)
-		if err != nil {
-			return ListResult{}, err
-		}
-		for _, it := range page.Items {
-			if id := idFromDefinitionKey(prefix, it.Key); id != "" {
-				if len(ids) == limit {
-					more = true
-					break
-				}
-				ids = append(ids, id)
-			}
-		}
-		if more || !page.Truncated || len(page.Items) == 0 {
-			break
-		}
-		last := page.Items[len(page.Items)-1].Key
-		after = last
-		if id := subtreeOf(prefix, last); id != "" {
-			after = afterSubtree(ref(qn, id)) // skip the rest of that schedule's state and history
-		}
+	ids, more, err := s.listIDs(ctx, qn, after, limit)
+	if err != nil {
+		return ListResult{}, err
 	}
 	out := ListResult{Schedules: make([]Schedule, 0, len(ids))}
 	views := make([]*Schedule, len(ids))
@@ -134,4 +112,35 @@ func (s *Scheduler) List(ctx context.Context, req ListRequest, now time.Time) (L
 		out.NextCursor = ids[len(ids)-1]
 	}
 	return out, nil
+}
+
+// listIDs lists the ids of up to limit schedules of queue qn, in key
+// order from start-after key after; more says whether there are others.
+// The store lists keys without a delimiter, so the keys of each
+// schedule's state and history are skipped over: one LIST jumps past a
+// schedule's subtree.
+func (s *Scheduler) listIDs(ctx context.Context, qn, after string, limit int) (ids []string, more bool, err error) {
+	prefix := queue.SchedulesPrefix(qn)
+	for {
+		page, err := s.store.List(ctx, prefix, after, 0)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, it := range page.Items {
+			if id := idFromDefinitionKey(prefix, it.Key); id != "" {
+				if len(ids) == limit {
+					return ids, true, nil
+				}
+				ids = append(ids, id)
+			}
+		}
+		if !page.Truncated || len(page.Items) == 0 {
+			return ids, false, nil
+		}
+		last := page.Items[len(page.Items)-1].Key
+		after = last
+		if id := subtreeOf(prefix, last); id != "" {
+			after = afterSubtree(ref(qn, id)) // skip the rest of that schedule's state and history
+		}
+	}
 }

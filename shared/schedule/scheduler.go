@@ -56,6 +56,8 @@ type Scheduler struct {
 	specs *sync.Map // cron + "\x00" + timezone -> *Spec
 	// scope, when set, is the only queue whose schedules this view acts on.
 	scope string
+	// max, when set, is the most schedules a create leaves in a queue.
+	max int
 }
 
 // In returns a view of s that acts only on the schedules of the named
@@ -65,6 +67,19 @@ type Scheduler struct {
 func (s *Scheduler) In(queueName string) *Scheduler {
 	v := *s
 	v.scope = queueName
+	return &v
+}
+
+// Bounded returns a view of s whose Create refuses a new schedule, with
+// ErrTooMany, in a queue that already holds max of them (a queue's
+// max_schedules). 0 is no bound, as outside such a view.
+//
+// The count is a LIST of the queue's schedules folder (about one per
+// schedule whose history fills a page) before the create's writes, so
+// creates racing each other at the bound may pass it by as many as race.
+func (s *Scheduler) Bounded(max int) *Scheduler {
+	v := *s
+	v.max = max
 	return &v
 }
 

@@ -69,6 +69,9 @@ var duePages = []int{10, 100, 1000}
 // history, PUT the next due marker, PUT state, DELETE the old marker; a
 // GET of the last task under overlap=skip.
 //
+// The due schedules are taken up round-robin by queue (fairOrder), so a
+// tick that runs out of budget has served every queue alike.
+//
 // The tick stops taking up schedules when its budget (Options.TickBudget,
 // MaxPerTick, or 5s before ctx's deadline) runs out; the next tick carries
 // on. Errors of single schedules do not stop the others; they are joined
@@ -96,74 +99,115 @@ func (s *Scheduler) Tick(ctx context.Context, now time.Time) (TickReport, error)
 	outOfBudget := func() bool {
 		return outOfTime() || s.opts.MaxPerTick > 0 && rep.Due >= s.opts.MaxPerTick
 	}
+	due, listErr := s.listDue(ctx, now, outOfTime)
+	for _, m := range fairOrder(due) {
+		mu.Lock()
+		stop := outOfBudget()
+		if stop {
+			rep.More = true
+		} else {
+			rep.Due++
+		}
+		mu.Unlock()
+		if stop {
+			break
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			o, err := s.handle(ctx, m, now, outOfTime)
+			mu.Lock()
+			defer mu.Unlock()
+			rep.add(o)
+			if err != nil {
+				rep.Errors++
+				if len(errs) < 5 {
+					errs = append(errs, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if listErr != nil {
+		errs = append(errs, listErr)
+		rep.More = true
+	}
+	if rep.Errors > len(errs) {
+		errs = append(errs, fmt.Errorf("and %d more schedules failed", rep.Errors-len(errs)))
+	}
+	return rep, errors.Join(errs...)
+}
+
+// listDue lists the due markers of every queue: the due/ index from its
+// start up to the first key after now, in pages that grow (duePages). It
+// stops early, with what it has and More to report, when stop says the
+// tick is out of time. A failed LIST returns what came before it.
+func (s *Scheduler) listDue(ctx context.Context, now time.Time, stop func() bool) ([]dueMarker, error) {
 	// Starting after the bare prefix lists the same keys, and lets a
 	// server that scans from its start-after key (gofakes3) seek there.
 	after := DuePrefix
-	var listErr error
-pages:
+	var due []dueMarker
 	for pageNo := 0; ; pageNo++ {
+		if pageNo > 0 && stop() {
+			return due, nil
+		}
 		page, err := s.store.List(ctx, DuePrefix, after, duePages[min(pageNo, len(duePages)-1)])
 		if err != nil {
-			listErr = fmt.Errorf("list due schedules: %w", err)
-			break
+			return due, fmt.Errorf("list due schedules: %w", err)
 		}
-		var due []dueMarker
-		future := false
 		for _, it := range page.Items {
 			m, ok := parseDueKey(it.Key)
 			if !ok {
 				continue // not ours; never acted on
 			}
 			if m.at.After(now) {
-				future = true
-				break
+				return due, nil
 			}
 			due = append(due, m)
 		}
-		// Racing ticks that take schedules up in different orders mostly
-		// find them already done instead of all doing each at once.
-		rand.Shuffle(len(due), func(i, j int) { due[i], due[j] = due[j], due[i] })
-		for _, m := range due {
-			mu.Lock()
-			stop := outOfBudget()
-			if stop {
-				rep.More = true
-			} else {
-				rep.Due++
-			}
-			mu.Unlock()
-			if stop {
-				break pages
-			}
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				o, err := s.handle(ctx, m, now, outOfTime)
-				mu.Lock()
-				defer mu.Unlock()
-				rep.add(o)
-				if err != nil {
-					rep.Errors++
-					if len(errs) < 5 {
-						errs = append(errs, err)
-					}
-				}
-			}()
-		}
-		if future || !page.Truncated || len(page.Items) == 0 {
-			break
+		if !page.Truncated || len(page.Items) == 0 {
+			return due, nil
 		}
 		after = page.Items[len(page.Items)-1].Key
 	}
-	wg.Wait()
-	if listErr != nil {
-		errs = append(errs, listErr)
+}
+
+// fairOrder orders due markers fairly across queues: round-robin by
+// queue (one marker of each queue that has any, then a second of each,
+// ...), in a random order within a queue and among the queues of a round.
+// So a tick whose budget runs out part-way has served every queue alike:
+// a queue with thousands of due schedules cannot push another queue's
+// fires behind its own (the due index sorts by time, then queue name).
+// Racing ticks that take markers up in different orders mostly find
+// them already done instead of all doing each at once.
+func fairOrder(due []dueMarker) []dueMarker {
+	byQueue := map[string][]dueMarker{}
+	var names []string
+	for _, m := range due {
+		qn, _ := splitRef(m.id)
+		if _, ok := byQueue[qn]; !ok {
+			names = append(names, qn)
+		}
+		byQueue[qn] = append(byQueue[qn], m)
 	}
-	if rep.Errors > len(errs) {
-		errs = append(errs, fmt.Errorf("and %d more schedules failed", rep.Errors-len(errs)))
+	for _, ms := range byQueue {
+		rand.Shuffle(len(ms), func(i, j int) { ms[i], ms[j] = ms[j], ms[i] })
 	}
-	return rep, errors.Join(errs...)
+	out := make([]dueMarker, 0, len(due))
+	for round := 0; len(out) < len(due); round++ {
+		rand.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
+		left := names[:0]
+		for _, qn := range names {
+			ms := byQueue[qn]
+			out = append(out, ms[round])
+			if round+1 < len(ms) {
+				left = append(left, qn)
+			}
+		}
+		names = left
+	}
+	return out
 }
 
 // handle takes up one due marker; a catch-up stops making fires when

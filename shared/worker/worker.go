@@ -470,6 +470,18 @@ func (w *Worker) run(parent context.Context, c client.Claimed) (finish func()) {
 	case err == nil:
 		return func() {
 			if _, err := w.api.Complete(opCtx, client.CompleteRequest{Lease: task.Lease, Output: out}); err != nil {
+				if refused(err) {
+					// No attempt can deliver this output (over the inline
+					// limit): fail the task now rather than let the lease
+					// lapse and the finished task run again.
+					msg := "the handler's output was refused: " + err.Error()
+					if _, ferr := w.api.Fail(opCtx, client.FailRequest{Lease: task.Lease, Error: msg, Permanent: true}); ferr != nil {
+						log.Warn("complete refused; fail failed", "error", err, "fail_error", ferr)
+						return
+					}
+					log.Warn("complete refused: task failed", "error", err)
+					return
+				}
 				log.Warn("complete failed", "error", err)
 				return
 			}
@@ -532,12 +544,7 @@ func (w *Worker) heartbeat(ctx context.Context, t *Task, stop <-chan struct{}, c
 
 // tokenUsed reports whether err says the lease's token already ended the
 // lease (a 409 conflict naming lease_token): the lease is gone.
-func tokenUsed(err error) bool {
-	var ce *queue.ConflictError
-	var ae *client.Error
-	return errors.As(err, &ce) && ce.Field == "lease_token" ||
-		errors.As(err, &ae) && ae.Code == "conflict" && ae.Field == "lease_token"
-}
+func tokenUsed(err error) bool { return errors.Is(err, queue.ErrLeaseEnded) }
 
 // safeCall runs a handler, turning a panic into a failure.
 func safeCall(ctx context.Context, h Handler, t *Task) (out json.RawMessage, err error) {
@@ -572,4 +579,11 @@ func (e *rescheduleError) Error() string { return "reschedule in " + queue.Forma
 // delay without using up an attempt, moving its deadline extend later.
 func Reschedule(delay, extend time.Duration) error {
 	return &rescheduleError{delay: delay, extend: extend}
+}
+
+// refused reports whether the API refused a complete's output itself (413
+// too_large, or 400 naming the output): sending it again never helps.
+func refused(err error) bool {
+	var e *client.Error
+	return errors.As(err, &e) && (e.Code == "too_large" || (e.Status == 400 && e.Field == "output"))
 }

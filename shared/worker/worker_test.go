@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -279,5 +280,25 @@ func TestACancelReachesTheHandlerBetweenHeartbeatsWhateverTheLease(t *testing.T)
 	got, _ := c.Get(bg, id)
 	if got.Status != queue.StatusCancelled || cause.Load() != worker.ErrCancelRequested {
 		t.Fatalf("status %s cause %v", got.Status, cause.Load())
+	}
+}
+
+// An output the API refuses (over the inline limit) fails the task at once
+// with the reason: logged and dropped, its lease lapsed and the finished
+// task ran again.
+func TestAnOutputTheAPIRefusesFailsTheTaskAtOnce(t *testing.T) {
+	c, _ := setup(t)
+	timeout := queue.Duration(time.Minute) // were it dropped, the rerun would wait for this
+	id := submit(t, c, queue.SubmitRequest{TaskType: "big", MaxAttempts: 3, Timeout: &timeout})
+	var calls atomic.Int32
+	w := worker.New(c, fastOpts())
+	w.Handle("big", func(context.Context, *worker.Task) (json.RawMessage, error) {
+		calls.Add(1)
+		return json.Marshal(map[string]string{"blob": strings.Repeat("x", 300_000)})
+	})
+	runUntil(t, w, status(t, c, id))
+	got, _ := c.Get(bg, id)
+	if got.Status != queue.StatusFailed || calls.Load() != 1 || !strings.Contains(got.LastError, "too_large") {
+		t.Fatalf("status %s after %d runs, last_error %q; want failed after 1, naming too_large", got.Status, calls.Load(), got.LastError)
 	}
 }

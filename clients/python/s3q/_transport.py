@@ -12,7 +12,7 @@ import time
 import urllib.parse
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from .errors import APIError, UnavailableError, from_answer
+from .errors import APIError, from_answer
 
 _NETWORK = (OSError, http.client.HTTPException)
 
@@ -175,14 +175,15 @@ class Transport:
     def call(
         self, method: str, path: str, query: Optional[Mapping[str, Any]] = None, body: Any = None, *, retry: bool
     ) -> Tuple[int, Any]:
-        """once, sent again (retry true) after a network error, 429 or 5xx (not 504) with capped jittered backoff."""
+        """once, sent again (retry true) after a network error, 429, 5xx (not 504) or a lost race
+        (409 conflict with no field) with capped jittered backoff."""
         n = 0
         while True:
             try:
                 return self.once(method, path, query, body, resend=retry)
             except APIError as e:
-                if not retry or n >= self.max_retries or not e.retryable or not isinstance(e, UnavailableError):
-                    raise
+                if not retry or n >= self.max_retries or not e.retryable:
+                    raise  # retryable: a 429, a 5xx other than 504, or a lost race (409 conflict, no field)
                 self._sleep(n, e.retry_after)
             except _NETWORK:
                 if not retry or n >= self.max_retries:

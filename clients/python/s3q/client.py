@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
 import urllib.parse
-from typing import Any, Dict, Iterator, List, Mapping, Optional, cast
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Union, cast
 
 from . import _values as v
 from ._ids import new_id
@@ -519,7 +520,7 @@ class Client:
         cron: str,
         id: Optional[str],
         input: JSON,
-        timezone: Optional[str],
+        timezone: Optional[Union[str, datetime.tzinfo]],
         ttl: Optional[v.Duration],
         ttl_from: Optional[TTLFrom],
         max_attempts: Optional[int],
@@ -530,6 +531,12 @@ class Client:
     ) -> Dict[str, Any]:
         if not isinstance(cron, str) or not cron.strip():
             raise ArgumentError("cron", "want a cron expression such as '0 9 * * MON-FRI'")
+        if timezone is not None and not isinstance(timezone, str):
+            # A zoneinfo.ZoneInfo names its zone; a fixed offset has no IANA name.
+            key = getattr(timezone, "key", None)
+            if not isinstance(key, str):
+                raise ArgumentError("timezone", f"want an IANA time zone name such as 'Europe/Berlin', not {timezone!r}")
+            timezone = key
         body: Dict[str, Any] = {"task_type": v.task_type("task_type", task_type), "cron": cron}
         if input is not None:
             body["input"] = v.json_value("input", input)
@@ -559,7 +566,7 @@ class Client:
         cron: str,
         input: JSON = None,
         *,
-        timezone: Optional[str] = None,
+        timezone: Optional[Union[str, datetime.tzinfo]] = None,
         ttl: Optional[v.Duration] = None,
         ttl_from: Optional[TTLFrom] = None,
         max_attempts: Optional[int] = None,
@@ -569,7 +576,7 @@ class Client:
         catch_up_window: Optional[v.Duration] = None,
     ) -> Schedule:
         """Create cron schedule ``schedule_id`` in this client's queue (``timezone`` an IANA
-        name; UTC by default). Each fire makes a task whose id derives from (schedule, time).
+        name or a ``zoneinfo.ZoneInfo``; UTC by default). Each fire makes a task whose id derives from (schedule, time).
         ``enabled=False`` creates it paused; ``missed_runs`` ("skip", "catch_up", ...),
         ``overlap`` and ``catch_up_window`` as docs/schedules.md describes them."""
         if not isinstance(schedule_id, str) or not schedule_id:
@@ -587,7 +594,7 @@ class Client:
         cron: str,
         input: JSON = None,
         *,
-        timezone: Optional[str] = None,
+        timezone: Optional[Union[str, datetime.tzinfo]] = None,
         ttl: Optional[v.Duration] = None,
         ttl_from: Optional[TTLFrom] = None,
         max_attempts: Optional[int] = None,

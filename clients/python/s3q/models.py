@@ -235,7 +235,7 @@ Empty = TypedDict(
 
 
 class _ErrorRequired(TypedDict):
-    code: Literal["already_exists", "conflict", "deadline_exceeded", "internal", "invalid_input", "invalid_lease_duration", "invalid_state", "lease_expired", "lease_mismatch", "method_not_allowed", "not_found", "not_running", "queue_not_empty", "queue_not_found", "throttled", "too_large", "too_many_queues"]
+    code: Literal["already_exists", "conflict", "deadline_exceeded", "internal", "invalid_input", "invalid_lease_duration", "invalid_state", "lease_expired", "lease_mismatch", "method_not_allowed", "not_found", "not_running", "queue_not_empty", "queue_not_found", "throttled", "too_large", "too_many_queues", "too_many_schedules", "too_many_waits"]
     """What went wrong, one of a fixed set; each goes with one HTTP status."""
     message: str
 
@@ -402,6 +402,7 @@ class QueueRequest(TypedDict, total=False):
     max_attempts: int
     """Attempts before the task is dead-lettered (status failed); 0 means the default (3)."""
     max_concurrency: int
+    max_schedules: int
     priority: int
     """1 (highest) to 5 (lowest): among due tasks a claim takes the highest first; 0 or absent: the queue's default, else 3."""
     shards: int

@@ -222,7 +222,11 @@ class PushTarget:
         res = (500, json.dumps({"error": "the handler did not finish"}).encode())
         try:
             out = _run(self.handlers, json.loads(body))
-            res = (200, json.dumps(out).encode())
+            try:
+                raw = json.dumps(out, allow_nan=False).encode()
+            except (TypeError, ValueError) as e:  # as the worker: no attempt can mend it
+                raise Permanent(f"the handler's output is not JSON-serialisable: {e}") from None
+            res = (200, raw)
         except Permanent as e:
             res = (422, json.dumps({"error": str(e)}).encode())
         except Exception as e:  # noqa: BLE001 - a handler's failure is the attempt's outcome

@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, TypeVar
 from . import _times
 from ._task import Permanent, Reschedule, TaskContext
 from .client import Client
-from .errors import APIError, BadRequestError, LeaseError, NotFoundError, QueueNotFoundError
+from .errors import APIError, ArgumentError, BadRequestError, LeaseError, NotFoundError, QueueNotFoundError
 from .models import Claimed
 
 Handler = Callable[[TaskContext], Any]
@@ -290,13 +290,37 @@ class Worker:
             except (TypeError, ValueError) as e:
                 bad = f"the handler's output is not JSON-serialisable: {e}"
                 return lambda: self._quiet(self.client.fail, cur, bad, retryable=False)
-            return lambda: self._quiet(self.client.complete, cur, out)
+            return lambda: self._complete(cur, out)
         if isinstance(err, Reschedule):
             r = err
-            return lambda: self._quiet(self.client.reschedule, cur, delay=r.delay, extend_expiration=r.extend)
+            return lambda: self._reschedule(cur, r)
         permanent = isinstance(err, Permanent)
         msg = str(err) or type(err).__name__
         return lambda: self._quiet(self.client.fail, cur, msg, retryable=not permanent)
+
+    def _complete(self, lease: Any, out: Any) -> None:
+        """Complete with out; an output the server refuses (413 over the inline limit, 400)
+        fails the task at once: no attempt could deliver it, and a lapsed lease would run
+        the finished task again."""
+        try:
+            self.client.complete(lease, out)
+        except BadRequestError as e:
+            log.warning("task %s: the output was refused; failing the task: %s", lease.get("task_id"), e)
+            self._quiet(self.client.fail, lease, f"the handler's output was refused: {e}", retryable=False)
+        except Exception as e:  # noqa: BLE001 - a finisher thread must not die: the lease will lapse
+            log.warning("complete failed: %s", e)
+
+    def _reschedule(self, lease: Any, r: Reschedule) -> None:
+        """Give the task back as the handler asked; a Reschedule the client or the server
+        refuses (a delay such as "soon") fails the attempt with the reason instead of
+        leaving the lease to lapse."""
+        try:
+            self.client.reschedule(lease, delay=r.delay, extend_expiration=r.extend)
+        except (BadRequestError, ArgumentError) as e:
+            log.warning("task %s: the reschedule was refused; failing the attempt: %s", lease.get("task_id"), e)
+            self._quiet(self.client.fail, lease, f"the handler's Reschedule was refused: {e}")
+        except Exception as e:  # noqa: BLE001 - a finisher thread must not die: the lease will lapse
+            log.warning("reschedule failed: %s", e)
 
     @staticmethod
     def _quiet(op: Callable[..., Any], *args: Any, **kw: Any) -> None:
@@ -326,7 +350,7 @@ class Worker:
                 try:
                     if self.client.status(ctx.id).get("cancel_requested"):
                         ctx.cancelled.set()
-                except (APIError, OSError) as e:
+                except Exception as e:  # noqa: BLE001 - any failed read: the next poll or heartbeat tells
                     log.debug("task %s: cancel poll failed: %s", ctx.id, e)
             try:
                 hb = self.client.heartbeat(lease, lease_for=self.lease_for)
@@ -335,12 +359,12 @@ class Worker:
                 ctx.lease_lost.set()
                 return
             except APIError as e:
-                if e.status == 409:  # invalid_state: past the heartbeat limit, the lease will lapse
+                if e.status == 409 and not e.retryable:  # invalid_state: past the heartbeat limit, the lease will lapse
                     ctx.lease_lost.set()
                     return
                 log.warning("task %s: heartbeat failed; retrying: %s", ctx.id, e)
                 continue
-            except OSError as e:
+            except Exception as e:  # noqa: BLE001 - a network error or an odd answer: this thread must not die
                 log.warning("task %s: heartbeat failed; retrying: %s", ctx.id, e)
                 continue
             ctx.lease = hb["lease"]

@@ -52,6 +52,7 @@ def test_task_type_the_server_would_refuse(bad: Any) -> None:
 def test_other_arguments() -> None:
     refused("schedule_id", lambda: NOWHERE.create_schedule("", "a.b", "* * * * *"))
     refused("cron", lambda: NOWHERE.create_schedule("s", "a.b", " "))
+    refused("timezone", lambda: NOWHERE.create_schedule("s", "a.b", "0 9 * * *", timezone=UTC))
     refused("max_attempts", lambda: NOWHERE.submit("a.b", {}, max_attempts=0))
     refused("delay", lambda: NOWHERE.submit("a.b", {}, delay=True))
     refused("delay", lambda: NOWHERE.submit("a.b", {}, delay="1m", schedule_at="2030-01-01T00:00:00Z"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import urllib.request
 from typing import Any, Set
+from zoneinfo import ZoneInfo
 
 import s3q
 from s3q.client import OPERATION_METHODS
@@ -87,3 +88,9 @@ def test_every_operation(server: str, queue_name: str) -> None:
     c.purge("pending")
     c.delete_queue()
     assert sorted(set(OPERATION_METHODS) - seen) == []
+
+
+def test_a_schedule_in_a_zoneinfo_zone(client: s3q.Client) -> None:
+    """A zoneinfo.ZoneInfo is sent as its IANA name (json could not encode it)."""
+    got = client.create_schedule("morning", "digest.send", "0 9 * * MON-FRI", timezone=ZoneInfo("Europe/Berlin"))
+    assert got["timezone"] == "Europe/Berlin"

@@ -128,6 +128,8 @@ def test_push_target_answers() -> None:
             raise s3q.Permanent("bad address")
         if t.input == "boom":
             raise RuntimeError("smtp down")
+        if t.input == "set":
+            return {1, 2}
         return {"ok": t.input}
 
     target = PushTarget(Verifier("s", url="http://t/", queue="q"), {"email.send": ok})
@@ -145,6 +147,8 @@ def test_push_target_answers() -> None:
     assert deliver("x") == (200, b'{"ok": "x"}')
     assert deliver("x") == (200, b'{"ok": "x"}') and ran == ["id-x"]  # a repeat answers as the first
     assert deliver("perm")[0] == 422
+    status, answer = deliver("set")
+    assert status == 422 and b"JSON" in answer  # not retried: every attempt would fail so
     assert deliver("boom")[0] == 500
     assert deliver("boom", 2)[0] == 500 and ran.count("id-boom") == 2  # a new attempt runs again
     assert target.answer(b"{}", {})[0] == 401
@@ -212,6 +216,8 @@ def test_lambda_handler() -> None:
             raise s3q.Permanent("no such address")
         if t.input == "boom":
             raise RuntimeError("smtp down")
+        if t.input == "set":
+            return {1, 2}
         return {"sent": t.input}
 
     h = lambda_handler({"email.send": send})

@@ -159,3 +159,18 @@ def test_an_idle_connection_the_server_closed_is_not_used(api: Scripted) -> None
     assert api.closed.wait(10)
     assert c.cancel(TASK["id"])["status"] == "cancelled"
     assert len(api.seen) == 2
+
+
+def test_a_lost_race_is_retried_like_a_5xx(api: Scripted) -> None:
+    """409 conflict with no field ("met a concurrent change it could not settle; retrying is
+    safe") is sent again for the calls safe to repeat: a complete that gave up on it would
+    leave the lease to lapse and the task to run again."""
+    race = (409, {"error": {"code": "conflict", "message": "another writer changed the same object first; retrying is safe"}})
+    api.script = [race, (200, {"task": dict(TASK, status="completed")}), race]
+    c = s3q.Client(api.url, retry_backoff=0.001)
+    lease: s3q.models.Lease = {"task_id": TASK["id"], "token": "t", "expires_at": "2030-01-01T00:00:00Z"}
+    assert c.complete(lease, {"ok": True})["status"] == "completed"
+    assert len(api.seen) == 2
+    with pytest.raises(s3q.ConflictError) as e:
+        c.cancel(TASK["id"])  # sent once: the caller decides
+    assert e.value.retryable and len(api.seen) == 3

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import http.client
 import os
 import pathlib
 import signal
@@ -154,3 +155,81 @@ def test_async_handlers(client: s3q.Client) -> None:
         w.stop()
         t.join(30)
     assert client.status(task_id)["output"] == {"doubled": 42}
+
+
+class _FlakyBeats:
+    """A client whose heartbeat first meets answers no HTTP error class names (a cut body,
+    a proxy's HTML page), then works."""
+
+    def __init__(self) -> None:
+        self.beats = 0
+
+    def heartbeat(self, lease: Any, lease_for: Any = None) -> Any:
+        self.beats += 1
+        if self.beats == 1:
+            raise http.client.IncompleteRead(b"{")
+        if self.beats == 2:
+            raise ValueError("Expecting value: line 1 column 1 (char 0)")  # json.loads of a non-JSON 200
+        exp = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=0.3)
+        return {"lease": dict(lease, expires_at=exp.isoformat()), "task": {"id": "t"}}
+
+
+def test_heartbeat_outlives_an_odd_answer() -> None:
+    """The heartbeat thread keeps beating after an error that is neither an APIError nor an
+    OSError: had it died, the lease would lapse while the handler runs and another worker
+    would run the task at the same time."""
+    fake = _FlakyBeats()
+    w = s3q.Worker(s3q.Client("http://127.0.0.1:9"), cancel_poll=0)
+    w.client = fake  # type: ignore[assignment]
+    exp = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=0.3)
+    ctx = s3q.TaskContext({"id": "t", "task_type": "x"}, {"task_id": "t", "token": "k", "expires_at": exp.isoformat()})  # type: ignore[typeddict-item]
+    stop = threading.Event()
+    beat = threading.Thread(target=w._heartbeat, args=(ctx, stop), daemon=True)
+    beat.start()
+    wait_for("a third heartbeat", lambda: fake.beats >= 3 or not beat.is_alive(), timeout=10)
+    stop.set()
+    beat.join(5)
+    assert fake.beats >= 3 and not ctx.lease_lost.is_set()
+
+
+def test_an_output_the_server_refuses_fails_the_task(client: s3q.Client) -> None:
+    """An output over the inline limit (413) fails the task at once, its reason kept; it was
+    dropped with a warning, the lease lapsed, and the finished task ran again."""
+    runs = []
+    w = s3q.Worker(client, wait=1)
+
+    @w.task("big.out")
+    def big(task: s3q.TaskContext) -> Any:
+        runs.append(task.attempt)
+        return {"blob": "x" * 300_000}
+
+    tid = client.submit("big.out", timeout="1m")["task"]["id"]  # a dropped output would wait for it
+    t = start(w)
+    try:
+        wait_for("the task to end", lambda: client.status(tid)["status"] not in ("pending", "running"))
+    finally:
+        w.stop()
+        t.join()
+    got = client.status(tid)
+    assert got["status"] == "failed" and runs == [1], (got, runs)
+    assert "too_large" in (got.get("last_error") or ""), got
+
+
+def test_a_reschedule_the_server_refuses_fails_the_attempt(client: s3q.Client) -> None:
+    """Reschedule("soon") is no duration: the attempt fails with the reason (retried while
+    attempts remain) instead of the lease lapsing with the finished handler's work lost."""
+    w = s3q.Worker(client, wait=1)
+
+    @w.task("later")
+    def later(task: s3q.TaskContext) -> Any:
+        raise s3q.Reschedule("soon")
+
+    tid = client.submit("later", max_attempts=1, timeout="1m")["task"]["id"]
+    t = start(w)
+    try:
+        wait_for("the task to end", lambda: client.status(tid)["status"] not in ("pending", "running"))
+    finally:
+        w.stop()
+        t.join()
+    got = client.status(tid)
+    assert got["status"] == "failed" and "Reschedule was refused" in (got.get("last_error") or ""), got

@@ -637,7 +637,7 @@ export interface webhooks {
         put?: never;
         /**
          * A push queue's task, delivered to its URL target under a lease
-         * @description The dispatcher claims each due task of a queue with a URL target and POSTs it, signed, under the claim's lease (the queue's timeout). The target's answer decides the task: 2xx completes it with the body as its output (JSON as it is, other text as a JSON string); 429 and 5xx fail the attempt retryably (the task is available again after Retry-After when given, else after the queue's backoff; the attempts spent, it is dead-lettered, status failed); any other status (a 3xx: redirects are not followed; another 4xx) fails the task without retry. A target that has not answered by deadline is cut off and the lease lapses: the next claim delivers the next attempt. A cancel requested during a delivery turns its failure into cancelled. Each attempt is delivered once, but a network or whoever captured it may repeat it: (S3q-Task-Id, S3q-Attempt) is the idempotency key. A Lambda target is invoked with the same body, unsigned.
+         * @description The dispatcher claims each due task of a queue with a URL target and POSTs it, signed, under the claim's lease (the queue's timeout). The target's answer decides the task: 2xx completes it with the body as its output (JSON as it is, other text as a JSON string); 429 and 5xx fail the attempt retryably (the task is available again after Retry-After when given, else after the queue's backoff; the attempts spent, it is dead-lettered, status failed); any other status (a 3xx: redirects are not followed; another 4xx) fails the task without retry. A target that has not answered by deadline is cut off and the lease lapses: the next claim delivers the next attempt. A cancel requested while a delivery is in flight ends the request (the task is read every 2s; the target sees its connection closed) and the task ends cancelled. Each attempt is delivered once, but a network or whoever captured it may repeat it: (S3q-Task-Id, S3q-Attempt) is the idempotency key. A Lambda target is invoked with the same body, unsigned.
          */
         post: operations["deliverTask"];
         delete?: never;
@@ -811,7 +811,7 @@ export interface components {
              * @description what went wrong, one of a fixed set; each goes with one HTTP status
              * @enum {string}
              */
-            code: "already_exists" | "conflict" | "deadline_exceeded" | "internal" | "invalid_input" | "invalid_lease_duration" | "invalid_state" | "lease_expired" | "lease_mismatch" | "method_not_allowed" | "not_found" | "not_running" | "queue_not_empty" | "queue_not_found" | "throttled" | "too_large" | "too_many_queues";
+            code: "already_exists" | "conflict" | "deadline_exceeded" | "internal" | "invalid_input" | "invalid_lease_duration" | "invalid_state" | "lease_expired" | "lease_mismatch" | "method_not_allowed" | "not_found" | "not_running" | "queue_not_empty" | "queue_not_found" | "throttled" | "too_large" | "too_many_queues" | "too_many_schedules" | "too_many_waits";
             /** @description the request field at fault, in its JSON spelling (tasks[3].ttl for a batch item's); body for the body as a whole (not JSON, not an object, too large), query for the query string; always present on a 400 */
             field?: string;
             message: string;
@@ -934,6 +934,7 @@ export interface components {
             /** @description attempts before the task is dead-lettered (status failed); 0 means the default (3) */
             max_attempts?: number;
             max_concurrency?: number;
+            max_schedules?: number;
             /** @description 1 (highest) to 5 (lowest): among due tasks a claim takes the highest first; 0 or absent: the queue's default, else 3 */
             priority?: number;
             shards?: number;
@@ -1225,8 +1226,8 @@ export interface components {
         };
     };
     responses: {
-        /** @description Conflict: already_exists, conflict */
-        "already_exists.conflict": {
+        /** @description Conflict: already_exists, conflict, too_many_schedules */
+        "already_exists.conflict.too_many_schedules": {
             headers: {
                 "S3q-S3-Requests": components["headers"]["S3q-S3-Requests"];
                 [name: string]: unknown;
@@ -1235,7 +1236,7 @@ export interface components {
                 "application/json": {
                     error: {
                         /** @enum {unknown} */
-                        code?: "already_exists" | "conflict";
+                        code?: "already_exists" | "conflict" | "too_many_schedules";
                     } & components["schemas"]["Error"];
                     task?: components["schemas"]["Task"];
                 };
@@ -1462,6 +1463,24 @@ export interface components {
                     error: {
                         /** @enum {unknown} */
                         code?: "too_large";
+                    } & components["schemas"]["Error"];
+                    task?: components["schemas"]["Task"];
+                };
+            };
+        };
+        /** @description Too Many Requests: too_many_waits */
+        too_many_waits: {
+            headers: {
+                /** @description seconds to wait before retrying */
+                "Retry-After"?: string;
+                "S3q-S3-Requests": components["headers"]["S3q-S3-Requests"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    error: {
+                        /** @enum {unknown} */
+                        code?: "too_many_waits";
                     } & components["schemas"]["Error"];
                     task?: components["schemas"]["Task"];
                 };
@@ -1826,6 +1845,7 @@ export interface operations {
             404: components["responses"]["not_found.queue_not_found"];
             409: components["responses"]["conflict"];
             413: components["responses"]["too_large"];
+            429: components["responses"]["too_many_waits"];
             500: components["responses"]["internal"];
             503: components["responses"]["throttled"];
             504: components["responses"]["deadline_exceeded"];
@@ -1997,7 +2017,7 @@ export interface operations {
             };
             400: components["responses"]["invalid_input"];
             404: components["responses"]["not_found.queue_not_found"];
-            409: components["responses"]["already_exists.conflict"];
+            409: components["responses"]["already_exists.conflict.too_many_schedules"];
             413: components["responses"]["too_large"];
             500: components["responses"]["internal"];
             503: components["responses"]["throttled"];
@@ -2451,6 +2471,7 @@ export interface operations {
             404: components["responses"]["not_found.queue_not_found"];
             409: components["responses"]["conflict.too_many_queues"];
             413: components["responses"]["too_large"];
+            429: components["responses"]["too_many_waits"];
             500: components["responses"]["internal"];
             503: components["responses"]["throttled"];
             504: components["responses"]["deadline_exceeded"];

@@ -5,6 +5,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createServer, type Server } from "node:net";
 import { fileURLToPath } from "node:url";
 import { test } from "node:test";
+import { answerChecker } from "./answers.js";
 
 /** The repository's root (this file runs from clients/typescript/dist/test/). */
 export const repoRoot = fileURLToPath(new URL("../../../../", import.meta.url));
@@ -23,15 +24,19 @@ export async function freePort(): Promise<number> {
 
 /** A running s3q dev. */
 export interface Dev {
+  /** Its URL through the proxy that checks every answer against the OpenAPI document (answers.ts). */
   url: string;
+  /** Its own URL. */
+  direct: string;
   proc: ChildProcess;
   log(): string;
 }
 
 /**
  * Starts a fresh `s3q dev` (the binary the Makefile builds into .bin/, or
- * S3Q_BIN) on a free port, with sweep and tick every second, and stops it
- * after the file's tests.
+ * S3Q_BIN) on a free port, with sweep and tick every second, behind the
+ * proxy that checks its answers against the document; it stops with the
+ * test process.
  */
 export async function startDev(extra: string[] = []): Promise<Dev> {
   const bin = process.env.S3Q_BIN || `${repoRoot}.bin/s3q`;
@@ -61,7 +66,9 @@ export async function startDev(extra: string[] = []): Promise<Dev> {
     if (Date.now() > deadline) throw new Error(`s3q dev does not answer on ${url}:\n${out}`);
     await new Promise((r) => setTimeout(r, 50));
   }
-  return { url, proc, log: () => out };
+  const checker = await answerChecker(url);
+  process.on("exit", () => checker.close());
+  return { url: checker.url, direct: url, proc, log: () => out };
 }
 
 /** Polls fn until it returns a value other than undefined (or throws after timeoutMs). */

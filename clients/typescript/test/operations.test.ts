@@ -74,6 +74,11 @@ test("the operations the scenarios leave out work end to end", async () => {
   assert.ok((await c.getArtifact(pendingId, "report.csv")).download_url);
   assert.equal((await c.expire(pendingId)).status, "expired");
 
+  // A submit that waits for its outcome: with no worker, the wait runs out (202, still pending).
+  const waited = await client.in(queueName("wait")).submit("nobody.runs.this", {}, { wait: 300 });
+  assert.equal(waited.status, 202);
+  assert.equal(waited.task.status, "pending");
+
   const stats = await c.queueStats();
   assert.equal(stats.queue, name);
   const t = (await c.submit("c", {})).task;

@@ -2,7 +2,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { Client, Permanent, Reschedule, Worker } from "@s3q/client";
+import { Client, Permanent, Reschedule, TaskAborted, Worker } from "@s3q/client";
 import { eventually, queueName, startDev, type Dev } from "./helpers.js";
 
 let dev: Dev;
@@ -90,4 +90,25 @@ test("a worker of concurrency 4 runs 4 handlers at once, each seeing its task's 
   assert.equal(peak, 4);
   assert.equal(deadlines.length, 4);
   for (const d of deadlines) assert.ok(d !== undefined && d > Date.now() + 50 * 60_000);
+});
+
+test("a handler whose lease is lost sees its signal fire (lease_lost) and its result is dropped", async () => {
+  const c = new Client(dev.url, { queue: queueName("lost") });
+  let reason: unknown;
+  const w = start(c, { leaseForMs: 1_500, cancelPollMs: -1 });
+  w.handle("job", async (_task, { signal, lease }) => {
+    // Someone else ends the lease (as a reclaim after expiry would): the next heartbeat finds it gone.
+    await c.complete(lease, { by: "someone else" });
+    await new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
+    reason = signal.reason;
+    return { by: "the handler" };
+  });
+  const { task } = await c.submit("job", {});
+  void w.run();
+  await eventually("the handler's signal fired", async () => (reason === undefined ? undefined : true));
+  assert.ok(reason instanceof TaskAborted, String(reason));
+  assert.equal(reason.kind, "lease_lost");
+  const t = await c.get(task.id);
+  assert.equal(t.status, "completed");
+  assert.deepEqual(t.output, { by: "someone else" }, "the handler's result was dropped");
 });

@@ -563,9 +563,13 @@ func runIDRace(t *testing.T, f Factory) {
 		for i := 0; i < n; i++ {
 			o := <-outs
 			if o.err != nil {
-				// Racing takers of one dedup key may be told to retry.
-				if !errors.Is(o.err, queue.ErrConflict) {
-					t.Fatalf("submit: %v", o.err)
+				// Racing takers of one dedup key may be told to retry
+				// (ErrConflict); never that the id was made by a different
+				// request (a *ConflictError naming a field): they are all
+				// the same request.
+				var ce *queue.ConflictError
+				if !errors.Is(o.err, queue.ErrConflict) || errors.As(o.err, &ce) {
+					t.Fatalf("submit: %v, want a task, a replay or a plain retry-later conflict", o.err)
 				}
 				continue
 			}

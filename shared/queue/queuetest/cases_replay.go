@@ -19,12 +19,16 @@ import (
 // record's bytes.
 
 // wantLeaseConflict fails unless err is a *queue.ConflictError naming
-// lease_token.
+// lease_token that is queue.ErrLeaseEnded, and not queue.ErrConflict
+// (which says retrying later is safe: with this token it never is).
 func wantLeaseConflict(t testing.TB, what string, err error) {
 	t.Helper()
 	var ce *queue.ConflictError
 	if !errors.As(err, &ce) || ce.Field != "lease_token" {
 		t.Fatalf("%s: err = %v, want a conflict naming lease_token", what, err)
+	}
+	if !errors.Is(err, queue.ErrLeaseEnded) || errors.Is(err, queue.ErrConflict) {
+		t.Fatalf("%s: err = %v, want queue.ErrLeaseEnded and not queue.ErrConflict", what, err)
 	}
 }
 
@@ -50,6 +54,24 @@ func runReplay(t *testing.T, f Factory) {
 			t.Fatal("the refused fail changed the record")
 		}
 		wantStatus(t, e.get(task.ID), queue.StatusPending)
+	})
+
+	t.Run("a_fail_with_retry_after_repeated_at_another_now_replays_it", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		task := e.submit(queue.SubmitRequest{}, t0)
+		c := e.claimOne(t0)
+		// A push target said "retry at t0+31s": the first call's
+		// RetryAfter is 30s; its answer was lost, and the repeat, a
+		// second later, says 29s for the same moment.
+		first, err := e.q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Error: "503", RetryAfter: 30 * time.Second}, t0.Add(time.Second))
+		if err != nil || first.Status != queue.StatusPending {
+			t.Fatalf("fail: %s %v", first.Status, err)
+		}
+		again, err := e.q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Error: "503", RetryAfter: 29 * time.Second}, t0.Add(2*time.Second))
+		if err != nil || !again.UpdatedAt.Equal(first.UpdatedAt) || !again.AvailableAt.Equal(t0.Add(31*time.Second)) {
+			t.Fatalf("the repeat at another now: %+v %v, want the first fail replayed", again, err)
+		}
 	})
 
 	t.Run("another_lease_operation_with_an_ended_token_is_a_conflict_naming_lease_token", func(t *testing.T) {

@@ -53,6 +53,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("bulk_race", func(t *testing.T) { runBulkRace(t, f) })
 	t.Run("round_trips", func(t *testing.T) { runFast(t, f) })
 	t.Run("attack", func(t *testing.T) { runAttack(t, f) })
+	t.Run("waits", func(t *testing.T) { runWaits(t, f) })
 }
 
 // t0 is the fixed start of every case's clock.

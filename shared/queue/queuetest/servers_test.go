@@ -35,3 +35,17 @@ func TestConformanceVersityGW(t *testing.T) {
 		New: func(t testing.TB) store.Store { return s3localtest.NewStore(t, servers.VersityGW) },
 	})
 }
+
+// TestConformanceOwnEndpoint runs the suite on the user's own S3 server
+// when S3Q_TEST_ENDPOINT names one (s3localtest.EnvEndpoint; docs/deploy.md
+// "Other S3 servers"); without it there is nothing to run.
+func TestConformanceOwnEndpoint(t *testing.T) {
+	if servers.Own == nil {
+		t.Logf("%s is not set: no endpoint of your own to run the suite on", s3localtest.EnvEndpoint)
+		return
+	}
+	queuetest.Run(t, queuetest.Factory{
+		Name: "own", Real: true,
+		New: func(t testing.TB) store.Store { return s3localtest.NewStore(t, servers.Own) },
+	})
+}

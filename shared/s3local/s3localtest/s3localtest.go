@@ -5,6 +5,7 @@ package s3localtest
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -17,8 +18,14 @@ import (
 // NewStore returns a store on srv's bucket under a fresh random key prefix
 // ("test-<random>/"), so that tests sharing the server never see each
 // other's keys. Keys are left behind; they go when the server closes.
+//
+// srv is nil when its server did not start (Main): the test fails, with
+// the reason, and the package's other tests still run.
 func NewStore(t testing.TB, srv *s3local.Server) store.Store {
 	t.Helper()
+	if srv == nil {
+		t.Fatalf("no server for this test: %v", startErr)
+	}
 	return srv.Store("test-" + rand.Text() + "/")
 }
 
@@ -26,7 +33,27 @@ func NewStore(t testing.TB, srv *s3local.Server) store.Store {
 type Servers struct {
 	GoFakeS3  *s3local.Server
 	VersityGW *s3local.Server
+	// Own is the user's own S3 endpoint, when EnvEndpoint names one:
+	// the packages' conformance suites run on it too
+	// (TestConformanceOwnEndpoint). Else nil.
+	Own *s3local.Server
 }
+
+// The environment that points the conformance suites at a user's own S3
+// server: S3Q_TEST_ENDPOINT (its URL, path-style), S3Q_TEST_BUCKET
+// (default s3q-conformance; created if absent, versioning turned on),
+// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION (default
+// us-east-1). Every test works under its own random key prefix.
+const (
+	EnvEndpoint = "S3Q_TEST_ENDPOINT"
+	EnvBucket   = "S3Q_TEST_BUCKET"
+)
+
+// startErr says why a server of Main did not start.
+var startErr error = errors.New("the package's TestMain did not start it")
+
+// Runner runs a package's tests: *testing.M.
+type Runner interface{ Run() int }
 
 // Main starts gofakes3 and versitygw into s, runs the package's tests and
 // stops both, returning the exit code for os.Exit. Use it as
@@ -34,8 +61,13 @@ type Servers struct {
 //	var servers s3localtest.Servers
 //	func TestMain(m *testing.M) { os.Exit(s3localtest.Main(m, &servers)) }
 //
-// A server that cannot start fails the run (exit 1): nothing is skipped.
-func Main(m *testing.M, s *Servers) int {
+// gofakes3 runs in-process and always starts. When versitygw cannot start
+// (not installed: make versitygw), Main says so on stderr and runs the
+// tests all the same, with s.VersityGW nil: every test that asks NewStore
+// for a store on it fails with the reason (nothing is skipped), and the
+// tests that need no server, the in-memory store's above all (go test -run
+// Mem, as make test-short does), run and pass.
+func Main(m Runner, s *Servers) int {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var err error
@@ -45,9 +77,22 @@ func Main(m *testing.M, s *Servers) int {
 	}
 	defer s.GoFakeS3.Close()
 	if s.VersityGW, err = s3local.StartVersityGW(ctx, ""); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		startErr = fmt.Errorf("versitygw did not start (make versitygw installs it): %w", err)
+		fmt.Fprintf(os.Stderr, "s3localtest: %v; the tests that need it fail\n", startErr)
+		s.VersityGW = nil
+	} else {
+		defer s.VersityGW.Close()
 	}
-	defer s.VersityGW.Close()
+	if endpoint := os.Getenv(EnvEndpoint); endpoint != "" {
+		bucket := os.Getenv(EnvBucket)
+		if bucket == "" {
+			bucket = "s3q-conformance"
+		}
+		if s.Own, err = s3local.Connect(ctx, "own", endpoint, os.Getenv("AWS_REGION"),
+			os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY"), bucket); err != nil {
+			fmt.Fprintf(os.Stderr, "s3localtest: %s=%s: %v\n", EnvEndpoint, endpoint, err)
+			return 1
+		}
+	}
 	return m.Run()
 }

@@ -3,6 +3,7 @@ package scheduletest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -13,6 +14,31 @@ import (
 )
 
 func runCRUD(t *testing.T, f Factory) {
+	t.Run("a_bounded_view_refuses_a_schedule_past_its_queues_bound_and_other_queues_are_unaffected", func(t *testing.T) {
+		e := newEnv(t, f)
+		a, b := e.sc.In("a").Bounded(3), e.sc.In("b").Bounded(3)
+		for i := range 3 {
+			if _, err := a.Create(ctx, schedule.Request{ID: fmt.Sprintf("s%d", i), TaskType: "t", Cron: "* * * * *"}, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.tick(t0.Add(time.Minute)) // states and histories: ids are counted, not keys
+		_, err := a.Create(ctx, schedule.Request{ID: "s3", TaskType: "t", Cron: "* * * * *"}, t0)
+		check.Err(t, err, schedule.ErrTooMany)
+		// A create of an id the queue holds is answered as before.
+		_, err = a.Create(ctx, schedule.Request{ID: "s1", TaskType: "other", Cron: "@hourly"}, t0)
+		check.Err(t, err, schedule.ErrExists)
+		if _, err := b.Create(ctx, schedule.Request{ID: "s0", TaskType: "t", Cron: "* * * * *"}, t0); err != nil {
+			t.Fatalf("queue b: %v", err)
+		}
+		if err := a.Delete(ctx, "s0", t0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Create(ctx, schedule.Request{ID: "s3", TaskType: "t", Cron: "* * * * *"}, t0); err != nil {
+			t.Fatalf("after a delete: %v", err)
+		}
+	})
+
 	t.Run("create_returns_the_schedule_with_defaults_and_the_next_five_fire_times", func(t *testing.T) {
 		e := newEnv(t, f)
 		sc := e.create(schedule.Request{ID: "daily-report", Cron: "0 9 * * 1-5", Input: json.RawMessage(`{"kind":"daily"}`)}, t0)

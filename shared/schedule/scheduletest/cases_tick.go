@@ -103,6 +103,31 @@ func runTick(t *testing.T, f Factory) {
 		}
 	})
 
+	t.Run("a_queue_flooding_the_tick_leaves_other_queues_fires_on_time", func(t *testing.T) {
+		// Queue "a" (sorting first in the due index) has 30 schedules due
+		// every minute; "b" and "c" one each. The tick's budget is 6
+		// schedules: round-robin by queue, b's and c's fire at every tick
+		// all the same, and a's take the rest of the budget.
+		e := newEnv(t, f, func(o *schedule.Options) { o.MaxPerTick = 6 })
+		for i := range 30 {
+			e.create(schedule.Request{ID: fmt.Sprintf("flood%02d", i), Cron: "* * * * *", Queue: "a"}, t0)
+		}
+		e.create(schedule.Request{ID: "b1", Cron: "* * * * *", Queue: "b"}, t0)
+		e.create(schedule.Request{ID: "c1", Cron: "* * * * *", Queue: "c"}, t0)
+		for i := 1; i <= 3; i++ {
+			fire := utc("2026-05-01T09:00:00Z").Add(time.Duration(i) * time.Minute)
+			rep := e.tick(fire.Add(5 * time.Second))
+			if rep.Due != 6 || !rep.More {
+				t.Fatalf("tick %d: report %+v, want 6 due and more left", i, rep)
+			}
+			for _, id := range []string{"b/b1", "c/c1"} {
+				if st := e.state(id); st.LastRunAt == nil || !st.LastRunAt.Equal(fire) {
+					t.Fatalf("tick %d: %s last ran at %v, want %s", i, id, st.LastRunAt, fire.Format(time.RFC3339))
+				}
+			}
+		}
+	})
+
 	t.Run("a_due_schedule_fires_once_and_its_marker_moves_to_the_next_time", func(t *testing.T) {
 		e := newEnv(t, f)
 		e.create(schedule.Request{ID: "a", Cron: "*/15 * * * *", Queue: "reports", TaskType: "report.make",

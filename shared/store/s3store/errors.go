@@ -92,6 +92,18 @@ var retryableCodes = map[string]bool{
 
 // isTransport reports whether err is a failure to send a request or to read
 // its response, rather than an answer from the server.
+// mapCallError is mapError for a request made under ctx: a transport
+// failure that ended in a deadline or a cancellation while ctx is still
+// live is the store's own bound on an attempt (attemptTimeout), not the
+// caller's: store.Retryable.
+func mapCallError(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() == nil && isTransport(err) &&
+		(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+		return store.Retryable(err)
+	}
+	return mapError(err)
+}
+
 func isTransport(err error) bool {
 	var sendErr *smithyhttp.RequestSendError
 	var netErr net.Error

@@ -7,6 +7,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 // retryPolicy is how hard a Store retries a failed request.
@@ -17,11 +19,16 @@ type retryPolicy struct {
 	// doubles it, up to MaxDelay. The wait is drawn at random below it
 	// ("full jitter").
 	BaseDelay, MaxDelay time.Duration
+	// AttemptTimeout bounds each attempt, from its send to the end of its
+	// answer's body (attemptTimeout).
+	AttemptTimeout time.Duration
 }
 
 // defaultRetryPolicy allows about ten seconds of throttling before a
 // request fails with store.ErrRetryable.
-var defaultRetryPolicy = retryPolicy{MaxAttempts: 8, BaseDelay: 100 * time.Millisecond, MaxDelay: 5 * time.Second}
+// Each attempt has 30 seconds: well above any answer S3 gives (a LIST of
+// 1,000 keys, a 6 MiB GET), well below Lambda's longest run.
+var defaultRetryPolicy = retryPolicy{MaxAttempts: 8, BaseDelay: 100 * time.Millisecond, MaxDelay: 5 * time.Second, AttemptTimeout: 30 * time.Second}
 
 // retryers returns the retryer of requests that may be repeated (reads,
 // plain puts, deletes), which retries the SDK's retryable errors
@@ -57,4 +64,17 @@ func (p retryPolicy) retryers() (idempotent, conditional aws.Retryer) {
 		}
 	})
 	return idempotent, conditional
+}
+
+// attemptTimeout is the per-request option that bounds each attempt of a
+// request by d, from its send to the end of its answer's body, whatever
+// the caller's context: the request goes through an HTTP client with that
+// timeout. An attempt that takes longer fails as a transport failure,
+// which the retryers treat as such (a read, plain put or delete is
+// retried; a conditional write is not), and maps to store.ErrRetryable (a
+// conditional write MAY have been applied): mapCallError. So a server
+// that never answers cannot hold a caller whose context has no deadline.
+func attemptTimeout(d time.Duration) func(*s3.Options) {
+	client := awshttp.NewBuildableClient().WithTimeout(d)
+	return func(o *s3.Options) { o.HTTPClient = client }
 }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -56,8 +57,8 @@ func newStore(client *s3.Client, bucket, prefix string, p retryPolicy) *Store {
 		client:      client,
 		bucket:      bucket,
 		prefix:      prefix,
-		idempotent:  []func(*s3.Options){func(o *s3.Options) { o.Retryer = idempotent }},
-		conditional: []func(*s3.Options){func(o *s3.Options) { o.Retryer = conditional }},
+		idempotent:  []func(*s3.Options){func(o *s3.Options) { o.Retryer = idempotent }, attemptTimeout(p.AttemptTimeout)},
+		conditional: []func(*s3.Options){func(o *s3.Options) { o.Retryer = conditional }, attemptTimeout(p.AttemptTimeout)},
 	}
 }
 
@@ -84,12 +85,12 @@ func (s *Store) get(ctx context.Context, key, versionID string) (store.Object, e
 	}
 	out, err := s.client.GetObject(ctx, in, s.idempotent...)
 	if err != nil {
-		return store.Object{}, fmt.Errorf("get %s: %w", what, mapError(err))
+		return store.Object{}, fmt.Errorf("get %s: %w", what, mapCallError(ctx, err))
 	}
 	defer out.Body.Close()
 	body, err := io.ReadAll(out.Body)
 	if err != nil {
-		return store.Object{}, fmt.Errorf("read %s: %w", what, mapError(err))
+		return store.Object{}, fmt.Errorf("read %s: %w", what, mapCallError(ctx, err))
 	}
 	return store.Object{
 		Key:          key,
@@ -107,7 +108,7 @@ func (s *Store) Head(ctx context.Context, key string) (store.Info, error) {
 		Key:    aws.String(s.prefix + key),
 	}, s.idempotent...)
 	if err != nil {
-		return store.Info{}, fmt.Errorf("head %s: %w", key, mapError(err))
+		return store.Info{}, fmt.Errorf("head %s: %w", key, mapCallError(ctx, err))
 	}
 	return store.Info{
 		Key:          key,
@@ -173,7 +174,7 @@ func (s *Store) put(ctx context.Context, key string, body []byte, opts []store.P
 	}
 	out, err := s.client.PutObject(ctx, in, retry...)
 	if err != nil {
-		return "", mapError(err)
+		return "", mapCallError(ctx, err)
 	}
 	return aws.ToString(out.ETag), nil
 }
@@ -185,7 +186,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		Key:    aws.String(s.prefix + key),
 	}, s.idempotent...)
 	if err != nil {
-		err = mapError(err)
+		err = mapCallError(ctx, err)
 		if errors.Is(err, store.ErrNotFound) { // S3 answers 204; some servers 404
 			return nil
 		}
@@ -207,7 +208,7 @@ func (s *Store) List(ctx context.Context, prefix, startAfter string, limit int) 
 	}
 	out, err := s.client.ListObjectsV2(ctx, in, s.idempotent...)
 	if err != nil {
-		return store.Page{}, fmt.Errorf("list %s after %q: %w", prefix, startAfter, mapError(err))
+		return store.Page{}, fmt.Errorf("list %s after %q: %w", prefix, startAfter, mapCallError(ctx, err))
 	}
 	page := store.Page{
 		Items:     make([]store.Info, 0, len(out.Contents)),
@@ -238,7 +239,7 @@ func (s *Store) ListDirs(ctx context.Context, prefix, startAfter string, limit i
 	}
 	out, err := s.client.ListObjectsV2(ctx, in, s.idempotent...)
 	if err != nil {
-		return nil, false, fmt.Errorf("list folders of %s after %q: %w", prefix, startAfter, mapError(err))
+		return nil, false, fmt.Errorf("list folders of %s after %q: %w", prefix, startAfter, mapCallError(ctx, err))
 	}
 	dirs := make([]string, 0, len(out.CommonPrefixes))
 	for _, p := range out.CommonPrefixes {
@@ -256,10 +257,12 @@ func (s *Store) ListDirs(ctx context.Context, prefix, startAfter string, limit i
 //
 // S3 lists them in one newest-first sequence, but the SDK splits it into
 // versions and delete markers, so the two lists are merged back: the latest
-// first, then by LastModified, each list keeping the server's order. Where
-// a server's times are coarse (versitygw lists noncurrent versions to the
-// second), a delete marker and a version made within the same second may
-// come out of order.
+// first, then by LastModified, each list keeping the server's order. A
+// delete marker and a version of the same LastModified (a server whose
+// times have whole seconds: SeaweedFS) are put in the order the server
+// listed them, read from the answer itself (versionorder.go). A server
+// that lists every delete marker before the versions (versitygw) orders
+// such a tie marker first.
 //
 // A truncated page names where to continue (NextKeyMarker,
 // NextVersionIdMarker); where a server leaves them out (gofakes3 does),
@@ -270,10 +273,11 @@ func (s *Store) Versions(ctx context.Context, key, after string, limit int) (sto
 	if after != "" {
 		in.KeyMarker, in.VersionIdMarker = &full, &after
 	}
-	out, err := s.client.ListObjectVersions(ctx, in, s.idempotent...)
+	out, err := s.client.ListObjectVersions(ctx, in, append(slices.Clip(s.idempotent), withVersionOrder)...)
 	if err != nil {
-		return store.VersionPage{}, fmt.Errorf("list versions of %s: %w", key, mapError(err))
+		return store.VersionPage{}, fmt.Errorf("list versions of %s: %w", key, mapCallError(ctx, err))
 	}
+	order, _ := out.ResultMetadata.Get(versionOrderKey{}).([]versionEntry)
 	// key is the smallest key under the prefix key, so its versions
 	// come first and any other key ends the listing.
 	past := false
@@ -305,7 +309,7 @@ func (s *Store) Versions(ctx context.Context, key, after string, limit int) (sto
 			LastModified: aws.ToTime(m.LastModified),
 		})
 	}
-	page := store.VersionPage{Versions: mergeNewestFirst(versions, markers)}
+	page := store.VersionPage{Versions: mergeNewestFirst(versions, markers, listedBefore(full, order))}
 	if past || !aws.ToBool(out.IsTruncated) || len(page.Versions) == 0 {
 		return page, nil
 	}
@@ -318,14 +322,33 @@ func (s *Store) Versions(ctx context.Context, key, after string, limit int) (sto
 	return page, nil
 }
 
+// listedBefore returns whether the server listed the entry of key full
+// with version id a before that with b, by their places in order; false
+// when it did not list both.
+func listedBefore(full string, order []versionEntry) func(a, b string) bool {
+	at := make(map[string]int, len(order))
+	for i, e := range order {
+		if e.key == full {
+			at[e.versionID] = i
+		}
+	}
+	return func(a, b string) bool {
+		i, okA := at[a]
+		j, okB := at[b]
+		return okA && okB && i < j
+	}
+}
+
 // mergeNewestFirst merges two newest-first lists of versions of one key:
-// the latest first, then the later LastModified of the two heads (a version
-// on a tie).
-func mergeNewestFirst(versions, markers []store.Version) []store.Version {
+// the latest first, then the later LastModified of the two heads; on a
+// tie, the marker first if listed (a, b) reports it listed first, else the
+// version.
+func mergeNewestFirst(versions, markers []store.Version, listed func(a, b string) bool) []store.Version {
 	merged := make([]store.Version, 0, len(versions)+len(markers))
 	for len(versions) > 0 && len(markers) > 0 {
 		v, m := versions[0], markers[0]
-		if m.IsLatest || (!v.IsLatest && m.LastModified.After(v.LastModified)) {
+		tie := m.LastModified.Equal(v.LastModified) && listed(m.VersionID, v.VersionID)
+		if m.IsLatest || (!v.IsLatest && (m.LastModified.After(v.LastModified) || tie)) {
 			merged, markers = append(merged, m), markers[1:]
 		} else {
 			merged, versions = append(merged, v), versions[1:]

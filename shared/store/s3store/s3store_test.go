@@ -1,6 +1,7 @@
 package s3store
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,7 +66,7 @@ func (f *fakeS3) seen() []request {
 }
 
 // testPolicy retries like the default policy, but without waiting long.
-var testPolicy = retryPolicy{MaxAttempts: 4, BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond}
+var testPolicy = retryPolicy{MaxAttempts: 4, BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond, AttemptTimeout: 10 * time.Second}
 
 // newTestStore returns a Store on bucket "b" with prefix "pre/" at f.
 func newTestStore(t *testing.T, f *fakeS3) *Store {
@@ -310,7 +312,7 @@ func TestMergeNewestFirst(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var ids []string
-			for _, x := range mergeNewestFirst(tt.versions, tt.markers) {
+			for _, x := range mergeNewestFirst(tt.versions, tt.markers, func(a, b string) bool { return false }) {
 				ids = append(ids, x.VersionID)
 			}
 			if got := strings.Join(ids, " "); got != tt.want {
@@ -334,5 +336,70 @@ func TestGetReadsBodyETagAndVersion(t *testing.T) {
 	r := f.seen()[0]
 	if r.Path != "/b/pre/k" || r.Query.Get("versionId") != "v1" {
 		t.Errorf("request = %s ?%v", r.Path, r.Query)
+	}
+}
+
+func TestVersionsKeepTheServersOrderWithinASecond(t *testing.T) {
+	// Whole-second times (versitygw, SeaweedFS): e2 re-created the key in
+	// the second its delete marker was put, after e1.
+	page := `<ListVersionsResult><IsTruncated>false</IsTruncated>
+  <Version><Key>pre/k</Key><VersionId>e2</VersionId><IsLatest>true</IsLatest><LastModified>2026-01-01T00:00:05.000Z</LastModified><ETag>"e2"</ETag><Size>2</Size></Version>
+  <DeleteMarker><Key>pre/k</Key><VersionId>marker</VersionId><IsLatest>false</IsLatest><LastModified>2026-01-01T00:00:05.000Z</LastModified></DeleteMarker>
+  <Version><Key>pre/k</Key><VersionId>e1</VersionId><IsLatest>false</IsLatest><LastModified>2026-01-01T00:00:05.000Z</LastModified><ETag>"e1"</ETag><Size>1</Size></Version>
+</ListVersionsResult>`
+	st := newTestStore(t, newFakeS3(t, answer{status: 200, body: page}))
+	p, err := st.Versions(t.Context(), "k", "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range p.Versions {
+		got = append(got, v.VersionID)
+	}
+	if want := []string{"e2", "marker", "e1"}; !slices.Equal(got, want) {
+		t.Errorf("Versions = %q, want %q", got, want)
+	}
+	if !p.Versions[1].DeleteMarker || p.Versions[2].ETag != `"e1"` {
+		t.Errorf("Versions = %+v", p.Versions)
+	}
+}
+
+func TestARequestToAServerThatNeverAnswersTimesOutAndIsRetried(t *testing.T) {
+	var attempts atomic.Int64
+	stop := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		attempts.Add(1)
+		select { // never answers
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	t.Cleanup(srv.Close)
+	defer close(stop)
+	client, err := NewClient(t.Context(), Config{
+		Endpoint: srv.URL, Region: "us-east-1", AccessKey: "a", SecretKey: "s", PathStyle: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := testPolicy
+	p.AttemptTimeout = 50 * time.Millisecond
+	st := newStore(client, "b", "", p)
+	// A context without a deadline: only the per-request bound ends it.
+	ctx := context.Background()
+	_, err = st.Get(ctx, "k")
+	if !errors.Is(err, store.ErrRetryable) {
+		t.Fatalf("Get from a server that never answers: %v, want ErrRetryable", err)
+	}
+	if n := attempts.Load(); n < int64(testPolicy.MaxAttempts) {
+		t.Errorf("a read was tried %d times, want %d (retried under the store's rules)", n, testPolicy.MaxAttempts)
+	}
+	attempts.Store(0)
+	_, err = st.PutIfAbsent(ctx, "k", []byte("x"))
+	if !errors.Is(err, store.ErrRetryable) {
+		t.Fatalf("a conditional write to a server that never answers: %v, want ErrRetryable", err)
+	}
+	if n := attempts.Load(); n != 1 {
+		t.Errorf("a conditional write was tried %d times, want 1 (it may have been applied)", n)
 	}
 }

@@ -1,0 +1,59 @@
+package queuetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/s3q/s3q/shared/internal/check"
+	"github.com/s3q/s3q/shared/queue"
+)
+
+// runWaits: a queue's waits are bounded apart from every other queue's
+// (Queue.HoldWait).
+func runWaits(t *testing.T, f Factory) {
+	t.Run("a_queue_flooding_its_waits_leaves_another_queues_waits_unaffected", func(t *testing.T) {
+		e := newEnv(t, f)
+		until := t0.Add(25 * time.Second)
+		// Queue a's callers take its 3 holds and ask for more.
+		var holds []*queue.WaitHold
+		for range 3 {
+			h, err := e.q.HoldWait(ctx, "a", 3, until, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			holds = append(holds, h)
+		}
+		for range 5 {
+			_, err := e.q.HoldWait(ctx, "a", 3, until, t0)
+			check.Err(t, err, queue.ErrTooManyWaits)
+		}
+		// Queue b's waits are held all the same, as many as its bound.
+		for range 3 {
+			if _, err := e.q.HoldWait(ctx, "b", 3, until, t0); err != nil {
+				t.Fatalf("queue b: %v", err)
+			}
+		}
+		// A released hold is taken again; another process shares them.
+		if err := holds[0].Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		other := e.reopen()
+		h, err := other.HoldWait(ctx, "a", 3, until, t0.Add(time.Second))
+		if err != nil {
+			t.Fatalf("after a release: %v", err)
+		}
+		_, err = other.HoldWait(ctx, "a", 3, until, t0.Add(time.Second))
+		check.Err(t, err, queue.ErrTooManyWaits)
+		// Holds whose release was lost (their process died) are taken
+		// over once their wait is over, not before.
+		_, err = other.HoldWait(ctx, "a", 3, until, until)
+		check.Err(t, err, queue.ErrTooManyWaits)
+		if _, err := other.HoldWait(ctx, "a", 3, until.Add(25*time.Second), until.Add(time.Millisecond)); err != nil {
+			t.Fatalf("after the waits' end: %v", err)
+		}
+		// The release of a hold taken over since changes nothing.
+		_ = holds[1].Release(ctx)
+		_ = holds[2].Release(ctx)
+		_ = h.Release(ctx)
+	})
+}
