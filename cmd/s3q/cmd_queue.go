@@ -21,6 +21,7 @@ type queueFlags struct {
 	fs                                   *flag.FlagSet
 	ttlFrom, lambda, url, secret         string
 	maxAttempts, shards, maxConcurrency  int
+	priority                             int
 	ttl, timeout                         durationFlag
 	noTarget, noTTL, noTimeout, noCounts bool
 	noMaxAttempts                        bool
@@ -36,6 +37,7 @@ func (f *queueFlags) define(fs *flag.FlagSet) {
 	fs.Var(&f.timeout, "timeout", "default lease length of each attempt, a `duration`")
 	fs.IntVar(&f.shards, "shards", 0, "index prefixes of the queue, 1-16, fixed at creation (default the deployment's)")
 	fs.IntVar(&f.maxConcurrency, "max-concurrency", 0, "most tasks of the queue running at once, 1-1000 (0: no limit)")
+	fs.IntVar(&f.priority, "priority", 0, "default priority of the queue's tasks, 1 (highest) to 5 (lowest) (default 3)")
 	fs.StringVar(&f.lambda, "target-lambda", "", "push target: a Lambda `function` name or ARN")
 	fs.StringVar(&f.url, "target-url", "", "push target: an https `URL` (needs --target-secret)")
 	fs.StringVar(&f.secret, "target-secret", "", "SSM `parameter` name of the HMAC secret signing deliveries to --target-url")
@@ -70,6 +72,8 @@ func (f *queueFlags) overlay(d *queues.Declaration) {
 			d.Shards = f.shards
 		case "max-concurrency":
 			d.MaxConcurrency = f.maxConcurrency
+		case "priority":
+			d.Priority = f.priority
 		case "target-lambda", "target-url", "target-secret":
 			t := queues.Target{}
 			if d.Target != nil {
@@ -96,8 +100,8 @@ func queueCommand() *command {
 	return &command{
 		name: "queue", args: "SUBCOMMAND [NAME]", summary: "declare, list, show, update and delete queues",
 		subFlags: map[string][]string{
-			"create": {"ttl", "ttl-from", "max-attempts", "timeout", "shards", "max-concurrency", "target-lambda", "target-url", "target-secret"},
-			"update": {"ttl", "ttl-from", "max-attempts", "timeout", "max-concurrency", "target-lambda", "target-url", "target-secret", "no-target", "no-ttl", "no-timeout", "no-max-attempts"},
+			"create": {"ttl", "ttl-from", "max-attempts", "timeout", "shards", "max-concurrency", "priority", "target-lambda", "target-url", "target-secret"},
+			"update": {"ttl", "ttl-from", "max-attempts", "timeout", "max-concurrency", "priority", "target-lambda", "target-url", "target-secret", "no-target", "no-ttl", "no-timeout", "no-max-attempts"},
 			"list":   {"limit", "cursor", "no-counts"}, "show": nil, "delete": nil, "pause": nil, "resume": nil,
 		},
 		details: `A queue is declared before tasks are submitted to it (unless the deployment
@@ -405,6 +409,9 @@ func printQueue(w io.Writer, q client.QueueInfo) {
 	}
 	if q.MaxConcurrency > 0 {
 		row("max_concurrency", strconv.Itoa(q.MaxConcurrency))
+	}
+	if q.Priority > 0 {
+		row("priority", strconv.Itoa(q.Priority))
 	}
 	if q.Target != nil {
 		row("target", targetString(q.Target))

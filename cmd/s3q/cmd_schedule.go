@@ -19,7 +19,7 @@ type scheduleFlags struct {
 	fs                                         *flag.FlagSet
 	taskType, input, cron, tz, ttlFrom, missed string
 	overlap                                    string
-	maxAttempts                                int
+	maxAttempts, priority                      int
 	ttl, window                                durationFlag
 	paused                                     bool
 }
@@ -35,6 +35,7 @@ func (f *scheduleFlags) define(fs *flag.FlagSet) {
 	fs.Var(&f.ttl, "ttl", "each fired task's time to live, a `duration` from its fire time")
 	fs.StringVar(&f.ttlFrom, "ttl-from", "", "when the ttl starts: submission (default) or first_attempt")
 	fs.IntVar(&f.maxAttempts, "max-attempts", 0, "claims each fired task gets (default 3)")
+	fs.IntVar(&f.priority, "priority", 0, "priority of each fired task, 1 (highest) to 5 (lowest) (default: the queue's, else 3)")
 	fs.StringVar(&f.missed, "missed-runs", "", "after an outage: skip (default: fire only the latest time) or catch_up")
 	fs.Var(&f.window, "catch-up-window", "how far back catch_up goes, a `duration` (default 24h)")
 	fs.StringVar(&f.overlap, "overlap", "", "allow (default) or skip: do not fire while the last fired task is pending or running")
@@ -63,6 +64,8 @@ func (f *scheduleFlags) overlay(req *schedule.Request) error {
 			req.TTLFrom = queue.TTLFrom(f.ttlFrom)
 		case "max-attempts":
 			req.MaxAttempts = f.maxAttempts
+		case "priority":
+			req.Priority = f.priority
 		case "missed-runs":
 			req.MissedRuns = schedule.MissedRuns(f.missed)
 		case "catch-up-window":
@@ -82,8 +85,8 @@ func scheduleCommand() *command {
 	return &command{
 		name: "schedule", args: "SUBCOMMAND [ID]", summary: "manage recurring cron schedules",
 		subFlags: map[string][]string{
-			"create": {"cron", "type", "input", "timezone", "ttl", "ttl-from", "max-attempts", "missed-runs", "catch-up-window", "overlap", "paused"},
-			"update": {"cron", "type", "input", "timezone", "ttl", "ttl-from", "max-attempts", "missed-runs", "catch-up-window", "overlap"},
+			"create": {"cron", "type", "input", "timezone", "ttl", "ttl-from", "max-attempts", "priority", "missed-runs", "catch-up-window", "overlap", "paused"},
+			"update": {"cron", "type", "input", "timezone", "ttl", "ttl-from", "max-attempts", "priority", "missed-runs", "catch-up-window", "overlap"},
 			"list":   {"limit", "cursor"}, "history": {"since", "limit", "cursor"},
 			"show": nil, "pause": nil, "resume": nil, "trigger": nil, "delete": nil,
 		},

@@ -146,6 +146,9 @@ Examples:
 			fs.Var(&sf.in, "in", "run no earlier than `duration` from now")
 			fs.StringVar(&sf.dedup, "dedup-key", "", "idempotency `key`: returns the live task holding it")
 			fs.IntVar(&sf.maxAttempts, "max-attempts", 0, "claims allowed before the task fails (default 3)")
+			fs.StringVar(&sf.traceparent, "traceparent", "", "W3C trace context the task continues (00-{trace id}-{span id}-{flags}); its handler gets it")
+			fs.StringVar(&sf.tracestate, "tracestate", "", "W3C tracestate, with --traceparent")
+			fs.IntVar(&sf.priority, "priority", 0, "1 (highest) to 5 (lowest): claims take the highest due first (default: the queue's, else 3)")
 			fs.Var(&sf.timeout, "timeout", "lease length of each attempt, a `duration` (default 5m)")
 			fs.StringVar(&sf.parent, "parent", "", "parent task `id`: the task inherits its deadline")
 			fs.Var(&sf.wait, "wait", "wait up to `duration` (max 25s) for the outcome; exit 6 if the task ends failed, expired or cancelled")
@@ -194,9 +197,10 @@ Examples:
 // submitFlags are the flags of s3q submit.
 type submitFlags struct {
 	taskType, input, dedup, parent, ttlFrom, file, id string
+	traceparent, tracestate                           string
 	ttl, in, wait, timeout                            durationFlag
 	expiresAt, at                                     timeFlag
-	maxAttempts                                       int
+	maxAttempts, priority                             int
 }
 
 // request makes the submit request the flags describe.
@@ -204,7 +208,7 @@ func (sf *submitFlags) request() (wire.SubmitRequest, error) {
 	if sf.taskType == "" {
 		return wire.SubmitRequest{}, usageErr("--type is required")
 	}
-	req := wire.SubmitRequest{ID: sf.id, TaskType: sf.taskType, DedupKey: sf.dedup, MaxAttempts: sf.maxAttempts, ParentID: sf.parent, TTLFrom: queue.TTLFrom(sf.ttlFrom)}
+	req := wire.SubmitRequest{ID: sf.id, TaskType: sf.taskType, DedupKey: sf.dedup, MaxAttempts: sf.maxAttempts, Priority: sf.priority, Traceparent: sf.traceparent, Tracestate: sf.tracestate, ParentID: sf.parent, TTLFrom: queue.TTLFrom(sf.ttlFrom)}
 	if sf.input != "" {
 		raw, err := readInput(sf.input)
 		if err != nil {

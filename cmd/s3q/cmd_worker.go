@@ -30,8 +30,9 @@ func workerCommand() *command {
 the task's input is on its stdin, its stdout is the task's output (JSON as is,
 anything else as a JSON string), and a non-zero exit fails the attempt (it is
 retried with backoff while attempts remain; exit code 3 fails it for good).
-The command sees S3Q_TASK_ID, S3Q_TASK_TYPE, S3Q_ATTEMPT and S3Q_EXPIRES_AT,
-and is killed, with every process it started, if the lease is lost or the
+The command sees S3Q_TASK_ID, S3Q_TASK_TYPE, S3Q_ATTEMPT and S3Q_EXPIRES_AT
+(and TRACEPARENT and TRACESTATE, the W3C trace context of the submit, when
+it had one), and is killed, with every process it started, if the lease is lost or the
 task is cancelled. SIGTERM or Ctrl-C stops claiming and lets running commands
 finish (up to 30s; then they are killed and their tasks handed back).
 
@@ -97,6 +98,9 @@ func execHandler(command string) worker.Handler {
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		cmd.Env = append(os.Environ(),
 			"S3Q_TASK_ID="+t.ID, "S3Q_TASK_TYPE="+t.TaskType, "S3Q_ATTEMPT="+strconv.Itoa(t.Attempt))
+		if t.Traceparent != "" { // the W3C trace context the task was submitted in
+			cmd.Env = append(cmd.Env, "TRACEPARENT="+t.Traceparent, "TRACESTATE="+t.Tracestate)
+		}
 		if t.ExpiresAt != nil {
 			cmd.Env = append(cmd.Env, "S3Q_EXPIRES_AT="+t.ExpiresAt.UTC().Format(time.RFC3339Nano))
 		}

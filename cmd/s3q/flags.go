@@ -13,7 +13,7 @@ import (
 // flagExamples are examples of a valid value for flags whose type does not
 // say enough; flagExample falls back on the type.
 var flagExamples = map[string]string{
-	"max-attempts": "5", "limit": "100", "concurrency": "4", "max-concurrency": "10", "shards": "4",
+	"max-attempts": "5", "limit": "100", "concurrency": "4", "max-concurrency": "10", "shards": "4", "priority": "1",
 	"cron": "'0 2 * * *'", "timezone": "Europe/Berlin", "output": "json", "o": "json", "set": "task_id=ID",
 	"ttl-from": "first_attempt", "missed-runs": "catch_up", "overlap": "skip", "status": "failed",
 }
@@ -138,6 +138,7 @@ var flagMinimums = map[string]struct {
 }{
 	"max-attempts": {1, "every task gets at least one attempt; leave the flag out for the default"},
 	"concurrency":  {1, "a worker runs at least one task at a time"},
+	"priority":     {1, "1 is the highest priority, 5 the lowest; leave the flag out for the default"},
 }
 
 // checkMinimums refuses an integer flag given below its minimum.

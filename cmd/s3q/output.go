@@ -78,6 +78,9 @@ func printTask(w io.Writer, t client.Task, now time.Time) {
 	}
 	row("status", status)
 	row("attempt", fmt.Sprintf("%d of %d", t.Attempt, t.MaxAttempts))
+	if t.Priority > 0 {
+		row("priority", fmt.Sprint(t.Priority))
+	}
 	row("created_at", stamp(&t.CreatedAt, now))
 	row("available_at", stamp(&t.AvailableAt, now))
 	exp := "never"

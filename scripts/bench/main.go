@@ -4,6 +4,8 @@
 //	bench lifecycle ttl=no requests=N put=N list=N get=N delete=N usd_per_million=X
 //	bench lifecycle ttl=yes ...
 //	bench lifecycle ttl=no max_concurrency=10 ...   (a queue declared with max_concurrency)
+//	bench priority tasks=N high=H claim_order_violations=V requests_per_claim=R ...   (priority.go)
+//	bench lifecycle ttl=no priority=yes ...   (every task with a priority, 1 to 5 in turn)
 //	bench throughput server=versitygw workers=W tasks_per_s=X raw_ops_per_s=Y bound_ratio=R
 //	bench sweep ..., bench tick ..., bench list ..., bench history ... (sweep.go, tick.go, list.go)
 //	bench faults mix=M rate=R submits=N tasks=T duplicates=D dedup_violations=V lost=L run_twice=R http_500=E
@@ -60,7 +62,7 @@ func main() {
 	throughputTasks := flag.Int("throughput-tasks", 400, "backlog drained per throughput figure")
 	workers := flag.String("workers", "1,4,16", "worker counts for the throughput figures")
 	rawFor := flag.Duration("raw-for", 2*time.Second, "how long to measure the raw PUT+GET rate")
-	only := flag.String("only", "", "run only these figures, comma-separated: lifecycle, throughput, sweep (idle: its idle figure alone), tick, list, layout, ops, faults, push, storm")
+	only := flag.String("only", "", "run only these figures, comma-separated: lifecycle, priority, throughput, sweep (idle: its idle figure alone), tick, list, layout, ops, faults, push, storm")
 	faultMixes := flag.String("fault-mixes", "lost_answers,mixed", "fault mixes of the faults figures (empty: none)")
 	faultRate := flag.Float64("fault-rate", 0.10, "share of S3 requests that meet a fault in the faults figures")
 	faultSubmits := flag.Int("fault-submits", 1000, "submits per faults figure")
@@ -110,6 +112,11 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bench: workers=%d drained with %.2f requests per task\n", w, rpt)
 		fmt.Printf("bench throughput server=versitygw workers=%d tasks_per_s=%.1f raw_ops_per_s=%.1f bound_ratio=%.2f\n",
 			w, tps, raw, tps*rpt/(2*raw))
+	}
+	if run("priority") {
+		if err := benchPriority(ctx, srv, *tasks, 10); err != nil {
+			log.Fatal(err)
+		}
 	}
 	if run("sweep") {
 		if err := benchSweep(ctx, srv); err != nil {

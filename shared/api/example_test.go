@@ -29,5 +29,5 @@ func ExampleNew() {
 	fmt.Print(resp.Status, " ", string(b))
 	// Output:
 	// 201 Created
-	// 400 Bad Request {"error":{"code":"invalid_input","message":"unknown field \"colour\"; known fields: dedup_key, delay, expires_at, id, input, max_attempts, on_parent_expired, parent_id, queue, schedule_at, task_type, timeout, ttl, ttl_from, ttl_seconds, wait","field":"colour"}}
+	// 400 Bad Request {"error":{"code":"invalid_input","message":"unknown field \"colour\"; known fields: dedup_key, delay, expires_at, id, input, max_attempts, on_parent_expired, parent_id, priority, queue, schedule_at, task_type, timeout, traceparent, tracestate, ttl, ttl_from, ttl_seconds, wait","field":"colour"}}
 }

@@ -29,6 +29,7 @@ var queryDocs = map[string]obj{
 	"status":    {"description": "only tasks in this status", "schema": ref("Status")},
 	"queue":     {"description": "only tasks of this queue", "schema": queueName()},
 	"task_type": {"description": "only tasks of this type", "schema": taskType()},
+	"priority":  {"description": "only tasks of this priority, 1 (highest) to 5 (lowest)", "schema": obj{"type": "integer", "minimum": 1, "maximum": 5}},
 	"limit":     {"description": "at most this many results", "schema": obj{"type": "integer", "minimum": 1}},
 	"cursor":    {"description": "the next_cursor of the previous page", "schema": obj{"type": "string"}},
 	"counts":    {"description": "with each queue's counts (default true)", "schema": obj{"type": "boolean"}},

@@ -203,6 +203,9 @@ var fieldDocs = map[string]obj{
 	"*.lease_for":         {"description": "the lease's length from now: a duration such as 90s, 30m, 1h or 7d, or a number of seconds; more than 0 and at most 12h. Defaults to the task's timeout"},
 	"*.max_attempts":      {"minimum": 0, "description": "attempts before the task is dead-lettered (status failed); 0 means the default (3)"},
 	"*.ttl_seconds":       {"description": "the time to live in seconds (ttl as a number)"},
+	"*.priority":          {"minimum": 0, "maximum": queue.MaxPriority, "description": "1 (highest) to 5 (lowest): among due tasks a claim takes the highest first; 0 or absent: the queue's default, else 3"},
+	"*.traceparent":       {"description": "a W3C traceparent (00-{trace id}-{parent id}-{flags}), kept on the task and handed to its handler; a submit's traceparent header gives it too"},
+	"*.tracestate":        {"description": "a W3C tracestate, with traceparent; a submit's tracestate header gives it too"},
 
 	"Task.expires_at":         {"description": "the task's deadline; null when it has none"},
 	"Task.expires_in_seconds": {"description": "whole seconds to expires_at, rounded down; negative once passed"},

@@ -23,6 +23,7 @@ type queueBody struct {
 	Timeout        *queue.Duration `json:"timeout"`
 	Shards         int             `json:"shards"`
 	MaxConcurrency int             `json:"max_concurrency"`
+	Priority       int             `json:"priority"`
 	MaxSchedules   int             `json:"max_schedules"`
 	// Target is decoded on its own, so an unknown field in it is a 400
 	// naming target.<field>.
@@ -40,7 +41,7 @@ type (
 func queueOf(d queues.Declaration) queueView {
 	return queueView{
 		Name: d.Name, TTL: d.TTL, TTLFrom: d.TTLFrom, MaxAttempts: d.MaxAttempts, Timeout: d.Timeout,
-		Shards: d.Shards, MaxConcurrency: d.MaxConcurrency, MaxSchedules: d.MaxSchedules, Target: d.Target, AutoDeclared: d.AutoDeclared,
+		Shards: d.Shards, MaxConcurrency: d.MaxConcurrency, MaxSchedules: d.MaxSchedules, Priority: d.Priority, Target: d.Target, AutoDeclared: d.AutoDeclared,
 		Paused: d.Paused, PausedAt: d.PausedAt, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
 	}
 }
@@ -61,7 +62,7 @@ func (a *API) queueDeclare(rq *request) (reply, error) {
 	}
 	d, created, err := a.decls.Declare(rq.ctx, queues.Declaration{
 		Name: rq.queue, TTL: body.TTL, TTLFrom: body.TTLFrom, MaxAttempts: body.MaxAttempts,
-		Timeout: body.Timeout, Shards: body.Shards, MaxConcurrency: body.MaxConcurrency, MaxSchedules: body.MaxSchedules, Target: target,
+		Timeout: body.Timeout, Shards: body.Shards, MaxConcurrency: body.MaxConcurrency, Priority: body.Priority, MaxSchedules: body.MaxSchedules, Target: target,
 	}, rq.now(a))
 	if err != nil {
 		return reply{}, err

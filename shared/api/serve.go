@@ -33,6 +33,7 @@ type request struct {
 	name  string            // the {name} path segment, not yet validated
 	query map[string]string // accepted query parameters
 	body  []byte
+	hdr   http.Header // the request's headers
 	log   *requestLog
 	at    time.Time // the request's time, once read (now)
 }
@@ -149,7 +150,7 @@ func (a *API) serve(ctx context.Context, r *http.Request, rl *requestLog) (reply
 			return reply{}, err
 		}
 	}
-	rp, err := rt.serve(a, &request{ctx: ctx, route: rt, q: q, queue: ps.queue, id: ps.id, name: ps.name, query: query, body: body, log: rl})
+	rp, err := rt.serve(a, &request{ctx: ctx, route: rt, q: q, queue: ps.queue, id: ps.id, name: ps.name, query: query, body: body, hdr: r.Header, log: rl})
 	if err != nil && ps.queue != "" {
 		if e := toError(err); e.Code == CodeNotFound && strings.HasPrefix(e.Message, "task ") && strings.HasSuffix(e.Message, " not found") {
 			// Say which queue, when the core did not: a task addressed

@@ -56,6 +56,9 @@ func (a *API) submit(rq *request) (reply, error) {
 	if wait > 0 && !rq.waits {
 		return reply{}, waitElsewhere(rq.route)
 	}
+	if err := traceFromHeaders(rq, &body.SubmitRequest); err != nil {
+		return reply{}, err
+	}
 	if wait > 0 {
 		hold, err := a.holdWait(rq, wait)
 		if err != nil {
@@ -115,6 +118,11 @@ func (a *API) submitBatch(rq *request) (reply, error) {
 		}
 		reqs = append(reqs, req)
 		at = append(at, i)
+	}
+	for i := range reqs {
+		if err := traceFromHeaders(rq, &reqs[i]); err != nil {
+			return reply{}, err
+		}
 	}
 	if len(reqs) > 0 {
 		out, err := rq.q.SubmitBatch(rq.ctx, reqs, rq.now(a))

@@ -35,6 +35,13 @@ func (a *API) list(rq *request) (reply, error) {
 		Cursor:   rq.query["cursor"],
 		Now:      rq.now(a), // stale status/ markers met are repaired
 	}
+	if s, ok := rq.query["priority"]; ok {
+		n, err := strconv.Atoi(s)
+		if err != nil || n == 0 {
+			return reply{}, badInput("priority", "%q is not a priority: 1 (highest) to 5 (lowest)", clip(s))
+		}
+		req.Priority = n
+	}
 	if s, ok := rq.query["limit"]; ok {
 		n, err := strconv.Atoi(s)
 		if err != nil {

@@ -216,6 +216,8 @@ type ListRequest struct {
 	Status Status
 	// TaskType, when set, lists only tasks of this type.
 	TaskType string
+	// Priority, when set (1 to 5), lists only tasks of this priority.
+	Priority int
 	// Limit is the most tasks in the page. Defaults to the server's (100).
 	Limit int
 	// Cursor is the NextCursor of the previous page.
@@ -232,6 +234,9 @@ func (c *Client) List(ctx context.Context, req ListRequest) (ListResult, error) 
 	}
 	if req.TaskType != "" {
 		q.Set("task_type", req.TaskType)
+	}
+	if req.Priority != 0 {
+		q.Set("priority", fmt.Sprint(req.Priority))
 	}
 	path := "/tasks"
 	if req.Queue != "" {

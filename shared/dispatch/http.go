@@ -111,6 +111,13 @@ func (h *HTTP) Deliver(ctx context.Context, target queues.Target, d Delivery) Re
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "s3q-dispatch")
+	if d.Task.Traceparent != "" {
+		// The trace context the task was submitted in (W3C Trace Context).
+		req.Header.Set("traceparent", d.Task.Traceparent)
+		if d.Task.Tracestate != "" {
+			req.Header.Set("tracestate", d.Task.Tracestate)
+		}
+	}
 	pushsig.Headers(req.Header, secret, pushsig.Delivery{
 		Timestamp: d.Now.Unix(), Method: http.MethodPost, URL: target.URL,
 		Queue: d.Task.Queue, TaskID: d.Task.ID, Attempt: d.Task.Attempt,

@@ -54,6 +54,9 @@ func (q *Queue) build(ctx context.Context, req SubmitRequest, now time.Time) (Ta
 		OnParentExpired: req.OnParentExpired,
 		MaxAttempts:     req.MaxAttempts,
 		Timeout:         Duration(DefaultTimeout),
+		Priority:        req.Priority,
+		Traceparent:     req.Traceparent,
+		Tracestate:      req.Tracestate,
 	}
 	if req.Timeout != nil {
 		t.Timeout = *req.Timeout
@@ -129,6 +132,12 @@ func validateSubmit(req *SubmitRequest) error {
 		return invalid("max_attempts", "must be between 1 and %d (0 means the default, %d)", MaxAttemptsLimit, DefaultMaxAttempts)
 	}
 	if err := checkTimeout(req.Timeout); err != nil {
+		return err
+	}
+	if err := validPriority("priority", req.Priority); err != nil {
+		return err
+	}
+	if err := validTrace(req); err != nil {
 		return err
 	}
 	switch req.TTLFrom {
@@ -280,6 +289,9 @@ func (q *Queue) applyDefaults(ctx context.Context, req *SubmitRequest, decl Sett
 	if t.MaxAttempts == 0 {
 		t.MaxAttempts = decl.MaxAttempts
 	}
+	if t.Priority == 0 {
+		t.Priority = decl.Priority
+	}
 	if !timeoutSet && decl.Timeout != nil {
 		t.Timeout = *decl.Timeout
 	}
@@ -288,6 +300,9 @@ func (q *Queue) applyDefaults(ctx context.Context, req *SubmitRequest, decl Sett
 	}
 	if t.MaxAttempts == 0 {
 		t.MaxAttempts = DefaultMaxAttempts
+	}
+	if t.Priority == 0 {
+		t.Priority = DefaultPriority
 	}
 
 	return ttl, ttlFrom, nil

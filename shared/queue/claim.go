@@ -103,6 +103,11 @@ func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]C
 		pages := make([]int, len(roots))
 		q.prefetch(ctx, req.Queue, pages, now)
 		for j, prefix := range roots {
+			if len(out) < req.MaxTasks && !run.slots.busy && pages[j] == 0 {
+				// Not reached by the listing so far (cut short before it):
+				// list it with the indexes after it that are not listed yet.
+				q.prefetch(ctx, req.Queue, pages, now)
+			}
 			for len(out) < req.MaxTasks && !run.slots.busy {
 				// Up to as many candidates as tasks wanted, tried at once
 				// (one at a time under max_concurrency: each takes a slot).

@@ -77,6 +77,9 @@ type Settings struct {
 	// MaxConcurrency is the most tasks of the queue running at once,
 	// each holding one of that many slots; 0 for no limit.
 	MaxConcurrency int
+	// Priority is the queue's default priority of its tasks (1 to 5; 0:
+	// DefaultPriority).
+	Priority int
 	// Paused is true while the queue is paused: a claim takes nothing
 	// from it. PausedAt is when it was paused.
 	Paused   bool

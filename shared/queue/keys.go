@@ -25,6 +25,7 @@ import (
 //	q/{queue}/index/                              the claim indexes, one folder: a LIST of it reads both
 //	q/{queue}/index/deadline/{s}/{exp}_{avail}_{id}  pending with a deadline (the marker stays while it runs)
 //	q/{queue}/index/ready/{s}/{avail}_{id}        pending, no deadline; s = hash(id) mod shards
+//	q/{queue}/index/{deadline|ready}/p{n}/{s}/... the same, for priority n other than the default (priority.go)
 //	q/{queue}/dedup/{sha256(key)}                 dedup pointer
 //	q/{queue}/status/{status}/{id}                a task in a rare status (failed, expired, cancelled)
 //	q/{queue}/children/{parent_id}.flag           the task has (had) children
@@ -241,15 +242,13 @@ func taskIDFromKey(queue, key string) string {
 // of ready/, every shard of each, while they are empty or sparse.
 func indexesPrefix(queue string) string { return QueuePrefix(queue) + dirIndex }
 
-// deadlineRoot and readyRoot are a queue's claim indexes, every shard:
-// one LIST of a root reads the heads of all its shards while they are
-// sparse. deadlineRoot sorts first in indexesPrefix.
+// deadlineRoot and readyRoot are a queue's claim indexes of the default
+// priority, every shard: one LIST of a root reads the heads of all its
+// shards while they are sparse. deadlineRoot sorts first in
+// indexesPrefix. The indexes of the other priorities are folders inside
+// them, after the shards (priorityRoot).
 func deadlineRoot(queue string) string { return indexesPrefix(queue) + dirDeadline }
 func readyRoot(queue string) string    { return indexesPrefix(queue) + dirReady }
-
-// indexRoots returns a queue's claim index roots in claim order, which
-// is their order of keys under indexesPrefix.
-func indexRoots(queue string) [2]string { return [2]string{deadlineRoot(queue), readyRoot(queue)} }
 
 func readyPrefix(queue string, shard int) string {
 	return readyRoot(queue) + shardName(shard) + "/"
@@ -260,17 +259,19 @@ func deadlinePrefix(queue string, shard int) string {
 }
 
 // indexKeyFor returns the marker key a pending task belongs under: under
-// index/deadline/ when it has a deadline, else under index/ready/.
+// index/deadline/ when it has a deadline, else under index/ready/, in
+// the folder of its priority (priorityRoot).
 func indexKeyFor(t *Task, shards int) string {
-	shard := shardOf(t.ID, shards)
+	shard := shardName(shardOf(t.ID, shards)) + "/"
 	if t.ExpiresAt != nil {
-		return deadlinePrefix(t.Queue, shard) + keyTime(*t.ExpiresAt) + "_" + keyTime(t.AvailableAt) + "_" + t.ID
+		return priorityRoot(deadlineRoot(t.Queue), t.priority()) + shard + keyTime(*t.ExpiresAt) + "_" + keyTime(t.AvailableAt) + "_" + t.ID
 	}
-	return readyPrefix(t.Queue, shard) + keyTime(t.AvailableAt) + "_" + t.ID
+	return priorityRoot(readyRoot(t.Queue), t.priority()) + shard + keyTime(t.AvailableAt) + "_" + t.ID
 }
 
-// indexRootOf returns the claim index root (deadlineRoot, readyRoot) a
-// marker key is under, or "".
+// indexRootOf returns the claim index root (deadlineRoot, readyRoot, or
+// the folder of a priority in one, priorityRoot) a marker key is under,
+// or "".
 func indexRootOf(key string) string {
 	rest, ok := strings.CutPrefix(key, prefixQueues)
 	if !ok {
@@ -285,8 +286,8 @@ func indexRootOf(key string) string {
 		return ""
 	}
 	for _, dir := range []string{dirDeadline, dirReady} {
-		if strings.HasPrefix(rest, dir) {
-			return indexesPrefix(name) + dir
+		if rest, ok := strings.CutPrefix(rest, dir); ok {
+			return indexesPrefix(name) + dir + priorityDirOf(rest)
 		}
 	}
 	return ""
@@ -558,11 +559,12 @@ func parseMarker(key string) (marker, bool) {
 	}
 	parts := strings.Split(base, "_")
 	var err error
+	ready := strings.HasPrefix(root[len(indexesPrefix(m.queue)):], dirReady)
 	switch {
-	case strings.HasSuffix(root, dirReady) && len(parts) == 2:
+	case ready && len(parts) == 2:
 		m.available, err = parseKeyTime(parts[0])
 		m.id = parts[1]
-	case strings.HasSuffix(root, dirDeadline) && len(parts) == 3:
+	case !ready && len(parts) == 3:
 		if m.expires, err = parseKeyTime(parts[0]); err == nil {
 			m.available, err = parseKeyTime(parts[1])
 		}

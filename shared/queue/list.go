@@ -17,6 +17,7 @@ type ListRequest struct {
 	Status   Status `json:"status,omitempty"`    // only this status
 	Queue    string `json:"queue,omitempty"`     // only this queue
 	TaskType string `json:"task_type,omitempty"` // only this type
+	Priority int    `json:"priority,omitempty"`  // only this priority (1-5); 0: any
 	// Limit is the most tasks to return. Defaults to 100, at most 1000.
 	Limit int `json:"limit,omitempty"`
 	// Cursor continues a listing from a previous NextCursor.
@@ -100,6 +101,9 @@ func (q *Queue) List(ctx context.Context, req ListRequest) (ListResult, error) {
 		if err := ValidateTaskType("task_type", req.TaskType); err != nil {
 			return ListResult{}, err
 		}
+	}
+	if err := validPriority("priority", req.Priority); err != nil {
+		return ListResult{}, err
 	}
 	switch {
 	case req.Limit == 0:
@@ -261,6 +265,9 @@ func (q *Queue) collect(ctx context.Context, req ListRequest, cands []listCandid
 				continue
 			}
 			if req.TaskType != "" && t.TaskType != req.TaskType {
+				continue
+			}
+			if req.Priority != 0 && t.priority() != req.Priority {
 				continue
 			}
 			res.Tasks = append(res.Tasks, *t)

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 )
@@ -232,7 +231,11 @@ func (q *Queue) list(ctx context.Context, prefix, startAfter string, now time.Ti
 	}
 	q.notes[prefix] = append(q.notes[prefix], notes)
 	q.mu.Unlock()
-	page, err := q.store.List(ctx, prefix, startAfter, 0)
+	from := startAfter
+	if from == "" {
+		from = headAfter(prefix) // past the priority folders of a default root
+	}
+	page, err := q.store.List(ctx, prefix, from, 0)
 	if err != nil {
 		q.mu.Lock()
 		q.unnoteLocked(prefix, notes)
@@ -242,7 +245,7 @@ func (q *Queue) list(ctx context.Context, prefix, startAfter string, now time.Ti
 	nb := &scanBuf{listedAt: now, truncated: page.Truncated && len(page.Items) > 0, after: startAfter, valid: true, ended: map[string]bool{}}
 	for _, it := range page.Items {
 		nb.lastKey = it.Key
-		if m, ok := parseMarker(it.Key); ok {
+		if m, ok := parseMarker(it.Key); ok && indexRootOf(it.Key) == prefix {
 			nb.entries = append(nb.entries, m)
 		}
 	}
@@ -276,97 +279,115 @@ func (q *Queue) unnoteLocked(prefix string, notes *listNotes) {
 }
 
 // prefetch lists the claim indexes of queue that a claim is about to
-// visit and whose cached listing is stale (and that no other claim is
-// listing). With both stale it sends ONE LIST, of their parent
-// (indexesPrefix), which reads deadline/ and then ready/, every shard of
-// each: an empty or sparse queue costs one LIST a claim whatever its
-// shards. With one stale it lists that root. pages[i] counts the listing
-// of indexRoots(queue)[i] for the claim, as next does.
+// visit, that it has not listed yet (pages[i] == 0) and whose cached
+// listing is stale (and that no other claim is listing). Indexes next to
+// each other in key order (priority.go: deadline/'s priority folders,
+// deadline/, ready/'s, ready/) are read together, with ONE LIST of their
+// parent (indexesPrefix), every shard of each: an empty or sparse queue
+// costs one LIST a claim whatever its shards and priorities. A lone
+// index is listed from its own root. pages[i] counts the listing of
+// indexRoots(queue)[i] for the claim, as next does.
 //
-// A combined listing cut short inside deadline/ has not reached ready/:
-// that root stays unlisted (pages 0), and next lists it from its own
-// root with its own page budget (Options.MaxScanPages), so a backlog of
-// deadline markers not yet due (delayed tasks with a TTL: deadline/ sorts
-// by expiry, not availability) never keeps a due ready/ task from a
-// claim. While this Queue's last listing of deadline/ was such a full
-// page, prefetch lists the two roots at the same time instead, one round
-// trip as before layout 3, so that a due ready/ task of a busy queue
-// waits for no extra LIST.
+// A listing cut short has not reached the indexes after the cut: they
+// stay unlisted (pages 0), and the claim lists them when it comes to
+// them (prefetch again, then next from each root with its own page
+// budget, Options.MaxScanPages), so a backlog of deadline markers not yet
+// due (delayed tasks with a TTL: deadline/ sorts by expiry, not
+// availability) never keeps a due task of another index from a claim.
+// An index whose last listing from its start was such a full page
+// (headFull) ends its group: the indexes after it are read by another
+// LIST at the same time, one round trip, so that a due ready/ task of a
+// busy queue waits for no extra LIST.
 func (q *Queue) prefetch(ctx context.Context, queue string, pages []int, now time.Time) {
 	roots := indexRoots(queue)
 	q.mu.Lock()
-	var stale []int
-	for i, root := range roots {
+	var runs [][]int
+	var cur []int
+	for _, i := range keyOrder(roots) {
+		root := roots[i]
 		_, busy := q.listing[root]
-		if !busy && !q.bufs[root].fresh(now, q.opts.ListCacheFor) {
-			stale = append(stale, i)
+		b := q.bufs[root]
+		big := b != nil && b.headFull
+		if busy || pages[i] > 0 || b.fresh(now, q.opts.ListCacheFor) {
+			if big && len(cur) > 0 {
+				runs, cur = append(runs, cur), nil // not worth reading through
+			}
+			continue
+		}
+		cur = append(cur, i)
+		if big {
+			runs, cur = append(runs, cur), nil // the page ends inside it
 		}
 	}
-	full := q.bufs[roots[0]] != nil && q.bufs[roots[0]].headFull
-	combined := len(stale) == len(roots) && !full
-	var dones [2]chan struct{}
-	shared := make(chan struct{})
-	for _, i := range stale {
-		dones[i] = shared
-		if !combined {
-			dones[i] = make(chan struct{})
+	if len(cur) > 0 {
+		runs = append(runs, cur)
+	}
+	dones := make([]chan struct{}, len(runs))
+	for r, run := range runs {
+		dones[r] = make(chan struct{})
+		for _, i := range run {
+			q.listing[roots[i]] = dones[r]
 		}
-		q.listing[roots[i]] = dones[i]
 	}
 	q.mu.Unlock()
-	if combined {
-		covered, err := q.fetchIndexes(ctx, queue, now, shared)
-		if err != nil {
-			return // next lists each root again, and reports the error
-		}
-		for i := range roots {
-			if covered[i] {
-				pages[i]++
-			}
-		}
-		return
-	}
+	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for _, i := range stale {
-		pages[i]++
+	for r, run := range runs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := q.fetch(ctx, roots[i], "", now, dones[i]); err != nil {
-				pages[i]-- // next lists again, and reports the error
+			if len(run) == 1 {
+				i := run[0]
+				if err := q.fetch(ctx, roots[i], "", now, dones[r]); err == nil {
+					mu.Lock()
+					pages[i]++
+					mu.Unlock()
+				}
+				return
 			}
+			covered, err := q.fetchIndexes(ctx, queue, runAfter(roots[run[0]]), roots, run, now, dones[r])
+			if err != nil {
+				return // next lists each root again, and reports the error
+			}
+			mu.Lock()
+			for _, i := range run {
+				if covered[i] {
+					pages[i]++
+				}
+			}
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
 }
 
-// fetchIndexes lists the parent of queue's claim indexes from its start
-// into the cached listing of each root it reaches, then closes done,
-// which the caller has registered in q.listing for both roots. covered
-// says which roots the page reached: a root it was cut short before has
-// no listing from it (its stale one is dropped), and is listed on its
-// own.
-func (q *Queue) fetchIndexes(ctx context.Context, queue string, now time.Time, done chan struct{}) (covered [2]bool, err error) {
-	roots := indexRoots(queue)
-	var notes [2]*listNotes
+// fetchIndexes lists the parent of queue's claim indexes from after into
+// the cached listing of each root of want (indexes into roots) it
+// reaches, then closes done, which the caller has registered in
+// q.listing for those roots. covered says which roots the page reached:
+// a root it was cut short before has no listing from it (its stale one
+// is dropped), and is listed on its own.
+func (q *Queue) fetchIndexes(ctx context.Context, queue, after string, roots []string, want []int, now time.Time, done chan struct{}) (covered []bool, err error) {
+	covered = make([]bool, len(roots))
+	notes := make([]*listNotes, len(roots))
 	q.mu.Lock()
 	if q.notes == nil {
 		q.notes = map[string][]*listNotes{}
 	}
-	for i, root := range roots {
+	for _, i := range want {
 		notes[i] = &listNotes{}
-		q.notes[root] = append(q.notes[root], notes[i])
+		q.notes[roots[i]] = append(q.notes[roots[i]], notes[i])
 	}
 	q.mu.Unlock()
 	prefix := indexesPrefix(queue)
-	page, err := q.store.List(ctx, prefix, "", 0)
+	page, err := q.store.List(ctx, prefix, after, 0)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	defer close(done)
-	for i, root := range roots {
-		delete(q.listing, root)
+	for _, i := range want {
+		delete(q.listing, roots[i])
 		if err != nil {
-			q.unnoteLocked(root, notes[i])
+			q.unnoteLocked(roots[i], notes[i])
 		}
 	}
 	if err != nil {
@@ -377,27 +398,26 @@ func (q *Queue) fetchIndexes(ctx context.Context, queue string, now time.Time, d
 	if len(page.Items) > 0 {
 		last = page.Items[len(page.Items)-1].Key
 	}
-	var nbs [2]*scanBuf
-	for i := range roots {
-		nbs[i] = &scanBuf{listedAt: now, valid: true, ended: map[string]bool{}}
+	nbs := make(map[string]*scanBuf, len(want))
+	for _, i := range want {
+		nbs[roots[i]] = &scanBuf{listedAt: now, valid: true, ended: map[string]bool{}}
 	}
 	for _, it := range page.Items {
 		m, ok := parseMarker(it.Key)
 		if !ok {
 			continue
 		}
-		for i, root := range roots {
-			if strings.HasPrefix(it.Key, root) {
-				nbs[i].entries = append(nbs[i].entries, m)
-			}
+		if nb := nbs[indexRootOf(it.Key)]; nb != nil {
+			nb.entries = append(nb.entries, m)
 		}
 	}
-	for i, root := range roots {
+	for _, i := range want {
+		root, nb := roots[i], nbs[roots[i]]
 		switch {
-		case !truncated || (last > root && !strings.HasPrefix(last, root)):
+		case !truncated || last >= rootEnd(root):
 			// The page read the whole root: every key of it sorts before last.
-		case strings.HasPrefix(last, root):
-			nbs[i].truncated, nbs[i].lastKey = true, last
+		case last >= rootStart(root):
+			nb.truncated, nb.lastKey = true, last
 		default:
 			// Cut short before the root: nothing of it was read.
 			q.unnoteLocked(root, notes[i])
@@ -407,7 +427,7 @@ func (q *Queue) fetchIndexes(ctx context.Context, queue string, now time.Time, d
 			continue
 		}
 		covered[i] = true
-		q.keepLocked(root, nbs[i], notes[i])
+		q.keepLocked(root, nb, notes[i])
 	}
 	return covered, nil
 }

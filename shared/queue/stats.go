@@ -109,10 +109,10 @@ func (q *Queue) count(ctx context.Context, d Settings, now time.Time, detail *co
 			continue
 		}
 		capCount(&c, "live")
-		if root != deadlineRoot(d.Name) {
+		if root == "" {
 			break
 		}
-		after = afterDir(root)
+		after = rootEnd(root) // on to the next index (priority.go)
 	}
 	for _, st := range []struct {
 		status Status

@@ -72,6 +72,17 @@ type SubmitRequest struct {
 	// 5m.
 	Timeout *Duration `json:"timeout,omitempty"`
 
+	// Priority is 1 (highest) to 5 (lowest): among due tasks a claim
+	// takes the highest first (priority.go). Defaults to the queue's
+	// default, then 3.
+	Priority int `json:"priority,omitempty"`
+	// Traceparent and Tracestate are a W3C trace context (the HTTP API
+	// takes them from the headers of those names too): kept on the task
+	// and handed to its handler (trace.go). Not part of the request's
+	// identity. Default none.
+	Traceparent string `json:"traceparent,omitempty"`
+	Tracestate  string `json:"tracestate,omitempty"`
+
 	// ParentID makes the task a child: unless it gives its own deadline it
 	// inherits the parent's expires_at.
 	ParentID string `json:"parent_id,omitempty"`
@@ -255,6 +266,7 @@ func (q *Queue) replay(ctx context.Context, t *Task, req SubmitRequest, wroteMar
 // not matter (jsonval.Canonical).
 func requestHash(req SubmitRequest) string {
 	req.ID, req.ReplayAnyRequest = "", false
+	req.Traceparent, req.Tracestate = "", "" // a retry may come from another span
 	if req.Queue == "" {
 		req.Queue = DefaultQueue
 	}

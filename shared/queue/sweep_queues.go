@@ -215,8 +215,8 @@ func (r *sweepRun) readDeadlineHead(ctx context.Context, root string, shards int
 		}
 		after = page.Items[len(page.Items)-1].Key
 		if dir := shardDirOf(after); past[dir] {
-			if lastShard(dir, shards) {
-				return due, next, true, nil
+			if lastShard(dir, shards) && isDefaultRoot(indexRootOf(dir)) {
+				return due, next, true, nil // (the priority folders sort before the default's shards)
 			}
 			after = afterDir(dir)
 		}

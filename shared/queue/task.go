@@ -84,6 +84,13 @@ type Task struct {
 	Attempt     int      `json:"attempt"`      // claims so far (a reschedule gives its claim back)
 	MaxAttempts int      `json:"max_attempts"` // claims allowed before the task fails
 	Timeout     Duration `json:"timeout"`      // lease length when a claim names none
+	// Priority is 1 (highest) to 5 (lowest); 0 in a record written before
+	// priorities, which is the default, 3 (priority.go).
+	Priority int `json:"priority,omitempty"`
+	// Traceparent and Tracestate are the W3C trace context the task was
+	// submitted in (trace.go), handed to every attempt's handler.
+	Traceparent string `json:"traceparent,omitempty"`
+	Tracestate  string `json:"tracestate,omitempty"`
 
 	LeaseToken     string     `json:"lease_token,omitempty"`
 	LeaseExpiresAt *time.Time `json:"lease_expires_at,omitempty"`

@@ -11,7 +11,7 @@ func (t Task) Wire() wire.Task {
 		ExpiresAt: t.ExpiresAt, ExpiredAt: t.ExpiredAt, ExpiryReason: t.ExpiryReason,
 		TTL: t.TTL, TTLFrom: t.TTLFrom,
 		DedupKey: t.DedupKey, ParentID: t.ParentID, OnParentExpired: t.OnParentExpired,
-		Attempt: t.Attempt, MaxAttempts: t.MaxAttempts, Timeout: t.Timeout,
+		Attempt: t.Attempt, MaxAttempts: t.MaxAttempts, Timeout: t.Timeout, Priority: t.Priority, Traceparent: t.Traceparent, Tracestate: t.Tracestate,
 		LeaseExpiresAt: t.LeaseExpiresAt, Heartbeats: t.Heartbeats, WorkerID: t.WorkerID, StartedAt: t.StartedAt,
 		LastError: t.LastError, FailedAt: t.FailedAt, CompletedAt: t.CompletedAt,
 		CancelledAt: t.CancelledAt, CancelRequested: t.CancelRequested,

@@ -22,7 +22,7 @@ var shown = []string{
 	"created_at", "updated_at", "available_at",
 	"expires_at", "expired_at", "expiry_reason", "ttl", "ttl_from",
 	"dedup_key", "parent_id", "on_parent_expired",
-	"attempt", "max_attempts", "timeout",
+	"attempt", "max_attempts", "timeout", "priority", "traceparent", "tracestate",
 	"lease_expires_at", "heartbeats", "worker_id", "started_at",
 	"last_error", "failed_at", "completed_at", "cancelled_at", "cancel_requested",
 	"expiry_event_sent_at", "dead_letter_event_sent_at", "artifacts_expire_at", "artifact_names",

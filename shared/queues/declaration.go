@@ -52,6 +52,9 @@ type Declaration struct {
 	// holds one of that many slots, q/{queue}/slots/{n}); every claim, pull
 	// or push, must take a slot. Defaults to 0: no limit and no slots.
 	MaxConcurrency int `json:"max_concurrency,omitempty"`
+	// Priority is the queue's default priority of a task, 1 (highest) to
+	// 5 (lowest). Defaults to none (3).
+	Priority int `json:"priority,omitempty"`
 	// MaxSchedules is the most schedules that may fire into the queue (1
 	// to MaxSchedules): a create past it is refused (schedule.ErrTooMany).
 	// Defaults to DefaultMaxSchedules.
@@ -79,14 +82,14 @@ func (d Declaration) Settings() queue.Settings {
 	return queue.Settings{
 		Name: d.Name, Declared: !d.CreatedAt.IsZero(), Shards: d.Shards, ReadShards: queue.MaxShards,
 		TTL: d.TTL, TTLFrom: d.TTLFrom, MaxAttempts: d.MaxAttempts, Timeout: d.Timeout,
-		MaxConcurrency: d.MaxConcurrency, Paused: d.Paused, PausedAt: d.PausedAt,
+		MaxConcurrency: d.MaxConcurrency, Priority: d.Priority, Paused: d.Paused, PausedAt: d.PausedAt,
 	}
 }
 
 // settable returns d with only what a caller may set.
 func (d Declaration) settable() Declaration {
 	return Declaration{Name: d.Name, TTL: d.TTL, TTLFrom: d.TTLFrom, MaxAttempts: d.MaxAttempts,
-		Timeout: d.Timeout, Shards: d.Shards, MaxConcurrency: d.MaxConcurrency, MaxSchedules: d.MaxSchedules, Target: d.Target}
+		Timeout: d.Timeout, Shards: d.Shards, MaxConcurrency: d.MaxConcurrency, Priority: d.Priority, MaxSchedules: d.MaxSchedules, Target: d.Target}
 }
 
 var (
@@ -121,6 +124,9 @@ func (d *Declaration) validate(insecure bool) error {
 	}
 	if d.MaxConcurrency < 0 || d.MaxConcurrency > MaxConcurrency {
 		return invalid("max_concurrency", "must be between 1 and %d (0 or absent: no limit)", MaxConcurrency)
+	}
+	if err := queue.ValidatePriority("priority", d.Priority); err != nil {
+		return err
 	}
 	if d.MaxSchedules < 0 || d.MaxSchedules > MaxSchedules {
 		return invalid("max_schedules", "must be between 1 and %d (0 or absent: %d)", MaxSchedules, DefaultMaxSchedules)

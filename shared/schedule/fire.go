@@ -40,6 +40,9 @@ func (s *Scheduler) submit(ctx context.Context, def *Definition, taskID string, 
 		Queue:            def.Queue,
 		Input:            def.Input,
 		MaxAttempts:      def.MaxAttempts,
+		Priority:         def.Priority,
+		// Each fire starts a trace of its own.
+		Traceparent: queue.NewTraceparent(),
 	}
 	if def.TTL != nil {
 		if def.TTLFrom == queue.TTLFromFirstAttempt {

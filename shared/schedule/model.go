@@ -49,6 +49,7 @@ type Definition struct {
 	TTL         *queue.Duration `json:"ttl,omitempty"`      // counted from the fire time (see Request.TTL)
 	TTLFrom     queue.TTLFrom   `json:"ttl_from,omitempty"` // submission (default) or first_attempt
 	MaxAttempts int             `json:"max_attempts,omitempty"`
+	Priority    int             `json:"priority,omitempty"` // 0: the queue's default
 
 	// When.
 	Cron          string          `json:"cron"`

@@ -18,7 +18,7 @@ func (d *Definition) Request() Request {
 	enabled := d.Enabled
 	r := Request{
 		ID: d.ID, TaskType: d.TaskType, Input: d.Input, Queue: d.Queue,
-		TTL: d.TTL, TTLFrom: d.TTLFrom, MaxAttempts: d.MaxAttempts,
+		TTL: d.TTL, TTLFrom: d.TTLFrom, MaxAttempts: d.MaxAttempts, Priority: d.Priority,
 		Cron: d.Cron, Timezone: d.Timezone, Enabled: &enabled,
 		MissedRuns: d.MissedRuns, CatchUpWindow: d.CatchUpWindow, Overlap: d.Overlap,
 	}
@@ -31,7 +31,7 @@ func (d *Definition) Request() Request {
 func definition(r *Request, now time.Time) (Definition, *Spec, error) {
 	d := Definition{
 		TaskType: r.TaskType, Input: r.Input, Queue: r.Queue,
-		TTL: r.TTL, TTLFrom: r.TTLFrom, MaxAttempts: r.MaxAttempts,
+		TTL: r.TTL, TTLFrom: r.TTLFrom, MaxAttempts: r.MaxAttempts, Priority: r.Priority,
 		Cron: r.Cron, Timezone: r.Timezone, Enabled: r.Enabled == nil || *r.Enabled,
 		MissedRuns: r.MissedRuns, CatchUpWindow: r.CatchUpWindow, Overlap: r.Overlap,
 	}
@@ -76,6 +76,9 @@ func definition(r *Request, now time.Time) (Definition, *Spec, error) {
 	}
 	if d.MaxAttempts < 0 || d.MaxAttempts > queue.MaxAttemptsLimit {
 		return Definition{}, nil, invalid("max_attempts", "must be between 1 and %d (0 means the default, %d)", queue.MaxAttemptsLimit, queue.DefaultMaxAttempts)
+	}
+	if err := queue.ValidatePriority("priority", d.Priority); err != nil {
+		return Definition{}, nil, err
 	}
 	switch d.MissedRuns {
 	case MissedSkip, MissedCatchUp:

@@ -332,7 +332,7 @@ func (s *Scheduler) view(def *Definition, st State, now time.Time) (Schedule, er
 	}
 	v := Schedule{ // without def.Secret: never shown
 		ID: def.ID, TaskType: def.TaskType, Input: def.Input, Queue: def.Queue,
-		TTL: def.TTL, TTLFrom: def.TTLFrom, MaxAttempts: def.MaxAttempts,
+		TTL: def.TTL, TTLFrom: def.TTLFrom, MaxAttempts: def.MaxAttempts, Priority: def.Priority,
 		Cron: def.Cron, Timezone: def.Timezone, Enabled: def.Enabled,
 		MissedRuns: def.MissedRuns, CatchUpWindow: def.CatchUpWindow, Overlap: def.Overlap,
 		Version: def.Version, CreatedAt: def.CreatedAt, UpdatedAt: def.UpdatedAt,

@@ -3,6 +3,7 @@ package ui
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/s3q/s3q/shared/client"
@@ -29,6 +30,7 @@ type queueRow struct {
 	RecentFailed   int
 	RecentExpired  int
 	MaxConcurrency int
+	Priority       int // the queue's default priority; 0: none (3)
 	Shards         int
 	Target         string
 	Defaults       string
@@ -40,7 +42,7 @@ type queueRow struct {
 // them (their counts then replace the declaration's).
 func newQueueRow(q queueJSON, st *statsJSON) queueRow {
 	r := queueRow{
-		Name: q.Name, MaxConcurrency: q.MaxConcurrency, Shards: q.Shards, Target: describeTarget(q.Target),
+		Name: q.Name, MaxConcurrency: q.MaxConcurrency, Priority: q.Priority, Shards: q.Shards, Target: describeTarget(q.Target),
 		Defaults: describeDefaults(q.Declaration), AutoDeclared: q.AutoDeclared, UpdatedAt: q.UpdatedAt, Paused: q.Paused,
 	}
 	c := q.Counts
@@ -122,17 +124,21 @@ type taskRow struct {
 // tasksView is a queue's page: its counts and settings, and one page of
 // its tasks.
 type tasksView struct {
-	Queue      queueRow
-	QueueErr   *pageErr
-	Status     string
-	Type       string
-	Statuses   []queue.Status
-	Tasks      []taskRow
-	Cursor     string
-	NextCursor string
-	PageSize   int
-	Err        *pageErr // the listing's error (a bad filter), shown by the form
-	Back       string
+	Queue    queueRow
+	QueueErr *pageErr
+	Status   string
+	Type     string
+	Priority int // the priority filter; 0: any
+	// PriorityParam is the filter as the page's links carry it.
+	PriorityParam string
+	Priorities    []int
+	Statuses      []queue.Status
+	Tasks         []taskRow
+	Cursor        string
+	NextCursor    string
+	PageSize      int
+	Err           *pageErr // the listing's error (a bad filter), shown by the form
+	Back          string
 	// Bulk lists the bulk operations that apply to the status shown, when
 	// the API has them.
 	Bulk []string
@@ -144,7 +150,15 @@ func (c *Console) tasksPage(r *http.Request) (*view, error) {
 	name := r.PathValue("queue")
 	q := r.URL.Query()
 	v := tasksView{Status: q.Get("status"), Type: q.Get("type"), Cursor: q.Get("cursor"), Statuses: queue.Statuses,
-		PageSize: c.opts.PageSize, Back: r.URL.RequestURI()}
+		PageSize: c.opts.PageSize, Back: r.URL.RequestURI(), Priorities: []int{1, 2, 3, 4, 5}}
+	if s := q.Get("priority"); s != "" {
+		v.PriorityParam = s
+		if n, err := strconv.Atoi(s); err == nil {
+			v.Priority = n
+		} else {
+			v.Priority = -1 // refused by the API, which names the field
+		}
+	}
 	info, err := c.getQueue(r.Context(), name)
 	if err != nil {
 		pe := toPageErr(err)
@@ -161,7 +175,7 @@ func (c *Console) tasksPage(r *http.Request) (*view, error) {
 		}
 		v.Queue = newQueueRow(info, st)
 	}
-	res, err := c.api.List(r.Context(), client.ListRequest{Queue: name, Status: queue.Status(v.Status), TaskType: v.Type,
+	res, err := c.api.List(r.Context(), client.ListRequest{Queue: name, Status: queue.Status(v.Status), TaskType: v.Type, Priority: v.Priority,
 		Limit: c.opts.PageSize, Cursor: v.Cursor})
 	if err != nil {
 		pe := toPageErr(err)

@@ -171,6 +171,7 @@ func TestAPIErrorsShowTheirCodeAndField(t *testing.T) {
 		path, status, code, field string
 	}{
 		{"/ui/queues/default?type=not%20a%20type", "400", "invalid_input", "task_type"},
+		{"/ui/queues/default?priority=9", "400", "invalid_input", "priority"},
 		{"/ui/queues/default/tasks/0190a000-0000-7000-8000-000000000000", "404", "not_found", ""},
 		{"/ui/dead?status=running", "400", "", ""},
 		{"/ui/queues/default/schedules/nope", "404", "not_found", ""},

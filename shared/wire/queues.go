@@ -39,6 +39,9 @@ type Queue struct {
 	// MaxSchedules is the most schedules that fire into the queue (409
 	// too_many_schedules past it). Defaults to 0: 100.
 	MaxSchedules int `json:"max_schedules,omitempty"`
+	// Priority is the queue's default priority of a task, 1 (highest) to
+	// 5 (lowest). Defaults to none (3).
+	Priority int `json:"priority,omitempty"`
 	// Target, when set, makes the queue a push queue.
 	Target *Target `json:"target,omitempty"`
 	// AutoDeclared is true for a queue declared by a submit (auto_declare).
@@ -66,6 +69,7 @@ type QueueRequest struct {
 	Shards         int       `json:"shards,omitempty"`
 	MaxConcurrency int       `json:"max_concurrency,omitempty"`
 	MaxSchedules   int       `json:"max_schedules,omitempty"`
+	Priority       int       `json:"priority,omitempty"`
 	Target         *Target   `json:"target,omitempty"`
 }
 

@@ -91,6 +91,9 @@ type ScheduleRequest struct {
 	TTLFrom TTLFrom `json:"ttl_from,omitempty"`
 	// MaxAttempts of each fired task; 0 means the queue's default (3).
 	MaxAttempts int `json:"max_attempts,omitempty"`
+	// Priority of each fired task, 1 (highest) to 5 (lowest); 0 means the
+	// queue's default (3).
+	Priority int `json:"priority,omitempty"`
 
 	// Cron is the expression: 5 fields (minute hour day-of-month month
 	// day-of-week) or a descriptor (@hourly, @daily, @weekly, @monthly,
@@ -124,6 +127,7 @@ type Schedule struct {
 	TTL         *Duration       `json:"ttl,omitempty"`      // counted from the fire time (see Request.TTL)
 	TTLFrom     TTLFrom         `json:"ttl_from,omitempty"` // submission (default) or first_attempt
 	MaxAttempts int             `json:"max_attempts,omitempty"`
+	Priority    int             `json:"priority,omitempty"` // 0: the queue's default
 
 	// When.
 	Cron          string     `json:"cron"`
@@ -152,7 +156,7 @@ func (s Schedule) Request() ScheduleRequest {
 	enabled := s.Enabled
 	return ScheduleRequest{
 		ID: s.ID, TaskType: s.TaskType, Input: s.Input, Queue: s.Queue,
-		TTL: s.TTL, TTLFrom: s.TTLFrom, MaxAttempts: s.MaxAttempts,
+		TTL: s.TTL, TTLFrom: s.TTLFrom, MaxAttempts: s.MaxAttempts, Priority: s.Priority,
 		Cron: s.Cron, Timezone: s.Timezone, Enabled: &enabled,
 		MissedRuns: s.MissedRuns, CatchUpWindow: s.CatchUpWindow, Overlap: s.Overlap,
 	}

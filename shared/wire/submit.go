@@ -55,6 +55,15 @@ type SubmitRequest struct {
 	// Timeout is the lease length of a claim that names none. Defaults to 5m.
 	Timeout *Duration `json:"timeout,omitempty"`
 
+	// Priority is 1 (highest) to 5 (lowest): among due tasks a claim
+	// takes the highest first. Defaults to the queue's default, then 3.
+	Priority int `json:"priority,omitempty"`
+	// Traceparent and Tracestate are a W3C trace context: kept on the task
+	// and handed to its handler. Not part of the request's identity.
+	// Default none.
+	Traceparent string `json:"traceparent,omitempty"`
+	Tracestate  string `json:"tracestate,omitempty"`
+
 	// ParentID makes the task a child: unless it gives its own deadline it
 	// inherits the parent's expires_at.
 	ParentID string `json:"parent_id,omitempty"`

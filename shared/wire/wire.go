@@ -43,6 +43,13 @@ type Task struct {
 	Attempt     int      `json:"attempt"`
 	MaxAttempts int      `json:"max_attempts"`
 	Timeout     Duration `json:"timeout"`
+	// Priority is 1 (highest) to 5 (lowest); absent in a record written
+	// before priorities, which has the default, 3.
+	Priority int `json:"priority,omitempty"`
+	// Traceparent and Tracestate are the W3C trace context the task was
+	// submitted in.
+	Traceparent string `json:"traceparent,omitempty"`
+	Tracestate  string `json:"tracestate,omitempty"`
 
 	LeaseExpiresAt *time.Time `json:"lease_expires_at,omitempty"`
 	Heartbeats     int        `json:"heartbeats,omitempty"`

@@ -68,7 +68,7 @@ func LambdaHandler(handlers map[string]Handler) func(ctx context.Context, p Push
 			defer cancel()
 		}
 		t := &Task{Task: p.Task, Lease: p.Lease, now: time.Now}
-		out, err := safeCall(ctx, h, t)
+		out, err := safeCall(withTrace(ctx, t), h, t)
 		if err != nil {
 			return nil, functionError(err)
 		}

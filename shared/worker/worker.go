@@ -441,7 +441,7 @@ func (w *Worker) run(parent context.Context, c client.Claimed) (finish func()) {
 		w.heartbeat(opCtx, task, stopBeat, cancel, log)
 	}()
 	start := time.Now()
-	out, err := safeCall(ctx, h, task)
+	out, err := safeCall(withTrace(ctx, task), h, task)
 	// The outcome is what the handler saw: a cancel (or a lost lease) that
 	// a heartbeat or read in flight reports after it returned does not drop
 	// its output (a complete of a task asked to cancel completes it).

@@ -96,11 +96,17 @@ class BatchTask(_BatchTaskRequired, total=False):
     """What happens to this task when its parent expires: run (the default) or cancel."""
     parent_id: str
     """The parent task: when it expires, this task is expired (pending) or asked to cancel (running, with on_parent_expired cancel)."""
+    priority: int
+    """1 (highest) to 5 (lowest): among due tasks a claim takes the highest first; 0 or absent: the queue's default, else 3."""
     queue: str
     """The path's queue, or left out."""
     schedule_at: str
     timeout: Union[str, float]
     """A duration such as 90s, 30m, 1h or 7d, or a number of seconds."""
+    traceparent: str
+    """A W3C traceparent (00-{trace id}-{parent id}-{flags}), kept on the task and handed to its handler; a submit's traceparent header gives it too."""
+    tracestate: str
+    """A W3C tracestate, with traceparent; a submit's tracestate header gives it too."""
     ttl: Union[str, float]
     """A duration such as 90s, 30m, 1h or 7d, or a number of seconds."""
     ttl_from: TTLFrom
@@ -365,6 +371,8 @@ class Queue(_QueueRequired, total=False):
     paused: bool
     """Claims and push deliveries take nothing from a paused queue; submits go on."""
     paused_at: str
+    priority: int
+    """1 (highest) to 5 (lowest): among due tasks a claim takes the highest first; 0 or absent: the queue's default, else 3."""
     shards: int
     """The claim index's key ranges, fixed at the first declaration."""
     target: Target
@@ -399,6 +407,8 @@ class QueueRequest(TypedDict, total=False):
     """Attempts before the task is dead-lettered (status failed); 0 means the default (3)."""
     max_concurrency: int
     max_schedules: int
+    priority: int
+    """1 (highest) to 5 (lowest): among due tasks a claim takes the highest first; 0 or absent: the queue's default, else 3."""
     shards: int
     target: Target
     timeout: Union[str, float]
@@ -466,6 +476,8 @@ class Schedule(_ScheduleRequired, total=False):
     """The task the last fire submitted."""
     max_attempts: int
     """Attempts before the task is dead-lettered (status failed); 0 means the default (3)."""
+    priority: int
+    """1 (highest) to 5 (lowest): among due tasks a claim takes the highest first; 0 or absent: the queue's default, else 3."""
     ttl: str
     """A duration such as 90s, 30m, 1h or 7d."""
     ttl_from: TTLFrom
@@ -519,6 +531,8 @@ class ScheduleRequest(_ScheduleRequestRequired, total=False):
     """Attempts before the task is dead-lettered (status failed); 0 means the default (3)."""
     missed_runs: MissedRuns
     overlap: Overlap
+    priority: int
+    """1 (highest) to 5 (lowest): among due tasks a claim takes the highest first; 0 or absent: the queue's default, else 3."""
     queue: str
     timezone: str
     ttl: Union[str, float]
@@ -572,11 +586,17 @@ class SubmitRequest(_SubmitRequestRequired, total=False):
     """What happens to this task when its parent expires: run (the default) or cancel."""
     parent_id: str
     """The parent task: when it expires, this task is expired (pending) or asked to cancel (running, with on_parent_expired cancel)."""
+    priority: int
+    """1 (highest) to 5 (lowest): among due tasks a claim takes the highest first; 0 or absent: the queue's default, else 3."""
     queue: str
     """The path's queue, or left out."""
     schedule_at: str
     timeout: Union[str, float]
     """A duration such as 90s, 30m, 1h or 7d, or a number of seconds."""
+    traceparent: str
+    """A W3C traceparent (00-{trace id}-{parent id}-{flags}), kept on the task and handed to its handler; a submit's traceparent header gives it too."""
+    tracestate: str
+    """A W3C tracestate, with traceparent; a submit's tracestate header gives it too."""
     ttl: Union[str, float]
     """A duration such as 90s, 30m, 1h or 7d, or a number of seconds."""
     ttl_from: TTLFrom
@@ -639,9 +659,15 @@ class Task(_TaskRequired, total=False):
     """The task's output: any JSON value."""
     parent_id: str
     """The parent task: when it expires, this task is expired (pending) or asked to cancel (running, with on_parent_expired cancel)."""
+    priority: int
+    """1 (highest) to 5 (lowest): among due tasks a claim takes the highest first; 0 or absent: the queue's default, else 3."""
     purged_at: str
     """The task was purged then (only in the last version of a purged task's history)."""
     started_at: str
+    traceparent: str
+    """A W3C traceparent (00-{trace id}-{parent id}-{flags}), kept on the task and handed to its handler; a submit's traceparent header gives it too."""
+    tracestate: str
+    """A W3C tracestate, with traceparent; a submit's tracestate header gives it too."""
     ttl: str
     """A duration such as 90s, 30m, 1h or 7d."""
     ttl_from: TTLFrom

@@ -708,6 +708,8 @@ export interface components {
             on_parent_expired?: "run" | "cancel";
             /** @description the parent task: when it expires, this task is expired (pending) or asked to cancel (running, with on_parent_expired cancel) */
             parent_id?: string;
+            /** @description 1 (highest) to 5 (lowest): among due tasks a claim takes the highest first; 0 or absent: the queue's default, else 3 */
+            priority?: number;
             /** @description the path's queue, or left out */
             queue?: string;
             /** Format: date-time */
@@ -715,6 +717,10 @@ export interface components {
             task_type: string;
             /** @description a duration such as 90s, 30m, 1h or 7d, or a number of seconds */
             timeout?: string | number;
+            /** @description a W3C traceparent (00-{trace id}-{parent id}-{flags}), kept on the task and handed to its handler; a submit's traceparent header gives it too */
+            traceparent?: string;
+            /** @description a W3C tracestate, with traceparent; a submit's tracestate header gives it too */
+            tracestate?: string;
             /** @description a duration such as 90s, 30m, 1h or 7d, or a number of seconds */
             ttl?: string | number;
             ttl_from?: components["schemas"]["TTLFrom"];
@@ -907,6 +913,8 @@ export interface components {
             paused?: boolean;
             /** Format: date-time */
             paused_at?: string;
+            /** @description 1 (highest) to 5 (lowest): among due tasks a claim takes the highest first; 0 or absent: the queue's default, else 3 */
+            priority?: number;
             /** @description the claim index's key ranges, fixed at the first declaration */
             shards?: number;
             target?: components["schemas"]["Target"];
@@ -931,6 +939,8 @@ export interface components {
             max_attempts?: number;
             max_concurrency?: number;
             max_schedules?: number;
+            /** @description 1 (highest) to 5 (lowest): among due tasks a claim takes the highest first; 0 or absent: the queue's default, else 3 */
+            priority?: number;
             shards?: number;
             target?: components["schemas"]["Target"];
             /** @description a duration such as 90s, 30m, 1h or 7d, or a number of seconds */
@@ -983,6 +993,8 @@ export interface components {
             /** @description the next 5 fire times from next_run_at on (empty while paused) */
             next_runs: string[];
             overlap: components["schemas"]["Overlap"];
+            /** @description 1 (highest) to 5 (lowest): among due tasks a claim takes the highest first; 0 or absent: the queue's default, else 3 */
+            priority?: number;
             queue: string;
             task_type: string;
             /** @description the IANA time zone the expression is read in */
@@ -1022,6 +1034,8 @@ export interface components {
             max_attempts?: number;
             missed_runs?: components["schemas"]["MissedRuns"];
             overlap?: components["schemas"]["Overlap"];
+            /** @description 1 (highest) to 5 (lowest): among due tasks a claim takes the highest first; 0 or absent: the queue's default, else 3 */
+            priority?: number;
             queue?: string;
             task_type: string;
             timezone?: string;
@@ -1071,6 +1085,8 @@ export interface components {
             on_parent_expired?: "run" | "cancel";
             /** @description the parent task: when it expires, this task is expired (pending) or asked to cancel (running, with on_parent_expired cancel) */
             parent_id?: string;
+            /** @description 1 (highest) to 5 (lowest): among due tasks a claim takes the highest first; 0 or absent: the queue's default, else 3 */
+            priority?: number;
             /** @description the path's queue, or left out */
             queue?: string;
             /** Format: date-time */
@@ -1078,6 +1094,10 @@ export interface components {
             task_type: string;
             /** @description a duration such as 90s, 30m, 1h or 7d, or a number of seconds */
             timeout?: string | number;
+            /** @description a W3C traceparent (00-{trace id}-{parent id}-{flags}), kept on the task and handed to its handler; a submit's traceparent header gives it too */
+            traceparent?: string;
+            /** @description a W3C tracestate, with traceparent; a submit's tracestate header gives it too */
+            tracestate?: string;
             /** @description a duration such as 90s, 30m, 1h or 7d, or a number of seconds */
             ttl?: string | number;
             ttl_from?: components["schemas"]["TTLFrom"];
@@ -1165,6 +1185,8 @@ export interface components {
             output?: unknown;
             /** @description the parent task: when it expires, this task is expired (pending) or asked to cancel (running, with on_parent_expired cancel) */
             parent_id?: string;
+            /** @description 1 (highest) to 5 (lowest): among due tasks a claim takes the highest first; 0 or absent: the queue's default, else 3 */
+            priority?: number;
             /**
              * Format: date-time
              * @description the task was purged then (only in the last version of a purged task's history)
@@ -1177,6 +1199,10 @@ export interface components {
             task_type: string;
             /** @description a duration such as 90s, 30m, 1h or 7d */
             timeout: string;
+            /** @description a W3C traceparent (00-{trace id}-{parent id}-{flags}), kept on the task and handed to its handler; a submit's traceparent header gives it too */
+            traceparent?: string;
+            /** @description a W3C tracestate, with traceparent; a submit's tracestate header gives it too */
+            tracestate?: string;
             /** @description a duration such as 90s, 30m, 1h or 7d */
             ttl?: string;
             ttl_from?: components["schemas"]["TTLFrom"];
@@ -2286,6 +2312,8 @@ export interface operations {
                 status?: components["schemas"]["Status"];
                 /** @description only tasks of this type */
                 task_type?: string;
+                /** @description only tasks of this priority, 1 (highest) to 5 (lowest) */
+                priority?: number;
                 /** @description at most this many results */
                 limit?: number;
                 /** @description the next_cursor of the previous page */
@@ -2895,6 +2923,8 @@ export interface operations {
                 queue?: string;
                 /** @description only tasks of this type */
                 task_type?: string;
+                /** @description only tasks of this priority, 1 (highest) to 5 (lowest) */
+                priority?: number;
                 /** @description at most this many results */
                 limit?: number;
                 /** @description the next_cursor of the previous page */

@@ -204,7 +204,9 @@ func runScan(t *testing.T, f Factory) {
 		// indexes at the same time on its next claim, one round trip as
 		// with a LIST of the folder: a due ready/ task waits for no extra
 		// LIST.
-		g := &pairedLists{Store: smallPages{e.s, page}, first: "q/default/index/deadline/", second: "q/default/index/ready/", started: make(chan struct{})}
+		// (Each index is read from its head with the priority folders
+		// that sort before its shards: one LIST of the index folder.)
+		g := &pairedLists{Store: smallPages{e.s, page}, first: "q/default/index/deadline/-p1", second: "q/default/index/ready/-p1", started: make(chan struct{})}
 		warm := e.open(g)
 		for k, now := range []time.Time{t0.Add(10 * time.Minute), t0.Add(11 * time.Minute)} {
 			if k == 1 {
@@ -318,6 +320,8 @@ func runScan(t *testing.T, f Factory) {
 // pairedLists holds, once armed, the first LIST of prefix first from its
 // start until a LIST of prefix second from its start has begun, and
 // notes whether it did (paired): the two were in flight at the same time.
+// Each is named by its prefix when listed from its start, or by the key
+// a LIST of its parent folder starts after.
 // Listed one after the other, the first gives up after 30s (a failure,
 // never a wait of the passing case).
 type pairedLists struct {
@@ -330,8 +334,11 @@ type pairedLists struct {
 }
 
 func (p *pairedLists) List(ctx context.Context, prefix, startAfter string, limit int) (store.Page, error) {
-	if p.armed.Load() && startAfter == "" {
-		switch prefix {
+	if name := prefix; p.armed.Load() && (startAfter == "" || strings.HasSuffix(startAfter, "/-p1")) {
+		if startAfter != "" {
+			name = startAfter
+		}
+		switch name {
 		case p.second:
 			p.once.Do(func() { close(p.started) })
 		case p.first:
