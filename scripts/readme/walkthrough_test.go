@@ -67,7 +67,7 @@ func TestReadmeWalkThroughRunsAsWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { killGroup(srv); _ = srv.Wait() })
-	waitListening(t, devAddr)
+	waitListening(t, devAddr, devLog.String)
 	// Everything the walk-through is answered goes through a proxy that
 	// validates it against the OpenAPI document.
 	url = openapitest.Proxy(t, url)
@@ -185,9 +185,9 @@ func freeAddr(t *testing.T) string {
 
 // waitListening waits until addr accepts connections (a minute at most:
 // the server is built already, this is its start).
-func waitListening(t *testing.T, addr string) {
+func waitListening(t *testing.T, addr string, log func() string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
@@ -195,7 +195,7 @@ func waitListening(t *testing.T, addr string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("s3q dev does not listen on %s: %v", addr, err)
+			t.Fatalf("s3q dev does not listen on %s: %v\n%s", addr, err, log())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
