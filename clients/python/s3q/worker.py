@@ -274,15 +274,18 @@ class Worker:
         except Exception as e:  # noqa: BLE001 - every handler error becomes the attempt's outcome
             err = e
         finally:
+            # The outcome is what the handler saw when it returned: a cancel or a lost lease
+            # that a read in flight reports afterwards does not drop its output.
+            lost, cancelled = ctx.lease_lost.is_set(), ctx.cancelled.is_set()
             beat_stop.set()
             beat.join()
             with self._running_lock:
                 self._running.pop(task["id"], None)
         cur = ctx.lease or lease
-        if ctx.lease_lost.is_set():
+        if lost:
             log.warning("task %s: lease lost or handed back; result dropped", ctx.id)
             return lambda: None
-        if ctx.cancelled.is_set():
+        if cancelled:
             return lambda: self._quiet(self.client.ack_cancel, cur)
         if err is None:
             try:

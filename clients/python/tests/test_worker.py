@@ -233,3 +233,48 @@ def test_a_reschedule_the_server_refuses_fails_the_attempt(client: s3q.Client) -
         t.join()
     got = client.status(tid)
     assert got["status"] == "failed" and "Reschedule was refused" in (got.get("last_error") or ""), got
+
+
+class _LateCancel:
+    """A client whose first cancel-poll read is held until the handler has returned, and
+    lands a real cancel of the task meanwhile: the read then reports cancel_requested."""
+
+    def __init__(self, real: s3q.Client) -> None:
+        self.real = real
+        self.polling = threading.Event()
+        self.returned = threading.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+    def status(self, task_id: str, **kw: Any) -> Any:
+        if not self.polling.is_set():
+            self.polling.set()
+            self.returned.wait(30)
+            self.real.cancel(task_id)
+        return self.real.status(task_id, **kw)
+
+
+def test_a_cancel_seen_after_the_handler_returned_keeps_its_output(client: s3q.Client) -> None:
+    """The outcome is what the handler saw when it returned: a cancel that a read in flight
+    reports afterwards does not drop its output (the server completes a task asked to cancel);
+    it was acknowledged as cancelled and the output lost."""
+    late = _LateCancel(client)
+    w = s3q.Worker(client, wait=1, cancel_poll=0.05)
+    w.client = late  # type: ignore[assignment]
+
+    @w.task("late.cancel")
+    def job(task: s3q.TaskContext) -> Any:
+        late.polling.wait(30)
+        threading.Timer(0.3, late.returned.set).start()  # once this handler has returned
+        return {"done": True}
+
+    t = start(w)
+    try:
+        task_id = client.submit("late.cancel", {})["task"]["id"]
+        wait_for("the task to end", lambda: client.status(task_id)["status"] not in ("pending", "running"))
+    finally:
+        w.stop()
+        t.join(30)
+    got = client.status(task_id)
+    assert got["status"] == "completed" and got["output"] == {"done": True}, got
