@@ -54,6 +54,11 @@ var (
 	ErrTooManyWaits = errors.New("queue: too many waits")
 )
 
+// HeaderRetryAfterMs is the header of a claim held back by its queue's
+// rate limit (a 204) that gives the wait in milliseconds, beside
+// Retry-After's whole seconds (rounded up).
+const HeaderRetryAfterMs = "S3q-Retry-After-Ms"
+
 // ErrRateLimited means a claim started nothing because the queue's rate
 // limit (max_per_second) held it back: claim again after the
 // *RateLimitedError's RetryAfter (on the wire a 204 with Retry-After).
