@@ -130,7 +130,7 @@ func heldBack(wait time.Duration) reply {
 	ms := (wait + time.Millisecond - 1) / time.Millisecond
 	secs := (wait + time.Second - 1) / time.Second
 	return reply{status: http.StatusNoContent, header: http.Header{
-		"Retry-After":             {strconv.FormatInt(int64(secs), 10)},
+		"Retry-After":           {strconv.FormatInt(int64(secs), 10)},
 		wire.HeaderRetryAfterMs: {strconv.FormatInt(int64(ms), 10)},
 	}}
 }
