@@ -43,11 +43,16 @@ import (
 // a claim held back waits out its Retry-After before it looks again.
 //
 // Changing the limit changes nothing already started; the next grant
-// reads the new interval and tolerance. A T further ahead than the new
-// settings could have set (a lower burst, a higher rate) is taken as
+// reads the new interval and tolerance. The state records the settings
+// that set T: under other settings, a T further ahead than the new
+// ones could have set (a lower burst, a higher rate) is taken as
 // now + τ: one task may start at once, and the new limit holds from
-// there on (so a change never lets more start than the old limit's
-// starts plus one).
+// there on. Under the same settings T is never moved back, so a process
+// whose clock lags another's is held back longer, never let through
+// (clock skew between processes costs rate, never the limit). While a
+// process still holds the old declaration (its cache time, 30s) the two
+// settings alternate in the state, each switch letting one task more
+// start.
 
 // Limits of a queue's rate limit.
 const (
@@ -99,6 +104,18 @@ func RateKey(queue string) string { return QueuePrefix(queue) + "rate.json" }
 type rateState struct {
 	// TAT is the theoretical arrival time of the next start.
 	TAT time.Time `json:"tat"`
+	// PerSecond and Burst are the settings of the grant that set it.
+	PerSecond float64 `json:"per_second,omitempty"`
+	Burst     int     `json:"burst,omitempty"`
+}
+
+// settingsOf is the state's record of s's limit (Burst with its default).
+func settingsOf(s Settings) (float64, int) {
+	burst := s.Burst
+	if burst <= 0 {
+		burst = DefaultBurst(s.MaxPerSecond)
+	}
+	return s.MaxPerSecond, burst
 }
 
 // rateParams returns the interval and tolerance of s's limit.
@@ -111,13 +128,14 @@ func rateParams(s Settings) (interval, tau time.Duration) {
 	return interval, time.Duration(burst-1) * interval
 }
 
-// gcra grants up to want starts at now from tat: it returns how many, the
-// new tat and, when none, how long until one is allowed.
-func gcra(tat time.Time, want int, interval, tau time.Duration, now time.Time) (int, time.Time, time.Duration) {
+// gcra grants up to want starts at now from tat, set under other
+// settings when changed: it returns how many, the new tat and, when none,
+// how long until one is allowed.
+func gcra(tat time.Time, changed bool, want int, interval, tau time.Duration, now time.Time) (int, time.Time, time.Duration) {
 	if tat.Before(now) {
 		tat = now
 	}
-	if tat.After(now.Add(tau + interval)) {
+	if changed && tat.After(now.Add(tau+interval)) {
 		// Set under other settings (a higher burst, a lower rate): one
 		// start now, then the new ones hold.
 		tat = now.Add(tau)
@@ -146,7 +164,14 @@ type rateEntry struct {
 	mu    sync.Mutex
 	known bool      // read or written by this Queue
 	etag  string    // its version ("": absent)
-	tat   time.Time // its T
+	st    rateState // its body
+}
+
+// changed reports whether the state was set under other settings than
+// s's.
+func (e *rateEntry) changed(s Settings) bool {
+	rate, burst := settingsOf(s)
+	return e.st.PerSecond != rate || e.st.Burst != burst
 }
 
 func (r *rateLimits) entry(name string) *rateEntry {
@@ -176,7 +201,7 @@ func (q *Queue) heldFor(s Settings, now time.Time) time.Duration {
 		return 0
 	}
 	interval, tau := rateParams(s)
-	_, _, wait := gcra(e.tat, 1, interval, tau, now)
+	_, _, wait := gcra(e.st.TAT, e.changed(s), 1, interval, tau, now)
 	return wait
 }
 
@@ -194,21 +219,23 @@ func (q *Queue) grantStarts(ctx context.Context, s Settings, want int, now time.
 			obj, err := q.store.Get(ctx, key)
 			switch {
 			case errors.Is(err, store.ErrNotFound):
-				e.etag, e.tat = "", time.Time{}
+				e.etag, e.st = "", rateState{}
 			case err != nil:
 				return 0, 0, fmt.Errorf("read rate state: %w", err)
 			default:
 				var st rateState
 				_ = json.Unmarshal(obj.Body, &st) // unreadable: a zero T; the swap replaces it
-				e.etag, e.tat = obj.ETag, st.TAT
+				e.etag, e.st = obj.ETag, st
 			}
 			e.known = true
 		}
-		n, tat, wait := gcra(e.tat, want, interval, tau, now)
+		n, tat, wait := gcra(e.st.TAT, e.changed(s), want, interval, tau, now)
 		if n == 0 {
 			return 0, wait, nil
 		}
-		body, _ := json.Marshal(rateState{TAT: tat})
+		rate, burst := settingsOf(s)
+		next := rateState{TAT: tat, PerSecond: rate, Burst: burst}
+		body, _ := json.Marshal(next)
 		var etag string
 		var err error
 		if e.etag == "" {
@@ -218,7 +245,7 @@ func (q *Queue) grantStarts(ctx context.Context, s Settings, want int, now time.
 		}
 		switch {
 		case err == nil:
-			e.etag, e.tat = etag, tat
+			e.etag, e.st = etag, next
 			return n, 0, nil
 		case errors.Is(err, store.ErrPrecondition) || errors.Is(err, store.ErrNotFound):
 			e.known = false // another process granted starts meanwhile: read it

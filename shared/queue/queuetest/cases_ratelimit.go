@@ -250,6 +250,25 @@ func runRateLimit(t *testing.T, f Factory) {
 		}
 	})
 
+	t.Run("a_process_whose_clock_lags_is_held_back_not_let_through", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		e.declare(queues.Declaration{Name: "skewed", MaxPerSecond: ptrTo(1.0)}, t0) // burst 1
+		for i := range 3 {
+			e.submit(queue.SubmitRequest{Queue: "skewed", Input: jsonOf(i)}, t0)
+		}
+		ahead := t0.Add(time.Minute)
+		if cs, err := e.reopen().Claim(ctx, queue.ClaimRequest{Queue: "skewed", LeaseFor: time.Hour}, ahead); err != nil || len(cs) != 1 {
+			t.Fatalf("the process ahead: %d tasks, %v", len(cs), err)
+		}
+		// 50s behind: the next start is a second after the one ahead's.
+		_, err := e.reopen().Claim(ctx, queue.ClaimRequest{Queue: "skewed", LeaseFor: time.Hour}, ahead.Add(-50*time.Second))
+		var rl *queue.RateLimitedError
+		if !errors.As(err, &rl) || rl.RetryAfter != 51*time.Second {
+			t.Fatalf("the process behind: %v; want held back 51s", err)
+		}
+	})
+
 	t.Run("max_concurrency_still_applies_under_a_rate_limit", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, f)
