@@ -97,7 +97,9 @@ func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]C
 	if d.Paused {
 		return []Claimed{}, nil // pause.go: nothing starts while paused
 	}
-	if wait := q.heldFor(d, now); wait > 0 {
+	if wait, err := q.heldFor(ctx, d, now); err != nil {
+		return nil, err
+	} else if wait > 0 {
 		// The rate state this Queue saw last holds every start back: no
 		// request (ratelimit.go).
 		return nil, &RateLimitedError{Queue: req.Queue, RetryAfter: wait}

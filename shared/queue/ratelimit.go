@@ -27,14 +27,17 @@ import (
 // tasks (an empty claim still costs one LIST): one conditional PUT
 // (If-Match the version this Queue last wrote or read, If-None-Match for
 // the first) grants up to as many starts as the claim has candidates.
-// A Queue remembers the version and T it last saw, so the usual cost is
-// one PUT per claim that starts tasks (one per task with max_tasks 1),
-// and a claim that its remembered T holds back costs no request at all:
-// T only ever moves forward, so what holds back in the remembered state
-// holds back in the stored one. A lost race (412: another process
-// started tasks meanwhile) costs a GET and another PUT, at most
-// rateAttempts times; a claim that loses them all is held back one
-// interval.
+// A Queue remembers the version and T it last saw, so in one process
+// (the dispatcher, one API container) the cost is one PUT per claim that
+// starts tasks (one per task with max_tasks 1), and a claim that its
+// remembered T holds back costs no request at all: T only ever moves
+// forward, so what holds back in the remembered state holds back in the
+// stored one. A remembered state older than one interval is read again
+// (a GET) before a claim lists, when it would let a start through. A lost
+// race (412: another process started tasks meanwhile) costs a GET and
+// another PUT, at most rateAttempts times; a claim that loses them all is
+// held back one interval. Several processes racing for each start pay
+// for it: bench ratelimit measures it (docs/queues.md).
 //
 // How close it holds. Never above: a start is granted only by a write
 // that moved T, and each grant is a task started at most. It may run
@@ -165,6 +168,7 @@ type rateEntry struct {
 	known bool      // read or written by this Queue
 	etag  string    // its version ("": absent)
 	st    rateState // its body
+	at    time.Time // when it was read or written (the caller's now)
 }
 
 // changed reports whether the state was set under other settings than
@@ -188,21 +192,51 @@ func (r *rateLimits) entry(name string) *rateEntry {
 	return e
 }
 
-// heldFor returns how long the remembered state of s's queue holds every
-// start back at now (0: it may not; a grant decides), without a request.
-func (q *Queue) heldFor(s Settings, now time.Time) time.Duration {
+// heldFor returns how long the rate state of s's queue holds every
+// start back at now (0: it may not; a grant decides). It makes no request
+// while the state this Queue remembers is fresh (read or written within
+// one interval) or holds back; a stale one it reads again first (a GET),
+// when this Queue has claimed from the queue before: other processes
+// have likely moved it, and a GET costs less than the LIST and the
+// failed PUT that a claim would make to find out.
+func (q *Queue) heldFor(ctx context.Context, s Settings, now time.Time) (time.Duration, error) {
 	if s.MaxPerSecond <= 0 {
-		return 0
+		return 0, nil
 	}
 	e := q.rates.entry(s.Name)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.known {
-		return 0
+		return 0, nil
 	}
 	interval, tau := rateParams(s)
 	_, _, wait := gcra(e.st.TAT, e.changed(s), 1, interval, tau, now)
-	return wait
+	if wait > 0 || now.Sub(e.at) <= interval {
+		return wait, nil
+	}
+	if err := q.readRate(ctx, e, s.Name, now); err != nil {
+		return 0, err
+	}
+	_, _, wait = gcra(e.st.TAT, e.changed(s), 1, interval, tau, now)
+	return wait, nil
+}
+
+// readRate reads the rate state of queue name into e, which is locked.
+func (q *Queue) readRate(ctx context.Context, e *rateEntry, name string, now time.Time) error {
+	obj, err := q.store.Get(ctx, RateKey(name))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		e.etag, e.st = "", rateState{}
+	case err != nil:
+		e.known = false
+		return fmt.Errorf("read rate state: %w", err)
+	default:
+		var st rateState
+		_ = json.Unmarshal(obj.Body, &st) // unreadable: a zero T; the swap replaces it
+		e.etag, e.st = obj.ETag, st
+	}
+	e.known, e.at = true, now
+	return nil
 }
 
 // grantStarts asks s's queue's rate limit for up to want starts at now. It
@@ -216,18 +250,9 @@ func (q *Queue) grantStarts(ctx context.Context, s Settings, want int, now time.
 	defer e.mu.Unlock()
 	for range rateAttempts {
 		if !e.known {
-			obj, err := q.store.Get(ctx, key)
-			switch {
-			case errors.Is(err, store.ErrNotFound):
-				e.etag, e.st = "", rateState{}
-			case err != nil:
-				return 0, 0, fmt.Errorf("read rate state: %w", err)
-			default:
-				var st rateState
-				_ = json.Unmarshal(obj.Body, &st) // unreadable: a zero T; the swap replaces it
-				e.etag, e.st = obj.ETag, st
+			if err := q.readRate(ctx, e, s.Name, now); err != nil {
+				return 0, 0, err
 			}
-			e.known = true
 		}
 		n, tat, wait := gcra(e.st.TAT, e.changed(s), want, interval, tau, now)
 		if n == 0 {
@@ -245,7 +270,7 @@ func (q *Queue) grantStarts(ctx context.Context, s Settings, want int, now time.
 		}
 		switch {
 		case err == nil:
-			e.etag, e.st = etag, next
+			e.etag, e.st, e.at = etag, next, now
 			return n, 0, nil
 		case errors.Is(err, store.ErrPrecondition) || errors.Is(err, store.ErrNotFound):
 			e.known = false // another process granted starts meanwhile: read it
