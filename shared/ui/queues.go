@@ -33,12 +33,12 @@ type queueRow struct {
 	Priority       int // the queue's default priority; 0: none (3)
 	// RateLimit is the queue's max_per_second and burst ("10 a second,
 	// bursts of 10"); "" for none.
-	RateLimit string
-	Shards         int
-	Target         string
-	Defaults       string
-	AutoDeclared   bool
-	UpdatedAt      time.Time
+	RateLimit    string
+	Shards       int
+	Target       string
+	Defaults     string
+	AutoDeclared bool
+	UpdatedAt    time.Time
 }
 
 // newQueueRow makes the row of a queue, with its stats when the API gave
