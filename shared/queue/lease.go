@@ -66,7 +66,7 @@ func (q *Queue) leaseOp(ctx context.Context, id, token string, req leaseRequest,
 	}
 	var replay Task
 	hash := req.hash()
-	t, _, err := q.update(q.inBackground(ctx), queue, id, func(t *Task) error {
+	t, _, err := q.update(ctx, queue, id, q.leaseCleanup(), func(t *Task) error {
 		if err := checkLease(t, token, now); err != nil {
 			if token == "" || t.EndedLeaseToken != token {
 				return err
