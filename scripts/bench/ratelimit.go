@@ -25,6 +25,7 @@ import (
 //
 //	bench ratelimit queue_max_per_second=R workers=W seconds=S started_per_second_max=M p99=P extra_requests_per_task=X rate_state_requests_per_task=Y burst=B started=N
 //	bench ratelimit push max_per_second=R seconds=S started_per_second_max=M p99=P burst=B delivered=N
+//	bench lifecycle ttl=no max_per_second=1000 requests=N put=N list=N get=N delete=N usd_per_million=X
 //
 // The first (windows of the tasks' started_at, the claims' now, which
 // the limit counts): W workers spread over 4 processes (4 queue.Queue values, as
@@ -42,7 +43,12 @@ import (
 // rate_state_requests_per_task counts the requests to the rate state
 // object alone.
 //
-// The second: one dispatcher delivers a push queue with max_per_second R
+// The lifecycle line: main.go's lifecycle (one submitter, one worker
+// claiming and completing one task at a time, in one process) on a queue
+// with a limit it never reaches: what the limit costs where no other
+// process races for it.
+//
+// The push line: one dispatcher delivers a push queue with max_per_second R
 // to a local HTTP target for S seconds; the windows are of the times the
 // target received the deliveries (a delivery's own latency shifts them
 // from its claim's now by a few milliseconds, either way).
@@ -85,6 +91,44 @@ func benchRateLimit(ctx context.Context, srv *s3local.Server, rate float64, work
 	fmt.Printf("bench ratelimit queue_max_per_second=%g workers=%d seconds=%g started_per_second_max=%d p99=%d extra_requests_per_task=%.2f rate_state_requests_per_task=%.2f state_get=%.2f state_put=%.2f state_put_lost=%.2f burst=%d started=%d processes=4\n",
 		rate, workers, seconds.Seconds(), most, p99, float64(limited.Total())/n-float64(free.Total())/n, float64(stateReqs)/n,
 		float64(rs.gets.Load())/n, float64(rs.puts.Load())/n, float64(rs.lost.Load())/n, burst, len(starts))
+
+	// The lifecycle (main.go's) of a queue with a limit it never reaches,
+	// in one process: what the limit costs a task where nobody races.
+	lc := store.NewCounting(srv.Store(prefix()))
+	lq, ldecls := queues.Open(lc, queue.Options{}, queues.Options{})
+	high := float64(queue.MaxPerSecondLimit)
+	if _, _, err := ldecls.Declare(ctx, queues.Declaration{Name: "lifecycle", MaxPerSecond: &high}, time.Now()); err != nil {
+		return err
+	}
+	lc.Reset()
+	const lifecycleTasks = 300
+	for range lifecycleTasks {
+		if _, err := lq.Submit(ctx, queue.SubmitRequest{ID: queue.NewID(time.Now()), Queue: "lifecycle", TaskType: "bench", Input: []byte(`{"n":1}`)}, time.Now()); err != nil {
+			return err
+		}
+	}
+	worker := queues.NewQueue(lc, queue.Options{}, queues.Options{})
+	for done := 0; done < lifecycleTasks; {
+		cs, err := worker.Claim(ctx, queue.ClaimRequest{Queue: "lifecycle", LeaseFor: time.Minute}, time.Now())
+		var limited *queue.RateLimitedError
+		if errors.As(err, &limited) {
+			time.Sleep(limited.RetryAfter)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		for _, c := range cs {
+			if _, err := worker.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, Output: []byte(`{"ok":true}`)}, time.Now()); err != nil {
+				return err
+			}
+			done++
+		}
+	}
+	lcc := lc.Counts()
+	ln := float64(lifecycleTasks)
+	fmt.Printf("bench lifecycle ttl=no max_per_second=%d requests=%.2f put=%.2f list=%.3f get=%.2f delete=%.2f usd_per_million=%.2f\n",
+		queue.MaxPerSecondLimit, float64(lcc.Total())/ln, float64(lcc.Put)/ln, float64(lcc.List)/ln, float64(lcc.Get+lcc.Head)/ln, float64(lcc.Delete)/ln, usd(lcc)/ln*1e6)
 
 	// Pushed: one dispatcher, a local target.
 	var (

@@ -33,8 +33,7 @@ import (
 // starts tasks (one per task with max_tasks 1), and a claim that its
 // remembered T holds back costs no request at all: T only ever moves
 // forward, so what holds back in the remembered state holds back in the
-// stored one. A remembered state older than one interval is read again
-// (a GET) before a claim lists, when it would let a start through. A lost
+// stored one. A lost
 // race (412: another process started tasks meanwhile) costs a GET and
 // another PUT, at most rateAttempts times; a claim that loses them all is
 // held back one interval. After a lost race the state is contended for
@@ -174,7 +173,6 @@ type rateEntry struct {
 	known bool      // read or written by this Queue
 	etag  string    // its version ("": absent)
 	st    rateState // its body
-	at    time.Time // when it was read or written (the caller's now)
 	// lostAt is when this Queue last lost a race for it (a 412): another
 	// process grants starts too (contended).
 	lostAt time.Time
@@ -225,11 +223,11 @@ func (r *rateLimits) entry(name string) *rateEntry {
 
 // heldFor returns how long the rate state of s's queue holds every
 // start back at now (0: it may not; a grant decides). It makes no request
-// while the state this Queue remembers is fresh (read or written within
-// one interval) or holds back; a stale one it reads again first (a GET),
-// when this Queue has claimed from the queue before: other processes
-// have likely moved it, and a GET costs less than the LIST and the
-// failed PUT that a claim would make to find out.
+// unless the state is contended (this Queue lost a race for it lately)
+// and the remembered state would let a start through: then it reads it
+// again first (a GET), since other processes have likely moved it, and a
+// GET costs less than the LIST and the failed PUT a claim would make to
+// find out.
 func (q *Queue) heldFor(ctx context.Context, s Settings, now time.Time) (time.Duration, error) {
 	if s.MaxPerSecond <= 0 {
 		return 0, nil
@@ -242,10 +240,10 @@ func (q *Queue) heldFor(ctx context.Context, s Settings, now time.Time) (time.Du
 	}
 	interval, tau := rateParams(s)
 	_, _, wait := gcra(e.st.TAT, e.changed(s), 1, interval, tau, now)
-	if wait > 0 || (now.Sub(e.at) <= interval && !e.contended(now)) {
+	if wait > 0 || !e.contended(now) {
 		return e.spread(wait, interval, now), nil
 	}
-	if err := q.readRate(ctx, e, s.Name, now); err != nil {
+	if err := q.readRate(ctx, e, s.Name); err != nil {
 		return 0, err
 	}
 	_, _, wait = gcra(e.st.TAT, e.changed(s), 1, interval, tau, now)
@@ -253,7 +251,7 @@ func (q *Queue) heldFor(ctx context.Context, s Settings, now time.Time) (time.Du
 }
 
 // readRate reads the rate state of queue name into e, which is locked.
-func (q *Queue) readRate(ctx context.Context, e *rateEntry, name string, now time.Time) error {
+func (q *Queue) readRate(ctx context.Context, e *rateEntry, name string) error {
 	obj, err := q.store.Get(ctx, RateKey(name))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -266,7 +264,7 @@ func (q *Queue) readRate(ctx context.Context, e *rateEntry, name string, now tim
 		_ = json.Unmarshal(obj.Body, &st) // unreadable: a zero T; the swap replaces it
 		e.etag, e.st = obj.ETag, st
 	}
-	e.known, e.at = true, now
+	e.known = true
 	return nil
 }
 
@@ -281,7 +279,7 @@ func (q *Queue) grantStarts(ctx context.Context, s Settings, want int, now time.
 	defer e.mu.Unlock()
 	for range rateAttempts {
 		if !e.known {
-			if err := q.readRate(ctx, e, s.Name, now); err != nil {
+			if err := q.readRate(ctx, e, s.Name); err != nil {
 				return 0, 0, err
 			}
 		}
@@ -301,7 +299,7 @@ func (q *Queue) grantStarts(ctx context.Context, s Settings, want int, now time.
 		}
 		switch {
 		case err == nil:
-			e.etag, e.st, e.at = etag, next, now
+			e.etag, e.st = etag, next
 			return n, 0, nil
 		case errors.Is(err, store.ErrPrecondition) || errors.Is(err, store.ErrNotFound):
 			e.known = false // another process granted starts meanwhile: read it
