@@ -317,3 +317,21 @@ func (q *Queue) grantStarts(ctx context.Context, s Settings, want int, now time.
 	}
 	return 0, e.spread(interval, interval, now), nil
 }
+
+// rateOf is s's max_per_second for a view (nil: no limit).
+func rateOf(s Settings) *float64 {
+	if s.MaxPerSecond <= 0 {
+		return nil
+	}
+	v := s.MaxPerSecond
+	return &v
+}
+
+// burstOf is s's burst, its default filled in, for a view (nil: no limit).
+func burstOf(s Settings) *int {
+	if s.MaxPerSecond <= 0 {
+		return nil
+	}
+	_, b := settingsOf(s)
+	return &b
+}
