@@ -41,6 +41,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/s3q/s3q/shared/deploy"
 	"github.com/s3q/s3q/shared/internal/clip"
 	"github.com/s3q/s3q/shared/store"
 )
@@ -251,19 +252,14 @@ func ExponentialBackoff(base, max time.Duration) func(attempt int) time.Duration
 // norm is the one place now is normalised: UTC, microseconds.
 func norm(now time.Time) time.Time { return now.UTC().Truncate(time.Microsecond) }
 
-// TerminalTag is the object tag of a task record in a terminal status
-// (completed, failed, cancelled, expired, archived), and of its status
-// marker: the stack's lifecycle rule (on q/, by this tag: a lifecycle
-// filter cannot wildcard the queue) deletes them after its retention
-// period. A retried task loses it on its next write.
-const TerminalTag = "s3q-terminal=true"
-
 // taskPutOptions are the options of a write of task record t: a terminal
-// record carries TerminalTag (infra: TerminalTagKey), by which the
-// bucket's lifecycle rule deletes it after the retention period.
+// record (completed, failed, cancelled, expired, archived) carries
+// deploy.TerminalTag, by which the bucket's lifecycle rule (on q/, by this
+// tag: a lifecycle filter cannot wildcard the queue) deletes it after the
+// retention period. A retried task loses it on its next write.
 func taskPutOptions(t *Task) []store.PutOption {
 	if t.Status.Terminal() {
-		return []store.PutOption{store.WithTags(TerminalTag)}
+		return []store.PutOption{store.WithTags(deploy.TerminalTag)}
 	}
 	return nil
 }
