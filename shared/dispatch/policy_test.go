@@ -46,7 +46,7 @@ func TestTargetsAreBoundToQueues(t *testing.T) {
 		Own:     []string{"s3q-prod-dispatch", "s3q-prod-tasks"},
 		Secrets: dispatch.SSMCheck{Client: metaSSM{"/s3q/orders": true, "/s3q/reports": true}},
 	}
-	_, decls := queues.Open(memstore.New(), queue.Options{}, queues.Options{CheckTarget: p.Check})
+	_, decls := queues.New(memstore.New(), queues.Options{CheckTarget: p.Check})
 	for _, c := range []struct {
 		queue  string
 		target queues.Target

@@ -37,8 +37,9 @@ type layoutDoc struct {
 // both versions when it says another. A bucket without it is given it
 // (create-only), unless it holds keys of layout 1 (tasks/ or queues/,
 // one LIST each), which is refused as layout 1. Every process that
-// serves a bucket calls it once at start: the functions, s3q dev and the
-// CLI's commands that work on the bucket directly.
+// serves a bucket calls it once at start: queues.Open does, and the
+// functions, s3q dev and the CLI's commands that work on the bucket
+// directly, which build their Queue with queues.New, call it apart.
 func CheckLayout(ctx context.Context, s store.Store, now time.Time) error {
 	for attempt := 0; attempt < 2; attempt++ {
 		obj, err := s.Get(ctx, LayoutKey)

@@ -23,7 +23,9 @@
 // What a queue's declaration says (its defaults, shards, max_concurrency,
 // whether it is paused) the core reads through one method,
 // Declarations.Settings (declarations.go); package queues owns the
-// declarations themselves and builds a Queue with them (queues.Open).
+// declarations themselves and builds a Queue with them: queues.Open is
+// the one entry point (it checks the bucket's layout, CheckLayout, and
+// takes one options value, queues.Options, whose Core is Options).
 //
 // The contract, operation by operation, is on the methods of Queue. Errors
 // are the sentinels and types in errors.go, wrapped; a failed call changes
@@ -177,8 +179,9 @@ type state struct {
 
 // New returns a Queue over s that reads the queues' declarations from
 // decls. It panics when decls is nil: a Queue without declarations would
-// skip them silently. queues.Open builds a Queue with its declarations;
-// that is the usual way to make one.
+// skip them silently. queues.Open, which also checks the bucket's layout
+// (CheckLayout) and takes these options as queues.Options.Core, builds a
+// Queue with its declarations; that is the usual way to make one.
 func New(s store.Store, decls Declarations, opts Options) *Queue {
 	if decls == nil {
 		panic("queue: New needs the queues' Declarations (queues.Open builds both)")

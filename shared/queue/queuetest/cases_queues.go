@@ -596,7 +596,7 @@ func runConcurrency(t *testing.T, f Factory) {
 		perTask := func(mc int) store.Counts {
 			t.Helper()
 			c := store.NewCounting(f.New(t))
-			q, decls := queues.Open(c, queue.Options{}, queues.Options{})
+			q, decls := queues.New(c, queues.Options{})
 			name := "cost"
 			if _, _, err := decls.Declare(ctx, queues.Declaration{Name: name, MaxConcurrency: mc}, t0); err != nil {
 				t.Fatal(err)

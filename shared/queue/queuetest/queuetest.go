@@ -87,7 +87,7 @@ func newDeclEnv(t testing.TB, f Factory, d queues.Options, opts ...func(*queue.O
 		fn(&o)
 	}
 	e := &env{t: t, s: f.New(t), op: o, dop: d}
-	e.q, e.decls = queues.Open(e.s, o, d)
+	e.q, e.decls = queues.New(e.s, e.options())
 	return e
 }
 
@@ -97,13 +97,21 @@ func (e *env) reopen() *queue.Queue { return e.open(e.s) }
 // reopenDecls returns the registry of a fresh process over the same
 // store, with nothing cached.
 func (e *env) reopenDecls() *queues.Registry {
-	_, r := queues.Open(e.s, e.op, e.dop)
+	_, r := queues.New(e.s, e.options())
 	return r
 }
 
 // open returns a fresh process's Queue over s (a wrapper of the env's
 // store: counting, faulty, gated), its declarations read through s too.
-func (e *env) open(s store.Store) *queue.Queue { return queues.NewQueue(s, e.op, e.dop) }
+func (e *env) open(s store.Store) *queue.Queue { return queues.NewQueue(s, e.options()) }
+
+// options are the options of every process of the case: the
+// declarations' with the core's.
+func (e *env) options() queues.Options {
+	o := e.dop
+	o.Core = e.op
+	return o
+}
 
 // stats reads a queue's declaration and its stats, as GET
 // /queues/{queue}/stats does.
