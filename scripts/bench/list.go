@@ -74,7 +74,7 @@ func benchList(ctx context.Context, srv *s3local.Server, n int) error {
 			n+2, req.Status, or(req.Queue, "any"), len(res.Tasks), k.Total(), k.List, k.Get+k.Head)
 	}
 	c := store.NewCounting(s)
-	h, err := queues.NewQueue(c, queues.Options{}).HistoryPage(ctx, done, queue.HistoryRequest{})
+	h, err := queues.NewQueue(c, queues.Options{}).History(ctx, queue.HistoryRequest{ID: done})
 	if err != nil {
 		return err
 	}

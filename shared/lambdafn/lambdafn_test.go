@@ -166,7 +166,7 @@ func triggeredSchedule(t *testing.T, q *queue.Queue, decls *queues.Registry) (st
 func uploadedArtifact(t *testing.T, q *queue.Queue, decls *queues.Registry) (string, string) {
 	t.Helper()
 	id, _ := pendingTask(t, q, decls)
-	if _, _, err := q.ReserveArtifacts(t.Context(), id, time.Hour, time.Now()); err != nil {
+	if _, _, err := q.ReserveArtifact(t.Context(), queue.ArtifactRequest{ID: id, TTL: time.Hour}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := q.Store().Put(t.Context(), queue.ArtifactKey(queue.DefaultQueue, id, "report.pdf"), []byte("%PDF-1.7")); err != nil {

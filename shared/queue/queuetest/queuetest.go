@@ -16,6 +16,7 @@ package queuetest
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -307,4 +308,23 @@ func at(t time.Time) *time.Time { return &t }
 func jsonOf(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// allHistory returns every version of a task's record, oldest first: the
+// pages of Queue.History, 1,000 at a time, reversed.
+func allHistory(q *queue.Queue, ref string) ([]queue.HistoryEntry, error) {
+	var out []queue.HistoryEntry
+	req := queue.HistoryRequest{ID: ref, Limit: 1000}
+	for {
+		res, err := q.History(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res.Versions...)
+		if res.NextCursor == "" || res.NextCursor == req.Cursor {
+			slices.Reverse(out)
+			return out, nil
+		}
+		req.Cursor = res.NextCursor
+	}
 }
