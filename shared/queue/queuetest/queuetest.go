@@ -55,6 +55,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("round_trips", func(t *testing.T) { runFast(t, f) })
 	t.Run("attack", func(t *testing.T) { runAttack(t, f) })
 	t.Run("waits", func(t *testing.T) { runWaits(t, f) })
+	t.Run("rate_limit", func(t *testing.T) { runRateLimit(t, f) })
 }
 
 // t0 is the fixed start of every case's clock.
