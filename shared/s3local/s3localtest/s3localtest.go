@@ -4,9 +4,9 @@ package s3localtest
 
 import (
 	"context"
-	"flag"
 	"crypto/rand"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"testing"
