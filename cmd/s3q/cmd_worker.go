@@ -98,7 +98,8 @@ func execHandler(command string) worker.Handler {
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		cmd.Env = append(os.Environ(),
 			"S3Q_TASK_ID="+t.ID, "S3Q_TASK_TYPE="+t.TaskType, "S3Q_ATTEMPT="+strconv.Itoa(t.Attempt))
-		if t.Traceparent != "" { // the W3C trace context the task was submitted in
+		if tp := t.Traceparent; tp != "" && queue.ValidateTraceparent("traceparent", tp) == nil &&
+			queue.ValidateTracestate("tracestate", t.Tracestate, tp) == nil { // the W3C trace context the task was submitted in
 			cmd.Env = append(cmd.Env, "TRACEPARENT="+t.Traceparent, "TRACESTATE="+t.Tracestate)
 		}
 		if t.ExpiresAt != nil {

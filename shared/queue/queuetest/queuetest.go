@@ -41,6 +41,7 @@ type Factory struct {
 func Run(t *testing.T, f Factory) {
 	t.Run("submit", func(t *testing.T) { runSubmit(t, f); runSubmitWithID(t, f) })
 	t.Run("claim", func(t *testing.T) { runClaim(t, f); runScan(t, f); runPriority(t, f); runTrace(t, f) })
+	t.Run("priority_attack", func(t *testing.T) { runPriorityAttack(t, f) })
 	t.Run("lease", func(t *testing.T) { runLease(t, f); runRetryWait(t, f); runReplay(t, f) })
 	t.Run("cancel_retry_expire", func(t *testing.T) { runCancel(t, f); runCancelRules(t, f); runOwed(t, f); runPresent(t, f) })
 	t.Run("list_history", func(t *testing.T) { runList(t, f); runListCost(t, f) })
