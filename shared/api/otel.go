@@ -85,8 +85,8 @@ func endSpan(span trace.Span, rl *requestLog, status int) {
 // request's (its traceparent header, tp and ts) or who have none the
 // trace context of the submit's span when it records one, so that each
 // run of the task is a child of the submit. A task whose body names
-// another trace context keeps it; with no span recorded every task keeps
-// what the request gave.
+// another trace context keeps it, and the span gets a link to it; with no
+// span recorded every task keeps what the request gave.
 func spanTrace(ctx context.Context, tp string, reqs []*queue.SubmitRequest) {
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
@@ -100,6 +100,11 @@ func spanTrace(ctx context.Context, tp string, reqs []*queue.SubmitRequest) {
 	for _, req := range reqs {
 		if req.Traceparent == "" || req.Traceparent == tp {
 			req.Traceparent, req.Tracestate = c["traceparent"], c["tracestate"]
+			continue
+		}
+		other := propagation.MapCarrier{"traceparent": req.Traceparent, "tracestate": req.Tracestate}
+		if sc := trace.SpanContextFromContext(w3c.Extract(context.Background(), other)); sc.IsValid() {
+			span.AddLink(trace.Link{SpanContext: sc})
 		}
 	}
 }

@@ -84,10 +84,14 @@ func TestASubmitsTasksContinueTheSubmitsSpan(t *testing.T) {
 
 	other := "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	r = e.doHeaders("POST", "/queues/default/tasks/batch", `{"tasks":[{"task_type":"t"},{"task_type":"t","traceparent":"`+other+`"}]}`, h)
-	span = lastSpan(t, rec).SpanContext()
+	batchSpan := lastSpan(t, rec)
+	span = batchSpan.SpanContext()
 	raw := string(r.raw)
 	if !strings.Contains(raw, `"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-`+span.SpanID().String()+`-01"`) || !strings.Contains(raw, `"traceparent":"`+other+`"`) {
 		t.Fatalf("batch: %s", raw)
+	}
+	if links := batchSpan.Links(); len(links) != 1 || links[0].SpanContext.TraceID().String() != "0af7651916cd43dd8448eb211c80319c" {
+		t.Fatalf("the batch span links %v, want the item's own trace context", links)
 	}
 
 	r = e.do("POST", "/queues/default/tasks", `{"task_type":"t"}`)
