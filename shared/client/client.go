@@ -181,6 +181,10 @@ var errEncode = errors.New("bad request body")
 // answer into out (nil to discard). It returns the HTTP status. A status
 // of 400 or more is returned as an *Error.
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, body, out any) (int, error) {
+	var extra http.Header
+	if wh, ok := body.(withHeader); ok {
+		body, extra = wh.body, wh.header
+	}
 	var payload []byte
 	if body != nil {
 		var err error
@@ -194,6 +198,9 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(payload))
 	if err != nil {
 		return 0, fmt.Errorf("client: %w", err)
+	}
+	for k, v := range extra {
+		req.Header[k] = v
 	}
 	req.Header.Set("User-Agent", c.ua)
 	req.Header.Set("Accept", "application/json")

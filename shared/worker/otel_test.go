@@ -229,3 +229,50 @@ func TestWithoutAProviderARunRecordsNothingAndTheHandlerContinuesTheSubmittedTra
 		t.Fatalf("recording %v, handler continues %q, span context %v", recording, seen, sc)
 	}
 }
+
+// The Go client sends the span context of its ctx with a submit: a caller's
+// span, and a handler's run, whose child tasks so continue its trace. The
+// API's submit span is in the chain each time.
+func TestTheGoClientCarriesTheTraceOfItsContextIntoTheTasksItSubmits(t *testing.T) {
+	tp, rec := tracing(t)
+	c, _ := setupTraced(t, tp)
+	callerCtx, caller := tp.Tracer("test").Start(bg, "caller")
+	res, err := c.Submit(callerCtx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "parent"}})
+	caller.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := fastOpts()
+	opts.TracerProvider = tp
+	w := worker.New(c, opts)
+	var child string
+	w.Handle("parent", func(ctx context.Context, _ *worker.Task) (json.RawMessage, error) {
+		r, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "child"}})
+		child = r.Task.ID
+		return nil, err
+	})
+	w.Handle("child", func(context.Context, *worker.Task) (json.RawMessage, error) { return nil, nil })
+	runUntil(t, w, func() bool { return status(t, c, res.Task.ID)() && child != "" && status(t, c, child)() })
+
+	traceID := caller.SpanContext().TraceID()
+	parentRun, childRun := spanNamed(t, rec, "s3q.run parent"), spanNamed(t, rec, "s3q.run child")
+	submits := map[trace.SpanID]sdktrace.ReadOnlySpan{}
+	for _, s := range rec.Ended() {
+		if s.Name() == "POST /queues/{queue}/tasks" {
+			submits[s.SpanContext().SpanID()] = s
+		}
+	}
+	first, ok := submits[parentRun.Parent().SpanID()]
+	if !ok || first.Parent().SpanID() != caller.SpanContext().SpanID() {
+		t.Fatal("the parent task's run is not a child of a submit span whose parent is the caller")
+	}
+	second, ok := submits[childRun.Parent().SpanID()]
+	if !ok || second.Parent().SpanID() != parentRun.SpanContext().SpanID() {
+		t.Fatal("the child task's run is not a child of a submit span whose parent is the parent task's run")
+	}
+	for _, s := range []sdktrace.ReadOnlySpan{first, second, parentRun, childRun} {
+		if s.SpanContext().TraceID() != traceID {
+			t.Fatalf("span %q is in trace %v, want the caller's %v", s.Name(), s.SpanContext().TraceID(), traceID)
+		}
+	}
+}
