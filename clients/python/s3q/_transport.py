@@ -131,7 +131,7 @@ class Transport:
         """One request; the status and the decoded JSON answer (None when empty). Raises APIError for >= 400.
 
         ``headers`` are sent besides the client's own; ``answer``, when given, receives the
-        answer's Retry-After header (when it has one) under that name.
+        answer's Retry-After and S3q-Retry-After-Ms headers (those it has) under their names.
         A kept-alive connection lost with no answer is tried once more on a fresh one only
         when ``resend`` (a request safe to repeat): the server may have processed it."""
         url = self.prefix + path
@@ -172,8 +172,11 @@ class Transport:
                 self._drop()
             break
         status = resp.status
-        if answer is not None and resp.getheader("Retry-After") is not None:
-            answer["Retry-After"] = resp.getheader("Retry-After", "")
+        if answer is not None:
+            for name in ("Retry-After", "S3q-Retry-After-Ms"):
+                value = resp.getheader(name)
+                if value is not None:
+                    answer[name] = value
         if status >= 400:
             raise from_answer(status, raw, resp.getheader("Retry-After"))
         if not raw or status == 204:

@@ -40,6 +40,15 @@ def _q(s: str) -> str:
     return urllib.parse.quote(s, safe="")
 
 
+def _claim_retry_after(answer: Mapping[str, str]) -> Optional[float]:
+    """The seconds an answer asks to wait: S3q-Retry-After-Ms (milliseconds, the precise
+    one) when it reads, else Retry-After; None when neither does."""
+    ms = parse_retry_after(answer.get("S3q-Retry-After-Ms"))
+    if ms is not None:
+        return ms / 1000
+    return parse_retry_after(answer.get("Retry-After"))
+
+
 def _trace_headers(traceparent: Optional[str], tracestate: Optional[str]) -> Optional[Dict[str, str]]:
     """The traceparent and tracestate headers of a submit (None when neither is given)."""
     h: Dict[str, str] = {}
@@ -363,8 +372,9 @@ class Client:
         max_tasks: Optional[int] = None,
         wait: Optional[v.Duration] = None,
     ) -> Tuple[List[Claimed], Optional[float]]:
-        """claim, and the seconds the answer's Retry-After asks to wait before the next
-        claim (a queue's rate limit answers 204 with one), None when it has none."""
+        """claim, and the seconds the answer asks to wait before the next claim (a queue's
+        rate limit answers 204 with Retry-After in whole seconds and S3q-Retry-After-Ms in
+        milliseconds, read first), None when it says nothing."""
         body: Dict[str, Any] = {}
         if task_types:
             body["task_types"] = [v.task_type("task_types", t) for t in task_types]
@@ -380,7 +390,7 @@ class Client:
             path = "/claim/wait"  # long-polls have a route of their own
         answer: Dict[str, str] = {}
         reply = self._t.once("POST", self._qp(path), None, body, poll="wait" in body, resend=False, answer=answer)[1]
-        return cast(List[Claimed], (reply or {}).get("tasks") or []), parse_retry_after(answer.get("Retry-After"))
+        return cast(List[Claimed], (reply or {}).get("tasks") or []), _claim_retry_after(answer)
 
     @staticmethod
     def _lease(lease: Lease) -> Dict[str, Any]:

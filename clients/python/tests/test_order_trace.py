@@ -113,6 +113,7 @@ class _HeldBack(http.server.BaseHTTPRequestHandler):
 
     claims: List[Tuple[str, float]] = []
     retry_after = "1"
+    retry_after_ms = ""
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -120,6 +121,8 @@ class _HeldBack(http.server.BaseHTTPRequestHandler):
         self.send_response(204)
         if len(type(self).claims) == 1:
             self.send_header("Retry-After", type(self).retry_after)
+            if type(self).retry_after_ms:
+                self.send_header("S3q-Retry-After-Ms", type(self).retry_after_ms)
         self.send_header("Content-Length", "0")
         self.end_headers()
 
@@ -130,6 +133,7 @@ class _HeldBack(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def held_back() -> Iterator[str]:
     _HeldBack.claims = []
+    _HeldBack.retry_after_ms = ""
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), _HeldBack)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
@@ -144,6 +148,12 @@ def test_a_claim_answered_204_with_retry_after_returns_it(held_back: str) -> Non
     assert c._claim(max_tasks=1) == ([], 1.0)
     assert c._claim(max_tasks=1) == ([], None)
     assert c.claim() == []
+
+
+def test_the_milliseconds_header_is_read_first(held_back: str) -> None:
+    _HeldBack.retry_after_ms = "250"
+    c = s3q.Client(held_back, queue="limited")
+    assert c._claim(max_tasks=1) == ([], 0.25)
 
 
 def test_the_worker_waits_as_long_as_retry_after_asks(held_back: str) -> None:

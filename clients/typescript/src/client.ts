@@ -260,6 +260,8 @@ interface Answer<T> {
   body: T;
   /** The answer's Retry-After header, null when none. */
   retryAfter: string | null;
+  /** The answer's S3q-Retry-After-Ms header (the same in milliseconds), null when none. */
+  retryAfterMs: string | null;
 }
 
 /** @internal The state clients made by in() share. */
@@ -352,7 +354,7 @@ class Transport {
         throw new UnavailableError("unavailable", { status: res.status, code: "bad_answer", message: `${method} ${url.pathname}: the answer is not JSON` });
       }
     }
-    return { status: res.status, body: parsed as T, retryAfter: res.headers.get("retry-after") };
+    return { status: res.status, body: parsed as T, retryAfter: res.headers.get("retry-after"), retryAfterMs: res.headers.get("s3q-retry-after-ms") };
   }
 
   /** Sleeps before retry n+1: uniformly in [d/2, d) with d = backoff·2^n capped at 20·backoff, or Retry-After within the cap. */
@@ -538,9 +540,10 @@ export class Client {
   }
 
   /**
-   * claim, and how long the answer's Retry-After asks to wait before the
-   * next claim, in milliseconds (a queue's rate limit holding claims back
-   * answers 204 with one); undefined when it has none. The worker's claim.
+   * claim, and how long the answer asks to wait before the next claim, in
+   * milliseconds (a queue's rate limit holding claims back answers 204 with
+   * Retry-After in whole seconds and S3q-Retry-After-Ms, read first);
+   * undefined when it says nothing. The worker's claim.
    */
   async claimHeld(options: ClaimOptions = {}): Promise<{ tasks: Claimed[]; retryAfterMs: number | undefined }> {
     const body: S["ClaimRequest"] = {};
@@ -555,7 +558,9 @@ export class Client {
       body,
       signal: options.signal,
     });
-    return { tasks: a.status === 204 || !a.body ? [] : a.body.tasks, retryAfterMs: parseRetryAfter(a.retryAfter) };
+    // S3q-Retry-After-Ms is the precise one (Retry-After is whole seconds, rounded up).
+    const ms = a.retryAfterMs !== null && /^\d+(\.\d+)?$/.test(a.retryAfterMs.trim()) ? Number(a.retryAfterMs.trim()) : parseRetryAfter(a.retryAfter);
+    return { tasks: a.status === 204 || !a.body ? [] : a.body.tasks, retryAfterMs: ms };
   }
 
   /** Extends a lease (by leaseFor, else the task's timeout); the task's cancel_requested asks the worker to stop. */

@@ -86,13 +86,14 @@ test("a malformed traceparent is refused naming it", async () => {
 });
 
 /** A server answering every claim 204, the first with Retry-After; it records when each came. */
-async function heldBack(retryAfter: string): Promise<{ url: string; claims: { path: string; at: number }[]; close: () => Promise<void> }> {
+async function heldBack(retryAfter: string, retryAfterMs?: string): Promise<{ url: string; claims: { path: string; at: number }[]; close: () => Promise<void> }> {
   const claims: { path: string; at: number }[] = [];
   const srv = createServer((req: IncomingMessage, res: ServerResponse) => {
     req.resume();
     req.on("end", () => {
       claims.push({ path: req.url ?? "", at: performance.now() });
       if (claims.length === 1) res.setHeader("Retry-After", retryAfter);
+      if (claims.length === 1 && retryAfterMs !== undefined) res.setHeader("S3q-Retry-After-Ms", retryAfterMs);
       res.writeHead(204).end();
     });
   });
@@ -116,6 +117,15 @@ test("a claim answered 204 with Retry-After returns how long to wait", async () 
     assert.deepEqual(await c.claimHeld({ maxTasks: 1 }), { tasks: [], retryAfterMs: 1500 });
     assert.deepEqual(await c.claimHeld({ maxTasks: 1 }), { tasks: [], retryAfterMs: undefined });
     assert.deepEqual(await c.claim(), []);
+  } finally {
+    await s.close();
+  }
+});
+
+test("S3q-Retry-After-Ms is read before Retry-After", async () => {
+  const s = await heldBack("1", "250");
+  try {
+    assert.deepEqual(await new Client(s.url, { queue: "limited" }).claimHeld(), { tasks: [], retryAfterMs: 250 });
   } finally {
     await s.close();
   }
