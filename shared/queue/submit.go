@@ -133,13 +133,13 @@ type SubmitResult struct {
 // sweep's cascade can never miss it.
 func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (SubmitResult, error) {
 	now = norm(now)
-	t, err := q.build(ctx, req, now)
+	s, err := q.parseSubmit(req, now)
 	if err != nil {
 		return SubmitResult{}, err
 	}
-	if req.ID != "" && !req.ReplayAnyRequest {
-		req.Queue = t.Queue // as resolved: absent means the view's queue
-		t.RequestHash = requestHash(req)
+	t, err := q.build(ctx, &s, now)
+	if err != nil {
+		return SubmitResult{}, err
 	}
 	if t.DedupKey != "" {
 		// A new queue is declared first: a dedup pointer is never
