@@ -23,8 +23,11 @@ type submission struct {
 	ttl *time.Duration
 	// expiresAt is the request's expires_at, normalised; nil when absent.
 	expiresAt *time.Time
+	// fire is set for a schedule's fire (SubmitFire): a task that has
+	// its id is its own whatever request made it.
+	fire bool
 	// hash identifies the request for a replay (requestHash): set for a
-	// request with an id, unless it replays any request (a fire's).
+	// request with an id, unless it is a fire's.
 	hash string
 }
 
@@ -36,7 +39,7 @@ func (s *submission) ownDeadline() bool { return s.ttl != nil || s.expiresAt != 
 // a fixed order, and returns the first bad one as a *ValidationError
 // naming it (ErrTooLarge for an input or dedup key over its limit). It
 // reads nothing from the store.
-func (q *Queue) parseSubmit(req SubmitRequest, now time.Time) (submission, error) {
+func (q *Queue) parseSubmit(req SubmitRequest, fire bool, now time.Time) (submission, error) {
 	var err error
 	if req.Queue, err = q.scoped("queue", req.Queue); err != nil {
 		return submission{}, err
@@ -81,7 +84,7 @@ func (q *Queue) parseSubmit(req SubmitRequest, now time.Time) (submission, error
 	if req.OnParentExpired != "" && req.ParentID == "" {
 		return submission{}, invalid("on_parent_expired", "needs parent_id")
 	}
-	s := submission{req: req}
+	s := submission{req: req, fire: fire}
 	if s.avail, err = availableAt(&req, now); err != nil {
 		return submission{}, err
 	}
@@ -95,7 +98,7 @@ func (q *Queue) parseSubmit(req SubmitRequest, now time.Time) (submission, error
 		if err := ValidateID(req.ID); err != nil {
 			return submission{}, err
 		}
-		if !req.ReplayAnyRequest {
+		if !fire {
 			s.hash = requestHash(req)
 		}
 	}
