@@ -118,7 +118,7 @@ func presignedURLsWork(t *testing.T, srv *s3local.Server) {
 	if err != nil || len(c) != 1 {
 		t.Fatalf("claim: %v %v", c, err)
 	}
-	if _, err := q.Complete(ctx, queue.CompleteRequest{ID: id, LeaseToken: c[0].Lease.Token}, now); err != nil {
+	if _, err := q.Complete(ctx, queue.CompleteRequest{ID: res.Task.Ref(), LeaseToken: c[0].Lease.Token}, now); err != nil {
 		t.Fatal(err)
 	}
 	var se *queue.StateError

@@ -101,7 +101,7 @@ func (q *Queue) ReserveArtifact(ctx context.Context, id, name string, ttl time.D
 			next.ArtifactNames = append(slices.Clone(cur.ArtifactNames), name)
 		}
 		next.UpdatedAt = now
-		if _, err := q.commit(ctx, &cur, etag, &next); err != nil {
+		if _, err := q.commit(ctx, &cur, etag, &next, cleanInline); err != nil {
 			if errors.Is(err, store.ErrPrecondition) {
 				continue
 			}

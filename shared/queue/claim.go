@@ -244,14 +244,14 @@ func (q *Queue) tryClaim(ctx context.Context, m marker, run *claimRun, now time.
 		}
 		// The lease has expired: reclaim.
 		if next := cur.clone(); settleLapsed(&next, now) {
-			_, err := q.commit(ctx, &cur, etag, &next)
+			_, err := q.commit(ctx, &cur, etag, &next, cleanInline)
 			return nil, ignoreLost(err)
 		}
 	default:
 		// Terminal, with a marker it still names: a crash after the write.
 		next := cur.clone()
 		next.IndexKey = ""
-		_, err := q.commit(ctx, &cur, etag, &next)
+		_, err := q.commit(ctx, &cur, etag, &next, cleanInline)
 		return nil, ignoreLost(err)
 	}
 
@@ -284,7 +284,7 @@ func (q *Queue) startLoaded(ctx context.Context, m marker, run *claimRun, cur Ta
 		}
 		next.SlotKey, next.SlotETag = key, slotETag
 	}
-	_, err := q.commit(ctx, &cur, etag, &next)
+	_, err := q.commit(ctx, &cur, etag, &next, cleanInline)
 	if errors.Is(err, store.ErrPrecondition) {
 		// The record is not ours, so neither is the slot. (After any other
 		// error the write may have landed: the slot stays, for takeover.)

@@ -29,7 +29,7 @@ func ExampleQueue_Submit() {
 	left, _ := c.Task.Remaining(now.Add(time.Second))
 	fmt.Println(c.Task.Status, "attempt", c.Task.Attempt, "time left", queue.FormatDuration(left))
 
-	done, _ := q.Complete(ctx, queue.CompleteRequest{ID: c.Task.ID, LeaseToken: c.Lease.Token, Output: []byte(`{"sent":true}`)}, now.Add(2*time.Second))
+	done, _ := q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, Output: []byte(`{"sent":true}`)}, now.Add(2*time.Second))
 	fmt.Println(done.Status, string(done.Output))
 	// Output:
 	// pending expires 2026-01-28T10:00:00Z

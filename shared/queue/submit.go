@@ -117,7 +117,7 @@ func (q *Queue) submit(ctx context.Context, req SubmitRequest, fire bool, now ti
 		}
 		return res, err
 	}
-	if _, err := q.commit(ctx, &Task{}, "", &t); err != nil {
+	if _, err := q.commit(ctx, &Task{}, "", &t, cleanInline); err != nil {
 		if req.ID != "" && errors.Is(err, store.ErrPrecondition) {
 			res, ok, rerr := q.replay(ctx, &t, &s, true)
 			if ok && rerr == nil {

@@ -45,7 +45,7 @@ func TestTerminalTaskRecordsCarryTheLifecycleTag(t *testing.T) {
 			if err != nil || len(cs) != 1 {
 				t.Fatalf("claim: %v %d", err, len(cs))
 			}
-			if _, err := q.Complete(ctx, queue.CompleteRequest{ID: res.Task.ID, LeaseToken: cs[0].Lease.Token}, t0()); err != nil {
+			if _, err := q.Complete(ctx, queue.CompleteRequest{ID: res.Task.Ref(), LeaseToken: cs[0].Lease.Token}, t0()); err != nil {
 				t.Fatal(err)
 			}
 			if got := tags(); got["s3q-terminal"] != "true" {

@@ -53,7 +53,7 @@ func runAttackBackgroundChild(t *testing.T, f Factory) {
 		o := e.op
 		o.BackgroundCleanup = true
 		w := queues.NewQueue(cd, o, e.dop)
-		if err := failTask(w, child.ID, c.Lease.Token, t0); err != nil {
+		if err := failTask(w, child.Ref(), c.Lease.Token, t0); err != nil {
 			t.Fatal(err)
 		}
 		w.Flush()

@@ -342,7 +342,7 @@ var purgeCrashCases = []struct {
 		return e.submit(queue.SubmitRequest{DedupKey: "k", TTL: check.Dur("1h")}, t0).ID
 	}},
 	{"dead_lettered_with_dedup_key", queue.StatusFailed, func(e *env) string {
-		id := e.submit(queue.SubmitRequest{DedupKey: "k", MaxAttempts: 1}, t0).ID
+		id := e.submit(queue.SubmitRequest{DedupKey: "k", MaxAttempts: 1}, t0).Ref()
 		c := e.claim(queue.ClaimRequest{}, t0)[0]
 		if _, err := e.q.Fail(ctx, queue.FailRequest{ID: id, LeaseToken: c.Lease.Token, Error: "x"}, t0); err != nil {
 			e.t.Fatal(err)

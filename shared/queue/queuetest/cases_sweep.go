@@ -359,7 +359,7 @@ func runSweep(t *testing.T, f Factory) {
 		}
 		wantKeys(t, "hints", e.hints(), "q/default/children/"+parent.ID+"/"+stopper.ID, "q/default/children/"+parent.ID+"/"+runner.ID)
 		// The running children finish; their markers go with them.
-		for _, id := range []string{stopper.ID, runner.ID} {
+		for _, id := range []string{stopper.Ref(), runner.Ref()} {
 			got := e.get(id)
 			if _, err := e.q.AckCancel(ctx, queue.AckCancelRequest{ID: id, LeaseToken: got.LeaseToken}, now); err != nil {
 				t.Fatal(err)

@@ -351,7 +351,7 @@ func runTick(t *testing.T, f Factory) {
 		if rep := e.tick(utc("2026-05-01T09:15:10Z")); rep.Skipped != 1 {
 			t.Fatalf("report %+v", rep)
 		}
-		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: first, LeaseToken: claimed[0].Lease.Token}, utc("2026-05-01T09:16:00Z")); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: claimed[0].Task.Ref(), LeaseToken: claimed[0].Lease.Token}, utc("2026-05-01T09:16:00Z")); err != nil {
 			t.Fatal(err)
 		}
 		// Done: 09:20 fires.
