@@ -194,7 +194,7 @@ func prefix() string {
 // the queue is declared first with that max_concurrency.
 func lifecycle(ctx context.Context, srv *s3local.Server, n int, ttl bool, mc int) (store.Counts, error) {
 	counting := store.NewCounting(srv.Store(prefix()))
-	submitter, decls := queues.Open(counting, queue.Options{}, queues.Options{})
+	submitter, decls := queues.New(counting, queues.Options{})
 	if mc > 0 {
 		if _, _, err := decls.Declare(ctx, queues.Declaration{Name: queue.DefaultQueue, MaxConcurrency: mc}, time.Now()); err != nil {
 			return store.Counts{}, err
@@ -213,7 +213,7 @@ func lifecycle(ctx context.Context, srv *s3local.Server, n int, ttl bool, mc int
 			return store.Counts{}, err
 		}
 	}
-	worker := queues.NewQueue(counting, queue.Options{}, queues.Options{})
+	worker := queues.NewQueue(counting, queues.Options{})
 	for done := 0; done < n; {
 		cs, err := worker.Claim(ctx, queue.ClaimRequest{LeaseFor: time.Minute}, time.Now())
 		if err != nil {
@@ -236,7 +236,7 @@ func lifecycle(ctx context.Context, srv *s3local.Server, n int, ttl bool, mc int
 // Queue and returns tasks per second and requests per task of the drain.
 func throughput(ctx context.Context, srv *s3local.Server, w, n int) (float64, float64, error) {
 	counting := store.NewCounting(srv.Store(prefix()))
-	q := queues.NewQueue(counting, queue.Options{}, queues.Options{})
+	q := queues.NewQueue(counting, queues.Options{})
 	reqs := make([]queue.SubmitRequest, n)
 	for i := range reqs {
 		reqs[i] = queue.SubmitRequest{TaskType: "bench"}
@@ -252,7 +252,7 @@ func throughput(ctx context.Context, srv *s3local.Server, w, n int) (float64, fl
 			}
 		}
 	}
-	worker := queues.NewQueue(counting, queue.Options{}, queues.Options{})
+	worker := queues.NewQueue(counting, queues.Options{})
 	before := counting.Counts()
 	var done atomic.Int64
 	var firstErr error

@@ -61,7 +61,7 @@ func benchRateLimit(ctx context.Context, srv *s3local.Server, rate float64, work
 	// Pulled: W workers over 4 processes.
 	rs := &rateCounting{Store: srv.Store(prefix())}
 	counting := store.NewCounting(rs)
-	_, decls := queues.Open(counting, queue.Options{}, queues.Options{})
+	_, decls := queues.New(counting, queues.Options{})
 	r := rate
 	if _, _, err := decls.Declare(ctx, queues.Declaration{Name: "paced", MaxPerSecond: &r}, time.Now()); err != nil {
 		return err
@@ -154,7 +154,7 @@ func benchRateLimit(ctx context.Context, srv *s3local.Server, rate float64, work
 	}))
 	defer target.Close()
 	pst := srv.Store(prefix())
-	q, pdecls := queues.Open(pst, queue.Options{}, queues.Options{AllowInsecureTargets: true})
+	q, pdecls := queues.New(pst, queues.Options{AllowInsecureTargets: true})
 	timeout := queue.Duration(5 * time.Second)
 	if _, _, err := pdecls.Declare(ctx, queues.Declaration{Name: "pushed", MaxPerSecond: &r, Timeout: &timeout,
 		Target: &queues.Target{URL: target.URL, Secret: "dev"}}, time.Now()); err != nil {
@@ -183,7 +183,7 @@ func benchRateLimit(ctx context.Context, srv *s3local.Server, rate float64, work
 
 // submitBacklog submits n due tasks to queue name.
 func submitBacklog(ctx context.Context, st store.Store, name string, n int) error {
-	q := queues.NewQueue(st, queue.Options{}, queues.Options{})
+	q := queues.NewQueue(st, queues.Options{})
 	sem := make(chan struct{}, 16)
 	var (
 		wg    sync.WaitGroup
@@ -212,7 +212,7 @@ func submitBacklog(ctx context.Context, st store.Store, name string, n int) erro
 func drainWorkers(ctx context.Context, st store.Store, name string, workers int, d time.Duration, upto int) ([]time.Time, error) {
 	procs := make([]*queue.Queue, 4)
 	for i := range procs {
-		procs[i] = queues.NewQueue(st, queue.Options{}, queues.Options{})
+		procs[i] = queues.NewQueue(st, queues.Options{})
 	}
 	end := time.Now().Add(d)
 	var (

@@ -34,7 +34,7 @@ var ctx = context.Background()
 // the queue behind it.
 func newAPI(t *testing.T, srv *s3local.Server) (*client.Client, *queue.Queue) {
 	t.Helper()
-	q, decls := queues.Open(s3localtest.NewStore(t, srv), queue.Options{}, queues.Options{})
+	q, decls := queues.New(s3localtest.NewStore(t, srv), queues.Options{})
 	ts := httptest.NewServer(api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)}))
 	t.Cleanup(ts.Close)
 	c, err := client.New(ctx, ts.URL, client.Options{HTTPClient: checked(t)})

@@ -41,7 +41,7 @@ func TestPushDeliveriesKeepTheQueuesRateLimitAcrossDispatchers(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				q, decls := queues.Open(st, queue.Options{ListCacheFor: -1}, queues.Options{})
+				q, decls := queues.New(st, queues.Options{Core: queue.Options{ListCacheFor: -1}})
 				d := dispatch.New(q, dispatch.NewDeclared(decls, 0), dispatch.Options{
 					Now: e.clk.Now, Soon: -1, Logger: slog.New(slog.DiscardHandler),
 					HTTP: dispatch.NewHTTP(dispatch.StaticSecrets{"s3q/secret": secret}, true),

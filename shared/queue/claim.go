@@ -26,7 +26,7 @@ type ClaimRequest struct {
 	LeaseFor time.Duration `json:"-"`
 	// WorkerID is recorded on the task, for people. Optional.
 	WorkerID string `json:"worker_id,omitempty"`
-	// MaxTasks is how many tasks to claim at most. Defaults to 1.
+	// MaxTasks is how many tasks to claim at most, 1 to 100. Defaults to 1.
 	MaxTasks int `json:"max_tasks,omitempty"`
 }
 
@@ -86,8 +86,8 @@ func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]C
 	switch {
 	case req.MaxTasks == 0:
 		req.MaxTasks = 1
-	case req.MaxTasks < 0 || req.MaxTasks > MaxClaim:
-		return nil, invalid("max_tasks", "must be between 1 and %d", MaxClaim)
+	case req.MaxTasks < 0 || req.MaxTasks > maxClaim:
+		return nil, invalid("max_tasks", "must be between 1 and %d", maxClaim)
 	}
 
 	d, err := q.decls.Settings(ctx, req.Queue, LookupRead, now)

@@ -157,10 +157,10 @@ func (c *Console) tasksPage(r *http.Request) (*view, error) {
 		PageSize: c.opts.PageSize, Back: r.URL.RequestURI(), Priorities: []int{1, 2, 3, 4, 5}}
 	if s := q.Get("priority"); s != "" {
 		v.PriorityParam = s
-		if n, err := strconv.Atoi(s); err == nil {
+		if n, err := strconv.Atoi(s); err == nil && n != 0 {
 			v.Priority = n
 		} else {
-			v.Priority = -1 // refused by the API, which names the field
+			v.Priority = -1 // refused by the API, which names the field (0 would list every priority)
 		}
 	}
 	info, err := c.getQueue(r.Context(), name)

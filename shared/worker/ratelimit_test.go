@@ -89,7 +89,7 @@ func TestWorkersOnTwoAPIServersKeepTheQueuesRateLimit(t *testing.T) {
 	var q *queue.Queue
 	for range 2 {
 		var decls *queues.Registry
-		q, decls = queues.Open(st, queue.Options{}, queues.Options{})
+		q, decls = queues.New(st, queues.Options{})
 		ts := httptest.NewServer(openapitest.Handler(t, api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)})))
 		t.Cleanup(ts.Close)
 		c, err := client.New(bg, ts.URL, client.Options{})
