@@ -97,7 +97,7 @@ func benchRateLimit(ctx context.Context, srv *s3local.Server, rate float64, work
 	// The lifecycle (main.go's) of a queue with a limit it never reaches,
 	// in one process: what the limit costs a task where nobody races.
 	lc := store.NewCounting(srv.Store(prefix()))
-	lq, ldecls := queues.Open(lc, queue.Options{}, queues.Options{})
+	lq, ldecls := queues.New(lc, queues.Options{})
 	high := float64(queue.MaxPerSecondLimit)
 	if _, _, err := ldecls.Declare(ctx, queues.Declaration{Name: "lifecycle", MaxPerSecond: &high}, time.Now()); err != nil {
 		return err
@@ -109,7 +109,7 @@ func benchRateLimit(ctx context.Context, srv *s3local.Server, rate float64, work
 			return err
 		}
 	}
-	worker := queues.NewQueue(lc, queue.Options{}, queues.Options{})
+	worker := queues.NewQueue(lc, queues.Options{})
 	for done := 0; done < lifecycleTasks; {
 		cs, err := worker.Claim(ctx, queue.ClaimRequest{Queue: "lifecycle", LeaseFor: time.Minute}, time.Now())
 		var limited *queue.RateLimitedError
