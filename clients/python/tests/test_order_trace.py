@@ -11,6 +11,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 from conftest import free_port, wait_for
+from scenario import scenario
 
 import s3q
 from s3q.errors import parse_retry_after
@@ -19,6 +20,7 @@ TP = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 TP2 = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 
+@scenario("priority_claim_order")
 def test_claims_take_the_highest_priority_first(client: s3q.Client) -> None:
     ids: Dict[int, str] = {}
     for p in (5, 3, 1, 4, 2):
@@ -57,6 +59,7 @@ def test_a_bad_priority_is_refused_naming_it(client: s3q.Client) -> None:
         client.submit("job", priority=True)
 
 
+@scenario("trace_context_reaches_handler")
 def test_the_trace_context_is_kept_shown_and_handed_to_the_handler(client: s3q.Client) -> None:
     traced = client.submit("traced", {"n": 1}, traceparent=TP, tracestate="vendor=abc")["task"]
     assert traced["traceparent"] == TP and traced["tracestate"] == "vendor=abc"

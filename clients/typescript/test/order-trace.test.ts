@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { after, before, test } from "node:test";
 import { BadRequestError, Client, InvalidArgumentError, Worker, type TaskContext } from "@s3q/client";
-import { eventually, queueName, startDev, type Dev } from "./helpers.js";
+import { eventually, queueName, scenario, startDev, type Dev } from "./helpers.js";
 
 const TP = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 const TP2 = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
@@ -20,7 +20,7 @@ after(async () => {
   await Promise.all(workers.map((w) => w.stop()));
 });
 
-test("claims take the highest priority first; a queue's default and a schedule's priority apply", async () => {
+scenario("priority_claim_order", async () => {
   const c = new Client(dev.url, { queue: queueName("prio") });
   const ids = new Map<number, string>();
   for (const p of [5, 3, 1, 4, 2]) ids.set(p, (await c.submit("job", { p }, { priority: p })).task.id);
@@ -34,7 +34,10 @@ test("claims take the highest priority first; a queue's default and a schedule's
   }
   assert.deepEqual(order, [ids.get(1), ids.get(2), ids.get(3), plain.id, ids.get(4), ids.get(5)]);
   assert.equal((await c.get(ids.get(1)!)).priority, 1);
+});
 
+test("a queue's default priority and a schedule's apply", async () => {
+  const c = new Client(dev.url, { queue: queueName("prio") });
   const q = queueName("prio-default");
   const d = c.in(q);
   assert.equal((await c.declareQueue(q, { priority: 2 })).queue.priority, 2);
@@ -51,7 +54,7 @@ test("a bad priority is refused naming it", async () => {
   await assert.rejects(c.submit("job", undefined, { priority: 1.5 }), (e: unknown) => e instanceof InvalidArgumentError && e.field === "priority");
 });
 
-test("the trace context is kept, shown and handed to the handler", async () => {
+scenario("trace_context_reaches_handler", async () => {
   const c = new Client(dev.url, { queue: queueName("trace") });
   const traced = (await c.submit("traced", { n: 1 }, { traceparent: TP, tracestate: "vendor=abc" })).task;
   assert.equal(traced.traceparent, TP);
