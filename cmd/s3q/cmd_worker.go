@@ -99,8 +99,10 @@ func execHandler(command string) worker.Handler {
 		cmd.Env = append(os.Environ(),
 			"S3Q_TASK_ID="+t.ID, "S3Q_TASK_TYPE="+t.TaskType, "S3Q_ATTEMPT="+strconv.Itoa(t.Attempt))
 		// The W3C trace context the command continues: the task's as
-		// submitted (or its run's span's, had the worker a tracer provider).
-		if tp, ts := worker.TraceContext(ctx); tp != "" {
+		// submitted (or its run's span's, had the worker a tracer
+		// provider), handed on only when valid.
+		if tp, ts := worker.TraceContext(ctx); tp != "" && queue.ValidateTraceparent("traceparent", tp) == nil &&
+			queue.ValidateTracestate("tracestate", ts, tp) == nil {
 			cmd.Env = append(cmd.Env, "TRACEPARENT="+tp, "TRACESTATE="+ts)
 		}
 		if t.ExpiresAt != nil {

@@ -36,7 +36,8 @@ import (
 // failure), never a 5xx or a panic; a 4xx must write nothing; every answer
 // but a 204 is JSON, an error names its code, and a 400 its field.
 //
-// Run it briefly with: go test -run '^$' -fuzz FuzzAPI -fuzztime 10s ./shared/api
+// Run it briefly with: go test -run '^$' -fuzz FuzzAPI -fuzztime 10s -fuzzminimizetime 0s ./shared/api
+// (make fuzz; the Makefile says why without minimization).
 func FuzzAPI(f *testing.F) {
 	f.Add("POST", "/queues/default/tasks", []byte(`{"task_type":"t","ttl":"1h"}`), "Content-Type: application/json")
 	f.Add("POST", "/queues/default/tasks/{{running}}/complete", []byte(`{"lease_token":"{{token}}","output":{"a":1}}`), "")
@@ -52,7 +53,7 @@ func FuzzAPI(f *testing.F) {
 	f.Add("POST", "/queues/default/claim/wait", []byte(`{"wait":0.05,"max_tasks":2}`), "")
 	f.Fuzz(func(t *testing.T, method, target string, body []byte, header string) {
 		s := memstore.New()
-		q, decls := queues.Open(reqcount.Wrap(s), queue.Options{ListCacheFor: -1}, queues.Options{})
+		q, decls := queues.New(reqcount.Wrap(s), queues.Options{Core: queue.Options{ListCacheFor: -1}})
 		ctx := context.Background()
 		pend, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "t", TTL: ptr(queue.Duration(time.Hour))}, t0)
 		if err != nil {

@@ -55,7 +55,7 @@ func newLenv(t *testing.T, srv *s3local.Server) *lenv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	q, decls := queues.Open(st, queue.Options{Backoff: func(attempt int) time.Duration { return 10 * time.Second << (attempt - 1) }}, queues.Options{})
+	q, decls := queues.New(st, queues.Options{Core: queue.Options{Backoff: func(attempt int) time.Duration { return 10 * time.Second << (attempt - 1) }}})
 	return &lenv{p: p, st: st, q: q, decls: decls, sched: schedule.New(st, q, schedule.Options{})}
 }
 

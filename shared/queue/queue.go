@@ -23,7 +23,9 @@
 // What a queue's declaration says (its defaults, shards, max_concurrency,
 // whether it is paused) the core reads through one method,
 // Declarations.Settings (declarations.go); package queues owns the
-// declarations themselves and builds a Queue with them (queues.Open).
+// declarations themselves and builds a Queue with them: queues.Open is
+// the one entry point (it checks the bucket's layout, CheckLayout, and
+// takes one options value, queues.Options, whose Core is Options).
 //
 // The contract, operation by operation, is on the methods of Queue. Errors
 // are the sentinels and types in errors.go, wrapped; a failed call changes
@@ -41,6 +43,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/s3q/s3q/shared/deploy"
 	"github.com/s3q/s3q/shared/internal/clip"
 	"github.com/s3q/s3q/shared/store"
 )
@@ -169,6 +172,8 @@ type state struct {
 	recBytes int
 	// cleanups counts the background cleanups in flight (Flush).
 	cleanups sync.WaitGroup
+	// rates remembers each queue's rate state (ratelimit.go).
+	rates rateLimits
 	// arrivals holds, per queue, the channel closed when this Queue next
 	// writes a claimable marker of it (Arrivals).
 	arrivals map[string]chan struct{}
@@ -176,8 +181,9 @@ type state struct {
 
 // New returns a Queue over s that reads the queues' declarations from
 // decls. It panics when decls is nil: a Queue without declarations would
-// skip them silently. queues.Open builds a Queue with its declarations;
-// that is the usual way to make one.
+// skip them silently. queues.Open, which also checks the bucket's layout
+// (CheckLayout) and takes these options as queues.Options.Core, builds a
+// Queue with its declarations; that is the usual way to make one.
 func New(s store.Store, decls Declarations, opts Options) *Queue {
 	if decls == nil {
 		panic("queue: New needs the queues' Declarations (queues.Open builds both)")
@@ -251,19 +257,14 @@ func ExponentialBackoff(base, max time.Duration) func(attempt int) time.Duration
 // norm is the one place now is normalised: UTC, microseconds.
 func norm(now time.Time) time.Time { return now.UTC().Truncate(time.Microsecond) }
 
-// TerminalTag is the object tag of a task record in a terminal status
-// (completed, failed, cancelled, expired, archived), and of its status
-// marker: the stack's lifecycle rule (on q/, by this tag: a lifecycle
-// filter cannot wildcard the queue) deletes them after its retention
-// period. A retried task loses it on its next write.
-const TerminalTag = "s3q-terminal=true"
-
 // taskPutOptions are the options of a write of task record t: a terminal
-// record carries TerminalTag (infra: TerminalTagKey), by which the
-// bucket's lifecycle rule deletes it after the retention period.
+// record (completed, failed, cancelled, expired, archived) carries
+// deploy.TerminalTag, by which the bucket's lifecycle rule (on q/, by this
+// tag: a lifecycle filter cannot wildcard the queue) deletes it after the
+// retention period. A retried task loses it on its next write.
 func taskPutOptions(t *Task) []store.PutOption {
 	if t.Status.Terminal() {
-		return []store.PutOption{store.WithTags(TerminalTag)}
+		return []store.PutOption{store.WithTags(deploy.TerminalTag)}
 	}
 	return nil
 }

@@ -22,7 +22,7 @@ func TestTerminalTaskRecordsCarryTheLifecycleTag(t *testing.T) {
 		t.Run(srv.Name, func(t *testing.T) {
 			ctx := context.Background()
 			prefix := "tags-" + queue.NewID(t0())[:8] + "/"
-			q := queues.NewQueue(srv.Store(prefix), queue.Options{}, queues.Options{})
+			q := queues.NewQueue(srv.Store(prefix), queues.Options{})
 			res, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "x"}, t0())
 			if err != nil {
 				t.Fatal(err)

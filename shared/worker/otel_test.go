@@ -41,7 +41,7 @@ func tracing(t *testing.T) (*sdktrace.TracerProvider, *tracetest.SpanRecorder) {
 // returns the API's URL too.
 func setupTraced(t *testing.T, tp trace.TracerProvider) (*client.Client, string) {
 	t.Helper()
-	q, decls := queues.Open(s3localtest.NewStore(t, servers.VersityGW), queue.Options{Backoff: func(int) time.Duration { return 0 }, ListCacheFor: -1}, queues.Options{})
+	q, decls := queues.New(s3localtest.NewStore(t, servers.VersityGW), queues.Options{Core: queue.Options{Backoff: func(int) time.Duration { return 0 }, ListCacheFor: -1}})
 	ts := httptest.NewServer(openapitest.Handler(t, api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler), TracerProvider: tp})))
 	t.Cleanup(ts.Close)
 	c, err := client.New(bg, ts.URL, client.Options{})

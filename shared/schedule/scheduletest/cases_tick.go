@@ -80,7 +80,7 @@ func runTick(t *testing.T, f Factory) {
 
 	t.Run("a_schedule_whose_queue_was_deleted_skips_its_fires_and_fails_no_tick", func(t *testing.T) {
 		e := newEnv(t, f)
-		q, decls := queues.Open(e.s, queue.Options{}, queues.Options{RequireDeclared: true})
+		q, decls := queues.New(e.s, queues.Options{RequireDeclared: true})
 		e.q, e.sc = q, schedule.New(e.s, q, e.opts)
 		if _, _, err := decls.Declare(ctx, queues.Declaration{Name: "a"}, t0); err != nil {
 			t.Fatal(err)
