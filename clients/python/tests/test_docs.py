@@ -47,3 +47,14 @@ def test_docs_python_blocks_typecheck(tmp_path: Path) -> None:
         check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_deadline_already_past_is_accepted_and_expired_at_once(server: str) -> None:
+    # docs/api.md: a submit whose expires_at is past (or ttl 0s) answers with the task expired.
+    c = s3q.Client(server, queue="docs-past")
+    for t in (
+        c.submit("report.build", {}, expires_at="2020-01-01T00:00:00Z")["task"],
+        c.submit("report.build", {}, ttl="0s")["task"],
+    ):
+        assert (t["status"], t.get("expiry_reason")) == ("expired", "ttl"), t
+        assert c.status(t["id"])["status"] == "expired"
