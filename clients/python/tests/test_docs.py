@@ -58,3 +58,11 @@ def test_a_deadline_already_past_is_accepted_and_expired_at_once(server: str) ->
     ):
         assert (t["status"], t.get("expiry_reason")) == ("expired", "ttl"), t
         assert c.status(t["id"])["status"] == "expired"
+
+
+def test_a_declaration_replaces_the_settings_as_a_whole(server: str) -> None:
+    # docs/clients.md: declare_queue(priority=5) on a rate-limited queue drops its max_per_second.
+    c = s3q.Client(server, queue="docs-redeclare")
+    assert c.declare_queue(max_per_second=2, burst=1).get("max_per_second") == 2
+    q = c.declare_queue(priority=5)
+    assert (q.get("priority"), q.get("max_per_second"), q.get("burst")) == (5, None, None)
