@@ -2,7 +2,7 @@ package queuetest
 
 import "testing"
 
-// The attack cases (cases_attack_*.go): a hostile or careless caller and
+// The attack cases (each in the file of its behaviour: doc.go): a hostile or careless caller and
 // a crashing, racing deployment against the side records, the declared
 // queues and the listing. Each case failed on a defect, or guards one.
 func runAttack(t *testing.T, f Factory) {
