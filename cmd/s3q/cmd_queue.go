@@ -21,7 +21,7 @@ type queueFlags struct {
 	fs                                   *flag.FlagSet
 	ttlFrom, lambda, url, secret         string
 	maxAttempts, shards, maxConcurrency  int
-	priority                             int
+	priority, maxSchedules               int
 	ttl, timeout                         durationFlag
 	noTarget, noTTL, noTimeout, noCounts bool
 	noMaxAttempts                        bool
@@ -38,6 +38,7 @@ func (f *queueFlags) define(fs *flag.FlagSet) {
 	fs.IntVar(&f.shards, "shards", 0, "index prefixes of the queue, 1-16, fixed at creation (default the deployment's)")
 	fs.IntVar(&f.maxConcurrency, "max-concurrency", 0, "most tasks of the queue running at once, 1-1000 (0: no limit)")
 	fs.IntVar(&f.priority, "priority", 0, "default priority of the queue's tasks, 1 (highest) to 5 (lowest) (default 3)")
+	fs.IntVar(&f.maxSchedules, "max-schedules", 0, "most schedules that fire into the queue, 1-10000; one more is refused, too_many_schedules (default 100)")
 	fs.StringVar(&f.lambda, "target-lambda", "", "push target: a Lambda `function` name or ARN")
 	fs.StringVar(&f.url, "target-url", "", "push target: an https `URL` (needs --target-secret)")
 	fs.StringVar(&f.secret, "target-secret", "", "SSM `parameter` name of the HMAC secret signing deliveries to --target-url")
@@ -74,6 +75,8 @@ func (f *queueFlags) overlay(d *queues.Declaration) {
 			d.MaxConcurrency = f.maxConcurrency
 		case "priority":
 			d.Priority = f.priority
+		case "max-schedules":
+			d.MaxSchedules = f.maxSchedules
 		case "target-lambda", "target-url", "target-secret":
 			t := queues.Target{}
 			if d.Target != nil {
@@ -100,8 +103,8 @@ func queueCommand() *command {
 	return &command{
 		name: "queue", args: "SUBCOMMAND [NAME]", summary: "declare, list, show, update and delete queues",
 		subFlags: map[string][]string{
-			"create": {"ttl", "ttl-from", "max-attempts", "timeout", "shards", "max-concurrency", "priority", "target-lambda", "target-url", "target-secret"},
-			"update": {"ttl", "ttl-from", "max-attempts", "timeout", "max-concurrency", "priority", "target-lambda", "target-url", "target-secret", "no-target", "no-ttl", "no-timeout", "no-max-attempts"},
+			"create": {"ttl", "ttl-from", "max-attempts", "timeout", "shards", "max-concurrency", "priority", "max-schedules", "target-lambda", "target-url", "target-secret"},
+			"update": {"ttl", "ttl-from", "max-attempts", "timeout", "max-concurrency", "priority", "max-schedules", "target-lambda", "target-url", "target-secret", "no-target", "no-ttl", "no-timeout", "no-max-attempts"},
 			"list":   {"limit", "cursor", "no-counts"}, "show": nil, "delete": nil, "pause": nil, "resume": nil,
 		},
 		details: `A queue is declared before tasks are submitted to it (unless the deployment
@@ -122,6 +125,10 @@ Subcommands:
   delete NAME            delete it; refused while it holds pending or running tasks
                          (empty it first with 's3q purge -q NAME --status pending')
 
+--max-schedules bounds the schedules that fire into the queue (s3q schedule
+create past it is refused, too_many_schedules), so that one queue's schedules
+cannot crowd out another's fires.
+
 Counts come from the queue's indexes: live (pending or running), delayed (not
 yet available), with --max-concurrency running (slots held), and failed,
 cancelled and expired. A pause is seen by every process within 30s (the time a
@@ -133,6 +140,7 @@ Examples:
   s3q queue create thumbs --target-lambda arn:aws:lambda:eu-west-1:123456789012:function:thumbs
   s3q queue create hooks --target-url https://example.com/s3q --target-secret /s3q/hooks
   s3q queue update emails --max-concurrency 20 --no-ttl --no-max-attempts
+  s3q queue update reports --max-schedules 500
   s3q queue pause emails
   s3q queue list --no-counts -o json`,
 		flags: r.qf.define,
@@ -229,7 +237,7 @@ func (r *queueCall) declare() error {
 	}
 	r.qf.overlay(&d)
 	q, _, err := r.c.DeclareQueue(r.ctx, d.Name, client.QueueRequest{TTL: d.TTL, TTLFrom: d.TTLFrom, MaxAttempts: d.MaxAttempts,
-		Timeout: d.Timeout, Shards: d.Shards, MaxConcurrency: d.MaxConcurrency, MaxSchedules: d.MaxSchedules, Target: d.Target})
+		Timeout: d.Timeout, Shards: d.Shards, MaxConcurrency: d.MaxConcurrency, Priority: d.Priority, MaxSchedules: d.MaxSchedules, Target: d.Target})
 	if err != nil || r.sub != "create" || r.e.output != "json" {
 		return r.show(q, err)
 	}
@@ -309,6 +317,16 @@ func settingDiffs(have, want queues.Declaration, shardsGiven bool) (diffs, updat
 	differ("max_attempts", num(have.MaxAttempts), num(want.MaxAttempts), maxAttemptsFlag)
 	differ("timeout", dur(have.Timeout), dur(want.Timeout), durFlag("timeout", want.Timeout))
 	differ("max_concurrency", num(have.MaxConcurrency), num(want.MaxConcurrency), "--max-concurrency "+strconv.Itoa(want.MaxConcurrency))
+	// 0 is the default, which the server fills in: compare what applies.
+	or0 := func(n, def int) string {
+		if n == 0 {
+			n = def
+		}
+		return strconv.Itoa(n)
+	}
+	differ("priority", or0(have.Priority, queue.DefaultPriority), or0(want.Priority, queue.DefaultPriority), "--priority "+or0(want.Priority, queue.DefaultPriority))
+	differ("max_schedules", or0(have.MaxSchedules, queues.DefaultMaxSchedules), or0(want.MaxSchedules, queues.DefaultMaxSchedules),
+		"--max-schedules "+or0(want.MaxSchedules, queues.DefaultMaxSchedules))
 	var targetFlags []string
 	switch t := want.Target; {
 	case t == nil:
@@ -413,6 +431,9 @@ func printQueue(w io.Writer, q client.QueueInfo) {
 	if q.Priority > 0 {
 		row("priority", strconv.Itoa(q.Priority))
 	}
+	if q.MaxSchedules > 0 {
+		row("max_schedules", strconv.Itoa(q.MaxSchedules))
+	}
 	if q.Target != nil {
 		row("target", targetString(q.Target))
 	}
@@ -482,7 +503,7 @@ func count(c *queue.QueueCounts, name string, v int) string {
 func declarationOf(q client.QueueInfo) queues.Declaration {
 	return queues.Declaration{
 		Name: q.Name, TTL: q.TTL, TTLFrom: q.TTLFrom, MaxAttempts: q.MaxAttempts, Timeout: q.Timeout,
-		Shards: q.Shards, MaxConcurrency: q.MaxConcurrency, MaxSchedules: q.MaxSchedules, Target: q.Target, AutoDeclared: q.AutoDeclared,
+		Shards: q.Shards, MaxConcurrency: q.MaxConcurrency, Priority: q.Priority, MaxSchedules: q.MaxSchedules, Target: q.Target, AutoDeclared: q.AutoDeclared,
 		Paused: q.Paused, PausedAt: q.PausedAt, CreatedAt: q.CreatedAt, UpdatedAt: q.UpdatedAt,
 	}
 }
