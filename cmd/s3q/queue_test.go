@@ -226,7 +226,7 @@ func TestQueueMaxSchedulesFlag(t *testing.T) {
 		t.Fatalf("a third schedule under --max-schedules 3 (%d): %s", code, errOut)
 	}
 	_, errOut, code = cli(t, url, "queue", "create", "reports")
-	if code != 4 || !strings.Contains(errOut, "max_schedules 3, not 100") || !strings.Contains(errOut, "priority 2, not 3") ||
+	if code != 4 || !strings.Contains(errOut, "max_schedules 3, not 100") || !strings.Contains(errOut, "priority 2, not none") ||
 		!strings.Contains(errOut, "s3q queue update reports --priority 3 --max-schedules 100") {
 		t.Fatalf("create of the queue with other settings (%d): %s", code, errOut)
 	}

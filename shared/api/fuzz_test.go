@@ -36,7 +36,8 @@ import (
 // failure), never a 5xx or a panic; a 4xx must write nothing; every answer
 // but a 204 is JSON, an error names its code, and a 400 its field.
 //
-// Run it briefly with: go test -run '^$' -fuzz FuzzAPI -fuzztime 10s ./shared/api
+// Run it briefly with: go test -run '^$' -fuzz FuzzAPI -fuzztime 10s -fuzzminimizetime 0s ./shared/api
+// (make fuzz; the Makefile says why without minimization).
 func FuzzAPI(f *testing.F) {
 	f.Add("POST", "/queues/default/tasks", []byte(`{"task_type":"t","ttl":"1h"}`), "Content-Type: application/json")
 	f.Add("POST", "/queues/default/tasks/{{running}}/complete", []byte(`{"lease_token":"{{token}}","output":{"a":1}}`), "")

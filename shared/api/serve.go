@@ -56,6 +56,8 @@ type reply struct {
 	status int
 	body   any
 	code   string
+	// header holds headers the answer carries besides the usual ones.
+	header http.Header
 }
 
 // ServeHTTP serves one request. It never panics: a panic in a handler is
@@ -66,7 +68,8 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Method = http.MethodGet
 	}
 	rl := &requestLog{method: r.Method, path: r.URL.Path}
-	ctx := r.Context()
+	ctx, span := a.startSpan(r.Context(), r)
+	defer span.End()
 	var counts *reqcount.Counter
 	if a.counted {
 		ctx, counts = reqcount.Start(ctx)
@@ -86,6 +89,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			rl.code = CodeInternal
 		}
+		endSpan(span, rl, sw.status)
 		a.logRequest(ctx, rl, sw.status, time.Since(start), counts)
 		if a.opts.OnRequest != nil {
 			var c store.Counts
@@ -165,6 +169,9 @@ func (a *API) serve(ctx context.Context, r *http.Request, rl *requestLog) (reply
 
 // writeReply writes a reply: JSON, or no body at all when it has none.
 func (a *API) writeReply(w http.ResponseWriter, rp reply) {
+	for k, v := range rp.header {
+		w.Header()[k] = v
+	}
 	if rp.body == nil {
 		w.WriteHeader(rp.status)
 		return

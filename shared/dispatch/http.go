@@ -111,9 +111,12 @@ func (h *HTTP) Deliver(ctx context.Context, target queues.Target, d Delivery) Re
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "s3q-dispatch")
-	if d.Task.Traceparent != "" {
-		// The trace context the task was submitted in (W3C Trace Context).
-		req.Header.Set("traceparent", d.Task.Traceparent)
+	if tp := d.Task.Traceparent; tp != "" && queue.ValidateTraceparent("traceparent", tp) == nil &&
+		queue.ValidateTracestate("tracestate", d.Task.Tracestate, tp) == nil {
+		// The trace context the task was submitted in (W3C Trace Context),
+		// when it is one: a record written before submits checked a later
+		// version's fields could hold what no header may.
+		req.Header.Set("traceparent", tp)
 		if d.Task.Tracestate != "" {
 			req.Header.Set("tracestate", d.Task.Tracestate)
 		}

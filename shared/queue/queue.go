@@ -172,6 +172,8 @@ type state struct {
 	recBytes int
 	// cleanups counts the background cleanups in flight (Flush).
 	cleanups sync.WaitGroup
+	// rates remembers each queue's rate state (ratelimit.go).
+	rates rateLimits
 	// arrivals holds, per queue, the channel closed when this Queue next
 	// writes a claimable marker of it (Arrivals).
 	arrivals map[string]chan struct{}

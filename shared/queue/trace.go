@@ -23,8 +23,10 @@ const MaxTracestateBytes = 512
 
 // ValidateTraceparent checks a W3C traceparent given in field: version 00
 // as "00-{32 hex}-{16 hex}-{2 hex}" (a later version is read by its first
-// four fields, as the recommendation asks), lowercase hex, neither id all
-// zeros.
+// four fields, as the recommendation asks, its further fields printable
+// ASCII without spaces), lowercase hex, neither id all zeros: what is
+// accepted can be sent on as an HTTP header and set as an environment
+// variable as it is.
 func ValidateTraceparent(field, tp string) error {
 	bad := func(why string) error {
 		return invalid(field, "is not a W3C traceparent (version-traceid-parentid-flags, as 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01): %s", why)
@@ -39,6 +41,16 @@ func ValidateTraceparent(field, tp string) error {
 	for _, p := range parts[:4] {
 		if !lowerHex(p) {
 			return bad("not lowercase hex")
+		}
+	}
+	if len(parts) == 5 {
+		// A later version's extra fields are kept and handed on as they
+		// are (a push delivery's header, --exec's environment): nothing
+		// there may end a header line or hide in one.
+		for i := 0; i < len(parts[4]); i++ {
+			if c := parts[4][i]; c <= 0x20 || c > 0x7e {
+				return bad("a later version's fields hold a character that is not printable ASCII")
+			}
 		}
 	}
 	switch {

@@ -156,3 +156,24 @@ func TestVersityGWCloseStopsTheGateway(t *testing.T) {
 		t.Errorf("the gateway still answers after Close")
 	}
 }
+
+// S3Q_VERSITYGW_DIR says where a started gateway keeps its data: a fresh
+// folder inside it, removed by Close.
+func TestVersityGWKeepsItsDataWhereTheEnvironmentSaysAndCloseRemovesIt(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(s3local.VersityGWDirEnv, dir)
+	srv, err := s3local.StartVersityGW(t.Context(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	made, _ := filepath.Glob(filepath.Join(dir, "s3q-versitygw-*"))
+	if len(made) != 1 {
+		t.Errorf("data folders in %s: %v, want one", dir, made)
+	}
+	if err := srv.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 0 {
+		t.Errorf("Close left %v", left)
+	}
+}

@@ -95,6 +95,34 @@ func StartVersityGW(ctx context.Context, binPath string) (*Server, error) {
 	return nil, err
 }
 
+// VersityGWDirEnv names the environment variable that sets the folder
+// a started gateway keeps its data in (a fresh folder inside it, removed
+// by Close). Unset: a tmpfs when the machine has one that fits (Linux's
+// /dev/shm, see memDir), else the temporary directory. A test suite
+// writes tens of thousands of small objects, each a file with its
+// versions: on a virtual disk their writes and their removal at Close
+// took most of a run's time (removing 13,600 of them: 17 s on the disk,
+// 0.8 s on tmpfs).
+const VersityGWDirEnv = "S3Q_VERSITYGW_DIR"
+
+// minMemFree is the free space a tmpfs needs to hold a gateway's data.
+const minMemFree = 2 << 30
+
+// dataParent returns the folder to make a gateway's data folder in ("":
+// the temporary directory).
+func dataParent() string {
+	if d := os.Getenv(VersityGWDirEnv); d != "" {
+		return d
+	}
+	memOnce.Do(func() { memParent = memDir() })
+	return memParent
+}
+
+var (
+	memOnce   sync.Once
+	memParent string
+)
+
 // errExited is the error of a gateway that exited before it answered.
 var errExited = errors.New("exited before answering")
 
@@ -103,7 +131,7 @@ func startVersityGW(ctx context.Context, binPath string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "s3q-versitygw-")
+	dir, err := os.MkdirTemp(dataParent(), "s3q-versitygw-")
 	if err != nil {
 		return nil, fmt.Errorf("make versitygw dir: %w", err)
 	}

@@ -36,3 +36,23 @@ func TestTheQueuePageShowsAndFiltersPriorities(t *testing.T) {
 		t.Fatalf("the filter does not show what it filters by")
 	}
 }
+
+// A priority filter that is none (0, -1, a word, a number too big) is the
+// API's 400 naming it, never every task shown as if unfiltered.
+func TestTheQueuePageRefusesAPriorityFilterThatIsNone(t *testing.T) {
+	srv, apiURL := newTestConsole(t)
+	c, err := client.New(context.Background(), apiURL, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Submit(context.Background(), client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "t", Priority: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"0", "-0", "-1", "6", "high", "99999999999999999999"} {
+		resp, body := get(t, srv.URL+"/ui/queues/default?priority="+p)
+		if resp.StatusCode != 400 || strings.Contains(body, res.Task.ID) || !strings.Contains(body, "priority") {
+			t.Errorf("?priority=%s: %d, shows the task: %v; want a 400 about the priority", p, resp.StatusCode, strings.Contains(body, res.Task.ID))
+		}
+	}
+}

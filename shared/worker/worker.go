@@ -24,6 +24,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/deadline"
 	"github.com/s3q/s3q/shared/queue"
@@ -141,6 +143,14 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock handlers see through Task.Remaining. Defaults to time.Now.
 	Now func() time.Time
+	// TracerProvider records an OpenTelemetry span per run of a task
+	// (otel.go): a consumer span "s3q.run <task type>", child of the
+	// trace context the task was submitted in, with the queue, task id,
+	// attempt and outcome, its status an error when the handler fails;
+	// the handler's context carries it. Defaults to the global provider
+	// (otel.GetTracerProvider), a no-op until the program sets one:
+	// nothing is recorded or exported then.
+	TracerProvider trace.TracerProvider
 }
 
 // Defaults of Options.
@@ -158,6 +168,7 @@ type Worker struct {
 	opts     Options
 	handlers map[string]Handler
 	log      *slog.Logger
+	tracer   trace.Tracer
 }
 
 // New returns a worker over api.
@@ -196,7 +207,7 @@ func New(api API, opts Options) *Worker {
 	if c, ok := api.(*client.Client); ok && opts.Queue != "" {
 		api = c.In(opts.Queue) // every route names the queue
 	}
-	return &Worker{api: api, opts: opts, handlers: map[string]Handler{}, log: opts.Logger}
+	return &Worker{api: api, opts: opts, handlers: map[string]Handler{}, log: opts.Logger, tracer: tracerOf(opts.TracerProvider)}
 }
 
 // Handle registers the handler of a task type.
@@ -314,8 +325,14 @@ type poller struct {
 // claim returns one claimed task, or false when ctx ends first (or a
 // claim failed: the caller calls again).
 func (p *poller) claim(ctx context.Context) (client.Claimed, bool) {
-	if c, ok := p.once(ctx, 0); ok {
-		return c, true
+	for {
+		c, ok, held := p.once(ctx, 0)
+		if ok {
+			return c, true
+		}
+		if !held || ctx.Err() != nil {
+			break
+		}
 	}
 	select {
 	case <-p.turn:
@@ -329,9 +346,12 @@ func (p *poller) claim(ctx context.Context) (client.Claimed, bool) {
 			wait = 0
 		}
 		began := time.Now()
-		c, ok := p.once(ctx, wait)
+		c, ok, held := p.once(ctx, wait)
 		if ok {
 			return c, true
+		}
+		if held {
+			continue // once waited the rate limit's Retry-After
 		}
 		// An API that answers a long-poll early (a shorter limit of its
 		// own) is not asked again in a tight loop.
@@ -358,12 +378,19 @@ func (p *poller) idle() bool {
 	return p.noWait || o.IdleAfter > 0 && time.Since(p.lastTask) > o.IdleAfter
 }
 
-// once makes one claim of one task, waiting up to wait for it.
-func (p *poller) once(ctx context.Context, wait time.Duration) (client.Claimed, bool) {
+// once makes one claim of one task, waiting up to wait for it. A claim
+// the queue's rate limit held back waits its Retry-After here and
+// returns held.
+func (p *poller) once(ctx context.Context, wait time.Duration) (c client.Claimed, ok, held bool) {
 	o := p.w.opts
 	cs, err := p.w.api.Claim(ctx, client.ClaimRequest{
 		Queue: o.Queue, TaskTypes: p.types, LeaseFor: o.LeaseFor, WorkerID: o.WorkerID, MaxTasks: 1, Wait: max(wait, 0),
 	})
+	var limited *queue.RateLimitedError
+	if errors.As(err, &limited) {
+		sleep(ctx, limited.RetryAfter)
+		return client.Claimed{}, false, true
+	}
 	if errors.Is(err, queue.ErrQueueNotFound) {
 		p.mu.Lock()
 		if p.fatal == nil {
@@ -371,7 +398,7 @@ func (p *poller) once(ctx context.Context, wait time.Duration) (client.Claimed, 
 		}
 		p.mu.Unlock()
 		p.stop()
-		return client.Claimed{}, false
+		return client.Claimed{}, false, false
 	}
 	var ce *client.Error
 	if wait > 0 && errors.As(err, &ce) && ce.Field == "wait" {
@@ -380,22 +407,22 @@ func (p *poller) once(ctx context.Context, wait time.Duration) (client.Claimed, 
 		p.noWait = true
 		p.mu.Unlock()
 		p.w.log.Warn("the API refuses this long-poll; claiming without waiting from now on", "wait", wait.String(), "error", err)
-		return client.Claimed{}, false
+		return client.Claimed{}, false, false
 	}
 	if err != nil {
 		if ctx.Err() == nil {
 			p.w.log.Warn("claim failed", "error", err)
 			sleep(ctx, o.IdleBackoff) // not in a tight loop against a failing API
 		}
-		return client.Claimed{}, false
+		return client.Claimed{}, false, false
 	}
 	if len(cs) == 0 {
-		return client.Claimed{}, false
+		return client.Claimed{}, false, false
 	}
 	p.mu.Lock()
 	p.lastTask, p.backoff = time.Now(), 0
 	p.mu.Unlock()
-	return cs[0], true
+	return cs[0], true, false
 }
 
 func nextBackoff(cur, first, max time.Duration) time.Duration {
@@ -419,21 +446,35 @@ func sleep(ctx context.Context, d time.Duration) {
 
 // run works one claimed task until its handler returns, and returns what
 // ends it: the complete, fail, reschedule or cancel acknowledgement, for
-// the caller to send (while it claims its next task).
+// the caller to send (while it claims its next task). The run's span
+// (otel.go) ends once that is sent.
 func (w *Worker) run(parent context.Context, c client.Claimed) (finish func()) {
-	log := w.log.With("task_id", c.Task.ID, "task_type", c.Task.TaskType, "attempt", c.Task.Attempt)
-	h := w.handlers[c.Task.TaskType]
+	task := &Task{Task: c.Task, Lease: c.Lease, now: w.opts.Now}
+	ctx, span := startRun(parent, w.tracer, task, w.queueName(), w.opts.WorkerID)
+	ack := w.work(ctx, span, task)
+	return func() {
+		ack()
+		span.End()
+	}
+}
+
+// work runs the handler of task under ctx (which carries span), records
+// on span how it ended, and returns the acknowledgement to send.
+func (w *Worker) work(parent context.Context, span trace.Span, task *Task) (finish func()) {
+	log := w.log.With("task_id", task.ID, "task_type", task.TaskType, "attempt", task.Attempt)
+	h := w.handlers[task.TaskType]
 	// Lease operations outlive a cancelled handler context.
 	opCtx := context.WithoutCancel(parent)
 	if h == nil { // the claim filters by type; this is a safety net
+		msg := "no handler for task type " + task.TaskType
+		endRun(span, outcomeFailed, errors.New(msg))
 		return func() {
-			_, _ = w.api.Fail(opCtx, client.FailRequest{Lease: c.Lease, Error: "no handler for task type " + c.Task.TaskType})
+			_, err := w.api.Fail(opCtx, client.FailRequest{Lease: task.Lease, Error: msg})
+			ackFailed(span, err)
 		}
 	}
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
-	task := &Task{Task: c.Task, Lease: c.Lease, now: w.opts.Now}
-
 	stopBeat := make(chan struct{})
 	beatDone := make(chan struct{})
 	go func() {
@@ -441,7 +482,7 @@ func (w *Worker) run(parent context.Context, c client.Claimed) (finish func()) {
 		w.heartbeat(opCtx, task, stopBeat, cancel, log)
 	}()
 	start := time.Now()
-	out, err := safeCall(withTrace(ctx, task), h, task)
+	out, err := safeCall(ctx, h, task)
 	// The outcome is what the handler saw: a cancel (or a lost lease) that
 	// a heartbeat or read in flight reports after it returned does not drop
 	// its output (a complete of a task asked to cancel completes it).
@@ -451,18 +492,23 @@ func (w *Worker) run(parent context.Context, c client.Claimed) (finish func()) {
 
 	switch {
 	case errors.Is(cause, ErrLeaseLost):
+		endRun(span, outcomeLeaseLost, ErrLeaseLost)
 		log.Warn("lease lost; result dropped", "error", err)
 		return func() {}
 	case errors.Is(cause, ErrCancelRequested):
+		endRun(span, outcomeCancelled, nil)
 		return func() {
 			if _, aerr := w.api.AckCancel(opCtx, client.AckCancelRequest{Lease: task.Lease}); aerr != nil {
+				ackFailed(span, aerr)
 				log.Warn("cancel acknowledgement failed", "error", aerr)
 			}
 			log.Info("task cancelled on request")
 		}
 	case errors.Is(cause, ErrShutdown):
+		endRun(span, outcomeHandedBack, nil)
 		return func() {
 			if _, rerr := w.api.Reschedule(opCtx, client.RescheduleRequest{Lease: task.Lease}); rerr != nil {
+				ackFailed(span, rerr)
 				log.Warn("handing back on shutdown failed; the lease will run out", "error", rerr)
 			} else {
 				log.Info("task handed back on shutdown")
@@ -473,8 +519,10 @@ func (w *Worker) run(parent context.Context, c client.Claimed) (finish func()) {
 	var res *rescheduleError
 	switch {
 	case err == nil:
+		endRun(span, outcomeCompleted, nil)
 		return func() {
 			if _, err := w.api.Complete(opCtx, client.CompleteRequest{Lease: task.Lease, Output: out}); err != nil {
+				ackFailed(span, err)
 				if refused(err) {
 					// No attempt can deliver this output (over the inline
 					// limit): fail the task now rather than let the lease
@@ -493,15 +541,19 @@ func (w *Worker) run(parent context.Context, c client.Claimed) (finish func()) {
 			log.Info("task completed", "duration_ms", took.Milliseconds())
 		}
 	case errors.As(err, &res):
+		endRun(span, outcomeRescheduled, nil)
 		return func() {
 			if _, rerr := w.api.Reschedule(opCtx, client.RescheduleRequest{Lease: task.Lease, Delay: res.delay, ExtendExpiration: res.extend}); rerr != nil {
+				ackFailed(span, rerr)
 				log.Warn("reschedule failed", "error", rerr)
 			}
 		}
 	default:
 		permanent := IsPermanent(err)
+		endRun(span, outcomeFailed, err)
 		return func() {
 			if _, ferr := w.api.Fail(opCtx, client.FailRequest{Lease: task.Lease, Error: err.Error(), Permanent: permanent}); ferr != nil {
+				ackFailed(span, ferr)
 				log.Warn("fail failed", "error", ferr)
 				return
 			}

@@ -309,7 +309,7 @@ func runSubmitWithID(t *testing.T, f Factory) {
 		// A fire's id is computable by anyone (DerivedID of schedule and
 		// time); its task carries no request of a client.
 		id := queue.DerivedID(t0, "schedule/nightly")
-		if _, err := e.q.Submit(ctx, queue.SubmitRequest{ID: id, TaskType: "report", Input: jsonOf(map[string]string{"secret": "s"}), ReplayAnyRequest: true}, t0); err != nil {
+		if _, err := e.q.SubmitFire(ctx, queue.SubmitRequest{ID: id, TaskType: "report", Input: jsonOf(map[string]string{"secret": "s"})}, t0); err != nil {
 			t.Fatal(err)
 		}
 		for _, req := range []queue.SubmitRequest{{ID: id, TaskType: "report"}, {ID: id, TaskType: "report", Input: jsonOf(map[string]string{"secret": "s"})}} {

@@ -41,6 +41,7 @@ type Factory struct {
 func Run(t *testing.T, f Factory) {
 	t.Run("submit", func(t *testing.T) { runSubmit(t, f); runSubmitWithID(t, f) })
 	t.Run("claim", func(t *testing.T) { runClaim(t, f); runScan(t, f); runPriority(t, f); runTrace(t, f) })
+	t.Run("priority_attack", func(t *testing.T) { runPriorityAttack(t, f) })
 	t.Run("lease", func(t *testing.T) { runLease(t, f); runRetryWait(t, f); runReplay(t, f) })
 	t.Run("cancel_retry_expire", func(t *testing.T) { runCancel(t, f); runCancelRules(t, f); runOwed(t, f); runPresent(t, f) })
 	t.Run("list_history", func(t *testing.T) { runList(t, f); runListCost(t, f) })
@@ -55,6 +56,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("round_trips", func(t *testing.T) { runFast(t, f) })
 	t.Run("attack", func(t *testing.T) { runAttack(t, f) })
 	t.Run("waits", func(t *testing.T) { runWaits(t, f) })
+	t.Run("rate_limit", func(t *testing.T) { runRateLimit(t, f) })
 }
 
 // t0 is the fixed start of every case's clock.

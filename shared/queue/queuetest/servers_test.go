@@ -15,7 +15,13 @@ var servers s3localtest.Servers
 
 func TestMain(m *testing.M) { os.Exit(s3localtest.Main(m, &servers)) }
 
+// The stores run side by side (as scheduletest's): a real server's run
+// spends much of its time waiting on requests, and make test runs the
+// versitygw one in a pass of its own without -race (Makefile, test-go)
+// while mem and gofakes3 run under -race together.
+
 func TestConformanceMem(t *testing.T) {
+	t.Parallel()
 	queuetest.Run(t, queuetest.Factory{
 		Name: "mem",
 		New:  func(testing.TB) store.Store { return memstore.New() },
@@ -23,6 +29,7 @@ func TestConformanceMem(t *testing.T) {
 }
 
 func TestConformanceGoFakeS3(t *testing.T) {
+	t.Parallel()
 	queuetest.Run(t, queuetest.Factory{
 		Name: "gofakes3", Real: true,
 		New: func(t testing.TB) store.Store { return s3localtest.NewStore(t, servers.GoFakeS3) },
@@ -30,6 +37,7 @@ func TestConformanceGoFakeS3(t *testing.T) {
 }
 
 func TestConformanceVersityGW(t *testing.T) {
+	t.Parallel()
 	queuetest.Run(t, queuetest.Factory{
 		Name: "versitygw", Real: true,
 		New: func(t testing.TB) store.Store { return s3localtest.NewStore(t, servers.VersityGW) },

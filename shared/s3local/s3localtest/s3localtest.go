@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -67,7 +68,16 @@ type Runner interface{ Run() int }
 // for a store on it fails with the reason (nothing is skipped), and the
 // tests that need no server, the in-memory store's above all (go test -run
 // Mem, as make test-short does), run and pass.
+//
+// A fuzz worker (go test -fuzz runs the test binary again in each of its
+// worker processes, TestMain included) starts no server: a worker runs
+// only the fuzz target, which uses the in-memory store, and one that
+// started versitygw would spend its first seconds, and every restart,
+// waiting for it while the fuzzer reports 0 execs a second.
 func Main(m Runner, s *Servers) int {
+	if fuzzWorker() {
+		return m.Run()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var err error
@@ -95,4 +105,14 @@ func Main(m Runner, s *Servers) int {
 		}
 	}
 	return m.Run()
+}
+
+// fuzzWorker reports whether the test binary runs as one of go test
+// -fuzz's worker processes.
+func fuzzWorker() bool {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	f := flag.Lookup("test.fuzzworker")
+	return f != nil && f.Value.String() == "true"
 }
