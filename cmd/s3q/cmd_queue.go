@@ -21,7 +21,9 @@ type queueFlags struct {
 	fs                                   *flag.FlagSet
 	ttlFrom, lambda, url, secret         string
 	maxAttempts, shards, maxConcurrency  int
-	priority                             int
+	priority, burst                      int
+	maxPerSecond                         float64
+	noRateLimit                          bool
 	ttl, timeout                         durationFlag
 	noTarget, noTTL, noTimeout, noCounts bool
 	noMaxAttempts                        bool
@@ -38,6 +40,9 @@ func (f *queueFlags) define(fs *flag.FlagSet) {
 	fs.IntVar(&f.shards, "shards", 0, "index prefixes of the queue, 1-16, fixed at creation (default the deployment's)")
 	fs.IntVar(&f.maxConcurrency, "max-concurrency", 0, "most tasks of the queue running at once, 1-1000 (0: no limit)")
 	fs.IntVar(&f.priority, "priority", 0, "default priority of the queue's tasks, 1 (highest) to 5 (lowest) (default 3)")
+	fs.Float64Var(&f.maxPerSecond, "max-per-second", 0, "most tasks of the queue started a `rate` per second, by every worker and push delivery together, 0.001-1000, fractions allowed (0.5: one every 2s)")
+	fs.IntVar(&f.burst, "burst", 0, "with --max-per-second: tasks that may start at once after a quiet spell, 1-1000 (default max-per-second rounded up)")
+	fs.BoolVar(&f.noRateLimit, "no-rate-limit", false, "update: remove the rate limit (--max-per-second and --burst)")
 	fs.StringVar(&f.lambda, "target-lambda", "", "push target: a Lambda `function` name or ARN")
 	fs.StringVar(&f.url, "target-url", "", "push target: an https `URL` (needs --target-secret)")
 	fs.StringVar(&f.secret, "target-secret", "", "SSM `parameter` name of the HMAC secret signing deliveries to --target-url")
@@ -74,6 +79,12 @@ func (f *queueFlags) overlay(d *queues.Declaration) {
 			d.MaxConcurrency = f.maxConcurrency
 		case "priority":
 			d.Priority = f.priority
+		case "max-per-second":
+			d.MaxPerSecond = ptr(f.maxPerSecond)
+		case "burst":
+			d.Burst = ptr(f.burst)
+		case "no-rate-limit":
+			d.MaxPerSecond, d.Burst = nil, nil
 		case "target-lambda", "target-url", "target-secret":
 			t := queues.Target{}
 			if d.Target != nil {
@@ -100,8 +111,8 @@ func queueCommand() *command {
 	return &command{
 		name: "queue", args: "SUBCOMMAND [NAME]", summary: "declare, list, show, update and delete queues",
 		subFlags: map[string][]string{
-			"create": {"ttl", "ttl-from", "max-attempts", "timeout", "shards", "max-concurrency", "priority", "target-lambda", "target-url", "target-secret"},
-			"update": {"ttl", "ttl-from", "max-attempts", "timeout", "max-concurrency", "priority", "target-lambda", "target-url", "target-secret", "no-target", "no-ttl", "no-timeout", "no-max-attempts"},
+			"create": {"ttl", "ttl-from", "max-attempts", "timeout", "shards", "max-concurrency", "priority", "max-per-second", "burst", "target-lambda", "target-url", "target-secret"},
+			"update": {"ttl", "ttl-from", "max-attempts", "timeout", "max-concurrency", "priority", "max-per-second", "burst", "no-rate-limit", "target-lambda", "target-url", "target-secret", "no-target", "no-ttl", "no-timeout", "no-max-attempts"},
 			"list":   {"limit", "cursor", "no-counts"}, "show": nil, "delete": nil, "pause": nil, "resume": nil,
 		},
 		details: `A queue is declared before tasks are submitted to it (unless the deployment
@@ -128,11 +139,20 @@ cancelled and expired. A pause is seen by every process within 30s (the time a
 declaration is cached); the sweep still expires the tasks of a paused queue.
 See also 's3q stats'.
 
+--max-per-second bounds the tasks of the queue started a second, by every
+worker, container and push delivery together (one conditional write per claim
+that starts tasks); --burst is how many may start at once after a quiet spell.
+A claim held back answers 204 with Retry-After and the worker waits that long.
+A change applies from the next start (within 30s everywhere); nothing already
+running is touched. 'update --no-rate-limit' removes it.
+
 Examples:
   s3q queue create emails --ttl 1h --max-attempts 5 --timeout 2m --max-concurrency 10
   s3q queue create thumbs --target-lambda arn:aws:lambda:eu-west-1:123456789012:function:thumbs
   s3q queue create hooks --target-url https://example.com/s3q --target-secret /s3q/hooks
   s3q queue update emails --max-concurrency 20 --no-ttl --no-max-attempts
+  s3q queue create hooks-api --max-per-second 10 --burst 5
+  s3q queue update hooks-api --no-rate-limit
   s3q queue pause emails
   s3q queue list --no-counts -o json`,
 		flags: r.qf.define,
@@ -229,7 +249,8 @@ func (r *queueCall) declare() error {
 	}
 	r.qf.overlay(&d)
 	q, _, err := r.c.DeclareQueue(r.ctx, d.Name, client.QueueRequest{TTL: d.TTL, TTLFrom: d.TTLFrom, MaxAttempts: d.MaxAttempts,
-		Timeout: d.Timeout, Shards: d.Shards, MaxConcurrency: d.MaxConcurrency, MaxSchedules: d.MaxSchedules, Target: d.Target})
+		Timeout: d.Timeout, Shards: d.Shards, MaxConcurrency: d.MaxConcurrency, MaxSchedules: d.MaxSchedules, Priority: d.Priority,
+		MaxPerSecond: d.MaxPerSecond, Burst: d.Burst, Target: d.Target})
 	if err != nil || r.sub != "create" || r.e.output != "json" {
 		return r.show(q, err)
 	}
@@ -309,6 +330,19 @@ func settingDiffs(have, want queues.Declaration, shardsGiven bool) (diffs, updat
 	differ("max_attempts", num(have.MaxAttempts), num(want.MaxAttempts), maxAttemptsFlag)
 	differ("timeout", dur(have.Timeout), dur(want.Timeout), durFlag("timeout", want.Timeout))
 	differ("max_concurrency", num(have.MaxConcurrency), num(want.MaxConcurrency), "--max-concurrency "+strconv.Itoa(want.MaxConcurrency))
+	wantPriority := want.Priority // none is the default, 3
+	if wantPriority == 0 {
+		wantPriority = queue.DefaultPriority
+	}
+	differ("priority", num(have.Priority), num(want.Priority), "--priority "+strconv.Itoa(wantPriority))
+	rateFlags := []string{"--no-rate-limit"}
+	if want.MaxPerSecond != nil {
+		rateFlags = []string{"--max-per-second " + strconv.FormatFloat(*want.MaxPerSecond, 'g', -1, 64)}
+		if want.Burst != nil {
+			rateFlags = append(rateFlags, "--burst "+strconv.Itoa(*want.Burst))
+		}
+	}
+	differ("rate limit", rateString(have.MaxPerSecond, have.Burst), rateString(want.MaxPerSecond, want.Burst), rateFlags...)
 	var targetFlags []string
 	switch t := want.Target; {
 	case t == nil:
@@ -323,6 +357,19 @@ func settingDiffs(have, want queues.Declaration, shardsGiven bool) (diffs, updat
 		diffs = append(diffs, fmt.Sprintf("shards %d, not %d", have.Shards, want.Shards))
 	}
 	return diffs, update
+}
+
+// rateString says what a rate limit is, as printQueue does: "10/s,
+// burst 10".
+func rateString(perSecond *float64, burst *int) string {
+	if perSecond == nil {
+		return "none"
+	}
+	b := queue.DefaultBurst(*perSecond)
+	if burst != nil {
+		b = *burst
+	}
+	return strconv.FormatFloat(*perSecond, 'g', -1, 64) + "/s, burst " + strconv.Itoa(b)
 }
 
 // targetString says what a push target is, as printQueue does.
@@ -413,6 +460,9 @@ func printQueue(w io.Writer, q client.QueueInfo) {
 	if q.Priority > 0 {
 		row("priority", strconv.Itoa(q.Priority))
 	}
+	if q.MaxPerSecond != nil {
+		row("rate_limit", rateString(q.MaxPerSecond, q.Burst))
+	}
 	if q.Target != nil {
 		row("target", targetString(q.Target))
 	}
@@ -482,7 +532,8 @@ func count(c *queue.QueueCounts, name string, v int) string {
 func declarationOf(q client.QueueInfo) queues.Declaration {
 	return queues.Declaration{
 		Name: q.Name, TTL: q.TTL, TTLFrom: q.TTLFrom, MaxAttempts: q.MaxAttempts, Timeout: q.Timeout,
-		Shards: q.Shards, MaxConcurrency: q.MaxConcurrency, MaxSchedules: q.MaxSchedules, Target: q.Target, AutoDeclared: q.AutoDeclared,
+		Shards: q.Shards, MaxConcurrency: q.MaxConcurrency, MaxSchedules: q.MaxSchedules, Priority: q.Priority,
+		MaxPerSecond: q.MaxPerSecond, Burst: q.Burst, Target: q.Target, AutoDeclared: q.AutoDeclared,
 		Paused: q.Paused, PausedAt: q.PausedAt, CreatedAt: q.CreatedAt, UpdatedAt: q.UpdatedAt,
 	}
 }

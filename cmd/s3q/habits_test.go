@@ -27,7 +27,8 @@ import (
 // memAPI serves the API over an in-memory store, through wrap when given.
 func memAPI(t *testing.T, qo queues.Options, wrap func(http.Handler) http.Handler) string {
 	t.Helper()
-	q, decls := queues.Open(memstore.New(), queue.Options{ListCacheFor: -1}, qo)
+	qo.Core.ListCacheFor = -1
+	q, decls := queues.New(memstore.New(), qo)
 	var h http.Handler = api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)})
 	if wrap != nil {
 		h = wrap(h)

@@ -37,7 +37,7 @@ func cli(t *testing.T, url string, args ...string) (string, string, int) {
 
 func apiURL(t *testing.T) string {
 	t.Helper()
-	q, decls := queues.Open(s3localtest.NewStore(t, servers.GoFakeS3), queue.Options{ListCacheFor: -1}, queues.Options{})
+	q, decls := queues.New(s3localtest.NewStore(t, servers.GoFakeS3), queues.Options{Core: queue.Options{ListCacheFor: -1}})
 	ts := httptest.NewServer(openapitest.Handler(t, api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)})))
 	t.Cleanup(ts.Close)
 	return ts.URL

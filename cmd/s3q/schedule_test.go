@@ -17,7 +17,7 @@ import (
 func scheduleAPIURL(t *testing.T) string {
 	t.Helper()
 	s := s3localtest.NewStore(t, servers.VersityGW)
-	q, decls := queues.Open(s, queue.Options{ListCacheFor: -1}, queues.Options{})
+	q, decls := queues.New(s, queues.Options{Core: queue.Options{ListCacheFor: -1}})
 	ts := httptest.NewServer(openapitest.Handler(t, api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler), Schedules: schedule.New(s, q, schedule.Options{})})))
 	t.Cleanup(ts.Close)
 	return ts.URL

@@ -26,7 +26,7 @@ func TestSweepRunsOneSweepNowAndTheCommandsShowTheExpiry(t *testing.T) {
 	} {
 		t.Setenv(k, v)
 	}
-	q, decls := queues.Open(srv.Store(prefix), queue.Options{ListCacheFor: -1}, queues.Options{})
+	q, decls := queues.New(srv.Store(prefix), queues.Options{Core: queue.Options{ListCacheFor: -1}})
 	ts := httptest.NewServer(openapitest.Handler(t, api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)})))
 	defer ts.Close()
 

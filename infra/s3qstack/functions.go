@@ -104,14 +104,6 @@ var layoutCheck = []Access{
 // withLayoutCheck returns a function's access with the layout check's.
 func withLayoutCheck(a ...Access) []Access { return append(a, layoutCheck...) }
 
-// TerminalTagKey and TerminalTagValue are the object tag the core puts on a
-// task record that reached a terminal state; the bucket's lifecycle rule
-// deletes such records TerminalRetentionDays after their last write.
-const (
-	TerminalTagKey   = "s3q-terminal"
-	TerminalTagValue = "true"
-)
-
 // on is the access of actions under prefix.
 func on(prefix string, actions ...string) Access { return Access{Prefix: prefix, Actions: actions} }
 

@@ -32,16 +32,6 @@ import (
 // functions (and itself, for its hand-offs and retries) and read only
 // the bound parameters.
 
-// PushBinding is what one queue may name as its push target.
-type PushBinding struct {
-	// Lambda are the functions (names, name:alias or ARNs) the queue may
-	// target, exactly as its declaration names them.
-	Lambda []string `json:"lambda,omitempty"`
-	// Secrets are the SSM parameters (names or ARNs) whose secret may sign
-	// the queue's URL target, exactly as its declaration names them.
-	Secrets []string `json:"secrets,omitempty"`
-}
-
 // PushDeliveryFailuresMetric is the metric the delivery-failure alarm
 // watches: the dispatch function's EMF line counts the deliveries that
 // failed or timed out (shared/metrics' PushDeliveryFailuresMetric).

@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/s3q/s3q/shared/deploy"
 )
 
 // The dispatch function may invoke exactly the Lambda targets of the
@@ -29,7 +31,7 @@ func TestPushDeliveryGrantsOnlyTheBoundTargetsAndSecrets(t *testing.T) {
 	outdir, _ := os.MkdirTemp("", "s3q-infra-push-out-")
 	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(outdir)})
 	s := DefaultSettings("stage")
-	s.PushBindings = map[string]PushBinding{
+	s.PushBindings = deploy.Bindings{
 		"orders":  {Lambda: []string{"orders-worker"}, Secrets: []string{"/s3q/hooks/orders"}},
 		"billing": {Lambda: []string{"arn:aws:lambda:eu-west-1:123456789012:function:billing:live", "orders-worker"}},
 	}
@@ -150,7 +152,7 @@ func TestPushDeliveryGrantsOnlyTheBoundTargetsAndSecrets(t *testing.T) {
 
 func TestPushSettingsAreValidated(t *testing.T) {
 	s := DefaultSettings("dev")
-	s.PushBindings = map[string]PushBinding{
+	s.PushBindings = deploy.Bindings{
 		"orders":  {Lambda: []string{"no spaces allowed"}, Secrets: []string{"bad*name"}},
 		"a/b":     {Lambda: []string{"fn"}},
 		"nothing": {},
@@ -180,7 +182,7 @@ func TestTheStacksOwnFunctionsCannotBeBound(t *testing.T) {
 	}
 	for _, fn := range []string{"s3q-dev-dispatch", "arn:aws:lambda:us-east-1:123456789012:function:s3q-dev-dispatch:live", "s3q-dev-tasks:$LATEST"} {
 		s := DefaultSettings("dev")
-		s.PushBindings = map[string]PushBinding{"orders": {Lambda: []string{fn}}}
+		s.PushBindings = deploy.Bindings{"orders": {Lambda: []string{fn}}}
 		app := awscdk.NewApp(nil)
 		_, err := NewS3qStack(app, "s3q-dev", &S3qStackProps{EnvName: "dev", AssetDir: dir, Settings: &s})
 		if err == nil || !strings.Contains(err.Error(), "no s3q function can be a push target") {

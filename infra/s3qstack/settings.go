@@ -9,6 +9,8 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/constructs-go/constructs/v10"
+
+	"github.com/s3q/s3q/shared/deploy"
 )
 
 // Settings are the per-environment knobs of one stack. They come from CDK
@@ -57,7 +59,7 @@ type Settings struct {
 	NoncurrentVersionDays int `json:"noncurrentVersionDays"`
 
 	// TerminalRetentionDays is how long a task record tagged terminal
-	// (TerminalTagKey=TerminalTagValue) is kept. Defaults to 30.
+	// (deploy.TerminalTag) is kept. Defaults to 30.
 	TerminalRetentionDays int `json:"terminalRetentionDays"`
 
 	// ArtifactDays was the lifecycle backstop for artifacts of layout 1
@@ -174,7 +176,7 @@ type Settings struct {
 	// URL target's secret when a queue is declared) may read the
 	// parameters' metadata. No function of the stack may be bound.
 	// Defaults to none: no queue may have a target.
-	PushBindings map[string]PushBinding `json:"pushBindings"`
+	PushBindings deploy.Bindings `json:"pushBindings"`
 	// DispatchReservedConcurrency is the dispatch function's reserved
 	// concurrency: the most dispatch runs at once, whatever submits wake
 	// (0: none reserved, and no cap). Defaults to 10.
@@ -248,7 +250,7 @@ func DefaultSettings(env string) Settings {
 		WaitThrottleBurst:           20,
 		MaxWaitSeconds:              25,
 		DispatchTimeoutSeconds:      300,
-		PushBindings:                map[string]PushBinding{},
+		PushBindings:                deploy.Bindings{},
 		DispatchReservedConcurrency: 10,
 		PushConcurrency:             64,
 		PushFailureAlarmThreshold:   5,

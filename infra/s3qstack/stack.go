@@ -26,6 +26,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/s3q/s3q/shared/deploy"
 	"github.com/s3q/s3q/shared/metrics/catalog"
 )
 
@@ -195,7 +196,7 @@ func (b *builder) bucket() {
 				// an operator may add a rule per queue folder.
 				Id:         jsii.String("terminal-tasks"),
 				Prefix:     jsii.String(b.key(pQueues)),
-				TagFilters: &map[string]interface{}{TerminalTagKey: TerminalTagValue},
+				TagFilters: &map[string]interface{}{deploy.TerminalTagKey: deploy.TerminalTagValue},
 				Expiration: awscdk.Duration_Days(jsii.Number(float64(b.s.TerminalRetentionDays))),
 			},
 		},

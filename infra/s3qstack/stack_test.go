@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/s3q/s3q/shared/deploy"
 )
 
 // fixture is one synthesized environment: the stack, its template, and the
@@ -235,7 +237,7 @@ func TestStack(t *testing.T) {
 				assertions.Match_ObjectLike(&map[string]interface{}{
 					"Id": "terminal-tasks", "Status": "Enabled", "Prefix": "q/",
 					"ExpirationInDays": d.TerminalRetentionDays,
-					"TagFilters":       []interface{}{map[string]interface{}{"Key": TerminalTagKey, "Value": TerminalTagValue}},
+					"TagFilters":       []interface{}{map[string]interface{}{"Key": deploy.TerminalTagKey, "Value": deploy.TerminalTagValue}},
 				}),
 			})},
 		})

@@ -66,7 +66,7 @@ func benchLayout(ctx context.Context) error {
 func idleWorker(ctx context.Context, shards int) (float64, int, error) {
 	s := memstore.New()
 	at := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
-	q, decls := queues.Open(s, queue.Options{}, queues.Options{})
+	q, decls := queues.New(s, queues.Options{})
 	if _, _, err := decls.Declare(ctx, queues.Declaration{Name: "bench", Shards: shards}, at); err != nil {
 		return 0, 0, err
 	}
@@ -77,7 +77,7 @@ func idleWorker(ctx context.Context, shards int) (float64, int, error) {
 		}
 	}
 	c := store.NewCounting(s)
-	api := &idleAPI{q: queues.NewQueue(c, queue.Options{}, queues.Options{}), lists: c, start: time.Now(), at: at}
+	api := &idleAPI{q: queues.NewQueue(c, queues.Options{}), lists: c, start: time.Now(), at: at}
 	const scale = 1000
 	w := worker.New(api, worker.Options{
 		Queue: "bench", Wait: -1, // no long-poll: the backoff of a worker idle past IdleAfter
@@ -210,7 +210,7 @@ func rangeOf(key string) string {
 // the writes per task in the busiest key range.
 func keyspace(ctx context.Context, shards, n int) (float64, int, error) {
 	w := &writeRanges{Store: memstore.New(), n: map[string]int{}}
-	q, decls := queues.Open(w, queue.Options{ListCacheFor: -1}, queues.Options{})
+	q, decls := queues.New(w, queues.Options{Core: queue.Options{ListCacheFor: -1}})
 	now := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
 	if _, _, err := decls.Declare(ctx, queues.Declaration{Name: "bench", Shards: shards}, now); err != nil {
 		return 0, 0, err
@@ -249,7 +249,7 @@ func keyspace(ctx context.Context, shards, n int) (float64, int, error) {
 // queue of the given shards holding delayed tasks in every shard.
 func emptyClaim(ctx context.Context, shards int) (int64, error) {
 	s := memstore.New()
-	q, decls := queues.Open(s, queue.Options{}, queues.Options{})
+	q, decls := queues.New(s, queues.Options{})
 	now := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
 	if _, _, err := decls.Declare(ctx, queues.Declaration{Name: "bench", Shards: shards}, now); err != nil {
 		return 0, err
@@ -261,7 +261,7 @@ func emptyClaim(ctx context.Context, shards int) (int64, error) {
 		}
 	}
 	c := store.NewCounting(s)
-	cs, err := queues.NewQueue(c, queue.Options{}, queues.Options{}).Claim(ctx, queue.ClaimRequest{Queue: "bench"}, now.Add(time.Minute))
+	cs, err := queues.NewQueue(c, queues.Options{}).Claim(ctx, queue.ClaimRequest{Queue: "bench"}, now.Add(time.Minute))
 	if err != nil || len(cs) != 0 {
 		return 0, fmt.Errorf("empty claim: %d tasks, %v", len(cs), err)
 	}
@@ -304,7 +304,7 @@ func (k *keyCounter) List(ctx context.Context, prefix, startAfter string, limit 
 // of each submitted first) and lists the completed tasks of q3, one.
 func listOneQueue(ctx context.Context) error {
 	s := memstore.New()
-	q := queues.NewQueue(s, queue.Options{}, queues.Options{})
+	q := queues.NewQueue(s, queues.Options{})
 	now := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
 	for i := 0; i < 10; i++ {
 		name := fmt.Sprintf("q%d", i)
@@ -322,7 +322,7 @@ func listOneQueue(ctx context.Context) error {
 		}
 	}
 	k := &keyCounter{Store: s, folder: queue.QueuePrefix("q3")}
-	res, err := queues.NewQueue(k, queue.Options{}, queues.Options{}).In("q3").List(ctx, queue.ListRequest{Status: queue.StatusCompleted, Limit: 1})
+	res, err := queues.NewQueue(k, queues.Options{}).In("q3").List(ctx, queue.ListRequest{Status: queue.StatusCompleted, Limit: 1})
 	if err != nil {
 		return err
 	}

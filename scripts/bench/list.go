@@ -21,7 +21,7 @@ import (
 // of a task with 400 heartbeats.
 func benchList(ctx context.Context, srv *s3local.Server, n int) error {
 	s := srv.Store(prefix())
-	q := queues.NewQueue(s, queue.Options{}, queues.Options{})
+	q := queues.NewQueue(s, queues.Options{})
 	now := time.Now().UTC()
 	for i := 0; i < n; i++ {
 		if _, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "bench", Queue: "bulk"}, now); err != nil {
@@ -65,7 +65,7 @@ func benchList(ctx context.Context, srv *s3local.Server, n int) error {
 		{Status: queue.StatusPending, Limit: 1},
 	} {
 		c := store.NewCounting(s)
-		res, err := queues.NewQueue(c, queue.Options{}, queues.Options{}).List(ctx, req)
+		res, err := queues.NewQueue(c, queues.Options{}).List(ctx, req)
 		if err != nil {
 			return err
 		}
@@ -74,7 +74,7 @@ func benchList(ctx context.Context, srv *s3local.Server, n int) error {
 			n+2, req.Status, or(req.Queue, "any"), len(res.Tasks), k.Total(), k.List, k.Get+k.Head)
 	}
 	c := store.NewCounting(s)
-	h, err := queues.NewQueue(c, queue.Options{}, queues.Options{}).HistoryPage(ctx, done, queue.HistoryRequest{})
+	h, err := queues.NewQueue(c, queues.Options{}).History(ctx, queue.HistoryRequest{ID: done})
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,8 @@
 //	bench lifecycle ttl=no max_concurrency=10 ...   (a queue declared with max_concurrency)
 //	bench priority tasks=N high=H claim_order_violations=V requests_per_claim=R ...   (priority.go)
 //	bench lifecycle ttl=no priority=yes ...   (every task with a priority, 1 to 5 in turn)
+//	bench ratelimit queue_max_per_second=R workers=W seconds=S started_per_second_max=M p99=P extra_requests_per_task=X ...   (ratelimit.go)
+//	bench ratelimit push max_per_second=R seconds=S started_per_second_max=M ...
 //	bench throughput server=versitygw workers=W tasks_per_s=X raw_ops_per_s=Y bound_ratio=R
 //	bench sweep ..., bench tick ..., bench list ..., bench history ... (sweep.go, tick.go, list.go)
 //	bench faults mix=M rate=R submits=N tasks=T duplicates=D dedup_violations=V lost=L run_twice=R http_500=E
@@ -62,7 +64,7 @@ func main() {
 	throughputTasks := flag.Int("throughput-tasks", 400, "backlog drained per throughput figure")
 	workers := flag.String("workers", "1,4,16", "worker counts for the throughput figures")
 	rawFor := flag.Duration("raw-for", 2*time.Second, "how long to measure the raw PUT+GET rate")
-	only := flag.String("only", "", "run only these figures, comma-separated: lifecycle, priority, throughput, sweep (idle: its idle figure alone), tick, list, layout, ops, faults, push, storm")
+	only := flag.String("only", "", "run only these figures, comma-separated: lifecycle, priority, ratelimit, throughput, sweep (idle: its idle figure alone), tick, list, layout, ops, faults, push, storm")
 	faultMixes := flag.String("fault-mixes", "lost_answers,mixed", "fault mixes of the faults figures (empty: none)")
 	faultRate := flag.Float64("fault-rate", 0.10, "share of S3 requests that meet a fault in the faults figures")
 	faultSubmits := flag.Int("fault-submits", 1000, "submits per faults figure")
@@ -70,6 +72,9 @@ func main() {
 	pushRuns := flag.String("push-runs", "100@5,200@20,1000@100", "push pickup figures: tasks@rate (tasks due now, submitted at rate a second), comma-separated")
 	pushDelayed := flag.Int("push-delayed", 50, "delayed tasks for the push lateness figure")
 	pushLatency := flag.String("push-latency", "none,typical", "latency profiles of the push figures (faultproxy: none, typical), comma-separated")
+	rlRate := flag.Float64("ratelimit-rate", 10, "max_per_second of the ratelimit figures")
+	rlWorkers := flag.Int("ratelimit-workers", 16, "workers of the pulled ratelimit figure")
+	rlSeconds := flag.Duration("ratelimit-seconds", 30*time.Second, "how long each ratelimit figure runs")
 	flag.Parse()
 	run := figures.Program("bench", *only)
 
@@ -115,6 +120,11 @@ func main() {
 	}
 	if run("priority") {
 		if err := benchPriority(ctx, srv, *tasks, 10); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if run("ratelimit") {
+		if err := benchRateLimit(ctx, srv, *rlRate, *rlWorkers, *rlSeconds); err != nil {
 			log.Fatal(err)
 		}
 	}
@@ -184,7 +194,7 @@ func prefix() string {
 // the queue is declared first with that max_concurrency.
 func lifecycle(ctx context.Context, srv *s3local.Server, n int, ttl bool, mc int) (store.Counts, error) {
 	counting := store.NewCounting(srv.Store(prefix()))
-	submitter, decls := queues.Open(counting, queue.Options{}, queues.Options{})
+	submitter, decls := queues.New(counting, queues.Options{})
 	if mc > 0 {
 		if _, _, err := decls.Declare(ctx, queues.Declaration{Name: queue.DefaultQueue, MaxConcurrency: mc}, time.Now()); err != nil {
 			return store.Counts{}, err
@@ -203,7 +213,7 @@ func lifecycle(ctx context.Context, srv *s3local.Server, n int, ttl bool, mc int
 			return store.Counts{}, err
 		}
 	}
-	worker := queues.NewQueue(counting, queue.Options{}, queues.Options{})
+	worker := queues.NewQueue(counting, queues.Options{})
 	for done := 0; done < n; {
 		cs, err := worker.Claim(ctx, queue.ClaimRequest{LeaseFor: time.Minute}, time.Now())
 		if err != nil {
@@ -226,7 +236,7 @@ func lifecycle(ctx context.Context, srv *s3local.Server, n int, ttl bool, mc int
 // Queue and returns tasks per second and requests per task of the drain.
 func throughput(ctx context.Context, srv *s3local.Server, w, n int) (float64, float64, error) {
 	counting := store.NewCounting(srv.Store(prefix()))
-	q := queues.NewQueue(counting, queue.Options{}, queues.Options{})
+	q := queues.NewQueue(counting, queues.Options{})
 	reqs := make([]queue.SubmitRequest, n)
 	for i := range reqs {
 		reqs[i] = queue.SubmitRequest{TaskType: "bench"}
@@ -242,7 +252,7 @@ func throughput(ctx context.Context, srv *s3local.Server, w, n int) (float64, fl
 			}
 		}
 	}
-	worker := queues.NewQueue(counting, queue.Options{}, queues.Options{})
+	worker := queues.NewQueue(counting, queues.Options{})
 	before := counting.Counts()
 	var done atomic.Int64
 	var firstErr error

@@ -33,12 +33,12 @@ func benchOps(ctx context.Context, srv *s3local.Server) error {
 	} {
 		fmt.Fprintf(os.Stderr, "bench: ops %s status=%s: %d tasks\n", c.op, c.status, stored)
 		counting := store.NewCounting(srv.Store(prefix()))
-		q := queues.NewQueue(counting, queue.Options{}, queues.Options{})
+		q := queues.NewQueue(counting, queues.Options{})
 		if err := opsBacklog(ctx, q, stored, c.status); err != nil {
 			return err
 		}
 		counting.Reset()
-		res, err := queues.NewQueue(counting, queue.Options{}, queues.Options{}).Bulk(ctx, c.op, queue.BulkRequest{Queue: queue.DefaultQueue, Status: c.status, Limit: limit}, time.Now())
+		res, err := queues.NewQueue(counting, queues.Options{}).Bulk(ctx, c.op, queue.BulkRequest{Queue: queue.DefaultQueue, Status: c.status, Limit: limit}, time.Now())
 		if err != nil {
 			return err
 		}
@@ -48,7 +48,7 @@ func benchOps(ctx context.Context, srv *s3local.Server) error {
 		if c.op == queue.OpCancel {
 			// The same queue, for the stats: 200 pending, 100 cancelled.
 			counting.Reset()
-			q, decls := queues.Open(counting, queue.Options{}, queues.Options{})
+			q, decls := queues.New(counting, queues.Options{})
 			d, err := decls.Get(ctx, queue.DefaultQueue, time.Now())
 			if err != nil {
 				return err

@@ -24,7 +24,7 @@ import (
 // turn: what priorities cost a task.
 func benchPriority(ctx context.Context, srv *s3local.Server, n, high int) error {
 	counting := store.NewCounting(srv.Store(prefix()))
-	submitter := queues.NewQueue(counting, queue.Options{}, queues.Options{})
+	submitter := queues.NewQueue(counting, queues.Options{})
 	now := time.Now()
 	every := n / high
 	highLeft := 0
@@ -38,7 +38,7 @@ func benchPriority(ctx context.Context, srv *s3local.Server, n, high int) error 
 			return err
 		}
 	}
-	worker := queues.NewQueue(counting, queue.Options{}, queues.Options{})
+	worker := queues.NewQueue(counting, queues.Options{})
 	counting.Reset()
 	violations, claims := 0, 0
 	for done := 0; done < n; {
@@ -65,14 +65,14 @@ func benchPriority(ctx context.Context, srv *s3local.Server, n, high int) error 
 
 	// The lifecycle, every task with a priority.
 	counting = store.NewCounting(srv.Store(prefix()))
-	submitter = queues.NewQueue(counting, queue.Options{}, queues.Options{})
+	submitter = queues.NewQueue(counting, queues.Options{})
 	for i := range n {
 		req := queue.SubmitRequest{ID: queue.NewID(time.Now()), TaskType: "bench", Input: []byte(`{"n":1}`), Priority: 1 + i%queue.MaxPriority}
 		if _, err := submitter.Submit(ctx, req, time.Now()); err != nil {
 			return err
 		}
 	}
-	worker = queues.NewQueue(counting, queue.Options{}, queues.Options{})
+	worker = queues.NewQueue(counting, queues.Options{})
 	for done := 0; done < n; {
 		cs, err := worker.Claim(ctx, queue.ClaimRequest{LeaseFor: time.Minute}, time.Now())
 		if err != nil {

@@ -299,7 +299,7 @@ func benchPushInProcess(ctx context.Context, latency faultproxy.Profile, runs []
 	defer target.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	q, decls := queues.Open(st, queue.Options{}, queues.Options{AllowInsecureTargets: true})
+	q, decls := queues.New(st, queues.Options{AllowInsecureTargets: true})
 	d := dispatch.New(q, dispatch.NewDeclared(decls, time.Second), dispatch.Options{
 		Logger: slog.New(slog.DiscardHandler), HTTP: dispatch.NewHTTP(dispatch.StaticSecrets{"dev": "bench-secret"}, true),
 	})

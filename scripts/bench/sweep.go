@@ -95,7 +95,7 @@ func benchIdleSweep(ctx context.Context, srv *s3local.Server) error {
 // and returns the LISTs and requests per minute.
 func idleSweep(ctx context.Context, srv *s3local.Server, nq int) (float64, float64, error) {
 	s := srv.Store(prefix())
-	q := queues.NewQueue(s, queue.Options{}, queues.Options{})
+	q := queues.NewQueue(s, queues.Options{})
 	now := time.Now().UTC()
 	for i := 0; i < nq; i++ {
 		name := fmt.Sprintf("q%04d", i)
@@ -117,7 +117,7 @@ func idleSweep(ctx context.Context, srv *s3local.Server, nq int) (float64, float
 		// scheduled sweep-expired that stays while work is near due
 		// (lambdafn.DefaultSweepStay); idle, it makes its one pass.
 		counting := store.NewCounting(s)
-		cq, decls := queues.Open(counting, queue.Options{}, queues.Options{})
+		cq, decls := queues.New(counting, queues.Options{})
 		at, real := now.Add(time.Duration(i)*time.Minute), time.Now()
 		h, err := lambdafn.New(lambdafn.SweepExpired, lambdafn.Deps{
 			Queue: cq, Queues: decls, Logger: slog.New(slog.DiscardHandler), SweepStay: lambdafn.DefaultSweepStay,
@@ -141,7 +141,7 @@ func idleSweep(ctx context.Context, srv *s3local.Server, nq int) (float64, float
 func sweepOnce(ctx context.Context, srv *s3local.Server, n, expiring, nq int) (queue.SweepReport, error) {
 	s := srv.Store(prefix())
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	q := queues.NewQueue(s, queue.Options{}, queues.Options{})
+	q := queues.NewQueue(s, queues.Options{})
 	for i := 1; i < nq; i++ {
 		req := queue.SubmitRequest{Queue: fmt.Sprintf("q%04d", i), TaskType: "bench", TTL: durp(time.Hour)}
 		if _, err := q.Submit(ctx, req, now); err != nil {
@@ -184,7 +184,7 @@ func sweepOnce(ctx context.Context, srv *s3local.Server, n, expiring, nq int) (q
 	// Every request of the sweeping process is counted, its reads of
 	// declarations too (SweepReport.Requests leaves them out).
 	counting := store.NewCounting(s)
-	rep, err := queues.NewQueue(counting, queue.Options{}, queues.Options{}).Sweep(ctx, now.Add(2*time.Minute), queue.SweepOptions{})
+	rep, err := queues.NewQueue(counting, queues.Options{}).Sweep(ctx, now.Add(2*time.Minute), queue.SweepOptions{})
 	rep.Requests = counting.Counts()
 	if err != nil {
 		return rep, err

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local"
 	"github.com/s3q/s3q/shared/schedule"
@@ -35,7 +34,7 @@ import (
 // schedules with none due.
 func benchTick(ctx context.Context, srv *s3local.Server) error {
 	s := srv.Store(prefix())
-	setup := schedule.New(s, queues.NewQueue(s, queue.Options{}, queues.Options{}), schedule.Options{})
+	setup := schedule.New(s, queues.NewQueue(s, queues.Options{}), schedule.Options{})
 	created := time.Date(2026, 5, 1, 8, 59, 0, 0, time.UTC)
 	for i := range 5 {
 		if _, err := setup.Create(ctx, schedule.Request{ID: fmt.Sprintf("due-%d", i), TaskType: "bench", Cron: "* * * * *"}, created); err != nil {
@@ -48,7 +47,7 @@ func benchTick(ctx context.Context, srv *s3local.Server) error {
 	}
 	stored := 6
 	counting := store.NewCounting(s)
-	proc := schedule.New(counting, queues.NewQueue(counting, queue.Options{}, queues.Options{}), schedule.Options{})
+	proc := schedule.New(counting, queues.NewQueue(counting, queues.Options{}), schedule.Options{})
 	now := time.Date(2026, 5, 1, 9, 0, 30, 0, time.UTC)
 	if _, err := proc.Tick(ctx, now); err != nil { // warm-up: fires the 5 once
 		return err

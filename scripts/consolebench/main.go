@@ -135,7 +135,7 @@ func fill(ctx context.Context, api *client.Client, s3 *s3local.Server, n int) se
 		_, _, err := api.DeclareQueue(ctx, name, client.QueueRequest{})
 		check(err)
 	}
-	q := queues.NewQueue(s3.Store(""), queue.Options{}, queues.Options{})
+	q := queues.NewQueue(s3.Store(""), queues.Options{})
 	now := time.Now()
 	var out seeded
 	var mu sync.Mutex
@@ -202,7 +202,7 @@ func fill(ctx context.Context, api *client.Client, s3 *s3local.Server, n int) se
 // fillQueues declares n queues q0000.. through the API and puts one task
 // in each through the core.
 func fillQueues(ctx context.Context, api *client.Client, s3 *s3local.Server, n int) {
-	q := queues.NewQueue(s3.Store(""), queue.Options{}, queues.Options{})
+	q := queues.NewQueue(s3.Store(""), queues.Options{})
 	now := time.Now()
 	work := make(chan int)
 	var wg sync.WaitGroup

@@ -523,7 +523,7 @@ func expiredTask(t *testing.T, w *world) (string, string) {
 func (w *world) library() *queue.Queue {
 	env := w.specs[lambdafn.SweepExpired].Env
 	shards, _ := strconv.Atoi(env["S3Q_SHARDS"])
-	return queues.NewQueue(s3store.New(setup.vgw.Client(), w.bucket, env["S3Q_PREFIX"]), queue.Options{}, queues.Options{Shards: shards})
+	return queues.NewQueue(s3store.New(setup.vgw.Client(), w.bucket, env["S3Q_PREFIX"]), queues.Options{Shards: shards})
 }
 
 // sweptAndPublished: the task expired, and its Task Expired event went to

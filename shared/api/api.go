@@ -140,7 +140,7 @@ type API struct {
 var _ http.Handler = (*API)(nil)
 
 // New returns the API over q and the registry of its declared queues,
-// made together (queues.Open; config.Config.Queue in a deployment).
+// made together (queues.Open or queues.New; config.Config.Queue in a deployment).
 func New(q *queue.Queue, decls *queues.Registry, opts Options) *API {
 	if opts.Now == nil {
 		opts.Now = time.Now

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/api"
-	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/reqcount"
 	"github.com/s3q/s3q/shared/store/memstore"
@@ -23,7 +22,8 @@ import (
 func newAttackEnv(t *testing.T, d queues.Options) *env {
 	t.Helper()
 	e := &env{t: t, store: memstore.New(), clock: &clock{now: t0}}
-	e.q, e.decls = queues.Open(reqcount.Wrap(e.store), queue.Options{ListCacheFor: -1}, d)
+	d.Core.ListCacheFor = -1
+	e.q, e.decls = queues.New(reqcount.Wrap(e.store), d)
 	e.api = api.New(e.q, e.decls, api.Options{Now: e.clock.Now, Logger: slog.New(slog.DiscardHandler)})
 	return e
 }

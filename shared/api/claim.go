@@ -2,10 +2,13 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/wire"
 )
 
 // Long-poll of a claim: after an empty claim it claims again after
@@ -39,7 +42,10 @@ func (a *API) claimWait(rq *request) (reply, error) {
 }
 
 // claim serves POST /queues/{queue}/claim: 200 with up to max_tasks claimed tasks and
-// their leases, or 204 (no body) when nothing is available. A wait over
+// their leases, or 204 (no body) when nothing is available. A claim that
+// the queue's rate limit holds back is a 204 with Retry-After (whole
+// seconds) and S3q-Retry-After-Ms; a long-poll waits it out within its
+// wait instead. A wait over
 // 0 is a 400 naming wait here: the long-poll goes to
 // POST /queues/{queue}/claim/wait (claimWait).
 func (a *API) claim(rq *request) (reply, error) {
@@ -75,10 +81,17 @@ func (a *API) claim(rq *request) (reply, error) {
 			// the error will come back on the next claim.
 			return a.claimReply(rq, claimed, now), nil
 		}
+		var limited *queue.RateLimitedError
+		if errors.As(err, &limited) {
+			err = nil
+		}
 		if err != nil {
 			return reply{}, err
 		}
 		left := time.Until(end)
+		if limited != nil && limited.RetryAfter >= left {
+			return heldBack(limited.RetryAfter), nil
+		}
 		if left <= 0 {
 			return reply{status: http.StatusNoContent}, nil
 		}
@@ -90,7 +103,11 @@ func (a *API) claim(rq *request) (reply, error) {
 			defer hold.Release(context.WithoutCancel(rq.ctx))
 			held = true
 		}
-		timer := time.NewTimer(min(poll, left))
+		next := min(poll, left)
+		if limited != nil {
+			next = limited.RetryAfter // the rate limit lets a task start then
+		}
+		timer := time.NewTimer(next)
 		select {
 		case <-rq.ctx.Done():
 			timer.Stop()
@@ -99,9 +116,23 @@ func (a *API) claim(rq *request) (reply, error) {
 		case <-arrived:
 			timer.Stop()
 		}
-		poll = min(2*poll, claimPollMax)
+		if limited == nil {
+			poll = min(2*poll, claimPollMax)
+		}
 		now = a.now()
 	}
+}
+
+// heldBack is the 204 of a claim held back by its queue's rate limit for
+// wait: Retry-After in whole seconds, rounded up, and
+// S3q-Retry-After-Ms in milliseconds, rounded up.
+func heldBack(wait time.Duration) reply {
+	ms := (wait + time.Millisecond - 1) / time.Millisecond
+	secs := (wait + time.Second - 1) / time.Second
+	return reply{status: http.StatusNoContent, header: http.Header{
+		"Retry-After":           {strconv.FormatInt(int64(secs), 10)},
+		wire.HeaderRetryAfterMs: {strconv.FormatInt(int64(ms), 10)},
+	}}
 }
 
 // claimReply is the 200 of a claim made at now.

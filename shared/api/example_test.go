@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/s3q/s3q/shared/api"
-	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/reqcount"
 	"github.com/s3q/s3q/shared/store/memstore"
@@ -18,7 +17,7 @@ import (
 // The API over a queue, served by net/http. On AWS the Lambda functions
 // of package lambdafn serve the same API from API Gateway events.
 func ExampleNew() {
-	q, decls := queues.Open(reqcount.Wrap(memstore.New()), queue.Options{}, queues.Options{})
+	q, decls := queues.New(reqcount.Wrap(memstore.New()), queues.Options{})
 	srv := httptest.NewServer(api.New(q, decls, api.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	defer srv.Close()
 

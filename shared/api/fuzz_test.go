@@ -53,7 +53,7 @@ func FuzzAPI(f *testing.F) {
 	f.Add("POST", "/queues/default/claim/wait", []byte(`{"wait":0.05,"max_tasks":2}`), "")
 	f.Fuzz(func(t *testing.T, method, target string, body []byte, header string) {
 		s := memstore.New()
-		q, decls := queues.Open(reqcount.Wrap(s), queue.Options{ListCacheFor: -1}, queues.Options{})
+		q, decls := queues.New(reqcount.Wrap(s), queues.Options{Core: queue.Options{ListCacheFor: -1}})
 		ctx := context.Background()
 		pend, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "t", TTL: ptr(queue.Duration(time.Hour))}, t0)
 		if err != nil {

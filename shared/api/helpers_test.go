@@ -95,7 +95,7 @@ func newEnv(t *testing.T, s store.Store, opts api.Options) *env {
 		s = memstore.New()
 	}
 	e := &env{t: t, store: s, clock: &clock{now: t0}, logs: &bytes.Buffer{}}
-	e.q, e.decls = queues.Open(reqcount.Wrap(s), queue.Options{ListCacheFor: -1}, queues.Options{})
+	e.q, e.decls = queues.New(reqcount.Wrap(s), queues.Options{Core: queue.Options{ListCacheFor: -1}})
 	if opts.Now == nil {
 		opts.Now = e.clock.Now
 	}

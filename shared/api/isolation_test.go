@@ -109,7 +109,7 @@ func (r *keyRecorder) GetVersion(ctx context.Context, key, versionID string) (st
 func TestOneQueuesRoutesTouchOnlyItsFolder(t *testing.T) {
 	rec := &keyRecorder{Store: memstore.New()}
 	clk := &clock{now: t0}
-	q, decls := queues.Open(rec, queue.Options{ListCacheFor: -1}, queues.Options{})
+	q, decls := queues.New(rec, queues.Options{Core: queue.Options{ListCacheFor: -1}})
 	sc := schedule.New(rec, q, schedule.Options{})
 	e := &env{t: t, store: rec, q: q, clock: clk, logs: &bytes.Buffer{},
 		api: api.New(q, decls, api.Options{Now: clk.Now, Schedules: sc, Logger: slog.New(slog.DiscardHandler)})}

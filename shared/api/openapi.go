@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/s3q/s3q/shared/wire"
 )
 
 // The OpenAPI 3.1 document of the API, generated from the route table:
@@ -153,6 +155,16 @@ func (rt *route) operation(shared obj) obj {
 	responses := obj{}
 	for _, a := range rt.answers {
 		r := obj{"description": http.StatusText(a.status), "headers": answerHeaders()}
+		if a.status == http.StatusNoContent && (strings.HasSuffix(rt.pattern, "/claim") || strings.HasSuffix(rt.pattern, "/claim/wait")) {
+			r["description"] = "No Content: no task is available, or the queue's rate limit (max_per_second) holds the claim back; then Retry-After and " +
+				wire.HeaderRetryAfterMs + " say when a task may start"
+			h := answerHeaders()
+			h["Retry-After"] = obj{"description": "a claim held back by the queue's rate limit: whole seconds (rounded up) until a task may start; claim again then",
+				"schema": obj{"type": "integer", "minimum": 0}}
+			h[wire.HeaderRetryAfterMs] = obj{"description": "the same wait in milliseconds (rounded up), for rates over one a second",
+				"schema": obj{"type": "integer", "minimum": 0}}
+			r["headers"] = h
+		}
 		if a.schema != "" {
 			r["content"] = obj{"application/json": obj{"schema": ref(a.schema)}}
 		}

@@ -34,7 +34,7 @@ func TestAnswersOfRareStatesCarryTheirFields(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New()
 	e := &env{t: t, store: s, clock: &clock{now: t0}, logs: &bytes.Buffer{}}
-	e.q, e.decls = queues.Open(reqcount.Wrap(s), queue.Options{ListCacheFor: -1}, queues.Options{RequireDeclared: true})
+	e.q, e.decls = queues.New(reqcount.Wrap(s), queues.Options{Core: queue.Options{ListCacheFor: -1}, RequireDeclared: true})
 	sched := schedule.New(e.q.Store(), e.q, schedule.Options{})
 	e.api = api.New(e.q, e.decls, api.Options{
 		Now: e.clock.Now, Logger: discard(), Schedules: sched,

@@ -204,6 +204,8 @@ var fieldDocs = map[string]obj{
 	"*.max_attempts":      {"minimum": 0, "description": "attempts before the task is dead-lettered (status failed); 0 means the default (3)"},
 	"*.ttl_seconds":       {"description": "the time to live in seconds (ttl as a number)"},
 	"*.priority":          {"minimum": 0, "maximum": queue.MaxPriority, "description": "1 (highest) to 5 (lowest): among due tasks a claim takes the highest first; 0 or absent: the queue's default, else 3"},
+	"*.max_per_second":    {"minimum": queue.MinPerSecond, "maximum": queue.MaxPerSecondLimit, "description": "the most tasks of the queue started a second, by every claim and push delivery together (fractions allowed: 0.5 is one every 2 seconds); a claim held back answers 204 with Retry-After and S3q-Retry-After-Ms; absent: no limit"},
+	"*.burst":             {"minimum": 1, "maximum": queue.MaxBurst, "description": "how many tasks may start at once after a quiet spell, with max_per_second; absent: one second's worth (max_per_second rounded up), at least 1"},
 	"*.traceparent":       {"description": "a W3C traceparent (00-{trace id}-{parent id}-{flags}), kept on the task and handed to its handler; a submit's traceparent header gives it too"},
 	"*.tracestate":        {"description": "a W3C tracestate, with traceparent; a submit's tracestate header gives it too"},
 

@@ -25,6 +25,8 @@ type queueBody struct {
 	MaxConcurrency int             `json:"max_concurrency"`
 	Priority       int             `json:"priority"`
 	MaxSchedules   int             `json:"max_schedules"`
+	MaxPerSecond   *float64        `json:"max_per_second"`
+	Burst          *int            `json:"burst"`
 	// Target is decoded on its own, so an unknown field in it is a 400
 	// naming target.<field>.
 	Target json.RawMessage `json:"target"`
@@ -41,7 +43,8 @@ type (
 func queueOf(d queues.Declaration) queueView {
 	return queueView{
 		Name: d.Name, TTL: d.TTL, TTLFrom: d.TTLFrom, MaxAttempts: d.MaxAttempts, Timeout: d.Timeout,
-		Shards: d.Shards, MaxConcurrency: d.MaxConcurrency, MaxSchedules: d.MaxSchedules, Priority: d.Priority, Target: d.Target, AutoDeclared: d.AutoDeclared,
+		Shards: d.Shards, MaxConcurrency: d.MaxConcurrency, MaxSchedules: d.MaxSchedules, Priority: d.Priority,
+		MaxPerSecond: d.MaxPerSecond, Burst: d.Burst, Target: d.Target, AutoDeclared: d.AutoDeclared,
 		Paused: d.Paused, PausedAt: d.PausedAt, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
 	}
 }
@@ -62,7 +65,8 @@ func (a *API) queueDeclare(rq *request) (reply, error) {
 	}
 	d, created, err := a.decls.Declare(rq.ctx, queues.Declaration{
 		Name: rq.queue, TTL: body.TTL, TTLFrom: body.TTLFrom, MaxAttempts: body.MaxAttempts,
-		Timeout: body.Timeout, Shards: body.Shards, MaxConcurrency: body.MaxConcurrency, Priority: body.Priority, MaxSchedules: body.MaxSchedules, Target: target,
+		Timeout: body.Timeout, Shards: body.Shards, MaxConcurrency: body.MaxConcurrency, Priority: body.Priority, MaxSchedules: body.MaxSchedules,
+		MaxPerSecond: body.MaxPerSecond, Burst: body.Burst, Target: target,
 	}, rq.now(a))
 	if err != nil {
 		return reply{}, err

@@ -12,7 +12,6 @@ import (
 
 	"github.com/s3q/s3q/shared/api"
 	"github.com/s3q/s3q/shared/artifacts"
-	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/reqcount"
 	"github.com/s3q/s3q/shared/schedule"
@@ -108,7 +107,7 @@ func withArtifacts(o *api.Options) { o.Artifacts = noSign{} }
 
 func TestUndeclaredQueueIs404UnlessAutoDeclared(t *testing.T) {
 	s := memstore.New()
-	q, decls := queues.Open(reqcount.Wrap(s), queue.Options{}, queues.Options{RequireDeclared: true})
+	q, decls := queues.New(reqcount.Wrap(s), queues.Options{RequireDeclared: true})
 	h := api.New(q, decls, api.Options{Schedules: schedule.New(s, q, schedule.Options{})})
 	do := func(method, path, body string) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
@@ -152,7 +151,7 @@ func TestUndeclaredQueueIs404UnlessAutoDeclared(t *testing.T) {
 // 404 and unchanged.
 func TestScheduleUnderAnotherQueueIs404(t *testing.T) {
 	s := memstore.New()
-	q, decls := queues.Open(s, queue.Options{}, queues.Options{})
+	q, decls := queues.New(s, queues.Options{})
 	sc := schedule.New(s, q, schedule.Options{})
 	h := api.New(q, decls, api.Options{Schedules: sc})
 	do := func(method, path, body string) *httptest.ResponseRecorder {

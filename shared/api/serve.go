@@ -56,6 +56,8 @@ type reply struct {
 	status int
 	body   any
 	code   string
+	// header holds headers the answer carries besides the usual ones.
+	header http.Header
 }
 
 // ServeHTTP serves one request. It never panics: a panic in a handler is
@@ -165,6 +167,9 @@ func (a *API) serve(ctx context.Context, r *http.Request, rl *requestLog) (reply
 
 // writeReply writes a reply: JSON, or no body at all when it has none.
 func (a *API) writeReply(w http.ResponseWriter, rp reply) {
+	for k, v := range rp.header {
+		w.Header()[k] = v
+	}
 	if rp.body == nil {
 		w.WriteHeader(rp.status)
 		return

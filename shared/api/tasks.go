@@ -70,12 +70,12 @@ func (a *API) list(rq *request) (reply, error) {
 // costs one LIST of at most limit versions and one GET per version
 // returned (one more to check a cursor), whatever the task stores.
 func (a *API) history(rq *request) (reply, error) {
-	req := queue.HistoryRequest{Cursor: rq.query["cursor"]}
+	req := queue.HistoryRequest{ID: rq.id, Cursor: rq.query["cursor"]}
 	var err error
 	if req.Limit, err = queryLimit(rq); err != nil {
 		return reply{}, err
 	}
-	res, err := rq.q.HistoryPage(rq.ctx, rq.id, req)
+	res, err := rq.q.History(rq.ctx, req)
 	if err != nil {
 		return reply{}, err
 	}

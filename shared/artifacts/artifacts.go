@@ -3,7 +3,7 @@
 // URL to upload one, a GET URL to read it. A URL expires at min(now +
 // artifact_ttl, task.expires_at); the sweep deletes a task's artifacts
 // once past that time or once the task has finished (see
-// queue.Queue.ReserveArtifacts), and an S3 lifecycle rule is the backstop.
+// queue.Queue.ReserveArtifact), and an S3 lifecycle rule is the backstop.
 //
 // The URLs carry the rights of the credentials that sign them (the API
 // function's role), for that one key and method, until they expire. An
@@ -124,7 +124,7 @@ func (s *Service) PutURL(ctx context.Context, taskID, name string, size int64, n
 		return URL{}, &queue.ValidationError{Field: "size", Err: queue.ErrTooLarge,
 			Message: fmt.Sprintf("%d bytes is more than the %d an artifact may have", size, s.max)}
 	}
-	task, until, err := s.q.ReserveArtifact(ctx, taskID, name, s.ttl, now)
+	task, until, err := s.q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: taskID, Name: name, TTL: s.ttl}, now)
 	if err != nil {
 		return URL{}, err
 	}

@@ -58,7 +58,7 @@ func doHeader(t *testing.T, u artifacts.URL, body []byte) (int, http.Header, []b
 
 func presignedURLsWork(t *testing.T, srv *s3local.Server) {
 	prefix := "test-" + rand.Text() + "/"
-	q := queues.NewQueue(srv.Store(prefix), queue.Options{}, queues.Options{})
+	q := queues.NewQueue(srv.Store(prefix), queues.Options{})
 	svc := artifacts.New(q, srv.Client(), srv.Bucket, prefix, artifacts.Options{TTL: time.Hour, MaxBytes: 1 << 20})
 	// Presigned URLs are checked against the server's clock: use the real one.
 	now := time.Now().UTC().Truncate(time.Second)
@@ -118,7 +118,7 @@ func presignedURLsWork(t *testing.T, srv *s3local.Server) {
 	if err != nil || len(c) != 1 {
 		t.Fatalf("claim: %v %v", c, err)
 	}
-	if _, err := q.Complete(ctx, queue.CompleteRequest{ID: id, LeaseToken: c[0].Lease.Token}, now); err != nil {
+	if _, err := q.Complete(ctx, queue.CompleteRequest{ID: res.Task.Ref(), LeaseToken: c[0].Lease.Token}, now); err != nil {
 		t.Fatal(err)
 	}
 	var se *queue.StateError
@@ -158,7 +158,7 @@ func TestAURLIssuedBeforeTheTaskFinishedUploadsNothingThatOutlivesIt(t *testing.
 	for _, srv := range []*s3local.Server{servers.GoFakeS3, servers.VersityGW} {
 		t.Run(srv.Name, func(t *testing.T) {
 			prefix := "test-" + rand.Text() + "/"
-			q := queues.NewQueue(srv.Store(prefix), queue.Options{}, queues.Options{})
+			q := queues.NewQueue(srv.Store(prefix), queues.Options{})
 			svc := artifacts.New(q, srv.Client(), srv.Bucket, prefix, artifacts.Options{TTL: 10 * time.Minute})
 			now := time.Now().UTC().Truncate(time.Second)
 			res, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "ingest"}, now)
@@ -200,7 +200,7 @@ func TestAURLIssuedBeforeTheTaskFinishedUploadsNothingThatOutlivesIt(t *testing.
 func TestAnUploadURLRefusesABodyOfAnotherSizeOnVersityGW(t *testing.T) {
 	srv := servers.VersityGW
 	prefix := "test-" + rand.Text() + "/"
-	q := queues.NewQueue(srv.Store(prefix), queue.Options{}, queues.Options{})
+	q := queues.NewQueue(srv.Store(prefix), queues.Options{})
 	svc := artifacts.New(q, srv.Client(), srv.Bucket, prefix, artifacts.Options{MaxBytes: 1 << 20})
 	now := time.Now().UTC().Truncate(time.Second)
 	res, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "ingest"}, now)

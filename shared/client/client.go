@@ -181,11 +181,17 @@ var errEncode = errors.New("bad request body")
 // answer into out (nil to discard). It returns the HTTP status. A status
 // of 400 or more is returned as an *Error.
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, body, out any) (int, error) {
+	status, _, err := c.send(ctx, method, path, query, body, out)
+	return status, err
+}
+
+// send is do, returning the answer's headers too.
+func (c *Client) send(ctx context.Context, method, path string, query url.Values, body, out any) (int, http.Header, error) {
 	var payload []byte
 	if body != nil {
 		var err error
 		if payload, err = json.Marshal(body); err != nil {
-			return 0, fmt.Errorf("client: encode request: %w: %w", errEncode, err)
+			return 0, nil, fmt.Errorf("client: encode request: %w: %w", errEncode, err)
 		}
 	}
 	u := *c.base
@@ -193,7 +199,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	u.RawQuery = query.Encode()
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(payload))
 	if err != nil {
-		return 0, fmt.Errorf("client: %w", err)
+		return 0, nil, fmt.Errorf("client: %w", err)
 	}
 	req.Header.Set("User-Agent", c.ua)
 	req.Header.Set("Accept", "application/json")
@@ -203,31 +209,31 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	if c.sign {
 		creds, err := c.creds.Retrieve(ctx)
 		if err != nil {
-			return 0, fmt.Errorf("client: AWS credentials: %w", err)
+			return 0, nil, fmt.Errorf("client: AWS credentials: %w", err)
 		}
 		sum := sha256.Sum256(payload)
 		if err := c.signer.SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "execute-api", c.region, time.Now()); err != nil {
-			return 0, fmt.Errorf("client: sign request: %w", err)
+			return 0, nil, fmt.Errorf("client: sign request: %w", err)
 		}
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("client: %s %s: %w", method, path, err)
+		return 0, nil, fmt.Errorf("client: %s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
-		return resp.StatusCode, fmt.Errorf("client: read %s %s: %w", method, path, err)
+		return resp.StatusCode, resp.Header, fmt.Errorf("client: read %s %s: %w", method, path, err)
 	}
 	if resp.StatusCode >= 400 {
-		return resp.StatusCode, decodeError(resp, raw)
+		return resp.StatusCode, resp.Header, decodeError(resp, raw)
 	}
 	if out != nil && len(raw) > 0 && resp.StatusCode != http.StatusNoContent {
 		if err := json.Unmarshal(raw, out); err != nil {
-			return resp.StatusCode, fmt.Errorf("client: decode %s %s answer: %w", method, path, err)
+			return resp.StatusCode, resp.Header, fmt.Errorf("client: decode %s %s answer: %w", method, path, err)
 		}
 	}
-	return resp.StatusCode, nil
+	return resp.StatusCode, resp.Header, nil
 }
 
 // doRetry is do for a request that is safe to send again: it retries

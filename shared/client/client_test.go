@@ -34,7 +34,7 @@ var ctx = context.Background()
 // the queue behind it.
 func newAPI(t *testing.T, srv *s3local.Server) (*client.Client, *queue.Queue) {
 	t.Helper()
-	q, decls := queues.Open(s3localtest.NewStore(t, srv), queue.Options{}, queues.Options{})
+	q, decls := queues.New(s3localtest.NewStore(t, srv), queues.Options{})
 	ts := httptest.NewServer(api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)}))
 	t.Cleanup(ts.Close)
 	c, err := client.New(ctx, ts.URL, client.Options{HTTPClient: checked(t)})
@@ -54,6 +54,33 @@ func TestClientAgainstTheAPI(t *testing.T) {
 	for name, srv := range map[string]*s3local.Server{"gofakes3": servers.GoFakeS3, "versitygw": servers.VersityGW} {
 		t.Run(name, func(t *testing.T) {
 			c, q := newAPI(t, srv)
+
+			t.Run("a_claim_held_back_by_the_rate_limit_says_when_to_claim_again", func(t *testing.T) {
+				rate, burst := 0.01, 1 // one task per 100s
+				info, _, err := c.DeclareQueue(ctx, "paced", client.QueueRequest{MaxPerSecond: &rate, Burst: &burst})
+				if err != nil || info.MaxPerSecond == nil || *info.MaxPerSecond != rate || *info.Burst != 1 {
+					t.Fatalf("declare: %+v %v", info, err)
+				}
+				c := c.In("paced")
+				for range 2 {
+					if _, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "c.paced", Queue: "paced"}}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if cs, err := c.Claim(ctx, client.ClaimRequest{Queue: "paced", MaxTasks: 2}); err != nil || len(cs) != 1 {
+					t.Fatalf("first claim: %d tasks, %v; want 1", len(cs), err)
+				}
+				cs, err := c.Claim(ctx, client.ClaimRequest{Queue: "paced"})
+				var rl *wire.RateLimitedError
+				if len(cs) != 0 || !errors.As(err, &rl) || !errors.Is(err, queue.ErrRateLimited) || rl.Queue != "paced" ||
+					rl.RetryAfter <= 90*time.Second || rl.RetryAfter > 100*time.Second {
+					t.Fatalf("second claim: %d tasks, %v; want held back about 100s", len(cs), err)
+				}
+				got, err := c.GetQueue(ctx, "paced")
+				if err != nil || got.MaxPerSecond == nil || *got.MaxPerSecond != rate {
+					t.Fatalf("get: %+v %v", got, err)
+				}
+			})
 
 			t.Run("a_task_goes_through_submit_claim_heartbeat_and_complete", func(t *testing.T) {
 				c := c.In("lifecycle")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/s3q/s3q/shared/wire"
@@ -21,7 +22,10 @@ type ClaimRequest struct {
 
 // Claim leases up to MaxTasks tasks; an empty slice means nothing was
 // available (within Wait). A claim with a Wait goes to
-// POST /queues/{queue}/claim/wait, the route of held waits.
+// POST /queues/{queue}/claim/wait, the route of held waits. A claim the
+// queue's rate limit (max_per_second) held back returns no task and a
+// *wire.RateLimitedError (errors.Is wire.ErrRateLimited, and
+// queue.ErrRateLimited) whose RetryAfter says when to claim again.
 func (c *Client) Claim(ctx context.Context, req ClaimRequest) ([]Claimed, error) {
 	body := map[string]any{}
 	q := c.queue
@@ -48,9 +52,15 @@ func (c *Client) Claim(ctx context.Context, req ClaimRequest) ([]Claimed, error)
 	if req.Wait > 0 {
 		path = "/claim/wait" // long-polls run apart, on the waits function
 	}
-	status, err := c.do(ctx, http.MethodPost, queuePath(q, path), nil, body, &res)
-	if err != nil || status == http.StatusNoContent {
+	status, header, err := c.send(ctx, http.MethodPost, queuePath(q, path), nil, body, &res)
+	if err != nil {
 		return []Claimed{}, err
+	}
+	if status == http.StatusNoContent {
+		if wait, ok := retryAfter(header); ok {
+			return []Claimed{}, &wire.RateLimitedError{Queue: q, RetryAfter: wait}
+		}
+		return []Claimed{}, nil
 	}
 	return res.Tasks, nil
 }
@@ -149,4 +159,17 @@ type AckCancelRequest struct {
 // AckCancel acknowledges a cancel request: the running task is cancelled.
 func (c *Client) AckCancel(ctx context.Context, req AckCancelRequest) (Task, error) {
 	return c.taskOp(ctx, req.Lease.TaskID, "cancel-ack", map[string]any{"lease_token": req.Lease.Token}, true)
+}
+
+// retryAfter is the wait a claim's 204 asks for: S3q-Retry-After-Ms, else
+// Retry-After in seconds; false when it asks for none (nothing was
+// available).
+func retryAfter(h http.Header) (time.Duration, bool) {
+	if ms, err := strconv.ParseInt(h.Get(wire.HeaderRetryAfterMs), 10, 64); err == nil && ms >= 0 {
+		return time.Duration(ms) * time.Millisecond, true
+	}
+	if s, err := strconv.ParseInt(h.Get("Retry-After"), 10, 64); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second, true
+	}
+	return 0, false
 }

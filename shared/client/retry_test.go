@@ -35,7 +35,7 @@ type flaky struct {
 
 func newFlaky(t *testing.T, plan ...string) (*flaky, *client.Client) {
 	t.Helper()
-	q, decls := queues.Open(memstore.New(), queue.Options{ListCacheFor: -1}, queues.Options{})
+	q, decls := queues.New(memstore.New(), queues.Options{Core: queue.Options{ListCacheFor: -1}})
 	f := &flaky{t: t, q: q, api: api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)}), plan: plan}
 	ts := httptest.NewServer(f)
 	t.Cleanup(ts.Close)
@@ -165,7 +165,7 @@ func TestClientRetriesSubmitsWithTheSameID(t *testing.T) {
 	})
 
 	t.Run("retries_give_up_after_max_retries", func(t *testing.T) {
-		q, decls := queues.Open(memstore.New(), queue.Options{}, queues.Options{})
+		q, decls := queues.New(memstore.New(), queues.Options{})
 		f := &flaky{t: t, q: q, api: api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)}), plan: []string{"503", "503", "503"}}
 		ts := httptest.NewServer(f)
 		defer ts.Close()

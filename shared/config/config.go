@@ -60,6 +60,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/artifacts"
+	"github.com/s3q/s3q/shared/deploy"
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
@@ -154,7 +155,7 @@ type Config struct {
 	AllowInsecureTargets bool
 	// PushBindings are the push targets each queue may declare (see
 	// PushPolicy). Defaults to nil: unset.
-	PushBindings dispatch.Bindings
+	PushBindings deploy.Bindings
 	// OwnFunctions are the deployment's own functions, never a push
 	// target: S3Q_OWN_FUNCTIONS, the running function
 	// (AWS_LAMBDA_FUNCTION_NAME) and DispatchFunction.
@@ -269,7 +270,7 @@ func (r *envReader) readPlaces(c *Config) {
 func (c Config) PushPolicy(secrets dispatch.SecretChecker) *dispatch.Policy {
 	b := c.PushBindings
 	if b == nil && !c.AllowInsecureTargets {
-		b = dispatch.Bindings{}
+		b = deploy.Bindings{}
 	}
 	return &dispatch.Policy{Bindings: b, Own: c.OwnFunctions, Secrets: secrets}
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/s3q/s3q/shared/config"
-	"github.com/s3q/s3q/shared/dispatch"
+	"github.com/s3q/s3q/shared/deploy"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -37,7 +37,7 @@ func TestFromEnv(t *testing.T) {
 			MaxArtifactBytes: 1 << 20,
 			AutoDeclare:      true, MaxQueues: 50, AllowInsecureTargets: true,
 
-			PushBindings:        dispatch.Bindings{"orders": {Lambda: []string{"orders-fn"}, Secrets: []string{"/s3q/hook"}}},
+			PushBindings:        deploy.Bindings{"orders": {Lambda: []string{"orders-fn"}, Secrets: []string{"/s3q/hook"}}},
 			OwnFunctions:        []string{"s3q-dev-submit", "s3q-dev-tasks", "s3q-dev-dispatch"},
 			DispatchMaxInFlight: 32,
 			DispatchFunction:    "s3q-dev-dispatch", LambdaEndpoint: "http://127.0.0.1:9001"}

@@ -44,7 +44,7 @@ func (c Config) Store(ctx context.Context) (store.Store, error) {
 }
 
 // Queue returns the queue over s and the registry of its declared queues
-// (package queues), wired together (queues.Open): the configuration's
+// (package queues), wired together (queues.New; the functions check the layout apart, at start): the configuration's
 // shards, whether queues must be declared, the queue limit and the push
 // target checks for the declarations; its default TTL and the
 // per-task-type defaults of config/task_types.json in the bucket
@@ -68,7 +68,8 @@ func (c Config) Queue(s store.Store, tune ...func(*queue.Options)) (*queue.Queue
 	for _, fn := range tune {
 		fn(&opts)
 	}
-	return queues.Open(w, opts, queues.Options{
+	return queues.New(w, queues.Options{
+		Core:                 opts,
 		Shards:               c.Shards,
 		RequireDeclared:      !c.AutoDeclare,
 		MaxQueues:            c.MaxQueues,

@@ -26,6 +26,7 @@ import (
 
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/config"
+	"github.com/s3q/s3q/shared/deploy"
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/events"
 	"github.com/s3q/s3q/shared/lambdafn"
@@ -97,7 +98,7 @@ type Options struct {
 	PushQueues []queues.Declaration
 	// PushBindings, when not nil, are the only targets each queue may
 	// declare (S3Q_PUSH_BINDINGS). Defaults to nil: any target.
-	PushBindings dispatch.Bindings
+	PushBindings deploy.Bindings
 	// PushSecrets are the signing secrets of URL targets by name, in place
 	// of SSM Parameter Store. Defaults to none.
 	PushSecrets map[string]string

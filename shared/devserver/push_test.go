@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/deploy"
 	"github.com/s3q/s3q/shared/devserver"
-	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/worker"
 )
@@ -80,7 +80,7 @@ func TestDevServerRefusesAnUnknownSecretAndAnUnboundTarget(t *testing.T) {
 	d := start(t, devserver.Options{
 		TickInterval: time.Hour,
 		PushSecrets:  map[string]string{"dev": "sekrit", "other": "x"},
-		PushBindings: dispatch.Bindings{"bound": {Secrets: []string{"dev"}}},
+		PushBindings: deploy.Bindings{"bound": {Secrets: []string{"dev"}}},
 	})
 	for _, c := range []struct{ queue, body, field string }{
 		{"bound", `{"target":{"url":"http://127.0.0.1:1/","secret":"missing"}}`, "target"},

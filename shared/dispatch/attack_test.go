@@ -211,7 +211,7 @@ func TestTheMinuteRulesRunOverAnIdleDeploymentMakesTheREADMEsRequests(t *testing
 	if _, _, err := e.decls.Declare(context.Background(), queues.Declaration{Name: "pull"}, e.clk.Now()); err != nil {
 		t.Fatal(err)
 	}
-	q, decls := queues.Open(st, queue.Options{ListCacheFor: 100 * time.Millisecond}, queues.Options{})
+	q, decls := queues.New(st, queues.Options{Core: queue.Options{ListCacheFor: 100 * time.Millisecond}})
 	d := dispatch.New(q, dispatch.NewDeclared(decls, 0), dispatch.Options{
 		Now: e.clk.Now, Soon: -1, Logger: slog.New(slog.DiscardHandler), RecheckAfter: 150 * time.Millisecond,
 	})
@@ -565,7 +565,7 @@ func TestADeliveryCarriesNoTokenButItsLeasesAndNoRecordInternals(t *testing.T) {
 // nothing and costs one GET, then none while the answer is cached.
 func TestAWakeForAnUndeclaredQueueCostsOneGetThenNone(t *testing.T) {
 	st := store.NewCounting(memstore.New())
-	q, decls := queues.Open(st, queue.Options{}, queues.Options{})
+	q, decls := queues.New(st, queues.Options{})
 	d := dispatch.New(q, dispatch.NewDeclared(decls, 0), dispatch.Options{Logger: slog.New(slog.DiscardHandler), RecheckAfter: 150 * time.Millisecond})
 	for i := range 3 {
 		rep, err := d.Run(context.Background(), "nope", time.Time{})
@@ -595,7 +595,7 @@ func TestTheMinuteRulesIdleCostDoesNotGrowWithPullQueues(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		q, decls := queues.Open(st, queue.Options{ListCacheFor: 100 * time.Millisecond}, queues.Options{})
+		q, decls := queues.New(st, queues.Options{Core: queue.Options{ListCacheFor: 100 * time.Millisecond}})
 		targets := dispatch.NewDeclared(decls, 0)
 		d := dispatch.New(q, targets, dispatch.Options{Now: e.clk.Now, Soon: -1, Logger: slog.New(slog.DiscardHandler)})
 		per := idleRuns(t, e, st, d)

@@ -33,7 +33,7 @@ func TestACancelWhileADeliveryIsInFlightEndsTheRequestAndCancelsTheTask(t *testi
 		e.pq.Timeout = queue.Duration(2 * time.Minute)
 		task := e.submit(t, queue.SubmitRequest{})
 		e.declare()
-		q, decls := queues.Open(st, queue.Options{ListCacheFor: -1}, queues.Options{})
+		q, decls := queues.New(st, queues.Options{Core: queue.Options{ListCacheFor: -1}})
 		d := dispatch.New(q, dispatch.NewDeclared(decls, 0), dispatch.Options{
 			Now: e.clk.Now, Soon: -1, Logger: slog.New(slog.DiscardHandler),
 			HTTP:       dispatch.NewHTTP(dispatch.StaticSecrets{"s3q/secret": secret}, true),
@@ -81,7 +81,7 @@ func TestWithoutCancelPollsADeliveryRunsToItsAnswer(t *testing.T) {
 	})
 	task := e.submit(t, queue.SubmitRequest{})
 	e.declare()
-	q, decls := queues.Open(st, queue.Options{ListCacheFor: -1}, queues.Options{})
+	q, decls := queues.New(st, queues.Options{Core: queue.Options{ListCacheFor: -1}})
 	d := dispatch.New(q, dispatch.NewDeclared(decls, 0), dispatch.Options{
 		Now: e.clk.Now, Soon: -1, Logger: slog.New(slog.DiscardHandler),
 		HTTP:       dispatch.NewHTTP(dispatch.StaticSecrets{"s3q/secret": secret}, true),

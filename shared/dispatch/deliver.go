@@ -315,6 +315,22 @@ func (d *Dispatcher) claimRound(ctx context.Context, p PushQueue, lease, margin 
 			cs, err := d.q.Claim(ctx, queue.ClaimRequest{
 				Queue: p.Name, LeaseFor: lease, WorkerID: d.opts.WorkerID, MaxTasks: 1,
 			}, now)
+			var limited *queue.RateLimitedError
+			if errors.As(err, &limited) {
+				// The queue's rate limit holds the start back: this
+				// claimer waits until it lets one start, then claims
+				// again (the Queue remembers the limit's state, so the
+				// claimers waiting with it cost no request).
+				<-f.sem
+				select {
+				case <-d.opts.After(limited.RetryAfter):
+				case <-stop:
+					return
+				case <-ctx.Done():
+					return
+				}
+				continue
+			}
 			if err != nil || len(cs) == 0 {
 				<-f.sem
 				if err != nil {

@@ -140,7 +140,7 @@ func (e *env) targets() dispatch.Targets {
 }
 
 func newEnv(st store.Store, pq dispatch.PushQueue) *env {
-	q, decls := queues.Open(st, queue.Options{}, queues.Options{AllowInsecureTargets: true})
+	q, decls := queues.New(st, queues.Options{AllowInsecureTargets: true})
 	return &env{st: st, q: q, decls: decls, clk: &clock{}, pq: pq}
 }
 
@@ -148,7 +148,7 @@ func newEnv(st store.Store, pq dispatch.PushQueue) *env {
 // push queue e.pq, declared.
 func (e *env) dispatcher(st store.Store, lambda dispatch.Deliverer) *dispatch.Dispatcher {
 	e.declare()
-	q, decls := queues.Open(st, queue.Options{ListCacheFor: -1}, queues.Options{})
+	q, decls := queues.New(st, queues.Options{Core: queue.Options{ListCacheFor: -1}})
 	return dispatch.New(q, dispatch.NewDeclared(decls, 0), dispatch.Options{
 		Now:    e.clk.Now,
 		Soon:   -1, // a run ends when nothing is due now (runner_test.go stays)
@@ -475,7 +475,7 @@ func TestEachAttemptIsDeliveredAtMostOnceUnderCrashes(t *testing.T) {
 func TestDeclaredPushQueueIsDeliveredWithinItsMaxConcurrency(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		e := newEnv(st, dispatch.PushQueue{Name: "declared"})
-		e.q, e.decls = queues.Open(st, queue.Options{}, queues.Options{AllowInsecureTargets: true})
+		e.q, e.decls = queues.New(st, queues.Options{AllowInsecureTargets: true})
 		tg := newTarget(t, e.clk, func(_ dispatch.Payload, w http.ResponseWriter, _ *http.Request) {
 			time.Sleep(20 * time.Millisecond)
 			fmt.Fprint(w, `{}`)
@@ -497,7 +497,7 @@ func TestDeclaredPushQueueIsDeliveredWithinItsMaxConcurrency(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				q, decls := queues.Open(st, queue.Options{ListCacheFor: -1}, queues.Options{})
+				q, decls := queues.New(st, queues.Options{Core: queue.Options{ListCacheFor: -1}})
 				d := dispatch.New(q, dispatch.NewDeclared(decls, 0), dispatch.Options{
 					Now: e.clk.Now, Logger: slog.New(slog.DiscardHandler),
 					HTTP: dispatch.NewHTTP(dispatch.StaticSecrets{"s3q/secret": secret}, true),

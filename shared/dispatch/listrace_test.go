@@ -50,7 +50,7 @@ func TestATaskSubmittedWhileARunListsItsQueueIsDeliveredAtItsTime(t *testing.T) 
 			started: make(chan struct{}), release: make(chan struct{})}
 		// One Queue for submits and dispatch; its listings serve for a
 		// minute, so that only this Queue's own writes can be seen sooner.
-		e.q, e.decls = queues.Open(slow, queue.Options{ListCacheFor: time.Minute}, queues.Options{AllowInsecureTargets: true})
+		e.q, e.decls = queues.New(slow, queues.Options{Core: queue.Options{ListCacheFor: time.Minute}, AllowInsecureTargets: true})
 		d := dispatch.New(e.q, dispatch.NewDeclared(e.decls, 0), dispatch.Options{
 			Now: e.clk.Now, Logger: slog.New(slog.DiscardHandler),
 			HTTP:   dispatch.NewHTTP(dispatch.StaticSecrets{"s3q/secret": secret}, true),

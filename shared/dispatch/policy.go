@@ -11,36 +11,24 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
+	"github.com/s3q/s3q/shared/deploy"
 	"github.com/s3q/s3q/shared/internal/clip"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 )
 
-// Binding is what one queue may name as its push target: the Lambda
-// functions and the SSM parameters (signing secrets of URL targets) the
-// deployment's settings bind to it (the stack's pushBindings,
-// S3Q_PUSH_BINDINGS). Names are compared exactly as written: a function
-// bound by name is not bound by ARN or with a qualifier, and the reverse.
-type Binding struct {
-	Lambda  []string `json:"lambda,omitempty"`
-	Secrets []string `json:"secrets,omitempty"`
-}
-
-// Bindings are the bindings of each queue, by queue name.
-type Bindings map[string]Binding
-
 // ParseBindings reads bindings from JSON: {"orders": {"lambda":
 // ["orders-handler"], "secrets": ["/s3q/orders/signing"]}}. Queue names,
 // function names and parameter names are checked.
-func ParseBindings(b []byte) (Bindings, error) {
-	var out Bindings
+func ParseBindings(b []byte) (deploy.Bindings, error) {
+	var out deploy.Bindings
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&out); err != nil {
 		return nil, fmt.Errorf("push bindings: %w", err)
 	}
 	if out == nil {
-		out = Bindings{}
+		out = deploy.Bindings{}
 	}
 	for name, bd := range out {
 		if err := queue.ValidateQueueName(name); err != nil {
@@ -70,7 +58,7 @@ type Policy struct {
 	// Lambda function or a secret not bound to the queue is refused, and a
 	// queue with no binding may have no target. Nil allows every target
 	// (s3q dev without --push-binding).
-	Bindings Bindings
+	Bindings deploy.Bindings
 	// Own are the deployment's own functions (names): never a target,
 	// whatever the bindings say, so dispatch cannot be made to invoke
 	// itself or any other s3q function with a task's payload.

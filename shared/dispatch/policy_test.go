@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
+	"github.com/s3q/s3q/shared/deploy"
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
@@ -37,7 +38,7 @@ func (m metaSSM) GetParameter(_ context.Context, in *ssm.GetParameterInput, _ ..
 func TestTargetsAreBoundToQueues(t *testing.T) {
 	ctx := context.Background()
 	p := &dispatch.Policy{
-		Bindings: dispatch.Bindings{
+		Bindings: deploy.Bindings{
 			"orders":  {Lambda: []string{"orders-fn", "arn:aws:lambda:eu-west-1:123456789012:function:billing:live"}, Secrets: []string{"/s3q/orders"}},
 			"reports": {Secrets: []string{"/s3q/reports", "/s3q/missing"}},
 			"self":    {Lambda: []string{"s3q-prod-dispatch"}},
@@ -45,7 +46,7 @@ func TestTargetsAreBoundToQueues(t *testing.T) {
 		Own:     []string{"s3q-prod-dispatch", "s3q-prod-tasks"},
 		Secrets: dispatch.SSMCheck{Client: metaSSM{"/s3q/orders": true, "/s3q/reports": true}},
 	}
-	_, decls := queues.Open(memstore.New(), queue.Options{}, queues.Options{CheckTarget: p.Check})
+	_, decls := queues.New(memstore.New(), queues.Options{CheckTarget: p.Check})
 	for _, c := range []struct {
 		queue  string
 		target queues.Target
@@ -92,7 +93,7 @@ func TestADeclarationTheBindingsNoLongerAllowIsNotDelivered(t *testing.T) {
 	task := e.submit(t, queue.SubmitRequest{})
 	d := dispatch.New(e.q, e.targets(), dispatch.Options{
 		Now: e.clk.Now, Soon: -1, Lambda: &dispatch.Lambda{Client: nil},
-		Policy: &dispatch.Policy{Bindings: dispatch.Bindings{"fn": {Lambda: []string{"new-fn"}}}},
+		Policy: &dispatch.Policy{Bindings: deploy.Bindings{"fn": {Lambda: []string{"new-fn"}}}},
 	})
 	rep := run(t, d, "")
 	if rep.Errors != 1 || rep.Delivered != 0 {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/deploy"
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
@@ -56,7 +57,7 @@ func TestADeliveryCapturedWithAnotherQueuesSecretIsRefusedByThatQueuesTarget(t *
 		defer mine.Close()
 
 		ctx := context.Background()
-		q, decls := queues.Open(st, queue.Options{}, queues.Options{AllowInsecureTargets: true})
+		q, decls := queues.New(st, queues.Options{AllowInsecureTargets: true})
 		for name, url := range map[string]string{"orders": orders.URL, "mine": mine.URL} {
 			if _, _, err := decls.Declare(ctx, queues.Declaration{Name: name, Target: &queues.Target{URL: url, Secret: "s3q/secret"}}, time.Now()); err != nil {
 				t.Fatal(err)
@@ -90,8 +91,8 @@ func TestADeliveryCapturedWithAnotherQueuesSecretIsRefusedByThatQueuesTarget(t *
 		}
 
 		// Under bindings, the secret of orders is not the caller's to name.
-		_, bound := queues.Open(st, queue.Options{}, queues.Options{AllowInsecureTargets: true, CheckTarget: (&dispatch.Policy{
-			Bindings: dispatch.Bindings{"orders": {Secrets: []string{"s3q/secret"}}, "mine": {Secrets: []string{"s3q/mine"}}},
+		_, bound := queues.New(st, queues.Options{AllowInsecureTargets: true, CheckTarget: (&dispatch.Policy{
+			Bindings: deploy.Bindings{"orders": {Secrets: []string{"s3q/secret"}}, "mine": {Secrets: []string{"s3q/mine"}}},
 		}).Check})
 		_, _, err = bound.Declare(ctx, queues.Declaration{Name: "mine", Target: &queues.Target{URL: mine.URL, Secret: "s3q/secret"}}, time.Now())
 		if !isField(err, "target") {

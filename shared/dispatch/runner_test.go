@@ -18,7 +18,7 @@ import (
 // queue whose next task is due within soon.
 func (e *env) stayingDispatcher(st store.Store, soon time.Duration, w dispatch.Waker) *dispatch.Dispatcher {
 	e.declare()
-	q, decls := queues.Open(st, queue.Options{ListCacheFor: 50 * time.Millisecond}, queues.Options{})
+	q, decls := queues.New(st, queues.Options{Core: queue.Options{ListCacheFor: 50 * time.Millisecond}})
 	return dispatch.New(q, dispatch.NewDeclared(decls, 0), dispatch.Options{
 		Now: e.clk.Now, Logger: slog.New(slog.DiscardHandler),
 		HTTP: dispatch.NewHTTP(dispatch.StaticSecrets{"s3q/secret": secret}, true),

@@ -47,7 +47,7 @@ func newAPIEnv(t *testing.T, srv *s3local.Server) *apiEnv {
 	}
 	t.Cleanup(func() { p.Close() })
 	e := &apiEnv{p: p, now: t0}
-	q, decls := queues.Open(st, queue.Options{Backoff: func(attempt int) time.Duration { return 10 * time.Second << (attempt - 1) }}, queues.Options{})
+	q, decls := queues.New(st, queues.Options{Core: queue.Options{Backoff: func(attempt int) time.Duration { return 10 * time.Second << (attempt - 1) }}})
 	h := api.New(q, decls, api.Options{
 		Now:    func() time.Time { e.mu.Lock(); defer e.mu.Unlock(); return e.now },
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),

@@ -27,7 +27,7 @@ func init() {
 			if err := e.claim(ctx); err != nil {
 				return err
 			}
-			if _, err := e.q.Fail(ctx, queue.FailRequest{ID: idA, LeaseToken: e.lease.Token, Error: "boom"}, t0.Add(2*time.Second)); err != nil {
+			if _, err := e.q.Fail(ctx, queue.FailRequest{ID: queue.Ref(queue.DefaultQueue, idA), LeaseToken: e.lease.Token, Error: "boom"}, t0.Add(2*time.Second)); err != nil {
 				return err
 			}
 			_, err := e.q.Sweep(ctx, t0.Add(time.Minute), queue.SweepOptions{})

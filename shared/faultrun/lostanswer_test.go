@@ -55,7 +55,7 @@ func newLenv(t *testing.T, srv *s3local.Server) *lenv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	q, decls := queues.Open(st, queue.Options{Backoff: func(attempt int) time.Duration { return 10 * time.Second << (attempt - 1) }}, queues.Options{})
+	q, decls := queues.New(st, queues.Options{Core: queue.Options{Backoff: func(attempt int) time.Duration { return 10 * time.Second << (attempt - 1) }}})
 	return &lenv{p: p, st: st, q: q, decls: decls, sched: schedule.New(st, q, schedule.Options{})}
 }
 
@@ -136,7 +136,7 @@ var lostCases = []lostCase{
 		if err := e.claim(ctx); err != nil {
 			return err
 		}
-		_, err := e.q.Complete(ctx, queue.CompleteRequest{ID: idA, LeaseToken: e.lease.Token}, t0.Add(2*time.Second))
+		_, err := e.q.Complete(ctx, queue.CompleteRequest{ID: queue.Ref(queue.DefaultQueue, idA), LeaseToken: e.lease.Token}, t0.Add(2*time.Second))
 		return err
 	}, op: func(ctx context.Context, e *lenv) (string, error) {
 		r, err := e.q.Submit(ctx, queue.SubmitRequest{ID: idB, TaskType: "t", DedupKey: "k"}, t0.Add(3*time.Second))
@@ -151,15 +151,15 @@ var lostCases = []lostCase{
 		return task(c[0].Task, nil)
 	}},
 	{name: "heartbeat", replay: true, setup: submitAndClaim, op: func(ctx context.Context, e *lenv) (string, error) {
-		c, err := e.q.Heartbeat(ctx, queue.HeartbeatRequest{ID: idA, LeaseToken: e.lease.Token, LeaseFor: 20 * time.Minute}, t0.Add(2*time.Second))
+		c, err := e.q.Heartbeat(ctx, queue.HeartbeatRequest{ID: queue.Ref(queue.DefaultQueue, idA), LeaseToken: e.lease.Token, LeaseFor: 20 * time.Minute}, t0.Add(2*time.Second))
 		s, err := task(c.Task, err)
 		return s + " lease_until=" + c.Lease.ExpiresAt.Format(time.RFC3339), err
 	}},
 	{name: "complete", replay: true, setup: submitAndClaim, op: func(ctx context.Context, e *lenv) (string, error) {
-		return task(e.q.Complete(ctx, queue.CompleteRequest{ID: idA, LeaseToken: e.lease.Token, Output: json.RawMessage(`{"ok":true}`)}, t0.Add(2*time.Second)))
+		return task(e.q.Complete(ctx, queue.CompleteRequest{ID: queue.Ref(queue.DefaultQueue, idA), LeaseToken: e.lease.Token, Output: json.RawMessage(`{"ok":true}`)}, t0.Add(2*time.Second)))
 	}, edge: leaseReplay},
 	{name: "fail_with_a_retry_left", replay: true, setup: submitAndClaim, op: func(ctx context.Context, e *lenv) (string, error) {
-		return task(e.q.Fail(ctx, queue.FailRequest{ID: idA, LeaseToken: e.lease.Token, Error: "boom"}, t0.Add(2*time.Second)))
+		return task(e.q.Fail(ctx, queue.FailRequest{ID: queue.Ref(queue.DefaultQueue, idA), LeaseToken: e.lease.Token, Error: "boom"}, t0.Add(2*time.Second)))
 	}, edge: leaseReplay},
 	{name: "fail_to_dead_letter", replay: true, setup: func(ctx context.Context, e *lenv) error {
 		if err := e.submit(ctx, queue.SubmitRequest{ID: idA, TaskType: "t", MaxAttempts: 1}); err != nil {
@@ -167,10 +167,10 @@ var lostCases = []lostCase{
 		}
 		return e.claim(ctx)
 	}, op: func(ctx context.Context, e *lenv) (string, error) {
-		return task(e.q.Fail(ctx, queue.FailRequest{ID: idA, LeaseToken: e.lease.Token, Error: "boom"}, t0.Add(2*time.Second)))
+		return task(e.q.Fail(ctx, queue.FailRequest{ID: queue.Ref(queue.DefaultQueue, idA), LeaseToken: e.lease.Token, Error: "boom"}, t0.Add(2*time.Second)))
 	}, edge: leaseReplay},
 	{name: "reschedule", setup: submitAndClaim, op: func(ctx context.Context, e *lenv) (string, error) {
-		return task(e.q.Reschedule(ctx, queue.RescheduleRequest{ID: idA, LeaseToken: e.lease.Token, Delay: queue.Duration(time.Minute)}, t0.Add(2*time.Second)))
+		return task(e.q.Reschedule(ctx, queue.RescheduleRequest{ID: queue.Ref(queue.DefaultQueue, idA), LeaseToken: e.lease.Token, Delay: queue.Duration(time.Minute)}, t0.Add(2*time.Second)))
 	}},
 	{name: "acknowledge_cancel", setup: func(ctx context.Context, e *lenv) error {
 		if err := submitAndClaim(ctx, e); err != nil {
@@ -179,7 +179,7 @@ var lostCases = []lostCase{
 		_, err := e.q.Cancel(ctx, idA, t0.Add(2*time.Second))
 		return err
 	}, op: func(ctx context.Context, e *lenv) (string, error) {
-		return task(e.q.AckCancel(ctx, queue.AckCancelRequest{ID: idA, LeaseToken: e.lease.Token}, t0.Add(3*time.Second)))
+		return task(e.q.AckCancel(ctx, queue.AckCancelRequest{ID: queue.Ref(queue.DefaultQueue, idA), LeaseToken: e.lease.Token}, t0.Add(3*time.Second)))
 	}},
 	{name: "submit_expired_on_arrival", replay: true, op: func(ctx context.Context, e *lenv) (string, error) {
 		return submitted(e.q.Submit(ctx, queue.SubmitRequest{ID: idA, TaskType: "t", TTL: ptr(queue.Duration(0))}, t0))
@@ -211,7 +211,7 @@ var lostCases = []lostCase{
 		if err := e.claim(ctx); err != nil {
 			return err
 		}
-		_, err := e.q.Fail(ctx, queue.FailRequest{ID: idA, LeaseToken: e.lease.Token, Error: "boom"}, t0.Add(2*time.Second))
+		_, err := e.q.Fail(ctx, queue.FailRequest{ID: queue.Ref(queue.DefaultQueue, idA), LeaseToken: e.lease.Token, Error: "boom"}, t0.Add(2*time.Second))
 		return err
 	}, op: func(ctx context.Context, e *lenv) (string, error) {
 		return timer(func() (string, error) {

@@ -58,7 +58,7 @@ func TestLostCreateClaimedBeforeItsReread(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		worker := queues.NewQueue(e.st, queue.Options{}, queues.Options{})
+		worker := queues.NewQueue(e.st, queues.Options{})
 		var claimed []queue.Claimed
 		hook := &getHook{Store: e.st, key: queue.TaskKey(queue.DefaultQueue, id), armed: shot.Fired, before: func() {
 			var err error
@@ -71,7 +71,7 @@ func TestLostCreateClaimedBeforeItsReread(t *testing.T) {
 			// The core makes the id: this one, so the shot can name its key.
 			opts.NewID = func(time.Time) string { return id }
 		}
-		res, err := queues.NewQueue(hook, opts, queues.Options{}).Submit(ctx, req, now)
+		res, err := queues.NewQueue(hook, queues.Options{Core: opts}).Submit(ctx, req, now)
 		if !shot.Fired() {
 			t.Fatal("the create's answer was not lost")
 		}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/s3q/s3q/shared/metrics"
 	"github.com/s3q/s3q/shared/metrics/catalog"
-	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/reqcount"
 	"github.com/s3q/s3q/shared/store/memstore"
@@ -17,7 +16,7 @@ import (
 // The HTTP functions write what each request did: tasks submitted,
 // completed and failed, and its S3 requests; the dashboard sums them.
 func TestHTTPFunctionsWriteTheirActivity(t *testing.T) {
-	q, decls := queues.Open(reqcount.Wrap(memstore.New()), queue.Options{}, queues.Options{})
+	q, decls := queues.New(reqcount.Wrap(memstore.New()), queues.Options{})
 	var emf bytes.Buffer
 	d := deps(q, decls)
 	d.Metrics = metrics.New(&emf, "")

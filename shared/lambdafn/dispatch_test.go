@@ -16,7 +16,6 @@ import (
 	"github.com/s3q/s3q/shared/dispatch"
 	"github.com/s3q/s3q/shared/lambdafn"
 	"github.com/s3q/s3q/shared/lambdafn/lambdafntest"
-	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/s3local/s3localtest"
 )
@@ -42,7 +41,7 @@ func TestSubmitWakesDispatchAndTheSampleEventsDeliver(t *testing.T) {
 	}))
 	defer target.Close()
 	st := s3localtest.NewStore(t, servers.GoFakeS3)
-	q, decls := queues.Open(st, queue.Options{}, queues.Options{AllowInsecureTargets: true})
+	q, decls := queues.New(st, queues.Options{AllowInsecureTargets: true})
 	if _, _, err := decls.Declare(context.Background(), queues.Declaration{Name: "orders", Target: &queues.Target{URL: target.URL, Secret: "k"}}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +100,7 @@ func TestSubmitWakesDispatchAndTheSampleEventsDeliver(t *testing.T) {
 // sleeps for a future task).
 func TestADispatchWakeForLaterWaitsUntilItsTimeOnlyWithinMaxWakeDelay(t *testing.T) {
 	st := s3localtest.NewStore(t, servers.GoFakeS3)
-	q, decls := queues.Open(st, queue.Options{}, queues.Options{})
+	q, decls := queues.New(st, queues.Options{})
 	d := lambdafn.Deps{
 		Queue: q, Logger: slog.New(slog.DiscardHandler),
 		Dispatcher: dispatch.New(q, dispatch.NewDeclared(decls, 0), dispatch.Options{Logger: slog.New(slog.DiscardHandler)}),

@@ -11,13 +11,12 @@ import (
 
 	"github.com/s3q/s3q/shared/api"
 	"github.com/s3q/s3q/shared/lambdafn"
-	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store/memstore"
 )
 
 func TestEventConversion(t *testing.T) {
-	q, decls := queues.Open(memstore.New(), queue.Options{}, queues.Options{})
+	q, decls := queues.New(memstore.New(), queues.Options{})
 	t.Run("a_base64_body_is_decoded", func(t *testing.T) {
 		ev := events.APIGatewayV2HTTPRequest{
 			RawPath: "/queues/default/tasks", Body: base64.StdEncoding.EncodeToString([]byte(`{"task_type":"t"}`)), IsBase64Encoded: true,
@@ -94,7 +93,7 @@ func TestNew(t *testing.T) {
 	if _, err := lambdafn.New("claim", lambdafn.Deps{}); err == nil {
 		t.Errorf("an HTTP function without a queue: no error")
 	}
-	q, decls := queues.Open(memstore.New(), queue.Options{}, queues.Options{})
+	q, decls := queues.New(memstore.New(), queues.Options{})
 	if _, err := lambdafn.New("claim", lambdafn.Deps{Queue: q}); err == nil {
 		t.Errorf("an HTTP function without the queue's declarations: no error")
 	}

@@ -101,7 +101,7 @@ type Deps struct {
 	// sweep logs that it has nothing to do.
 	Queue *queue.Queue
 	// Queues is the registry of Queue's declared queues, made with it
-	// (config.Config.Queue, queues.Open). Required with Queue by the HTTP
+	// (config.Config.Queue, queues.New). Required with Queue by the HTTP
 	// functions; the sweep writes each declared queue's gauges from it.
 	// Defaults to none.
 	Queues *queues.Registry

@@ -166,7 +166,7 @@ func triggeredSchedule(t *testing.T, q *queue.Queue, decls *queues.Registry) (st
 func uploadedArtifact(t *testing.T, q *queue.Queue, decls *queues.Registry) (string, string) {
 	t.Helper()
 	id, _ := pendingTask(t, q, decls)
-	if _, _, err := q.ReserveArtifacts(t.Context(), id, time.Hour, time.Now()); err != nil {
+	if _, _, err := q.ReserveArtifact(t.Context(), queue.ArtifactRequest{ID: id, TTL: time.Hour}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := q.Store().Put(t.Context(), queue.ArtifactKey(queue.DefaultQueue, id, "report.pdf"), []byte("%PDF-1.7")); err != nil {
@@ -219,7 +219,7 @@ func TestSampleEvents(t *testing.T) {
 				t.Run(strings.TrimSuffix(c.file, ".json")+"_answers_"+strconv.Itoa(c.status), func(t *testing.T) {
 					t.Parallel()
 					prefix := "test-" + rand.Text() + "/"
-					q, decls := queues.Open(reqcount.Wrap(srv.Store(prefix)), queue.Options{}, queues.Options{})
+					q, decls := queues.New(reqcount.Wrap(srv.Store(prefix)), queues.Options{})
 					d := deps(q, decls)
 					d.Scheduler = schedule.New(q.Store(), q, schedule.Options{})
 					d.Artifacts = artifacts.New(q, srv.Client(), srv.Bucket, prefix, artifacts.Options{})
@@ -247,7 +247,7 @@ func TestSampleEvents(t *testing.T) {
 
 // Every HTTP event sent to a function that does not own its route is a 404.
 func TestEventsToTheWrongFunctionAre404(t *testing.T) {
-	q, decls := queues.Open(s3localtest.NewStore(t, servers.GoFakeS3), queue.Options{}, queues.Options{})
+	q, decls := queues.New(s3localtest.NewStore(t, servers.GoFakeS3), queues.Options{})
 	for _, c := range eventCases {
 		for _, fn := range []string{"submit", "claim", "tasks", "schedules"} {
 			if fn == c.function {

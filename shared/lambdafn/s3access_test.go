@@ -395,7 +395,7 @@ func world(t *testing.T, q *queue.Queue, decls *queues.Registry, now time.Time) 
 
 	// Artifacts whose lifetime has passed.
 	art := submit(queue.SubmitRequest{TaskType: "report.build", Queue: "reports"}, past)
-	_, _, err = q.ReserveArtifacts(ctx, art.Ref(), time.Minute, past)
+	_, _, err = q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: art.Ref(), TTL: time.Minute}, past)
 	must(err)
 	_, err = q.Store().Put(ctx, queue.ArtifactKey(art.Queue, art.ID, "old.pdf"), []byte("%PDF"))
 	must(err)

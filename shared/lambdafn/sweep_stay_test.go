@@ -58,7 +58,7 @@ func runScheduledSweep(t *testing.T, d lambdafn.Deps, now time.Time) queue.Sweep
 // expires the task and publishes its Task Expired event once the deadline
 // has passed, without waiting for the next minute's run.
 func TestAScheduledSweepStaysWhileADeadlineIsNearAndExpiresItOnTime(t *testing.T) {
-	q, decls := queues.Open(memstore.New(), queue.Options{}, queues.Options{})
+	q, decls := queues.New(memstore.New(), queues.Options{})
 	now := time.Now().UTC()
 	task, err := q.Submit(t.Context(), queue.SubmitRequest{TaskType: "a", TTL: ttl(time.Second)}, now)
 	if err != nil {
@@ -83,7 +83,7 @@ func TestAScheduledSweepStaysWhileADeadlineIsNearAndExpiresItOnTime(t *testing.T
 // or no stay.
 func TestAnIdleScheduledSweepMakesOnePassOfOneList(t *testing.T) {
 	counting := store.NewCounting(memstore.New())
-	q, decls := queues.Open(counting, queue.Options{}, queues.Options{})
+	q, decls := queues.New(counting, queues.Options{})
 	d := lambdafn.Deps{Queue: q, Queues: decls, Logger: slog.New(slog.DiscardHandler), Publisher: &published{}, SweepStay: time.Minute}
 	rep := runScheduledSweep(t, d, time.Now().UTC())
 	if rep.Passes != 1 || !rep.NextDue.IsZero() || rep.Requests.List != 1 || rep.Requests.Total() != 1 {
@@ -99,7 +99,7 @@ func (w *sweepWakes) WakeSweep() { w.n.Add(1) }
 // The submit function wakes a staying sweep (s3q dev's) for a task whose
 // deadline falls within the stay, and for no other.
 func TestSubmitOfADeadlineWithinTheStayWakesTheSweep(t *testing.T) {
-	q, decls := queues.Open(memstore.New(), queue.Options{}, queues.Options{})
+	q, decls := queues.New(memstore.New(), queues.Options{})
 	w := &sweepWakes{}
 	d := lambdafn.Deps{Queue: q, Queues: decls, Logger: slog.New(slog.DiscardHandler), SweepStay: time.Minute, SweepWaker: w}
 	for _, c := range []struct {

@@ -21,7 +21,7 @@ import (
 )
 
 func TestASweepOutOfTimeSaysIncompleteInItsLogAndInSweepIncomplete(t *testing.T) {
-	q, decls := queues.Open(memstore.New(), queue.Options{}, queues.Options{})
+	q, decls := queues.New(memstore.New(), queues.Options{})
 	if _, err := q.Submit(t.Context(), queue.SubmitRequest{TaskType: "a", TTL: ttl(time.Minute)}, eventTime); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestASweepOutOfTimeSaysIncompleteInItsLogAndInSweepIncomplete(t *testing.T)
 // writes each declared queue's depth and the age of its head; the others
 // do not.
 func TestEveryFifthMinuteTheSweepWritesQueueDepthAndOldestPendingAge(t *testing.T) {
-	q, decls := queues.Open(memstore.New(), queue.Options{}, queues.Options{})
+	q, decls := queues.New(memstore.New(), queues.Options{})
 	at := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC) // minute 0
 	for _, name := range []string{"empty", "orders"} {
 		if _, _, err := decls.Declare(t.Context(), queues.Declaration{Name: name}, at.Add(-time.Hour)); err != nil {
@@ -113,12 +113,12 @@ func TestEveryFifthMinuteTheSweepWritesQueueDepthAndOldestPendingAge(t *testing.
 // declarations of the queues whose heads it read too, which the queue's
 // registry makes (the core's report leaves them out).
 func TestTheSweepsRequestsCountTheDeclarationsItRead(t *testing.T) {
-	q, decls := queues.Open(reqcount.Wrap(memstore.New()), queue.Options{}, queues.Options{})
+	q, decls := queues.New(reqcount.Wrap(memstore.New()), queues.Options{})
 	if _, err := q.Submit(t.Context(), queue.SubmitRequest{TaskType: "a", TTL: ttl(time.Minute)}, eventTime); err != nil {
 		t.Fatal(err)
 	}
 	// Another process sweeps: its registry has read no declaration.
-	q, decls = queues.Open(q.Store(), queue.Options{}, queues.Options{})
+	q, decls = queues.New(q.Store(), queues.Options{})
 	d := lambdafn.Deps{Queue: q, Queues: decls, Logger: slog.New(slog.DiscardHandler)}
 	ctx, run := reqcount.Start(t.Context())
 	rep, err := d.Sweep(ctx, eventTime.Add(time.Minute+time.Second)) // not a stats minute

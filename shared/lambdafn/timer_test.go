@@ -44,7 +44,7 @@ func TestTimerFunctions(t *testing.T) {
 			}
 		})
 		t.Run(name+"_returns_the_error_of_its_work", func(t *testing.T) {
-			q, decls := queues.Open(reqcount.Wrap(down{memstore.New()}), queue.Options{}, queues.Options{})
+			q, decls := queues.New(reqcount.Wrap(down{memstore.New()}), queues.Options{})
 			d := deps(q, decls)
 			d.Scheduler = schedule.New(q.Store(), q, schedule.Options{})
 			h, _ := lambdafn.New(name, d)
@@ -96,5 +96,5 @@ func invokeTimer(t *testing.T, name string, d lambdafn.Deps) lambdafn.Report {
 }
 
 func newQueue(t *testing.T) (*queue.Queue, *queues.Registry) {
-	return queues.Open(reqcount.Wrap(s3localtest.NewStore(t, servers.GoFakeS3)), queue.Options{}, queues.Options{})
+	return queues.New(reqcount.Wrap(s3localtest.NewStore(t, servers.GoFakeS3)), queues.Options{})
 }

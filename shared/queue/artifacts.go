@@ -37,34 +37,42 @@ func ceilMinute(t time.Time) time.Time {
 	return m.Add(time.Minute)
 }
 
-// ReserveArtifacts prepares the upload of artifacts for a task at now and
-// returns the task and the expiry of URLs issued now: min(now + ttl,
-// expires_at). It makes sure the sweep deletes the task's artifacts no
-// earlier than that expiry (rounded up to the minute) and no later than
-// the first sweep after it, or after the task finishes, whichever comes
-// first: when the deletion time must move later it writes an entry in the
-// sweep index and then the record's artifacts_expire_at (one conditional
-// write); otherwise it writes nothing.
-//
-// A task that is terminal, or whose deadline has passed (the URL would be
-// dead on arrival), is a *StateError. ttl must be positive.
-func (q *Queue) ReserveArtifacts(ctx context.Context, id string, ttl time.Duration, now time.Time) (Task, time.Time, error) {
-	return q.ReserveArtifact(ctx, id, "", ttl, now)
-}
-
 // MaxArtifacts is the most artifacts (distinct names) one task may have:
 // each name is recorded on the task, so that presigned URLs, which cost
 // nothing to ask for, cannot fill the bucket with objects of one task.
 const MaxArtifacts = 100
 
-// ReserveArtifact is ReserveArtifacts for the upload of the artifact
-// name: a name the task does not have yet is recorded on it (in the same
-// conditional write, when one is due anyway). A new name past
-// MaxArtifacts is a *ValidationError on name wrapping ErrTooLarge. An
-// empty name records nothing.
-func (q *Queue) ReserveArtifact(ctx context.Context, id, name string, ttl time.Duration, now time.Time) (Task, time.Time, error) {
+// ArtifactRequest prepares the upload of a task's artifacts.
+type ArtifactRequest struct {
+	// ID is the task's id or its queue/id reference.
+	ID string
+	// Name is the artifact to be uploaded: a name the task does not have
+	// yet is recorded on it. Defaults to "": no name is recorded, only
+	// the artifacts' deletion time is made sure of.
+	Name string
+	// TTL is how long the URLs issued now live, more than 0 (capped by
+	// the task's deadline).
+	TTL time.Duration
+}
+
+// ReserveArtifact prepares the upload of an artifact for a task at now
+// and returns the task and the expiry of URLs issued now: min(now +
+// req.TTL, expires_at). It makes sure the sweep deletes the task's
+// artifacts no earlier than that expiry (rounded up to the minute) and no
+// later than the first sweep after it, or after the task finishes,
+// whichever comes first: when the deletion time must move later it
+// writes an entry in the sweep index and then the record's
+// artifacts_expire_at (one conditional write, which also records a new
+// req.Name); otherwise it writes nothing.
+//
+// A task that is terminal, or whose deadline has passed (the URL would be
+// dead on arrival), is a *StateError. A new name past MaxArtifacts is a
+// *ValidationError on name wrapping ErrTooLarge; a TTL not above 0 one on
+// artifact_ttl.
+func (q *Queue) ReserveArtifact(ctx context.Context, req ArtifactRequest, now time.Time) (Task, time.Time, error) {
+	name, ttl := req.Name, req.TTL
 	now = norm(now)
-	queue, id, err := q.locate(id)
+	queue, id, err := q.locate(req.ID)
 	if err != nil {
 		return Task{}, time.Time{}, err
 	}
@@ -101,7 +109,7 @@ func (q *Queue) ReserveArtifact(ctx context.Context, id, name string, ttl time.D
 			next.ArtifactNames = append(slices.Clone(cur.ArtifactNames), name)
 		}
 		next.UpdatedAt = now
-		if _, err := q.commit(ctx, &cur, etag, &next); err != nil {
+		if _, err := q.commit(ctx, &cur, etag, &next, cleanInline); err != nil {
 			if errors.Is(err, store.ErrPrecondition) {
 				continue
 			}

@@ -27,7 +27,7 @@ func (q *Queue) cancelChosen(ctx context.Context, id string, now time.Time, chos
 		return Task{}, err
 	}
 	var unchanged *Task
-	t, _, err := q.update(ctx, queue, id, func(t *Task) error {
+	t, _, err := q.update(ctx, queue, id, cleanInline, func(t *Task) error {
 		if chosen != nil {
 			if reason := chosen(t); reason != "" {
 				return &StateError{ID: id, Op: "cancel", Status: t.Status, Reason: reason}

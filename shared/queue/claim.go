@@ -26,7 +26,7 @@ type ClaimRequest struct {
 	LeaseFor time.Duration `json:"-"`
 	// WorkerID is recorded on the task, for people. Optional.
 	WorkerID string `json:"worker_id,omitempty"`
-	// MaxTasks is how many tasks to claim at most. Defaults to 1.
+	// MaxTasks is how many tasks to claim at most, 1 to 100. Defaults to 1.
 	MaxTasks int `json:"max_tasks,omitempty"`
 }
 
@@ -52,6 +52,12 @@ type ClaimRequest struct {
 // task only when it takes one of its slots (side_slot.go), so fewer tasks, or
 // none, come back while the queue runs max_concurrency tasks already. A
 // paused queue gives nothing, at the cost of the declaration's read alone.
+//
+// A queue with max_per_second starts a claim's candidates only as its
+// rate limit grants them (ratelimit.go: one conditional write once
+// candidates are found). A claim that the limit holds back before it has
+// started anything returns a *RateLimitedError (ErrRateLimited) saying
+// how long to wait; one that started some returns them.
 func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]Claimed, error) {
 	now = norm(now)
 	var err error
@@ -80,8 +86,8 @@ func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]C
 	switch {
 	case req.MaxTasks == 0:
 		req.MaxTasks = 1
-	case req.MaxTasks < 0 || req.MaxTasks > MaxClaim:
-		return nil, invalid("max_tasks", "must be between 1 and %d", MaxClaim)
+	case req.MaxTasks < 0 || req.MaxTasks > maxClaim:
+		return nil, invalid("max_tasks", "must be between 1 and %d", maxClaim)
 	}
 
 	d, err := q.decls.Settings(ctx, req.Queue, LookupRead, now)
@@ -90,6 +96,13 @@ func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]C
 	}
 	if d.Paused {
 		return []Claimed{}, nil // pause.go: nothing starts while paused
+	}
+	if wait, err := q.heldFor(ctx, d, now); err != nil {
+		return nil, err
+	} else if wait > 0 {
+		// The rate state this Queue saw last holds every start back: no
+		// request (ratelimit.go).
+		return nil, &RateLimitedError{Queue: req.Queue, RetryAfter: wait}
 	}
 	run := &claimRun{req: req, filter: filter, decl: d}
 	out := []Claimed{}
@@ -103,12 +116,12 @@ func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]C
 		pages := make([]int, len(roots))
 		q.prefetch(ctx, req.Queue, pages, now)
 		for j, prefix := range roots {
-			if len(out) < req.MaxTasks && !run.slots.busy && pages[j] == 0 {
+			if len(out) < req.MaxTasks && !run.slots.busy && run.heldFor == 0 && pages[j] == 0 {
 				// Not reached by the listing so far (cut short before it):
 				// list it with the indexes after it that are not listed yet.
 				q.prefetch(ctx, req.Queue, pages, now)
 			}
-			for len(out) < req.MaxTasks && !run.slots.busy {
+			for len(out) < req.MaxTasks && !run.slots.busy && run.heldFor == 0 {
 				// Up to as many candidates as tasks wanted, tried at once
 				// (one at a time under max_concurrency: each takes a slot).
 				want := req.MaxTasks - len(out)
@@ -134,7 +147,17 @@ func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]C
 					}
 					break
 				}
+				if ms, err = q.granted(ctx, ms, run, now); err != nil || len(ms) == 0 {
+					if err != nil {
+						if len(out) > 0 {
+							return out, nil
+						}
+						return nil, err
+					}
+					break // held back by the rate limit
+				}
 				cs, err := q.tryClaimAll(ctx, ms, run, now)
+				run.grants -= len(cs)
 				out = append(out, cs...)
 				if err != nil {
 					if len(out) > 0 {
@@ -145,7 +168,40 @@ func (q *Queue) Claim(ctx context.Context, req ClaimRequest, now time.Time) ([]C
 			}
 		}
 	}
+	if len(out) == 0 && run.heldFor > 0 {
+		return nil, &RateLimitedError{Queue: req.Queue, RetryAfter: run.heldFor}
+	}
 	return out, nil
+}
+
+// granted returns the candidates ms that the queue's rate limit lets
+// start (all of them without one), asking it for what the grants this
+// claim holds do not cover, and puts the others back. When it lets none
+// start, run.heldFor says for how long.
+func (q *Queue) granted(ctx context.Context, ms []marker, run *claimRun, now time.Time) ([]marker, error) {
+	if run.decl.MaxPerSecond <= 0 {
+		return ms, nil
+	}
+	if need := len(ms) - run.grants; need > 0 {
+		n, wait, err := q.grantStarts(ctx, run.decl, need, now)
+		if err != nil {
+			for _, m := range ms {
+				q.unpop(m)
+			}
+			return nil, err
+		}
+		run.grants += n
+		if run.grants == 0 {
+			run.heldFor = wait
+		}
+	}
+	if run.grants < len(ms) {
+		for _, m := range ms[run.grants:] {
+			q.unpop(m)
+		}
+		ms = ms[:run.grants]
+	}
+	return ms, nil
 }
 
 // tryClaimAll tries the candidates at once and returns the tasks it
@@ -188,6 +244,11 @@ type claimRun struct {
 	filter typeFilter
 	decl   Settings // the queue's declaration
 	slots  slotRun  // its concurrency slots, with max_concurrency
+	// grants are the starts the queue's rate limit granted this claim and
+	// it has not used yet; heldFor, when the limit granted none, how long
+	// until it may (ratelimit.go).
+	grants  int
+	heldFor time.Duration
 }
 
 // tryClaim examines one candidate marker and claims its task if it can.
@@ -244,14 +305,14 @@ func (q *Queue) tryClaim(ctx context.Context, m marker, run *claimRun, now time.
 		}
 		// The lease has expired: reclaim.
 		if next := cur.clone(); settleLapsed(&next, now) {
-			_, err := q.commit(ctx, &cur, etag, &next)
+			_, err := q.commit(ctx, &cur, etag, &next, cleanInline)
 			return nil, ignoreLost(err)
 		}
 	default:
 		// Terminal, with a marker it still names: a crash after the write.
 		next := cur.clone()
 		next.IndexKey = ""
-		_, err := q.commit(ctx, &cur, etag, &next)
+		_, err := q.commit(ctx, &cur, etag, &next, cleanInline)
 		return nil, ignoreLost(err)
 	}
 
@@ -284,7 +345,7 @@ func (q *Queue) startLoaded(ctx context.Context, m marker, run *claimRun, cur Ta
 		}
 		next.SlotKey, next.SlotETag = key, slotETag
 	}
-	_, err := q.commit(ctx, &cur, etag, &next)
+	_, err := q.commit(ctx, &cur, etag, &next, cleanInline)
 	if errors.Is(err, store.ErrPrecondition) {
 		// The record is not ours, so neither is the slot. (After any other
 		// error the write may have landed: the slot stays, for takeover.)

@@ -80,6 +80,12 @@ type Settings struct {
 	// Priority is the queue's default priority of its tasks (1 to 5; 0:
 	// DefaultPriority).
 	Priority int
+	// MaxPerSecond is the most tasks of the queue started a second, by
+	// every claim, pull or push, together (ratelimit.go); 0 for no limit.
+	// Burst is how many may start at once after a quiet spell (0:
+	// DefaultBurst(MaxPerSecond)).
+	MaxPerSecond float64
+	Burst        int
 	// Paused is true while the queue is paused: a claim takes nothing
 	// from it. PausedAt is when it was paused.
 	Paused   bool

@@ -25,7 +25,12 @@ var (
 	ErrTooManyQueues        = wire.ErrTooManyQueues
 	ErrLeaseEnded           = wire.ErrLeaseEnded
 	ErrTooManyWaits         = wire.ErrTooManyWaits
+	ErrRateLimited          = wire.ErrRateLimited
 )
+
+// RateLimitedError is a claim held back by its queue's rate limit
+// (ratelimit.go). It wraps ErrRateLimited.
+type RateLimitedError = wire.RateLimitedError
 
 // ConflictError reports a request that conflicts with what is stored
 // under a name it gives, such as a submit whose id names a task made by a

@@ -24,7 +24,7 @@ func (q *Queue) markExpired(ctx context.Context, id, reason string, now time.Tim
 	if err != nil {
 		return Task{}, err
 	}
-	t, _, err := q.update(ctx, queue, id, func(t *Task) error {
+	t, _, err := q.update(ctx, queue, id, cleanInline, func(t *Task) error {
 		if t.Status != StatusPending {
 			return &StateError{ID: id, Op: "expire", Status: t.Status, Reason: "only a pending task expires"}
 		}
@@ -46,7 +46,7 @@ func (q *Queue) markExpired(ctx context.Context, id, reason string, now time.Tim
 func (q *Queue) expireLoaded(ctx context.Context, cur Task, etag, reason string, now time.Time) (Task, error) {
 	next := cur.clone()
 	expire(&next, reason, now)
-	_, err := q.commit(ctx, &cur, etag, &next)
+	_, err := q.commit(ctx, &cur, etag, &next, cleanInline)
 	return next, err
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +19,8 @@ type HistoryEntry struct {
 
 // HistoryRequest pages the history of a task.
 type HistoryRequest struct {
+	// ID is the task's id or its queue/id reference.
+	ID string `json:"-"`
 	// Limit is the most versions to return. Defaults to 100, at most 1000.
 	Limit int `json:"limit,omitempty"`
 	// Cursor continues from a previous NextCursor.
@@ -37,7 +38,7 @@ type HistoryResult struct {
 // DefaultHistoryLimit is the page size of a history when none is asked.
 const DefaultHistoryLimit = 100
 
-// HistoryPage returns one page of the versions of a task's record, newest
+// History returns one page of the versions of a task's record, newest
 // first, paged at the store: one LIST of at most Limit versions (store.
 // Store.Versions) and one GET per version returned, whatever the number
 // of versions stored, so a task with a long history costs no more per
@@ -48,8 +49,8 @@ const DefaultHistoryLimit = 100
 // the store does not hold for this task (its lifecycle expired it) is
 // invalid input (one GET checks it). Without bucket versioning the
 // history is the current version only.
-func (q *Queue) HistoryPage(ctx context.Context, id string, req HistoryRequest) (HistoryResult, error) {
-	queue, id, err := q.locate(id)
+func (q *Queue) History(ctx context.Context, req HistoryRequest) (HistoryResult, error) {
+	queue, id, err := q.locate(req.ID)
 	if err != nil {
 		return HistoryResult{}, err
 	}
@@ -116,26 +117,6 @@ func (q *Queue) HistoryPage(ctx context.Context, id string, req HistoryRequest) 
 		return HistoryResult{}, fmt.Errorf("task %s: %w", id, ErrNotFound)
 	}
 	return res, nil
-}
-
-// History returns every version of a task's record, oldest first: the
-// pages of HistoryPage, 1,000 at a time, reversed. Callers that answer a
-// request use HistoryPage.
-func (q *Queue) History(ctx context.Context, id string) ([]HistoryEntry, error) {
-	var out []HistoryEntry
-	req := HistoryRequest{Limit: store.MaxListLimit}
-	for {
-		res, err := q.HistoryPage(ctx, id, req)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, res.Versions...)
-		if res.NextCursor == "" || res.NextCursor == req.Cursor {
-			slices.Reverse(out)
-			return out, nil
-		}
-		req.Cursor = res.NextCursor
-	}
 }
 
 // version reads and decodes one version of a task's record.

@@ -75,8 +75,6 @@ const (
 	// PrefixTargets is the push queues' index: targets/{queue} for every
 	// queue whose declaration has a target (TargetNote).
 	PrefixTargets = "targets/"
-	// TaskTypesKey holds the per-task-type defaults (shared/tasktypes).
-	TaskTypesKey = "config/task_types.json"
 )
 
 // The folders of a queue, below q/{queue}/.
@@ -123,15 +121,11 @@ var (
 	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
 )
 
-// KeyTime formats t for a key: fixed width, UTC, microseconds.
-func KeyTime(t time.Time) string { return t.UTC().Format(keyTimeLayout) }
+// keyTime formats t for a key: fixed width, UTC, microseconds.
+func keyTime(t time.Time) string { return t.UTC().Format(keyTimeLayout) }
 
-func keyTime(t time.Time) string { return KeyTime(t) }
-
-// ParseKeyTime parses a time KeyTime made.
-func ParseKeyTime(s string) (time.Time, error) { return time.Parse(keyTimeLayout, s) }
-
-func parseKeyTime(s string) (time.Time, error) { return ParseKeyTime(s) }
+// parseKeyTime parses a time keyTime made.
+func parseKeyTime(s string) (time.Time, error) { return time.Parse(keyTimeLayout, s) }
 
 // QueuePrefix returns the folder of a queue: q/{queue}/. Deleting a queue
 // is deleting this prefix; access to one queue is access to it.

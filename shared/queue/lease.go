@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/s3q/s3q/shared/internal/jsonval"
@@ -59,13 +60,13 @@ var errReplay = errors.New("queue: lease operation already applied")
 // forgets the ended lease, so a token older than the task's latest claim
 // is ErrLeaseMismatch, never a replay.
 func (q *Queue) leaseOp(ctx context.Context, id, token string, req leaseRequest, now time.Time, fn func(t *Task) error) (Task, error) {
-	queue, id, err := q.locate(id)
+	queue, id, err := q.locateLeased(id)
 	if err != nil {
 		return Task{}, err
 	}
 	var replay Task
 	hash := req.hash()
-	t, _, err := q.update(q.inBackground(ctx), queue, id, func(t *Task) error {
+	t, _, err := q.update(ctx, queue, id, q.leaseCleanup(), func(t *Task) error {
 		if err := checkLease(t, token, now); err != nil {
 			if token == "" || t.EndedLeaseToken != token {
 				return err
@@ -99,6 +100,20 @@ func (q *Queue) leaseOp(ctx context.Context, id, token string, req leaseRequest,
 		return replay, nil
 	}
 	return t, err
+}
+
+// locateLeased resolves the task a lease operation names. A lease's task
+// is always in a named queue: outside a view (In) a bare id, which would
+// otherwise mean DefaultQueue and answer not found for a task claimed from
+// another queue, is a *ValidationError of field queue.
+func (q *Queue) locateLeased(ref string) (queue, id string, err error) {
+	if q.scope == "" && !strings.Contains(ref, "/") {
+		if err := ValidateID(ref); err != nil {
+			return "", "", err
+		}
+		return "", "", invalid("queue", "task %s names no queue: give its reference {queue}/{id} (Task.Ref), or call on the queue's view (In)", ref)
+	}
+	return q.locate(ref)
 }
 
 // leaseRequest is a lease operation and what its request asks, as it is
@@ -155,7 +170,9 @@ const MaxHeartbeats = 1000
 
 // HeartbeatRequest extends the lease on a running task.
 type HeartbeatRequest struct {
-	// ID is the task's id or its queue/id reference.
+	// ID is the task's reference, {queue}/{id} (Task.Ref); a bare id
+	// only on the queue's view (In). A bare id elsewhere is refused
+	// naming queue: it never means DefaultQueue.
 	ID string
 	// LeaseToken is the token of the lease the claim handed out.
 	LeaseToken string
@@ -202,7 +219,9 @@ func (q *Queue) Heartbeat(ctx context.Context, req HeartbeatRequest, now time.Ti
 
 // CompleteRequest finishes a running task.
 type CompleteRequest struct {
-	// ID is the task's id or its queue/id reference.
+	// ID is the task's reference, {queue}/{id} (Task.Ref); a bare id
+	// only on the queue's view (In). A bare id elsewhere is refused
+	// naming queue: it never means DefaultQueue.
 	ID string
 	// LeaseToken is the token of the lease the claim handed out.
 	LeaseToken string
@@ -238,7 +257,9 @@ func (q *Queue) Complete(ctx context.Context, req CompleteRequest, now time.Time
 // AckCancelRequest gives up a running task: the lease holder's
 // acknowledgement of a cancel request, or its own decision.
 type AckCancelRequest struct {
-	// ID is the task's id or its queue/id reference.
+	// ID is the task's reference, {queue}/{id} (Task.Ref); a bare id
+	// only on the queue's view (In). A bare id elsewhere is refused
+	// naming queue: it never means DefaultQueue.
 	ID string
 	// LeaseToken is the token of the lease the claim handed out.
 	LeaseToken string

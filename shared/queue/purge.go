@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/s3q/s3q/shared/deploy"
 	"github.com/s3q/s3q/shared/store"
 )
 
@@ -106,7 +107,7 @@ func (q *Queue) purgeOne(ctx context.Context, queue, id string, now time.Time, c
 		if err != nil {
 			return Task{}, err
 		}
-		_, err = store.SwapOwn(ctx, q.store, TaskKey(queue, id), body, etag, nil, store.WithTags(TerminalTag))
+		_, err = store.SwapOwn(ctx, q.store, TaskKey(queue, id), body, etag, nil, store.WithTags(deploy.TerminalTag))
 		q.forget(queue, id) // whatever happened, the cached version is not the record's any more
 		if errors.Is(err, store.ErrPrecondition) {
 			continue // it changed meanwhile: look again

@@ -23,7 +23,9 @@
 // What a queue's declaration says (its defaults, shards, max_concurrency,
 // whether it is paused) the core reads through one method,
 // Declarations.Settings (declarations.go); package queues owns the
-// declarations themselves and builds a Queue with them (queues.Open).
+// declarations themselves and builds a Queue with them: queues.Open is
+// the one entry point (it checks the bucket's layout, CheckLayout, and
+// takes one options value, queues.Options, whose Core is Options).
 //
 // The contract, operation by operation, is on the methods of Queue. Errors
 // are the sentinels and types in errors.go, wrapped; a failed call changes
@@ -41,6 +43,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/s3q/s3q/shared/deploy"
 	"github.com/s3q/s3q/shared/internal/clip"
 	"github.com/s3q/s3q/shared/store"
 )
@@ -169,6 +172,8 @@ type state struct {
 	recBytes int
 	// cleanups counts the background cleanups in flight (Flush).
 	cleanups sync.WaitGroup
+	// rates remembers each queue's rate state (ratelimit.go).
+	rates rateLimits
 	// arrivals holds, per queue, the channel closed when this Queue next
 	// writes a claimable marker of it (Arrivals).
 	arrivals map[string]chan struct{}
@@ -176,8 +181,9 @@ type state struct {
 
 // New returns a Queue over s that reads the queues' declarations from
 // decls. It panics when decls is nil: a Queue without declarations would
-// skip them silently. queues.Open builds a Queue with its declarations;
-// that is the usual way to make one.
+// skip them silently. queues.Open, which also checks the bucket's layout
+// (CheckLayout) and takes these options as queues.Options.Core, builds a
+// Queue with its declarations; that is the usual way to make one.
 func New(s store.Store, decls Declarations, opts Options) *Queue {
 	if decls == nil {
 		panic("queue: New needs the queues' Declarations (queues.Open builds both)")
@@ -251,19 +257,14 @@ func ExponentialBackoff(base, max time.Duration) func(attempt int) time.Duration
 // norm is the one place now is normalised: UTC, microseconds.
 func norm(now time.Time) time.Time { return now.UTC().Truncate(time.Microsecond) }
 
-// TerminalTag is the object tag of a task record in a terminal status
-// (completed, failed, cancelled, expired, archived), and of its status
-// marker: the stack's lifecycle rule (on q/, by this tag: a lifecycle
-// filter cannot wildcard the queue) deletes them after its retention
-// period. A retried task loses it on its next write.
-const TerminalTag = "s3q-terminal=true"
-
 // taskPutOptions are the options of a write of task record t: a terminal
-// record carries TerminalTag (infra: TerminalTagKey), by which the
-// bucket's lifecycle rule deletes it after the retention period.
+// record (completed, failed, cancelled, expired, archived) carries
+// deploy.TerminalTag, by which the bucket's lifecycle rule (on q/, by this
+// tag: a lifecycle filter cannot wildcard the queue) deletes it after the
+// retention period. A retried task loses it on its next write.
 func taskPutOptions(t *Task) []store.PutOption {
 	if t.Status.Terminal() {
-		return []store.PutOption{store.WithTags(TerminalTag)}
+		return []store.PutOption{store.WithTags(deploy.TerminalTag)}
 	}
 	return nil
 }
@@ -312,14 +313,15 @@ func encode(t *Task) ([]byte, error) {
 // and cur does not have is written first, in the order of sides.all;
 // once the record's write has landed, each one cur has and next does not
 // need is removed (best effort: one left behind is a stale hint, which
-// the next reader that meets it repairs). A create is a commit from the
+// the next reader that meets it repairs), when at says (a side record
+// whose key the task may write again, in line always). A create is a commit from the
 // zero Task with etag "": the record is written only if absent.
 //
 // A lost race returns store.ErrPrecondition with the record unchanged; a
 // side record written for it is left as a stale hint (never removed
 // here: a winner may name the same key). A side record's time is
 // next.UpdatedAt, the transition's now.
-func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) (string, error) {
+func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task, at cleanAt) (string, error) {
 	body, err := encode(next)
 	if err != nil {
 		return "", err
@@ -343,8 +345,8 @@ func (q *Queue) commit(ctx context.Context, cur *Task, etag string, next *Task) 
 			}
 		}
 	}
-	q.clean(context.WithValue(ctx, backgroundKey{}, false), inline)
-	q.clean(ctx, cleanups)
+	q.clean(ctx, cleanInline, inline)
+	q.clean(ctx, at, cleanups)
 	return newETag, nil
 }
 
@@ -397,25 +399,32 @@ func (q *Queue) writeRecord(ctx context.Context, cur *Task, etag string, next *T
 	return newETag, nil
 }
 
-// backgroundKey marks the context of a lease operation, whose cleanups
-// Options.BackgroundCleanup moves off the caller's path. (The sweep's and
-// the other transitions' stay in line: nobody waits on them.)
-type backgroundKey struct{}
+// cleanAt says when a transition runs the cleanups of its side records:
+// each caller of update and commit names it.
+type cleanAt int
 
-// inBackground returns ctx marked for background cleanups when the Queue
-// runs them (Options.BackgroundCleanup).
-func (q *Queue) inBackground(ctx context.Context) context.Context {
-	if !q.opts.BackgroundCleanup {
-		return ctx
+const (
+	// cleanInline runs them one after another before the transition
+	// returns: every transition's but a lease operation's (the sweep's
+	// and the others': nobody waits on them).
+	cleanInline cleanAt = iota
+	// cleanAfter runs them all at once after it returns when the Queue
+	// has Options.BackgroundCleanup, else in line.
+	cleanAfter
+)
+
+// leaseCleanup is when a lease operation of this Queue runs its cleanups.
+func (q *Queue) leaseCleanup() cleanAt {
+	if q.opts.BackgroundCleanup {
+		return cleanAfter
 	}
-	return context.WithValue(ctx, backgroundKey{}, true)
+	return cleanInline
 }
 
 // clean runs the cleanups of a transition: one after another before it
-// returns, or, for a lease operation under Options.BackgroundCleanup, all
-// at once after.
-func (q *Queue) clean(ctx context.Context, fns []cleanup) {
-	if bg, _ := ctx.Value(backgroundKey{}).(bool); !bg {
+// returns (cleanInline), or all at once after (cleanAfter).
+func (q *Queue) clean(ctx context.Context, at cleanAt, fns []cleanup) {
+	if at != cleanAfter {
 		for _, fn := range fns {
 			_ = fn(ctx)
 		}
@@ -501,7 +510,7 @@ func (q *Queue) Flush() { q.cleanups.Wait() }
 // write. fn refusing the cached version, or the write finding the record
 // changed, reads the record and tries again, so fn's refusals are always
 // of a fresh read.
-func (q *Queue) update(ctx context.Context, queue, id string, fn func(t *Task) error) (Task, string, error) {
+func (q *Queue) update(ctx context.Context, queue, id string, at cleanAt, fn func(t *Task) error) (Task, string, error) {
 	for i := 0; i < maxCASAttempts; i++ {
 		cur, etag, fromCache := Task{}, "", false
 		if i == 0 {
@@ -521,7 +530,7 @@ func (q *Queue) update(ctx context.Context, queue, id string, fn func(t *Task) e
 			}
 			return Task{}, "", err
 		}
-		newETag, err := q.commit(ctx, &cur, etag, &next)
+		newETag, err := q.commit(ctx, &cur, etag, &next, at)
 		if errors.Is(err, store.ErrPrecondition) {
 			q.forget(queue, id)
 			continue

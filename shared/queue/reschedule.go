@@ -7,7 +7,9 @@ import (
 
 // RescheduleRequest asks to run a running task again later.
 type RescheduleRequest struct {
-	// ID is the task's id or its queue/id reference.
+	// ID is the task's reference, {queue}/{id} (Task.Ref); a bare id
+	// only on the queue's view (In). A bare id elsewhere is refused
+	// naming queue: it never means DefaultQueue.
 	ID string
 	// LeaseToken is the token of the lease the claim handed out.
 	LeaseToken string

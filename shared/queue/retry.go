@@ -54,7 +54,7 @@ func (q *Queue) Retry(ctx context.Context, id string, now time.Time) (Task, erro
 		}
 		published = &cur
 	}
-	t, _, err := q.update(ctx, queue, id, func(t *Task) error {
+	t, _, err := q.update(ctx, queue, id, cleanInline, func(t *Task) error {
 		if t.Status != StatusFailed && t.Status != StatusCancelled {
 			return &StateError{ID: id, Op: "retry", Status: t.Status, Reason: "only failed and cancelled tasks can be retried"}
 		}

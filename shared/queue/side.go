@@ -101,7 +101,7 @@ func newSides(q *Queue) sides {
 // entry, a child's marker, a status entry, an artifact entry of the
 // sweep index). A write whose answer was lost is recognised on a
 // re-read. opts tag it: a status entry carries its terminal record's
-// TerminalTag, so that the bucket's lifecycle rule deletes both together.
+// deploy.TerminalTag, so that the bucket's lifecycle rule deletes both together.
 func putHint(ctx context.Context, s store.Store, key string, opts ...store.PutOption) error {
 	if _, err := store.PutOwn(ctx, s, key, nil, opts...); err != nil {
 		return fmt.Errorf("write %s: %w", key, err)

@@ -217,7 +217,7 @@ func (d *dedupSide) holder(ctx context.Context, t *Task, id string, now time.Tim
 	if !endsNow(&holder, &end, now) {
 		return holder, false, nil
 	}
-	if _, err := d.q.commit(ctx, &holder, hetag, &end); err != nil {
+	if _, err := d.q.commit(ctx, &holder, hetag, &end, cleanInline); err != nil {
 		return Task{}, false, err
 	}
 	return end, true, nil

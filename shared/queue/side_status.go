@@ -10,7 +10,7 @@ import (
 // expired, cancelled; indexedStatus): q/{queue}/status/{status}/{id}, so
 // that listing the tasks of such a status reads their entries, not every
 // record of the queue. An entry of a terminal task carries the record's
-// TerminalTag: the bucket's lifecycle rule deletes both together.
+// deploy.TerminalTag: the bucket's lifecycle rule deletes both together.
 //
 // Before the record's write: the entry of the status next enters. After:
 // the entry of the status cur leaves is deleted. An entry whose record is

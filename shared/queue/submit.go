@@ -171,7 +171,7 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 		}
 		return res, err
 	}
-	if _, err := q.commit(ctx, &Task{}, "", &t); err != nil {
+	if _, err := q.commit(ctx, &Task{}, "", &t, cleanInline); err != nil {
 		if req.ID != "" && errors.Is(err, store.ErrPrecondition) {
 			res, ok, rerr := q.replay(ctx, &t, req, true)
 			if ok && rerr == nil {

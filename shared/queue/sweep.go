@@ -350,7 +350,7 @@ func (r *sweepRun) stale(ctx context.Context, key string, at time.Time) {
 // transition commits one change the sweep decided, counts it in *n, and
 // queues the follow-up work it owes.
 func (r *sweepRun) transition(ctx context.Context, cur *Task, etag string, next *Task, n *int) {
-	newETag, err := r.q.commit(ctx, cur, etag, next)
+	newETag, err := r.q.commit(ctx, cur, etag, next, cleanInline)
 	if errors.Is(err, store.ErrPrecondition) {
 		r.add(&r.rep.Conflicts, 1) // another writer moved it; it is theirs
 		return

@@ -51,7 +51,7 @@ func (r *sweepRun) cascade(ctx context.Context, parent *Task) ([]*followUp, erro
 
 func (r *sweepRun) cascadeChild(ctx context.Context, parent *Task, id, key string) (*followUp, error) {
 	var expired, asked bool
-	next, etag, err := r.q.update(ctx, parent.Queue, id, func(t *Task) error {
+	next, etag, err := r.q.update(ctx, parent.Queue, id, cleanInline, func(t *Task) error {
 		expired, asked = false, false
 		switch {
 		case t.ParentID != parent.ID || t.Status.Terminal():

@@ -16,7 +16,7 @@ import (
 // an in-memory ring; on AWS to EventBridge with events.NewEventBridge).
 func ExampleQueue_Sweep() {
 	ctx := context.Background()
-	q := queues.NewQueue(memstore.New(), queue.Options{}, queues.Options{})
+	q := queues.NewQueue(memstore.New(), queues.Options{})
 	now := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
 
 	ttl := queue.Duration(time.Minute)

@@ -178,9 +178,9 @@ func (r *sweepRun) settle(ctx context.Context, f *followUp) {
 		}
 		next := f.task.clone()
 		mark(&next)
-		_, err := r.q.commit(ctx, &f.task, f.etag, &next)
+		_, err := r.q.commit(ctx, &f.task, f.etag, &next, cleanInline)
 		if errors.Is(err, store.ErrPrecondition) {
-			_, _, err = r.q.update(ctx, f.task.Queue, f.task.ID, func(t *Task) error {
+			_, _, err = r.q.update(ctx, f.task.Queue, f.task.ID, cleanInline, func(t *Task) error {
 				if !mark(t) {
 					return errUnchanged
 				}

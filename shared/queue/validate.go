@@ -23,8 +23,10 @@ const (
 	MaxAttemptsLimit = 1000
 	MaxLease         = 12 * time.Hour // like SQS's visibility timeout limit
 	MaxBatch         = 500            // tasks in one batch submit
-	MaxClaim         = 100            // tasks in one claim
 )
+
+// maxClaim is the most tasks one claim takes (ClaimRequest.MaxTasks).
+const maxClaim = 100
 
 var (
 	reQueue    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)

@@ -55,6 +55,15 @@ type Declaration struct {
 	// Priority is the queue's default priority of a task, 1 (highest) to
 	// 5 (lowest). Defaults to none (3).
 	Priority int `json:"priority,omitempty"`
+	// MaxPerSecond is the most tasks of the queue started a second, by
+	// every claim of every process, pull or push, together
+	// (queue.MinPerSecond to queue.MaxPerSecondLimit; fractions allowed).
+	// Defaults to none: no limit.
+	MaxPerSecond *float64 `json:"max_per_second,omitempty"`
+	// Burst is how many tasks may start at once after a quiet spell (1 to
+	// queue.MaxBurst); only with MaxPerSecond. Defaults to
+	// queue.DefaultBurst(MaxPerSecond): one second's worth, at least 1.
+	Burst *int `json:"burst,omitempty"`
 	// MaxSchedules is the most schedules that may fire into the queue (1
 	// to MaxSchedules): a create past it is refused (schedule.ErrTooMany).
 	// Defaults to DefaultMaxSchedules.
@@ -83,13 +92,24 @@ func (d Declaration) Settings() queue.Settings {
 		Name: d.Name, Declared: !d.CreatedAt.IsZero(), Shards: d.Shards, ReadShards: queue.MaxShards,
 		TTL: d.TTL, TTLFrom: d.TTLFrom, MaxAttempts: d.MaxAttempts, Timeout: d.Timeout,
 		MaxConcurrency: d.MaxConcurrency, Priority: d.Priority, Paused: d.Paused, PausedAt: d.PausedAt,
+		MaxPerSecond: deref(d.MaxPerSecond), Burst: deref(d.Burst),
 	}
+}
+
+// deref is *p, or the zero value when p is nil.
+func deref[T any](p *T) T {
+	var v T
+	if p != nil {
+		v = *p
+	}
+	return v
 }
 
 // settable returns d with only what a caller may set.
 func (d Declaration) settable() Declaration {
 	return Declaration{Name: d.Name, TTL: d.TTL, TTLFrom: d.TTLFrom, MaxAttempts: d.MaxAttempts,
-		Timeout: d.Timeout, Shards: d.Shards, MaxConcurrency: d.MaxConcurrency, Priority: d.Priority, MaxSchedules: d.MaxSchedules, Target: d.Target}
+		Timeout: d.Timeout, Shards: d.Shards, MaxConcurrency: d.MaxConcurrency, Priority: d.Priority, MaxSchedules: d.MaxSchedules,
+		MaxPerSecond: d.MaxPerSecond, Burst: d.Burst, Target: d.Target}
 }
 
 var (
@@ -126,6 +146,9 @@ func (d *Declaration) validate(insecure bool) error {
 		return invalid("max_concurrency", "must be between 1 and %d (0 or absent: no limit)", MaxConcurrency)
 	}
 	if err := queue.ValidatePriority("priority", d.Priority); err != nil {
+		return err
+	}
+	if err := queue.ValidateRate(d.MaxPerSecond, d.Burst); err != nil {
 		return err
 	}
 	if d.MaxSchedules < 0 || d.MaxSchedules > MaxSchedules {

@@ -16,10 +16,13 @@ import (
 // of another queue does not see them.
 func ExampleRegistry_Declare() {
 	ctx := context.Background()
-	q, decls := queues.Open(memstore.New(), queue.Options{}, queues.Options{RequireDeclared: true})
 	now := time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
+	q, decls, err := queues.Open(ctx, memstore.New(), queues.Options{RequireDeclared: true}, now)
+	if err != nil {
+		panic(err)
+	}
 
-	_, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", Queue: "emails"}, now)
+	_, err = q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", Queue: "emails"}, now)
 	fmt.Println(err)
 
 	ttl := queue.Duration(time.Hour)

@@ -9,7 +9,8 @@
 //
 // The task queue core (package queue) reads declarations through one
 // method, queue.Declarations.Settings, which a Registry implements:
-// Open builds the core and its Registry together, so that the core
+// Open (after checking the bucket's layout) and New build the core and
+// its Registry together, so that the core
 // reads the declarations of the same bucket through the same cache that
 // Declare, Pause and Delete keep up to date. The core in turn tells the
 // Registry whether a queue is empty before it is deleted
@@ -28,8 +29,14 @@ import (
 	"github.com/s3q/s3q/shared/store"
 )
 
-// Options tune a Registry. The zero value is ready to use.
+// Options tune the queue core and its Registry, one value for both. The
+// zero value is ready to use.
 type Options struct {
+	// Core tunes the queue core (package queue): default TTL, backoff,
+	// listing cache, background cleanup, ... Defaults to the zero
+	// queue.Options, whose fields each say their default.
+	Core queue.Options
+
 	// Shards is the claim-index shards of a queue declared without its
 	// own (1 to queue.MaxShards): its markers spread over this many key
 	// ranges, to pass S3's per-range write limit. A queue's shards are
@@ -89,11 +96,29 @@ type entry struct {
 
 var _ queue.Declarations = (*Registry)(nil)
 
-// Open returns the queue core over s (tuned by qopts) and the Registry of
-// its declared queues (tuned by opts), wired together: the core reads
-// every declaration through the Registry, and the Registry asks the core
-// whether a queue is empty before deleting it. Both make no request here.
-func Open(s store.Store, qopts queue.Options, opts Options) (*queue.Queue, *Registry) {
+// Open is the one entry point of a program that uses s3q as a library:
+// it checks that s is a bucket of this build's layout (queue.CheckLayout:
+// one GET, and on a new bucket the create-only write of its layout
+// version, made at now), then returns the queue core over s and the
+// Registry of its declared queues, wired together as New does. A bucket
+// of another layout is an error wrapping queue.ErrLayout, and nothing is
+// returned.
+func Open(ctx context.Context, s store.Store, opts Options, now time.Time) (*queue.Queue, *Registry, error) {
+	if err := queue.CheckLayout(ctx, s, now); err != nil {
+		return nil, nil, err
+	}
+	q, r := New(s, opts)
+	return q, r, nil
+}
+
+// New returns the queue core over s and the Registry of its declared
+// queues, both tuned by opts, wired together: the core reads every
+// declaration through the Registry, and the Registry asks the core
+// whether a queue is empty before deleting it. It makes no request and
+// does not check the bucket's layout: it is Open for a process that
+// checks it once apart (each function at its start, lambdafn) or makes
+// many Queues over one bucket (a test, a benchmark).
+func New(s store.Store, opts Options) (*queue.Queue, *Registry) {
 	if opts.Shards <= 0 {
 		opts.Shards = 1
 	}
@@ -104,7 +129,7 @@ func Open(s store.Store, qopts queue.Options, opts Options) (*queue.Queue, *Regi
 		opts.CacheFor = defaultCacheFor
 	}
 	r := &Registry{store: s, opts: opts, cache: map[string]entry{}, loading: map[string]chan struct{}{}}
-	r.core = queue.New(s, r, qopts)
+	r.core = queue.New(s, r, opts.Core)
 	return r.core, r
 }
 
@@ -350,10 +375,10 @@ func (r *Registry) List(ctx context.Context, req ListRequest) (ListResult, error
 	return out, nil
 }
 
-// NewQueue is Open for a process that acts on tasks and never changes a
+// NewQueue is New for a process that acts on tasks and never changes a
 // declaration (a worker, a dispatcher that only claims, a test): the core
 // alone, reading declarations through a Registry of its own.
-func NewQueue(s store.Store, qopts queue.Options, opts Options) *queue.Queue {
-	q, _ := Open(s, qopts, opts)
+func NewQueue(s store.Store, opts Options) *queue.Queue {
+	q, _ := New(s, opts)
 	return q
 }

@@ -19,7 +19,7 @@ var t0 = time.Date(2026, 1, 28, 9, 0, 0, 0, time.UTC)
 func TestACachedLookupMakesNoRequest(t *testing.T) {
 	ctx := context.Background()
 	c := store.NewCounting(memstore.New())
-	_, r := queues.Open(c, queue.Options{}, queues.Options{Shards: 4})
+	_, r := queues.New(c, queues.Options{Shards: 4})
 	s, err := r.Settings(ctx, "unread", queue.LookupCached, t0)
 	if err != nil || s.Declared || s.Shards != 4 || s.ReadShards != 4 {
 		t.Fatalf("unread queue: %+v, %v; want undeclared with the deployment's 4 shards", s, err)
@@ -44,11 +44,11 @@ func TestACachedLookupMakesNoRequest(t *testing.T) {
 func TestReadAndCreateLookups(t *testing.T) {
 	ctx := context.Background()
 	c := store.NewCounting(memstore.New())
-	_, strict := queues.Open(c, queue.Options{}, queues.Options{RequireDeclared: true})
+	_, strict := queues.New(c, queues.Options{RequireDeclared: true})
 	if _, err := strict.Settings(ctx, "none", queue.LookupCreate, t0); !errors.Is(err, queue.ErrQueueNotFound) {
 		t.Fatalf("required and undeclared: %v, want ErrQueueNotFound", err)
 	}
-	_, auto := queues.Open(c, queue.Options{}, queues.Options{CacheFor: time.Minute})
+	_, auto := queues.New(c, queues.Options{CacheFor: time.Minute})
 	if s, err := auto.Settings(ctx, "new", queue.LookupRead, t0); err != nil || s.Declared {
 		t.Fatalf("auto_declare, read: %+v, %v; want undeclared", s, err)
 	}
@@ -78,4 +78,39 @@ func TestAQueueWithoutDeclarationsIsRefused(t *testing.T) {
 		}
 	}()
 	queue.New(memstore.New(), nil, queue.Options{})
+}
+
+// Open is the one entry point of a library user: it checks the bucket's
+// layout (and gives a new bucket its layout version), refuses a bucket of
+// another layout, and tunes the core and the registry by one options
+// value.
+func TestOpenChecksTheLayoutAndTakesOneOptionsValue(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	q, r, err := queues.Open(ctx, s, queues.Options{Core: queue.Options{DefaultTTL: time.Hour}, RequireDeclared: true}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, queue.LayoutKey); err != nil {
+		t.Fatalf("a new bucket was not given its layout version: %v", err)
+	}
+	if _, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "x", Queue: "emails"}, t0); !errors.Is(err, queue.ErrQueueNotFound) {
+		t.Fatalf("submit to an undeclared queue under RequireDeclared: %v", err)
+	}
+	if _, _, err := r.Declare(ctx, queues.Declaration{Name: "emails"}, t0); err != nil {
+		t.Fatal(err)
+	}
+	res, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "x", Queue: "emails"}, t0)
+	if err != nil || res.Task.ExpiresAt == nil || !res.Task.ExpiresAt.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("submit: %+v, %v; want the core's default TTL of 1h", res.Task.ExpiresAt, err)
+	}
+
+	other := memstore.New()
+	if _, err := other.Put(ctx, queue.LayoutKey, []byte(`{"layout":2}`)); err != nil {
+		t.Fatal(err)
+	}
+	q, r, err = queues.Open(ctx, other, queues.Options{}, t0)
+	if !errors.Is(err, queue.ErrLayout) || q != nil || r != nil {
+		t.Fatalf("a bucket of layout 2: %v, queue %v, registry %v", err, q, r)
+	}
 }

@@ -3,7 +3,7 @@
 // shared queue.Queue: the counter travels in the context, and a store
 // wrapper counts every call made with that context into it.
 //
-//	q, _ := queues.Open(reqcount.Wrap(s), queue.Options{}, queues.Options{})
+//	q, _ := queues.New(reqcount.Wrap(s), queues.Options{})
 //	ctx, c := reqcount.Start(ctx)
 //	q.Submit(ctx, req, now)
 //	log.Print(c.Counts()) // requests=2 put=2 ...

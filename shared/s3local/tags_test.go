@@ -22,7 +22,7 @@ func TestTerminalTaskRecordsCarryTheLifecycleTag(t *testing.T) {
 		t.Run(srv.Name, func(t *testing.T) {
 			ctx := context.Background()
 			prefix := "tags-" + queue.NewID(t0())[:8] + "/"
-			q := queues.NewQueue(srv.Store(prefix), queue.Options{}, queues.Options{})
+			q := queues.NewQueue(srv.Store(prefix), queues.Options{})
 			res, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "x"}, t0())
 			if err != nil {
 				t.Fatal(err)
@@ -45,7 +45,7 @@ func TestTerminalTaskRecordsCarryTheLifecycleTag(t *testing.T) {
 			if err != nil || len(cs) != 1 {
 				t.Fatalf("claim: %v %d", err, len(cs))
 			}
-			if _, err := q.Complete(ctx, queue.CompleteRequest{ID: res.Task.ID, LeaseToken: cs[0].Lease.Token}, t0()); err != nil {
+			if _, err := q.Complete(ctx, queue.CompleteRequest{ID: res.Task.Ref(), LeaseToken: cs[0].Lease.Token}, t0()); err != nil {
 				t.Fatal(err)
 			}
 			if got := tags(); got["s3q-terminal"] != "true" {

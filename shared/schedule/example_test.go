@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store/memstore"
@@ -18,7 +17,7 @@ import (
 func ExampleScheduler_Tick() {
 	ctx := context.Background()
 	st := memstore.New()
-	sc := schedule.New(st, queues.NewQueue(st, queue.Options{}, queues.Options{}), schedule.Options{})
+	sc := schedule.New(st, queues.NewQueue(st, queues.Options{}), schedule.Options{})
 	now := time.Date(2026, 5, 1, 6, 0, 0, 0, time.UTC) // a Friday
 
 	s, err := sc.Create(ctx, schedule.Request{

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/schedule"
 	"github.com/s3q/s3q/shared/store/memstore"
@@ -20,7 +19,7 @@ func TestATickPastItsBudgetOnItsClockLeavesTheDueSchedulesToTheNext(t *testing.T
 	ctx := context.Background()
 	t0 := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
 	st := memstore.New()
-	q := queues.NewQueue(st, queue.Options{}, queues.Options{})
+	q := queues.NewQueue(st, queues.Options{})
 	var reads atomic.Int64
 	clock := func() time.Time { return t0.Add(time.Duration(reads.Add(1)-1) * time.Hour) }
 	sc := schedule.New(st, q, schedule.Options{Clock: clock})

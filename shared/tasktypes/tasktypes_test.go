@@ -117,7 +117,7 @@ func TestRequestValuesWinOverTaskTypeDefaults(t *testing.T) {
 	if _, err := mem.Put(ctx, tasktypes.Key, []byte(`{"task_types": {"mail": {"ttl": "1h", "ttl_from": "first_attempt", "max_attempts": 7, "timeout": "1m"}}}`)); err != nil {
 		t.Fatal(err)
 	}
-	q := queues.NewQueue(mem, queue.Options{TypeDefaults: tasktypes.NewSource(mem, 0), DefaultTTL: 24 * time.Hour}, queues.Options{})
+	q := queues.NewQueue(mem, queues.Options{Core: queue.Options{TypeDefaults: tasktypes.NewSource(mem, 0), DefaultTTL: 24 * time.Hour}})
 	res, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "mail"}, t0)
 	if err != nil {
 		t.Fatal(err)

@@ -442,7 +442,7 @@ func seed(t *testing.T, api *client.Client, d *dev) {
 	}
 	// The sweep publishes their Task Dead-Lettered events (a task can be
 	// retried once its event is out): one sweep, straight on the bucket.
-	if _, err := queues.NewQueue(d.s3.Store(""), queue.Options{}, queues.Options{}).Sweep(ctx, time.Now(), queue.SweepOptions{}); err != nil {
+	if _, err := queues.NewQueue(d.s3.Store(""), queues.Options{}).Sweep(ctx, time.Now(), queue.SweepOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := work.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "late"}})

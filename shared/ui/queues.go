@@ -31,11 +31,14 @@ type queueRow struct {
 	RecentExpired  int
 	MaxConcurrency int
 	Priority       int // the queue's default priority; 0: none (3)
-	Shards         int
-	Target         string
-	Defaults       string
-	AutoDeclared   bool
-	UpdatedAt      time.Time
+	// RateLimit is the queue's max_per_second and burst ("10 a second,
+	// bursts of 10"); "" for none.
+	RateLimit    string
+	Shards       int
+	Target       string
+	Defaults     string
+	AutoDeclared bool
+	UpdatedAt    time.Time
 }
 
 // newQueueRow makes the row of a queue, with its stats when the API gave
@@ -44,6 +47,7 @@ func newQueueRow(q queueJSON, st *statsJSON) queueRow {
 	r := queueRow{
 		Name: q.Name, MaxConcurrency: q.MaxConcurrency, Priority: q.Priority, Shards: q.Shards, Target: describeTarget(q.Target),
 		Defaults: describeDefaults(q.Declaration), AutoDeclared: q.AutoDeclared, UpdatedAt: q.UpdatedAt, Paused: q.Paused,
+		RateLimit: describeRate(q.MaxPerSecond, q.Burst),
 	}
 	c := q.Counts
 	if st != nil {
@@ -199,4 +203,17 @@ func (c *Console) tasksPage(r *http.Request) (*view, error) {
 		status = v.Err.Status
 	}
 	return &view{template: "tasks", title: "Queue " + name, nav: "queues", data: v, refresh: v.Err == nil, status: status}, nil
+}
+
+// describeRate says what a queue's rate limit is: "10 tasks started a
+// second, bursts of 10"; "" for none.
+func describeRate(perSecond *float64, burst *int) string {
+	if perSecond == nil {
+		return ""
+	}
+	b := queue.DefaultBurst(*perSecond)
+	if burst != nil {
+		b = *burst
+	}
+	return strconv.FormatFloat(*perSecond, 'g', -1, 64) + " tasks started a second, bursts of " + strconv.Itoa(b)
 }

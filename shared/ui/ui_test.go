@@ -31,7 +31,7 @@ import (
 // it, both on loopback. wrap, when given, stands between them.
 func newTestConsole(t *testing.T, wrap ...func(http.Handler) http.Handler) (console *httptest.Server, apiURL string) {
 	t.Helper()
-	q, decls := queues.Open(reqcount.Wrap(memstore.New()), queue.Options{}, queues.Options{})
+	q, decls := queues.New(reqcount.Wrap(memstore.New()), queues.Options{})
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var h http.Handler = api.New(q, decls, api.Options{Logger: quiet, Schedules: schedule.New(q.Store(), q, schedule.Options{})})
 	for _, w := range wrap {

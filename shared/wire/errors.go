@@ -1,6 +1,9 @@
 package wire
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // Lease errors. A lease operation (heartbeat, complete, fail, reschedule,
 // cancel acknowledgement) returns one of these, wrapped, and changes
@@ -50,3 +53,29 @@ var (
 	// later, or do not wait (429 too_many_waits on the wire).
 	ErrTooManyWaits = errors.New("queue: too many waits")
 )
+
+// HeaderRetryAfterMs is the header of a claim held back by its queue's
+// rate limit (a 204) that gives the wait in milliseconds, beside
+// Retry-After's whole seconds (rounded up).
+const HeaderRetryAfterMs = "S3q-Retry-After-Ms"
+
+// ErrRateLimited means a claim started nothing because the queue's rate
+// limit (max_per_second) held it back: claim again after the
+// *RateLimitedError's RetryAfter (on the wire a 204 with Retry-After).
+var ErrRateLimited = errors.New("queue: rate limited")
+
+// RateLimitedError is a claim held back by its queue's rate limit. It
+// wraps ErrRateLimited.
+type RateLimitedError struct {
+	// Queue is the queue whose limit held the claim back.
+	Queue string
+	// RetryAfter is how long until the limit lets the next task start.
+	RetryAfter time.Duration
+}
+
+func (e *RateLimitedError) Error() string {
+	return "queue " + e.Queue + ": rate limited, retry after " + e.RetryAfter.String()
+}
+
+// Unwrap returns ErrRateLimited.
+func (e *RateLimitedError) Unwrap() error { return ErrRateLimited }

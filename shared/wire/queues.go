@@ -42,6 +42,13 @@ type Queue struct {
 	// Priority is the queue's default priority of a task, 1 (highest) to
 	// 5 (lowest). Defaults to none (3).
 	Priority int `json:"priority,omitempty"`
+	// MaxPerSecond is the most tasks of the queue started a second, by
+	// every claim and push delivery together (0.001 to 1000; fractions
+	// allowed). Defaults to none: no limit.
+	MaxPerSecond *float64 `json:"max_per_second,omitempty"`
+	// Burst is how many tasks may start at once after a quiet spell (1 to
+	// 1000), with MaxPerSecond. Defaults to one second's worth, at least 1.
+	Burst *int `json:"burst,omitempty"`
 	// Target, when set, makes the queue a push queue.
 	Target *Target `json:"target,omitempty"`
 	// AutoDeclared is true for a queue declared by a submit (auto_declare).
@@ -70,6 +77,8 @@ type QueueRequest struct {
 	MaxConcurrency int       `json:"max_concurrency,omitempty"`
 	MaxSchedules   int       `json:"max_schedules,omitempty"`
 	Priority       int       `json:"priority,omitempty"`
+	MaxPerSecond   *float64  `json:"max_per_second,omitempty"`
+	Burst          *int      `json:"burst,omitempty"`
 	Target         *Target   `json:"target,omitempty"`
 }
 

@@ -60,7 +60,7 @@ func runWorker(ctx context.Context, url string) error {
 // Example submits a task and works it, against the API served over an
 // in-memory store.
 func Example() {
-	q, decls := queues.Open(memstore.New(), queue.Options{}, queues.Options{})
+	q, decls := queues.New(memstore.New(), queues.Options{})
 	ts := httptest.NewServer(api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)}))
 	defer ts.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

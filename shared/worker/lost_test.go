@@ -27,7 +27,7 @@ import (
 // retries with the same token and gets 200, so the task is completed once
 // and its handler ran once.
 func TestACompleteWhoseAnswerWasLostIsRetriedAndLandsOnce(t *testing.T) {
-	q, decls := queues.Open(s3localtest.NewStore(t, servers.VersityGW), queue.Options{ListCacheFor: -1}, queues.Options{})
+	q, decls := queues.New(s3localtest.NewStore(t, servers.VersityGW), queues.Options{Core: queue.Options{ListCacheFor: -1}})
 	h := api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)})
 	var lost, completes atomic.Int32
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -23,7 +23,7 @@ import (
 // declarations, stops at its first claim naming the queue, instead of
 // idling forever.
 func TestRunStopsOnAnUndeclaredQueue(t *testing.T) {
-	q, decls := queues.Open(memstore.New(), queue.Options{}, queues.Options{RequireDeclared: true})
+	q, decls := queues.New(memstore.New(), queues.Options{RequireDeclared: true})
 	ts := httptest.NewServer(openapitest.Handler(t, api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)})))
 	defer ts.Close()
 	c, err := client.New(bg, ts.URL, client.Options{})

@@ -314,8 +314,14 @@ type poller struct {
 // claim returns one claimed task, or false when ctx ends first (or a
 // claim failed: the caller calls again).
 func (p *poller) claim(ctx context.Context) (client.Claimed, bool) {
-	if c, ok := p.once(ctx, 0); ok {
-		return c, true
+	for {
+		c, ok, held := p.once(ctx, 0)
+		if ok {
+			return c, true
+		}
+		if !held || ctx.Err() != nil {
+			break
+		}
 	}
 	select {
 	case <-p.turn:
@@ -329,9 +335,12 @@ func (p *poller) claim(ctx context.Context) (client.Claimed, bool) {
 			wait = 0
 		}
 		began := time.Now()
-		c, ok := p.once(ctx, wait)
+		c, ok, held := p.once(ctx, wait)
 		if ok {
 			return c, true
+		}
+		if held {
+			continue // once waited the rate limit's Retry-After
 		}
 		// An API that answers a long-poll early (a shorter limit of its
 		// own) is not asked again in a tight loop.
@@ -358,12 +367,19 @@ func (p *poller) idle() bool {
 	return p.noWait || o.IdleAfter > 0 && time.Since(p.lastTask) > o.IdleAfter
 }
 
-// once makes one claim of one task, waiting up to wait for it.
-func (p *poller) once(ctx context.Context, wait time.Duration) (client.Claimed, bool) {
+// once makes one claim of one task, waiting up to wait for it. A claim
+// the queue's rate limit held back waits its Retry-After here and
+// returns held.
+func (p *poller) once(ctx context.Context, wait time.Duration) (c client.Claimed, ok, held bool) {
 	o := p.w.opts
 	cs, err := p.w.api.Claim(ctx, client.ClaimRequest{
 		Queue: o.Queue, TaskTypes: p.types, LeaseFor: o.LeaseFor, WorkerID: o.WorkerID, MaxTasks: 1, Wait: max(wait, 0),
 	})
+	var limited *queue.RateLimitedError
+	if errors.As(err, &limited) {
+		sleep(ctx, limited.RetryAfter)
+		return client.Claimed{}, false, true
+	}
 	if errors.Is(err, queue.ErrQueueNotFound) {
 		p.mu.Lock()
 		if p.fatal == nil {
@@ -371,7 +387,7 @@ func (p *poller) once(ctx context.Context, wait time.Duration) (client.Claimed, 
 		}
 		p.mu.Unlock()
 		p.stop()
-		return client.Claimed{}, false
+		return client.Claimed{}, false, false
 	}
 	var ce *client.Error
 	if wait > 0 && errors.As(err, &ce) && ce.Field == "wait" {
@@ -380,22 +396,22 @@ func (p *poller) once(ctx context.Context, wait time.Duration) (client.Claimed, 
 		p.noWait = true
 		p.mu.Unlock()
 		p.w.log.Warn("the API refuses this long-poll; claiming without waiting from now on", "wait", wait.String(), "error", err)
-		return client.Claimed{}, false
+		return client.Claimed{}, false, false
 	}
 	if err != nil {
 		if ctx.Err() == nil {
 			p.w.log.Warn("claim failed", "error", err)
 			sleep(ctx, o.IdleBackoff) // not in a tight loop against a failing API
 		}
-		return client.Claimed{}, false
+		return client.Claimed{}, false, false
 	}
 	if len(cs) == 0 {
-		return client.Claimed{}, false
+		return client.Claimed{}, false, false
 	}
 	p.mu.Lock()
 	p.lastTask, p.backoff = time.Now(), 0
 	p.mu.Unlock()
-	return cs[0], true
+	return cs[0], true, false
 }
 
 func nextBackoff(cur, first, max time.Duration) time.Duration {

@@ -32,7 +32,7 @@ var bg = context.Background()
 // returns a client and the queue behind it.
 func setup(t *testing.T) (*client.Client, *queue.Queue) {
 	t.Helper()
-	q, decls := queues.Open(s3localtest.NewStore(t, servers.VersityGW), queue.Options{Backoff: func(int) time.Duration { return 0 }, ListCacheFor: -1}, queues.Options{})
+	q, decls := queues.New(s3localtest.NewStore(t, servers.VersityGW), queues.Options{Core: queue.Options{Backoff: func(int) time.Duration { return 0 }, ListCacheFor: -1}})
 	ts := httptest.NewServer(openapitest.Handler(t, api.New(q, decls, api.Options{Logger: slog.New(slog.DiscardHandler)})))
 	t.Cleanup(ts.Close)
 	c, err := client.New(bg, ts.URL, client.Options{})

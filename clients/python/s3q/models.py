@@ -361,11 +361,15 @@ class Queue(_QueueRequired, total=False):
 
     auto_declared: bool
     """The queue was declared by a submit (auto_declare)."""
+    burst: int
+    """How many tasks may start at once after a quiet spell, with max_per_second; absent: one second's worth (max_per_second rounded up), at least 1."""
     counts: Counts
     max_attempts: int
     """Attempts before the task is dead-lettered (status failed); 0 means the default (3)."""
     max_concurrency: int
     """The most tasks of the queue running at once; 0 or absent: no limit."""
+    max_per_second: float
+    """The most tasks of the queue started a second, by every claim and push delivery together (fractions allowed: 0.5 is one every 2 seconds); a claim held back answers 204 with Retry-After and S3q-Retry-After-Ms; absent: no limit."""
     max_schedules: int
     """The most schedules that fire into the queue (409 too_many_schedules past it); 0 or absent: 100."""
     paused: bool
@@ -403,9 +407,13 @@ class QueueReply(TypedDict):
 class QueueRequest(TypedDict, total=False):
     """The QueueRequest object of the API."""
 
+    burst: int
+    """How many tasks may start at once after a quiet spell, with max_per_second; absent: one second's worth (max_per_second rounded up), at least 1."""
     max_attempts: int
     """Attempts before the task is dead-lettered (status failed); 0 means the default (3)."""
     max_concurrency: int
+    max_per_second: float
+    """The most tasks of the queue started a second, by every claim and push delivery together (fractions allowed: 0.5 is one every 2 seconds); a claim held back answers 204 with Retry-After and S3q-Retry-After-Ms; absent: no limit."""
     max_schedules: int
     priority: int
     """1 (highest) to 5 (lowest): among due tasks a claim takes the highest first; 0 or absent: the queue's default, else 3."""

@@ -119,7 +119,7 @@ export interface paths {
         put?: never;
         /**
          * Claim tasks under leases (204 when none; a long-poll goes to POST /queues/{queue}/claim/wait)
-         * @description 200 with up to max_tasks tasks, each with its lease; 204 when none is available (or the queue is paused).
+         * @description 200 with up to max_tasks tasks, each with its lease; 204 when none is available (or the queue is paused), and 204 with Retry-After (whole seconds) and S3q-Retry-After-Ms when the queue's rate limit (max_per_second) holds the claim back: claim again after that long.
          */
         post: operations["claimTask"];
         delete?: never;
@@ -139,7 +139,7 @@ export interface paths {
         put?: never;
         /**
          * Claim tasks, long-polling up to wait when none is available (the waits function: its concurrency is capped apart)
-         * @description As claimTask, long-polling up to wait when no task is available; 204 when the wait ran out.
+         * @description As claimTask, long-polling up to wait when no task is available (a claim the rate limit holds back waits within it); 204 when the wait ran out, with Retry-After and S3q-Retry-After-Ms when the rate limit holds the next start past it.
          */
         post: operations["claimTaskWithWait"];
         delete?: never;
@@ -899,6 +899,8 @@ export interface components {
         Queue: {
             /** @description the queue was declared by a submit (auto_declare) */
             auto_declared?: boolean;
+            /** @description how many tasks may start at once after a quiet spell, with max_per_second; absent: one second's worth (max_per_second rounded up), at least 1 */
+            burst?: number;
             counts?: components["schemas"]["Counts"];
             /** Format: date-time */
             created_at: string;
@@ -906,6 +908,8 @@ export interface components {
             max_attempts?: number;
             /** @description the most tasks of the queue running at once; 0 or absent: no limit */
             max_concurrency?: number;
+            /** @description the most tasks of the queue started a second, by every claim and push delivery together (fractions allowed: 0.5 is one every 2 seconds); a claim held back answers 204 with Retry-After and S3q-Retry-After-Ms; absent: no limit */
+            max_per_second?: number;
             /** @description the most schedules that fire into the queue (409 too_many_schedules past it); 0 or absent: 100 */
             max_schedules?: number;
             name: string;
@@ -935,9 +939,13 @@ export interface components {
             queue: components["schemas"]["Queue"];
         };
         QueueRequest: {
+            /** @description how many tasks may start at once after a quiet spell, with max_per_second; absent: one second's worth (max_per_second rounded up), at least 1 */
+            burst?: number;
             /** @description attempts before the task is dead-lettered (status failed); 0 means the default (3) */
             max_attempts?: number;
             max_concurrency?: number;
+            /** @description the most tasks of the queue started a second, by every claim and push delivery together (fractions allowed: 0.5 is one every 2 seconds); a claim held back answers 204 with Retry-After and S3q-Retry-After-Ms; absent: no limit */
+            max_per_second?: number;
             max_schedules?: number;
             /** @description 1 (highest) to 5 (lowest): among due tasks a claim takes the highest first; 0 or absent: the queue's default, else 3 */
             priority?: number;
@@ -1794,9 +1802,13 @@ export interface operations {
                     "application/json": components["schemas"]["ClaimReply"];
                 };
             };
-            /** @description No Content */
+            /** @description No Content: no task is available, or the queue's rate limit (max_per_second) holds the claim back; then Retry-After and S3q-Retry-After-Ms say when a task may start */
             204: {
                 headers: {
+                    /** @description a claim held back by the queue's rate limit: whole seconds (rounded up) until a task may start; claim again then */
+                    "Retry-After"?: number;
+                    /** @description the same wait in milliseconds (rounded up), for rates over one a second */
+                    "S3q-Retry-After-Ms"?: number;
                     "S3q-S3-Requests": components["headers"]["S3q-S3-Requests"];
                     [name: string]: unknown;
                 };
@@ -1837,9 +1849,13 @@ export interface operations {
                     "application/json": components["schemas"]["ClaimReply"];
                 };
             };
-            /** @description No Content */
+            /** @description No Content: no task is available, or the queue's rate limit (max_per_second) holds the claim back; then Retry-After and S3q-Retry-After-Ms say when a task may start */
             204: {
                 headers: {
+                    /** @description a claim held back by the queue's rate limit: whole seconds (rounded up) until a task may start; claim again then */
+                    "Retry-After"?: number;
+                    /** @description the same wait in milliseconds (rounded up), for rates over one a second */
+                    "S3q-Retry-After-Ms"?: number;
                     "S3q-S3-Requests": components["headers"]["S3q-S3-Requests"];
                     [name: string]: unknown;
                 };

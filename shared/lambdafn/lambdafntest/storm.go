@@ -223,7 +223,7 @@ func DispatchStorm(ctx context.Context, o StormOptions) (StormResult, error) {
 		o.Reserved = 10
 	}
 	clk := scaled{start: time.Now(), scale: o.Scale}
-	q, decls := queues.Open(o.Store, queue.Options{}, queues.Options{})
+	q, decls := queues.New(o.Store, queues.Options{})
 	if _, _, err := decls.Declare(ctx, queues.Declaration{Name: "storm", Target: &queues.Target{Lambda: "storm-target"}}, clk.Now()); err != nil {
 		return StormResult{}, err
 	}
@@ -233,7 +233,7 @@ func DispatchStorm(ctx context.Context, o StormOptions) (StormResult, error) {
 		return &dispatch.Limited{Now: clk.Now, Next: &dispatch.LambdaWaker{Client: inv, Function: DispatchFunctionName, Logger: o.Logger}}
 	}
 	inv.handler = func() (func(ctx context.Context, payload []byte) error, error) {
-		dq, ddecls := queues.Open(o.Store, queue.Options{ListCacheFor: 100 * time.Millisecond}, queues.Options{})
+		dq, ddecls := queues.New(o.Store, queues.Options{Core: queue.Options{ListCacheFor: 100 * time.Millisecond}})
 		dp := dispatch.New(dq, dispatch.NewDeclared(ddecls, 0), dispatch.Options{
 			Now: clk.Now, After: clk.After, Logger: o.Logger, Lambda: tg, Waker: wake(),
 			RecheckAfter: 150 * time.Millisecond,

@@ -50,10 +50,10 @@ func runAttackBackgroundChild(t *testing.T, f Factory) {
 		child := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: check.Dur("5h"), MaxAttempts: 1}, t0)
 		c := e.claim(queue.ClaimRequest{TaskTypes: []string{child.TaskType}}, t0)[0]
 		cd := &callerDeletes{Store: e.s, match: "/children/"}
-		o := e.op
-		o.BackgroundCleanup = true
-		w := queues.NewQueue(cd, o, e.dop)
-		if err := failTask(w, child.ID, c.Lease.Token, t0); err != nil {
+		o := e.options()
+		o.Core.BackgroundCleanup = true
+		w := queues.NewQueue(cd, o)
+		if err := failTask(w, child.Ref(), c.Lease.Token, t0); err != nil {
 			t.Fatal(err)
 		}
 		w.Flush()

@@ -57,7 +57,7 @@ func runAttackQueues(t *testing.T, f Factory) {
 				t.Fatalf("declared again with shards %d, want its own 4", d.Shards)
 			}
 			// Every marker is found: counts, then claims of a fresh process.
-			st, err := queues.NewQueue(e.s, e.op, e.dop).Stats(ctx, d.Settings(), t0.Add(time.Minute))
+			st, err := queues.NewQueue(e.s, e.options()).Stats(ctx, d.Settings(), t0.Add(time.Minute))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -191,7 +191,7 @@ func runAttackTargets(t *testing.T, f Factory) {
 					t.Errorf("declare with a target: %v", err)
 				}
 			}}
-			_, r := queues.Open(h, e.op, e.dop)
+			_, r := queues.New(h, e.options())
 			if err := remover.run(r, now); err != nil {
 				t.Fatal(err)
 			}
@@ -212,13 +212,13 @@ func runAttackTargets(t *testing.T, f Factory) {
 			}}
 			rh := &writeHook{Store: e.s, match: queue.TargetKey("push"), op: "delete", hook: func() {
 				go func() {
-					_, r := queues.Open(setter, e.op, e.dop)
+					_, r := queues.New(setter, e.options())
 					_, _, err := r.Declare(ctx, queues.Declaration{Name: "push", Target: target}, now.Add(time.Second))
 					setterDone <- err
 				}()
 				<-atWrite
 			}}
-			_, r := queues.Open(rh, e.op, e.dop)
+			_, r := queues.New(rh, e.options())
 			err := remover.run(r, now)
 			close(removed)
 			if err != nil {

@@ -100,7 +100,7 @@ func runAttackRace(t *testing.T, f Factory) {
 			if c.Task.ID != child.ID {
 				t.Fatalf("claimed %s, want the child %s", c.Task.ID, child.ID)
 			}
-			if err := failTask(e.q, child.ID, c.Lease.Token, t0); err != nil {
+			if err := failTask(e.q, child.Ref(), c.Lease.Token, t0); err != nil {
 				t.Fatal(err)
 			}
 			e.sweep(t0, nil)

@@ -69,7 +69,7 @@ func runAttackScan(t *testing.T, f Factory) {
 			task := e.submit(queue.SubmitRequest{}, t0.Add(-time.Hour))
 			c := e.claim(queue.ClaimRequest{LeaseFor: 2 * time.Hour}, t0.Add(-time.Hour))[0]
 			return func() error {
-					_, err := q.Fail(ctx, queue.FailRequest{ID: task.ID, LeaseToken: c.Lease.Token, Error: "x", RetryAfter: time.Nanosecond}, t0.Add(-time.Second))
+					_, err := q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Error: "x", RetryAfter: time.Nanosecond}, t0.Add(-time.Second))
 					return err
 				},
 				func() string { return task.ID }
@@ -79,7 +79,7 @@ func runAttackScan(t *testing.T, f Factory) {
 			c := e.claim(queue.ClaimRequest{LeaseFor: 2 * time.Hour}, t0.Add(-time.Hour))[0]
 			// Back to pending (reschedule), then claimed by this Queue and
 			// completed while its LIST, which holds the marker, is in flight.
-			if _, err := e.q.Reschedule(ctx, queue.RescheduleRequest{ID: task.ID, LeaseToken: c.Lease.Token}, t0.Add(-time.Minute)); err != nil {
+			if _, err := e.q.Reschedule(ctx, queue.RescheduleRequest{ID: task.Ref(), LeaseToken: c.Lease.Token}, t0.Add(-time.Minute)); err != nil {
 				e.t.Fatal(err)
 			}
 			return func() error {

@@ -36,7 +36,7 @@ func crashCases() []crashCase {
 		return func(e *env) (string, string) {
 			e.submit(req, t0)
 			c := e.claim(queue.ClaimRequest{LeaseFor: crashLease}, t0)[0]
-			return c.Task.ID, c.Lease.Token
+			return c.Task.Ref(), c.Lease.Token
 		}
 	}
 	failed := func(e *env) (string, string) {

@@ -19,7 +19,7 @@ func runFast(t *testing.T, f Factory) {
 	t.Run("a_complete_after_this_processes_claim_is_one_write_and_no_read", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, f)
-		id := e.submit(queue.SubmitRequest{}, t0).ID
+		id := e.submit(queue.SubmitRequest{}, t0).Ref()
 		c := store.NewCounting(e.s)
 		worker, cl := e.claimedOver(c)
 		c.Reset()
@@ -77,7 +77,7 @@ func runFast(t *testing.T, f Factory) {
 	t.Run("a_complete_on_a_stale_cached_record_reads_it_once_and_lands", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, f)
-		id := e.submit(queue.SubmitRequest{}, t0).ID
+		id := e.submit(queue.SubmitRequest{}, t0).Ref()
 		c := store.NewCounting(e.s)
 		worker, cl := e.claimedOver(c)
 		// Another process (another Lambda container) heartbeats: the
@@ -102,7 +102,7 @@ func runFast(t *testing.T, f Factory) {
 	t.Run("a_heartbeat_on_a_stale_cached_record_retries_after_the_precondition", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, f)
-		id := e.submit(queue.SubmitRequest{}, t0).ID
+		id := e.submit(queue.SubmitRequest{}, t0).Ref()
 		c := store.NewCounting(e.s)
 		worker, cl := e.claimedOver(c)
 		if _, err := e.reopen().Cancel(ctx, id, t0.Add(time.Second)); err != nil { // a cancel request
@@ -124,7 +124,7 @@ func runFast(t *testing.T, f Factory) {
 	t.Run("with_background_cleanup_a_complete_answers_before_its_marker_delete", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, f, func(o *queue.Options) { o.BackgroundCleanup = true })
-		id := e.submit(queue.SubmitRequest{}, t0).ID
+		id := e.submit(queue.SubmitRequest{}, t0).Ref()
 		c := e.claimOne(t0)
 		answered := make(chan struct{})
 		gated := &deleteGate{Store: e.s, open: answered}
@@ -157,7 +157,7 @@ func runFast(t *testing.T, f Factory) {
 	t.Run("with_background_cleanup_a_lost_marker_delete_is_repaired_by_the_next_scan", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, f, func(o *queue.Options) { o.BackgroundCleanup = true })
-		id := e.submit(queue.SubmitRequest{}, t0).ID
+		id := e.submit(queue.SubmitRequest{}, t0).Ref()
 		fs := storefault.New(e.s)
 		worker, cl := e.claimedOver(fs)
 		fs.FailMatching(storefault.OpDelete, "q/default/index/ready/", storefault.FailBefore, 1)

@@ -62,9 +62,9 @@ func runLease(t *testing.T, f Factory) {
 		a := e.submit(queue.SubmitRequest{}, t0)
 		b := e.submit(queue.SubmitRequest{}, t0)
 		c := e.claimOne(t0)
-		runID, pendID := c.Task.ID, b.ID
-		if runID == b.ID {
-			pendID = a.ID
+		runID, pendID := c.Task.Ref(), b.Ref()
+		if runID == b.Ref() {
+			pendID = a.Ref()
 		}
 		type op struct {
 			name string
@@ -128,8 +128,69 @@ func runLease(t *testing.T, f Factory) {
 		check.Err(t, err, queue.ErrInvalidLeaseDuration)
 		_, err = e.q.Heartbeat(ctx, queue.HeartbeatRequest{ID: "../../etc/passwd", LeaseToken: c.Lease.Token, LeaseFor: time.Second}, t0)
 		check.Field(t, err, "id")
-		_, err = e.q.Complete(ctx, queue.CompleteRequest{ID: queue.NewID(t0), LeaseToken: "tok"}, t0)
+		_, err = e.q.Complete(ctx, queue.CompleteRequest{ID: queue.Ref(queue.DefaultQueue, queue.NewID(t0)), LeaseToken: "tok"}, t0)
 		check.Err(t, err, queue.ErrNotFound)
+	})
+
+	// A lease's task is always in a named queue. A bare id used to mean
+	// queue default, so a task claimed from another queue and completed
+	// by its id answered not found; it is refused naming queue, outside a
+	// queue's view, whatever queue the task is in.
+	t.Run("a_lease_call_with_a_bare_id_outside_a_view_is_refused_naming_queue", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		e.submit(queue.SubmitRequest{Queue: "mail", TaskType: "x"}, t0)
+		e.submit(queue.SubmitRequest{TaskType: "x"}, t0)
+		inMail := e.claim(queue.ClaimRequest{Queue: "mail", LeaseFor: time.Minute}, t0)[0]
+		inDefault := e.claimOne(t0)
+		calls := map[string]func(q *queue.Queue, id, tok string) error{
+			"heartbeat": func(q *queue.Queue, id, tok string) error {
+				_, err := q.Heartbeat(ctx, queue.HeartbeatRequest{ID: id, LeaseToken: tok, LeaseFor: time.Minute}, t0)
+				return err
+			},
+			"complete": func(q *queue.Queue, id, tok string) error {
+				_, err := q.Complete(ctx, queue.CompleteRequest{ID: id, LeaseToken: tok}, t0)
+				return err
+			},
+			"fail": func(q *queue.Queue, id, tok string) error {
+				_, err := q.Fail(ctx, queue.FailRequest{ID: id, LeaseToken: tok, Error: "x"}, t0)
+				return err
+			},
+			"reschedule": func(q *queue.Queue, id, tok string) error {
+				_, err := q.Reschedule(ctx, queue.RescheduleRequest{ID: id, LeaseToken: tok}, t0)
+				return err
+			},
+			"ack_cancel": func(q *queue.Queue, id, tok string) error {
+				_, err := q.AckCancel(ctx, queue.AckCancelRequest{ID: id, LeaseToken: tok}, t0)
+				return err
+			},
+		}
+		keys := e.allKeys()
+		before := map[string][]byte{inMail.Task.Ref(): e.raw(inMail.Task.Ref()), inDefault.Task.Ref(): e.raw(inDefault.Task.Ref())}
+		for name, call := range calls {
+			for _, c := range []queue.Claimed{inMail, inDefault} {
+				err := call(e.q, c.Task.ID, c.Lease.Token)
+				if err == nil {
+					t.Fatalf("%s of %s by its bare id: no error", name, c.Task.Ref())
+				}
+				check.Field(t, err, "queue")
+			}
+		}
+		for ref, b := range before {
+			if !bytes.Equal(e.raw(ref), b) {
+				t.Fatalf("a refused call changed task %s", ref)
+			}
+		}
+		if after := e.allKeys(); strings.Join(after, "\n") != strings.Join(keys, "\n") {
+			t.Fatalf("a refused call changed the keys: %v -> %v", keys, after)
+		}
+		// Its reference, or its bare id on its queue's view, names it.
+		if err := calls["heartbeat"](e.q.In("mail"), inMail.Task.ID, inMail.Lease.Token); err != nil {
+			t.Fatalf("heartbeat by bare id on the queue's view: %v", err)
+		}
+		if err := calls["complete"](e.q, inDefault.Task.Ref(), inDefault.Lease.Token); err != nil {
+			t.Fatalf("complete by reference: %v", err)
+		}
 	})
 
 	t.Run("fail_retries_with_backoff_and_keeps_expires_at", func(t *testing.T) {

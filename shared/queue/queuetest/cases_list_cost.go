@@ -198,15 +198,15 @@ func runListCost(t *testing.T, f Factory) {
 		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: task.Ref(), LeaseToken: c.Lease.Token}, t0.Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
-		all, err := e.q.History(ctx, task.Ref())
+		all, err := allHistory(e.q, task.Ref())
 		if err != nil || len(all) != 8 {
 			t.Fatalf("history: %d versions, %v", len(all), err)
 		}
 		var got []string
-		req := queue.HistoryRequest{Limit: 3}
+		req := queue.HistoryRequest{ID: task.Ref(), Limit: 3}
 		for pages := 1; ; pages++ {
 			q, n := e.counted()
-			res, err := q.HistoryPage(ctx, task.Ref(), req)
+			res, err := q.History(ctx, req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -234,9 +234,9 @@ func runListCost(t *testing.T, f Factory) {
 		if all[0].Task.Status != queue.StatusPending || all[7].Task.Status != queue.StatusCompleted {
 			t.Fatalf("not oldest first: %s .. %s", all[0].Task.Status, all[7].Task.Status)
 		}
-		_, err = e.q.HistoryPage(ctx, task.Ref(), queue.HistoryRequest{Cursor: "no-such-version"})
+		_, err = e.q.History(ctx, queue.HistoryRequest{ID: task.Ref(), Cursor: "no-such-version"})
 		check.Field(t, err, "cursor")
-		_, err = e.q.HistoryPage(ctx, task.Ref(), queue.HistoryRequest{Limit: 1001})
+		_, err = e.q.History(ctx, queue.HistoryRequest{ID: task.Ref(), Limit: 1001})
 		check.Field(t, err, "limit")
 	})
 }

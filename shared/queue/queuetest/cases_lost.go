@@ -23,7 +23,7 @@ func newLossEnv(t testing.TB, f Factory, opts ...func(*queue.Options)) (*env, *s
 	e := newEnv(t, f, opts...)
 	fs := storefault.New(e.s)
 	e.s = fs
-	e.q, e.decls = queues.Open(fs, e.op, e.dop)
+	e.q, e.decls = queues.New(fs, e.options())
 	return e, fs
 }
 

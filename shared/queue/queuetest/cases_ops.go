@@ -103,7 +103,7 @@ func runOps(t *testing.T, f Factory) {
 			t.Fatalf("purge: %+v %v", res, err)
 		}
 		// A purged task's own history ends with its tombstone.
-		purged, err := e.q.HistoryPage(ctx, old.Ref(), queue.HistoryRequest{})
+		purged, err := e.q.History(ctx, queue.HistoryRequest{ID: old.Ref()})
 		if err != nil || len(purged.Versions) < 2 || purged.Versions[0].Task.PurgedAt == nil {
 			t.Fatalf("history of the purged task: %+v %v, want its versions, the tombstone first", purged, err)
 		}
@@ -118,7 +118,7 @@ func runOps(t *testing.T, f Factory) {
 			t.Fatal(err)
 		}
 		again := sub.Task
-		res, err := e.q.HistoryPage(ctx, again.Ref(), queue.HistoryRequest{})
+		res, err := e.q.History(ctx, queue.HistoryRequest{ID: again.Ref()})
 		if err != nil || len(res.Versions) != 1 || res.NextCursor != "" {
 			t.Fatalf("history of the new task: %+v %v, want its one version", res, err)
 		}
@@ -342,7 +342,7 @@ var purgeCrashCases = []struct {
 		return e.submit(queue.SubmitRequest{DedupKey: "k", TTL: check.Dur("1h")}, t0).ID
 	}},
 	{"dead_lettered_with_dedup_key", queue.StatusFailed, func(e *env) string {
-		id := e.submit(queue.SubmitRequest{DedupKey: "k", MaxAttempts: 1}, t0).ID
+		id := e.submit(queue.SubmitRequest{DedupKey: "k", MaxAttempts: 1}, t0).Ref()
 		c := e.claim(queue.ClaimRequest{}, t0)[0]
 		if _, err := e.q.Fail(ctx, queue.FailRequest{ID: id, LeaseToken: c.Lease.Token, Error: "x"}, t0); err != nil {
 			e.t.Fatal(err)

@@ -342,13 +342,13 @@ func runQueues(t *testing.T, f Factory) {
 		before := e.raw(task.Ref())
 		_, err := other.Get(ctx, task.Ref())
 		check.Err(t, err, queue.ErrNotFound)
-		_, err = other.History(ctx, task.Ref())
+		_, err = allHistory(other, task.Ref())
 		check.Err(t, err, queue.ErrNotFound)
 		// Nor does a page after its last version (which reads no version).
-		if h, err := e.q.In("a").HistoryPage(ctx, task.ID, queue.HistoryRequest{}); err != nil {
+		if h, err := e.q.In("a").History(ctx, queue.HistoryRequest{ID: task.ID}); err != nil {
 			t.Fatal(err)
 		} else {
-			_, err = other.HistoryPage(ctx, task.Ref(), queue.HistoryRequest{Cursor: h.Versions[len(h.Versions)-1].VersionID})
+			_, err = other.History(ctx, queue.HistoryRequest{ID: task.Ref(), Cursor: h.Versions[len(h.Versions)-1].VersionID})
 			check.Err(t, err, queue.ErrNotFound)
 		}
 		_, err = other.Heartbeat(ctx, queue.HeartbeatRequest{ID: task.Ref(), LeaseToken: c.Lease.Token}, t0)
@@ -596,7 +596,7 @@ func runConcurrency(t *testing.T, f Factory) {
 		perTask := func(mc int) store.Counts {
 			t.Helper()
 			c := store.NewCounting(f.New(t))
-			q, decls := queues.Open(c, queue.Options{}, queues.Options{})
+			q, decls := queues.New(c, queues.Options{})
 			name := "cost"
 			if _, _, err := decls.Declare(ctx, queues.Declaration{Name: name, MaxConcurrency: mc}, t0); err != nil {
 				t.Fatal(err)

@@ -255,7 +255,7 @@ func runReplay(t *testing.T, f Factory) {
 		t.Parallel()
 		e := newEnv(t, f)
 		task := e.submit(queue.SubmitRequest{}, t0)
-		if _, _, err := e.q.ReserveArtifact(ctx, task.Ref(), "a.txt", time.Hour, t0); err != nil {
+		if _, _, err := e.q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: task.Ref(), Name: "a.txt", TTL: time.Hour}, t0); err != nil {
 			t.Fatal(err)
 		}
 		// Fill the names up to one short of the bound, in place.
@@ -276,11 +276,11 @@ func runReplay(t *testing.T, f Factory) {
 		if _, err := e.s.PutIfMatch(ctx, queue.TaskKey(task.Queue, task.ID), body, obj.ETag); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := e.q.ReserveArtifact(ctx, task.Ref(), "last.txt", time.Hour, t0.Add(time.Second)); err != nil {
+		if _, _, err := e.q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: task.Ref(), Name: "last.txt", TTL: time.Hour}, t0.Add(time.Second)); err != nil {
 			t.Fatalf("the last name allowed: %v", err)
 		}
 		before := e.raw(task.ID)
-		_, _, err = e.q.ReserveArtifact(ctx, task.Ref(), "one-more.txt", time.Hour, t0.Add(2*time.Second))
+		_, _, err = e.q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: task.Ref(), Name: "one-more.txt", TTL: time.Hour}, t0.Add(2*time.Second))
 		var ve *queue.ValidationError
 		if !errors.As(err, &ve) || ve.Field != "name" || !errors.Is(err, queue.ErrTooLarge) {
 			t.Fatalf("a name past the bound: %v", err)
@@ -289,7 +289,7 @@ func runReplay(t *testing.T, f Factory) {
 			t.Fatal("the refused name wrote the record")
 		}
 		// A name the task has is still fine.
-		if _, _, err := e.q.ReserveArtifact(ctx, task.Ref(), "a.txt", time.Hour, t0.Add(3*time.Second)); err != nil {
+		if _, _, err := e.q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: task.Ref(), Name: "a.txt", TTL: time.Hour}, t0.Add(3*time.Second)); err != nil {
 			t.Fatalf("a name the task has: %v", err)
 		}
 		if got := e.get(task.ID); len(got.ArtifactNames) != queue.MaxArtifacts {

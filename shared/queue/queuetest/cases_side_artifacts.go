@@ -27,16 +27,16 @@ func runSideArtifacts(t *testing.T, f Factory) {
 		t.Parallel()
 		e := newEnv(t, f)
 		a := e.submit(queue.SubmitRequest{}, t0)
-		if _, _, err := e.q.ReserveArtifacts(ctx, a.Ref(), 10*time.Minute, t0); err != nil {
+		if _, _, err := e.q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: a.Ref(), TTL: 10 * time.Minute}, t0); err != nil {
 			t.Fatal(err)
 		}
 		wantKeyCount(t, "artifacts entries", entries(e), 1)
 		// An earlier time than the record's writes nothing.
-		if _, _, err := e.q.ReserveArtifacts(ctx, a.Ref(), time.Minute, t0); err != nil {
+		if _, _, err := e.q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: a.Ref(), TTL: time.Minute}, t0); err != nil {
 			t.Fatal(err)
 		}
 		wantKeyCount(t, "artifacts entries", entries(e), 1)
-		if _, _, err := e.q.ReserveArtifacts(ctx, a.Ref(), 20*time.Minute, t0); err != nil {
+		if _, _, err := e.q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: a.Ref(), TTL: 20 * time.Minute}, t0); err != nil {
 			t.Fatal(err)
 		}
 		wantKeyCount(t, "artifacts entries", entries(e), 2)
@@ -49,7 +49,7 @@ func runSideArtifacts(t *testing.T, f Factory) {
 		e, fs := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{}, t0)
 		recordWriteFails(t, e, fs, "default", a.Ref(), func() error {
-			_, _, err := e.q.ReserveArtifacts(ctx, a.Ref(), 10*time.Minute, t0)
+			_, _, err := e.q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: a.Ref(), TTL: 10 * time.Minute}, t0)
 			return err
 		})
 		if got := e.get(a.Ref()); got.ArtifactsExpireAt != nil {
@@ -59,7 +59,7 @@ func runSideArtifacts(t *testing.T, f Factory) {
 		e.sweep(t0.Add(time.Hour), nil)
 		wantKeys(t, "artifacts entries after the sweep", entries(e))
 		wantStatus(t, e.get(a.Ref()), queue.StatusPending)
-		if _, _, err := e.q.ReserveArtifacts(ctx, a.Ref(), 10*time.Minute, t0.Add(time.Hour)); err != nil {
+		if _, _, err := e.q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: a.Ref(), TTL: 10 * time.Minute}, t0.Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 		wantKeyCount(t, "artifacts entries", entries(e), 1)
@@ -70,7 +70,7 @@ func runSideArtifacts(t *testing.T, f Factory) {
 		e, fs := newLossEnv(t, f)
 		a := e.submit(queue.SubmitRequest{}, t0)
 		lose(fs, storefault.OpPut, "sweep/")
-		if _, _, err := e.q.ReserveArtifacts(ctx, a.Ref(), 10*time.Minute, t0); err != nil {
+		if _, _, err := e.q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: a.Ref(), TTL: 10 * time.Minute}, t0); err != nil {
 			t.Fatal(err)
 		}
 		wantHits(t, fs, 1)
@@ -88,8 +88,14 @@ func runSideArtifacts(t *testing.T, f Factory) {
 		a := e.submit(queue.SubmitRequest{}, t0)
 		p1, p2 := e.cached(a.Ref()), e.cached(a.Ref())
 		errs := race(
-			func() error { _, _, err := p1.ReserveArtifacts(ctx, a.Ref(), 10*time.Minute, t0); return err },
-			func() error { _, _, err := p2.ReserveArtifacts(ctx, a.Ref(), 20*time.Minute, t0); return err },
+			func() error {
+				_, _, err := p1.ReserveArtifact(ctx, queue.ArtifactRequest{ID: a.Ref(), TTL: 10 * time.Minute}, t0)
+				return err
+			},
+			func() error {
+				_, _, err := p2.ReserveArtifact(ctx, queue.ArtifactRequest{ID: a.Ref(), TTL: 20 * time.Minute}, t0)
+				return err
+			},
 		)
 		if errs[0] != nil || errs[1] != nil {
 			t.Fatalf("reservations: %v", errs)

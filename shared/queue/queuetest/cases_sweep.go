@@ -359,7 +359,7 @@ func runSweep(t *testing.T, f Factory) {
 		}
 		wantKeys(t, "hints", e.hints(), "q/default/children/"+parent.ID+"/"+stopper.ID, "q/default/children/"+parent.ID+"/"+runner.ID)
 		// The running children finish; their markers go with them.
-		for _, id := range []string{stopper.ID, runner.ID} {
+		for _, id := range []string{stopper.Ref(), runner.Ref()} {
 			got := e.get(id)
 			if _, err := e.q.AckCancel(ctx, queue.AckCancelRequest{ID: id, LeaseToken: got.LeaseToken}, now); err != nil {
 				t.Fatal(err)
@@ -658,7 +658,7 @@ func runSweep(t *testing.T, f Factory) {
 			}
 		}
 		for id := range overdue {
-			hist, err := e.q.History(ctx, id)
+			hist, err := allHistory(e.q, id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -719,7 +719,7 @@ func runSweep(t *testing.T, f Factory) {
 			}
 		}
 		a := e.submit(queue.SubmitRequest{}, t0)
-		got, until, err := e.q.ReserveArtifacts(ctx, a.Ref(), 10*time.Minute, t0.Add(30*time.Second))
+		got, until, err := e.q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: a.Ref(), TTL: 10 * time.Minute}, t0.Add(30*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -730,7 +730,7 @@ func runSweep(t *testing.T, f Factory) {
 		put(a.ID, "in.bin", "notes.txt")
 		// More URLs within the minute cost one GET and write nothing.
 		q, counts := e.counted()
-		if _, _, err := q.ReserveArtifacts(ctx, a.Ref(), 10*time.Minute, t0.Add(40*time.Second)); err != nil {
+		if _, _, err := q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: a.Ref(), TTL: 10 * time.Minute}, t0.Add(40*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		if c := counts.Counts(); c != (store.Counts{Get: 1}) {
@@ -747,15 +747,15 @@ func runSweep(t *testing.T, f Factory) {
 
 		// The task's deadline bounds the URLs.
 		b := e.submit(queue.SubmitRequest{TTL: check.Dur("5m")}, t0)
-		if _, until, err := e.q.ReserveArtifacts(ctx, b.Ref(), time.Hour, t0); err != nil || !until.Equal(t0.Add(5*time.Minute)) {
+		if _, until, err := e.q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: b.Ref(), TTL: time.Hour}, t0); err != nil || !until.Equal(t0.Add(5*time.Minute)) {
 			t.Fatalf("bounded: %s %v", until, err)
 		}
-		_, _, err = e.q.ReserveArtifacts(ctx, b.Ref(), time.Hour, t0.Add(5*time.Minute))
+		_, _, err = e.q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: b.Ref(), TTL: time.Hour}, t0.Add(5*time.Minute))
 		wantState(t, err, queue.StatusPending)
 
 		// A finished task's artifacts go at the next sweep.
 		c := e.submit(queue.SubmitRequest{Queue: "c"}, t0)
-		if _, _, err := e.q.ReserveArtifacts(ctx, c.Ref(), time.Hour, t0); err != nil {
+		if _, _, err := e.q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: c.Ref(), TTL: time.Hour}, t0); err != nil {
 			t.Fatal(err)
 		}
 		put(c.ID, "out.json")
@@ -763,7 +763,7 @@ func runSweep(t *testing.T, f Factory) {
 		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: c.Ref(), LeaseToken: cl.Lease.Token}, t0.Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
-		_, _, err = e.q.ReserveArtifacts(ctx, c.Ref(), time.Hour, t0.Add(time.Minute))
+		_, _, err = e.q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: c.Ref(), TTL: time.Hour}, t0.Add(time.Minute))
 		wantState(t, err, queue.StatusCompleted)
 		if rep := e.sweep(t0.Add(2*time.Minute), nil); rep.ArtifactsDeleted != 1 {
 			t.Fatalf("finished: %+v", rep)
@@ -773,7 +773,7 @@ func runSweep(t *testing.T, f Factory) {
 		// A later reservation moves the time: the earlier entry is let go.
 		d := e.submit(queue.SubmitRequest{Queue: "d"}, t0)
 		for _, when := range []time.Duration{0, 5 * time.Minute} {
-			if _, _, err := e.q.ReserveArtifacts(ctx, d.Ref(), 10*time.Minute, t0.Add(when)); err != nil {
+			if _, _, err := e.q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: d.Ref(), TTL: 10 * time.Minute}, t0.Add(when)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -787,7 +787,7 @@ func runSweep(t *testing.T, f Factory) {
 		wantKeys(t, "artifacts", e.inQueues("/artifacts/"))
 		wantKeys(t, "hints", e.hints())
 
-		_, _, err = e.q.ReserveArtifacts(ctx, queue.NewID(t0), time.Hour, t0)
+		_, _, err = e.q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: queue.NewID(t0), TTL: time.Hour}, t0)
 		check.Err(t, err, queue.ErrNotFound)
 		for _, bad := range []string{"", "../x", "a/b", ".hidden", "a..b", strings.Repeat("x", 129), "tab\tname"} {
 			check.Field(t, queue.ValidateArtifactName(bad), "name")

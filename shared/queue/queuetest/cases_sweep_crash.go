@@ -92,7 +92,7 @@ func runSweepCrashPaths(t *testing.T, f Factory) {
 			t.Fatal(err)
 		}
 		done = e.submit(queue.SubmitRequest{Queue: "a"}, t0).Ref()
-		if _, _, err := e.q.ReserveArtifacts(ctx, done, time.Hour, t0); err != nil {
+		if _, _, err := e.q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: done, TTL: time.Hour}, t0); err != nil {
 			t.Fatal(err)
 		}
 		e.put(queue.ArtifactKey("a", strings.TrimPrefix(done, "a/"), "x"))

@@ -16,6 +16,7 @@ package queuetest
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -55,6 +56,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("round_trips", func(t *testing.T) { runFast(t, f) })
 	t.Run("attack", func(t *testing.T) { runAttack(t, f) })
 	t.Run("waits", func(t *testing.T) { runWaits(t, f) })
+	t.Run("rate_limit", func(t *testing.T) { runRateLimit(t, f) })
 }
 
 // t0 is the fixed start of every case's clock.
@@ -88,7 +90,7 @@ func newDeclEnv(t testing.TB, f Factory, d queues.Options, opts ...func(*queue.O
 		fn(&o)
 	}
 	e := &env{t: t, s: f.New(t), op: o, dop: d}
-	e.q, e.decls = queues.Open(e.s, o, d)
+	e.q, e.decls = queues.New(e.s, e.options())
 	return e
 }
 
@@ -98,13 +100,21 @@ func (e *env) reopen() *queue.Queue { return e.open(e.s) }
 // reopenDecls returns the registry of a fresh process over the same
 // store, with nothing cached.
 func (e *env) reopenDecls() *queues.Registry {
-	_, r := queues.Open(e.s, e.op, e.dop)
+	_, r := queues.New(e.s, e.options())
 	return r
 }
 
 // open returns a fresh process's Queue over s (a wrapper of the env's
 // store: counting, faulty, gated), its declarations read through s too.
-func (e *env) open(s store.Store) *queue.Queue { return queues.NewQueue(s, e.op, e.dop) }
+func (e *env) open(s store.Store) *queue.Queue { return queues.NewQueue(s, e.options()) }
+
+// options are the options of every process of the case: the
+// declarations' with the core's.
+func (e *env) options() queues.Options {
+	o := e.dop
+	o.Core = e.op
+	return o
+}
 
 // stats reads a queue's declaration and its stats, as GET
 // /queues/{queue}/stats does.
@@ -300,4 +310,23 @@ func at(t time.Time) *time.Time { return &t }
 func jsonOf(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// allHistory returns every version of a task's record, oldest first: the
+// pages of Queue.History, 1,000 at a time, reversed.
+func allHistory(q *queue.Queue, ref string) ([]queue.HistoryEntry, error) {
+	var out []queue.HistoryEntry
+	req := queue.HistoryRequest{ID: ref, Limit: 1000}
+	for {
+		res, err := q.History(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res.Versions...)
+		if res.NextCursor == "" || res.NextCursor == req.Cursor {
+			slices.Reverse(out)
+			return out, nil
+		}
+		req.Cursor = res.NextCursor
+	}
 }

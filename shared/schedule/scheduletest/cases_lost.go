@@ -22,7 +22,7 @@ func newLossEnv(t testing.TB, f Factory) (*env, *storefault.Store) {
 	e := newEnv(t, f)
 	fs := storefault.New(e.s)
 	e.s = fs
-	e.q = queues.NewQueue(fs, queue.Options{}, queues.Options{})
+	e.q = queues.NewQueue(fs, queues.Options{})
 	e.sc = schedule.New(fs, e.q, e.opts)
 	return e, fs
 }

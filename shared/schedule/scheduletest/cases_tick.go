@@ -80,7 +80,7 @@ func runTick(t *testing.T, f Factory) {
 
 	t.Run("a_schedule_whose_queue_was_deleted_skips_its_fires_and_fails_no_tick", func(t *testing.T) {
 		e := newEnv(t, f)
-		q, decls := queues.Open(e.s, queue.Options{}, queues.Options{RequireDeclared: true})
+		q, decls := queues.New(e.s, queues.Options{RequireDeclared: true})
 		e.q, e.sc = q, schedule.New(e.s, q, e.opts)
 		if _, _, err := decls.Declare(ctx, queues.Declaration{Name: "a"}, t0); err != nil {
 			t.Fatal(err)
@@ -351,7 +351,7 @@ func runTick(t *testing.T, f Factory) {
 		if rep := e.tick(utc("2026-05-01T09:15:10Z")); rep.Skipped != 1 {
 			t.Fatalf("report %+v", rep)
 		}
-		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: first, LeaseToken: claimed[0].Lease.Token}, utc("2026-05-01T09:16:00Z")); err != nil {
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: claimed[0].Task.Ref(), LeaseToken: claimed[0].Lease.Token}, utc("2026-05-01T09:16:00Z")); err != nil {
 			t.Fatal(err)
 		}
 		// Done: 09:20 fires.

@@ -70,13 +70,13 @@ func newEnv(t testing.TB, f Factory, opts ...func(*schedule.Options)) *env {
 		fn(&o)
 	}
 	s := f.New(t)
-	q := queues.NewQueue(s, queue.Options{}, queues.Options{})
+	q := queues.NewQueue(s, queues.Options{})
 	return &env{t: t, s: s, q: q, sc: schedule.New(s, q, o), opts: o}
 }
 
 // process returns a fresh Scheduler (a new process) over s.
 func (e *env) process(s store.Store) *schedule.Scheduler {
-	return schedule.New(s, queues.NewQueue(s, queue.Options{}, queues.Options{}), e.opts)
+	return schedule.New(s, queues.NewQueue(s, queues.Options{}), e.opts)
 }
 
 func (e *env) create(req schedule.Request, now time.Time) schedule.Schedule {
