@@ -66,3 +66,10 @@ def test_a_declaration_replaces_the_settings_as_a_whole(server: str) -> None:
     assert c.declare_queue(max_per_second=2, burst=1).get("max_per_second") == 2
     q = c.declare_queue(priority=5)
     assert (q.get("priority"), q.get("max_per_second"), q.get("burst")) == (5, None, None)
+
+
+def test_cancel_of_a_pending_task_answers_it_cancelled(server: str) -> None:
+    # docs/clients.md: cancel(task_id) returns the task, a pending one cancelled at once.
+    c = s3q.Client(server, queue="docs-cancel")
+    t = c.submit("report.build", {}, delay="1h")["task"]
+    assert c.cancel(t["id"])["status"] == "cancelled"
