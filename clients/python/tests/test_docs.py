@@ -11,6 +11,7 @@ from typing import Any, Dict, List
 
 import pytest
 from conftest import ROOT
+from test_readme import python_blocks
 
 import s3q
 
@@ -38,8 +39,10 @@ def test_docs_runnable_python_blocks_run(server: str, monkeypatch: pytest.Monkey
 
 
 def test_docs_python_blocks_typecheck(tmp_path: Path) -> None:
+    """docs/clients.md's runnable blocks, and the README's From Python blocks (one program)."""
     for i, b in enumerate(runnable_blocks()):
         (tmp_path / f"block{i}.py").write_text(b)
+    (tmp_path / "readme.py").write_text("\n".join(python_blocks()))
     proc = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(tmp_path)],
         capture_output=True,
