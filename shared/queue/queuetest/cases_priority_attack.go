@@ -60,7 +60,7 @@ func runPriorityAttack(t *testing.T, f Factory) {
 		{"ready/-p4/0/", queue.SubmitRequest{Priority: 5}},
 	} {
 		name := fmt.Sprintf("a_full_page_of_markers_not_yet_due_in_%s_does_not_hide_a_due_task_of_priority_%d_ttl_%v",
-			strings.NewReplacer("/", "_", "-", "").Replace(strings.TrimSuffix(c.backlog, "/0/")), max(c.due.Priority, queue.DefaultPriority*boolInt(c.due.Priority == 0)), c.due.TTL != nil)
+			strings.NewReplacer("/", "_", "-", "").Replace(strings.TrimSuffix(c.backlog, "/0/")), orDefault(c.due.Priority), c.due.TTL != nil)
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, f)
@@ -323,11 +323,12 @@ func runPriorityAttack(t *testing.T, f Factory) {
 	})
 }
 
-func boolInt(b bool) int {
-	if b {
-		return 1
+// orDefault returns priority p, or the default for 0.
+func orDefault(p int) int {
+	if p == 0 {
+		return queue.DefaultPriority
 	}
-	return 0
+	return p
 }
 
 // claimFrom claims one task of queue name at now.
