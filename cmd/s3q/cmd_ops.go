@@ -91,6 +91,9 @@ func printStats(w io.Writer, st queue.QueueStats) {
 		live += fmt.Sprintf(", %d running", *c.Running)
 	}
 	row("pending or running", live)
+	if st.MaxPerSecond != nil {
+		row("rate limit", rateString(st.MaxPerSecond, st.Burst))
+	}
 	row("failed", count(&c, "failed", c.Failed))
 	row("cancelled", count(&c, "cancelled", c.Cancelled))
 	row("expired", count(&c, "expired", c.Expired))

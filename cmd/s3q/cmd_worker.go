@@ -98,9 +98,12 @@ func execHandler(command string) worker.Handler {
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		cmd.Env = append(os.Environ(),
 			"S3Q_TASK_ID="+t.ID, "S3Q_TASK_TYPE="+t.TaskType, "S3Q_ATTEMPT="+strconv.Itoa(t.Attempt))
-		if tp := t.Traceparent; tp != "" && queue.ValidateTraceparent("traceparent", tp) == nil &&
-			queue.ValidateTracestate("tracestate", t.Tracestate, tp) == nil { // the W3C trace context the task was submitted in
-			cmd.Env = append(cmd.Env, "TRACEPARENT="+t.Traceparent, "TRACESTATE="+t.Tracestate)
+		// The W3C trace context the command continues: the task's as
+		// submitted (or its run's span's, had the worker a tracer
+		// provider), handed on only when valid.
+		if tp, ts := worker.TraceContext(ctx); tp != "" && queue.ValidateTraceparent("traceparent", tp) == nil &&
+			queue.ValidateTracestate("tracestate", ts, tp) == nil {
+			cmd.Env = append(cmd.Env, "TRACEPARENT="+tp, "TRACESTATE="+ts)
 		}
 		if t.ExpiresAt != nil {
 			cmd.Env = append(cmd.Env, "S3Q_EXPIRES_AT="+t.ExpiresAt.UTC().Format(time.RFC3339Nano))

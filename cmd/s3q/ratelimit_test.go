@@ -35,6 +35,9 @@ func TestQueueRateLimitFlags(t *testing.T) {
 		got.Queue.Burst == nil || *got.Queue.Burst != 4 || got.Queue.Priority != 2 {
 		t.Fatalf("update (%d): %s %s", code, out, errOut)
 	}
+	if out, errOut, code := cli(t, url, "stats", "-q", "hooks"); code != 0 || !strings.Contains(out, "rate limit:") || !strings.Contains(out, "10/s, burst 4") {
+		t.Errorf("stats (%d): %s %s", code, out, errOut)
+	}
 	for _, c := range []struct{ flag, value, field string }{
 		{"--max-per-second", "0", "max_per_second"},
 		{"--max-per-second", "-1", "max_per_second"},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -25,8 +26,10 @@ import (
 //
 //	bench ratelimit queue_max_per_second=R workers=W seconds=S started_per_second_max=M p99=P extra_requests_per_task=X rate_state_requests_per_task=Y burst=B started=N
 //	bench ratelimit push max_per_second=R seconds=S started_per_second_max=M p99=P burst=B delivered=N
+//	bench lifecycle ttl=no max_per_second=1000 requests=N put=N list=N get=N delete=N usd_per_million=X
 //
-// The first: W workers spread over 4 processes (4 queue.Queue values, as
+// The first (windows of the tasks' started_at, the claims' now, which
+// the limit counts): W workers spread over 4 processes (4 queue.Queue values, as
 // 4 containers of the API would be) claim one task at a time from a queue
 // declared with max_per_second R over a backlog it never runs out of,
 // and complete each at once, for S seconds; a claim held back waits its
@@ -41,9 +44,16 @@ import (
 // rate_state_requests_per_task counts the requests to the rate state
 // object alone.
 //
-// The second: one dispatcher delivers a push queue with max_per_second R
-// to a local HTTP target for S seconds; the windows are counted at the
-// target.
+// The lifecycle line: main.go's lifecycle (one submitter, one worker
+// claiming and completing one task at a time, in one process) on a queue
+// with a limit it never reaches: what the limit costs where no other
+// process races for it.
+//
+// The push line: one dispatcher delivers a push queue with max_per_second R
+// to a local HTTP target for S seconds; started_per_second_max and p99 are
+// of the delivered tasks' started_at (the claims' now, what the limit
+// counts), received_* of the times the target received them (a
+// delivery's own latency, and a stall of the machine, shift those).
 func benchRateLimit(ctx context.Context, srv *s3local.Server, rate float64, workers int, seconds time.Duration) error {
 	burst := queue.DefaultBurst(rate)
 	backlog := int(rate*seconds.Seconds()) + burst + 50
@@ -84,15 +94,61 @@ func benchRateLimit(ctx context.Context, srv *s3local.Server, rate float64, work
 		rate, workers, seconds.Seconds(), most, p99, float64(limited.Total())/n-float64(free.Total())/n, float64(stateReqs)/n,
 		float64(rs.gets.Load())/n, float64(rs.puts.Load())/n, float64(rs.lost.Load())/n, burst, len(starts))
 
+	// The lifecycle (main.go's) of a queue with a limit it never reaches,
+	// in one process: what the limit costs a task where nobody races.
+	lc := store.NewCounting(srv.Store(prefix()))
+	lq, ldecls := queues.New(lc, queues.Options{})
+	high := float64(queue.MaxPerSecondLimit)
+	if _, _, err := ldecls.Declare(ctx, queues.Declaration{Name: "lifecycle", MaxPerSecond: &high}, time.Now()); err != nil {
+		return err
+	}
+	lc.Reset()
+	const lifecycleTasks = 300
+	for range lifecycleTasks {
+		if _, err := lq.Submit(ctx, queue.SubmitRequest{ID: queue.NewID(time.Now()), Queue: "lifecycle", TaskType: "bench", Input: []byte(`{"n":1}`)}, time.Now()); err != nil {
+			return err
+		}
+	}
+	worker := queues.NewQueue(lc, queues.Options{})
+	for done := 0; done < lifecycleTasks; {
+		cs, err := worker.Claim(ctx, queue.ClaimRequest{Queue: "lifecycle", LeaseFor: time.Minute}, time.Now())
+		var limited *queue.RateLimitedError
+		if errors.As(err, &limited) {
+			time.Sleep(limited.RetryAfter)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		for _, c := range cs {
+			if _, err := worker.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, Output: []byte(`{"ok":true}`)}, time.Now()); err != nil {
+				return err
+			}
+			done++
+		}
+	}
+	lcc := lc.Counts()
+	ln := float64(lifecycleTasks)
+	fmt.Printf("bench lifecycle ttl=no max_per_second=%d requests=%.2f put=%.2f list=%.3f get=%.2f delete=%.2f usd_per_million=%.2f\n",
+		queue.MaxPerSecondLimit, float64(lcc.Total())/ln, float64(lcc.Put)/ln, float64(lcc.List)/ln, float64(lcc.Get+lcc.Head)/ln, float64(lcc.Delete)/ln, usd(lcc)/ln*1e6)
+
 	// Pushed: one dispatcher, a local target.
 	var (
 		mu        sync.Mutex
-		delivered []time.Time
+		delivered []time.Time // when the target received each
+		started   []time.Time // each delivered task's started_at (its claim's now)
 	)
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.ReadAll(r.Body)
+		body, _ := io.ReadAll(r.Body)
+		var p struct {
+			Task struct {
+				StartedAt time.Time `json:"started_at"`
+			} `json:"task"`
+		}
+		_ = json.Unmarshal(body, &p)
 		mu.Lock()
 		delivered = append(delivered, time.Now())
+		started = append(started, p.Task.StartedAt)
 		mu.Unlock()
 		fmt.Fprint(w, `{}`)
 	}))
@@ -116,11 +172,12 @@ func benchRateLimit(ctx context.Context, srv *s3local.Server, rate float64, work
 		return err
 	}
 	mu.Lock()
-	most, p99 = windows(delivered)
+	most, p99 = windows(started)
+	rmost, rp99 := windows(delivered)
 	got := len(delivered)
 	mu.Unlock()
-	fmt.Printf("bench ratelimit push max_per_second=%g seconds=%g started_per_second_max=%d p99=%d burst=%d delivered=%d\n",
-		rate, seconds.Seconds(), most, p99, burst, got)
+	fmt.Printf("bench ratelimit push max_per_second=%g seconds=%g started_per_second_max=%d p99=%d received_per_second_max=%d received_p99=%d burst=%d delivered=%d\n",
+		rate, seconds.Seconds(), most, p99, rmost, rp99, burst, got)
 	return nil
 }
 
@@ -191,7 +248,9 @@ func drainWorkers(ctx context.Context, st store.Store, name string, workers int,
 					continue
 				}
 				mu.Lock()
-				starts = append(starts, time.Now())
+				for _, c := range cs {
+					starts = append(starts, *c.Task.StartedAt) // the claim's now: what the limit counts
+				}
 				mu.Unlock()
 				for _, c := range cs {
 					if _, err := q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, time.Now()); err != nil {

@@ -34,6 +34,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/s3q/s3q/shared/artifacts"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
@@ -108,6 +110,16 @@ type Options struct {
 	// Schedules serves the /queues/{queue}/schedules routes. Defaults to
 	// none: those routes answer 404 not_found.
 	Schedules *schedule.Scheduler
+
+	// TracerProvider records an OpenTelemetry span per request (otel.go):
+	// a server span named by the route, continuing the request's W3C
+	// traceparent header; the tasks a submit makes then carry the trace
+	// context of that span (a task whose body names another keeps it), so
+	// a worker's span of their run is its child. Defaults to the global
+	// provider (otel.GetTracerProvider), a no-op until the program sets
+	// one: nothing is recorded then, and a task keeps the trace context
+	// its submit gave.
+	TracerProvider trace.TracerProvider
 }
 
 // Artifacts issues presigned artifact URLs; *artifacts.Service is one.
@@ -131,6 +143,7 @@ type API struct {
 	opts   Options
 	now    func() time.Time
 	log    *slog.Logger
+	tracer trace.Tracer
 	routes []*route
 	// counted is true when the queue's store is wrapped by reqcount.Wrap,
 	// so that each request can log the S3 requests it made.
@@ -154,7 +167,7 @@ func New(q *queue.Queue, decls *queues.Registry, opts Options) *API {
 	if opts.MaxWait <= 0 {
 		opts.MaxWait = DefaultMaxWait
 	}
-	a := &API{q: q, decls: decls, opts: opts, now: opts.Now, log: opts.Logger, routes: table}
+	a := &API{q: q, decls: decls, opts: opts, now: opts.Now, log: opts.Logger, tracer: tracerOf(opts.TracerProvider), routes: table}
 	if len(opts.Routes) > 0 {
 		a.routes = selectRoutes(opts.Routes)
 	}

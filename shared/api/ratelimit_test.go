@@ -19,6 +19,19 @@ func TestARateLimitedClaimIsA204WithRetryAfter(t *testing.T) {
 	if get(r.body, "queue.max_per_second") != 2.5 || get(r.body, "queue.burst") != float64(2) {
 		t.Fatalf("get: %s", r.raw)
 	}
+	// Stats show it too, the burst's default filled in.
+	if r := e.do("PUT", "/queues/defaulted", `{"max_per_second":2.5}`); r.status != http.StatusCreated || get(r.body, "queue.burst") != nil {
+		t.Fatalf("declare without a burst: %d %s", r.status, r.raw)
+	}
+	r = e.do("GET", "/queues/defaulted/stats", "")
+	if r.status != http.StatusOK || get(r.body, "stats.max_per_second") != 2.5 || get(r.body, "stats.burst") != float64(3) {
+		t.Fatalf("stats: %d %s; want max_per_second 2.5, burst 3", r.status, r.raw)
+	}
+	e.do("PUT", "/queues/plain", `{}`)
+	r = e.do("GET", "/queues/plain/stats", "")
+	if r.status != http.StatusOK || get(r.body, "stats.max_per_second") != nil || get(r.body, "stats.queue") != "plain" {
+		t.Fatalf("stats of a queue without a limit: %d %s", r.status, r.raw)
+	}
 	for range 4 {
 		if r := e.do("POST", "/queues/paced/tasks", `{"task_type":"t"}`); r.status != http.StatusCreated {
 			t.Fatalf("submit: %d %s", r.status, r.raw)

@@ -68,7 +68,8 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Method = http.MethodGet
 	}
 	rl := &requestLog{method: r.Method, path: r.URL.Path}
-	ctx := r.Context()
+	ctx, span := a.startSpan(r.Context(), r)
+	defer span.End()
 	var counts *reqcount.Counter
 	if a.counted {
 		ctx, counts = reqcount.Start(ctx)
@@ -88,6 +89,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			rl.code = CodeInternal
 		}
+		endSpan(span, rl, sw.status)
 		a.logRequest(ctx, rl, sw.status, time.Since(start), counts)
 		if a.opts.OnRequest != nil {
 			var c store.Counts

@@ -187,6 +187,10 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 
 // send is do, returning the answer's headers too.
 func (c *Client) send(ctx context.Context, method, path string, query url.Values, body, out any) (int, http.Header, error) {
+	var extra http.Header
+	if wh, ok := body.(withHeader); ok {
+		body, extra = wh.body, wh.header
+	}
 	var payload []byte
 	if body != nil {
 		var err error
@@ -200,6 +204,9 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(payload))
 	if err != nil {
 		return 0, nil, fmt.Errorf("client: %w", err)
+	}
+	for k, v := range extra {
+		req.Header[k] = v
 	}
 	req.Header.Set("User-Agent", c.ua)
 	req.Header.Set("Accept", "application/json")

@@ -75,7 +75,10 @@ type SubmitResult struct {
 // landed returns that task (Replayed) instead of making a second. With a
 // Wait, it goes to POST /queues/{queue}/tasks/wait (the route of held
 // waits), and a task whose deadline passes during the wait returns an
-// *Error with code "deadline_exceeded" (504).
+// *Error with code "deadline_exceeded" (504). Its trace context is
+// req's Traceparent and Tracestate, or else the span context of ctx (an
+// OpenTelemetry span, a worker handler's run), sent as the traceparent
+// and tracestate headers (trace.go).
 func (c *Client) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, error) {
 	if req.ID == "" {
 		req.ID = wire.NewID(time.Now())
@@ -89,7 +92,9 @@ func (c *Client) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, e
 	if req.Wait > 0 {
 		path = "/tasks/wait" // waits run apart, on the waits function
 	}
-	status, err := c.doRetry(ctx, http.MethodPost, queuePath(q, path), nil, req, &res.TaskReply)
+	var hdr http.Header
+	hdr, req.SubmitRequest = traceHeader(ctx, req.SubmitRequest)
+	status, err := c.doRetry(ctx, http.MethodPost, queuePath(q, path), nil, withHeader{req, hdr}, &res.TaskReply)
 	res.Status = status
 	return res, err
 }
@@ -147,7 +152,9 @@ func itemStatus(code string) int {
 // As Submit, it gives every request without an ID a fresh UUIDv7 (the
 // caller's slice is not changed) and retries with the same ids: the
 // whole batch on a 503, another 5xx or a network error, and the items
-// that failed with such an error on their own.
+// that failed with such an error on their own. The span context of ctx,
+// when it carries one, is the trace context of every request without its
+// own Traceparent.
 func (c *Client) SubmitBatch(ctx context.Context, reqs []wire.SubmitRequest) ([]BatchItem, error) {
 	reqs = append([]wire.SubmitRequest(nil), reqs...)
 	now := time.Now()
@@ -173,7 +180,7 @@ func (c *Client) SubmitBatch(ctx context.Context, reqs []wire.SubmitRequest) ([]
 		var res struct {
 			Results []BatchItem `json:"results"`
 		}
-		if _, err := c.doRetry(ctx, http.MethodPost, queuePath(q, "/tasks/batch"), nil, map[string]any{"tasks": send}, &res); err != nil {
+		if _, err := c.doRetry(ctx, http.MethodPost, queuePath(q, "/tasks/batch"), nil, withHeader{map[string]any{"tasks": send}, ctxTraceHeader(ctx)}, &res); err != nil {
 			if n == 0 {
 				return nil, err
 			}

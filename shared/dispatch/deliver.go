@@ -385,7 +385,10 @@ func (d *Dispatcher) deliver(ctx context.Context, p PushQueue, c queue.Claimed, 
 		return d.handBack(ctx, t, l, now, log)
 	}
 	deadline := l.ExpiresAt.Add(-margin)
-	body, err := json.Marshal(Payload{Task: t.Wire(), Lease: l, Deadline: deadline})
+	// The span of the delivery (otel.go); sent is t with its trace context.
+	ctx, span, sent := d.startDelivery(ctx, p, t)
+	defer span.End()
+	body, err := json.Marshal(Payload{Task: sent.Wire(), Lease: l, Deadline: deadline})
 	if err != nil {
 		rep.Errors++
 		return rep
@@ -403,7 +406,7 @@ func (d *Dispatcher) deliver(ctx context.Context, p PushQueue, c queue.Claimed, 
 	} else {
 		dctx, cancel := context.WithDeadline(ctx, deadline)
 		stop := d.watchCancel(dctx, t, l, cancel)
-		res = dl.Deliver(dctx, p.Target, Delivery{Task: t, Lease: l, Deadline: deadline, Body: body, Now: now})
+		res = dl.Deliver(dctx, p.Target, Delivery{Task: sent, Lease: l, Deadline: deadline, Body: body, Now: now})
 		if stop() && res.Outcome == Lapse {
 			// Ended for a cancel request (an answer that came first
 			// stands): the failure of a task asked to cancel cancels it.
@@ -412,6 +415,7 @@ func (d *Dispatcher) deliver(ctx context.Context, p PushQueue, c queue.Claimed, 
 		}
 		cancel()
 	}
+	endDelivery(span, res)
 	if res.Outcome == HandBack {
 		return d.handBack(ctx, t, l, d.opts.Now(), log)
 	}

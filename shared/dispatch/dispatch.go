@@ -48,6 +48,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store"
@@ -172,6 +174,12 @@ type Options struct {
 	// then waits for the delivery's answer, and the task is completed or
 	// failed as it answers).
 	CancelPoll time.Duration
+	// TracerProvider records an OpenTelemetry span per delivery (otel.go):
+	// a client span "s3q.deliver <task type>", child of the task's trace
+	// context, whose context the delivery carries. Defaults to the global
+	// provider (otel.GetTracerProvider), a no-op until the program sets
+	// one: a delivery then carries the task's trace context as submitted.
+	TracerProvider trace.TracerProvider
 }
 
 // More defaults.
@@ -192,6 +200,7 @@ type Dispatcher struct {
 	targets Targets
 	opts    Options
 	log     *slog.Logger
+	tracer  trace.Tracer
 
 	mu    sync.Mutex
 	pokes map[string]chan struct{}
@@ -231,7 +240,7 @@ func New(q *queue.Queue, targets Targets, opts Options) *Dispatcher {
 		opts.CancelPoll = DefaultCancelPoll
 	}
 	return &Dispatcher{
-		q: q, st: q.Store(), targets: targets, opts: opts, log: opts.Logger,
+		q: q, st: q.Store(), targets: targets, opts: opts, log: opts.Logger, tracer: tracerOf(opts.TracerProvider),
 		pokes: map[string]chan struct{}{},
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -32,12 +33,16 @@ import (
 // starts tasks (one per task with max_tasks 1), and a claim that its
 // remembered T holds back costs no request at all: T only ever moves
 // forward, so what holds back in the remembered state holds back in the
-// stored one. A remembered state older than one interval is read again
-// (a GET) before a claim lists, when it would let a start through. A lost
+// stored one. A lost
 // race (412: another process started tasks meanwhile) costs a GET and
 // another PUT, at most rateAttempts times; a claim that loses them all is
-// held back one interval. Several processes racing for each start pay
-// for it: bench ratelimit measures it (docs/queues.md).
+// held back one interval. After a lost race the state is contended for
+// contendedFor: a claim reads it (a GET) before it lists whenever it
+// would let a start through, and a wait it returns is spread by up to one
+// interval at random, so that the processes held back look again one
+// after another and all but the first see the start taken with a GET, not
+// with a LIST and a lost PUT. bench ratelimit measures what several
+// processes pay (docs/queues.md).
 //
 // How close it holds. Never above: a start is granted only by a write
 // that moved T, and each grant is a task started at most. It may run
@@ -168,7 +173,31 @@ type rateEntry struct {
 	known bool      // read or written by this Queue
 	etag  string    // its version ("": absent)
 	st    rateState // its body
-	at    time.Time // when it was read or written (the caller's now)
+	// lostAt is when this Queue last lost a race for it (a 412): another
+	// process grants starts too (contended).
+	lostAt time.Time
+}
+
+// contendedFor is how long after a lost race a Queue takes its queue's
+// rate state as contended.
+const contendedFor = 10 * time.Second
+
+// contended reports whether another process took a grant this Queue
+// raced for lately, at now.
+func (e *rateEntry) contended(now time.Time) bool {
+	return !e.lostAt.IsZero() && now.Sub(e.lostAt) < contendedFor
+}
+
+// spread is wait, plus up to one interval at random when the state is
+// contended: processes held back by one state then look again one after
+// another, the first taking the start and the others seeing it with a
+// GET, rather than all at once with a LIST and a PUT that all but one
+// lose.
+func (e *rateEntry) spread(wait, interval time.Duration, now time.Time) time.Duration {
+	if wait > 0 && interval > 0 && e.contended(now) {
+		wait += rand.N(interval)
+	}
+	return wait
 }
 
 // changed reports whether the state was set under other settings than
@@ -194,11 +223,11 @@ func (r *rateLimits) entry(name string) *rateEntry {
 
 // heldFor returns how long the rate state of s's queue holds every
 // start back at now (0: it may not; a grant decides). It makes no request
-// while the state this Queue remembers is fresh (read or written within
-// one interval) or holds back; a stale one it reads again first (a GET),
-// when this Queue has claimed from the queue before: other processes
-// have likely moved it, and a GET costs less than the LIST and the
-// failed PUT that a claim would make to find out.
+// unless the state is contended (this Queue lost a race for it lately)
+// and the remembered state would let a start through: then it reads it
+// again first (a GET), since other processes have likely moved it, and a
+// GET costs less than the LIST and the failed PUT a claim would make to
+// find out.
 func (q *Queue) heldFor(ctx context.Context, s Settings, now time.Time) (time.Duration, error) {
 	if s.MaxPerSecond <= 0 {
 		return 0, nil
@@ -211,18 +240,18 @@ func (q *Queue) heldFor(ctx context.Context, s Settings, now time.Time) (time.Du
 	}
 	interval, tau := rateParams(s)
 	_, _, wait := gcra(e.st.TAT, e.changed(s), 1, interval, tau, now)
-	if wait > 0 || now.Sub(e.at) <= interval {
-		return wait, nil
+	if wait > 0 || !e.contended(now) {
+		return e.spread(wait, interval, now), nil
 	}
-	if err := q.readRate(ctx, e, s.Name, now); err != nil {
+	if err := q.readRate(ctx, e, s.Name); err != nil {
 		return 0, err
 	}
 	_, _, wait = gcra(e.st.TAT, e.changed(s), 1, interval, tau, now)
-	return wait, nil
+	return e.spread(wait, interval, now), nil
 }
 
 // readRate reads the rate state of queue name into e, which is locked.
-func (q *Queue) readRate(ctx context.Context, e *rateEntry, name string, now time.Time) error {
+func (q *Queue) readRate(ctx context.Context, e *rateEntry, name string) error {
 	obj, err := q.store.Get(ctx, RateKey(name))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -235,7 +264,7 @@ func (q *Queue) readRate(ctx context.Context, e *rateEntry, name string, now tim
 		_ = json.Unmarshal(obj.Body, &st) // unreadable: a zero T; the swap replaces it
 		e.etag, e.st = obj.ETag, st
 	}
-	e.known, e.at = true, now
+	e.known = true
 	return nil
 }
 
@@ -250,13 +279,13 @@ func (q *Queue) grantStarts(ctx context.Context, s Settings, want int, now time.
 	defer e.mu.Unlock()
 	for range rateAttempts {
 		if !e.known {
-			if err := q.readRate(ctx, e, s.Name, now); err != nil {
+			if err := q.readRate(ctx, e, s.Name); err != nil {
 				return 0, 0, err
 			}
 		}
 		n, tat, wait := gcra(e.st.TAT, e.changed(s), want, interval, tau, now)
 		if n == 0 {
-			return 0, wait, nil
+			return 0, e.spread(wait, interval, now), nil
 		}
 		rate, burst := settingsOf(s)
 		next := rateState{TAT: tat, PerSecond: rate, Burst: burst}
@@ -270,10 +299,11 @@ func (q *Queue) grantStarts(ctx context.Context, s Settings, want int, now time.
 		}
 		switch {
 		case err == nil:
-			e.etag, e.st, e.at = etag, next, now
+			e.etag, e.st = etag, next
 			return n, 0, nil
 		case errors.Is(err, store.ErrPrecondition) || errors.Is(err, store.ErrNotFound):
 			e.known = false // another process granted starts meanwhile: read it
+			e.lostAt = now
 		case errors.Is(err, store.ErrRetryable):
 			// A 409 or a throttle: the write may have landed (its grant
 			// is then lost, the limit errs low): read it and try again.
@@ -285,5 +315,23 @@ func (q *Queue) grantStarts(ctx context.Context, s Settings, want int, now time.
 			return 0, 0, fmt.Errorf("write rate state: %w", err)
 		}
 	}
-	return 0, interval, nil
+	return 0, e.spread(interval, interval, now), nil
+}
+
+// rateOf is s's max_per_second for a view (nil: no limit).
+func rateOf(s Settings) *float64 {
+	if s.MaxPerSecond <= 0 {
+		return nil
+	}
+	v := s.MaxPerSecond
+	return &v
+}
+
+// burstOf is s's burst, its default filled in, for a view (nil: no limit).
+func burstOf(s Settings) *int {
+	if s.MaxPerSecond <= 0 {
+		return nil
+	}
+	_, b := settingsOf(s)
+	return &b
 }

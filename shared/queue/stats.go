@@ -191,6 +191,7 @@ func (q *Queue) Stats(ctx context.Context, d Settings, now time.Time) (QueueStat
 		return QueueStats{}, err
 	}
 	st := QueueStats{Queue: d.Name, Paused: d.Paused, PausedAt: d.PausedAt, Counts: c, At: now,
+		MaxPerSecond: rateOf(d), Burst: burstOf(d),
 		Recent: RecentCounts{WindowSeconds: int64(RecentWindow / time.Second)}}
 	since := now.Add(-RecentWindow)
 	for i, at := range detail.recent {

@@ -12,84 +12,14 @@ import (
 
 	"github.com/s3q/s3q/shared/internal/jsonval"
 	"github.com/s3q/s3q/shared/store"
+	"github.com/s3q/s3q/shared/wire"
 )
 
-// SubmitRequest is one task to submit. It is also the JSON body of
-// POST /tasks; unknown fields are the API layer's to reject.
-type SubmitRequest struct {
-	// ID, when set, is the id the task must have instead of a fresh one:
-	// a lowercase UUIDv7 the client made (NewID, or DerivedID). It makes
-	// the submit idempotent: the record is created only if no task has
-	// the id, so a retried submit never makes a second task. A retry
-	// whose request matches the one that made the task returns it with
-	// Replayed set, whatever its status; one that differs is a
-	// *ConflictError naming "id". Without an id a retried submit may
-	// make a second task (at least once, as SQS).
-	ID string `json:"id"`
-	// ReplayAnyRequest replays an existing task with ID whatever request
-	// made it: a schedule's fire, whose template may change between a
-	// fire and its retry. Not part of the HTTP API.
-	ReplayAnyRequest bool `json:"-"`
-
-	// TaskType names the handler. Required: 1-128 of A-Z a-z 0-9 _ . : -.
-	TaskType string `json:"task_type"`
-	// Queue is the named queue. Defaults to "default".
-	Queue string `json:"queue,omitempty"`
-	// Input is the task's JSON input, at most 256 KiB.
-	Input json.RawMessage `json:"input,omitempty"`
-
-	// TTL is the time to live ("90s", "30m", "1h", "7d"); 0 submits an
-	// already-expired task. At most one of TTL, TTLSeconds and ExpiresAt.
-	// Defaults, for a task with no parent, to the task type's default,
-	// then the queue's (its declaration's ttl), then the deployment's
-	// (Options.DefaultTTL), then none (never expires); a child with none
-	// of its own keeps its parent's deadline.
-	TTL *Duration `json:"ttl,omitempty"`
-	// TTLSeconds is TTL in seconds.
-	TTLSeconds *int64 `json:"ttl_seconds,omitempty"`
-	// ExpiresAt is an absolute deadline for starting. An ExpiresAt before
-	// ScheduleAt is allowed: the task will expire without running.
-	ExpiresAt *time.Time `json:"expires_at,omitempty"`
-	// TTLFrom is "submission" (default) or "first_attempt".
-	TTLFrom TTLFrom `json:"ttl_from,omitempty"`
-
-	// ScheduleAt is the earliest claim time. At most one of ScheduleAt and
-	// Delay. Defaults to now.
-	ScheduleAt *time.Time `json:"schedule_at,omitempty"`
-	// Delay is ScheduleAt relative to now; no maximum.
-	Delay *Duration `json:"delay,omitempty"`
-
-	// DedupKey makes the submit idempotent: while a live (pending or
-	// running) task in the same queue holds the key, submitting it again
-	// returns that task with Deduplicated set.
-	DedupKey string `json:"dedup_key,omitempty"`
-	// MaxAttempts is how many claims the task gets. 0 means the default:
-	// the task type's, then the queue's (its declaration's max_attempts),
-	// then DefaultMaxAttempts (3).
-	MaxAttempts int `json:"max_attempts,omitempty"`
-	// Timeout is the lease length of a claim that names none. Defaults to
-	// the task type's, then the queue's (its declaration's timeout), then
-	// 5m.
-	Timeout *Duration `json:"timeout,omitempty"`
-
-	// Priority is 1 (highest) to 5 (lowest): among due tasks a claim
-	// takes the highest first (priority.go). Defaults to the queue's
-	// default, then 3.
-	Priority int `json:"priority,omitempty"`
-	// Traceparent and Tracestate are a W3C trace context (the HTTP API
-	// takes them from the headers of those names too): kept on the task
-	// and handed to its handler (trace.go). Not part of the request's
-	// identity. Default none.
-	Traceparent string `json:"traceparent,omitempty"`
-	Tracestate  string `json:"tracestate,omitempty"`
-
-	// ParentID makes the task a child: unless it gives its own deadline it
-	// inherits the parent's expires_at.
-	ParentID string `json:"parent_id,omitempty"`
-	// OnParentExpired is "run" (default) or "cancel": what happens to this
-	// task, if running, when its parent expires.
-	OnParentExpired string `json:"on_parent_expired,omitempty"`
-}
+// SubmitRequest is one task to submit: the JSON body of a submit, as
+// the HTTP API decodes it and a client sends it (one declaration serves
+// both: wire.SubmitRequest, whose doc comments give each field's rules
+// and defaults). Unknown fields are the API layer's to reject.
+type SubmitRequest = wire.SubmitRequest
 
 // SubmitResult is the outcome of one submit.
 type SubmitResult struct {
@@ -132,27 +62,43 @@ type SubmitResult struct {
 // submitted is expired right after (one more GET of the parent), so the
 // sweep's cascade can never miss it.
 func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (SubmitResult, error) {
+	return q.submit(ctx, req, false, now)
+}
+
+// SubmitFire submits the task of one fire of a schedule (shared/schedule)
+// as Submit does, req.ID being the fire's id (derived from the schedule,
+// its secret and the fire time). A task that already has the id is the
+// fire's, and is returned with Replayed set, whatever request made it:
+// the schedule's template may have changed between a fire and its retry.
+// One that a client's request made, or one of another queue, is a
+// *ConflictError naming "id". The task keeps no request hash.
+func (q *Queue) SubmitFire(ctx context.Context, req SubmitRequest, now time.Time) (SubmitResult, error) {
+	return q.submit(ctx, req, true, now)
+}
+
+// submit is Submit, or SubmitFire when fire is set.
+func (q *Queue) submit(ctx context.Context, req SubmitRequest, fire bool, now time.Time) (SubmitResult, error) {
 	now = norm(now)
-	t, err := q.build(ctx, req, now)
+	s, err := q.parseSubmit(req, fire, now)
 	if err != nil {
 		return SubmitResult{}, err
 	}
-	if req.ID != "" && !req.ReplayAnyRequest {
-		req.Queue = t.Queue // as resolved: absent means the view's queue
-		t.RequestHash = requestHash(req)
+	t, err := q.build(ctx, &s, now)
+	if err != nil {
+		return SubmitResult{}, err
 	}
 	if t.DedupKey != "" {
 		// A new queue is declared first: a dedup pointer is never
 		// deleted, and one taken for a submit refused past the queue
 		// limit would leave a folder under any name a caller sends.
-		if res, ok, err := q.autoDeclare(ctx, &t, req, now); ok || err != nil {
+		if res, ok, err := q.autoDeclare(ctx, &t, &s, now); ok || err != nil {
 			return res, err
 		}
 		existing, dup, err := q.sides.dedup.take(ctx, &t, now)
 		if req.ID != "" && (dup || errors.Is(err, ErrConflict)) {
 			// A retry of a submit whose task exists, and whose key has
 			// moved on since: the task is the answer, not the holder.
-			if res, ok, rerr := q.replay(ctx, &t, req, false); ok || rerr != nil {
+			if res, ok, rerr := q.replay(ctx, &t, &s, false); ok || rerr != nil {
 				return res, rerr
 			}
 		}
@@ -165,7 +111,7 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 	}
 	// auto_declare: the first submit to a queue that makes a task
 	// declares it; a refused one does not (see autoDeclare).
-	if res, ok, err := q.autoDeclare(ctx, &t, req, now); ok || err != nil {
+	if res, ok, err := q.autoDeclare(ctx, &t, &s, now); ok || err != nil {
 		if err != nil {
 			q.abandon(ctx, &t)
 		}
@@ -173,7 +119,7 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 	}
 	if _, err := q.commit(ctx, &Task{}, "", &t, cleanInline); err != nil {
 		if req.ID != "" && errors.Is(err, store.ErrPrecondition) {
-			res, ok, rerr := q.replay(ctx, &t, req, true)
+			res, ok, rerr := q.replay(ctx, &t, &s, true)
 			if ok && rerr == nil {
 				return res, nil
 			}
@@ -216,13 +162,13 @@ func (q *Queue) Submit(ctx context.Context, req SubmitRequest, now time.Time) (S
 // conflict answers without declaring anything; ok is then true. Where
 // declarations are required the queue is declared already (build read
 // its declaration, now cached): this costs no request.
-func (q *Queue) autoDeclare(ctx context.Context, t *Task, req SubmitRequest, now time.Time) (res SubmitResult, ok bool, err error) {
+func (q *Queue) autoDeclare(ctx context.Context, t *Task, s *submission, now time.Time) (res SubmitResult, ok bool, err error) {
 	d, err := q.decls.Settings(ctx, t.Queue, LookupRead, now) // cached once declared
 	if err != nil || d.Declared {
 		return SubmitResult{}, false, err
 	}
-	if req.ID != "" {
-		if res, ok, err := q.replay(ctx, t, req, false); ok || err != nil {
+	if s.req.ID != "" {
+		if res, ok, err := q.replay(ctx, t, s, false); ok || err != nil {
 			return res, true, err
 		}
 	}
@@ -235,7 +181,7 @@ func (q *Queue) autoDeclare(ctx context.Context, t *Task, req SubmitRequest, now
 // is none. A task made by a different request is a *ConflictError naming
 // "id". wroteMarker says this attempt wrote t's index marker, which is
 // deleted (best effort) when the task does not name it.
-func (q *Queue) replay(ctx context.Context, t *Task, req SubmitRequest, wroteMarker bool) (res SubmitResult, ok bool, err error) {
+func (q *Queue) replay(ctx context.Context, t *Task, s *submission, wroteMarker bool) (res SubmitResult, ok bool, err error) {
 	existing, _, err := q.load(ctx, t.Queue, t.ID)
 	if errors.Is(err, ErrNotFound) {
 		return SubmitResult{}, false, nil
@@ -249,11 +195,11 @@ func (q *Queue) replay(ctx context.Context, t *Task, req SubmitRequest, wroteMar
 	// A client's request replays only the task its own request made: one
 	// made without an id's request (a fire's, whose id anyone can
 	// compute) is not shown to it.
-	if !req.ReplayAnyRequest && existing.RequestHash != t.RequestHash ||
+	if !s.fire && existing.RequestHash != t.RequestHash ||
 		// A fire's id is derived from public facts (schedule, time): a
 		// task a client made with it, or one of another queue, is not the
 		// fire's.
-		req.ReplayAnyRequest && (existing.RequestHash != "" || existing.Queue != t.Queue) {
+		s.fire && (existing.RequestHash != "" || existing.Queue != t.Queue) {
 		return SubmitResult{}, false, &ConflictError{Field: "id", Message: fmt.Sprintf("task %s exists and was submitted with a different request", t.ID)}
 	}
 	return SubmitResult{Task: existing, Replayed: true}, true, nil
@@ -265,7 +211,7 @@ func (q *Queue) replay(ctx context.Context, t *Task, req SubmitRequest, wroteMar
 // value: key order, white space and the spelling of numbers inside it do
 // not matter (jsonval.Canonical).
 func requestHash(req SubmitRequest) string {
-	req.ID, req.ReplayAnyRequest = "", false
+	req.ID = ""
 	req.Traceparent, req.Tracestate = "", "" // a retry may come from another span
 	if req.Queue == "" {
 		req.Queue = DefaultQueue

@@ -32,15 +32,12 @@ func TriggerTaskID(def *Definition, now time.Time) string {
 // submission the deadline is fireTime + ttl.
 func (s *Scheduler) submit(ctx context.Context, def *Definition, taskID string, fireTime, now time.Time) (queue.SubmitResult, error) {
 	req := queue.SubmitRequest{
-		ID: taskID,
-		// The template may have changed since a first attempt of
-		// this fire: the task it made is the fire's all the same.
-		ReplayAnyRequest: true,
-		TaskType:         def.TaskType,
-		Queue:            def.Queue,
-		Input:            def.Input,
-		MaxAttempts:      def.MaxAttempts,
-		Priority:         def.Priority,
+		ID:          taskID,
+		TaskType:    def.TaskType,
+		Queue:       def.Queue,
+		Input:       def.Input,
+		MaxAttempts: def.MaxAttempts,
+		Priority:    def.Priority,
 		// Each fire starts a trace of its own.
 		Traceparent: queue.NewTraceparent(),
 	}
@@ -53,7 +50,9 @@ func (s *Scheduler) submit(ctx context.Context, def *Definition, taskID string, 
 			req.ExpiresAt = &exp
 		}
 	}
-	res, err := s.q.Submit(ctx, req, now)
+	// The template may have changed since a first attempt of this fire:
+	// the task it made is the fire's all the same (SubmitFire).
+	res, err := s.q.SubmitFire(ctx, req, now)
 	if err != nil {
 		return queue.SubmitResult{}, fmt.Errorf("fire schedule %s at %s: %w", def.ID, fireTime.Format(time.RFC3339), err)
 	}

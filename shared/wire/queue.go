@@ -61,6 +61,10 @@ type QueueStats struct {
 	Paused   bool        `json:"paused"`
 	PausedAt *time.Time  `json:"paused_at,omitempty"`
 	Counts   QueueCounts `json:"counts"`
+	// MaxPerSecond and Burst are the queue's rate limit, when it has one
+	// (its declaration's, Burst with its default filled in).
+	MaxPerSecond *float64 `json:"max_per_second,omitempty"`
+	Burst        *int     `json:"burst,omitempty"`
 	// OldestPendingAt is when the oldest pending task that is due became
 	// available, and OldestPendingAgeSeconds how long it has waited
 	// since: how far behind the queue's workers are. Absent when no

@@ -6,9 +6,9 @@ import (
 )
 
 // SubmitRequest is the body of a submit (POST /queues/{queue}/tasks, and
-// each task of a batch): what the client sends. The server decodes it
-// into the core's request (queue.SubmitRequest), whose JSON fields are
-// these.
+// each task of a batch): what a client sends and what the server decodes.
+// It is also the core's request: queue.SubmitRequest is this type, so the
+// two cannot drift apart.
 type SubmitRequest struct {
 	// ID, when set, is the id the task must have instead of a fresh one:
 	// a lowercase UUIDv7 the client made (NewID, or DerivedID). It makes
@@ -29,8 +29,10 @@ type SubmitRequest struct {
 
 	// TTL is the time to live ("90s", "30m", "1h", "7d"); 0 submits an
 	// already-expired task. At most one of TTL, TTLSeconds and ExpiresAt.
-	// Defaults to the task type's default, then the global default, then
-	// none (never expires).
+	// Defaults, for a task with no parent, to the task type's default,
+	// then the queue's (its declaration's ttl), then the deployment's
+	// (queue.Options.DefaultTTL), then none (never expires); a child with
+	// none of its own keeps its parent's deadline.
 	TTL *Duration `json:"ttl,omitempty"`
 	// TTLSeconds is TTL in seconds.
 	TTLSeconds *int64 `json:"ttl_seconds,omitempty"`
@@ -50,15 +52,20 @@ type SubmitRequest struct {
 	// running) task in the same queue holds the key, submitting it again
 	// returns that task with Deduplicated set.
 	DedupKey string `json:"dedup_key,omitempty"`
-	// MaxAttempts is how many claims the task gets. 0 means the default (3).
+	// MaxAttempts is how many claims the task gets. 0 means the default:
+	// the task type's, then the queue's (its declaration's max_attempts),
+	// then 3.
 	MaxAttempts int `json:"max_attempts,omitempty"`
-	// Timeout is the lease length of a claim that names none. Defaults to 5m.
+	// Timeout is the lease length of a claim that names none. Defaults to
+	// the task type's, then the queue's (its declaration's timeout), then
+	// 5m.
 	Timeout *Duration `json:"timeout,omitempty"`
 
 	// Priority is 1 (highest) to 5 (lowest): among due tasks a claim
 	// takes the highest first. Defaults to the queue's default, then 3.
 	Priority int `json:"priority,omitempty"`
-	// Traceparent and Tracestate are a W3C trace context: kept on the task
+	// Traceparent and Tracestate are a W3C trace context (the HTTP API
+	// takes them from the headers of those names too): kept on the task
 	// and handed to its handler. Not part of the request's identity.
 	// Default none.
 	Traceparent string `json:"traceparent,omitempty"`

@@ -50,6 +50,11 @@ type Push struct {
 // attempts remain, unless it is Permanent (errorType PermanentErrorType)
 // or there is no handler for the type. Reschedule is not available under
 // push; it fails the attempt like a plain error.
+//
+// Each invocation records a span "s3q.run <task type>" with the global
+// OpenTelemetry provider, as a Worker does (Options.TracerProvider),
+// child of the task's trace context; a no-op unless the function's
+// program sets a provider.
 func LambdaHandler(handlers map[string]Handler) func(ctx context.Context, p Push) (json.RawMessage, error) {
 	return func(ctx context.Context, p Push) (json.RawMessage, error) {
 		h := handlers[p.Task.TaskType]
@@ -68,10 +73,14 @@ func LambdaHandler(handlers map[string]Handler) func(ctx context.Context, p Push
 			defer cancel()
 		}
 		t := &Task{Task: p.Task, Lease: p.Lease, now: time.Now}
-		out, err := safeCall(withTrace(ctx, t), h, t)
+		ctx, span := startRun(ctx, tracerOf(nil), t, t.Queue, "")
+		defer span.End()
+		out, err := safeCall(ctx, h, t)
 		if err != nil {
+			endRun(span, outcomeFailed, err)
 			return nil, functionError(err)
 		}
+		endRun(span, outcomeCompleted, nil)
 		if len(out) == 0 {
 			return json.RawMessage("null"), nil
 		}

@@ -5,33 +5,31 @@ import "context"
 // traceKey is the context key of a task's trace context.
 type traceKey struct{}
 
-// withTrace returns ctx carrying the W3C trace context t was submitted in,
-// for TraceContext and Carrier.
-func withTrace(ctx context.Context, t *Task) context.Context {
-	if t.Traceparent == "" {
+// withTrace returns ctx carrying the W3C trace context a handler
+// continues, for TraceContext and Carrier.
+func withTrace(ctx context.Context, traceparent, tracestate string) context.Context {
+	if traceparent == "" {
 		return ctx
 	}
-	return context.WithValue(ctx, traceKey{}, Carrier{"traceparent": t.Traceparent, "tracestate": t.Tracestate})
+	return context.WithValue(ctx, traceKey{}, Carrier{"traceparent": traceparent, "tracestate": tracestate})
 }
 
-// TraceContext returns the W3C traceparent and tracestate the handler's
-// task was submitted in ("" when none), from the context the worker gives
-// its handler.
+// TraceContext returns the W3C traceparent and tracestate the handler
+// continues ("" when none), from the context the worker gives its
+// handler: the task's as it was submitted (Task.Traceparent), or, when
+// the worker records OpenTelemetry spans (Options.TracerProvider), the
+// context of the span of this run, whose parent is the task's.
 func TraceContext(ctx context.Context) (traceparent, tracestate string) {
 	c, _ := ctx.Value(traceKey{}).(Carrier)
 	return c["traceparent"], c["tracestate"]
 }
 
-// Carrier is a task's trace context as the headers of its submit:
-// "traceparent" and "tracestate". It has the methods of OpenTelemetry's
-// propagation.TextMapCarrier, so a handler whose program configures
-// OpenTelemetry continues the submitter's trace with
-//
-//	ctx = otel.GetTextMapPropagator().Extract(ctx, worker.TraceCarrier(ctx))
-//	ctx, span := tracer.Start(ctx, "handle "+t.TaskType)
-//
-// without s3q depending on OpenTelemetry (nothing recorded, nothing
-// exported, nothing paid when the program does not configure it).
+// Carrier is a trace context as W3C headers: "traceparent" and
+// "tracestate". It has the methods of OpenTelemetry's
+// propagation.TextMapCarrier. A handler's context already carries the
+// span of its run (see Options.TracerProvider), so a handler starts its
+// spans from ctx; a carrier serves code that takes the context as
+// headers (a subprocess, another protocol).
 type Carrier map[string]string
 
 // Get returns the value of key ("" when absent).
@@ -51,8 +49,8 @@ func (c Carrier) Keys() []string {
 	return out
 }
 
-// TraceCarrier returns the trace context of the handler's task as a
-// Carrier (empty when the task has none).
+// TraceCarrier returns the trace context the handler continues
+// (TraceContext) as a Carrier (empty when there is none).
 func TraceCarrier(ctx context.Context) Carrier {
 	c, _ := ctx.Value(traceKey{}).(Carrier)
 	out := Carrier{}

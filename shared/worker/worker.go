@@ -24,6 +24,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/s3q/s3q/shared/client"
 	"github.com/s3q/s3q/shared/deadline"
 	"github.com/s3q/s3q/shared/queue"
@@ -141,6 +143,14 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock handlers see through Task.Remaining. Defaults to time.Now.
 	Now func() time.Time
+	// TracerProvider records an OpenTelemetry span per run of a task
+	// (otel.go): a consumer span "s3q.run <task type>", child of the
+	// trace context the task was submitted in, with the queue, task id,
+	// attempt and outcome, its status an error when the handler fails;
+	// the handler's context carries it. Defaults to the global provider
+	// (otel.GetTracerProvider), a no-op until the program sets one:
+	// nothing is recorded or exported then.
+	TracerProvider trace.TracerProvider
 }
 
 // Defaults of Options.
@@ -158,6 +168,7 @@ type Worker struct {
 	opts     Options
 	handlers map[string]Handler
 	log      *slog.Logger
+	tracer   trace.Tracer
 }
 
 // New returns a worker over api.
@@ -196,7 +207,7 @@ func New(api API, opts Options) *Worker {
 	if c, ok := api.(*client.Client); ok && opts.Queue != "" {
 		api = c.In(opts.Queue) // every route names the queue
 	}
-	return &Worker{api: api, opts: opts, handlers: map[string]Handler{}, log: opts.Logger}
+	return &Worker{api: api, opts: opts, handlers: map[string]Handler{}, log: opts.Logger, tracer: tracerOf(opts.TracerProvider)}
 }
 
 // Handle registers the handler of a task type.
@@ -435,21 +446,35 @@ func sleep(ctx context.Context, d time.Duration) {
 
 // run works one claimed task until its handler returns, and returns what
 // ends it: the complete, fail, reschedule or cancel acknowledgement, for
-// the caller to send (while it claims its next task).
+// the caller to send (while it claims its next task). The run's span
+// (otel.go) ends once that is sent.
 func (w *Worker) run(parent context.Context, c client.Claimed) (finish func()) {
-	log := w.log.With("task_id", c.Task.ID, "task_type", c.Task.TaskType, "attempt", c.Task.Attempt)
-	h := w.handlers[c.Task.TaskType]
+	task := &Task{Task: c.Task, Lease: c.Lease, now: w.opts.Now}
+	ctx, span := startRun(parent, w.tracer, task, w.queueName(), w.opts.WorkerID)
+	ack := w.work(ctx, span, task)
+	return func() {
+		ack()
+		span.End()
+	}
+}
+
+// work runs the handler of task under ctx (which carries span), records
+// on span how it ended, and returns the acknowledgement to send.
+func (w *Worker) work(parent context.Context, span trace.Span, task *Task) (finish func()) {
+	log := w.log.With("task_id", task.ID, "task_type", task.TaskType, "attempt", task.Attempt)
+	h := w.handlers[task.TaskType]
 	// Lease operations outlive a cancelled handler context.
 	opCtx := context.WithoutCancel(parent)
 	if h == nil { // the claim filters by type; this is a safety net
+		msg := "no handler for task type " + task.TaskType
+		endRun(span, outcomeFailed, errors.New(msg))
 		return func() {
-			_, _ = w.api.Fail(opCtx, client.FailRequest{Lease: c.Lease, Error: "no handler for task type " + c.Task.TaskType})
+			_, err := w.api.Fail(opCtx, client.FailRequest{Lease: task.Lease, Error: msg})
+			ackFailed(span, err)
 		}
 	}
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
-	task := &Task{Task: c.Task, Lease: c.Lease, now: w.opts.Now}
-
 	stopBeat := make(chan struct{})
 	beatDone := make(chan struct{})
 	go func() {
@@ -457,7 +482,7 @@ func (w *Worker) run(parent context.Context, c client.Claimed) (finish func()) {
 		w.heartbeat(opCtx, task, stopBeat, cancel, log)
 	}()
 	start := time.Now()
-	out, err := safeCall(withTrace(ctx, task), h, task)
+	out, err := safeCall(ctx, h, task)
 	// The outcome is what the handler saw: a cancel (or a lost lease) that
 	// a heartbeat or read in flight reports after it returned does not drop
 	// its output (a complete of a task asked to cancel completes it).
@@ -467,18 +492,23 @@ func (w *Worker) run(parent context.Context, c client.Claimed) (finish func()) {
 
 	switch {
 	case errors.Is(cause, ErrLeaseLost):
+		endRun(span, outcomeLeaseLost, ErrLeaseLost)
 		log.Warn("lease lost; result dropped", "error", err)
 		return func() {}
 	case errors.Is(cause, ErrCancelRequested):
+		endRun(span, outcomeCancelled, nil)
 		return func() {
 			if _, aerr := w.api.AckCancel(opCtx, client.AckCancelRequest{Lease: task.Lease}); aerr != nil {
+				ackFailed(span, aerr)
 				log.Warn("cancel acknowledgement failed", "error", aerr)
 			}
 			log.Info("task cancelled on request")
 		}
 	case errors.Is(cause, ErrShutdown):
+		endRun(span, outcomeHandedBack, nil)
 		return func() {
 			if _, rerr := w.api.Reschedule(opCtx, client.RescheduleRequest{Lease: task.Lease}); rerr != nil {
+				ackFailed(span, rerr)
 				log.Warn("handing back on shutdown failed; the lease will run out", "error", rerr)
 			} else {
 				log.Info("task handed back on shutdown")
@@ -489,8 +519,10 @@ func (w *Worker) run(parent context.Context, c client.Claimed) (finish func()) {
 	var res *rescheduleError
 	switch {
 	case err == nil:
+		endRun(span, outcomeCompleted, nil)
 		return func() {
 			if _, err := w.api.Complete(opCtx, client.CompleteRequest{Lease: task.Lease, Output: out}); err != nil {
+				ackFailed(span, err)
 				if refused(err) {
 					// No attempt can deliver this output (over the inline
 					// limit): fail the task now rather than let the lease
@@ -509,15 +541,19 @@ func (w *Worker) run(parent context.Context, c client.Claimed) (finish func()) {
 			log.Info("task completed", "duration_ms", took.Milliseconds())
 		}
 	case errors.As(err, &res):
+		endRun(span, outcomeRescheduled, nil)
 		return func() {
 			if _, rerr := w.api.Reschedule(opCtx, client.RescheduleRequest{Lease: task.Lease, Delay: res.delay, ExtendExpiration: res.extend}); rerr != nil {
+				ackFailed(span, rerr)
 				log.Warn("reschedule failed", "error", rerr)
 			}
 		}
 	default:
 		permanent := IsPermanent(err)
+		endRun(span, outcomeFailed, err)
 		return func() {
 			if _, ferr := w.api.Fail(opCtx, client.FailRequest{Lease: task.Lease, Error: err.Error(), Permanent: permanent}); ferr != nil {
+				ackFailed(span, ferr)
 				log.Warn("fail failed", "error", ferr)
 				return
 			}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 from . import _times
 from .models import Lease, Task
@@ -51,6 +51,34 @@ class TaskContext:
     @property
     def attempt(self) -> int:
         return self.task.get("attempt", 0)
+
+    @property
+    def priority(self) -> int:
+        """The task's priority, 1 (highest) to 5 (lowest)."""
+        return self.task.get("priority") or 3
+
+    @property
+    def traceparent(self) -> Optional[str]:
+        """The W3C traceparent the task was submitted in (None when none): a handler
+        continues the submitter's trace from it, e.g. with OpenTelemetry's
+        ``TraceContextTextMapPropagator().extract(ctx.trace_headers)``."""
+        return self.task.get("traceparent") or None
+
+    @property
+    def tracestate(self) -> Optional[str]:
+        """The W3C tracestate the task was submitted in (None when none)."""
+        return self.task.get("tracestate") or None
+
+    @property
+    def trace_headers(self) -> Dict[str, str]:
+        """The task's trace context as headers: ``traceparent`` and ``tracestate`` when it
+        has them (an OpenTelemetry propagator's carrier), {} when it has none."""
+        h: Dict[str, str] = {}
+        if self.traceparent:
+            h["traceparent"] = self.traceparent
+            if self.tracestate:
+                h["tracestate"] = self.tracestate
+        return h
 
     @property
     def deadline(self) -> Optional[dt.datetime]:

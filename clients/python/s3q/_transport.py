@@ -125,9 +125,13 @@ class Transport:
         *,
         poll: bool = False,
         resend: bool = True,
+        headers: Optional[Mapping[str, str]] = None,
+        answer: Optional[Dict[str, str]] = None,
     ) -> Tuple[int, Any]:
         """One request; the status and the decoded JSON answer (None when empty). Raises APIError for >= 400.
 
+        ``headers`` are sent besides the client's own; ``answer``, when given, receives the
+        answer's Retry-After and S3q-Retry-After-Ms headers (those it has) under their names.
         A kept-alive connection lost with no answer is tried once more on a fresh one only
         when ``resend`` (a request safe to repeat): the server may have processed it."""
         url = self.prefix + path
@@ -136,18 +140,20 @@ class Transport:
             if q:
                 url += "?" + urllib.parse.urlencode(q)
         payload = b"" if body is None else json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
-        headers = {"User-Agent": self.user_agent, "Accept": "application/json"}
+        sent = {"User-Agent": self.user_agent, "Accept": "application/json"}
+        if headers:
+            sent.update(headers)
         if body is not None:
-            headers["Content-Type"] = "application/json"
+            sent["Content-Type"] = "application/json"
         if self.signer is not None:
-            headers = self.signer.headers(method, self.origin + url, payload, headers)
+            sent = self.signer.headers(method, self.origin + url, payload, sent)
         for fresh_try in (False, True):
             conn, reused = self._conn()
             if poll:
                 with self._polls_lock:
                     self._polls.add(conn)
             try:
-                conn.request(method, url, body=payload if body is not None else None, headers=headers)
+                conn.request(method, url, body=payload if body is not None else None, headers=sent)
                 resp = conn.getresponse()
                 raw = resp.read()
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
@@ -166,6 +172,11 @@ class Transport:
                 self._drop()
             break
         status = resp.status
+        if answer is not None:
+            for name in ("Retry-After", "S3q-Retry-After-Ms"):
+                value = resp.getheader(name)
+                if value is not None:
+                    answer[name] = value
         if status >= 400:
             raise from_answer(status, raw, resp.getheader("Retry-After"))
         if not raw or status == 204:
@@ -173,14 +184,21 @@ class Transport:
         return status, json.loads(raw)
 
     def call(
-        self, method: str, path: str, query: Optional[Mapping[str, Any]] = None, body: Any = None, *, retry: bool
+        self,
+        method: str,
+        path: str,
+        query: Optional[Mapping[str, Any]] = None,
+        body: Any = None,
+        *,
+        retry: bool,
+        headers: Optional[Mapping[str, str]] = None,
     ) -> Tuple[int, Any]:
         """once, sent again (retry true) after a network error, 429, 5xx (not 504) or a lost race
         (409 conflict with no field) with capped jittered backoff."""
         n = 0
         while True:
             try:
-                return self.once(method, path, query, body, resend=retry)
+                return self.once(method, path, query, body, resend=retry, headers=headers)
             except APIError as e:
                 if not retry or n >= self.max_retries or not e.retryable:
                     raise  # retryable: a 429, a 5xx other than 504, or a lost race (409 conflict, no field)

@@ -74,3 +74,17 @@ def positive_int(arg: str, v: Any) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or v < 1:
         raise ArgumentError(arg, f"want a positive int, not {v!r}")
     return v
+
+
+def priority(arg: str, v: Any) -> int:
+    """v when it is an int (the server checks the range, 1 highest to 5 lowest)."""
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ArgumentError(arg, f"want an int from 1 (highest) to 5 (lowest), not {v!r}")
+    return v
+
+
+def header(arg: str, v: Any) -> str:
+    """v when it can be sent as an HTTP header value (the server checks its form)."""
+    if not isinstance(v, str) or any(c in v for c in "\r\n\0"):
+        raise ArgumentError(arg, f"want a string of one line, not {v!r}")
+    return v

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import datetime
 import urllib.parse
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Union, cast
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union, cast
 
 from . import _values as v
 from ._ids import new_id
 from ._transport import Transport
-from .errors import ArgumentError
+from .errors import ArgumentError, parse_retry_after
 from .models import (
     JSON,
     Artifact,
@@ -38,6 +38,25 @@ DEFAULT_QUEUE = "default"
 
 def _q(s: str) -> str:
     return urllib.parse.quote(s, safe="")
+
+
+def _claim_retry_after(answer: Mapping[str, str]) -> Optional[float]:
+    """The seconds an answer asks to wait: S3q-Retry-After-Ms (milliseconds, the precise
+    one) when it reads, else Retry-After; None when neither does."""
+    ms = parse_retry_after(answer.get("S3q-Retry-After-Ms"))
+    if ms is not None:
+        return ms / 1000
+    return parse_retry_after(answer.get("Retry-After"))
+
+
+def _trace_headers(traceparent: Optional[str], tracestate: Optional[str]) -> Optional[Dict[str, str]]:
+    """The traceparent and tracestate headers of a submit (None when neither is given)."""
+    h: Dict[str, str] = {}
+    if traceparent is not None:
+        h["traceparent"] = v.header("traceparent", traceparent)
+    if tracestate is not None:
+        h["tracestate"] = v.header("tracestate", tracestate)
+    return h or None
 
 
 def _drop_none(d: Mapping[str, Any]) -> Dict[str, Any]:
@@ -172,6 +191,9 @@ class Client:
         on_parent_expired: Optional[str] = None,
         max_attempts: Optional[int] = None,
         timeout: Optional[v.Duration] = None,
+        priority: Optional[int] = None,
+        traceparent: Optional[str] = None,
+        tracestate: Optional[str] = None,
         id: Optional[str] = None,
         wait: Optional[v.Duration] = None,
     ) -> TaskReply:
@@ -184,6 +206,13 @@ class Client:
         With ``wait`` it waits up to that long (at most 25s) for the outcome
         (POST /queues/{queue}/tasks/wait); a deadline passing during the wait raises
         :class:`DeadlineExceededError`.
+
+        ``priority`` is 1 (highest) to 5 (lowest); None takes the queue's default (else 3):
+        among due tasks a claim takes the highest first. ``traceparent`` and ``tracestate``
+        are a W3C trace context the task continues: kept on the task, shown on
+        :meth:`status`, handed to its handler (:attr:`TaskContext.traceparent`). They are
+        sent as the ``traceparent`` and ``tracestate`` headers, so an API server that records
+        OpenTelemetry spans makes its submit span their child (docs/tracing.md).
 
         Returns the answer: ``{"task": ...}``, with ``"replayed": True`` or
         ``"deduplicated": True`` when so (absent otherwise: read them with ``.get``).
@@ -215,22 +244,34 @@ class Client:
             body["timeout"] = v.duration("timeout", timeout)
         if max_attempts is not None:
             body["max_attempts"] = v.positive_int("max_attempts", max_attempts)
+        if priority is not None:
+            body["priority"] = v.priority("priority", priority)
         body.update(
             _drop_none(
                 {"ttl_from": ttl_from, "dedup_key": dedup_key, "parent_id": parent_id, "on_parent_expired": on_parent_expired}
             )
         )
+        headers = _trace_headers(traceparent, tracestate)
         path = "/tasks"
         if wait is not None:
             body["wait"] = v.duration("wait", wait)
             path = "/tasks/wait"  # held waits have a route of their own
-        return cast(TaskReply, self._post(self._qp(path), body, retry=True))
+        return cast(TaskReply, self._t.call("POST", self._qp(path), None, body, retry=True, headers=headers)[1])
 
-    def submit_batch(self, tasks: List[Dict[str, Any]]) -> List[BatchReply_results_item]:
+    def submit_batch(
+        self,
+        tasks: List[Dict[str, Any]],
+        *,
+        traceparent: Optional[str] = None,
+        tracestate: Optional[str] = None,
+    ) -> List[BatchReply_results_item]:
         """Submit up to 500 tasks to this client's queue, one result per task, in order (a
         bad task gets an ``error`` item, the others are still submitted). Each task is a
-        dict as POST /queues/{queue}/tasks takes it; one without ``id`` gets a fresh UUIDv7
-        (the caller's dicts are not changed), and the batch is retried with those ids."""
+        dict as POST /queues/{queue}/tasks takes it (``priority``, ``traceparent`` and
+        ``tracestate`` among its keys); one without ``id`` gets a fresh UUIDv7
+        (the caller's dicts are not changed), and the batch is retried with those ids.
+        ``traceparent`` and ``tracestate`` here are the trace context of every task that
+        names none of its own (sent as the request's headers)."""
         send = []
         for i, t in enumerate(tasks):
             if not isinstance(t, dict):
@@ -239,7 +280,8 @@ class Client:
             t.setdefault("id", new_id())
             v.json_value(f"tasks[{i}]", t)
             send.append(t)
-        reply = self._post(self._qp("/tasks/batch"), {"tasks": send}, retry=True)
+        headers = _trace_headers(traceparent, tracestate)
+        reply = self._t.call("POST", self._qp("/tasks/batch"), None, {"tasks": send}, retry=True, headers=headers)[1]
         return cast(List[BatchReply_results_item], reply["results"])
 
     def status(self, task_id: str) -> Task:
@@ -317,6 +359,22 @@ class Client:
     ) -> List[Claimed]:
         """Lease up to ``max_tasks`` (default 1) due tasks; [] when none. With ``wait`` it
         long-polls up to that long (at most 20s) on POST /queues/{queue}/claim/wait."""
+        return self._claim(
+            task_types=task_types, lease_for=lease_for, worker_id=worker_id, max_tasks=max_tasks, wait=wait
+        )[0]
+
+    def _claim(
+        self,
+        *,
+        task_types: Optional[List[str]] = None,
+        lease_for: Optional[v.Duration] = None,
+        worker_id: Optional[str] = None,
+        max_tasks: Optional[int] = None,
+        wait: Optional[v.Duration] = None,
+    ) -> Tuple[List[Claimed], Optional[float]]:
+        """claim, and the seconds the answer asks to wait before the next claim (a queue's
+        rate limit answers 204 with Retry-After in whole seconds and S3q-Retry-After-Ms in
+        milliseconds, read first), None when it says nothing."""
         body: Dict[str, Any] = {}
         if task_types:
             body["task_types"] = [v.task_type("task_types", t) for t in task_types]
@@ -330,8 +388,9 @@ class Client:
         if wait is not None and v.duration("wait", wait) not in (0, "0s"):
             body["wait"] = v.duration("wait", wait)
             path = "/claim/wait"  # long-polls have a route of their own
-        reply = self._t.once("POST", self._qp(path), None, body, poll="wait" in body, resend=False)[1]
-        return cast(List[Claimed], (reply or {}).get("tasks") or [])
+        answer: Dict[str, str] = {}
+        reply = self._t.once("POST", self._qp(path), None, body, poll="wait" in body, resend=False, answer=answer)[1]
+        return cast(List[Claimed], (reply or {}).get("tasks") or []), _claim_retry_after(answer)
 
     @staticmethod
     def _lease(lease: Lease) -> Dict[str, Any]:
@@ -406,11 +465,23 @@ class Client:
         timeout: Optional[v.Duration] = None,
         ttl: Optional[v.Duration] = None,
         ttl_from: Optional[TTLFrom] = None,
+        priority: Optional[int] = None,
+        max_per_second: Optional[float] = None,
+        burst: Optional[int] = None,
     ) -> Queue:
-        """Declare (create or replace) a queue's settings (PUT /queues/{queue})."""
+        """Declare (create or replace) a queue's settings (PUT /queues/{queue}); ``priority``
+        (1 highest to 5 lowest) is the default of its tasks that give none; ``max_per_second``
+        (fractions allowed) and ``burst`` its rate limit: claims and push deliveries together
+        start at most that many tasks a second (a claim held back answers no task, and the
+        worker waits as long as the answer asks)."""
+        if max_per_second is not None and (isinstance(max_per_second, bool) or not isinstance(max_per_second, (int, float))):
+            raise ArgumentError("max_per_second", f"want a number of tasks a second, not {max_per_second!r}")
         body = _drop_none(
             {
+                "max_per_second": max_per_second,
+                "burst": None if burst is None else v.positive_int("burst", burst),
                 "max_attempts": max_attempts,
+                "priority": None if priority is None else v.priority("priority", priority),
                 "max_concurrency": max_concurrency,
                 "shards": shards,
                 "target": target,
@@ -528,6 +599,7 @@ class Client:
         missed_runs: Optional[MissedRuns] = None,
         overlap: Optional[Overlap] = None,
         catch_up_window: Optional[v.Duration] = None,
+        priority: Optional[int] = None,
     ) -> Dict[str, Any]:
         if not isinstance(cron, str) or not cron.strip():
             raise ArgumentError("cron", "want a cron expression such as '0 9 * * MON-FRI'")
@@ -544,6 +616,8 @@ class Client:
             body["ttl"] = v.duration("ttl", ttl)
         if catch_up_window is not None:
             body["catch_up_window"] = v.duration("catch_up_window", catch_up_window)
+        if priority is not None:
+            body["priority"] = v.priority("priority", priority)
         body.update(
             _drop_none(
                 {
@@ -574,16 +648,18 @@ class Client:
         missed_runs: Optional[MissedRuns] = None,
         overlap: Optional[Overlap] = None,
         catch_up_window: Optional[v.Duration] = None,
+        priority: Optional[int] = None,
     ) -> Schedule:
         """Create cron schedule ``schedule_id`` in this client's queue (``timezone`` an IANA
-        name or a ``zoneinfo.ZoneInfo``; UTC by default). Each fire makes a task whose id derives from (schedule, time).
+        name or a ``zoneinfo.ZoneInfo``; UTC by default). Each fire makes a task whose id derives from (schedule, time),
+        with ``priority`` (1 highest to 5 lowest; None: the queue's default), in a trace of its own.
         ``enabled=False`` creates it paused; ``missed_runs`` ("skip", "catch_up", ...),
         ``overlap`` and ``catch_up_window`` as docs/schedules.md describes them."""
         if not isinstance(schedule_id, str) or not schedule_id:
             raise ArgumentError("schedule_id", "want a schedule id")
         body = self._schedule_body(
             task_type, cron, schedule_id, input, timezone, ttl, ttl_from, max_attempts,
-            enabled, missed_runs, overlap, catch_up_window,
+            enabled, missed_runs, overlap, catch_up_window, priority,
         )
         return cast(Schedule, self._post(self._qp("/schedules"), body, retry=False)["schedule"])
 
@@ -602,11 +678,12 @@ class Client:
         missed_runs: Optional[MissedRuns] = None,
         overlap: Optional[Overlap] = None,
         catch_up_window: Optional[v.Duration] = None,
+        priority: Optional[int] = None,
     ) -> Schedule:
         """Replace a schedule (PUT; creates it when missing)."""
         body = self._schedule_body(
             task_type, cron, None, input, timezone, ttl, ttl_from, max_attempts,
-            enabled, missed_runs, overlap, catch_up_window,
+            enabled, missed_runs, overlap, catch_up_window, priority,
         )
         return cast(Schedule, self._t.call("PUT", self._sp(schedule_id), None, body, retry=True)[1]["schedule"])
 

@@ -17,7 +17,10 @@ A bad argument fails before any request with :class:`ArgumentError` (also a
 
 from __future__ import annotations
 
+import email.utils
 import json
+import math
+import time
 from typing import Dict, Optional, Type
 
 
@@ -162,13 +165,28 @@ def from_answer(status: int, raw: bytes, retry_after: Optional[str] = None) -> A
     if not code:
         code = f"http_{status}"
         message = raw[:200].decode("utf-8", "replace")
-    after: Optional[float] = None
-    if retry_after:
-        try:
-            after = float(int(retry_after))
-        except ValueError:
-            after = None
-    return error_class(status, code, field)(status, code, message, field, after)
+    return error_class(status, code, field)(status, code, message, field, parse_retry_after(retry_after))
+
+
+def parse_retry_after(value: Optional[str], now: Optional[float] = None) -> Optional[float]:
+    """The seconds a Retry-After header asks to wait: a number of seconds or an HTTP date
+    (RFC 9110); None when absent or unreadable. Never negative."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        secs = float(value)
+    except ValueError:
+        pass
+    else:
+        return max(0.0, secs) if math.isfinite(secs) else None
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 def from_item(err: Dict[str, str]) -> APIError:

@@ -559,6 +559,10 @@ class _StatsRequired(TypedDict):
 class Stats(_StatsRequired, total=False):
     """The Stats object of the API."""
 
+    burst: int
+    """How many tasks may start at once after a quiet spell, with max_per_second; absent: one second's worth (max_per_second rounded up), at least 1."""
+    max_per_second: float
+    """The most tasks of the queue started a second, by every claim and push delivery together (fractions allowed: 0.5 is one every 2 seconds); a claim held back answers 204 with Retry-After and S3q-Retry-After-Ms; absent: no limit."""
     oldest_pending_age_seconds: int
     """How long it has waited since."""
     oldest_pending_at: str

@@ -25,7 +25,7 @@ import signal
 import socket
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, TypeVar
+from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
 
 from . import _times
 from ._task import Permanent, Reschedule, TaskContext
@@ -79,7 +79,9 @@ class Worker:
             0 turns long-polling off. Only one thread long-polls at a time, so an idle
             worker costs one long-poll whatever its concurrency. Defaults to 20.
         :param idle_backoff: first pause after a claim error or an empty claim without
-            long-polling; doubles up to ``max_idle_backoff``. Defaults to 1 and 30.
+            long-polling; doubles up to ``max_idle_backoff``. Defaults to 1 and 30. An empty
+            claim whose answer has a ``Retry-After`` (a queue's rate limit holding claims
+            back) pauses that long instead.
         :param shutdown_grace: seconds running handlers may finish after a stop; then their
             ``stopping`` event is set and their tasks handed back. Defaults to 30.
         :param cancel_poll: seconds between reads of a running task (one GET) between
@@ -200,8 +202,8 @@ class Worker:
             prev.result()
 
     def _claim(self) -> Optional[Claimed]:
-        got = self._claim_once(0)
-        if got is not None or self._stop.is_set():
+        got, paused = self._claim_once(0)
+        if got is not None or paused or self._stop.is_set():
             return got
         if self.wait <= 0:
             self._stop.wait(self.idle_backoff)
@@ -214,9 +216,11 @@ class Worker:
             backoff = 0.0
             while not self._stop.is_set():
                 began = time.monotonic()
-                got = self._claim_once(self.wait)
+                got, paused = self._claim_once(self.wait)
                 if got is not None:
                     return got
+                if paused:
+                    continue  # it waited as the answer's Retry-After asked
                 if time.monotonic() - began < self.wait / 2 and not self._stop.is_set():
                     # An API that answers a long-poll early is not asked again in a tight loop.
                     backoff = min(self.max_idle_backoff, backoff * 2 if backoff else self.idle_backoff)
@@ -225,9 +229,12 @@ class Worker:
         finally:
             self._turn.release()
 
-    def _claim_once(self, wait: float) -> Optional[Claimed]:
+    def _claim_once(self, wait: float) -> Tuple[Optional[Claimed], bool]:
+        """One claim of one task, waiting up to ``wait``; and whether it already paused as
+        an empty answer's Retry-After asked (a queue's rate limit answers 204 with one: the
+        next claim waits that long instead of the usual pause)."""
         try:
-            cs = self.client.claim(
+            cs, retry_after = self.client._claim(
                 task_types=sorted(self.handlers),
                 lease_for=self.lease_for,
                 worker_id=self.worker_id,
@@ -237,21 +244,27 @@ class Worker:
         except QueueNotFoundError as e:
             self._fatal = e
             self.stop()
-            return None
+            return None, True
         except BadRequestError as e:
             if wait > 0 and e.field == "wait":
                 log.warning("the API refuses this long-poll; claiming without waiting: %s", e)
                 self.wait = 0
-                return None
+                return None, False
             log.error("claim refused: %s", e)
             self._stop.wait(self.max_idle_backoff)
-            return None
+            return None, False
         except (APIError, OSError) as e:
             if not self._stop.is_set():
                 log.warning("claim failed: %s", e)
-                self._stop.wait(self.idle_backoff)
-            return None
-        return cs[0] if cs else None
+                self._stop.wait(e.retry_after if isinstance(e, APIError) and e.retry_after else self.idle_backoff)
+            return None, False
+        if cs:
+            return cs[0], False
+        if retry_after is not None:
+            log.debug("claim held back (Retry-After %.3gs)", retry_after)
+            self._stop.wait(retry_after)
+            return None, True
+        return None, False
 
     def _run(self, c: Claimed) -> Callable[[], None]:
         """Run one claimed task's handler; return what ends it, for a finisher thread."""

@@ -67,6 +67,18 @@ export function count(name: string, n: number): number {
   return n;
 }
 
+/** A priority argument: an integer (the server checks the range, 1 highest to 5 lowest). */
+export function priority(name: string, n: number): number {
+  if (!Number.isInteger(n)) throw new InvalidArgumentError(name, `${name} must be an integer from 1 (highest) to 5 (lowest), not ${String(n)}`);
+  return n;
+}
+
+/** A string sent as an HTTP header value (the server checks its form). */
+export function headerValue(name: string, s: string): string {
+  if (typeof s !== "string" || /[\r\n\0]/.test(s)) throw new InvalidArgumentError(name, `${name} must be a string of one line, not ${JSON.stringify(s)}`);
+  return s;
+}
+
 /** A non-empty string argument (an id, a name, a token). */
 export function nonEmpty(name: string, s: string): string {
   if (typeof s !== "string" || s === "") throw new InvalidArgumentError(name, `${name} is required`);

@@ -2,8 +2,8 @@
 // method each, with SigV4 when the URL is an AWS one.
 
 import type { components } from "./openapi.js";
-import { count, duration, instant, jsonText, newTaskId, nonEmpty, type Duration, type Instant } from "./args.js";
-import { errorFromAnswer, errorFromCode, InvalidArgumentError, itemStatus, S3qError, UnavailableError } from "./errors.js";
+import { count, duration, headerValue, instant, jsonText, newTaskId, nonEmpty, priority, type Duration, type Instant } from "./args.js";
+import { errorFromAnswer, errorFromCode, InvalidArgumentError, itemStatus, parseRetryAfter, S3qError, UnavailableError } from "./errors.js";
 import { makeSigner, regionFromHost, type AwsCredentialsSource, type Signer } from "./sigv4.js";
 import type {
   Artifact,
@@ -82,6 +82,17 @@ export interface SubmitOptions extends CallOptions {
   maxAttempts?: number;
   /** The lease length of a claim. Defaults to the queue's (5m). */
   timeout?: Duration;
+  /** 1 (highest) to 5 (lowest): among due tasks a claim takes the highest first. Defaults to the queue's, else 3. */
+  priority?: S["SubmitRequest"]["priority"];
+  /**
+   * A W3C traceparent (00-{trace id}-{parent id}-{flags}) the task continues: kept on the
+   * task, shown on get, handed to its handler. A submit sends it as the traceparent header
+   * (an API server that records OpenTelemetry spans makes its submit span its child); a
+   * batch item as its field. Defaults to none.
+   */
+  traceparent?: string;
+  /** A W3C tracestate, with traceparent. Defaults to none. */
+  tracestate?: string;
   /** Wait up to this long (at most 25s) for the task's outcome. Defaults to 0 (no wait). */
   wait?: Duration;
 }
@@ -196,6 +207,12 @@ export interface BulkOptions extends CallOptions {
 
 /** Options of a queue declaration. */
 export interface QueueOptions extends CallOptions {
+  /** The priority of its tasks that give none: 1 (highest) to 5 (lowest). Defaults to 3. */
+  priority?: S["QueueRequest"]["priority"];
+  /** The rate limit: claims and push deliveries together start at most this many tasks a second (fractions allowed). Defaults to none. */
+  maxPerSecond?: number;
+  /** How many tasks may start at once after a quiet spell, with maxPerSecond. Defaults to one second's worth. */
+  burst?: number;
   ttl?: Duration;
   ttlFrom?: TTLFrom;
   maxAttempts?: number;
@@ -226,6 +243,8 @@ export interface ScheduleOptions extends CallOptions {
   catchUpWindow?: Duration;
   /** "skip" does not fire while the previous fire's task is pending or running. Defaults to "allow". */
   overlap?: S["Overlap"];
+  /** The priority of the tasks its fires make: 1 (highest) to 5 (lowest). Defaults to the queue's. */
+  priority?: S["ScheduleRequest"]["priority"];
 }
 
 type Query = Record<string, string | number | boolean | undefined>;
@@ -233,6 +252,8 @@ type Query = Record<string, string | number | boolean | undefined>;
 interface SendOptions {
   params?: Record<string, string>;
   query?: Query;
+  /** Headers sent besides the client's own. */
+  headers?: Record<string, string> | undefined;
   body?: unknown;
   retry?: boolean;
   signal?: AbortSignal | undefined;
@@ -241,6 +262,10 @@ interface SendOptions {
 interface Answer<T> {
   status: number;
   body: T;
+  /** The answer's Retry-After header, null when none. */
+  retryAfter: string | null;
+  /** The answer's S3q-Retry-After-Ms header (the same in milliseconds), null when none. */
+  retryAfterMs: string | null;
 }
 
 /** @internal The state clients made by in() share. */
@@ -290,7 +315,7 @@ class Transport {
     const attempts = o.retry ? Math.max(0, this.retries) + 1 : 1;
     for (let n = 0; ; n++) {
       try {
-        return await this.once<T>(method, url, body, o.signal);
+        return await this.once<T>(method, url, body, o.headers, o.signal);
       } catch (err) {
         if (n + 1 >= attempts || !(err instanceof S3qError) || !err.retryable || o.signal?.aborted) throw err;
         await this.wait(n, err, o.signal);
@@ -298,8 +323,8 @@ class Transport {
     }
   }
 
-  private async once<T>(method: string, url: URL, body: string | undefined, signal: AbortSignal | undefined): Promise<Answer<T>> {
-    let headers: Record<string, string> = { "user-agent": this.ua, accept: "application/json" };
+  private async once<T>(method: string, url: URL, body: string | undefined, extra: Record<string, string> | undefined, signal: AbortSignal | undefined): Promise<Answer<T>> {
+    let headers: Record<string, string> = { ...extra, "user-agent": this.ua, accept: "application/json" };
     if (body !== undefined) headers["content-type"] = "application/json";
     if (this.signer) headers = await (await this.signer)({ method, url, headers, body });
     const ctl = new AbortController();
@@ -333,7 +358,7 @@ class Transport {
         throw new UnavailableError("unavailable", { status: res.status, code: "bad_answer", message: `${method} ${url.pathname}: the answer is not JSON` });
       }
     }
-    return { status: res.status, body: parsed as T };
+    return { status: res.status, body: parsed as T, retryAfter: res.headers.get("retry-after"), retryAfterMs: res.headers.get("s3q-retry-after-ms") };
   }
 
   /** Sleeps before retry n+1: uniformly in [d/2, d) with d = backoff·2^n capped at 20·backoff, or Retry-After within the cap. */
@@ -399,11 +424,16 @@ export class Client {
    */
   async submit(taskType: string, input?: unknown, options: SubmitOptions = {}): Promise<SubmitResult> {
     const body = submitBody(taskType, input, options, "");
+    // The trace context goes as the headers, which the API's span of the submit continues.
+    const headers = traceHeaders(options);
+    delete body.traceparent;
+    delete body.tracestate;
     const wait = options.wait === undefined ? undefined : duration("wait", options.wait);
     if (wait !== undefined) body.wait = wait;
     const waits = wait !== undefined && !isZero(wait);
     const a = await this.t.send<S["TaskReply"]>(waits ? "POST /queues/{queue}/tasks/wait" : "POST /queues/{queue}/tasks", {
       params: { queue: options.queue || this.queue },
+      headers,
       body,
       retry: true,
       signal: options.signal,
@@ -415,14 +445,18 @@ export class Client {
    * Submits up to 500 tasks to one queue in one request: one result per
    * task, in order. As submit, every task gets its id here and the batch
    * (or the items that failed with a retryable error) is retried with them.
+   * options.traceparent and tracestate are the trace context of every item
+   * without its own (sent as the request's headers).
    */
-  async submitBatch(tasks: BatchTask[], options: CallOptions & { queue?: string } = {}): Promise<BatchResult[]> {
+  async submitBatch(tasks: BatchTask[], options: CallOptions & { queue?: string; traceparent?: string; tracestate?: string } = {}): Promise<BatchResult[]> {
     const bodies = tasks.map((t, i) => submitBody(t.taskType, t.input, t, `tasks[${i}].`));
+    const headers = traceHeaders(options);
     const out: BatchResult[] = new Array<BatchResult>(bodies.length);
     let todo = bodies.map((_, i) => i);
     for (let n = 0; ; n++) {
       const a = await this.t.send<S["BatchReply"]>("POST /queues/{queue}/tasks/batch", {
         params: { queue: options.queue || this.queue },
+        headers,
         body: { tasks: todo.map((i) => bodies[i]) },
         retry: true,
         signal: options.signal,
@@ -506,6 +540,16 @@ export class Client {
 
   /** Leases up to maxTasks tasks; an empty array when none was available (within wait). Never retried (a lost answer's lease lapses). */
   async claim(options: ClaimOptions = {}): Promise<Claimed[]> {
+    return (await this.claimHeld(options)).tasks;
+  }
+
+  /**
+   * claim, and how long the answer asks to wait before the next claim, in
+   * milliseconds (a queue's rate limit holding claims back answers 204 with
+   * Retry-After in whole seconds and S3q-Retry-After-Ms, read first);
+   * undefined when it says nothing. The worker's claim.
+   */
+  async claimHeld(options: ClaimOptions = {}): Promise<{ tasks: Claimed[]; retryAfterMs: number | undefined }> {
     const body: S["ClaimRequest"] = {};
     if (options.taskTypes?.length) body.task_types = options.taskTypes;
     if (options.leaseFor !== undefined) body.lease_for = duration("leaseFor", options.leaseFor);
@@ -518,7 +562,9 @@ export class Client {
       body,
       signal: options.signal,
     });
-    return a.status === 204 || !a.body ? [] : a.body.tasks;
+    // S3q-Retry-After-Ms is the precise one (Retry-After is whole seconds, rounded up).
+    const ms = a.retryAfterMs !== null && /^\d+(\.\d+)?$/.test(a.retryAfterMs.trim()) ? Number(a.retryAfterMs.trim()) : parseRetryAfter(a.retryAfter);
+    return { tasks: a.status === 204 || !a.body ? [] : a.body.tasks, retryAfterMs: ms };
   }
 
   /** Extends a lease (by leaseFor, else the task's timeout); the task's cancel_requested asks the worker to stop. */
@@ -590,6 +636,12 @@ export class Client {
     if (options.shards !== undefined) body.shards = count("shards", options.shards);
     if (options.maxConcurrency !== undefined) body.max_concurrency = count("maxConcurrency", options.maxConcurrency);
     if (options.target !== undefined) body.target = options.target;
+    if (options.priority !== undefined) body.priority = priority("priority", options.priority);
+    if (options.maxPerSecond !== undefined) {
+      if (!Number.isFinite(options.maxPerSecond)) throw new InvalidArgumentError("maxPerSecond", `maxPerSecond must be a finite number, not ${options.maxPerSecond}`);
+      body.max_per_second = options.maxPerSecond;
+    }
+    if (options.burst !== undefined) body.burst = count("burst", options.burst);
     const a = await this.t.send<S["QueueReply"]>("PUT /queues/{queue}", { params: { queue: nonEmpty("name", name) }, body, signal: options.signal });
     return { queue: a.body.queue, created: a.status === 201 };
   }
@@ -766,7 +818,18 @@ function submitBody(taskType: string, input: unknown, o: Omit<SubmitOptions, "wa
   if (o.onParentExpired !== undefined) body.on_parent_expired = o.onParentExpired;
   if (o.maxAttempts !== undefined) body.max_attempts = count(name("maxAttempts"), o.maxAttempts);
   if (o.timeout !== undefined) body.timeout = duration(name("timeout"), o.timeout);
+  if (o.priority !== undefined) body.priority = priority(name("priority"), o.priority);
+  if (o.traceparent !== undefined) body.traceparent = headerValue(name("traceparent"), o.traceparent);
+  if (o.tracestate !== undefined) body.tracestate = headerValue(name("tracestate"), o.tracestate);
   return body;
+}
+
+/** The traceparent and tracestate headers of a submit, checked (undefined when neither is given). */
+function traceHeaders(o: { traceparent?: string; tracestate?: string }): Record<string, string> | undefined {
+  const h: Record<string, string> = {};
+  if (o.traceparent !== undefined) h.traceparent = headerValue("traceparent", o.traceparent);
+  if (o.tracestate !== undefined) h.tracestate = headerValue("tracestate", o.tracestate);
+  return Object.keys(h).length > 0 ? h : undefined;
 }
 
 function scheduleBody(o: ScheduleOptions): S["ScheduleRequest"] {
@@ -781,5 +844,6 @@ function scheduleBody(o: ScheduleOptions): S["ScheduleRequest"] {
   if (o.missedRuns !== undefined) body.missed_runs = o.missedRuns;
   if (o.catchUpWindow !== undefined) body.catch_up_window = duration("catchUpWindow", o.catchUpWindow);
   if (o.overlap !== undefined) body.overlap = o.overlap;
+  if (o.priority !== undefined) body.priority = priority("priority", o.priority);
   return body;
 }

@@ -127,9 +127,9 @@ export function itemStatus(code: string): number {
   return 400;
 }
 
-function parseRetryAfter(v: string | null): number | undefined {
+export function parseRetryAfter(v: string | null): number | undefined {
   if (!v) return undefined;
-  if (/^\d+$/.test(v.trim())) return Number(v.trim()) * 1000;
+  if (/^\d+(\.\d+)?$/.test(v.trim())) return Number(v.trim()) * 1000;
   const t = Date.parse(v);
   return Number.isNaN(t) ? undefined : Math.max(0, t - Date.now());
 }

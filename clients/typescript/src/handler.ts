@@ -31,6 +31,16 @@ export interface TaskContext {
   remainingMs(): number | undefined;
   /** True when the signal fired or at most marginMs (default 0) is left until the deadline. */
   shouldAbort(marginMs?: number): boolean;
+  /** The W3C traceparent the task was submitted in (task.traceparent), undefined when none. */
+  traceparent: string | undefined;
+  /** The W3C tracestate the task was submitted in, undefined when none. */
+  tracestate: string | undefined;
+  /**
+   * The task's trace context as headers ({traceparent, tracestate} when it has them, {}
+   * when not): the carrier an OpenTelemetry propagator extracts from, as in
+   * `propagation.extract(context.active(), ctx.traceHeaders)`.
+   */
+  traceHeaders: Record<string, string>;
 }
 
 /**
@@ -67,11 +77,19 @@ export class Reschedule extends Error {
 export function taskContext(task: Task, lease: Lease, signal: AbortSignal): TaskContext {
   const deadline = task.expires_at ? new Date(task.expires_at) : undefined;
   const remainingMs = () => (deadline ? deadline.getTime() - Date.now() : undefined);
+  const traceparent = task.traceparent || undefined;
+  const tracestate = traceparent ? task.tracestate || undefined : undefined;
+  const traceHeaders: Record<string, string> = {};
+  if (traceparent) traceHeaders.traceparent = traceparent;
+  if (tracestate) traceHeaders.tracestate = tracestate;
   return {
     signal,
     lease,
     deadline,
     remainingMs,
+    traceparent,
+    tracestate,
+    traceHeaders,
     shouldAbort(marginMs = 0) {
       if (signal.aborted) return true;
       const left = remainingMs();

@@ -1054,7 +1054,11 @@ export interface components {
         Stats: {
             /** Format: date-time */
             at: string;
+            /** @description how many tasks may start at once after a quiet spell, with max_per_second; absent: one second's worth (max_per_second rounded up), at least 1 */
+            burst?: number;
             counts: components["schemas"]["Counts"];
+            /** @description the most tasks of the queue started a second, by every claim and push delivery together (fractions allowed: 0.5 is one every 2 seconds); a claim held back answers 204 with Retry-After and S3q-Retry-After-Ms; absent: no limit */
+            max_per_second?: number;
             /** @description how long it has waited since */
             oldest_pending_age_seconds?: number;
             /**

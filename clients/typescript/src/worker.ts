@@ -175,8 +175,8 @@ export class Worker {
 
   /** One claimed task, or undefined when the claim found none (or claims stopped). */
   private async claim(types: string[], signal: AbortSignal): Promise<Claimed | undefined> {
-    const c = await this.once(types, 0, signal);
-    if (c || signal.aborted) return c;
+    const first = await this.once(types, 0, signal);
+    if (first.claimed || first.paused || signal.aborted) return first.claimed;
     await this.takeTurn(signal);
     if (signal.aborted) return undefined;
     try {
@@ -184,7 +184,8 @@ export class Worker {
         const wait = this.idle() ? 0 : this.o.waitMs;
         const began = Date.now();
         const got = await this.once(types, wait, signal);
-        if (got) return got;
+        if (got.claimed) return got.claimed;
+        if (got.paused) continue; // it waited as the answer's Retry-After asked
         if (wait <= 0 || Date.now() - began < wait / 2) {
           this.backoff = this.backoff === 0 ? this.o.idleBackoffMs : Math.min(this.backoff * 2, this.o.maxIdleBackoffMs);
           await sleep(this.backoff, signal);
@@ -226,9 +227,15 @@ export class Worker {
     return this.o.idleAfterMs >= 0 && Date.now() - this.lastTask > this.o.idleAfterMs;
   }
 
-  private async once(types: string[], waitMs: number, signal: AbortSignal): Promise<Claimed | undefined> {
+  /**
+   * One claim of one task, waiting up to waitMs; paused when it already
+   * waited as an empty answer's Retry-After asked (a queue's rate limit
+   * answers 204 with one: the next claim comes that long after, instead of
+   * after the usual pause).
+   */
+  private async once(types: string[], waitMs: number, signal: AbortSignal): Promise<{ claimed?: Claimed; paused: boolean }> {
     try {
-      const cs = await this.client.claim({
+      const { tasks: cs, retryAfterMs } = await this.client.claimHeld({
         taskTypes: types,
         leaseFor: this.o.leaseForMs,
         workerId: this.o.workerId,
@@ -236,26 +243,30 @@ export class Worker {
         wait: waitMs > 0 ? waitMs : undefined,
         signal,
       });
-      if (cs.length === 0) return undefined;
+      if (cs.length === 0) {
+        if (retryAfterMs === undefined) return { paused: false };
+        await sleep(retryAfterMs, signal);
+        return { paused: true };
+      }
       this.lastTask = Date.now();
       this.backoff = 0;
-      return cs[0];
+      return { claimed: cs[0]!, paused: false };
     } catch (err) {
-      if (signal.aborted) return undefined;
+      if (signal.aborted) return { paused: true };
       if (err instanceof NotFoundError && err.code === "queue_not_found") {
         this.fatal ??= new Error(`s3q worker: queue ${JSON.stringify(this.client.queue)} is not declared: ${err.message}`, { cause: err });
         this.stopRequested?.();
         this.claims?.abort();
-        return undefined;
+        return { paused: true };
       }
       if (waitMs > 0 && err instanceof S3qError && err.field === "wait") {
         this.noWait = true;
         this.log.warn("the API refuses this long-poll; claiming without waiting from now on", { error: err.message });
-        return undefined;
+        return { paused: false };
       }
       this.log.warn("claim failed", { error: errorMessage(err) });
-      await sleep(this.o.idleBackoffMs, signal);
-      return undefined;
+      await sleep(err instanceof S3qError && err.retryAfterMs ? err.retryAfterMs : this.o.idleBackoffMs, signal);
+      return { paused: false };
     }
   }
 

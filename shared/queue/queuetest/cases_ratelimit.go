@@ -269,6 +269,57 @@ func runRateLimit(t *testing.T, f Factory) {
 		}
 	})
 
+	t.Run("a_process_that_lost_a_race_reads_the_state_before_it_tries_and_spreads_its_waits", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		e.declare(queues.Declaration{Name: "raced", MaxPerSecond: ptrTo(2.0), Burst: ptrTo(1)}, t0) // one every 500ms
+		for i := range 5 {
+			e.submit(queue.SubmitRequest{Queue: "raced", Input: jsonOf(i)}, t0)
+		}
+		a := e.reopen()
+		counting := store.NewCounting(e.s)
+		b := e.open(counting)
+		claim := func(q *queue.Queue, now time.Time) (int, time.Duration) {
+			t.Helper()
+			cs, err := q.Claim(ctx, queue.ClaimRequest{Queue: "raced", LeaseFor: time.Hour}, now)
+			var rl *queue.RateLimitedError
+			if errors.As(err, &rl) {
+				return 0, rl.RetryAfter
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(cs), 0
+		}
+		at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+		if n, _ := claim(b, at(1000)); n != 1 {
+			t.Fatalf("b's first claim: %d tasks", n)
+		}
+		if n, _ := claim(a, at(1500)); n != 1 {
+			t.Fatalf("a's claim: %d tasks", n)
+		}
+		// b still remembers the state before a's start: it tries, loses
+		// the race, reads the state and is held back until 2000ms, plus
+		// up to one interval at random.
+		n, wait := claim(b, at(1500))
+		if n != 0 || wait < 500*time.Millisecond || wait >= time.Second {
+			t.Fatalf("b after losing: %d tasks, wait %s; want held back 500ms to 1s", n, wait)
+		}
+		if n, _ := claim(a, at(2000)); n != 1 {
+			t.Fatalf("a's second claim: %d tasks", n)
+		}
+		// Contended now: b reads the state before it lists, sees a's start
+		// and neither lists nor writes.
+		before := counting.Counts()
+		n, wait = claim(b, at(2000))
+		if c := counting.Counts().Sub(before); n != 0 || c.Get != 1 || c.Put != 0 || c.List != 0 {
+			t.Fatalf("b at 2000ms: %d tasks, %s; want one GET and nothing else", n, c)
+		}
+		if wait < 500*time.Millisecond || wait >= time.Second {
+			t.Fatalf("b at 2000ms: wait %s; want 500ms to 1s", wait)
+		}
+	})
+
 	t.Run("max_concurrency_still_applies_under_a_rate_limit", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, f)
