@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store"
@@ -279,6 +280,75 @@ func runRateLimitAttack(t *testing.T, f Factory) {
 		wg.Wait()
 		if started["limited"] != 0 || started["free"] != 4 || started["limited2"] != 1 {
 			t.Fatalf("started %v; want limited 0, free 4, limited2 1", started)
+		}
+	})
+
+	t.Run("a_push_queue_whose_tasks_workers_also_claim_counts_both_in_one_limit", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		e.declare(queues.Declaration{Name: "pushed", MaxPerSecond: ptrTo(1.0), Burst: ptrTo(2),
+			Target: &queues.Target{URL: "https://example.com/hook", Secret: "/s3q/hook"}}, t0)
+		for i := range 6 {
+			e.submit(queue.SubmitRequest{Queue: "pushed", Input: jsonOf(i)}, t0)
+		}
+		// The dispatcher (one process) and two workers' API containers
+		// claim at once, as fast as they can.
+		now := t0.Add(time.Second)
+		procs := []*queue.Queue{e.q, e.reopen(), e.reopen()}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		started := 0
+		for _, q := range procs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cs, err := q.Claim(ctx, queue.ClaimRequest{Queue: "pushed", LeaseFor: time.Hour, MaxTasks: 3}, now)
+				var rl *queue.RateLimitedError
+				if err != nil && !errors.As(err, &rl) {
+					t.Errorf("claim: %v", err)
+				}
+				mu.Lock()
+				started += len(cs)
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		if started > 2 {
+			t.Fatalf("%d tasks started at once; the burst is 2", started)
+		}
+	})
+
+	t.Run("a_sweep_of_a_flooded_limited_queue_starts_nothing_and_is_not_held_back", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		e.declare(queues.Declaration{Name: "flood", MaxPerSecond: ptrTo(0.001), Burst: ptrTo(1)}, t0)
+		for i := range 20 {
+			e.submit(queue.SubmitRequest{Queue: "flood", Input: jsonOf(i), TTL: check.Dur("5m")}, t0)
+		}
+		lapsed := e.claim(queue.ClaimRequest{Queue: "flood", LeaseFor: time.Minute}, t0.Add(time.Second))
+		if len(lapsed) != 1 {
+			t.Fatalf("first claim: %d tasks", len(lapsed))
+		}
+		etag := func() string {
+			obj, err := e.s.Get(ctx, queue.RateKey("flood"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return obj.ETag
+		}
+		before := etag()
+		// The deadlines pass, the lease lapses: the sweep expires every
+		// task, the 19 the limit holds back and the started one alike, and
+		// writes nothing to the rate state (a start is a claim's).
+		rep, err := e.reopen().Sweep(ctx, t0.Add(10*time.Minute), queue.SweepOptions{Publisher: &recorder{}})
+		if err != nil || rep.Expired != 20 {
+			t.Fatalf("sweep: %+v, %v; want the 20 tasks expired", rep, err)
+		}
+		if after := etag(); after != before {
+			t.Fatal("the sweep wrote the rate state")
+		}
+		if running := e.list(queue.ListRequest{Queue: "flood", Status: queue.StatusRunning, Limit: 30}); len(running) != 0 {
+			t.Fatalf("the sweep started %d tasks", len(running))
 		}
 	})
 }
