@@ -164,9 +164,10 @@ func runRateLimitAttack(t *testing.T, f Factory) {
 		if _, err := other.Claim(ctx, queue.ClaimRequest{Queue: "wiped", LeaseFor: time.Hour, MaxTasks: 8}, now); !errors.As(err, &rl) {
 			t.Fatalf("fresh process again: %v; want held back", err)
 		}
-		// Never stalled: once the waits are over both processes start
-		// tasks again, one a second.
-		for i, q := range []*queue.Queue{e.q, other} {
+		// Never stalled: once the waits are over, processes that never
+		// saw the state (restarted containers: none remembers a version
+		// to swap) start tasks again, one a second, and so do the others.
+		for i, q := range []*queue.Queue{e.reopen(), e.reopen(), e.q, other} {
 			at := now.Add(time.Duration(4+i) * time.Second)
 			if cs, err := q.Claim(ctx, queue.ClaimRequest{Queue: "wiped", LeaseFor: time.Hour}, at); err != nil || len(cs) != 1 {
 				t.Fatalf("process %d at +%ds: %d tasks, %v; want 1", i, 4+i, len(cs), err)
