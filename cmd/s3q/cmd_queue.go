@@ -21,7 +21,7 @@ type queueFlags struct {
 	fs                                   *flag.FlagSet
 	ttlFrom, lambda, url, secret         string
 	maxAttempts, shards, maxConcurrency  int
-	priority, burst                      int
+	priority, burst, maxSchedules        int
 	maxPerSecond                         float64
 	noRateLimit                          bool
 	ttl, timeout                         durationFlag
@@ -40,6 +40,7 @@ func (f *queueFlags) define(fs *flag.FlagSet) {
 	fs.IntVar(&f.shards, "shards", 0, "index prefixes of the queue, 1-16, fixed at creation (default the deployment's)")
 	fs.IntVar(&f.maxConcurrency, "max-concurrency", 0, "most tasks of the queue running at once, 1-1000 (0: no limit)")
 	fs.IntVar(&f.priority, "priority", 0, "default priority of the queue's tasks, 1 (highest) to 5 (lowest) (default 3)")
+	fs.IntVar(&f.maxSchedules, "max-schedules", 0, "most schedules that fire into the queue, 1-10000; one more is refused, too_many_schedules (default 100)")
 	fs.Float64Var(&f.maxPerSecond, "max-per-second", 0, "most tasks of the queue started a `rate` per second, by every worker and push delivery together, 0.001-1000, fractions allowed (0.5: one every 2s)")
 	fs.IntVar(&f.burst, "burst", 0, "with --max-per-second: tasks that may start at once after a quiet spell, 1-1000 (default max-per-second rounded up)")
 	fs.BoolVar(&f.noRateLimit, "no-rate-limit", false, "update: remove the rate limit (--max-per-second and --burst)")
@@ -79,6 +80,8 @@ func (f *queueFlags) overlay(d *queues.Declaration) {
 			d.MaxConcurrency = f.maxConcurrency
 		case "priority":
 			d.Priority = f.priority
+		case "max-schedules":
+			d.MaxSchedules = f.maxSchedules
 		case "max-per-second":
 			d.MaxPerSecond = ptr(f.maxPerSecond)
 		case "burst":
@@ -111,8 +114,8 @@ func queueCommand() *command {
 	return &command{
 		name: "queue", args: "SUBCOMMAND [NAME]", summary: "declare, list, show, update and delete queues",
 		subFlags: map[string][]string{
-			"create": {"ttl", "ttl-from", "max-attempts", "timeout", "shards", "max-concurrency", "priority", "max-per-second", "burst", "target-lambda", "target-url", "target-secret"},
-			"update": {"ttl", "ttl-from", "max-attempts", "timeout", "max-concurrency", "priority", "max-per-second", "burst", "no-rate-limit", "target-lambda", "target-url", "target-secret", "no-target", "no-ttl", "no-timeout", "no-max-attempts"},
+			"create": {"ttl", "ttl-from", "max-attempts", "timeout", "shards", "max-concurrency", "priority", "max-schedules", "max-per-second", "burst", "target-lambda", "target-url", "target-secret"},
+			"update": {"ttl", "ttl-from", "max-attempts", "timeout", "max-concurrency", "priority", "max-schedules", "max-per-second", "burst", "no-rate-limit", "target-lambda", "target-url", "target-secret", "no-target", "no-ttl", "no-timeout", "no-max-attempts"},
 			"list":   {"limit", "cursor", "no-counts"}, "show": nil, "delete": nil, "pause": nil, "resume": nil,
 		},
 		details: `A queue is declared before tasks are submitted to it (unless the deployment
@@ -132,6 +135,10 @@ Subcommands:
   resume NAME            undo pause
   delete NAME            delete it; refused while it holds pending or running tasks
                          (empty it first with 's3q purge -q NAME --status pending')
+
+--max-schedules bounds the schedules that fire into the queue (s3q schedule
+create past it is refused, too_many_schedules), so that one queue's schedules
+cannot crowd out another's fires.
 
 Counts come from the queue's indexes: live (pending or running), delayed (not
 yet available), with --max-concurrency running (slots held), and failed,
@@ -153,6 +160,7 @@ Examples:
   s3q queue update emails --max-concurrency 20 --no-ttl --no-max-attempts
   s3q queue create hooks-api --max-per-second 10 --burst 5
   s3q queue update hooks-api --no-rate-limit
+  s3q queue update reports --max-schedules 500
   s3q queue pause emails
   s3q queue list --no-counts -o json`,
 		flags: r.qf.define,
@@ -343,6 +351,13 @@ func settingDiffs(have, want queues.Declaration, shardsGiven bool) (diffs, updat
 		}
 	}
 	differ("rate limit", rateString(have.MaxPerSecond, have.Burst), rateString(want.MaxPerSecond, want.Burst), rateFlags...)
+	maxSchedules := func(n int) string { // 0 is the default, which the server fills in
+		if n == 0 {
+			n = queues.DefaultMaxSchedules
+		}
+		return strconv.Itoa(n)
+	}
+	differ("max_schedules", maxSchedules(have.MaxSchedules), maxSchedules(want.MaxSchedules), "--max-schedules "+maxSchedules(want.MaxSchedules))
 	var targetFlags []string
 	switch t := want.Target; {
 	case t == nil:
@@ -459,6 +474,9 @@ func printQueue(w io.Writer, q client.QueueInfo) {
 	}
 	if q.Priority > 0 {
 		row("priority", strconv.Itoa(q.Priority))
+	}
+	if q.MaxSchedules > 0 {
+		row("max_schedules", strconv.Itoa(q.MaxSchedules))
 	}
 	if q.MaxPerSecond != nil {
 		row("rate_limit", rateString(q.MaxPerSecond, q.Burst))

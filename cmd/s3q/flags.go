@@ -13,7 +13,7 @@ import (
 // flagExamples are examples of a valid value for flags whose type does not
 // say enough; flagExample falls back on the type.
 var flagExamples = map[string]string{
-	"max-attempts": "5", "limit": "100", "concurrency": "4", "max-concurrency": "10", "shards": "4", "priority": "1",
+	"max-attempts": "5", "limit": "100", "concurrency": "4", "max-concurrency": "10", "shards": "4", "priority": "1", "max-schedules": "500",
 	"cron": "'0 2 * * *'", "timezone": "Europe/Berlin", "output": "json", "o": "json", "set": "task_id=ID",
 	"ttl-from": "first_attempt", "missed-runs": "catch_up", "overlap": "skip", "status": "failed",
 }

@@ -209,3 +209,28 @@ func TestInvokeRunsAFunctionWithASampleEvent(t *testing.T) {
 		t.Fatalf("unknown function: %d %s", code, errOut)
 	}
 }
+
+// s3q worker --exec hands the command the trace context the task was
+// submitted in (s3q submit --traceparent/--tracestate) as TRACEPARENT and
+// TRACESTATE.
+func TestWorkerExecGetsTheSubmitsTraceContext(t *testing.T) {
+	url := apiURL(t)
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	out, errOut, code := cli(t, url, "submit", "-t", "traced", "--traceparent", tp, "--tracestate", "vendor=abc", "-o", "json")
+	var res struct {
+		Task queue.Task `json:"task"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 {
+		t.Fatalf("submit (%d): %v %s", code, err, errOut)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	var wout, werr bytes.Buffer
+	if code := run(ctx, []string{"worker", "--url", url, "--type", "traced", "--exec", `printf '"%s|%s"' "$TRACEPARENT" "$TRACESTATE"`}, strings.NewReader(""), &wout, &werr); code != 0 {
+		t.Fatalf("worker exit %d: %s", code, werr.String())
+	}
+	got, _, _ := cli(t, url, "status", res.Task.ID, "-o", "json")
+	if !strings.Contains(got, `"output": "`+tp+`|vendor=abc"`) {
+		t.Fatalf("the command did not get the trace context:\n%s\nworker log:\n%s", got, werr.String())
+	}
+}

@@ -186,3 +186,51 @@ func TestQueueHelpNamesTheShardLimit(t *testing.T) {
 		t.Errorf("queue --help does not say %q:\n%s", want, out)
 	}
 }
+
+// --max-schedules declares the queue's max_schedules: the schedule past it
+// is refused (too_many_schedules, exit 4), an update raises it and keeps
+// the rest (the queue's priority too), and a create of the queue with
+// other settings names the update that would make them.
+func TestQueueMaxSchedulesFlag(t *testing.T) {
+	url := scheduleAPIURL(t)
+	if out, _, code := cli(t, "", "queue", "--help"); code != 0 || !strings.Contains(out, "-max-schedules") || !strings.Contains(out, "too_many_schedules") {
+		t.Fatalf("queue --help (%d) does not document --max-schedules:\n%s", code, out)
+	}
+	out, errOut, code := cli(t, url, "queue", "create", "reports", "--max-schedules", "2", "--priority", "2", "-o", "json")
+	var got struct {
+		Queue struct {
+			MaxSchedules int `json:"max_schedules"`
+			Priority     int `json:"priority"`
+		} `json:"queue"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || got.Queue.MaxSchedules != 2 || got.Queue.Priority != 2 {
+		t.Fatalf("create --max-schedules 2 --priority 2 (%d): %s %s", code, out, errOut)
+	}
+	schedule := func(name string) (string, int) {
+		_, errOut, code := cli(t, url, "-q", "reports", "schedule", "create", name, "--cron", "0 2 * * *", "-t", "report.build")
+		return errOut, code
+	}
+	for _, name := range []string{"a", "b"} {
+		if errOut, code := schedule(name); code != 0 {
+			t.Fatalf("schedule %s (%d): %s", name, code, errOut)
+		}
+	}
+	if errOut, code := schedule("c"); code != 4 || !strings.Contains(errOut, "too_many_schedules") {
+		t.Fatalf("a third schedule past --max-schedules 2 (%d): %s", code, errOut)
+	}
+	out, errOut, code = cli(t, url, "queue", "update", "reports", "--max-schedules", "3")
+	if code != 0 || !strings.Contains(out, "max_schedules:  3") || !strings.Contains(out, "priority:       2") {
+		t.Fatalf("update --max-schedules 3 keeps the priority (%d):\n%s %s", code, out, errOut)
+	}
+	if errOut, code := schedule("c"); code != 0 {
+		t.Fatalf("a third schedule under --max-schedules 3 (%d): %s", code, errOut)
+	}
+	_, errOut, code = cli(t, url, "queue", "create", "reports")
+	if code != 4 || !strings.Contains(errOut, "max_schedules 3, not 100") || !strings.Contains(errOut, "priority 2, not none") ||
+		!strings.Contains(errOut, "s3q queue update reports --priority 3 --max-schedules 100") {
+		t.Fatalf("create of the queue with other settings (%d): %s", code, errOut)
+	}
+	if _, errOut, code := cli(t, url, "queue", "create", "reports2", "--max-schedules", "10001"); code != 2 || !strings.Contains(errOut, "max_schedules") {
+		t.Fatalf("--max-schedules 10001 (%d): %s", code, errOut)
+	}
+}

@@ -56,7 +56,8 @@ func TestBlocks(t *testing.T) {
 // repository, and none of them points outside it.
 func TestDocLinksResolve(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	files = append(files, filepath.Join(root, "README.md"), filepath.Join(root, "infra", "README.md"))
+	files = append(files, filepath.Join(root, "README.md"), filepath.Join(root, "infra", "README.md"),
+		filepath.Join(root, "clients", "python", "README.md"), filepath.Join(root, "clients", "typescript", "README.md"))
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/s3q/s3q/shared/api"
 	"github.com/s3q/s3q/shared/schedule"
+	"github.com/s3q/s3q/shared/store/memstore"
 )
 
 // newTracedEnv is newEnvEveryRoute with an API that records its spans in
@@ -107,5 +109,38 @@ func TestASubmitsTasksContinueTheSubmitsSpan(t *testing.T) {
 	task := e.do("GET", "/queues/default/tasks/"+str(r.body, "fire.task_id"), "")
 	if tp := str(task.body, "task.traceparent"); tp == "" || strings.Contains(tp, "4bf92f3577b34da6a3ce929d0e0e4736") {
 		t.Fatalf("a fire's task has traceparent %q, want a new trace", tp)
+	}
+}
+
+// A 5xx answer's span has an error status (the cause, which the answer
+// does not show), a panic's too; a 4xx's does not (the caller's mistake).
+func TestAServerErrorsSpanHasAnErrorStatus(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error // nil: the store panics
+	}{
+		{"an_unclassified_store_error", errors.New("AccessDenied")},
+		{"a_panic", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rec := tracetest.NewSpanRecorder()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+			t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+			e := newEnv(t, failingStore{Store: memstore.New(), err: c.err}, api.Options{Logger: discard(), TracerProvider: tp})
+			if r := e.do("GET", "/queues/default/tasks/"+unknownID, ""); r.status != http.StatusInternalServerError {
+				t.Fatalf("%d %s", r.status, r.raw)
+			}
+			s := lastSpan(t, rec)
+			if s.Status().Code != codes.Error || s.Name() != "GET /queues/{queue}/tasks/{id}" {
+				t.Fatalf("span %q status %v", s.Name(), s.Status())
+			}
+		})
+	}
+	e, rec := newTracedEnv(t)
+	if r := e.do("GET", "/queues/default/tasks/"+unknownID, ""); r.status != http.StatusNotFound {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+	if s := lastSpan(t, rec); s.Status().Code != codes.Unset {
+		t.Fatalf("a 404's span has status %v", s.Status())
 	}
 }

@@ -99,6 +99,62 @@ var scenarios = map[string]func(t *testing.T, e *scenarioEnv){
 		}
 		e.await(t, c, res.Task.ID, wire.StatusCancelled)
 	},
+	"priority_claim_order": func(t *testing.T, e *scenarioEnv) {
+		c := e.queue(t)
+		ids := map[int]string{}
+		for _, p := range []int{5, 1, 3, 0} {
+			res, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "s.one", Priority: p}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := p
+			if p == 0 {
+				want = 3 // none given: the default
+			}
+			if res.Task.Priority != want {
+				t.Fatalf("submit with priority %d shows %d", p, res.Task.Priority)
+			}
+			ids[p] = res.Task.ID
+		}
+		for _, p := range []int{1, 3, 0, 5} {
+			cs, err := c.Claim(ctx, client.ClaimRequest{WorkerID: "w", MaxTasks: 1})
+			if err != nil || len(cs) != 1 || cs[0].Task.ID != ids[p] {
+				t.Fatalf("the claim for priority %d got %+v %v", p, cs, err)
+			}
+		}
+	},
+	"trace_context_reaches_handler": func(t *testing.T, e *scenarioEnv) {
+		const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+		c := e.queue(t)
+		traced, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "s.trace", Traceparent: tp, Tracestate: "vendor=abc"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err := c.Submit(ctx, client.SubmitRequest{SubmitRequest: wire.SubmitRequest{TaskType: "s.trace"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := c.Get(ctx, traced.Task.ID); err != nil || got.Traceparent != tp || got.Tracestate != "vendor=abc" {
+			t.Fatalf("status: %+v %v", got, err)
+		}
+		seen := make(chan [3]string, 2)
+		w := worker.New(c, worker.Options{Queue: c.Queue(), Wait: time.Second, Logger: quiet})
+		w.Handle("s.trace", func(ctx context.Context, task *worker.Task) (json.RawMessage, error) {
+			p, s := worker.TraceContext(ctx)
+			seen <- [3]string{task.ID, p, s}
+			return nil, nil
+		})
+		stop := e.run(t, w)
+		defer stop()
+		got := map[string][2]string{}
+		for range 2 {
+			s := <-seen
+			got[s[0]] = [2]string{s[1], s[2]}
+		}
+		if got[traced.Task.ID] != [2]string{tp, "vendor=abc"} || got[plain.Task.ID] != [2]string{} {
+			t.Fatalf("the handlers saw %v", got)
+		}
+	},
 	"ttl_expiry": func(t *testing.T, e *scenarioEnv) {
 		c := e.queue(t)
 		ttl := client.Duration(time.Second)

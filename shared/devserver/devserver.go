@@ -271,7 +271,7 @@ Try it:
   curl -s -X POST %[1]s/queues/default/tasks/ID/complete -d '{"lease_token":"TOKEN","output":{"ok":true}}'
   curl -s '%[1]s/queues/default/tasks?status=completed'
   curl -s -X PUT %[1]s/queues/emails -d '{"ttl":"1h","max_concurrency":4}'   # queues auto-declare here
-  curl -s -X POST %[1]s/queues/default/tasks -d '{"task_type":"hello","ttl":"5s"}'   # expires at the next sweep after 5s
+  curl -s -X POST %[1]s/queues/default/tasks -d '{"task_type":"hello","ttl":"5s"}'   # reads expired once its 5s pass (no sweep needed)
   curl -s '%[1]s/events?limit=10'
 
 `, baseURL, storage, queue.FormatDuration(tick))

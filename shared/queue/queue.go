@@ -314,8 +314,9 @@ func encode(t *Task) ([]byte, error) {
 // once the record's write has landed, each one cur has and next does not
 // need is removed (best effort: one left behind is a stale hint, which
 // the next reader that meets it repairs), when at says (a side record
-// whose key the task may write again, in line always). A create is a commit from the
-// zero Task with etag "": the record is written only if absent.
+// whose key the task may write again, in line always). A create is a
+// commit from the zero Task with etag "": the record is written only if
+// absent.
 //
 // A lost race returns store.ErrPrecondition with the record unchanged; a
 // side record written for it is left as a stale hint (never removed
@@ -408,8 +409,9 @@ const (
 	// returns: every transition's but a lease operation's (the sweep's
 	// and the others': nobody waits on them).
 	cleanInline cleanAt = iota
-	// cleanAfter runs them all at once after it returns when the Queue
-	// has Options.BackgroundCleanup, else in line.
+	// cleanAfter runs them all at once, in the background, after it
+	// returns (Flush waits for them): a lease operation's under
+	// Options.BackgroundCleanup (leaseCleanup).
 	cleanAfter
 )
 

@@ -59,6 +59,16 @@ func (s *Server) Store(prefix string) *s3store.Store {
 	return s3store.New(s.client, s.Bucket, prefix)
 }
 
+// StoreInBucket returns a store on a bucket of its own, bucket, made
+// (with versioning on) if it does not exist, whose keys all live under
+// prefix.
+func (s *Server) StoreInBucket(ctx context.Context, bucket, prefix string) (*s3store.Store, error) {
+	if err := createVersionedBucket(ctx, s.client, bucket); err != nil {
+		return nil, fmt.Errorf("%s: bucket %s: %w", s.Name, bucket, err)
+	}
+	return s3store.New(s.client, bucket, prefix), nil
+}
+
 // Close stops the server and removes whatever it stored. It is safe to call
 // more than once.
 func (s *Server) Close() error {

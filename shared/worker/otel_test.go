@@ -11,12 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/s3q/s3q/shared/api"
 	"github.com/s3q/s3q/shared/api/openapitest"
@@ -274,5 +276,43 @@ func TestTheGoClientCarriesTheTraceOfItsContextIntoTheTasksItSubmits(t *testing.
 		if s.SpanContext().TraceID() != traceID {
 			t.Fatalf("span %q is in trace %v, want the caller's %v", s.Name(), s.SpanContext().TraceID(), traceID)
 		}
+	}
+}
+
+// With no TracerProvider in the options the global one records: the
+// API's requests, a Worker's runs and a Lambda push target's invocations
+// (LambdaHandler, whose failed run's span has an error status).
+func TestTheGlobalProviderIsTheDefault(t *testing.T) {
+	tp, rec := tracing(t)
+	otel.SetTracerProvider(tp)
+	t.Cleanup(func() { otel.SetTracerProvider(noop.NewTracerProvider()) })
+	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+	c, _ := setup(t)
+	id := submit(t, c, wire.SubmitRequest{TaskType: "pulled", Traceparent: parent})
+	w := worker.New(c, fastOpts())
+	w.Handle("pulled", func(context.Context, *worker.Task) (json.RawMessage, error) { return nil, nil })
+	runUntil(t, w, status(t, c, id))
+	// The API records too (the global provider): the run's parent is its submit span.
+	submitSpan := spanNamed(t, rec, "POST /queues/{queue}/tasks")
+	if s := spanNamed(t, rec, "s3q.run pulled"); s.Parent().SpanID() != submitSpan.SpanContext().SpanID() || s.SpanContext().TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" {
+		t.Fatalf("the pulled run's span has parent %v", s.Parent())
+	}
+
+	h := worker.LambdaHandler(map[string]worker.Handler{
+		"pushed": func(context.Context, *worker.Task) (json.RawMessage, error) { return nil, nil },
+		"broken": func(context.Context, *worker.Task) (json.RawMessage, error) { return nil, errors.New("no ink") },
+	})
+	for _, tt := range []string{"pushed", "broken"} {
+		p := pushOf(tt, time.Now().Add(time.Hour))
+		p.Task.Traceparent = parent
+		_, _ = h(bg, p)
+	}
+	ok, failed := spanNamed(t, rec, "s3q.run pushed"), spanNamed(t, rec, "s3q.run broken")
+	if ok.Parent().SpanID().String() != "00f067aa0ba902b7" || ok.Status().Code != codes.Unset || attr(ok, "s3q.outcome").AsString() != "completed" {
+		t.Fatalf("the pushed run's span: parent %v status %v outcome %q", ok.Parent(), ok.Status(), attr(ok, "s3q.outcome").AsString())
+	}
+	if failed.Status().Code != codes.Error || failed.Status().Description != "no ink" {
+		t.Fatalf("the failed push run's span has status %v", failed.Status())
 	}
 }

@@ -466,11 +466,20 @@ class Client:
         ttl: Optional[v.Duration] = None,
         ttl_from: Optional[TTLFrom] = None,
         priority: Optional[int] = None,
+        max_per_second: Optional[float] = None,
+        burst: Optional[int] = None,
     ) -> Queue:
         """Declare (create or replace) a queue's settings (PUT /queues/{queue}); ``priority``
-        (1 highest to 5 lowest) is the default of its tasks that give none."""
+        (1 highest to 5 lowest) is the default of its tasks that give none; ``max_per_second``
+        (fractions allowed) and ``burst`` its rate limit: claims and push deliveries together
+        start at most that many tasks a second (a claim held back answers no task, and the
+        worker waits as long as the answer asks)."""
+        if max_per_second is not None and (isinstance(max_per_second, bool) or not isinstance(max_per_second, (int, float))):
+            raise ArgumentError("max_per_second", f"want a number of tasks a second, not {max_per_second!r}")
         body = _drop_none(
             {
+                "max_per_second": max_per_second,
+                "burst": None if burst is None else v.positive_int("burst", burst),
                 "max_attempts": max_attempts,
                 "priority": None if priority is None else v.priority("priority", priority),
                 "max_concurrency": max_concurrency,

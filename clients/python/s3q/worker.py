@@ -312,6 +312,10 @@ class Worker:
             return lambda: self._reschedule(cur, r)
         permanent = isinstance(err, Permanent)
         msg = str(err) or type(err).__name__
+        if permanent:
+            log.warning("task %s (%s): failed for good: %s", ctx.id, task["task_type"], msg)
+        else:  # with its traceback: the task keeps only the message (last_error)
+            log.warning("task %s (%s): attempt %s failed: %s", ctx.id, task["task_type"], task.get("attempt"), msg, exc_info=err)
         return lambda: self._quiet(self.client.fail, cur, msg, retryable=not permanent)
 
     def _complete(self, lease: Any, out: Any) -> None:

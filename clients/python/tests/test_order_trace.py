@@ -1,6 +1,6 @@
-"""Priorities, W3C trace context and Retry-After against a fresh `s3q dev` (and, for the
-Retry-After of a held-back claim, a tiny local HTTP server that answers as a rate-limited
-queue does: 204 with Retry-After)."""
+"""Priorities, W3C trace context and a rate-limited queue's held-back claims against a fresh
+`s3q dev`; the Retry-After of a held-back claim, to the millisecond, also against a tiny local
+HTTP server that answers as a rate-limited queue does (204 with Retry-After)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,17 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 from conftest import free_port, wait_for
+from scenario import scenario
 
 import s3q
+from s3q import _times
 from s3q.errors import parse_retry_after
 
 TP = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 TP2 = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 
+@scenario("priority_claim_order")
 def test_claims_take_the_highest_priority_first(client: s3q.Client) -> None:
     ids: Dict[int, str] = {}
     for p in (5, 3, 1, 4, 2):
@@ -57,6 +60,7 @@ def test_a_bad_priority_is_refused_naming_it(client: s3q.Client) -> None:
         client.submit("job", priority=True)
 
 
+@scenario("trace_context_reaches_handler")
 def test_the_trace_context_is_kept_shown_and_handed_to_the_handler(client: s3q.Client) -> None:
     traced = client.submit("traced", {"n": 1}, traceparent=TP, tracestate="vendor=abc")["task"]
     assert traced["traceparent"] == TP and traced["tracestate"] == "vendor=abc"
@@ -95,6 +99,43 @@ def test_a_malformed_traceparent_is_refused_naming_it(client: s3q.Client) -> Non
     with pytest.raises(s3q.ArgumentError) as a:
         client.submit("job", traceparent="00-x\r\nevil: 1")
     assert a.value.argument == "traceparent"
+
+
+def test_a_claim_the_rate_limit_holds_back_answers_no_task_and_how_long_to_wait(client: s3q.Client) -> None:
+    q = client.declare_queue(max_per_second=0.5, burst=1)  # one task every 2 seconds
+    assert q["max_per_second"] == 0.5 and q["burst"] == 1
+    ids = {client.submit("job", {"n": n})["task"]["id"] for n in range(3)}
+    first, after = client._claim(max_tasks=1)
+    assert len(first) == 1 and after is None
+    held, after = client._claim(max_tasks=1)
+    assert held == [] and after is not None and 0 < after <= 2.0, after
+    assert client.claim(max_tasks=1) == []
+    client.complete(first[0]["lease"])
+
+    # The worker waits each Retry-After out and runs the rest: one every 2 seconds.
+    done: List[str] = []
+    w = s3q.Worker(client, wait=0, idle_backoff=0.01, max_idle_backoff=0.01)
+    w.handle("job", lambda task: done.append(task.id))
+    t = threading.Thread(target=w.run, kwargs={"handle_signals": False})
+    t.start()
+    try:
+        wait_for("the two other tasks", lambda: len(done) == 2)
+    finally:
+        w.stop()
+        t.join(30)
+    assert set(done) | {first[0]["task"]["id"]} == ids
+    starts = sorted(_times_of(client, ids))
+    assert all(b - a >= 1.9 for a, b in zip(starts, starts[1:])), starts
+
+
+def _times_of(client: s3q.Client, ids: "set[str]") -> List[float]:
+    """When each task started (started_at, seconds)."""
+    out = []
+    for i in ids:
+        st = _times.parse(client.status(i).get("started_at"))
+        assert st is not None
+        out.append(st.timestamp())
+    return out
 
 
 def test_retry_after_is_read_as_seconds_or_an_http_date() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import http.client
+import logging
 import os
 import pathlib
 import signal
@@ -278,3 +279,33 @@ def test_a_cancel_seen_after_the_handler_returned_keeps_its_output(client: s3q.C
         t.join(30)
     got = client.status(task_id)
     assert got["status"] == "completed" and got["output"] == {"done": True}, got
+
+
+def test_a_failing_handler_is_logged_with_its_traceback(client: s3q.Client, caplog: pytest.LogCaptureFixture) -> None:
+    """docs/clients.md: the worker logs to logging's s3q.worker; a handler's exception with its
+    traceback (the task keeps only the message), a Permanent one without."""
+    w = s3q.Worker(client, concurrency=1)
+
+    @w.task("boom")
+    def boom(task: s3q.TaskContext) -> None:
+        raise RuntimeError("kaput")
+
+    @w.task("bad")
+    def bad(task: s3q.TaskContext) -> None:
+        raise s3q.Permanent("no recipient")
+
+    caplog.set_level(logging.INFO, logger="s3q.worker")
+    t = start(w)
+    try:
+        a = client.submit("boom", {}, max_attempts=1)["task"]["id"]
+        b = client.submit("bad", {})["task"]["id"]
+        wait_for("both failed", lambda: all(client.status(i)["status"] == "failed" for i in (a, b)))
+    finally:
+        w.stop()
+        t.join(30)
+    boom_log = [r for r in caplog.records if a in r.getMessage()]
+    assert len(boom_log) == 1 and "attempt 1 failed: kaput" in boom_log[0].getMessage(), caplog.text
+    assert boom_log[0].exc_info is not None and boom_log[0].exc_info[0] is RuntimeError
+    bad_log = [r for r in caplog.records if b in r.getMessage()]
+    assert len(bad_log) == 1 and "failed for good: no recipient" in bad_log[0].getMessage(), caplog.text
+    assert bad_log[0].exc_info is None

@@ -209,6 +209,10 @@ export interface BulkOptions extends CallOptions {
 export interface QueueOptions extends CallOptions {
   /** The priority of its tasks that give none: 1 (highest) to 5 (lowest). Defaults to 3. */
   priority?: S["QueueRequest"]["priority"];
+  /** The rate limit: claims and push deliveries together start at most this many tasks a second (fractions allowed). Defaults to none. */
+  maxPerSecond?: number;
+  /** How many tasks may start at once after a quiet spell, with maxPerSecond. Defaults to one second's worth. */
+  burst?: number;
   ttl?: Duration;
   ttlFrom?: TTLFrom;
   maxAttempts?: number;
@@ -633,6 +637,11 @@ export class Client {
     if (options.maxConcurrency !== undefined) body.max_concurrency = count("maxConcurrency", options.maxConcurrency);
     if (options.target !== undefined) body.target = options.target;
     if (options.priority !== undefined) body.priority = priority("priority", options.priority);
+    if (options.maxPerSecond !== undefined) {
+      if (!Number.isFinite(options.maxPerSecond)) throw new InvalidArgumentError("maxPerSecond", `maxPerSecond must be a finite number, not ${options.maxPerSecond}`);
+      body.max_per_second = options.maxPerSecond;
+    }
+    if (options.burst !== undefined) body.burst = count("burst", options.burst);
     const a = await this.t.send<S["QueueReply"]>("PUT /queues/{queue}", { params: { queue: nonEmpty("name", name) }, body, signal: options.signal });
     return { queue: a.body.queue, created: a.status === 201 };
   }

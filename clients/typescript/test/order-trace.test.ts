@@ -1,12 +1,13 @@
-// Priorities and W3C trace context against a fresh s3q dev, and the
-// Retry-After of a held-back claim against a tiny local HTTP server that
-// answers as a rate-limited queue does (204 with Retry-After).
+// Priorities, W3C trace context and a rate-limited queue's held-back
+// claims against a fresh s3q dev; the Retry-After of a held-back claim, to
+// the millisecond, also against a tiny local HTTP server that answers as a
+// rate-limited queue does (204 with Retry-After).
 
 import assert from "node:assert/strict";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { after, before, test } from "node:test";
 import { BadRequestError, Client, InvalidArgumentError, Worker, type TaskContext } from "@s3q/client";
-import { eventually, queueName, startDev, type Dev } from "./helpers.js";
+import { eventually, queueName, scenario, startDev, type Dev } from "./helpers.js";
 
 const TP = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 const TP2 = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
@@ -20,7 +21,7 @@ after(async () => {
   await Promise.all(workers.map((w) => w.stop()));
 });
 
-test("claims take the highest priority first; a queue's default and a schedule's priority apply", async () => {
+scenario("priority_claim_order", async () => {
   const c = new Client(dev.url, { queue: queueName("prio") });
   const ids = new Map<number, string>();
   for (const p of [5, 3, 1, 4, 2]) ids.set(p, (await c.submit("job", { p }, { priority: p })).task.id);
@@ -34,7 +35,10 @@ test("claims take the highest priority first; a queue's default and a schedule's
   }
   assert.deepEqual(order, [ids.get(1), ids.get(2), ids.get(3), plain.id, ids.get(4), ids.get(5)]);
   assert.equal((await c.get(ids.get(1)!)).priority, 1);
+});
 
+test("a queue's default priority and a schedule's apply", async () => {
+  const c = new Client(dev.url, { queue: queueName("prio") });
   const q = queueName("prio-default");
   const d = c.in(q);
   assert.equal((await c.declareQueue(q, { priority: 2 })).queue.priority, 2);
@@ -51,7 +55,7 @@ test("a bad priority is refused naming it", async () => {
   await assert.rejects(c.submit("job", undefined, { priority: 1.5 }), (e: unknown) => e instanceof InvalidArgumentError && e.field === "priority");
 });
 
-test("the trace context is kept, shown and handed to the handler", async () => {
+scenario("trace_context_reaches_handler", async () => {
   const c = new Client(dev.url, { queue: queueName("trace") });
   const traced = (await c.submit("traced", { n: 1 }, { traceparent: TP, tracestate: "vendor=abc" })).task;
   assert.equal(traced.traceparent, TP);
@@ -77,6 +81,37 @@ test("the trace context is kept, shown and handed to the handler", async () => {
   assert.deepEqual(seen.get(traced.id), { traceparent: TP, tracestate: "vendor=abc", traceHeaders: { traceparent: TP, tracestate: "vendor=abc" } });
   assert.deepEqual(seen.get(plain.id), { traceparent: undefined, tracestate: undefined, traceHeaders: {} });
   assert.equal(seen.get(batch[1]!.task!.id)?.traceparent, TP2);
+});
+
+test("a claim the queue's rate limit holds back answers no task and how long to wait; the worker waits it out", async () => {
+  const name = queueName("limited");
+  const c = new Client(dev.url, { queue: name });
+  const { queue } = await c.declareQueue(name, { maxPerSecond: 0.5, burst: 1 }); // one task every 2 seconds
+  assert.equal(queue.max_per_second, 0.5);
+  assert.equal(queue.burst, 1);
+  const ids = new Set<string>();
+  for (let n = 0; n < 3; n++) ids.add((await c.submit("job", { n })).task.id);
+  const first = await c.claimHeld({ maxTasks: 1 });
+  assert.equal(first.tasks.length, 1);
+  assert.equal(first.retryAfterMs, undefined);
+  const held = await c.claimHeld({ maxTasks: 1 });
+  assert.deepEqual(held.tasks, []);
+  assert.ok(held.retryAfterMs !== undefined && held.retryAfterMs > 0 && held.retryAfterMs <= 2000, `Retry-After ${held.retryAfterMs}ms`);
+  assert.deepEqual(await c.claim({ maxTasks: 1 }), []);
+  await c.complete(first.tasks[0]!.lease);
+
+  const done: string[] = [];
+  const w = new Worker(c, { waitMs: 0, idleBackoffMs: 10, maxIdleBackoffMs: 10, logger: null, stopOnSignals: false });
+  workers.push(w);
+  w.handle("job", (task) => {
+    done.push(task.id);
+  });
+  void w.run();
+  await eventually("the two other tasks", async () => (done.length === 2 ? true : undefined));
+  await w.stop();
+  assert.deepEqual(new Set([...done, first.tasks[0]!.task.id]), ids);
+  const starts = (await Promise.all([...ids].map((id) => c.get(id)))).map((t) => Date.parse(t.started_at!)).sort((a, b) => a - b);
+  for (let i = 1; i < starts.length; i++) assert.ok(starts[i]! - starts[i - 1]! >= 1900, `started ${starts.join(", ")}`);
 });
 
 test("a malformed traceparent is refused naming it", async () => {

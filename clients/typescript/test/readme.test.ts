@@ -66,3 +66,19 @@ test("README: the push block is a push target s3q dev delivers to", async () => 
     p.proc.kill("SIGTERM");
   }
 });
+
+test("docs/clients.md: the queues block declares a rate limit, schedules, refuses bad input by type and cancels a running task", async () => {
+  const d = run("docs-queues");
+  assert.equal(await d.exited, 0, d.output());
+  assert.match(d.output(), /refused: expiresAt/);
+  assert.match(d.output(), /server said: 400 invalid_input priority/);
+  assert.match(d.output(), /now cancelled/);
+  const c = new Client(dev.url, { queue: "reports" });
+  const q = await c.getQueue("reports");
+  assert.deepEqual([q.max_per_second, q.burst], [2, 1]);
+  const fired = (await c.scheduleHistory("nightly").all())[0];
+  assert.ok(fired?.task_id, "the trigger made a task");
+  const t = await c.get(fired.task_id);
+  assert.deepEqual([t.status, t.priority], ["cancelled", 2]);
+  assert.equal((await c.list({ status: "pending" }).all()).length, 2, "the delayed and the scheduled report");
+});

@@ -1,11 +1,14 @@
 package queuetest
 
 import (
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/store"
 )
 
 func runClaim(t *testing.T, f Factory) {
@@ -234,6 +237,117 @@ func runClaim(t *testing.T, f Factory) {
 		e.claimNone(t0.Add(10 * time.Minute))
 		if m := e.markers(); len(m) != 0 {
 			t.Fatalf("old orphan marker kept: %v", m)
+		}
+	})
+}
+
+// runFastClaimCases are the claim cases of runFast (groups.go).
+func runFastClaimCases(t *testing.T, f Factory) {
+
+	t.Run("a_claim_of_a_task_this_process_submitted_makes_no_read", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		c := store.NewCounting(e.s)
+		q := e.open(c)
+		if cs, err := q.Claim(ctx, queue.ClaimRequest{}, t0); err != nil || len(cs) != 0 { // lists the empty queue
+			t.Fatalf("claim of an empty queue: %v %d", err, len(cs))
+		}
+		if _, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "x"}, t0); err != nil {
+			t.Fatal(err)
+		}
+		c.Reset()
+		cs, err := q.Claim(ctx, queue.ClaimRequest{LeaseFor: time.Minute}, t0.Add(100*time.Millisecond))
+		if err != nil || len(cs) != 1 {
+			t.Fatalf("claim: %v %d", err, len(cs))
+		}
+		if got := c.Counts(); got.Get != 0 || got.Put != 1 || got.List != 0 {
+			t.Fatalf("claim made %v, want one PUT: the listing (under a second old) and the record are this process's own", got)
+		}
+	})
+
+	t.Run("a_claim_on_a_stale_cached_record_never_takes_a_task_another_holds", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		id := e.submit(queue.SubmitRequest{}, t0).ID // e.q caches it pending
+		other := e.reopen()
+		theirs, err := other.Claim(ctx, queue.ClaimRequest{LeaseFor: time.Minute}, t0)
+		if err != nil || len(theirs) != 1 {
+			t.Fatalf("other claim: %v %d", err, len(theirs))
+		}
+		if cs := e.claim(queue.ClaimRequest{}, t0.Add(time.Second)); len(cs) != 0 {
+			t.Fatalf("claimed %s, which another process holds", cs[0].Task.ID)
+		}
+		if got := e.get(id); got.LeaseToken != theirs[0].Lease.Token || got.Attempt != 1 {
+			t.Fatalf("task lease %s attempt %d, want the other process's, attempt 1", got.LeaseToken, got.Attempt)
+		}
+	})
+
+	t.Run("a_claim_for_several_tasks_tries_them_at_once_and_gets_them_all", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		for range 5 {
+			e.submit(queue.SubmitRequest{}, t0)
+		}
+		cs := e.reopen()
+		got, err := cs.Claim(ctx, queue.ClaimRequest{MaxTasks: 5, LeaseFor: time.Minute}, t0)
+		if err != nil || len(got) != 5 {
+			t.Fatalf("claim: %v, %d tasks, want 5", err, len(got))
+		}
+		seen := map[string]bool{}
+		for _, c := range got {
+			if seen[c.Task.ID] || c.Task.Status != queue.StatusRunning {
+				t.Fatalf("task %s twice or %s", c.Task.ID, c.Task.Status)
+			}
+			seen[c.Task.ID] = true
+		}
+	})
+}
+
+// runRaceClaimCases are the claim cases of runRace (groups.go).
+func runRaceClaimCases(t *testing.T, f Factory) {
+	t.Run("many_claimers_one_task_exactly_one_wins", func(t *testing.T) {
+		e := newEnv(t, f)
+		for round := 0; round < 3; round++ {
+			now := t0.Add(time.Duration(round) * time.Hour)
+			task := e.submit(queue.SubmitRequest{}, now)
+			var wins atomic.Int32
+			var wg sync.WaitGroup
+			errs := make(chan error, Workers)
+			start := make(chan struct{})
+			for w := 0; w < Workers; w++ {
+				q := e.reopen() // each claimer its own process
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					cs, err := q.Claim(ctx, queue.ClaimRequest{LeaseFor: time.Minute}, now)
+					if err != nil {
+						errs <- err
+						return
+					}
+					for _, c := range cs {
+						if c.Task.ID == task.ID {
+							wins.Add(1)
+						}
+					}
+				}()
+			}
+			close(start)
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatalf("claim: %v", err)
+			}
+			if n := wins.Load(); n != 1 {
+				t.Fatalf("round %d: %d claimers won the task, want exactly 1", round, n)
+			}
+			got := e.get(task.Ref())
+			if got.Attempt != 1 {
+				t.Fatalf("attempt = %d after one winning claim", got.Attempt)
+			}
+			if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: task.Ref(), LeaseToken: got.LeaseToken}, now); err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
 }

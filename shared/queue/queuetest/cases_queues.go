@@ -3,9 +3,9 @@ package queuetest
 import (
 	"bytes"
 	"context"
-	"fmt"
+	"encoding/json"
+	"errors"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,7 +14,408 @@ import (
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store"
+	"github.com/s3q/s3q/shared/store/storefault"
 )
+
+// The attack cases of declared queues: a queue deleted while a process
+// still holds its declaration, declared again (with other shards,
+// refused, or with its own), and markers written by processes that never
+// read the declaration (the deployment's shards): every task is still
+// found by claims, counts and the sweep.
+func runAttackQueues(t *testing.T, f Factory) {
+	for _, required := range []bool{false, true} {
+		name := "auto_declare"
+		if required {
+			name = "declarations_required"
+		}
+		t.Run("tasks_submitted_after_their_queue_was_deleted_are_found_once_it_is_declared_again_"+name, func(t *testing.T) {
+			e := newDeclEnv(t, f, queues.Options{RequireDeclared: required})
+			e.declare(queues.Declaration{Name: "s", Shards: 4}, t0)
+			late := e.reopen() // reads the declaration, then keeps it
+			if _, err := late.Submit(ctx, queue.SubmitRequest{TaskType: "x", Queue: "s"}, t0); err != nil {
+				t.Fatal(err)
+			}
+			c := e.claim(queue.ClaimRequest{Queue: "s", LeaseFor: time.Minute}, t0)
+			if len(c) != 1 {
+				t.Fatalf("claimed %d, want 1", len(c))
+			}
+			if err := completeTask(e.q, c[0].Task.Ref(), c[0].Lease.Token, t0); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.decls.Delete(ctx, "s", t0); err != nil {
+				t.Fatal(err)
+			}
+			// The late process submits with the declaration it read (within
+			// CacheFor): its markers spread over the queue's 4 shards.
+			const n = 12
+			for i := 0; i < n; i++ {
+				if _, err := late.Submit(ctx, queue.SubmitRequest{TaskType: "x", Queue: "s"}, t0.Add(time.Second)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, _, err := e.reopenDecls().Declare(ctx, queues.Declaration{Name: "s", Shards: 2}, t0.Add(time.Minute)); !isField(err, "shards") {
+				t.Fatalf("declaring a deleted queue again with other shards: %v, want a refusal naming shards", err)
+			}
+			d := e.declare(queues.Declaration{Name: "s"}, t0.Add(time.Minute))
+			if d.Shards != 4 {
+				t.Fatalf("declared again with shards %d, want its own 4", d.Shards)
+			}
+			// Every marker is found: counts, then claims of a fresh process.
+			st, err := queues.NewQueue(e.s, e.options()).Stats(ctx, d.Settings(), t0.Add(time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Counts.Live != n {
+				t.Fatalf("stats count %d live tasks, want %d", st.Counts.Live, n)
+			}
+			e.claimAllOf("s", n, t0.Add(time.Minute))
+		})
+	}
+
+	t.Run("markers_written_with_the_deployments_shards_by_processes_that_never_read_the_declaration_are_found", func(t *testing.T) {
+		// The deployment has 1 shard, the queue 8 (and the other way
+		// round); the fail of a process that never read the declaration
+		// puts the retry's marker in the deployment's shards, and readers
+		// must look there too.
+		for _, c := range []struct{ deployment, queue int }{{1, 8}, {8, 1}} {
+			e := newDeclEnv(t, f, queues.Options{Shards: c.deployment})
+			e.declare(queues.Declaration{Name: "s", Shards: c.queue}, t0)
+			const n = 10
+			for i := 0; i < n; i++ {
+				e.submit(queue.SubmitRequest{TaskType: "x", Queue: "s", TTL: check.Dur("2h"), MaxAttempts: 10}, t0)
+			}
+			cs := e.claimAllOf("s", n, t0)
+			for _, cl := range cs {
+				if err := failTask(e.reopen(), cl.Task.Ref(), cl.Lease.Token, t0.Add(time.Second)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.claimAllOf("s", n, t0.Add(time.Hour))
+			// Their leases lapse; a fresh process's claim puts them back
+			// (the deployment's shards again), and the sweep of a fresh
+			// process, past their deadline, must find every one.
+			for _, cl := range e.claimAllOf("s", n, t0.Add(time.Hour+2*time.Minute)) {
+				if err := failTask(e.reopen(), cl.Task.Ref(), cl.Lease.Token, t0.Add(time.Hour+2*time.Minute+time.Second)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.sweep(t0.Add(3*time.Hour), nil)
+			for id, task := range e.records() {
+				if task.Status != queue.StatusExpired {
+					t.Fatalf("deployment shards %d, queue shards %d: after the sweep past its deadline task %s is %s, want expired", c.deployment, c.queue, id, task.Status)
+				}
+			}
+		}
+	})
+
+	t.Run("a_queue_deleted_while_a_claim_holds_its_declaration_gives_no_task_twice", func(t *testing.T) {
+		e := newEnv(t, f)
+		e.declare(queues.Declaration{Name: "d", MaxConcurrency: 1}, t0)
+		claimer := e.reopen()
+		if _, err := claimer.Claim(ctx, queue.ClaimRequest{Queue: "d"}, t0); err != nil {
+			t.Fatal(err)
+		}
+		e.submit(queue.SubmitRequest{TaskType: "x", Queue: "d"}, t0)
+		if err := e.decls.Delete(ctx, "d", t0); !errors.Is(err, queue.ErrQueueNotEmpty) {
+			t.Fatalf("delete of a queue with a pending task: %v, want not empty", err)
+		}
+		got := e.claim(queue.ClaimRequest{Queue: "d", LeaseFor: time.Minute}, t0)
+		if len(got) != 1 {
+			t.Fatalf("claimed %d, want 1", len(got))
+		}
+		if err := e.decls.Delete(ctx, "d", t0); !errors.Is(err, queue.ErrQueueNotEmpty) {
+			t.Fatalf("delete of a queue with a running task: %v, want not empty", err)
+		}
+		if cs, err := claimer.Claim(ctx, queue.ClaimRequest{Queue: "d"}, t0); err != nil || len(cs) != 0 {
+			t.Fatalf("a claim with the declaration cached got %d tasks (%v), want none: the one task runs", len(cs), err)
+		}
+	})
+}
+
+// claimAllOf claims from a fresh process at now until n tasks of queue
+// name are claimed (under one-minute leases), failing if it gets fewer
+// or any twice.
+func (e *env) claimAllOf(name string, n int, now time.Time) []queue.Claimed {
+	e.t.Helper()
+	q := e.reopen()
+	var out []queue.Claimed
+	seen := map[string]bool{}
+	for i := 0; i < 2*n && len(out) < n; i++ {
+		cs, err := q.Claim(ctx, queue.ClaimRequest{Queue: name, LeaseFor: time.Minute, MaxTasks: n}, now)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if len(cs) == 0 {
+			break
+		}
+		for _, c := range cs {
+			if seen[c.Task.ID] {
+				e.t.Fatalf("task %s claimed twice", c.Task.ID)
+			}
+			seen[c.Task.ID] = true
+		}
+		out = append(out, cs...)
+	}
+	if len(out) != n {
+		e.t.Fatalf("claims of %s at %s found %d tasks, want %d", name, now.Format(time.RFC3339), len(out), n)
+	}
+	return out
+}
+
+// isField reports whether err is a *queue.ValidationError naming field.
+func isField(err error, field string) bool {
+	var ve *queue.ValidationError
+	return errors.As(err, &ve) && ve.Field == field
+}
+
+// runAttackTargets races the declarations of one push queue: one that
+// removes its target (or deletes the queue) against one that sets it,
+// the setter running whole between the remover's write and its removal
+// of the index entry. Whichever lands last, a queue whose declaration
+// has a target is in the push queues' index (a dispatcher finds push
+// queues there only).
+func runAttackTargets(t *testing.T, f Factory) {
+	target := &queues.Target{Lambda: "deliver"}
+	for _, remover := range []struct {
+		name string
+		run  func(r *queues.Registry, now time.Time) error
+	}{
+		{"a_declaration_without_its_target", func(r *queues.Registry, now time.Time) error {
+			_, _, err := r.Declare(ctx, queues.Declaration{Name: "push"}, now)
+			return err
+		}},
+		{"its_delete", func(r *queues.Registry, now time.Time) error { return r.Delete(ctx, "push", now) }},
+	} {
+		t.Run("a_target_set_while_"+remover.name+"_removes_its_index_entry_stays_in_the_index", func(t *testing.T) {
+			e := newEnv(t, f)
+			e.declare(queues.Declaration{Name: "push", Target: target}, t0)
+			now := t0.Add(time.Minute)
+			h := &writeHook{Store: e.s, match: queue.TargetKey("push"), op: "delete", hook: func() {
+				if _, _, err := e.reopenDecls().Declare(ctx, queues.Declaration{Name: "push", Target: target}, now.Add(time.Second)); err != nil {
+					t.Errorf("declare with a target: %v", err)
+				}
+			}}
+			_, r := queues.New(h, e.options())
+			if err := remover.run(r, now); err != nil {
+				t.Fatal(err)
+			}
+			wantFired(t, h)
+			e.wantPushQueue(now)
+		})
+		t.Run("a_target_whose_declaration_lands_after_"+remover.name+"_removed_its_index_entry_stays_in_the_index", func(t *testing.T) {
+			// The setter writes its entry, then waits before its
+			// declaration's write until the remover has deleted the entry
+			// and looked at the declaration again.
+			e := newEnv(t, f)
+			e.declare(queues.Declaration{Name: "push", Target: target}, t0)
+			now := t0.Add(time.Minute)
+			atWrite, removed, setterDone := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+			setter := &writeHook{Store: e.s, match: queue.QueueKey("push"), op: "put", hook: func() {
+				close(atWrite)
+				<-removed
+			}}
+			rh := &writeHook{Store: e.s, match: queue.TargetKey("push"), op: "delete", hook: func() {
+				go func() {
+					_, r := queues.New(setter, e.options())
+					_, _, err := r.Declare(ctx, queues.Declaration{Name: "push", Target: target}, now.Add(time.Second))
+					setterDone <- err
+				}()
+				<-atWrite
+			}}
+			_, r := queues.New(rh, e.options())
+			err := remover.run(r, now)
+			close(removed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := <-setterDone; err != nil {
+				t.Fatalf("declare with a target: %v", err)
+			}
+			wantFired(t, rh)
+			e.wantPushQueue(now)
+		})
+	}
+}
+
+// wantPushQueue fails unless queue "push" has a target and is the one
+// entry of the push queues' index.
+func (e *env) wantPushQueue(now time.Time) {
+	t := e.t
+	t.Helper()
+	d, err := e.reopenDecls().Get(ctx, "push", now.Add(time.Minute))
+	if err != nil || d.Target == nil {
+		t.Fatalf("the queue's declaration: %+v, %v: want the target set last", d, err)
+	}
+	var listed []string
+	for te, err := range e.reopenDecls().PushTargets(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed = append(listed, te.Queue)
+	}
+	if len(listed) != 1 || listed[0] != "push" {
+		t.Fatalf("push queues' index lists %v, want [push]: a dispatcher never finds the queue", listed)
+	}
+}
+
+// keyReads is a store that counts the reads of one key.
+type keyReads struct {
+	store.Store
+	key string
+	n   atomic.Int64
+}
+
+func (k *keyReads) Get(ctx context.Context, key string) (store.Object, error) {
+	if key == k.key {
+		k.n.Add(1)
+	}
+	return k.Store.Get(ctx, key)
+}
+
+func (k *keyReads) Head(ctx context.Context, key string) (store.Info, error) {
+	if key == k.key {
+		k.n.Add(1)
+	}
+	return k.Store.Head(ctx, key)
+}
+
+// runAttackCachedLookups: the lease operations and a retry of a process
+// that never read a queue's declaration do not read it (they write
+// markers with the shards they know: LookupCached).
+func runAttackCachedLookups(t *testing.T, f Factory) {
+	t.Run("lease_operations_and_a_retry_never_read_the_queues_declaration", func(t *testing.T) {
+		e := newEnv(t, f)
+		e.declare(queues.Declaration{Name: "c", Shards: 4, MaxConcurrency: 5}, t0)
+		for i := 0; i < 4; i++ {
+			e.submit(queue.SubmitRequest{TaskType: "x", Queue: "c", MaxAttempts: 1, TTL: check.Dur("1h")}, t0)
+		}
+		cs := e.claim(queue.ClaimRequest{Queue: "c", LeaseFor: 10 * time.Minute, MaxTasks: 4}, t0)
+		if len(cs) != 4 {
+			t.Fatalf("claimed %d, want 4", len(cs))
+		}
+		kr := &keyReads{Store: e.s, key: queue.QueueKey("c")}
+		q := e.open(kr)
+		now := t0.Add(time.Second)
+		if _, err := q.Reschedule(ctx, queue.RescheduleRequest{ID: cs[0].Task.Ref(), LeaseToken: cs[0].Lease.Token}, now); err != nil {
+			t.Fatal(err)
+		}
+		if err := failTask(q, cs[1].Task.Ref(), cs[1].Lease.Token, now); err != nil {
+			t.Fatal(err)
+		}
+		if err := completeTask(q, cs[2].Task.Ref(), cs[2].Lease.Token, now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.reopen().Sweep(ctx, now, queue.SweepOptions{}); err != nil { // publishes the dead letter
+			t.Fatal(err)
+		}
+		if _, err := q.Retry(ctx, cs[1].Task.Ref(), now); err != nil {
+			t.Fatal(err)
+		}
+		if n := kr.n.Load(); n != 0 {
+			t.Fatalf("a process that never read queue c's declaration read it %d times in lease operations and a retry", n)
+		}
+		for _, c := range cs[:2] {
+			wantStatus(t, e.get(c.Task.Ref()), queue.StatusPending)
+		}
+	})
+}
+
+// runLostManageQueuesCases are the queues cases of runLostManage (groups.go).
+func runLostManageQueuesCases(t *testing.T, f Factory) {
+	t.Run("a_queue_update_and_delete_whose_answers_were_lost_are_recognised", func(t *testing.T) {
+		e, fs := newLossEnv(t, f)
+		e.declare(queues.Declaration{Name: "a"}, t0)
+		lose(fs, storefault.OpPutIfMatch, "q/a/queue.json")
+		d, created, err := e.decls.Declare(ctx, queues.Declaration{Name: "a", MaxConcurrency: 5}, t0.Add(time.Second))
+		if err != nil || created || d.MaxConcurrency != 5 {
+			t.Fatalf("update: %+v created=%v %v", d, created, err)
+		}
+		wantHits(t, fs, 1)
+		if got, err := e.reopenDecls().Get(ctx, "a", t0.Add(time.Second)); err != nil || got.MaxConcurrency != 5 {
+			t.Fatalf("stored: %+v %v", got, err)
+		}
+		lose(fs, storefault.OpPutIfMatch, "q/a/queue.json")
+		if err := e.decls.Delete(ctx, "a", t0.Add(2*time.Second)); err != nil {
+			t.Fatalf("delete: %v", err)
+		}
+		wantHits(t, fs, 1)
+		if _, err := e.reopenDecls().Get(ctx, "a", t0.Add(2*time.Second)); !errors.Is(err, queue.ErrQueueNotFound) {
+			t.Fatalf("after the delete: %v", err)
+		}
+	})
+}
+
+// runOpsQueuesCases are the queues cases of runOps (groups.go).
+func runOpsQueuesCases(t *testing.T, f Factory) {
+	t.Run("a_paused_queue_takes_submits_gives_no_claims_and_still_expires", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		e.submit(queue.SubmitRequest{}, t0)
+		d, err := e.decls.Pause(ctx, queue.DefaultQueue, t0)
+		if err != nil || !d.Paused || d.PausedAt == nil || !d.PausedAt.Equal(t0) {
+			t.Fatalf("pause: %+v, %v", d, err)
+		}
+		late := e.submit(queue.SubmitRequest{TTL: check.Dur("1m")}, t0.Add(time.Second))
+		e.claimNone(t0.Add(2 * time.Second))
+		// Another process, past its declaration cache, sees the pause too.
+		if cs, err := e.reopen().Claim(ctx, queue.ClaimRequest{MaxTasks: 5}, t0.Add(time.Minute)); err != nil || len(cs) != 0 {
+			t.Fatalf("another process claimed %d tasks of a paused queue (%v)", len(cs), err)
+		}
+		// Changing its settings keeps it paused.
+		if d, _, err := e.decls.Declare(ctx, queues.Declaration{Name: queue.DefaultQueue, MaxAttempts: 5}, t0.Add(time.Minute)); err != nil || !d.Paused {
+			t.Fatalf("declare over a paused queue: paused=%v, %v", d.Paused, err)
+		}
+		e.sweep(t0.Add(3*time.Minute), nil)
+		wantStatus(t, e.get(late.ID), queue.StatusExpired)
+		if again, err := e.decls.Pause(ctx, queue.DefaultQueue, t0.Add(4*time.Minute)); err != nil || !again.PausedAt.Equal(t0) {
+			t.Fatalf("pausing a paused queue: %+v, %v; want it unchanged", again, err)
+		}
+		d, err = e.decls.Resume(ctx, queue.DefaultQueue, t0.Add(5*time.Minute))
+		if err != nil || d.Paused || d.PausedAt != nil {
+			t.Fatalf("resume: %+v, %v", d, err)
+		}
+		got := e.claimOne(t0.Add(5 * time.Minute))
+		wantStatus(t, got.Task, queue.StatusRunning)
+		_, err = e.decls.Pause(ctx, "nope", t0)
+		check.Err(t, err, queue.ErrQueueNotFound)
+	})
+
+	t.Run("stats_count_by_status_and_find_the_oldest_pending_task", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		first := e.submit(queue.SubmitRequest{}, t0)
+		e.submit(queue.SubmitRequest{}, t0.Add(time.Minute))
+		e.submit(queue.SubmitRequest{Delay: check.Dur("1h")}, t0.Add(time.Minute))
+		cancelled := e.submit(queue.SubmitRequest{}, t0.Add(time.Minute))
+		if _, err := e.q.Cancel(ctx, cancelled.Ref(), t0.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		e.submit(queue.SubmitRequest{TTL: check.Dur("0s")}, t0.Add(time.Minute))
+		now := t0.Add(10 * time.Minute)
+		st, err := e.stats(queue.DefaultQueue, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := st.Counts
+		if c.Live != 3 || c.Delayed != 1 || c.Cancelled != 1 || c.Expired != 1 || c.Failed != 0 {
+			t.Fatalf("counts %+v, want live 3, delayed 1, cancelled 1, expired 1", c)
+		}
+		if st.OldestPendingAt == nil || !st.OldestPendingAt.Equal(first.AvailableAt) || *st.OldestPendingAgeSeconds != 600 {
+			t.Fatalf("oldest pending %v (%v s), want %s, 600 s", st.OldestPendingAt, st.OldestPendingAgeSeconds, first.AvailableAt)
+		}
+		if st.Recent.WindowSeconds != 3600 || st.Recent.Cancelled+st.Recent.Expired != 2 {
+			t.Fatalf("recent %+v, want the cancel and the expiry of the last hour", st.Recent)
+		}
+		// Claimed, the oldest is running: the next one is the oldest pending.
+		e.claimOne(now)
+		st, err = e.stats(queue.DefaultQueue, now)
+		if err != nil || st.OldestPendingAt == nil || !st.OldestPendingAt.Equal(t0.Add(time.Minute)) {
+			t.Fatalf("oldest pending after a claim: %v, %v; want %s", st.OldestPendingAt, err, t0.Add(time.Minute))
+		}
+		_, err = e.stats("nope", now)
+		check.Err(t, err, queue.ErrQueueNotFound)
+	})
+}
 
 // typeDefaults is a fixed DefaultsSource.
 type typeDefaults map[string]queue.TypeDefaults
@@ -22,15 +423,6 @@ type typeDefaults map[string]queue.TypeDefaults
 func (d typeDefaults) TaskTypeDefaults(_ context.Context, taskType string, _ time.Time) (queue.TypeDefaults, bool, error) {
 	v, ok := d[taskType]
 	return v, ok, nil
-}
-
-func (e *env) declare(d queues.Declaration, now time.Time) queues.Declaration {
-	e.t.Helper()
-	out, _, err := e.decls.Declare(ctx, d, now)
-	if err != nil {
-		e.t.Fatalf("declare %s: %v", d.Name, err)
-	}
-	return out
 }
 
 func runQueues(t *testing.T, f Factory) {
@@ -395,272 +787,38 @@ func runQueues(t *testing.T, f Factory) {
 	runConcurrency(t, f)
 }
 
-// runConcurrency proves max_concurrency: however many claimers race, at
-// most max_concurrency tasks of the queue hold a valid lease at once.
-func runConcurrency(t *testing.T, f Factory) {
-	t.Run("racing_claimers_never_start_more_than_max_concurrency", func(t *testing.T) {
+// runReplayQueuesCases are the queues cases of runReplay (groups.go).
+func runReplayQueuesCases(t *testing.T, f Factory) {
+
+	t.Run("a_refused_submit_does_not_auto_declare_its_queue", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, f)
-		const limit = 3
-		e.declare(queues.Declaration{Name: "mc", MaxConcurrency: limit}, t0)
-		for i := 0; i < 10; i++ {
-			e.submit(queue.SubmitRequest{Queue: "mc"}, t0)
+		e := newEnv(t, f) // auto_declare: RequireDeclared is off
+		id := queue.NewID(t0)
+		if _, err := e.q.In("a").Submit(ctx, queue.SubmitRequest{ID: id, TaskType: "x"}, t0); err != nil {
+			t.Fatal(err)
 		}
-		remaining := 10
-		for round := 0; remaining > 0; round++ {
-			now := t0.Add(time.Duration(round) * time.Second)
-			var won []queue.Claimed
-			var mu sync.Mutex
-			var wg sync.WaitGroup
-			var failed atomic.Value
-			start := make(chan struct{})
-			for w := 0; w < Workers; w++ {
-				q := e.reopen() // each claimer its own process
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					<-start
-					cs, err := q.Claim(ctx, queue.ClaimRequest{Queue: "mc", LeaseFor: time.Minute, MaxTasks: 2}, now)
-					if err != nil {
-						failed.Store(err)
-					}
-					mu.Lock()
-					won = append(won, cs...)
-					mu.Unlock()
-				}()
-			}
-			close(start)
-			wg.Wait()
-			if err, _ := failed.Load().(error); err != nil {
-				t.Fatalf("round %d: claim: %v", round, err)
-			}
-			if len(won) > limit {
-				t.Fatalf("round %d: %d tasks started at once, max_concurrency is %d", round, len(won), limit)
-			}
-			if len(won) == 0 {
-				t.Fatalf("round %d: nothing claimed with %d tasks left and every slot free", round, remaining)
-			}
-			d, _ := e.decls.Get(ctx, "mc", now)
-			if c, err := e.q.CountQueue(ctx, d.Settings(), now); err != nil || *c.Running != len(won) {
-				t.Fatalf("round %d: %v slots held for %d running tasks (%v)", round, c.Running, len(won), err)
-			}
-			for _, c := range won {
-				if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, now); err != nil {
-					t.Fatal(err)
-				}
-			}
-			remaining -= len(won)
-			if round > 20 {
-				t.Fatal("the queue does not drain")
+		// (An id another request made in queue a is no refusal in queue
+		// fresh: ids are per queue.)
+		if res, err := e.q.In("a").Submit(ctx, queue.SubmitRequest{ID: id, TaskType: "y"}, t0); err == nil {
+			t.Fatalf("another request with a taken id was accepted: %+v", res)
+		}
+		refused := []queue.SubmitRequest{
+			{TaskType: "x", Queue: "fresh", Input: json.RawMessage(`{`)}, // a bad field
+			{TaskType: "x", Queue: "fresh", ParentID: queue.NewID(t0)},   // no such parent
+		}
+		for _, req := range refused {
+			if _, err := e.q.Submit(ctx, req, t0.Add(time.Second)); err == nil {
+				t.Fatalf("%+v was accepted", req)
 			}
 		}
-		d, _ := e.decls.Get(ctx, "mc", t0)
-		if c, _ := e.q.CountQueue(ctx, d.Settings(), t0); *c.Running != 0 {
-			t.Fatalf("%d slots held after every task completed", *c.Running)
+		if _, err := e.decls.Get(ctx, "fresh", t0.Add(time.Second)); !errors.Is(err, queue.ErrQueueNotFound) {
+			t.Fatalf("queue fresh after refused submits: %v, want not declared", err)
+		}
+		if _, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "x", Queue: "fresh"}, t0.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.decls.Get(ctx, "fresh", t0.Add(time.Second)); err != nil {
+			t.Fatalf("queue fresh after an accepted submit: %v", err)
 		}
 	})
-
-	t.Run("workers_claiming_and_completing_at_once_never_run_more_than_max_concurrency", func(t *testing.T) {
-		t.Parallel()
-		e := newEnv(t, f)
-		const limit, tasks = 2, 24
-		e.declare(queues.Declaration{Name: "steady", MaxConcurrency: limit}, t0)
-		for i := 0; i < tasks; i++ {
-			e.submit(queue.SubmitRequest{Queue: "steady"}, t0)
-		}
-		var running, most, done atomic.Int32
-		var wg sync.WaitGroup
-		errs := make(chan error, Workers)
-		for w := 0; w < Workers/2; w++ {
-			q := e.reopen() // each worker its own process, with its own cached listings
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; done.Load() < tasks && i < 40*tasks; i++ {
-					now := t0.Add(time.Duration(i) * 100 * time.Millisecond)
-					cs, err := q.Claim(ctx, queue.ClaimRequest{Queue: "steady", LeaseFor: time.Hour}, now)
-					if err != nil {
-						errs <- err
-						return
-					}
-					for _, c := range cs {
-						// Counted from the claim until before the complete: a
-						// window inside the one the slot is held in, so more
-						// than max_concurrency counted at once is a real breach.
-						n := running.Add(1)
-						for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-						}
-						time.Sleep(time.Millisecond) // the work (wall time; the clock is now)
-						running.Add(-1)
-						if _, err := q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, now); err != nil {
-							errs <- err
-							return
-						}
-						done.Add(1)
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
-		}
-		if done.Load() != tasks {
-			t.Fatalf("%d of %d tasks done", done.Load(), tasks)
-		}
-		if m := most.Load(); m > limit {
-			t.Fatalf("%d tasks ran at once, max_concurrency is %d", m, limit)
-		}
-	})
-
-	t.Run("every_way_out_of_running_gives_the_slot_back", func(t *testing.T) {
-		t.Parallel()
-		e := newEnv(t, f)
-		e.declare(queues.Declaration{Name: "one", MaxConcurrency: 1}, t0)
-		for i := 0; i < 5; i++ {
-			e.submit(queue.SubmitRequest{Queue: "one", MaxAttempts: 5}, t0)
-		}
-		next := func(now time.Time) queue.Claimed {
-			t.Helper()
-			cs := e.claim(queue.ClaimRequest{Queue: "one", LeaseFor: time.Minute}, now)
-			if len(cs) != 1 {
-				t.Fatalf("claim at %s: %d tasks, want 1", now.Format(time.TimeOnly), len(cs))
-			}
-			if more := e.claim(queue.ClaimRequest{Queue: "one"}, now); len(more) != 0 {
-				t.Fatalf("a second task started with max_concurrency 1")
-			}
-			return cs[0]
-		}
-		c := next(t0)
-		if _, err := e.q.Fail(ctx, queue.FailRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, Error: "x", Retryable: ptrBool(true)}, t0); err != nil {
-			t.Fatal(err)
-		}
-		c = next(t0)
-		if _, err := e.q.Reschedule(ctx, queue.RescheduleRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, Delay: *check.Dur("1h")}, t0); err != nil {
-			t.Fatal(err)
-		}
-		c = next(t0)
-		if _, err := e.q.Cancel(ctx, c.Task.Ref(), t0); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.q.AckCancel(ctx, queue.AckCancelRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, t0); err != nil {
-			t.Fatal(err)
-		}
-		c = next(t0)
-		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, t0); err != nil {
-			t.Fatal(err)
-		}
-		next(t0)
-	})
-
-	t.Run("a_slot_of_a_dead_worker_is_taken_over_once_its_lease_lapses", func(t *testing.T) {
-		t.Parallel()
-		e := newEnv(t, f)
-		e.declare(queues.Declaration{Name: "dead", MaxConcurrency: 2}, t0)
-		for i := 0; i < 4; i++ {
-			e.submit(queue.SubmitRequest{Queue: "dead"}, t0)
-		}
-		first := e.claim(queue.ClaimRequest{Queue: "dead", LeaseFor: time.Minute, MaxTasks: 4}, t0)
-		if len(first) != 2 {
-			t.Fatalf("claimed %d, want 2", len(first))
-		}
-		// One worker heartbeats, the other dies. Fresh processes find no
-		// slot while the leases are valid, and the dead one's after.
-		hb, err := e.q.Heartbeat(ctx, queue.HeartbeatRequest{ID: first[0].Task.Ref(), LeaseToken: first[0].Lease.Token, LeaseFor: 10 * time.Minute}, t0.Add(50*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cs, err := e.reopen().Claim(ctx, queue.ClaimRequest{Queue: "dead", LeaseFor: time.Minute, MaxTasks: 4}, t0.Add(30*time.Second)); err != nil || len(cs) != 0 {
-			t.Fatalf("claim while both leases are valid: %d tasks, %v", len(cs), err)
-		}
-		later := t0.Add(time.Minute + time.Second)
-		got, err := e.reopen().Claim(ctx, queue.ClaimRequest{Queue: "dead", LeaseFor: time.Minute, MaxTasks: 4}, later)
-		if err != nil || len(got) != 1 {
-			t.Fatalf("claim after one lease lapsed: %d tasks, %v; want 1 (the other is heartbeating)", len(got), err)
-		}
-		// The heartbeating task still holds its slot and gives it back.
-		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: hb.Task.Ref(), LeaseToken: hb.Lease.Token}, later); err != nil {
-			t.Fatal(err)
-		}
-		if cs := e.claim(queue.ClaimRequest{Queue: "dead", LeaseFor: time.Minute, MaxTasks: 4}, later); len(cs) != 1 {
-			t.Fatalf("claim after the complete: %d tasks, want 1", len(cs))
-		}
-		if keys := e.keys("q/dead/slots/"); len(keys) != 2 {
-			t.Fatalf("slots %v, want 2", keys)
-		}
-	})
-
-	t.Run("max_concurrency_costs_a_list_and_two_puts_per_task", func(t *testing.T) {
-		t.Parallel()
-		perTask := func(mc int) store.Counts {
-			t.Helper()
-			c := store.NewCounting(f.New(t))
-			q, decls := queues.New(c, queues.Options{})
-			name := "cost"
-			if _, _, err := decls.Declare(ctx, queues.Declaration{Name: name, MaxConcurrency: mc}, t0); err != nil {
-				t.Fatal(err)
-			}
-			const n = 50
-			c.Reset()
-			for i := 0; i < n; i++ {
-				// 20 ms apart: a LIST serves the claims of a second, as in
-				// a busy worker process (Options.ListCacheFor).
-				now := t0.Add(time.Duration(i) * 20 * time.Millisecond)
-				if _, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "t", Queue: name}, now); err != nil {
-					t.Fatal(err)
-				}
-				cs, err := q.Claim(ctx, queue.ClaimRequest{Queue: name, LeaseFor: time.Minute}, now)
-				if err != nil || len(cs) != 1 {
-					t.Fatalf("claim: %d %v", len(cs), err)
-				}
-				if _, err := q.Complete(ctx, queue.CompleteRequest{ID: cs[0].Task.Ref(), LeaseToken: cs[0].Lease.Token}, now); err != nil {
-					t.Fatal(err)
-				}
-			}
-			return c.Counts()
-		}
-		const n = 50
-		without, with := perTask(0), perTask(5)
-		per := func(c store.Counts) string {
-			return fmt.Sprintf("put=%.2f list=%.2f get=%.2f delete=%.2f", float64(c.Put)/n, float64(c.List)/n, float64(c.Get)/n, float64(c.Delete)/n)
-		}
-		t.Logf("requests per task (submit, claim, complete): without max_concurrency %s; with %s", per(without), per(with))
-		if d := with.Sub(without); d.Put != 2*n || d.List > n/10 || d.Delete != 0 || d.Get != 0 {
-			t.Errorf("max_concurrency adds %s per task, want 2 PUTs, an amortised LIST, no GET or DELETE", per(d))
-		}
-	})
-}
-
-func ptrBool(b bool) *bool { return &b }
-
-func (e *env) list(req queue.ListRequest) []queue.Task {
-	e.t.Helper()
-	res, err := e.q.List(ctx, req)
-	if err != nil {
-		e.t.Fatalf("list: %v", err)
-	}
-	return res.Tasks
-}
-
-// listIDs lists every page of req, following its cursors, and returns the
-// ids in the order listed. A listing still going after 20 pages fails.
-func (e *env) listIDs(req queue.ListRequest) []string {
-	e.t.Helper()
-	var ids []string
-	for pages := 1; ; pages++ {
-		if pages > 20 {
-			e.t.Fatalf("still listing after 20 pages: %v", ids)
-		}
-		res, err := e.q.List(ctx, req)
-		if err != nil {
-			e.t.Fatalf("list: %v", err)
-		}
-		for _, task := range res.Tasks {
-			ids = append(ids, task.ID)
-		}
-		if req.Cursor = res.NextCursor; req.Cursor == "" {
-			return ids
-		}
-	}
 }

@@ -2,6 +2,7 @@ package queuetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -9,9 +10,78 @@ import (
 
 	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/store/storefault"
 )
 
-func runSubmit(t *testing.T, f Factory) {
+// runLostSubmitSubmitCases are the submit cases of runLostSubmit (groups.go).
+func runLostSubmitSubmitCases(t *testing.T, f Factory) {
+	for _, c := range []struct {
+		name, op, prefix string
+	}{
+		{"a_submit_whose_record_create_answer_was_lost_returns_its_one_task", storefault.OpPutIfAbsent, "q/default/tasks/"},
+		{"a_submit_whose_index_marker_answer_was_lost_returns_its_one_task", storefault.OpPut, "q/default/index/ready/"},
+		{"a_submit_whose_wake_up_answer_was_lost_returns_its_one_task", storefault.OpPut, "sweep/wake/"},
+	} {
+		for _, withID := range []bool{false, true} {
+			name := c.name
+			if withID {
+				name += "_with_an_id"
+			}
+			t.Run(name, func(t *testing.T) {
+				e, fs := newLossEnv(t, f)
+				req := queue.SubmitRequest{TaskType: "email.send", Input: json.RawMessage(`{"to":"a"}`)}
+				if strings.HasPrefix(c.prefix, "sweep/") { // a wake-up is written for a task with a deadline
+					ttl := queue.Duration(time.Hour)
+					req.TTL = &ttl
+				}
+				if withID {
+					req.ID = queue.NewID(t0)
+				}
+				lose(fs, c.op, c.prefix)
+				res, err := e.q.Submit(ctx, req, t0)
+				if err != nil || res.Replayed || res.Deduplicated {
+					t.Fatalf("submit: %+v, %v", res, err)
+				}
+				wantHits(t, fs, 1)
+				if withID && res.Task.ID != req.ID {
+					t.Fatalf("task id %s, want %s", res.Task.ID, req.ID)
+				}
+				wantTasks(t, e, 1)
+				e.consistent()
+				if got := e.claimOne(t0); got.Task.ID != res.Task.ID {
+					t.Fatalf("claimed %s, want %s", got.Task.ID, res.Task.ID)
+				}
+			})
+		}
+	}
+}
+
+// runReplaySubmitCases are the submit cases of runReplay (groups.go).
+func runReplaySubmitCases(t *testing.T, f Factory) {
+
+	t.Run("input_with_a_key_twice_or_invalid_utf8_is_refused_naming_input", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		for _, in := range []string{`{"a":1,"a":2}`, `{"x":{"k":1,"k":1}}`, "{\"s\":\"\xff\"}"} {
+			_, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "x", Input: json.RawMessage(in)}, t0)
+			var ve *queue.ValidationError
+			if !errors.As(err, &ve) || ve.Field != "input" {
+				t.Fatalf("input %q: %v, want a validation error on input", in, err)
+			}
+		}
+		wantTasks(t, e, 0)
+		task := e.submit(queue.SubmitRequest{}, t0)
+		c := e.claimOne(t0)
+		_, err := e.q.Complete(ctx, queue.CompleteRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Output: []byte(`{"a":1,"a":1}`)}, t0)
+		var ve *queue.ValidationError
+		if !errors.As(err, &ve) || ve.Field != "output" {
+			t.Fatalf("output with a key twice: %v", err)
+		}
+	})
+}
+
+// runSubmitSubmitCases are the submit cases of runSubmit (groups.go).
+func runSubmitSubmitCases(t *testing.T, f Factory) {
 	t.Run("submit_applies_defaults_and_writes_one_marker", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, f)
@@ -125,24 +195,6 @@ func runSubmit(t *testing.T, f Factory) {
 		wantTime(t, "expires_at", c2.Task.ExpiresAt, claimAt.Add(10*time.Minute))
 	})
 
-	t.Run("a_child_inherits_its_parents_deadline_and_may_override_it", func(t *testing.T) {
-		t.Parallel()
-		e := newEnv(t, f)
-		parent := e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0)
-		child := e.submit(queue.SubmitRequest{ParentID: parent.ID}, t0.Add(20*time.Minute))
-		wantTime(t, "child expires_at", child.ExpiresAt, t0.Add(time.Hour))
-		if child.ParentID != parent.ID {
-			t.Fatalf("parent_id = %q", child.ParentID)
-		}
-		own := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: check.Dur("2h")}, t0.Add(20*time.Minute))
-		wantTime(t, "overriding child expires_at", own.ExpiresAt, t0.Add(20*time.Minute+2*time.Hour))
-		free := e.submit(queue.SubmitRequest{}, t0)
-		kid := e.submit(queue.SubmitRequest{ParentID: free.ID}, t0)
-		if kid.ExpiresAt != nil {
-			t.Fatalf("child of a parent without deadline has expires_at %v", kid.ExpiresAt)
-		}
-	})
-
 	t.Run("defaults_apply_most_specific_first", func(t *testing.T) {
 		t.Parallel()
 		ttl := 30 * time.Minute
@@ -157,36 +209,6 @@ func runSubmit(t *testing.T, f Factory) {
 		wantTime(t, "global default expires_at", global.ExpiresAt, t0.Add(2*time.Hour))
 		req := e.submit(queue.SubmitRequest{TaskType: "report.build", TTL: check.Dur("5m")}, t0)
 		wantTime(t, "request expires_at", req.ExpiresAt, t0.Add(5*time.Minute))
-	})
-
-	t.Run("dedup_key_returns_the_existing_task_while_it_is_live", func(t *testing.T) {
-		t.Parallel()
-		e := newEnv(t, f)
-		first, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "x", DedupKey: "order-42"}, t0)
-		if err != nil || first.Deduplicated {
-			t.Fatalf("first submit: %+v %v", first, err)
-		}
-		again, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "x", DedupKey: "order-42"}, t0.Add(time.Second))
-		if err != nil || !again.Deduplicated || again.Task.ID != first.Task.ID {
-			t.Fatalf("second submit: dedup=%v id=%s want %s, err %v", again.Deduplicated, again.Task.ID, first.Task.ID, err)
-		}
-		other, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "x", DedupKey: "order-42", Queue: "other"}, t0)
-		if err != nil || other.Deduplicated {
-			t.Fatalf("same key in another queue must not dedup: %+v %v", other, err)
-		}
-		// Still live while running.
-		c := e.claimOne(t0.Add(2 * time.Second))
-		running, _ := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "x", DedupKey: "order-42"}, t0.Add(3*time.Second))
-		if !running.Deduplicated || running.Task.ID != first.Task.ID {
-			t.Fatalf("dedup while running: %+v", running)
-		}
-		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, t0.Add(4*time.Second)); err != nil {
-			t.Fatal(err)
-		}
-		after, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "x", DedupKey: "order-42"}, t0.Add(5*time.Second))
-		if err != nil || after.Deduplicated || after.Task.ID == first.Task.ID {
-			t.Fatalf("after completion a new task is made: %+v %v", after, err)
-		}
 	})
 
 	t.Run("batch_submit_returns_one_result_per_item_and_a_bad_item_stops_no_other", func(t *testing.T) {
@@ -278,68 +300,4 @@ type staticDefaults map[string]queue.TypeDefaults
 func (s staticDefaults) TaskTypeDefaults(_ context.Context, taskType string, _ time.Time) (queue.TypeDefaults, bool, error) {
 	d, ok := s[taskType]
 	return d, ok, nil
-}
-
-func runSubmitWithID(t *testing.T, f Factory) {
-	t.Run("a_given_id_makes_at_most_one_task_even_after_the_first_finished", func(t *testing.T) {
-		t.Parallel()
-		e := newEnv(t, f)
-		id := queue.DerivedID(t0, "schedule-a")
-		first, err := e.q.Submit(ctx, queue.SubmitRequest{ID: id, TaskType: "tick"}, t0)
-		if err != nil || first.Task.ID != id || first.Deduplicated || first.Replayed {
-			t.Fatalf("first: %+v %v", first, err)
-		}
-		c := e.claimOne(t0)
-		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, t0); err != nil {
-			t.Fatal(err)
-		}
-		again, err := e.q.Submit(ctx, queue.SubmitRequest{ID: id, TaskType: "tick"}, t0.Add(time.Minute))
-		if err != nil || !again.Replayed || again.Deduplicated || again.Task.Status != queue.StatusCompleted {
-			t.Fatalf("again: replayed=%v dedup=%v status=%s err=%v", again.Replayed, again.Deduplicated, again.Task.Status, err)
-		}
-		if n := len(e.inQueues("/tasks/")); n != 1 {
-			t.Fatalf("%d tasks", n)
-		}
-		_, err = e.q.Submit(ctx, queue.SubmitRequest{ID: "not-an-id", TaskType: "tick"}, t0)
-		check.Field(t, err, "id")
-	})
-
-	t.Run("a_client_id_equal_to_a_schedule_fires_id_is_a_conflict_and_shows_nothing_of_that_task", func(t *testing.T) {
-		e := newEnv(t, f)
-		// A fire's id is computable by anyone (DerivedID of schedule and
-		// time); its task carries no request of a client.
-		id := queue.DerivedID(t0, "schedule/nightly")
-		if _, err := e.q.SubmitFire(ctx, queue.SubmitRequest{ID: id, TaskType: "report", Input: jsonOf(map[string]string{"secret": "s"})}, t0); err != nil {
-			t.Fatal(err)
-		}
-		for _, req := range []queue.SubmitRequest{{ID: id, TaskType: "report"}, {ID: id, TaskType: "report", Input: jsonOf(map[string]string{"secret": "s"})}} {
-			res, err := e.q.In(queue.DefaultQueue).Submit(ctx, req, t0.Add(time.Minute))
-			var ce *queue.ConflictError
-			if !errors.As(err, &ce) || ce.Field != "id" || res.Task.ID != "" {
-				t.Fatalf("%+v: %+v %v", req, res, err)
-			}
-		}
-		wantTasks(t, e, 1)
-	})
-
-	t.Run("a_retry_that_names_the_queue_its_first_attempt_left_to_the_path_replays_the_task", func(t *testing.T) {
-		e := newEnv(t, f)
-		a := e.q.In("a")
-		id := queue.NewID(t0)
-		first, err := a.Submit(ctx, queue.SubmitRequest{ID: id, TaskType: "x"}, t0)
-		if err != nil || first.Task.Queue != "a" {
-			t.Fatalf("first: %+v %v", first, err)
-		}
-		again, err := a.Submit(ctx, queue.SubmitRequest{ID: id, TaskType: "x", Queue: "a"}, t0.Add(time.Second))
-		if err != nil || !again.Replayed {
-			t.Fatalf("the same request, spelled with its queue: %+v %v", again, err)
-		}
-		// Ids are per queue: the same id in the default queue is another
-		// task, and neither queue learns of the other's.
-		other, err := e.q.Submit(ctx, queue.SubmitRequest{ID: id, TaskType: "x", Queue: queue.DefaultQueue}, t0.Add(time.Second))
-		if err != nil || other.Replayed || other.Task.Queue != queue.DefaultQueue {
-			t.Fatalf("the same id in the default queue: %+v %v", other, err)
-		}
-		wantTasks(t, e, 2)
-	})
 }

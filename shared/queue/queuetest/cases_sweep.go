@@ -2,7 +2,6 @@ package queuetest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -13,17 +12,38 @@ import (
 
 	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
+	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store"
 )
 
-func wantKeys(t testing.TB, what string, got []string, want ...string) {
-	t.Helper()
-	sort.Strings(want)
-	got = append([]string(nil), got...)
-	sort.Strings(got)
-	if strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Fatalf("%s = %v, want %v", what, got, want)
-	}
+// runAttackRaceSweepCases are the sweep cases of runAttackRace (groups.go).
+func runAttackRaceSweepCases(t *testing.T, f Factory) {
+
+	// Complete and the sweep of a lapsed lease past the task's deadline
+	// race freely: one of them decides, and it is recorded once.
+	t.Run("a_complete_racing_the_sweep_of_its_lapsed_lease_is_decided_once", func(t *testing.T) {
+		for i := 0; i < 5; i++ {
+			e := newAttackEnv(t, f)
+			task := e.submit(queue.SubmitRequest{Queue: attackQueue, TTL: check.Dur("30s")}, t0)
+			c := e.claim(queue.ClaimRequest{Queue: attackQueue, LeaseFor: attackLease}, t0)[0]
+			q1, q2 := e.reopen(), e.reopen()
+			errs := race(
+				func() error { return completeTask(q1, task.Ref(), c.Lease.Token, t0.Add(50*time.Second)) },
+				func() error { _, err := q2.Sweep(ctx, t0.Add(2*attackLease), queue.SweepOptions{}); return err },
+			)
+			if errs[1] != nil {
+				t.Fatalf("sweep: %v", errs[1])
+			}
+			got := e.get(task.ID)
+			switch {
+			case errs[0] == nil && got.Status != queue.StatusCompleted:
+				t.Fatalf("the complete succeeded but the task is %s", got.Status)
+			case errs[0] != nil && got.Status != queue.StatusExpired:
+				t.Fatalf("the complete failed (%v) but the task is %s, want expired", errs[0], got.Status)
+			}
+			attackRecover(t, e, t0.Add(2*attackLease))
+		}
+	})
 }
 
 var expiredDetailKeys = []string{"age_seconds", "created_at", "dedup_key", "expired_at", "expires_at", "parent_id", "queue", "reason", "task_id", "task_type"}
@@ -40,7 +60,8 @@ func wantDetailKeys(t testing.TB, m map[string]any, want []string) {
 	}
 }
 
-func runSweep(t *testing.T, f Factory) {
+// runSweepSweepCases are the sweep cases of runSweep (groups.go).
+func runSweepSweepCases(t *testing.T, f Factory) {
 	t.Run("a_sweep_expires_every_pending_task_past_its_deadline_and_publishes_one_event_each", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, f)
@@ -314,216 +335,6 @@ func runSweep(t *testing.T, f Factory) {
 		wantKeys(t, "markers", e.markers())
 	})
 
-	t.Run("expiring_a_parent_expires_its_pending_children_and_asks_running_ones_to_cancel", func(t *testing.T) {
-		t.Parallel()
-		e := newEnv(t, f)
-		parent := e.submit(queue.SubmitRequest{TaskType: "parent", TTL: check.Dur("10m")}, t0)
-		// A parent and its children are in one queue.
-		kid := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: check.Dur("1h"), TaskType: "kid"}, t0)
-		grandkid := e.submit(queue.SubmitRequest{ParentID: kid.ID, TTL: check.Dur("2h"), TaskType: "kid"}, t0)
-		stopper := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: check.Dur("1h"), TaskType: "run", OnParentExpired: queue.OnParentExpiredCancel}, t0)
-		runner := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: check.Dur("1h"), TaskType: "run"}, t0)
-		if cs := e.claim(queue.ClaimRequest{TaskTypes: []string{"run"}, MaxTasks: 2, LeaseFor: 2 * time.Hour}, t0); len(cs) != 2 {
-			t.Fatalf("claimed %d", len(cs))
-		}
-		if n := len(e.keys("q/default/children/")); n != 6 {
-			t.Fatalf("%d children keys, want 4 markers and 2 parent flags", n)
-		}
-		pub := &recorder{}
-		now := t0.Add(10 * time.Minute)
-		rep := e.sweep(now, pub)
-		if rep.Expired != 1 || rep.ExpiredByParent != 2 || rep.CancelRequested != 1 || rep.EventsSent != 3 {
-			t.Fatalf("report: %+v", rep)
-		}
-		wantStatus(t, e.get(parent.Ref()), queue.StatusExpired)
-		for _, id := range []string{kid.ID, grandkid.ID} {
-			got := e.get(id)
-			wantStatus(t, got, queue.StatusExpired)
-			wantTime(t, "expired_at", got.ExpiredAt, now)
-			if got.ExpiryReason != queue.ReasonParentExpired || got.ExpiryEventSentAt == nil {
-				t.Fatalf("child %s: reason %q sent %v", id, got.ExpiryReason, got.ExpiryEventSentAt)
-			}
-		}
-		if got := e.get(stopper.Ref()); got.Status != queue.StatusRunning || !got.CancelRequested {
-			t.Fatalf("cancel child: %s cancel_requested=%v", got.Status, got.CancelRequested)
-		}
-		if got := e.get(runner.Ref()); got.Status != queue.StatusRunning || got.CancelRequested {
-			t.Fatalf("run-on child: %s cancel_requested=%v", got.Status, got.CancelRequested)
-		}
-		evs := byTask(t, pub.take())
-		if m := detail(t, evs[kid.ID]); m["reason"] != "parent_expired" || m["parent_id"] != parent.ID {
-			t.Fatalf("child event: %v", m)
-		}
-		if m := detail(t, evs[grandkid.ID]); m["reason"] != "parent_expired" || m["parent_id"] != kid.ID {
-			t.Fatalf("grandchild event: %v", m)
-		}
-		wantKeys(t, "hints", e.hints(), "q/default/children/"+parent.ID+"/"+stopper.ID, "q/default/children/"+parent.ID+"/"+runner.ID)
-		// The running children finish; their markers go with them.
-		for _, id := range []string{stopper.Ref(), runner.Ref()} {
-			got := e.get(id)
-			if _, err := e.q.AckCancel(ctx, queue.AckCancelRequest{ID: id, LeaseToken: got.LeaseToken}, now); err != nil {
-				t.Fatal(err)
-			}
-		}
-		wantKeys(t, "hints", e.hints())
-		if rep := e.sweep(now.Add(time.Minute), pub); rep.EventsSent != 0 || rep.ExpiredByParent != 0 {
-			t.Fatalf("second sweep: %+v", rep)
-		}
-	})
-
-	t.Run("a_child_of_an_expired_parent_is_expired_on_arrival", func(t *testing.T) {
-		t.Parallel()
-		e := newEnv(t, f)
-		parent := e.submit(queue.SubmitRequest{TTL: check.Dur("0s")}, t0)
-		kid := e.submit(queue.SubmitRequest{ParentID: parent.ID, TTL: check.Dur("1h")}, t0)
-		wantStatus(t, kid, queue.StatusExpired)
-		if kid.ExpiryReason != queue.ReasonParentExpired {
-			t.Fatalf("reason %q", kid.ExpiryReason)
-		}
-		wantKeys(t, "markers", e.markers())
-		// A parent that expires while the child is being submitted: the
-		// child's own check after its write catches it.
-		late := e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0)
-		other := e.reopen()
-		hooked := e.open(hookStore{Store: e.s, prefix: "q/default/children/", hook: func() {
-			if _, err := other.Expire(ctx, late.Ref(), t0); err != nil {
-				t.Error(err)
-			}
-		}, once: &sync.Once{}})
-		res, err := hooked.Submit(ctx, queue.SubmitRequest{TaskType: "x", ParentID: late.ID}, t0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wantStatus(t, res.Task, queue.StatusExpired)
-		if got := e.get(res.Task.Ref()); got.Status != queue.StatusExpired || got.ExpiryReason != queue.ReasonParentExpired {
-			t.Fatalf("raced child: %s %q", got.Status, got.ExpiryReason)
-		}
-		pub := &recorder{}
-		if rep := e.sweep(t0.Add(time.Second), pub); rep.EventsSent != 4 {
-			t.Fatalf("report: %+v", rep)
-		}
-		wantKeys(t, "hints", e.hints())
-		wantKeys(t, "markers", e.markers())
-	})
-
-	t.Run("tasks_expired_by_a_claim_by_hand_or_on_arrival_get_their_event_from_the_next_sweep", func(t *testing.T) {
-		t.Parallel()
-		e := newEnv(t, f)
-		byClaim := e.submit(queue.SubmitRequest{TTL: check.Dur("1m")}, t0)
-		byHand := e.submit(queue.SubmitRequest{Queue: "other"}, t0)
-		onArrival := e.submit(queue.SubmitRequest{TTL: check.Dur("0s")}, t0)
-		e.claimNone(t0.Add(time.Minute))
-		if _, err := e.q.Expire(ctx, byHand.Ref(), t0.Add(time.Minute)); err != nil {
-			t.Fatal(err)
-		}
-		if n := len(e.hints()); n != 3 {
-			t.Fatalf("%d outbox entries, want 3", n)
-		}
-		pub := &recorder{}
-		rep := e.sweep(t0.Add(2*time.Minute), pub)
-		if rep.Expired != 0 || rep.EventsSent != 3 || rep.ExpiredByType["email.send"] != 3 {
-			t.Fatalf("report: %+v", rep)
-		}
-		evs := byTask(t, pub.take())
-		for id, want := range map[string][2]any{byClaim.ID: {"ttl", 60.0}, byHand.ID: {"manual", 60.0}, onArrival.ID: {"ttl", 0.0}} {
-			m := detail(t, evs[id])
-			if m["reason"] != want[0] || m["age_seconds"] != want[1] {
-				t.Fatalf("event of %s: %v, want reason %v age %v", id, m, want[0], want[1])
-			}
-			if e.get(id).ExpiryEventSentAt == nil {
-				t.Fatalf("task %s: expiry_event_sent_at not set", id)
-			}
-		}
-		wantKeys(t, "hints", e.hints())
-	})
-
-	t.Run("a_task_that_lands_in_failed_gets_a_dead_lettered_event_each_time", func(t *testing.T) {
-		t.Parallel()
-		e := newEnv(t, f)
-		spent := e.submit(queue.SubmitRequest{MaxAttempts: 1, Queue: "a"}, t0)
-		permanent := e.submit(queue.SubmitRequest{Queue: "b"}, t0)
-		lapsed := e.submit(queue.SubmitRequest{MaxAttempts: 1, Queue: "c"}, t0)
-		no := false
-		for _, tc := range []struct {
-			id, q string
-			req   queue.FailRequest
-		}{{spent.ID, "a", queue.FailRequest{Error: "boom"}}, {permanent.ID, "b", queue.FailRequest{Error: "bad input", Retryable: &no}}} {
-			c := e.claim(queue.ClaimRequest{Queue: tc.q}, t0)[0]
-			tc.req.ID, tc.req.LeaseToken = e.ref(tc.id), c.Lease.Token
-			if _, err := e.q.Fail(ctx, tc.req, t0); err != nil {
-				t.Fatal(err)
-			}
-		}
-		e.claim(queue.ClaimRequest{Queue: "c", LeaseFor: time.Minute}, t0)
-		if cs := e.claim(queue.ClaimRequest{Queue: "c"}, t0.Add(2*time.Minute)); len(cs) != 0 {
-			t.Fatal("claimed a task whose attempts are spent")
-		}
-		pub := &recorder{}
-		if rep := e.sweep(t0.Add(3*time.Minute), pub); rep.EventsSent != 3 {
-			t.Fatalf("report: %+v", rep)
-		}
-		evs := byTask(t, pub.take())
-		for id, lastErr := range map[string]string{spent.ID: "boom", permanent.ID: "bad input", lapsed.ID: "lease expired after attempt 1 of 1"} {
-			if ev := evs[id]; ev.DetailType != queue.DetailTypeTaskDeadLettered || detail(t, ev)["last_error"] != lastErr {
-				t.Fatalf("event of %s: %s %s", id, ev.DetailType, ev.Detail)
-			}
-		}
-		// Retried by hand and failed again: a new event.
-		if _, err := e.q.Retry(ctx, spent.Ref(), t0.Add(4*time.Minute)); err != nil {
-			t.Fatal(err)
-		}
-		c := e.claim(queue.ClaimRequest{Queue: "a"}, t0.Add(4*time.Minute))[0]
-		if _, err := e.q.Fail(ctx, queue.FailRequest{ID: spent.Ref(), LeaseToken: c.Lease.Token, Error: "boom again"}, t0.Add(5*time.Minute)); err != nil {
-			t.Fatal(err)
-		}
-		if rep := e.sweep(t0.Add(6*time.Minute), pub); rep.EventsSent != 1 {
-			t.Fatalf("report: %+v", rep)
-		}
-		if evs := pub.take(); len(evs) != 1 || detail(t, evs[0])["last_error"] != "boom again" {
-			t.Fatalf("events: %+v", evs)
-		}
-		wantKeys(t, "hints", e.hints())
-	})
-
-	t.Run("an_event_the_publisher_does_not_deliver_is_published_by_a_later_sweep", func(t *testing.T) {
-		t.Parallel()
-		e := newEnv(t, f)
-		first := e.submit(queue.SubmitRequest{TTL: check.Dur("1m")}, t0)
-		e.submit(queue.SubmitRequest{TTL: check.Dur("1m")}, t0)
-		flaky := &recorder{fail: func(ev queue.Event) error {
-			if ev.TaskID == first.ID {
-				return errors.New("throttled")
-			}
-			return nil
-		}}
-		rep, err := e.reopen().Sweep(ctx, t0.Add(time.Minute), queue.SweepOptions{Publisher: flaky})
-		if err == nil || !strings.Contains(err.Error(), "throttled") || rep.EventsSent != 1 || rep.EventsFailed != 1 || rep.Expired != 2 {
-			t.Fatalf("report: %v %+v", err, rep)
-		}
-		if got := e.get(first.Ref()); got.Status != queue.StatusExpired || got.ExpiryEventSentAt != nil {
-			t.Fatalf("undelivered: %s sent_at %v", got.Status, got.ExpiryEventSentAt)
-		}
-		if n := len(e.hints()); n != 1 {
-			t.Fatalf("%d outbox entries, want 1", n)
-		}
-		down := &recorder{callErr: errors.New("service unavailable")}
-		rep, err = e.reopen().Sweep(ctx, t0.Add(2*time.Minute), queue.SweepOptions{Publisher: down})
-		if err == nil || rep.EventsFailed != 1 {
-			t.Fatalf("sweep with the bus down: %v %+v", err, rep)
-		}
-		pub := &recorder{}
-		if rep := e.sweep(t0.Add(3*time.Minute), pub); rep.EventsSent != 1 {
-			t.Fatalf("report: %+v", rep)
-		}
-		if evs := pub.take(); len(evs) != 1 || evs[0].TaskID != first.ID {
-			t.Fatalf("events: %+v", evs)
-		}
-		wantKeys(t, "hints", e.hints())
-		if rep := e.sweep(t0.Add(4*time.Minute), pub); rep.EventsSent != 0 {
-			t.Fatalf("report: %+v", rep)
-		}
-	})
-
 	t.Run("stale_markers_and_hints_are_deleted_only_once_past_the_grace", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, f)
@@ -708,107 +519,250 @@ func runSweep(t *testing.T, f Factory) {
 		_, err = e.reopen().Sweep(ctx, t0, queue.SweepOptions{Queues: []string{"../x"}})
 		check.Field(t, err, "queue")
 	})
+}
 
-	t.Run("artifacts_are_deleted_once_past_their_time_or_once_the_task_finishes", func(t *testing.T) {
-		t.Parallel()
+// deadlineLists is a store that counts the LISTs of deadline/ heads.
+type deadlineLists struct {
+	store.Store
+	n atomic.Int64
+}
+
+func (d *deadlineLists) List(ctx context.Context, prefix, after string, limit int) (store.Page, error) {
+	if strings.HasPrefix(prefix, "q/") && strings.HasSuffix(prefix, "/index/deadline/") {
+		d.n.Add(1)
+	}
+	return d.Store.List(ctx, prefix, after, limit)
+}
+
+// runSweepQueues: however many queue names callers have sent, the sweep's
+// own work is done first and the queue heads it has no time for wait for
+// the next sweep.
+func runSweepQueues(t *testing.T, f Factory) {
+	t.Run("a_queue_declared_with_more_shards_than_the_deployment_is_swept_in_every_shard", func(t *testing.T) {
 		e := newEnv(t, f)
-		put := func(id string, names ...string) {
-			name, id, _ := strings.Cut(e.ref(id), "/")
-			for _, n := range names {
-				e.put(queue.ArtifactKey(name, id, n))
-			}
-		}
-		a := e.submit(queue.SubmitRequest{}, t0)
-		got, until, err := e.q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: a.Ref(), TTL: 10 * time.Minute}, t0.Add(30*time.Second))
-		if err != nil {
+		if _, _, err := e.decls.Declare(ctx, queues.Declaration{Name: "wide", Shards: 4}, t0); err != nil {
 			t.Fatal(err)
 		}
-		if !until.Equal(t0.Add(10*time.Minute + 30*time.Second)) {
-			t.Fatalf("url expiry %s", until)
+		var ids []string
+		for i := 0; i < 12; i++ {
+			ids = append(ids, e.submit(queue.SubmitRequest{Queue: "wide", TTL: check.Dur("1m")}, t0).Ref())
 		}
-		wantTime(t, "artifacts_expire_at", got.ArtifactsExpireAt, t0.Add(11*time.Minute))
-		put(a.ID, "in.bin", "notes.txt")
-		// More URLs within the minute cost one GET and write nothing.
-		q, counts := e.counted()
-		if _, _, err := q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: a.Ref(), TTL: 10 * time.Minute}, t0.Add(40*time.Second)); err != nil {
-			t.Fatal(err)
+		// A process that has not read the declaration, as a sweep's is.
+		rep, err := e.reopen().Sweep(ctx, t0.Add(2*time.Minute), queue.SweepOptions{})
+		if err != nil || rep.Expired != len(ids) {
+			t.Fatalf("sweep: %+v %v", rep, err)
 		}
-		if c := counts.Counts(); c != (store.Counts{Get: 1}) {
-			t.Fatalf("second reservation: %v", c)
-		}
-		if rep := e.sweep(t0.Add(11*time.Minute-time.Second), nil); rep.ArtifactsDeleted != 0 {
-			t.Fatalf("early: %+v", rep)
-		}
-		if rep := e.sweep(t0.Add(11*time.Minute), nil); rep.ArtifactsDeleted != 2 {
-			t.Fatalf("due: %+v", rep)
-		}
-		wantKeys(t, "artifacts", e.inQueues("/artifacts/"))
-		wantKeys(t, "hints", e.hints())
-
-		// The task's deadline bounds the URLs.
-		b := e.submit(queue.SubmitRequest{TTL: check.Dur("5m")}, t0)
-		if _, until, err := e.q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: b.Ref(), TTL: time.Hour}, t0); err != nil || !until.Equal(t0.Add(5*time.Minute)) {
-			t.Fatalf("bounded: %s %v", until, err)
-		}
-		_, _, err = e.q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: b.Ref(), TTL: time.Hour}, t0.Add(5*time.Minute))
-		wantState(t, err, queue.StatusPending)
-
-		// A finished task's artifacts go at the next sweep.
-		c := e.submit(queue.SubmitRequest{Queue: "c"}, t0)
-		if _, _, err := e.q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: c.Ref(), TTL: time.Hour}, t0); err != nil {
-			t.Fatal(err)
-		}
-		put(c.ID, "out.json")
-		cl := e.claim(queue.ClaimRequest{Queue: "c"}, t0)[0]
-		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: c.Ref(), LeaseToken: cl.Lease.Token}, t0.Add(time.Minute)); err != nil {
-			t.Fatal(err)
-		}
-		_, _, err = e.q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: c.Ref(), TTL: time.Hour}, t0.Add(time.Minute))
-		wantState(t, err, queue.StatusCompleted)
-		if rep := e.sweep(t0.Add(2*time.Minute), nil); rep.ArtifactsDeleted != 1 {
-			t.Fatalf("finished: %+v", rep)
-		}
-		wantKeys(t, "artifacts", e.inQueues("/artifacts/"))
-
-		// A later reservation moves the time: the earlier entry is let go.
-		d := e.submit(queue.SubmitRequest{Queue: "d"}, t0)
-		for _, when := range []time.Duration{0, 5 * time.Minute} {
-			if _, _, err := e.q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: d.Ref(), TTL: 10 * time.Minute}, t0.Add(when)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		put(d.ID, "x")
-		if rep := e.sweep(t0.Add(10*time.Minute), nil); rep.ArtifactsDeleted != 0 {
-			t.Fatalf("superseded: %+v", rep)
-		}
-		if rep := e.sweep(t0.Add(time.Hour), nil); rep.ArtifactsDeleted != 1 {
-			t.Fatalf("due: %+v", rep)
-		}
-		wantKeys(t, "artifacts", e.inQueues("/artifacts/"))
-		wantKeys(t, "hints", e.hints())
-
-		_, _, err = e.q.ReserveArtifact(ctx, queue.ArtifactRequest{ID: queue.NewID(t0), TTL: time.Hour}, t0)
-		check.Err(t, err, queue.ErrNotFound)
-		for _, bad := range []string{"", "../x", "a/b", ".hidden", "a..b", strings.Repeat("x", 129), "tab\tname"} {
-			check.Field(t, queue.ValidateArtifactName(bad), "name")
+		for _, id := range ids {
+			wantStatus(t, e.get(id), queue.StatusExpired)
 		}
 	})
 
-	t.Run("rules", func(t *testing.T) { runSweepRules(t, f) })
-	t.Run("crash", func(t *testing.T) { runSweepCrash(t, f); runSweepCrashPaths(t, f) })
+	t.Run("many_queue_names_with_due_wake_ups_do_not_stop_the_sweep_publishing_events", func(t *testing.T) {
+		n := 20_000
+		if f.Real {
+			n = 300
+		}
+		e := newEnv(t, f)
+		// An expiry whose event is owed, and one due in a queue of its own.
+		owed := e.submit(queue.SubmitRequest{}, t0)
+		if _, err := e.q.Expire(ctx, owed.Ref(), t0); err != nil {
+			t.Fatal(err)
+		}
+		due := e.submit(queue.SubmitRequest{Queue: "zz-last", TTL: check.Dur("1m")}, t0)
+		// n queue names, each with a wake-up due, as n submits with a
+		// one-minute TTL leave them.
+		keys := make([]string, 0, n)
+		for i := 0; i < n; i++ {
+			keys = append(keys, fmt.Sprintf("sweep/wake/%s_hostile-%05d", keyTime(t0), i))
+		}
+		e.putMany(keys)
+
+		// The sweep runs out of time after 50 queue heads.
+		rep, pub := sweepOutOfTime(t, e, 50)
+		if !rep.Incomplete || rep.EventsSent != 1 || rep.QueuesDue < min(n, 1000) || rep.Queues >= rep.QueuesDue {
+			t.Fatalf("first sweep: %+v", rep)
+		}
+		if evs := pub.take(); len(evs) != 1 || evs[0].TaskID != owed.ID {
+			t.Fatalf("events: %+v", evs)
+		}
+		wantStatus(t, e.get(owed.Ref()), queue.StatusExpired)
+
+		// Given time, the next sweep reads every head, expires the due
+		// task, and deletes the wake-ups, past the grace.
+		if rep := e.sweep(t0.Add(3*time.Minute), pub); rep.Incomplete || rep.Queues != n+1 || rep.WakeupsDeleted != n {
+			t.Fatalf("second sweep: %+v", rep)
+		}
+		wantStatus(t, e.get(due.Ref()), queue.StatusExpired)
+		if rep := e.sweep(t0.Add(4*time.Minute), pub); rep.Queues != 1 || rep.WakeupsDeleted != 1 {
+			t.Fatalf("third sweep: %+v", rep) // zz-last's, read clean once more
+		}
+		if evs := pub.take(); len(evs) != 1 || evs[0].TaskID != due.ID {
+			t.Fatalf("events: %+v", evs)
+		}
+		wantKeys(t, "wake-ups", e.wakeups())
+		if rep := e.sweep(t0.Add(5*time.Minute), nil); rep.Requests != (store.Counts{List: 1}) {
+			t.Fatalf("idle sweep: %v", rep.Requests)
+		}
+	})
 }
 
-// hookStore runs hook once, just before the first Put of a key under prefix.
-type hookStore struct {
-	store.Store
-	prefix string
-	hook   func()
-	once   *sync.Once
-}
-
-func (h hookStore) Put(c context.Context, key string, body []byte, opts ...store.PutOption) (string, error) {
-	if strings.HasPrefix(key, h.prefix) {
-		h.once.Do(h.hook)
+// sweepOutOfTime runs a sweep at t0+1m whose clock passes its deadline
+// once it has listed lists queue heads, and returns its report and what
+// it published.
+func sweepOutOfTime(t *testing.T, e *env, lists int64) (queue.SweepReport, *recorder) {
+	t.Helper()
+	gate := &deadlineLists{Store: e.s}
+	wall := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time {
+		if gate.n.Load() >= lists {
+			return wall
+		}
+		return wall.Add(-time.Second)
 	}
-	return h.Store.Put(c, key, body, opts...)
+	pub := &recorder{}
+	rep, err := e.open(gate).Sweep(ctx, t0.Add(time.Minute), queue.SweepOptions{Publisher: pub, Deadline: wall, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, pub
+}
+
+// runSweepRulesSweepCases are the sweep cases of runSweepRules (groups.go).
+func runSweepRulesSweepCases(t *testing.T, f Factory) {
+
+	t.Run("a_parked_task_whose_lease_was_shortened_is_reclaimed_when_it_lapses", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		task := e.submit(queue.SubmitRequest{TTL: check.Dur("10m")}, t0)
+		c := e.claim(queue.ClaimRequest{LeaseFor: 12 * time.Hour}, t0)[0]
+		if rep := e.sweep(t0.Add(11*time.Minute), nil); rep.Parked != 1 {
+			t.Fatalf("sweep report %+v, want one parked task", rep)
+		}
+		// lease_for 0 is the task's timeout (5m): the lease now ends at +17m.
+		if _, err := e.q.Heartbeat(ctx, queue.HeartbeatRequest{ID: task.Ref(), LeaseToken: c.Lease.Token}, t0.Add(12*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		// The worker dies; sweeps every minute (every few on a real
+		// server) until an hour later.
+		step := 1
+		if f.Real {
+			step = 6
+		}
+		for m := 18; m <= 78; m += step {
+			e.sweep(t0.Add(time.Duration(m)*time.Minute), nil)
+		}
+		if got := e.get(task.Ref()); got.Status != queue.StatusExpired {
+			t.Fatalf("the lease lapsed at +17m; at +78m the task is still %s (index_key %s, lease_expires_at %s)", got.Status, got.IndexKey, got.LeaseExpiresAt)
+		}
+	})
+
+	t.Run("a_first_attempt_task_whose_worker_died_is_expired_by_the_sweep", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		task := e.submit(queue.SubmitRequest{TTL: check.Dur("10m"), TTLFrom: queue.TTLFromFirstAttempt}, t0)
+		e.claim(queue.ClaimRequest{LeaseFor: time.Minute}, t0)
+		pub := &recorder{}
+		for _, d := range []time.Duration{time.Hour, 2 * time.Hour, 24 * time.Hour} {
+			e.sweep(t0.Add(d), pub)
+		}
+		if got := e.get(task.Ref()); got.Status != queue.StatusExpired || pub.count(task.ID, queue.DetailTypeTaskExpired) != 1 {
+			t.Fatalf("deadline %s, lease lapsed at +1m; a day later: %s, index_key %s, events %d", got.ExpiresAt, got.Status, got.IndexKey, pub.count(task.ID, queue.DetailTypeTaskExpired))
+		}
+	})
+
+	t.Run("a_sweep_that_starts_past_its_deadline_lists_nothing_more", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		for i := 0; i < 200; i++ {
+			e.submit(queue.SubmitRequest{Queue: "tenant-" + string(rune('a'+i%26)) + strings.Repeat("x", i/26)}, t0)
+		}
+		wall := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+		rep, _ := e.reopen().Sweep(ctx, t0.Add(time.Minute), queue.SweepOptions{Deadline: wall, Clock: func() time.Time { return wall.Add(time.Second) }})
+		if rep.Requests.List > 2 {
+			t.Fatalf("the deadline passed before the sweep began, yet it made %d LISTs (queues %d, incomplete %v)", rep.Requests.List, rep.Queues, rep.Incomplete)
+		}
+	})
+
+	t.Run("sweeps_racing_workers_at_parked_lease_expiry_lose_nothing", func(t *testing.T) {
+		t.Parallel()
+		rounds := 30
+		if f.Real {
+			rounds = 3
+		}
+		for round := 0; round < rounds; round++ {
+			sweepRace(t, f, round)
+		}
+	})
+}
+
+// sweepRace parks 20 running tasks, then two sweeps run at their lease
+// expiry while their workers complete, heartbeat or are gone: every task
+// ends completed, running with a marker it names, or expired with its
+// event; no Task Expired event for a task that did not expire.
+func sweepRace(t *testing.T, f Factory, round int) {
+	e := newEnv(t, f)
+	const n = 20
+	for i := 0; i < n; i++ {
+		e.submit(queue.SubmitRequest{TTL: check.Dur("10m")}, t0)
+	}
+	cs := e.claim(queue.ClaimRequest{LeaseFor: time.Hour, MaxTasks: n}, t0)
+	if len(cs) != n {
+		t.Fatalf("claimed %d of %d", len(cs), n)
+	}
+	e.sweep(t0.Add(11*time.Minute), nil)
+	// At +30m the workers of two in three heartbeat; at +1h (the lease of
+	// the rest lapsed) they act while two sweeps run.
+	for i, c := range cs {
+		if i%3 != 2 {
+			if _, err := e.q.Heartbeat(ctx, queue.HeartbeatRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, LeaseFor: time.Hour}, t0.Add(30*time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	pub := &recorder{}
+	var wg sync.WaitGroup
+	want := make([]queue.Status, n)
+	for i, c := range cs {
+		want[i] = []queue.Status{queue.StatusCompleted, queue.StatusRunning, queue.StatusExpired}[i%3]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			switch i % 3 {
+			case 0:
+				_, err = e.q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, t0.Add(time.Hour))
+			case 1:
+				_, err = e.q.Heartbeat(ctx, queue.HeartbeatRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, LeaseFor: time.Hour}, t0.Add(time.Hour))
+			}
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	for k := 0; k < 2; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := e.reopen().Sweep(ctx, t0.Add(time.Hour), queue.SweepOptions{Publisher: pub, Concurrency: 4}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	e.sweep(t0.Add(time.Hour+time.Minute), pub)
+	for i, c := range cs {
+		id := c.Task.ID
+		got := e.get(id)
+		if got.Status != want[i] {
+			t.Fatalf("round %d task %s: %s, want %s", round, id, got.Status, want[i])
+		}
+		if got.Status == queue.StatusRunning {
+			if _, err := e.s.Head(ctx, got.IndexKey); err != nil {
+				t.Fatalf("running task %s names missing marker %s", id, got.IndexKey)
+			}
+		}
+		if events := pub.count(id, queue.DetailTypeTaskExpired); (want[i] == queue.StatusExpired) != (events > 0) {
+			t.Fatalf("round %d task %s (%s): %d Task Expired events", round, id, want[i], events)
+		}
+	}
 }

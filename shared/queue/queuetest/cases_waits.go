@@ -8,6 +8,39 @@ import (
 	"github.com/s3q/s3q/shared/queue"
 )
 
+// runFastWaitsCases are the waits cases of runFast (groups.go).
+func runFastWaitsCases(t *testing.T, f Factory) {
+
+	t.Run("arrivals_wake_on_this_processes_submit_after_its_record_is_written", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		woken := e.q.Arrivals("a")
+		other := e.q.Arrivals("b")
+		if _, err := e.reopen().Submit(ctx, queue.SubmitRequest{TaskType: "x", Queue: "a"}, t0); err != nil {
+			t.Fatal(err) // another process's submit: no signal here
+		}
+		select {
+		case <-woken:
+			t.Fatal("woken by another process's submit")
+		default:
+		}
+		task := e.submit(queue.SubmitRequest{Queue: "a"}, t0)
+		select {
+		case <-woken:
+		default:
+			t.Fatal("not woken by this process's submit")
+		}
+		select {
+		case <-other:
+			t.Fatal("queue b woken by a submit to a")
+		default:
+		}
+		if _, err := e.s.Get(ctx, queue.TaskKey(task.Queue, task.ID)); err != nil {
+			t.Fatalf("woken before the record exists: %v", err)
+		}
+	})
+}
+
 // runWaits: a queue's waits are bounded apart from every other queue's
 // (Queue.HoldWait).
 func runWaits(t *testing.T, f Factory) {

@@ -12,7 +12,8 @@ import (
 	"github.com/s3q/s3q/shared/store/storefault"
 )
 
-// The side record cases (cases_side_*.go): one file per kind of record
+// The side record cases (runSide*, each in the cases file of its
+// record's behaviour: doc.go): one function per kind of record
 // written beside a task record (shared/queue/side_*.go). Each proves the
 // protocol for its kind: the side record exists exactly while its record
 // needs it; written before the record's write, it is a harmless stale

@@ -13,7 +13,160 @@ import (
 	"github.com/s3q/s3q/shared/queue"
 	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store"
+	"github.com/s3q/s3q/shared/store/storefault"
 )
+
+// The attack listing cases: a claim's LIST overtaken by this Queue's own
+// writes (a submit, a fail with retries, a complete) while it is in
+// flight. This Queue's own writes are to be seen at once by its next
+// claim, whatever the listing cache says, and a task it finished is not
+// handed out again.
+
+// listGate holds the first LIST of a prefix containing match until
+// released, and says when it is held.
+type listGate struct {
+	store.Store
+	match string
+
+	mu      sync.Mutex
+	armed   bool
+	held    chan struct{} // closed when the LIST is held
+	release chan struct{} // closed to let it go
+}
+
+func newListGate(s store.Store, match string) *listGate {
+	return &listGate{Store: s, match: match, armed: true, held: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (g *listGate) List(ctx context.Context, prefix, startAfter string, limit int) (store.Page, error) {
+	g.mu.Lock()
+	hold := g.armed && strings.Contains(prefix, g.match)
+	if hold {
+		g.armed = false
+	}
+	g.mu.Unlock()
+	if hold {
+		page, err := g.Store.List(ctx, prefix, startAfter, limit) // answered now, delivered late
+		close(g.held)
+		<-g.release
+		return page, err
+	}
+	return g.Store.List(ctx, prefix, startAfter, limit)
+}
+
+func runAttackScan(t *testing.T, f Factory) {
+	for _, w := range []struct {
+		name string
+		// setup returns a write to make while the LIST is in flight, and
+		// the task the next claim must get ("" for none).
+		setup func(e *env, q *queue.Queue) (write func() error, want func() string)
+	}{
+		{"a_submit", func(e *env, q *queue.Queue) (func() error, func() string) {
+			var id string
+			return func() error {
+					res, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "x"}, t0)
+					id = res.Task.ID
+					return err
+				},
+				func() string { return id }
+		}},
+		{"a_fail_with_retries_left", func(e *env, q *queue.Queue) (func() error, func() string) {
+			task := e.submit(queue.SubmitRequest{}, t0.Add(-time.Hour))
+			c := e.claim(queue.ClaimRequest{LeaseFor: 2 * time.Hour}, t0.Add(-time.Hour))[0]
+			return func() error {
+					_, err := q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Error: "x", RetryAfter: time.Nanosecond}, t0.Add(-time.Second))
+					return err
+				},
+				func() string { return task.ID }
+		}},
+		{"a_complete", func(e *env, q *queue.Queue) (func() error, func() string) {
+			task := e.submit(queue.SubmitRequest{}, t0.Add(-time.Hour))
+			c := e.claim(queue.ClaimRequest{LeaseFor: 2 * time.Hour}, t0.Add(-time.Hour))[0]
+			// Back to pending (reschedule), then claimed by this Queue and
+			// completed while its LIST, which holds the marker, is in flight.
+			if _, err := e.q.Reschedule(ctx, queue.RescheduleRequest{ID: task.Ref(), LeaseToken: c.Lease.Token}, t0.Add(-time.Minute)); err != nil {
+				e.t.Fatal(err)
+			}
+			return func() error {
+					cs, err := e.open(e.s).Claim(ctx, queue.ClaimRequest{}, t0)
+					if err != nil || len(cs) != 1 {
+						e.t.Fatalf("claim: %v, %d", err, len(cs))
+					}
+					return completeTask(q, cs[0].Task.Ref(), cs[0].Lease.Token, t0)
+				},
+				func() string { return "" }
+		}},
+	} {
+		t.Run("a_claim_whose_LIST_is_overtaken_by_"+w.name+"_of_its_own_process_sees_it_at_once", func(t *testing.T) {
+			e := newEnv(t, f, func(o *queue.Options) { o.ListCacheFor = time.Hour })
+			gate := newListGate(e.s, "/index/") // the claim indexes: a claim lists their folder
+			q := e.open(gate)
+			write, want := w.setup(e, q)
+			// Warm the declaration, not the listing: the first LIST is the
+			// gated one.
+			done := make(chan []queue.Claimed, 1)
+			go func() {
+				cs, err := q.Claim(ctx, queue.ClaimRequest{Queue: queue.DefaultQueue, LeaseFor: time.Minute}, t0)
+				if err != nil {
+					t.Error(err)
+				}
+				done <- cs
+			}()
+			<-gate.held
+			if err := write(); err != nil {
+				close(gate.release)
+				t.Fatal(err)
+			}
+			close(gate.release)
+			first := <-done
+			got := map[string]int{}
+			for _, c := range first {
+				got[c.Task.ID]++
+			}
+			second, err := q.Claim(ctx, queue.ClaimRequest{LeaseFor: time.Minute, MaxTasks: 10}, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range second {
+				got[c.Task.ID]++
+			}
+			id := want()
+			for gid, n := range got {
+				if n > 1 || gid != id {
+					t.Fatalf("claims got %v, want only %q once", got, id)
+				}
+			}
+			if id != "" && got[id] != 1 {
+				t.Fatalf("this process's own %s was not seen by its next claim (got %v)", w.name, got)
+			}
+		})
+	}
+}
+
+// runFastIndexCases are the index cases of runFast (groups.go).
+func runFastIndexCases(t *testing.T, f Factory) {
+
+	t.Run("with_background_cleanup_a_lost_marker_delete_is_repaired_by_the_next_scan", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f, func(o *queue.Options) { o.BackgroundCleanup = true })
+		id := e.submit(queue.SubmitRequest{}, t0).Ref()
+		fs := storefault.New(e.s)
+		worker, cl := e.claimedOver(fs)
+		fs.FailMatching(storefault.OpDelete, "q/default/index/ready/", storefault.FailBefore, 1)
+		if _, err := worker.Complete(ctx, queue.CompleteRequest{ID: id, LeaseToken: cl.Lease.Token}, t0.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		worker.Flush()
+		if fs.Hits() != 1 || len(e.markers()) != 1 {
+			t.Fatalf("the delete was not lost (hits %d, markers %v)", fs.Hits(), e.markers())
+		}
+		recoverAll(t, e, t0)
+		if m := e.markers(); len(m) != 0 {
+			t.Fatalf("markers left after the next scan: %v", m)
+		}
+		wantStatus(t, e.get(id), queue.StatusCompleted)
+	})
+}
 
 // runScan: a claim finds a due task wherever it stands in the index —
 // behind a shard it did not start from, behind thousands of running tasks
@@ -353,30 +506,132 @@ func (p *pairedLists) List(ctx context.Context, prefix, startAfter string, limit
 	return p.Store.List(ctx, prefix, startAfter, limit)
 }
 
-// listed is a store that notes the prefix of each LIST.
-type listed struct {
-	store.Store
-	mu       sync.Mutex
-	prefixes []string
-}
+// The claim-index marker and its queue's wake-up (side_marker.go).
+func runSideMarker(t *testing.T, f Factory) {
+	t.Run("a_task_has_exactly_the_marker_its_record_names_while_it_is_pending_or_running_and_none_once_finished", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		wantKeys(t, "markers before the submit", e.markers())
+		task := e.submit(queue.SubmitRequest{}, t0)
+		wantKeys(t, "markers after the submit", e.markers(), task.IndexKey)
+		c := e.claimOne(t0)
+		wantKeys(t, "markers while it runs", e.markers(), task.IndexKey)
+		retried, err := e.q.Fail(ctx, queue.FailRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, Error: "x"}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if retried.IndexKey == task.IndexKey {
+			t.Fatalf("the retry kept marker %s", task.IndexKey)
+		}
+		wantKeys(t, "markers after a fail with retries left", e.markers(), retried.IndexKey)
+		c = e.claimOne(t0.Add(time.Hour))
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, t0.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		wantKeys(t, "markers after the complete", e.markers())
+		e.consistent()
+	})
 
-func (l *listed) List(ctx context.Context, prefix, startAfter string, limit int) (store.Page, error) {
-	l.mu.Lock()
-	l.prefixes = append(l.prefixes, prefix)
-	l.mu.Unlock()
-	return l.Store.List(ctx, prefix, startAfter, limit)
-}
+	t.Run("a_deadline_marker_comes_with_its_queues_wake_up_for_that_minute", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		task := e.submit(queue.SubmitRequest{TTL: check.Dur("1h")}, t0)
+		if !strings.Contains(task.IndexKey, "/index/deadline/") {
+			t.Fatalf("marker %s, want one under deadline/", task.IndexKey)
+		}
+		wantKeys(t, "markers", e.markers(), task.IndexKey)
+		w := e.wakeups()
+		wantKeyCount(t, "wake-ups", w, 1)
+		if !strings.HasSuffix(w[0], "_default") {
+			t.Fatalf("wake-up %s is not the default queue's", w[0])
+		}
+	})
 
-// smallPages is a store whose LIST pages hold at most n keys, as a
-// bigger backlog would fill them.
-type smallPages struct {
-	store.Store
-	n int
-}
+	t.Run("a_fail_whose_record_write_fails_leaves_the_task_running_and_its_new_marker_a_stale_hint_that_a_claim_deletes", func(t *testing.T) {
+		t.Parallel()
+		e, fs := newLossEnv(t, f)
+		task := e.submit(queue.SubmitRequest{}, t0)
+		c := e.claim(queue.ClaimRequest{LeaseFor: crashLease}, t0)[0]
+		recordWriteFails(t, e, fs, "default", task.Ref(), func() error {
+			_, err := e.q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Error: "x"}, t0.Add(time.Second))
+			return err
+		})
+		if m := e.markers(); len(m) != 2 {
+			t.Fatalf("markers %v, want the record's and the failed write's", m)
+		}
+		wantStatus(t, e.get(task.Ref()), queue.StatusRunning)
+		// Nothing starts it while its lease is valid.
+		if cs, err := e.reopen().Claim(ctx, queue.ClaimRequest{}, t0.Add(30*time.Second)); err != nil || len(cs) != 0 {
+			t.Fatalf("claim during the lease: %d tasks, %v", len(cs), err)
+		}
+		recoverAll(t, e, t0)
+		wantStatus(t, e.get(task.Ref()), queue.StatusCompleted)
+		wantKeys(t, "markers after recovery", e.markers())
+	})
 
-func (s smallPages) List(ctx context.Context, prefix, startAfter string, limit int) (store.Page, error) {
-	if limit <= 0 || limit > s.n {
-		limit = s.n
-	}
-	return s.Store.List(ctx, prefix, startAfter, limit)
+	t.Run("a_fail_whose_marker_answer_was_lost_writes_one_marker_and_the_task_runs_again_once", func(t *testing.T) {
+		t.Parallel()
+		e, fs := newLossEnv(t, f)
+		task := e.submit(queue.SubmitRequest{}, t0)
+		c := e.claimOne(t0)
+		lose(fs, storefault.OpPut, "q/default/index/ready/")
+		got, err := e.q.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Error: "x"}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantHits(t, fs, 1)
+		wantKeys(t, "markers", e.markers(), got.IndexKey)
+		e.consistent()
+		again := e.claimOne(t0.Add(time.Hour))
+		if again.Task.ID != task.ID || again.Task.Attempt != 2 {
+			t.Fatalf("claimed %s attempt %d, want %s attempt 2", again.Task.ID, again.Task.Attempt, task.ID)
+		}
+		e.claimNone(t0.Add(time.Hour))
+	})
+
+	t.Run("a_deadline_marker_whose_answer_was_lost_still_lets_the_sweep_find_the_task", func(t *testing.T) {
+		t.Parallel()
+		e, fs := newLossEnv(t, f)
+		lose(fs, storefault.OpPut, "q/default/index/deadline/")
+		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", TTL: check.Dur("1m")}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantHits(t, fs, 1)
+		e.consistent()
+		rep := e.sweep(t0.Add(2*time.Minute), nil)
+		if rep.Expired != 1 {
+			t.Fatalf("sweep expired %d, want 1", rep.Expired)
+		}
+		wantStatus(t, e.get(res.Task.Ref()), queue.StatusExpired)
+	})
+
+	t.Run("a_complete_and_a_fail_racing_from_one_version_leave_one_winner_with_its_marker", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		task := e.submit(queue.SubmitRequest{}, t0)
+		c := e.claim(queue.ClaimRequest{LeaseFor: crashLease}, t0)[0]
+		p1, p2 := e.cached(task.Ref()), e.cached(task.Ref())
+		now := t0.Add(time.Second)
+		errs := race(
+			func() error {
+				_, err := p1.Complete(ctx, queue.CompleteRequest{ID: task.Ref(), LeaseToken: c.Lease.Token}, now)
+				return err
+			},
+			func() error {
+				_, err := p2.Fail(ctx, queue.FailRequest{ID: task.Ref(), LeaseToken: c.Lease.Token, Error: "x"}, now)
+				return err
+			},
+		)
+		win := oneWinner(t, errs)
+		got := e.get(task.Ref())
+		want := []queue.Status{queue.StatusCompleted, queue.StatusPending}[win]
+		wantStatus(t, got, want)
+		// The winner's marker is there (a loser's is a stale hint).
+		if got.IndexKey != "" && !slices.Contains(e.markers(), got.IndexKey) {
+			t.Fatalf("the winner names marker %s, which is missing: %v", got.IndexKey, e.markers())
+		}
+		recoverAll(t, e, now)
+		wantKeys(t, "markers after recovery", e.markers())
+	})
 }

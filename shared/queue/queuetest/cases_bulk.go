@@ -1,57 +1,99 @@
 package queuetest
 
 import (
-	"encoding/json"
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/s3q/s3q/shared/internal/check"
 	"github.com/s3q/s3q/shared/queue"
-	"github.com/s3q/s3q/shared/queues"
 	"github.com/s3q/s3q/shared/store"
-	"github.com/s3q/s3q/shared/store/storefault"
 )
 
-// The queue operations: pause and resume, purge, bulk retry, cancel and
-// expire, stats.
+// runBulkRace: a bulk operation (purge, bulk cancel) lists the tasks that
+// match its filter, then writes each by compare-and-swap. Another process
+// may change a task in between; the write must then re-check the filter
+// against what is stored and skip the task, never act on the listing's
+// stale view. The other process runs on the test's clock, just before the
+// bulk operation's first write, on every store.
+func runBulkRace(t *testing.T, f Factory) {
+	// onePending is a fresh store holding one pending task submitted at
+	// t0 by e.q (the other process), and the bulk operation's Queue over
+	// the same store, which runs hook just before its first
+	// compare-and-swap whose body holds mark.
+	onePending := func(t *testing.T, mark string, hook func(e *env, id string)) (e *env, bulk *queue.Queue, id string) {
+		e = newEnv(t, f, func(o *queue.Options) { o.ListCacheFor = -1 })
+		id = e.submit(queue.SubmitRequest{TaskType: "t"}, t0).ID
+		hooked := &beforeCAS{Store: e.s, mark: []byte(mark), hook: func() { hook(e, id) }}
+		return e, e.open(hooked), id
+	}
 
-func runOps(t *testing.T, f Factory) {
-	t.Run("a_paused_queue_takes_submits_gives_no_claims_and_still_expires", func(t *testing.T) {
+	t.Run("a_purge_skips_a_task_completed_between_its_listing_and_its_write", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, f)
-		e.submit(queue.SubmitRequest{}, t0)
-		d, err := e.decls.Pause(ctx, queue.DefaultQueue, t0)
-		if err != nil || !d.Paused || d.PausedAt == nil || !d.PausedAt.Equal(t0) {
-			t.Fatalf("pause: %+v, %v", d, err)
+		e, purger, id := onePending(t, `"purged_at"`, func(e *env, id string) {
+			c := e.claimOne(t0.Add(time.Second))
+			if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token, Output: []byte(`{"done":true}`)}, t0.Add(time.Second)); err != nil {
+				t.Errorf("complete meanwhile: %v", err)
+			}
+		})
+		out, err := purger.Purge(ctx, queue.BulkRequest{Queue: queue.DefaultQueue, Status: queue.StatusPending}, t0.Add(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
 		}
-		late := e.submit(queue.SubmitRequest{TTL: check.Dur("1m")}, t0.Add(time.Second))
-		e.claimNone(t0.Add(2 * time.Second))
-		// Another process, past its declaration cache, sees the pause too.
-		if cs, err := e.reopen().Claim(ctx, queue.ClaimRequest{MaxTasks: 5}, t0.Add(time.Minute)); err != nil || len(cs) != 0 {
-			t.Fatalf("another process claimed %d tasks of a paused queue (%v)", len(cs), err)
+		if out.Changed != 0 || len(out.Skipped) != 1 || out.Skipped[0].ID != id {
+			t.Errorf("purge of pending tasks: %+v, want the completed task skipped", out)
 		}
-		// Changing its settings keeps it paused.
-		if d, _, err := e.decls.Declare(ctx, queues.Declaration{Name: queue.DefaultQueue, MaxAttempts: 5}, t0.Add(time.Minute)); err != nil || !d.Paused {
-			t.Fatalf("declare over a paused queue: paused=%v, %v", d.Paused, err)
+		got := e.get(id)
+		if got.Status != queue.StatusCompleted || string(got.Output) != `{"done":true}` {
+			t.Fatalf("the task completed meanwhile: %s %s; want it completed with its output", got.Status, got.Output)
 		}
-		e.sweep(t0.Add(3*time.Minute), nil)
-		wantStatus(t, e.get(late.ID), queue.StatusExpired)
-		if again, err := e.decls.Pause(ctx, queue.DefaultQueue, t0.Add(4*time.Minute)); err != nil || !again.PausedAt.Equal(t0) {
-			t.Fatalf("pausing a paused queue: %+v, %v; want it unchanged", again, err)
-		}
-		d, err = e.decls.Resume(ctx, queue.DefaultQueue, t0.Add(5*time.Minute))
-		if err != nil || d.Paused || d.PausedAt != nil {
-			t.Fatalf("resume: %+v, %v", d, err)
-		}
-		got := e.claimOne(t0.Add(5 * time.Minute))
-		wantStatus(t, got.Task, queue.StatusRunning)
-		_, err = e.decls.Pause(ctx, "nope", t0)
-		check.Err(t, err, queue.ErrQueueNotFound)
 	})
+
+	t.Run("a_bulk_cancel_of_pending_tasks_skips_a_task_claimed_between_its_listing_and_its_write", func(t *testing.T) {
+		t.Parallel()
+		e, canceller, id := onePending(t, `"status":"cancelled"`, func(e *env, id string) {
+			e.claimOne(t0.Add(time.Second))
+		})
+		out, err := canceller.Bulk(ctx, queue.OpCancel, queue.BulkRequest{Queue: queue.DefaultQueue, Status: queue.StatusPending}, t0.Add(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Changed != 0 || len(out.Skipped) != 1 || out.Skipped[0].ID != id {
+			t.Errorf("bulk cancel of pending tasks: %+v, want the claimed task skipped", out)
+		}
+		// Running, and its worker not asked to stop by an operation that
+		// chose pending tasks.
+		if got := e.get(id); got.Status != queue.StatusRunning || got.CancelRequested {
+			t.Fatalf("the task claimed meanwhile: %s cancel_requested=%v; want it running, not asked to cancel", got.Status, got.CancelRequested)
+		}
+	})
+}
+
+// beforeCAS runs hook once, just before the first compare-and-swap whose
+// body holds mark: what another process does between a bulk operation's
+// listing and its write.
+type beforeCAS struct {
+	store.Store
+	mark []byte
+	once sync.Once
+	hook func()
+}
+
+func (s *beforeCAS) PutIfMatch(c context.Context, key string, body []byte, etag string, opts ...store.PutOption) (string, error) {
+	if bytes.Contains(body, s.mark) {
+		s.once.Do(s.hook)
+	}
+	return s.Store.PutIfMatch(c, key, body, etag, opts...)
+}
+
+// runOpsBulkCases are the bulk cases of runOps (groups.go).
+func runOpsBulkCases(t *testing.T, f Factory) {
 
 	t.Run("purge_deletes_pending_tasks_with_their_side_records_and_frees_their_dedup_keys", func(t *testing.T) {
 		t.Parallel()
@@ -276,44 +318,6 @@ func runOps(t *testing.T, f Factory) {
 		_, err = e.q.In("a").Bulk(ctx, queue.OpExpire, queue.BulkRequest{Queue: "b"}, t0)
 		check.Field(t, err, "queue")
 	})
-
-	t.Run("stats_count_by_status_and_find_the_oldest_pending_task", func(t *testing.T) {
-		t.Parallel()
-		e := newEnv(t, f)
-		first := e.submit(queue.SubmitRequest{}, t0)
-		e.submit(queue.SubmitRequest{}, t0.Add(time.Minute))
-		e.submit(queue.SubmitRequest{Delay: check.Dur("1h")}, t0.Add(time.Minute))
-		cancelled := e.submit(queue.SubmitRequest{}, t0.Add(time.Minute))
-		if _, err := e.q.Cancel(ctx, cancelled.Ref(), t0.Add(time.Minute)); err != nil {
-			t.Fatal(err)
-		}
-		e.submit(queue.SubmitRequest{TTL: check.Dur("0s")}, t0.Add(time.Minute))
-		now := t0.Add(10 * time.Minute)
-		st, err := e.stats(queue.DefaultQueue, now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := st.Counts
-		if c.Live != 3 || c.Delayed != 1 || c.Cancelled != 1 || c.Expired != 1 || c.Failed != 0 {
-			t.Fatalf("counts %+v, want live 3, delayed 1, cancelled 1, expired 1", c)
-		}
-		if st.OldestPendingAt == nil || !st.OldestPendingAt.Equal(first.AvailableAt) || *st.OldestPendingAgeSeconds != 600 {
-			t.Fatalf("oldest pending %v (%v s), want %s, 600 s", st.OldestPendingAt, st.OldestPendingAgeSeconds, first.AvailableAt)
-		}
-		if st.Recent.WindowSeconds != 3600 || st.Recent.Cancelled+st.Recent.Expired != 2 {
-			t.Fatalf("recent %+v, want the cancel and the expiry of the last hour", st.Recent)
-		}
-		// Claimed, the oldest is running: the next one is the oldest pending.
-		e.claimOne(now)
-		st, err = e.stats(queue.DefaultQueue, now)
-		if err != nil || st.OldestPendingAt == nil || !st.OldestPendingAt.Equal(t0.Add(time.Minute)) {
-			t.Fatalf("oldest pending after a claim: %v, %v; want %s", st.OldestPendingAt, err, t0.Add(time.Minute))
-		}
-		_, err = e.stats("nope", now)
-		check.Err(t, err, queue.ErrQueueNotFound)
-	})
-
-	runPurgeCrash(t, f)
 }
 
 // snapshot describes every key and body under the env's store.
@@ -328,135 +332,4 @@ func (e *env) snapshot() string {
 		fmt.Fprintf(&b, "%s=%s;", k, obj.Body)
 	}
 	return b.String()
-}
-
-// purgeCrashCases are the tasks a crashed purge starts from: pending
-// with a dedup key and a deadline, and failed (its event sent) with a
-// status entry.
-var purgeCrashCases = []struct {
-	name   string
-	status queue.Status
-	setup  func(e *env) string
-}{
-	{"pending_with_dedup_key_and_deadline", queue.StatusPending, func(e *env) string {
-		return e.submit(queue.SubmitRequest{DedupKey: "k", TTL: check.Dur("1h")}, t0).ID
-	}},
-	{"dead_lettered_with_dedup_key", queue.StatusFailed, func(e *env) string {
-		id := e.submit(queue.SubmitRequest{DedupKey: "k", MaxAttempts: 1}, t0).Ref()
-		c := e.claim(queue.ClaimRequest{}, t0)[0]
-		if _, err := e.q.Fail(ctx, queue.FailRequest{ID: id, LeaseToken: c.Lease.Token, Error: "x"}, t0); err != nil {
-			e.t.Fatal(err)
-		}
-		e.sweep(t0, nil)
-		return id
-	}},
-}
-
-// runPurgeCrash crashes a purge before and after each of its writes: the
-// task is then whole (as it was) or gone, never half; a re-run finishes
-// it; and once the scans have passed, nothing of it is left and its
-// dedup key is free.
-func runPurgeCrash(t *testing.T, f Factory) {
-	for _, pc := range purgeCrashCases {
-		e := newEnv(t, f)
-		pc.setup(e)
-		counting := store.NewCounting(e.s)
-		if _, err := e.open(counting).Purge(ctx, queue.BulkRequest{Queue: queue.DefaultQueue, Status: pc.status}, t0.Add(time.Second)); err != nil {
-			t.Fatal(err)
-		}
-		c := counting.Counts()
-		writes := int(c.Put + c.Delete)
-		for _, mode := range []storefault.FaultMode{storefault.FailBefore, storefault.FailAfter} {
-			modeName := map[storefault.FaultMode]string{storefault.FailBefore: "before", storefault.FailAfter: "after"}[mode]
-			for n := 1; n <= writes; n++ {
-				t.Run(fmt.Sprintf("a_crash_%s_write_%d_of_%d_of_a_purge_of_%s_leaves_it_whole_or_gone", modeName, n, writes, pc.name), func(t *testing.T) {
-					t.Parallel()
-					purgeCrashOnce(t, f, pc.status, pc.setup, n, mode)
-				})
-			}
-		}
-	}
-}
-
-func purgeCrashOnce(t *testing.T, f Factory, status queue.Status, setup func(*env) string, n int, mode storefault.FaultMode) {
-	e := newEnv(t, f)
-	id := setup(e)
-	before := e.get(id)
-	faulty := storefault.New(e.s)
-	faulty.Fail(n, mode)
-	req := queue.BulkRequest{Queue: queue.DefaultQueue, Status: status}
-	_, err := e.open(faulty).Purge(ctx, req, t0.Add(time.Second))
-	if !faulty.Fired() {
-		t.Fatalf("write %d never happened (err %v)", n, err)
-	}
-	faulty.Disarm()
-
-	got, gerr := e.q.Get(ctx, id)
-	switch {
-	case gerr == nil:
-		if got.Status != before.Status || got.UpdatedAt != before.UpdatedAt {
-			t.Fatalf("after the crash the task is %s (updated %s), want it whole: %s (updated %s)", got.Status, got.UpdatedAt, before.Status, before.UpdatedAt)
-		}
-		// Whole: a re-run purges it.
-		res, err := e.reopen().Purge(ctx, req, t0.Add(2*time.Second))
-		if err != nil || res.Changed != 1 {
-			t.Fatalf("re-run after the crash: %+v, %v", res, err)
-		}
-	case errors.Is(gerr, queue.ErrNotFound):
-		if res, err := e.reopen().Purge(ctx, req, t0.Add(2*time.Second)); err != nil || res.Matched != 0 {
-			t.Fatalf("re-run over a purged task: %+v, %v; want nothing matched", res, err)
-		}
-	default:
-		t.Fatal(gerr)
-	}
-	_, gerr = e.q.Get(ctx, id)
-	check.Err(t, gerr, queue.ErrNotFound)
-
-	// The key is free at once, whatever the crash left.
-	res, err := e.reopen().Submit(ctx, queue.SubmitRequest{TaskType: "x", DedupKey: "k"}, t0.Add(3*time.Second))
-	if err != nil || res.Deduplicated {
-		t.Fatalf("submit with the purged task's dedup key: %+v, %v; want a new task", res, err)
-	}
-	// The scans that meet what is left delete it, past the grace.
-	later := t0.Add(time.Hour + time.Minute)
-	q := e.reopen()
-	if _, err := q.Purge(ctx, queue.BulkRequest{Queue: queue.DefaultQueue, Status: queue.StatusPending}, later); err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range []queue.Status{queue.StatusFailed, queue.StatusExpired, queue.StatusCancelled} {
-		// A listing repairs a status entry by the time the store stamped
-		// on it, its own clock: an hour past it.
-		if _, err := q.List(ctx, queue.ListRequest{Queue: queue.DefaultQueue, Status: s, Now: time.Now().Add(time.Hour)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := q.Claim(ctx, queue.ClaimRequest{}, later); err != nil {
-		t.Fatal(err)
-	}
-	e.sweep(later, nil)
-	e.wantNothingOf(id)
-}
-
-// wantNothingOf fails unless no key and no stored body names task id,
-// the purged task (a dedup pointer naming it counts), but for the
-// tombstone a crash after a purge's commit may leave: read as gone,
-// without the task's data, tagged for the lifecycle rule.
-func (e *env) wantNothingOf(id string) {
-	e.t.Helper()
-	for _, k := range e.allKeys() {
-		obj, err := e.s.Get(ctx, k)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		if !strings.Contains(k, id) && !strings.Contains(string(obj.Body), id) {
-			continue
-		}
-		if k == e.recordKey(id) {
-			var tomb map[string]any
-			if err := json.Unmarshal(obj.Body, &tomb); err == nil && tomb["purged_at"] != nil && tomb["input"] == nil {
-				continue
-			}
-		}
-		e.t.Errorf("%s of the purged task %s is left: %s", k, id, obj.Body)
-	}
 }

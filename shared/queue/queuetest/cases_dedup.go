@@ -1,8 +1,10 @@
 package queuetest
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +13,277 @@ import (
 	"github.com/s3q/s3q/shared/store"
 	"github.com/s3q/s3q/shared/store/storefault"
 )
+
+// runAttackRaceDedupCases are the dedup cases of runAttackRace (groups.go).
+func runAttackRaceDedupCases(t *testing.T, f Factory) {
+
+	// A failed dedup holder retried and purged at once, each in the
+	// middle of the other.
+	t.Run("a_retry_whose_record_write_meets_a_purge_of_its_task_leaves_the_key_free", func(t *testing.T) {
+		e := newAttackEnv(t, f)
+		st := deadHolder(e)
+		now := t0.Add(time.Minute)
+		q, h := e.interleave("/tasks/", "put", func() {
+			if _, err := e.reopen().Purge(ctx, queue.BulkRequest{Queue: attackQueue, Status: queue.StatusFailed}, now); err != nil {
+				t.Errorf("purge: %v", err)
+			}
+		})
+		_, err := q.Retry(ctx, st.id, now)
+		wantFired(t, h)
+		if !errors.Is(err, queue.ErrNotFound) {
+			t.Fatalf("retry of a task purged meanwhile: %v, want not found", err)
+		}
+		e.keyIsFree(now)
+	})
+	t.Run("a_purge_whose_tombstone_write_meets_a_retry_of_its_task_leaves_one_live_holder", func(t *testing.T) {
+		e := newAttackEnv(t, f)
+		st := deadHolder(e)
+		now := t0.Add(time.Minute)
+		q, h := e.interleave("/tasks/", "put", func() {
+			if _, err := e.reopen().Retry(ctx, st.id, now); err != nil {
+				t.Errorf("retry: %v", err)
+			}
+		})
+		if _, err := q.Purge(ctx, queue.BulkRequest{Queue: attackQueue, Status: queue.StatusFailed}, now); err != nil {
+			t.Fatal(err)
+		}
+		wantFired(t, h)
+		wantStatus(t, e.get(st.id), queue.StatusPending)
+		res, err := e.q.Submit(ctx, attackSubmit(""), now)
+		if err != nil || !res.Deduplicated || res.Task.ID != bareID(st.id) {
+			t.Fatalf("submit with the key: %+v, %v: want it deduplicated to the retried task", res, err)
+		}
+		e.consistent()
+	})
+
+	// A submit with a dedup key in the middle of a retry of the task that
+	// held it: one live task holds the key, whichever lands.
+	for _, at := range []struct{ name, match, op string }{
+		{"before_its_first_write", "/", ""},
+		{"between_its_pointer_and_its_record", "/tasks/", "put"},
+	} {
+		t.Run("a_submit_of_a_dedup_key_"+at.name+"_of_a_retry_of_its_holder_leaves_one_live_holder", func(t *testing.T) {
+			e := newAttackEnv(t, f)
+			st := deadHolder(e)
+			now := t0.Add(time.Minute)
+			var sub queue.SubmitResult
+			var subErr error
+			q, h := e.interleave(at.match, at.op, func() {
+				sub, subErr = e.reopen().Submit(ctx, attackSubmit(""), now)
+			})
+			_, err := q.Retry(ctx, st.id, now)
+			wantFired(t, h)
+			e.consistent()
+			live := 0
+			for _, task := range e.records() {
+				if task.DedupKey == "k" && !task.Status.Terminal() {
+					live++
+				}
+			}
+			if live != 1 {
+				t.Fatalf("%d live tasks hold the key (retry: %v; submit: %+v, %v), want 1", live, err, sub, subErr)
+			}
+		})
+	}
+
+	// A submit of the key, a purge and a retry of its failed holder race
+	// freely: one live holder at most, and recovery settles everything.
+	t.Run("a_dedup_submit_a_purge_and_a_retry_of_the_holder_racing_leave_one_live_holder", func(t *testing.T) {
+		rounds := 4
+		if f.Real {
+			rounds = 2
+		}
+		for i := 0; i < rounds; i++ {
+			e := newAttackEnv(t, f)
+			st := deadHolder(e)
+			now := t0.Add(time.Minute)
+			q1, q2, q3 := e.reopen(), e.reopen(), e.reopen()
+			race(
+				func() error { _, err := q1.Submit(ctx, attackSubmit(""), now); return err },
+				func() error {
+					_, err := q2.Purge(ctx, queue.BulkRequest{Queue: attackQueue, Status: queue.StatusFailed}, now)
+					return err
+				},
+				func() error { _, err := q3.Retry(ctx, st.id, now); return err },
+			)
+			live := 0
+			for _, task := range e.records() {
+				if task.PurgedAt == nil && task.DedupKey == "k" && !task.Status.Terminal() {
+					live++
+				}
+			}
+			if live > 1 {
+				t.Fatalf("%d live tasks hold the key", live)
+			}
+			attackRecover(t, e, now)
+		}
+	})
+}
+
+// keyIsFree fails unless a submit of dedup key "k" at now makes a new
+// task, and recovery after it leaves everything settled.
+func (e *env) keyIsFree(now time.Time) {
+	e.t.Helper()
+	res, err := e.reopen().Submit(ctx, attackSubmit(""), now)
+	if err != nil || res.Deduplicated {
+		e.t.Fatalf("submit with the key: %+v, %v: want a new task", res, err)
+	}
+	attackRecover(e.t, e, now)
+}
+
+// runCancelDedupCases are the dedup cases of runCancel (groups.go).
+func runCancelDedupCases(t *testing.T, f Factory) {
+
+	t.Run("retry_takes_its_dedup_key_back_from_a_holder_past_its_deadline_and_expires_that_holder", func(t *testing.T) {
+		e := newEnv(t, f)
+		first := e.submit(queue.SubmitRequest{DedupKey: "k"}, t0)
+		if _, err := e.q.Cancel(ctx, first.Ref(), t0); err != nil {
+			t.Fatal(err)
+		}
+		holder := e.submit(queue.SubmitRequest{DedupKey: "k", TTL: check.Dur("1m")}, t0)
+		if holder.ID == first.ID {
+			t.Fatal("the cancelled task still held its key")
+		}
+		// The holder can never run after t0+1m, though no sweep marked it.
+		got, err := e.q.Retry(ctx, first.Ref(), t0.Add(2*time.Minute))
+		if err != nil || got.Status != queue.StatusPending {
+			t.Fatalf("retry: %v %v", got.Status, err)
+		}
+		wantStatus(t, e.get(holder.Ref()), queue.StatusExpired)
+		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "x", DedupKey: "k"}, t0.Add(3*time.Minute))
+		if err != nil || !res.Deduplicated || res.Task.ID != first.ID {
+			t.Fatalf("the key after the retry: %+v %v", res, err)
+		}
+	})
+}
+
+// runCancelRulesDedupCases are the dedup cases of runCancelRules (groups.go).
+func runCancelRulesDedupCases(t *testing.T, f Factory) {
+
+	t.Run("retry_never_makes_two_live_tasks_of_one_dedup_key", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		a := e.submit(queue.SubmitRequest{DedupKey: "k", MaxAttempts: 1}, t0)
+		ca := e.claimOne(t0)
+		if _, err := e.q.Fail(ctx, queue.FailRequest{ID: a.Ref(), LeaseToken: ca.Lease.Token, Error: "x"}, t0); err != nil {
+			t.Fatal(err)
+		}
+		b, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "x", DedupKey: "k"}, t0.Add(time.Second))
+		if err != nil || b.Deduplicated {
+			t.Fatalf("b: %+v %v", b, err)
+		}
+		_, err = e.q.Retry(ctx, a.Ref(), t0.Add(2*time.Second))
+		var se *queue.StateError
+		if !errors.As(err, &se) {
+			t.Fatalf("retry of a task whose dedup key another live task holds: %v, want a StateError", err)
+		}
+		// Once b is finished the key is free and a can be retried; a submit
+		// meanwhile does not take the key over from the reviving a.
+		cb := e.claimOne(t0.Add(3 * time.Second))
+		if cb.Task.ID != b.Task.ID {
+			t.Fatalf("claimed %s, want b %s", cb.Task.ID, b.Task.ID)
+		}
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: b.Task.Ref(), LeaseToken: cb.Lease.Token}, t0.Add(3*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.q.Sweep(ctx, t0.Add(4*time.Second), queue.SweepOptions{}); err != nil { // publishes a's Task Dead-Lettered event
+			t.Fatal(err)
+		}
+		if r, err := e.q.Retry(ctx, a.Ref(), t0.Add(4*time.Second)); err != nil || r.Status != queue.StatusPending {
+			t.Fatalf("retry once the key is free: %v %v", r.Status, err)
+		}
+		c, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "x", DedupKey: "k"}, t0.Add(5*time.Second))
+		if err != nil || !c.Deduplicated || c.Task.ID != a.ID {
+			t.Fatalf("a submit after the retry must return the revived task: %+v %v", c, err)
+		}
+		ga, gb := e.get(a.Ref()), e.get(b.Task.Ref())
+		if !ga.Status.Terminal() && !gb.Status.Terminal() {
+			t.Fatalf("two live tasks for dedup key k: %s (%s) and %s (%s)", ga.ID, ga.Status, gb.ID, gb.Status)
+		}
+	})
+}
+
+// runLostManageDedupCases are the dedup cases of runLostManage (groups.go).
+func runLostManageDedupCases(t *testing.T, f Factory) {
+
+	t.Run("a_dedup_pointer_left_by_a_conflicting_submit_of_a_taken_id_does_not_hold_its_key", func(t *testing.T) {
+		e := newEnv(t, f)
+		x := e.submit(queue.SubmitRequest{ID: queue.NewID(t0), DedupKey: "k1"}, t0)
+		// A submit of x's id with another body and key k2 took k2's
+		// pointer and crashed before its (refused) create: the pointer
+		// names x, a live task that does not hold k2.
+		body, _ := json.Marshal(map[string]any{"task_id": x.ID, "created_at": t0})
+		if _, err := e.s.PutIfAbsent(ctx, queue.DedupKey(queue.DefaultQueue, "k2"), body); err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "email.send", DedupKey: "k2"}, t0.Add(5*time.Minute))
+		if err != nil || res.Deduplicated || res.Task.ID == x.ID || res.Task.DedupKey != "k2" {
+			t.Fatalf("a submit with k2: %+v %v", res, err)
+		}
+		e.consistent()
+		// Nor does it stop a retry of the task that holds the key.
+		f := e.submit(queue.SubmitRequest{DedupKey: "k3"}, t0)
+		if _, err := e.q.Cancel(ctx, f.Ref(), t0); err != nil {
+			t.Fatal(err)
+		}
+		obj, err := e.s.Get(ctx, queue.DedupKey(queue.DefaultQueue, "k3"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.s.PutIfMatch(ctx, queue.DedupKey(queue.DefaultQueue, "k3"), body, obj.ETag); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := e.q.Retry(ctx, f.Ref(), t0.Add(5*time.Minute)); err != nil || got.Status != queue.StatusPending {
+			t.Fatalf("retry of the task with k3: %v %v", got.Status, err)
+		}
+		e.consistent()
+	})
+}
+
+// runRaceDedupCases are the dedup cases of runRace (groups.go).
+func runRaceDedupCases(t *testing.T, f Factory) {
+
+	t.Run("concurrent_submits_with_one_dedup_key_make_one_task", func(t *testing.T) {
+		e := newEnv(t, f)
+		var wg sync.WaitGroup
+		ids := make(chan string, Workers)
+		errs := make(chan error, Workers)
+		start := make(chan struct{})
+		for w := 0; w < Workers; w++ {
+			q := e.reopen()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				res, err := q.Submit(ctx, queue.SubmitRequest{TaskType: "x", DedupKey: "once"}, t0)
+				if err != nil {
+					errs <- err
+					return
+				}
+				ids <- res.Task.ID
+			}()
+		}
+		close(start)
+		wg.Wait()
+		close(ids)
+		close(errs)
+		for err := range errs {
+			if !errors.Is(err, queue.ErrConflict) {
+				t.Fatalf("submit: %v", err)
+			}
+		}
+		seen := map[string]bool{}
+		for id := range ids {
+			seen[id] = true
+		}
+		if len(seen) != 1 {
+			t.Fatalf("%d distinct tasks for one dedup key", len(seen))
+		}
+		if n := len(e.inQueues("/tasks/")); n != 1 {
+			t.Fatalf("%d task records for one dedup key", n)
+		}
+	})
+}
 
 // The dedup pointer (side_dedup.go).
 func runSideDedup(t *testing.T, f Factory) {
@@ -328,5 +601,39 @@ func runLostDedup(t *testing.T, f Factory) {
 		e.claimOne(t0)
 		e.dedupedTo(a.ID, t0.Add(2*time.Minute))
 		e.consistent()
+	})
+}
+
+// runSubmitDedupCases are the dedup cases of runSubmit (groups.go).
+func runSubmitDedupCases(t *testing.T, f Factory) {
+
+	t.Run("dedup_key_returns_the_existing_task_while_it_is_live", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, f)
+		first, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "x", DedupKey: "order-42"}, t0)
+		if err != nil || first.Deduplicated {
+			t.Fatalf("first submit: %+v %v", first, err)
+		}
+		again, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "x", DedupKey: "order-42"}, t0.Add(time.Second))
+		if err != nil || !again.Deduplicated || again.Task.ID != first.Task.ID {
+			t.Fatalf("second submit: dedup=%v id=%s want %s, err %v", again.Deduplicated, again.Task.ID, first.Task.ID, err)
+		}
+		other, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "x", DedupKey: "order-42", Queue: "other"}, t0)
+		if err != nil || other.Deduplicated {
+			t.Fatalf("same key in another queue must not dedup: %+v %v", other, err)
+		}
+		// Still live while running.
+		c := e.claimOne(t0.Add(2 * time.Second))
+		running, _ := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "x", DedupKey: "order-42"}, t0.Add(3*time.Second))
+		if !running.Deduplicated || running.Task.ID != first.Task.ID {
+			t.Fatalf("dedup while running: %+v", running)
+		}
+		if _, err := e.q.Complete(ctx, queue.CompleteRequest{ID: c.Task.Ref(), LeaseToken: c.Lease.Token}, t0.Add(4*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		after, err := e.q.Submit(ctx, queue.SubmitRequest{TaskType: "x", DedupKey: "order-42"}, t0.Add(5*time.Second))
+		if err != nil || after.Deduplicated || after.Task.ID == first.Task.ID {
+			t.Fatalf("after completion a new task is made: %+v %v", after, err)
+		}
 	})
 }
