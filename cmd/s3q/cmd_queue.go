@@ -496,9 +496,13 @@ func printQueue(w io.Writer, q client.QueueInfo) {
 // where the bucket layout cannot count it).
 func printQueues(w io.Writer, qs []client.QueueInfo) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUEUE\tSTATE\tLIVE\tDELAYED\tRUNNING\tFAILED\tCANCELLED\tEXPIRED\tCOMPLETED\tMAX_CONCURRENCY\tTARGET")
+	fmt.Fprintln(tw, "QUEUE\tSTATE\tLIVE\tDELAYED\tRUNNING\tFAILED\tCANCELLED\tEXPIRED\tCOMPLETED\tMAX_CONCURRENCY\tRATE_LIMIT\tTARGET")
 	for _, q := range qs {
-		mc, target, state := "-", "-", "active"
+		mc, rate, target, state := "-", "-", "-", "active"
+		if q.MaxPerSecond != nil {
+			// One word (no space), as every cell of the table.
+			rate = strings.Replace(rateString(q.MaxPerSecond, q.Burst), ", burst ", ",burst=", 1)
+		}
 		if q.MaxConcurrency > 0 {
 			mc = strconv.Itoa(q.MaxConcurrency)
 		}
@@ -519,7 +523,7 @@ func printQueues(w io.Writer, qs []client.QueueInfo) {
 				cols[6] = count(c, "completed", *c.Completed)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", q.Name, state, strings.Join(cols, "\t"), mc, target)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", q.Name, state, strings.Join(cols, "\t"), mc, rate, target)
 	}
 	_ = tw.Flush()
 }

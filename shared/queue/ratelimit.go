@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"time"
 
@@ -35,7 +36,8 @@ import (
 // forward, so what holds back in the remembered state holds back in the
 // stored one. A lost
 // race (412: another process started tasks meanwhile) costs a GET and
-// another PUT, at most rateAttempts times; a claim that loses them all is
+// another PUT, at most rateAttempts times (a write whose answer was lost
+// is recognised on that GET by its random "by" and keeps its grant); a claim that loses them all is
 // held back one interval. After a lost race the state is contended for
 // contendedFor: a claim reads it (a GET) before it lists whenever it
 // would let a start through, and a wait it returns is spread by up to one
@@ -57,7 +59,12 @@ import (
 // now + τ: one task may start at once, and the new limit holds from
 // there on. Under the same settings T is never moved back, so a process
 // whose clock lags another's is held back longer, never let through
-// (clock skew between processes costs rate, never the limit). While a
+// (clock skew between processes costs rate, never the limit), up to
+// rateSkewBound: a T further ahead than that is not trusted (a hand
+// edit or a corrupted write must not stop a queue for years) and is
+// taken as now + τ. An unreadable state is taken as no state and
+// replaced by the next grant; a deleted one as a quiet spell (up to
+// burst tasks may start at once). While a
 // process still holds the old declaration (its cache time, 30s) the two
 // settings alternate in the state, each switch letting one task more
 // start.
@@ -75,6 +82,14 @@ const (
 	MaxBurst = 1000
 	// rateAttempts bounds the conditional writes of one grant.
 	rateAttempts = 6
+	// rateSkewBound bounds how far a rate state's T is trusted beyond
+	// what a grant sets it to (now + τ + one interval): the clock skew
+	// between two processes. S3 refuses a request signed more than 15
+	// minutes off its own clock, so two processes that reach it differ
+	// by 30 minutes at most. A T further ahead (a hand edit, a corrupted
+	// or foreign write) is taken as now + τ, so one bad write holds a
+	// queue back τ + one interval + 30 minutes at most, never for years.
+	rateSkewBound = 30 * time.Minute
 )
 
 // DefaultBurst is the burst of a queue that declares max_per_second and
@@ -115,6 +130,9 @@ type rateState struct {
 	// PerSecond and Burst are the settings of the grant that set it.
 	PerSecond float64 `json:"per_second,omitempty"`
 	Burst     int     `json:"burst,omitempty"`
+	// By is a random token of the write, unique to it: a writer whose
+	// answer was lost recognises its own write on a re-read.
+	By string `json:"by,omitempty"`
 }
 
 // settingsOf is the state's record of s's limit (Burst with its default).
@@ -143,9 +161,11 @@ func gcra(tat time.Time, changed bool, want int, interval, tau time.Duration, no
 	if tat.Before(now) {
 		tat = now
 	}
-	if changed && tat.After(now.Add(tau+interval)) {
-		// Set under other settings (a higher burst, a lower rate): one
-		// start now, then the new ones hold.
+	if (changed && tat.After(now.Add(tau+interval))) || tat.After(now.Add(tau+interval+rateSkewBound)) {
+		// Set under other settings (a higher burst, a lower rate), or
+		// further ahead than any grant could set it from a clock within
+		// rateSkewBound of this one (a hand edit, a bad write): one
+		// start now, then the limit holds from there.
 		tat = now.Add(tau)
 	}
 	room := now.Add(tau).Sub(tat)
@@ -288,29 +308,50 @@ func (q *Queue) grantStarts(ctx context.Context, s Settings, want int, now time.
 			return 0, e.spread(wait, interval, now), nil
 		}
 		rate, burst := settingsOf(s)
-		next := rateState{TAT: tat, PerSecond: rate, Burst: burst}
+		by := strconv.FormatUint(rand.Uint64(), 36)
+		next := rateState{TAT: tat, PerSecond: rate, Burst: burst, By: by}
 		body, _ := json.Marshal(next)
 		var etag string
 		var err error
-		if e.etag == "" {
+		creating := e.etag == ""
+		if creating {
 			etag, err = q.store.PutIfAbsent(ctx, key, body)
 		} else {
 			etag, err = q.store.PutIfMatch(ctx, key, body, e.etag)
 		}
-		switch {
-		case err == nil:
+		if err == nil {
 			e.etag, e.st = etag, next
 			return n, 0, nil
-		case errors.Is(err, store.ErrPrecondition) || errors.Is(err, store.ErrNotFound):
-			e.known = false // another process granted starts meanwhile: read it
-			e.lostAt = now
-		case errors.Is(err, store.ErrRetryable):
-			// A 409 or a throttle: the write may have landed (its grant
-			// is then lost, the limit errs low): read it and try again.
+		}
+		// The write may have landed with its answer lost (or a retry of
+		// it refused as changed by the landed one): read the state back;
+		// if it is this write, the grant is this claim's.
+		e.known = false
+		if q.readRate(ctx, e, s.Name) == nil && e.st.By == by {
+			return n, 0, nil
+		}
+		if creating && errors.Is(err, store.ErrPrecondition) && e.known && e.etag == "" {
+			// Absent, yet If-None-Match refused: versitygw does so while
+			// a delete marker is the key's current version (rate.json
+			// deleted by hand), and no conditional create can succeed.
+			// Write, unconditionally, a state that grants nothing: T =
+			// now + τ + I, as if a whole burst had just started (racing
+			// writers of it only hold back more); grants go on by
+			// If-Match from it.
+			hold := rateState{TAT: now.Add(tau + interval), PerSecond: rate, Burst: burst, By: by + "h"}
+			hb, _ := json.Marshal(hold)
 			e.known = false
+			if etag, err := q.store.Put(ctx, key, hb); err == nil {
+				e.known, e.etag, e.st = true, etag, hold
+			}
+			continue
+		}
+		switch {
+		case errors.Is(err, store.ErrPrecondition) || errors.Is(err, store.ErrNotFound):
+			e.lostAt = now // another process granted starts meanwhile
+		case errors.Is(err, store.ErrRetryable):
+			// A 409 or a throttle: try again from what was read.
 		default:
-			// The write may have landed (its grant is then lost): read
-			// it again next time.
 			e.known = false
 			return 0, 0, fmt.Errorf("write rate state: %w", err)
 		}

@@ -33,7 +33,9 @@ type queueRow struct {
 	Priority       int // the queue's default priority; 0: none (3)
 	// RateLimit is the queue's max_per_second and burst ("10 a second,
 	// bursts of 10"); "" for none.
-	RateLimit    string
+	RateLimit string
+	// RateShort is RateLimit for the queues table ("10/s, burst 10").
+	RateShort    string
 	Shards       int
 	Target       string
 	Defaults     string
@@ -47,7 +49,7 @@ func newQueueRow(q queueJSON, st *statsJSON) queueRow {
 	r := queueRow{
 		Name: q.Name, MaxConcurrency: q.MaxConcurrency, Priority: q.Priority, Shards: q.Shards, Target: describeTarget(q.Target),
 		Defaults: describeDefaults(q.Declaration), AutoDeclared: q.AutoDeclared, UpdatedAt: q.UpdatedAt, Paused: q.Paused,
-		RateLimit: describeRate(q.MaxPerSecond, q.Burst),
+		RateLimit: describeRate(q.MaxPerSecond, q.Burst), RateShort: shortRate(q.MaxPerSecond, q.Burst),
 	}
 	c := q.Counts
 	if st != nil {
@@ -216,4 +218,17 @@ func describeRate(perSecond *float64, burst *int) string {
 		b = *burst
 	}
 	return strconv.FormatFloat(*perSecond, 'g', -1, 64) + " tasks started a second, bursts of " + strconv.Itoa(b)
+}
+
+// shortRate is describeRate for a table cell: "10/s, burst 10"; "" for
+// none.
+func shortRate(perSecond *float64, burst *int) string {
+	if perSecond == nil {
+		return ""
+	}
+	b := queue.DefaultBurst(*perSecond)
+	if burst != nil {
+		b = *burst
+	}
+	return strconv.FormatFloat(*perSecond, 'g', -1, 64) + "/s, burst " + strconv.Itoa(b)
 }

@@ -22,6 +22,7 @@ package queuetest
 //	cases_concurrency.go  max_concurrency and its slots
 //	cases_priority.go     priorities
 //	cases_ratelimit.go    rate limits
+//	cases_ratelimit_attack.go  rate limits under attack: lost answers, a damaged, hand-edited or deleted rate.json, batches, isolation
 //	cases_trace.go        trace context
 //	cases_waits.go        waits, and the arrivals that wake them
 //	cases_children.go     parents and their children

@@ -57,6 +57,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("attack", func(t *testing.T) { runAttack(t, f) })
 	t.Run("waits", func(t *testing.T) { runWaits(t, f) })
 	t.Run("rate_limit", func(t *testing.T) { runRateLimit(t, f) })
+	t.Run("rate_limit_attack", func(t *testing.T) { runRateLimitAttack(t, f) })
 }
 
 // t0 is the fixed start of every case's clock.
