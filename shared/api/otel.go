@@ -5,12 +5,11 @@ import (
 	"net/http"
 	"strings"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/s3q/s3q/shared/internal/w3ctrace"
 	"github.com/s3q/s3q/shared/queue"
 )
 
@@ -26,25 +25,13 @@ import (
 // instrumentation is the name of the tracer the API's spans come from.
 const instrumentation = "github.com/s3q/s3q/shared/api"
 
-// w3c is the propagator of the API's trace context: W3C traceparent and
-// tracestate, the headers a task keeps, whatever propagator the program
-// configures for its own requests.
-var w3c propagation.TraceContext
-
 // tracerOf returns the tracer of tp, the global provider's when nil.
-func tracerOf(tp trace.TracerProvider) trace.Tracer {
-	if tp == nil {
-		tp = otel.GetTracerProvider()
-	}
-	return tp.Tracer(instrumentation)
-}
+func tracerOf(tp trace.TracerProvider) trace.Tracer { return w3ctrace.Tracer(tp, instrumentation) }
 
 // startSpan starts the span of request r, continuing its traceparent
 // header (a malformed one is ignored here: the submit routes refuse it).
 func (a *API) startSpan(ctx context.Context, r *http.Request) (context.Context, trace.Span) {
-	if r.Header.Get("traceparent") != "" {
-		ctx = w3c.Extract(ctx, propagation.HeaderCarrier(r.Header))
-	}
+	ctx = w3ctrace.Continue(ctx, r.Header.Get("traceparent"), strings.Join(r.Header.Values("tracestate"), ","))
 	return a.tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer))
 }
 
@@ -92,18 +79,17 @@ func spanTrace(ctx context.Context, tp string, reqs []*queue.SubmitRequest) {
 	if !span.IsRecording() {
 		return
 	}
-	c := propagation.MapCarrier{}
-	w3c.Inject(ctx, c)
-	if c["traceparent"] == "" {
+	own, ownState := w3ctrace.Of(ctx)
+	if own == "" {
 		return
 	}
 	for _, req := range reqs {
 		if req.Traceparent == "" || req.Traceparent == tp {
-			req.Traceparent, req.Tracestate = c["traceparent"], c["tracestate"]
+			req.Traceparent, req.Tracestate = own, ownState
 			continue
 		}
-		other := propagation.MapCarrier{"traceparent": req.Traceparent, "tracestate": req.Tracestate}
-		if sc := trace.SpanContextFromContext(w3c.Extract(context.Background(), other)); sc.IsValid() {
+		other := w3ctrace.Continue(context.Background(), req.Traceparent, req.Tracestate)
+		if sc := trace.SpanContextFromContext(other); sc.IsValid() {
 			span.AddLink(trace.Link{SpanContext: sc})
 		}
 	}

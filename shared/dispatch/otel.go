@@ -3,12 +3,11 @@ package dispatch
 import (
 	"context"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/s3q/s3q/shared/internal/w3ctrace"
 	"github.com/s3q/s3q/shared/queue"
 )
 
@@ -25,24 +24,14 @@ import (
 // instrumentation is the name of the tracer the dispatcher's spans come from.
 const instrumentation = "github.com/s3q/s3q/shared/dispatch"
 
-// w3c is the propagator of a task's trace context.
-var w3c propagation.TraceContext
-
 // tracerOf returns the tracer of tp, the global provider's when nil.
-func tracerOf(tp trace.TracerProvider) trace.Tracer {
-	if tp == nil {
-		tp = otel.GetTracerProvider()
-	}
-	return tp.Tracer(instrumentation)
-}
+func tracerOf(tp trace.TracerProvider) trace.Tracer { return w3ctrace.Tracer(tp, instrumentation) }
 
 // startDelivery starts the span of the delivery of t from push queue p
 // and returns ctx carrying it, and the task as the delivery sends it:
 // with the span's trace context when the span records, else as it is.
 func (d *Dispatcher) startDelivery(ctx context.Context, p PushQueue, t queue.Task) (context.Context, trace.Span, queue.Task) {
-	if t.Traceparent != "" {
-		ctx = w3c.Extract(ctx, propagation.MapCarrier{"traceparent": t.Traceparent, "tracestate": t.Tracestate})
-	}
+	ctx = w3ctrace.Continue(ctx, t.Traceparent, t.Tracestate)
 	ctx, span := d.tracer.Start(ctx, "s3q.deliver "+t.TaskType, trace.WithSpanKind(trace.SpanKindClient))
 	if !span.IsRecording() {
 		return ctx, span, t
@@ -61,9 +50,7 @@ func (d *Dispatcher) startDelivery(ctx context.Context, p PushQueue, t queue.Tas
 		attribute.Int("s3q.task.attempt", t.Attempt),
 		attribute.String("s3q.target.kind", target),
 	)
-	c := propagation.MapCarrier{}
-	w3c.Inject(ctx, c)
-	t.Traceparent, t.Tracestate = c["traceparent"], c["tracestate"]
+	t.Traceparent, t.Tracestate = w3ctrace.Of(ctx)
 	return ctx, span, t
 }
 

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/s3q/s3q/shared/internal/w3ctrace"
 )
 
 // Spans. A worker records one OpenTelemetry span per run of a task (a
@@ -25,27 +25,15 @@ const instrumentation = "github.com/s3q/s3q/shared/worker"
 // spanNamePrefix begins the name of a run's span; the task type ends it.
 const spanNamePrefix = "s3q.run "
 
-// w3c is the propagator of a task's trace context: the task keeps W3C
-// traceparent and tracestate, whatever propagator the program
-// configures for its own requests.
-var w3c propagation.TraceContext
-
 // tracerOf returns the tracer of tp, the global provider's when nil.
-func tracerOf(tp trace.TracerProvider) trace.Tracer {
-	if tp == nil {
-		tp = otel.GetTracerProvider()
-	}
-	return tp.Tracer(instrumentation)
-}
+func tracerOf(tp trace.TracerProvider) trace.Tracer { return w3ctrace.Tracer(tp, instrumentation) }
 
 // startRun starts the span of one run of t on queue, a child of the trace
 // context t was submitted in, and returns ctx carrying it and the trace
 // context the handler continues (for TraceContext and TraceCarrier): the
 // span's when it records, else the task's as submitted.
 func startRun(ctx context.Context, tracer trace.Tracer, t *Task, queue, workerID string) (context.Context, trace.Span) {
-	if t.Traceparent != "" {
-		ctx = w3c.Extract(ctx, Carrier{"traceparent": t.Traceparent, "tracestate": t.Tracestate})
-	}
+	ctx = w3ctrace.Continue(ctx, t.Traceparent, t.Tracestate)
 	ctx, span := tracer.Start(ctx, spanNamePrefix+t.TaskType, trace.WithSpanKind(trace.SpanKindConsumer))
 	if !span.IsRecording() {
 		return withTrace(ctx, t.Traceparent, t.Tracestate), span
@@ -63,9 +51,8 @@ func startRun(ctx context.Context, tracer trace.Tracer, t *Task, queue, workerID
 	if workerID != "" {
 		span.SetAttributes(attribute.String("messaging.client.id", workerID))
 	}
-	c := Carrier{}
-	w3c.Inject(ctx, c)
-	return withTrace(ctx, c["traceparent"], c["tracestate"]), span
+	tp, ts := w3ctrace.Of(ctx)
+	return withTrace(ctx, tp, ts), span
 }
 
 // Outcomes of a run, as its span's s3q.outcome attribute.
