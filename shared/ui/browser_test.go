@@ -37,11 +37,8 @@ import (
 // $TEST_ARTIFACTS/ui (default .artifacts/ui at the repository's root).
 //
 // Chromium comes from scripts/install-chromium, which `make test` runs;
-// without it this test fails (it skips only under -short).
+// without it this test fails.
 func TestConsoleInABrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: the browser test needs Chromium (scripts/install-chromium)")
-	}
 	chrome := findChromium(t)
 	d := startDev(t, devserver.Options{TickInterval: time.Hour, ConsoleRefresh: time.Hour})
 	ctx := context.Background()
