@@ -146,11 +146,8 @@ func settingsOf(s Settings) (float64, int) {
 
 // rateParams returns the interval and tolerance of s's limit.
 func rateParams(s Settings) (interval, tau time.Duration) {
-	interval = time.Duration(float64(time.Second) / s.MaxPerSecond)
-	burst := s.Burst
-	if burst <= 0 {
-		burst = DefaultBurst(s.MaxPerSecond)
-	}
+	perSecond, burst := settingsOf(s)
+	interval = time.Duration(float64(time.Second) / perSecond)
 	return interval, time.Duration(burst-1) * interval
 }
 
